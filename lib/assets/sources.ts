@@ -1,0 +1,330 @@
+/**
+ * Remote asset sources: an upstream MCP endpoint the runner forwards
+ * `tools/call` to, and a signed HTTP callback. Both only ever see calls the
+ * run's grant already allowed.
+ *
+ * @module
+ */
+
+import { createHmac } from "node:crypto";
+import { type CallToolResult, toolFailure, toolSuccess } from "./tools.ts";
+
+/** Forwards an authorized asset tool call and returns the tool result. */
+export interface RemoteSource {
+  /** Calls `tool` with `args` (never containing `run_token`). */
+  callTool(
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult>;
+}
+
+/** The default deadline of one forwarded call, in milliseconds. */
+export const DEFAULT_SOURCE_TIMEOUT_MS = 60_000;
+
+const MCP_PROTOCOL_VERSION = "2025-06-18";
+
+class SourceError extends Error {}
+
+async function withDeadline<T>(
+  timeoutMs: number,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new SourceError("timed out")),
+    timeoutMs,
+  );
+  try {
+    return await work(controller.signal);
+  } catch (error) {
+    if (controller.signal.aborted) {
+      throw new SourceError(`no answer within ${timeoutMs} ms`);
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof SourceError) return error.message;
+  if (error instanceof TypeError) return "could not connect";
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Reads an SSE body until the JSON-RPC response with `id` arrives. */
+async function readSseResponse(
+  body: ReadableStream<Uint8Array>,
+  id: number,
+): Promise<unknown> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (value) buffer += value.replaceAll("\r\n", "\n");
+      let boundary;
+      while (
+        (boundary = buffer.indexOf("\n\n")) >= 0 ||
+        (done && buffer.trim() !== "")
+      ) {
+        const block = boundary >= 0 ? buffer.slice(0, boundary) : buffer;
+        buffer = boundary >= 0 ? buffer.slice(boundary + 2) : "";
+        const data = block.split("\n").filter((line) =>
+          line.startsWith("data:")
+        )
+          .map((line) => line.slice(5).replace(/^ /, "")).join("\n");
+        if (data === "") continue;
+        const message = JSON.parse(data);
+        if (message?.id === id) return message;
+      }
+      if (done) {
+        throw new SourceError("the event stream ended without a response");
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
+
+/** Options for {@linkcode createUpstreamSource}. */
+export interface UpstreamSourceOptions {
+  /** The upstream MCP endpoint (Streamable HTTP). */
+  url: string;
+  /** Headers sent with every request (e.g. the upstream's run token). */
+  headers?: Record<string, string>;
+  /** Deadline per request. */
+  timeoutMs?: number;
+}
+
+/**
+ * An MCP client for the upstream endpoint: initializes once (keeping any
+ * `Mcp-Session-Id`, re-initializing once if the session is gone), then
+ * forwards `tools/call`. Accepts JSON or SSE answers.
+ */
+export function createUpstreamSource(
+  options: UpstreamSourceOptions,
+): RemoteSource {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
+  let nextId = 1;
+  let sessionId: string | undefined;
+  let initialized: Promise<void> | undefined;
+
+  async function post(message: Record<string, unknown>): Promise<unknown> {
+    return await withDeadline(timeoutMs, async (signal) => {
+      const headers = new Headers(options.headers);
+      headers.set("content-type", "application/json");
+      headers.set("accept", "application/json, text/event-stream");
+      if (message.method !== "initialize") {
+        headers.set("mcp-protocol-version", MCP_PROTOCOL_VERSION);
+      }
+      if (sessionId) headers.set("mcp-session-id", sessionId);
+      const response = await fetch(options.url, {
+        method: "POST",
+        headers,
+        body: JSON.stringify(message),
+        signal,
+      });
+      if (message.method === "initialize") {
+        sessionId = response.headers.get("mcp-session-id") ?? undefined;
+      }
+      if (response.status === 404 && sessionId) {
+        await response.body?.cancel();
+        throw new SessionGone();
+      }
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new SourceError(
+          `the upstream MCP server answered HTTP ${response.status}`,
+        );
+      }
+      if (
+        message.id === undefined || response.status === 202 || !response.body
+      ) {
+        await response.body?.cancel();
+        return null;
+      }
+      const type = response.headers.get("content-type") ?? "";
+      if (type.includes("text/event-stream")) {
+        return await readSseResponse(response.body, message.id as number);
+      }
+      return await response.json();
+    });
+  }
+
+  function initialize(): Promise<void> {
+    initialized ??= (async () => {
+      const answer = await post({
+        jsonrpc: "2.0",
+        id: nextId++,
+        method: "initialize",
+        params: {
+          protocolVersion: MCP_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: "runner-langbot-assets", version: "0.1.0" },
+        },
+      }) as { error?: { message?: string } } | null;
+      if (answer?.error) {
+        throw new SourceError(
+          `the upstream refused initialize: ${answer.error.message ?? "error"}`,
+        );
+      }
+      await post({ jsonrpc: "2.0", method: "notifications/initialized" });
+    })();
+    initialized.catch(() => initialized = undefined);
+    return initialized;
+  }
+
+  async function call(
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<unknown> {
+    await initialize();
+    return await post({
+      jsonrpc: "2.0",
+      id: nextId++,
+      method: "tools/call",
+      params: { name: tool, arguments: args },
+    });
+  }
+
+  return {
+    async callTool(tool, args) {
+      try {
+        let answer;
+        try {
+          answer = await call(tool, args);
+        } catch (error) {
+          if (!(error instanceof SessionGone)) throw error;
+          sessionId = undefined;
+          initialized = undefined;
+          answer = await call(tool, args);
+        }
+        const { result, error } = (answer ?? {}) as {
+          result?: unknown;
+          error?: { message?: string };
+        };
+        if (error) {
+          return toolFailure(
+            "assets.source_failed",
+            `The upstream MCP server refused ${tool}: ${
+              error.message ?? "error"
+            }.`,
+          );
+        }
+        return asToolResult(result);
+      } catch (error) {
+        return toolFailure(
+          "assets.source_failed",
+          `The upstream MCP server failed for ${tool} (${
+            describeFailure(error)
+          }); retry later.`,
+        );
+      }
+    },
+  };
+}
+
+class SessionGone extends SourceError {
+  constructor() {
+    super("the upstream MCP session expired");
+  }
+}
+
+/** Passes an MCP-shaped result through; anything else becomes a success result. */
+function asToolResult(value: unknown): CallToolResult {
+  if (
+    value !== null && typeof value === "object" && !Array.isArray(value) &&
+    Array.isArray((value as CallToolResult).content)
+  ) {
+    return value as CallToolResult;
+  }
+  return toolSuccess(value);
+}
+
+/** Options for {@linkcode createCallbackSource}. */
+export interface CallbackSourceOptions {
+  /** Where to POST `{run_id, tool, arguments}`. */
+  url: string;
+  /** The per-run HMAC secret; without it no signature is sent. */
+  secret?: string;
+  /** The run id sent in the body and `X-Runner-Run-Id`. */
+  runId: string;
+  /** Deadline per call. */
+  timeoutMs?: number;
+}
+
+/** Signs a callback body: `sha256=<hex HMAC-SHA256 of body>`. */
+export function signCallbackBody(secret: string, body: string): string {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+/**
+ * A callback source: POSTs `{run_id, tool, arguments}` signed with
+ * `X-Runner-Signature`; a 2xx JSON answer is the tool result (an MCP result
+ * with `content` passes through), anything else is a failure result.
+ */
+export function createCallbackSource(
+  options: CallbackSourceOptions,
+): RemoteSource {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
+  return {
+    async callTool(tool, args) {
+      const body = JSON.stringify({
+        run_id: options.runId,
+        tool,
+        arguments: args,
+      });
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        "x-runner-run-id": options.runId,
+      };
+      if (options.secret !== undefined) {
+        headers["x-runner-signature"] = signCallbackBody(options.secret, body);
+      }
+      try {
+        return await withDeadline(timeoutMs, async (signal) => {
+          const response = await fetch(options.url, {
+            method: "POST",
+            headers,
+            body,
+            signal,
+          });
+          const text = await response.text();
+          if (!response.ok) {
+            return toolFailure(
+              "assets.source_failed",
+              `The run's callback answered HTTP ${response.status} for ${tool}` +
+                `${callbackReason(text)}.`,
+            );
+          }
+          try {
+            return asToolResult(JSON.parse(text));
+          } catch {
+            return toolFailure(
+              "assets.source_failed",
+              `The run's callback answered ${tool} with a body that is not JSON.`,
+            );
+          }
+        });
+      } catch (error) {
+        return toolFailure(
+          "assets.source_failed",
+          `The run's callback failed for ${tool} (${
+            describeFailure(error)
+          }); retry later.`,
+        );
+      }
+    },
+  };
+}
+
+function callbackReason(text: string): string {
+  try {
+    const parsed = JSON.parse(text);
+    const reason = parsed?.error?.message ?? parsed?.error ?? parsed?.message;
+    return typeof reason === "string" ? `: ${reason.slice(0, 300)}` : "";
+  } catch {
+    return "";
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * The run config: the seed's kebab-case keys, parsed and validated in one
+ * place. Every location, the CLI, the HTTP API and the daemon use this parser.
+ * See `docs/config.md`.
+ *
+ * @module
+ */
+
+import { isAbsolute } from "node:path";
+import { RunnerError } from "./errors.ts";
+import { parsePermissionDecision } from "./permissions.ts";
+import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
+
+/** Where the agent runs. */
+export type Location = "local" | "remote-ssh" | "daemon";
+
+/** A validated run config (camelCase mirror of the kebab-case keys). */
+export interface RunConfig {
+  provider: string;
+  location: Location;
+  workspace?: string;
+  sessionCwd?: string;
+  acpCommand?: string;
+  envJson: Record<string, string>;
+  reuseSession: boolean;
+  createSessionIfMissing: boolean;
+  streaming: boolean;
+  startupTimeout: number;
+  initializeTimeout: number;
+  timeout: number;
+  cancelGrace: number;
+  lateUpdateMs: number;
+  maxMessageMb: number;
+  maxAttachmentMb: number;
+  maxPromptMb: number;
+  permissionDecision: PermissionKind;
+  fsRead: boolean;
+  fsWrite: boolean;
+  appendRunScopePrompt: boolean;
+  mcpServersJson?: string;
+  langbotAssetsEnabled: boolean;
+  langbotAssetsMode: "auto" | "ephemeral" | "gateway";
+  langbotAssetsGatewayHost: string;
+  langbotAssetsGatewayPort?: number;
+  langbotAssetsGatewayPublicUrl?: string;
+  langbotAssetsTokenTtl: number;
+  knowledgeBases: string[];
+  sshTarget?: string;
+  sshPort: number;
+  sshIdentityFile?: string;
+  sshConnectTimeout: number;
+  sshExtraOptions: string[];
+  remoteShell: "bash" | "powershell";
+  daemonId?: string;
+  daemonConnectTimeout: number;
+}
+
+type Kind =
+  | "string"
+  | "bool"
+  | "seconds"
+  | "number"
+  | "port"
+  | "path"
+  | "json"
+  | "list";
+
+interface KeySpec {
+  field: keyof RunConfig;
+  kind: Kind;
+  default?: unknown;
+  choices?: readonly string[];
+}
+
+/** Every accepted run-config key with its kind and default. */
+export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
+  "provider": { field: "provider", kind: "string" },
+  "location": {
+    field: "location",
+    kind: "string",
+    default: "local",
+    choices: ["local", "remote-ssh", "daemon"],
+  },
+  "workspace": { field: "workspace", kind: "path" },
+  "session-cwd": { field: "sessionCwd", kind: "path" },
+  "acp-command": { field: "acpCommand", kind: "string" },
+  "env-json": { field: "envJson", kind: "json", default: {} },
+  "reuse-session": { field: "reuseSession", kind: "bool", default: true },
+  "create-session-if-missing": {
+    field: "createSessionIfMissing",
+    kind: "bool",
+    default: true,
+  },
+  "streaming": { field: "streaming", kind: "bool", default: true },
+  "startup-timeout": { field: "startupTimeout", kind: "seconds", default: 60 },
+  "initialize-timeout": {
+    field: "initializeTimeout",
+    kind: "seconds",
+    default: 30,
+  },
+  "timeout": { field: "timeout", kind: "seconds", default: 600 },
+  "cancel-grace": { field: "cancelGrace", kind: "seconds", default: 3 },
+  "late-update-ms": { field: "lateUpdateMs", kind: "number", default: 150 },
+  "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },
+  "max-attachment-mb": {
+    field: "maxAttachmentMb",
+    kind: "number",
+    default: 10,
+  },
+  "max-prompt-mb": { field: "maxPromptMb", kind: "number", default: 25 },
+  "permission-decision": {
+    field: "permissionDecision",
+    kind: "string",
+    default: "allow_once",
+  },
+  "fs-read": { field: "fsRead", kind: "bool", default: false },
+  "fs-write": { field: "fsWrite", kind: "bool", default: false },
+  "append-run-scope-prompt": {
+    field: "appendRunScopePrompt",
+    kind: "bool",
+    default: false,
+  },
+  "mcp-servers-json": { field: "mcpServersJson", kind: "string" },
+  "langbot-assets-enabled": {
+    field: "langbotAssetsEnabled",
+    kind: "bool",
+    default: true,
+  },
+  "langbot-assets-mode": {
+    field: "langbotAssetsMode",
+    kind: "string",
+    default: "auto",
+    choices: ["auto", "ephemeral", "gateway"],
+  },
+  "langbot-assets-gateway-host": {
+    field: "langbotAssetsGatewayHost",
+    kind: "string",
+    default: "127.0.0.1",
+  },
+  "langbot-assets-gateway-port": {
+    field: "langbotAssetsGatewayPort",
+    kind: "port",
+  },
+  "langbot-assets-gateway-public-url": {
+    field: "langbotAssetsGatewayPublicUrl",
+    kind: "string",
+  },
+  "langbot-assets-token-ttl": {
+    field: "langbotAssetsTokenTtl",
+    kind: "seconds",
+    default: 3600,
+  },
+  "knowledge-bases": { field: "knowledgeBases", kind: "list", default: [] },
+  "ssh-target": { field: "sshTarget", kind: "string" },
+  "ssh-port": { field: "sshPort", kind: "port", default: 22 },
+  "ssh-identity-file": { field: "sshIdentityFile", kind: "string" },
+  "ssh-connect-timeout": {
+    field: "sshConnectTimeout",
+    kind: "seconds",
+    default: 15,
+  },
+  "ssh-extra-options": { field: "sshExtraOptions", kind: "list", default: [] },
+  "remote-shell": {
+    field: "remoteShell",
+    kind: "string",
+    default: "bash",
+    choices: ["bash", "powershell"],
+  },
+  "daemon-id": { field: "daemonId", kind: "string" },
+  "daemon-connect-timeout": {
+    field: "daemonConnectTimeout",
+    kind: "seconds",
+    default: 30,
+  },
+};
+
+/** Keys accepted for compatibility that change nothing (form visibility). */
+const IGNORED_KEYS = new Set(["advanced-settings"]);
+
+function invalid(key: string, message: string): RunnerError {
+  return new RunnerError("config.invalid", `${key}: ${message}`, {
+    detail: { key },
+  });
+}
+
+function convert(key: string, spec: KeySpec, value: unknown): unknown {
+  switch (spec.kind) {
+    case "string": {
+      if (typeof value !== "string" && typeof value !== "number") {
+        throw invalid(key, "must be a string");
+      }
+      const text = String(value).trim();
+      if (spec.choices && !spec.choices.includes(text)) {
+        throw invalid(key, `must be one of ${spec.choices.join(", ")}`);
+      }
+      return text;
+    }
+    case "path": {
+      if (typeof value !== "string" || !value.trim()) {
+        throw invalid(key, "must be a non-empty path");
+      }
+      if (!isAbsolute(value.trim()) && !value.trim().startsWith("~")) {
+        throw invalid(key, `must be an absolute path (got "${value}")`);
+      }
+      return value.trim();
+    }
+    case "bool": {
+      if (typeof value === "boolean") return value;
+      const text = String(value).trim().toLowerCase();
+      if (["true", "1", "yes", "on"].includes(text)) return true;
+      if (["false", "0", "no", "off"].includes(text)) return false;
+      throw invalid(key, "must be true or false");
+    }
+    case "seconds":
+    case "number":
+    case "port": {
+      const number = typeof value === "number" ? value : Number(String(value));
+      if (!Number.isFinite(number) || String(value).trim() === "") {
+        throw invalid(key, "must be a number");
+      }
+      if (spec.kind === "port") {
+        if (!Number.isInteger(number) || number < 0 || number > 65535) {
+          throw invalid(key, "must be a port number 0-65535");
+        }
+      } else if (number <= 0) {
+        throw invalid(key, "must be greater than 0");
+      }
+      return number;
+    }
+    case "json":
+      return parseEnvJson(key, value);
+    case "list": {
+      if (Array.isArray(value)) return value.map(String);
+      const text = String(value).trim();
+      if (text.startsWith("[")) {
+        try {
+          const parsed = JSON.parse(text);
+          if (Array.isArray(parsed)) return parsed.map(String);
+        } catch { /* fall through */ }
+        throw invalid(key, "must be a JSON array or a comma-separated list");
+      }
+      return text ? text.split(",").map((item) => item.trim()) : [];
+    }
+  }
+}
+
+function parseEnvJson(key: string, value: unknown): Record<string, string> {
+  let parsed = value;
+  if (typeof value === "string") {
+    if (!value.trim()) return {};
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      throw invalid(key, "must be a JSON object (it is not valid JSON)");
+    }
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw invalid(key, "must be a JSON object of NAME: value strings");
+  }
+  const env: Record<string, string> = {};
+  for (const [name, inner] of Object.entries(parsed)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw invalid(key, `"${name}" is not a valid environment variable name`);
+    }
+    if (
+      typeof inner !== "string" && typeof inner !== "number" &&
+      typeof inner !== "boolean"
+    ) {
+      throw invalid(key, `the value of ${name} must be a string`);
+    }
+    env[name] = String(inner);
+  }
+  return env;
+}
+
+/**
+ * Parses kebab-case config (later layers win) into a {@linkcode RunConfig}.
+ * Unknown keys, bad values and missing required keys throw `config.invalid`.
+ */
+export function parseRunConfig(
+  ...layers: Array<Record<string, unknown> | undefined>
+): RunConfig {
+  const merged: Record<string, unknown> = {};
+  for (const layer of layers) {
+    for (const [rawKey, value] of Object.entries(layer ?? {})) {
+      if (value === undefined || value === null) continue;
+      const key = rawKey.replaceAll("_", "-");
+      if (IGNORED_KEYS.has(key)) continue;
+      if (!(key in RUN_CONFIG_KEYS)) {
+        throw invalid(
+          key,
+          `unknown config key. Known keys: ${
+            Object.keys(RUN_CONFIG_KEYS).join(", ")
+          }`,
+        );
+      }
+      merged[key] = value;
+    }
+  }
+  const config: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(RUN_CONFIG_KEYS)) {
+    const value = merged[key] ?? spec.default;
+    if (value === undefined) continue;
+    config[spec.field] = key in merged ? convert(key, spec, value) : value;
+  }
+  const result = config as unknown as RunConfig;
+  result.permissionDecision = parsePermissionDecision(
+    result.permissionDecision,
+  );
+  if (!result.provider) {
+    throw invalid("provider", "is required (a preset name or custom)");
+  }
+  if (result.location === "remote-ssh" && !result.sshTarget) {
+    throw invalid("ssh-target", "is required when location=remote-ssh");
+  }
+  if (result.location === "daemon" && !result.daemonId) {
+    throw invalid("daemon-id", "is required when location=daemon");
+  }
+  if (result.location === "local" && !result.workspace) {
+    throw invalid("workspace", "is required (an absolute directory)");
+  }
+  return result;
+}

@@ -1,0 +1,104 @@
+/**
+ * Reads the process table: members of a process group and process start
+ * times. Linux reads `/proc`; other systems ask `ps`.
+ *
+ * @module
+ */
+
+/** One row of the process table. */
+export interface ProcessRow {
+  /** Process id. */
+  pid: number;
+  /** Process group id. */
+  pgid: number;
+  /** Single-letter state (`Z` = zombie). */
+  state: string;
+  /** Opaque start time; equal values mean the same process. */
+  startTime: string;
+}
+
+const hasProc = (() => {
+  try {
+    return Deno.build.os === "linux" && Deno.statSync("/proc/self").isDirectory;
+  } catch {
+    return false;
+  }
+})();
+
+function parseProcStat(pid: number, text: string): ProcessRow | undefined {
+  // The command name may contain spaces and parentheses: split after the last ")".
+  const close = text.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const fields = text.slice(close + 2).split(" ");
+  // fields[0] = state (field 3), fields[2] = pgrp (field 5), fields[19] = starttime (field 22)
+  return {
+    pid,
+    state: fields[0],
+    pgid: Number(fields[2]),
+    startTime: fields[19],
+  };
+}
+
+function readProcRow(pid: number): ProcessRow | undefined {
+  try {
+    return parseProcStat(pid, Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return undefined;
+  }
+}
+
+async function psRows(extra: string[]): Promise<ProcessRow[]> {
+  const output = await new Deno.Command("ps", {
+    args: [...extra, "-o", "pid=,pgid=,stat=,lstart="],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  const rows: ProcessRow[] = [];
+  for (const line of new TextDecoder().decode(output.stdout).split("\n")) {
+    const match = line.trim().match(/^(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/);
+    if (!match) continue;
+    rows.push({
+      pid: Number(match[1]),
+      pgid: Number(match[2]),
+      state: match[3][0],
+      startTime: match[4],
+    });
+  }
+  return rows;
+}
+
+/** Every live (non-zombie) process whose process group is `pgid`. */
+export async function processGroupMembers(pgid: number): Promise<number[]> {
+  if (hasProc) {
+    const members: number[] = [];
+    for (const entry of Deno.readDirSync("/proc")) {
+      const pid = Number(entry.name);
+      if (!Number.isInteger(pid)) continue;
+      const row = readProcRow(pid);
+      if (row && row.pgid === pgid && row.state !== "Z") members.push(pid);
+    }
+    return members;
+  }
+  return (await psRows(["-A"]))
+    .filter((row) => row.pgid === pgid && row.state !== "Z")
+    .map((row) => row.pid);
+}
+
+/** The start time of a live process, or undefined when it is gone. */
+export async function processStartTime(
+  pid: number,
+): Promise<string | undefined> {
+  if (hasProc) {
+    const row = readProcRow(pid);
+    return row && row.state !== "Z" ? row.startTime : undefined;
+  }
+  const row = (await psRows(["-p", String(pid)]))[0];
+  return row && row.state !== "Z" ? row.startTime : undefined;
+}
+
+/** Synchronous start time on Linux (undefined elsewhere or when gone). */
+export function processStartTimeSync(pid: number): string | undefined {
+  if (!hasProc) return undefined;
+  const row = readProcRow(pid);
+  return row && row.state !== "Z" ? row.startTime : undefined;
+}

@@ -1,0 +1,448 @@
+/**
+ * The `coding-relay-v1` codec: frame types, the two sides' JSON encodings,
+ * frame parsing and validation, the handshake checks with their exact refusal
+ * reasons, the protocol constants, marker file names and the splitter that
+ * keeps `message.delta` frames under the 1 MiB limit. See `docs/relay.md`.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { RunnerError } from "./errors.ts";
+
+/** The protocol string both sides send and check. */
+export const RELAY_PROTOCOL = "coding-relay-v1";
+/** WebSocket close code for every handshake refusal (policy violation). */
+export const CLOSE_POLICY = 1008;
+/**
+ * Close code the daemon uses when a job's cleanup was not confirmed. The
+ * Python daemon sends 1011, which a WebSocket client API may not send; 4011
+ * mirrors it in the application range.
+ */
+export const CLOSE_CLEANUP_UNCONFIRMED = 4011;
+/** Close code for a frame over {@linkcode MAX_FRAME_BYTES} (message too big). */
+export const CLOSE_TOO_BIG = 1009;
+/** Close code the daemon uses for a protocol error such as `run.cleanup` (1002 mirrored, as above). */
+export const CLOSE_PROTOCOL_ERROR = 4002;
+/** Most daemons a hub keeps (connected plus fenced). */
+export const MAX_DAEMONS = 128;
+/** Most jobs a hub runs at once. */
+export const MAX_JOBS = 128;
+/** Longest daemon id, in Unicode code points after trimming. */
+export const MAX_DAEMON_ID_LENGTH = 128;
+/** How long the hub waits for `daemon.hello`. */
+export const HELLO_TIMEOUT_MS = 10_000;
+/** How long the hub waits for `run.finished` after `run.cancel`. */
+export const CANCEL_TIMEOUT_MS = 10_000;
+/** Largest daemon→hub frame, in UTF-8 bytes (the Python hub's websockets limit). */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Default MCP request timeout on the daemon side. */
+export const MCP_REQUEST_TIMEOUT_MS = 60_000;
+/** Default daemon reconnect delay (base of the backoff). */
+export const RECONNECT_DELAY_MS = 5_000;
+
+/** The exact close reasons of the Python hub (and ours). */
+export const REFUSAL_REASONS = {
+  helloRequired: "daemon.hello required",
+  daemonIdRequired: "daemon_id required (max 128 characters)",
+  invalidToken: "invalid token",
+  upgradeProtocol:
+    "upgrade daemon.py and pkg from matching plugin: coding-relay-v1 required",
+  connectedOrFenced:
+    "daemon ID connected or fenced; verify cleanup before reuse",
+  cleanupUnconfirmed: "cleanup unconfirmed; daemon halted",
+  obsolete: "obsolete relay: upgrade hub and daemon together",
+  frameTooLarge: "frame exceeds 1 MiB",
+  hubShuttingDown: "hub shutting down",
+} as const;
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | {
+  [key: string]: Json;
+};
+/** A JSON object. */
+export type JsonObject = { [key: string]: Json };
+
+/** daemon → hub: the first frame. */
+export interface DaemonHelloFrame {
+  type: "daemon.hello";
+  daemon_id: string;
+  protocol: string;
+  token: string;
+  metadata: JsonObject;
+}
+/** hub → daemon: the handshake answer. */
+export interface DaemonReadyFrame {
+  type: "daemon.ready";
+  daemon_id: string;
+  protocol: string;
+}
+/** hub → daemon: start a job. */
+export interface RunStartFrame {
+  type: "run.start";
+  job_id: string;
+  payload: JsonObject;
+}
+/** daemon → hub: one run event of a job. */
+export interface RunEventFrame {
+  type: "run.event";
+  job_id: string;
+  event: JsonObject;
+}
+/** daemon → hub: an MCP message from the job's agent. */
+export interface McpRequestFrame {
+  type: "mcp.request";
+  request_id: string;
+  job_id: string;
+  payload: Json;
+}
+/** hub → daemon: the answer to an `mcp.request` (`null` for notifications). */
+export interface McpResponseFrame {
+  type: "mcp.response";
+  request_id: string;
+  job_id: string;
+  payload: Json;
+}
+/** hub → daemon: cancel a job. */
+export interface RunCancelFrame {
+  type: "run.cancel";
+  job_id: string;
+}
+/** daemon → hub: the job is over and cleaned up. */
+export interface RunFinishedFrame {
+  type: "run.finished";
+  job_id: string;
+}
+/** daemon → hub: keepalive. */
+export interface DaemonPingFrame {
+  type: "daemon.ping";
+}
+/** hub → daemon: keepalive answer. */
+export interface DaemonPongFrame {
+  type: "daemon.pong";
+}
+
+/** Frames the hub sends. */
+export type HubFrame =
+  | DaemonReadyFrame
+  | RunStartFrame
+  | McpResponseFrame
+  | RunCancelFrame
+  | DaemonPongFrame;
+/** Frames the daemon sends. */
+export type DaemonFrame =
+  | DaemonHelloFrame
+  | RunEventFrame
+  | McpRequestFrame
+  | RunFinishedFrame
+  | DaemonPingFrame;
+/** Any valid frame. */
+export type RelayFrame = HubFrame | DaemonFrame;
+
+/** Why a frame was rejected (in the error's `detail.reason`). */
+export type ProtocolErrorReason =
+  | "not_json"
+  | "not_object"
+  | "unknown_type"
+  | "invalid_field"
+  | "obsolete";
+
+/** Makes a `relay.protocol_error` with a machine-readable reason. */
+export function protocolError(
+  reason: ProtocolErrorReason,
+  message: string,
+): RunnerError {
+  return new RunnerError("relay.protocol_error", message, {
+    detail: { reason },
+  });
+}
+
+/**
+ * Serializes like Python's `json.dumps(value, ensure_ascii=False)`: separators
+ * `", "` and `": "`, non-ASCII raw, insertion key order, `undefined` keys left out.
+ */
+export function pythonJsonDumps(value: unknown): string {
+  if (value === null || value === undefined) return "null";
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value);
+    case "boolean":
+      return value ? "true" : "false";
+    case "number":
+      return Number.isFinite(value) ? JSON.stringify(value) : "null";
+    case "object": {
+      if (Array.isArray(value)) {
+        return `[${value.map((item) => pythonJsonDumps(item)).join(", ")}]`;
+      }
+      const parts: string[] = [];
+      for (const [key, item] of Object.entries(value)) {
+        if (item === undefined) continue;
+        parts.push(`${JSON.stringify(key)}: ${pythonJsonDumps(item)}`);
+      }
+      return `{${parts.join(", ")}}`;
+    }
+    default:
+      return "null";
+  }
+}
+
+/** Encodes a hub frame exactly as the Python hub does (default separators). */
+export function encodeHubFrame(frame: HubFrame): string {
+  return pythonJsonDumps(frame);
+}
+
+/** Encodes a daemon frame exactly as the Python daemon does (compact). */
+export function encodeDaemonFrame(frame: DaemonFrame): string {
+  return JSON.stringify(frame);
+}
+
+/** Whether `text` is over the daemon→hub frame limit. */
+export function isOversizedFrame(text: string): boolean {
+  if (text.length > MAX_FRAME_BYTES) return true;
+  if (text.length * 3 <= MAX_FRAME_BYTES) return false;
+  return new TextEncoder().encode(text).length > MAX_FRAME_BYTES;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function requireString(
+  raw: JsonObject,
+  key: string,
+  allowEmpty = false,
+): RunnerError | undefined {
+  const value = raw[key];
+  if (typeof value !== "string" || (!allowEmpty && value === "")) {
+    return protocolError(
+      "invalid_field",
+      `${raw.type} frame needs a string "${key}"`,
+    );
+  }
+}
+
+const JOB_FRAMES = new Set([
+  "run.start",
+  "run.event",
+  "mcp.request",
+  "mcp.response",
+  "run.cancel",
+  "run.finished",
+]);
+
+/**
+ * Parses and validates one text frame. Returns the typed frame, or a
+ * `relay.protocol_error` (`detail.reason` tells why; `run.cleanup` is `obsolete`).
+ */
+export function parseFrame(text: string): RelayFrame | RunnerError {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return protocolError("not_json", "relay frame is not JSON");
+  }
+  if (!isObject(raw) || typeof raw.type !== "string") {
+    return protocolError(
+      "not_object",
+      "relay frame must be a JSON object with a string type",
+    );
+  }
+  const type = raw.type;
+  if (type === "run.cleanup") {
+    return protocolError(
+      "obsolete",
+      `received obsolete frame run.cleanup: ${REFUSAL_REASONS.obsolete}`,
+    );
+  }
+  if (type === "daemon.ping" || type === "daemon.pong") {
+    return { type } as RelayFrame;
+  }
+  if (type === "daemon.hello" || type === "daemon.ready") {
+    const bad = requireString(raw, "daemon_id") ??
+      requireString(raw, "protocol");
+    if (bad) return bad;
+    if (type === "daemon.hello") {
+      if (raw.token !== undefined && typeof raw.token !== "string") {
+        return protocolError(
+          "invalid_field",
+          "daemon.hello token must be a string",
+        );
+      }
+      if (raw.metadata !== undefined && !isObject(raw.metadata)) {
+        return protocolError(
+          "invalid_field",
+          "daemon.hello metadata must be an object",
+        );
+      }
+    }
+    return raw as unknown as RelayFrame;
+  }
+  if (!JOB_FRAMES.has(type)) {
+    return protocolError("unknown_type", `unknown relay frame type ${type}`);
+  }
+  const bad = requireString(raw, "job_id");
+  if (bad) return bad;
+  if (type === "run.start" && !isObject(raw.payload)) {
+    return protocolError(
+      "invalid_field",
+      "run.start payload must be an object",
+    );
+  }
+  if (type === "run.event" && !isObject(raw.event)) {
+    return protocolError("invalid_field", "run.event event must be an object");
+  }
+  if (type === "mcp.request" || type === "mcp.response") {
+    const badId = requireString(raw, "request_id");
+    if (badId) return badId;
+    if (!("payload" in raw)) {
+      return protocolError("invalid_field", `${type} needs a payload`);
+    }
+  }
+  return raw as unknown as RelayFrame;
+}
+
+/** The outcome of the hub's handshake checks on a first frame. */
+export type HelloCheck =
+  | { ok: true; daemonId: string; metadata: JsonObject }
+  | { ok: false; reason: string };
+
+/**
+ * Runs the hub's hello checks in the Python order (type, daemon id, token,
+ * protocol) and returns the accepted id or the exact refusal reason.
+ * `tokenMatches` compares in constant time; it is not called without a hub token.
+ */
+export function checkHello(
+  text: string,
+  options: { hasToken: boolean; tokenMatches: (given: string) => boolean },
+): HelloCheck {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, reason: REFUSAL_REASONS.helloRequired };
+  }
+  if (!isObject(raw) || raw.type !== "daemon.hello") {
+    return { ok: false, reason: REFUSAL_REASONS.helloRequired };
+  }
+  const rawId = raw.daemon_id;
+  const daemonId = (rawId === null || rawId === undefined || rawId === false ||
+      rawId === "" || rawId === 0)
+    ? ""
+    : (typeof rawId === "string" ? rawId : JSON.stringify(rawId)).trim();
+  if (daemonId === "" || [...daemonId].length > MAX_DAEMON_ID_LENGTH) {
+    return { ok: false, reason: REFUSAL_REASONS.daemonIdRequired };
+  }
+  if (options.hasToken) {
+    const given = typeof raw.token === "string" ? raw.token : "";
+    if (!options.tokenMatches(given)) {
+      return { ok: false, reason: REFUSAL_REASONS.invalidToken };
+    }
+  }
+  if (raw.protocol !== RELAY_PROTOCOL) {
+    return { ok: false, reason: REFUSAL_REASONS.upgradeProtocol };
+  }
+  return {
+    ok: true,
+    daemonId,
+    metadata: isObject(raw.metadata) ? raw.metadata : {},
+  };
+}
+
+/** The `.pending` marker file name for a daemon id: hex SHA-256 of the id. */
+export function markerFileName(daemonId: string): string {
+  return createHash("sha256").update(daemonId, "utf8").digest("hex") +
+    ".pending";
+}
+
+/** A random URL-safe token of `bytes` random bytes (Python `token_urlsafe`). */
+export function randomUrlSafe(bytes: number): string {
+  const raw = crypto.getRandomValues(new Uint8Array(bytes));
+  let binary = "";
+  for (const byte of raw) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(
+    /=+$/,
+    "",
+  );
+}
+
+/** UTF-8 bytes of one UTF-16 unit once JSON-escaped (a surrogate pair counts 2+2). */
+function escapedUnitBytes(code: number): number {
+  if (code === 0x22 || code === 0x5c) return 2;
+  if (code < 0x20) {
+    return code === 8 || code === 9 || code === 10 || code === 12 || code === 13
+      ? 2
+      : 6;
+  }
+  if (code < 0x80) return 1;
+  if (code < 0x800) return 2;
+  if (code >= 0xd800 && code <= 0xdfff) return 2;
+  return 3;
+}
+
+/**
+ * Encodes `run.event` frames for `event`, splitting a `message.delta` whose
+ * frame would exceed `maxBytes` into several deltas carrying consecutive pieces
+ * of `content`. `all_content` becomes the matching running prefix, or is left
+ * out when it alone would not fit; only the last piece keeps a true
+ * `is_final`. Any other event is returned as one frame, whatever its size.
+ */
+export function encodeEventFrames(
+  jobId: string,
+  event: JsonObject,
+  maxBytes: number = MAX_FRAME_BYTES,
+): string[] {
+  const encode = (item: JsonObject) =>
+    encodeDaemonFrame({ type: "run.event", job_id: jobId, event: item });
+  const bytes = (text: string) => new TextEncoder().encode(text).length;
+  const whole = encode(event);
+  if (bytes(whole) <= maxBytes) return [whole];
+  const data = isObject(event.data) ? event.data : undefined;
+  const chunk = data && isObject(data.chunk) ? data.chunk : undefined;
+  if (
+    event.type !== "message.delta" || !data || !chunk ||
+    typeof chunk.content !== "string" || chunk.content === ""
+  ) {
+    return [whole];
+  }
+  const content = chunk.content;
+  const allContent = typeof chunk.all_content === "string"
+    ? chunk.all_content
+    : undefined;
+  // all_content can track the pieces only when it ends with this delta's content.
+  let allBase = allContent !== undefined && allContent.endsWith(content)
+    ? allContent.slice(0, allContent.length - content.length)
+    : undefined;
+  const pieceOf = (start: number, end: number, last: boolean): JsonObject => {
+    const next: JsonObject = { ...chunk, content: content.slice(start, end) };
+    if (allBase !== undefined) {
+      next.all_content = allBase + content.slice(0, end);
+    } else delete next.all_content;
+    if (!last && "is_final" in next) next.is_final = false;
+    return { ...event, data: { ...data, chunk: next } };
+  };
+  const frames: string[] = [];
+  let start = 0;
+  while (start < content.length) {
+    let room = maxBytes - bytes(encode(pieceOf(start, start, false)));
+    if (room < 16 && allBase !== undefined) {
+      allBase = undefined; // the running text alone no longer fits a frame
+      room = maxBytes - bytes(encode(pieceOf(start, start, false)));
+    }
+    if (room < 16) return [whole]; // the rest of the event alone is too large
+    const perUnit = allBase === undefined ? 1 : 2;
+    let end = start;
+    while (end < content.length) {
+      const cost = escapedUnitBytes(content.charCodeAt(end)) * perUnit;
+      if (cost > room) break;
+      room -= cost;
+      end += 1;
+    }
+    const lastCode = content.charCodeAt(end - 1);
+    if (end < content.length && lastCode >= 0xd800 && lastCode <= 0xdbff) {
+      end -= 1; // never split a surrogate pair
+    }
+    frames.push(encode(pieceOf(start, end, end >= content.length)));
+    start = end;
+  }
+  return frames;
+}

@@ -1,0 +1,297 @@
+/**
+ * The run manager: the glue between callers (CLI, HTTP API), the store and
+ * the run engine. It looks up the stored session, picks the location, keeps
+ * one active run per conversation (steering), records events and outcomes,
+ * and stores `state.updated` session ids.
+ *
+ * @module
+ */
+
+import type { McpServer } from "@agentclientprotocol/sdk";
+import { prepareAgentLaunch } from "./agent_launch.ts";
+import type { RunConfig } from "./config.ts";
+import { RunnerError } from "./errors.ts";
+import type { RunEvent } from "./events.ts";
+import { isTerminalEvent } from "./events.ts";
+import { launchLocal } from "./locations.ts";
+import type { RunInput } from "./prompt.ts";
+import type { ReaperRegistry } from "./reaper.ts";
+import { type RunHandle, type RunResult, startRun } from "./run.ts";
+import { redactDeep } from "./secrets.ts";
+import type { RunStore, SessionKey } from "./store.ts";
+
+/** A request to start a run. */
+export interface RunRequest {
+  /** Made when absent. */
+  runId?: string;
+  /** Enables session reuse and steering. */
+  conversationId?: string;
+  /** The first input. */
+  input: RunInput;
+  /** The validated config. */
+  config: RunConfig;
+}
+
+/** Launches a run at a location other than local (set by serve). */
+export type RemoteRunner = (context: {
+  runId: string;
+  request: RunRequest;
+  storedSessionId?: string;
+  secrets: string[];
+  emit: (event: RunEvent) => void;
+  log: (entry: Record<string, unknown>) => void;
+}) => RunHandle;
+
+/** Hooks that wire assets into a run (the assets layer supplies them). */
+export interface RunAssetsHook {
+  /** Prepares MCP servers and the prompt prefix; `release` runs when the run ends. */
+  prepare(context: {
+    runId: string;
+    request: RunRequest;
+  }): Promise<
+    { mcpServers: McpServer[]; promptPrefix?: string; release(): void }
+  >;
+}
+
+/** Options for {@linkcode createRunManager}. */
+export interface RunManagerOptions {
+  /** The store (sessions, runs, events). */
+  store: RunStore;
+  /** Records agent process groups for the reaper. */
+  registry?: ReaperRegistry;
+  /** The runner's environment (defaults to `Deno.env.toObject()`). */
+  environment?: Record<string, string>;
+  /** Extra secrets to redact (API and daemon tokens). */
+  secrets?: string[];
+  /** Structured log. */
+  log?: (entry: Record<string, unknown>) => void;
+  /** Runners for `remote-ssh` and `daemon` locations. */
+  locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
+  /** Assets wiring. */
+  assets?: RunAssetsHook;
+}
+
+/** An active run as the manager tracks it. */
+export interface ManagedRun {
+  /** The run id. */
+  runId: string;
+  /** The conversation. */
+  conversationId?: string;
+  /** The engine handle. */
+  handle: RunHandle;
+  /** Subscribes to events (past ones are in the store). */
+  subscribe(listener: (event: RunEvent) => void): () => void;
+  /** Resolves when the run has ended and its outcome is stored. */
+  done: Promise<RunResult>;
+}
+
+/** What {@linkcode RunManager.start} did. */
+export type StartOutcome =
+  | { kind: "started"; run: ManagedRun }
+  | { kind: "steered"; run: ManagedRun };
+
+/** Starts, steers, cancels and tracks runs. */
+export interface RunManager {
+  /** Starts a run, or queues the input on the conversation's active run. */
+  start(request: RunRequest, options?: { steer?: boolean }): StartOutcome;
+  /** The active run with this id. */
+  get(runId: string): ManagedRun | undefined;
+  /** The active run of a conversation. */
+  activeForConversation(conversationId: string): ManagedRun | undefined;
+  /** All active runs. */
+  active(): ManagedRun[];
+  /** Cancels every active run and waits for their terminal events. */
+  shutdown(reason: RunnerError): Promise<void>;
+}
+
+/** The session-mapping key of a run. */
+export function sessionKeyOf(
+  conversationId: string,
+  config: RunConfig,
+  agentCommand: string,
+): SessionKey {
+  return {
+    conversationId,
+    provider: config.provider,
+    location: config.location,
+    target: config.location === "daemon"
+      ? config.daemonId ?? ""
+      : config.location === "remote-ssh"
+      ? `${config.sshTarget}:${config.sshPort}`
+      : "",
+    workspace: config.workspace ?? "",
+    agentCommand,
+  };
+}
+
+/** A secret-free copy of a config for storage and display. */
+export function publicConfig(config: RunConfig): Record<string, unknown> {
+  const copy: Record<string, unknown> = { ...config };
+  copy.envJson = Object.fromEntries(
+    Object.keys(config.envJson).map((name) => [name, "[REDACTED]"]),
+  );
+  return copy;
+}
+
+/** Makes a run manager. */
+export function createRunManager(options: RunManagerOptions): RunManager {
+  const { store } = options;
+  const log = options.log ?? (() => {});
+  const runs = new Map<string, ManagedRun>();
+  const byConversation = new Map<string, ManagedRun>();
+  const environment = options.environment ?? Deno.env.toObject();
+
+  function start(
+    request: RunRequest,
+    startOptions: { steer?: boolean } = {},
+  ): StartOutcome {
+    const conversationId = request.conversationId;
+    if (conversationId && startOptions.steer !== false) {
+      const active = byConversation.get(conversationId);
+      if (active) {
+        const outcome = active.handle.steer(request.input);
+        if (outcome === "queued") return { kind: "steered", run: active };
+        if (outcome === "full") {
+          throw new RunnerError(
+            "run.steering_queue_full",
+            "This conversation's run already holds 100 queued follow-ups. Wait for it to finish.",
+          );
+        }
+      }
+    }
+    const runId = request.runId ?? crypto.randomUUID();
+    if (runs.has(runId) || store.getRun(runId)) {
+      throw new RunnerError(
+        "config.invalid",
+        `run_id ${runId} already exists; use a new run_id.`,
+      );
+    }
+    const launch = prepareAgentLaunch(request.config, { environment });
+    const secrets = [...launch.secrets, ...(options.secrets ?? [])];
+    const key = conversationId
+      ? sessionKeyOf(conversationId, request.config, launch.commandText)
+      : undefined;
+    const stored = key && request.config.reuseSession
+      ? store.getSession(key)?.sessionId
+      : undefined;
+    store.createRun({
+      runId,
+      conversationId,
+      config: publicConfig(request.config),
+      status: "active",
+    });
+    const listeners = new Set<(event: RunEvent) => void>();
+    const emit = (raw: RunEvent) => {
+      const event = redactDeep(raw, secrets);
+      store.appendEvent(runId, event);
+      if (
+        event.type === "state.updated" && key &&
+        event.data.key === "external.acp_session_id"
+      ) {
+        store.putSession(key, String(event.data.value));
+      }
+      for (const listener of listeners) listener(event);
+      if (isTerminalEvent(event)) {
+        store.finishRun(runId, {
+          status: event.type === "run.completed"
+            ? "completed"
+            : event.data.code === "run.cancelled"
+            ? "cancelled"
+            : "failed",
+          code: event.data.code as string | undefined,
+          error: event.data.error as string | undefined,
+        });
+        store.flush();
+      }
+    };
+    const runLog = (entry: Record<string, unknown>) =>
+      log(redactDeep({ run_id: runId, ...entry }, secrets));
+    let handle: RunHandle;
+    const location = request.config.location;
+    if (location === "local") {
+      let release: (() => void) | undefined;
+      handle = startRun({
+        runId,
+        conversationId,
+        input: request.input,
+        config: request.config,
+        storedSessionId: stored,
+        sessionCwd: request.config.sessionCwd ?? launch.cwd,
+        secrets,
+        emit,
+        log: runLog,
+        launch: async () => {
+          const prepared = await options.assets?.prepare({ runId, request });
+          release = prepared?.release;
+          const transport = await launchLocal({
+            launch,
+            registry: options.registry,
+          });
+          return {
+            ...transport,
+            mcpServers: prepared?.mcpServers,
+            promptPrefix: prepared?.promptPrefix,
+          };
+        },
+      });
+      handle.done.finally(() => release?.());
+    } else {
+      const remote = options.locations?.[location];
+      if (!remote) {
+        throw new RunnerError(
+          "config.invalid",
+          `location=${location} is not available in this runner${
+            location === "daemon"
+              ? " (start runner serve with --daemon-enabled)"
+              : ""
+          }.`,
+        );
+      }
+      handle = remote({
+        runId,
+        request,
+        storedSessionId: stored,
+        secrets,
+        emit,
+        log: runLog,
+      });
+    }
+    const managed: ManagedRun = {
+      runId,
+      conversationId,
+      handle,
+      subscribe(listener) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+      done: handle.done.then((result) => {
+        runs.delete(runId);
+        if (conversationId && byConversation.get(conversationId) === managed) {
+          byConversation.delete(conversationId);
+        }
+        return result;
+      }),
+    };
+    runs.set(runId, managed);
+    if (conversationId) byConversation.set(conversationId, managed);
+    log({
+      msg: "run started",
+      run_id: runId,
+      location,
+      provider: request.config.provider,
+    });
+    return { kind: "started", run: managed };
+  }
+
+  return {
+    start,
+    get: (runId) => runs.get(runId),
+    activeForConversation: (id) => byConversation.get(id),
+    active: () => [...runs.values()],
+    async shutdown(reason) {
+      const active = [...runs.values()];
+      for (const run of active) run.handle.cancel(reason);
+      await Promise.all(active.map((run) => run.done));
+    },
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * The `runner` command line: dispatches to subcommands, each imported lazily.
+ *
+ * @module
+ */
+
+import { RUNNER_VERSION } from "./lib/version.ts";
+
+const HELP =
+  `runner ${RUNNER_VERSION} — run ACP coding agents for a control plane
+
+Usage: runner <command> [options]
+
+Commands:
+  serve                  run the HTTP service (runs API, n8n webhook, daemon hub)
+  daemon --daemon-id ID  run jobs from a hub on this machine (dials out)
+  probe <provider>       check that an agent is usable and what it supports
+  run <provider> PROMPT  run one prompt locally and stream the answer
+  providers              list the built-in provider presets
+  token                  print a fresh random token for --daemon-token
+
+Options: --help (on every command), --version
+`;
+
+type Command = (args: string[]) => Promise<number>;
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./lib/cli_run.ts")).runCommand,
+  probe: async () => (await import("./lib/cli_probe.ts")).probeCommand,
+  providers: async () =>
+    (await import("./lib/cli_providers.ts")).providersCommand,
+  serve: () => Promise.resolve(notImplemented("serve")),
+  daemon: async () => (await import("./daemon.ts")).daemonCommand,
+  token: async () => (await import("./lib/cli_providers.ts")).tokenCommand,
+};
+
+function notImplemented(name: string): Command {
+  return (args) => {
+    if (args.includes("--help") || args.includes("-h")) {
+      console.log(`Usage: runner ${name} [options]\n\n(not implemented yet)`);
+      return Promise.resolve(0);
+    }
+    console.error(`runner ${name}: not implemented yet in this build.`);
+    return Promise.resolve(2);
+  };
+}
+
+/** Runs the CLI with `args`; returns the process exit code. */
+export async function main(args: string[]): Promise<number> {
+  const [name, ...rest] = args;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    console.log(HELP);
+    return name ? 0 : 2;
+  }
+  if (name === "--version" || name === "-V") {
+    console.log(`runner ${RUNNER_VERSION}`);
+    return 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    console.error(`Unknown command "${name}".\n\n${HELP}`);
+    return 2;
+  }
+  return await (await load())(rest);
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

@@ -1,0 +1,209 @@
+import { startAssetGateway } from "../lib/assets/bridge.ts";
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  bearer,
+  callTool,
+  postMcp,
+  sampleSpec,
+} from "./assets_test_helpers.ts";
+
+const LIST = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+
+Deno.test("gateway: stable tool list without a token, calls by header or run_token", async () => {
+  const gateway = await startAssetGateway({ ttlMs: 60_000 });
+  try {
+    const init = await postMcp(gateway.url, {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "dify", version: "1" },
+      },
+    });
+    assertEquals(init.status, 200);
+    const anonymous = await postMcp(gateway.url, LIST);
+    assertEquals(anonymous.status, 200);
+    const tools = (anonymous.body as {
+      result: {
+        tools: {
+          name: string;
+          inputSchema: { properties: Record<string, { type: string }> };
+        }[];
+      };
+    }).result.tools;
+    assertEquals(tools.length, 6);
+    for (const tool of tools) {
+      assertEquals(tool.inputSchema.properties.run_token.type, "string");
+    }
+
+    const runA = gateway.register(sampleSpec("run-a"));
+    assertEquals(runA.mcpServer, {
+      type: "http",
+      name: "langbot_assets",
+      url: gateway.url,
+      headers: [{ name: "Authorization", value: `Bearer ${runA.token}` }],
+    });
+    const withToken = await postMcp(gateway.url, LIST, bearer(runA.token));
+    assertEquals(withToken.body, anonymous.body);
+
+    const byHeader = await callTool(
+      gateway.url,
+      "langbot_get_current_event",
+      {},
+      bearer(runA.token),
+    );
+    assertEquals(byHeader.structuredContent!.run_id, "run-a");
+    const byArgument = await callTool(
+      gateway.url,
+      "langbot_get_current_event",
+      { run_token: runA.token },
+    );
+    assertEquals(byArgument.structuredContent!.run_id, "run-a");
+
+    const cases: [string, Record<string, unknown>][] = [
+      ["langbot_list_assets", {}],
+      ["langbot_history_page", { limit: 3 }],
+      ["langbot_retrieve_knowledge", { kb_id: "kb-docs", query: "hono" }],
+      ["langbot_get_tool_detail", { tool_name: "send_message" }],
+      ["langbot_call_tool", {
+        tool_name: "weather",
+        parameters: { city: "Paris" },
+      }],
+    ];
+    for (const [name, args] of cases) {
+      const result = await callTool(gateway.url, name, {
+        ...args,
+        run_token: runA.token,
+      });
+      assertEquals(
+        result.isError,
+        undefined,
+        `${name}: ${result.content[0].text}`,
+      );
+      assertEquals(
+        JSON.parse(result.content[0].text),
+        result.structuredContent,
+      );
+    }
+    const outside = await callTool(gateway.url, "langbot_call_tool", {
+      tool_name: "shell",
+      run_token: runA.token,
+    });
+    assertEquals(outside.isError, true);
+    assertMatch(outside.content[0].text, /^assets\.forbidden/);
+
+    const noToken = await postMcp(gateway.url, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "langbot_get_current_event", arguments: {} },
+    });
+    assertEquals(noToken.status, 401);
+    const badHeader = await postMcp(gateway.url, LIST, bearer("not-a-token"));
+    assertEquals(badHeader.status, 401);
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("gateway: run A's token never reaches run B's assets", async () => {
+  const gateway = await startAssetGateway({ ttlMs: 60_000 });
+  try {
+    const specB = sampleSpec("run-b");
+    specB.grant.knowledgeBases = [{
+      kb_id: "kb-secret-b",
+      operations: ["retrieve"],
+    }];
+    const runA = gateway.register({
+      ...sampleSpec("run-a"),
+      grant: { history: false },
+    });
+    const runB = gateway.register(specB);
+    assert(runA.token !== runB.token);
+
+    const asA = await callTool(gateway.url, "langbot_retrieve_knowledge", {
+      kb_id: "kb-secret-b",
+      query: "anything",
+    }, bearer(runA.token));
+    assertEquals(asA.isError, true);
+    const historyAsA = await callTool(
+      gateway.url,
+      "langbot_history_page",
+      {},
+      bearer(runA.token),
+    );
+    assertMatch(historyAsA.content[0].text, /^assets\.forbidden/);
+    const eventAsA = await callTool(
+      gateway.url,
+      "langbot_get_current_event",
+      {},
+      bearer(runA.token),
+    );
+    assertEquals(eventAsA.structuredContent!.run_id, "run-a");
+
+    // The run_token argument names the run; a header of another run cannot widen it.
+    const mixed = await callTool(gateway.url, "langbot_get_current_event", {
+      run_token: runA.token,
+    }, bearer(runB.token));
+    assertEquals(mixed.structuredContent!.run_id, "run-a");
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("gateway: revoked and expired tokens answer 401", async () => {
+  let now = 1_000_000;
+  const gateway = await startAssetGateway({
+    ttlMs: 5_000,
+    now: () => now,
+    publicUrl: undefined,
+  });
+  try {
+    const runA = gateway.register(sampleSpec("run-a"));
+    const runB = gateway.register(sampleSpec("run-b"));
+    const call = (token: string, viaArgument: boolean) =>
+      postMcp(gateway.url, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "langbot_get_current_event",
+          arguments: viaArgument ? { run_token: token } : {},
+        },
+      }, viaArgument ? {} : bearer(token));
+
+    assertEquals((await call(runA.token, false)).status, 200);
+    runA.revoke();
+    assertEquals((await call(runA.token, false)).status, 401);
+    assertEquals((await call(runA.token, true)).status, 401);
+    assertEquals((await call(runB.token, true)).status, 200);
+
+    now += 5_000;
+    const expired = await call(runB.token, true);
+    assertEquals(expired.status, 401);
+    assert(!JSON.stringify(expired.body).includes(runB.token));
+    assertEquals((await call(runB.token, false)).status, 401);
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("gateway: a public URL is what runs are given", async () => {
+  const gateway = await startAssetGateway({
+    ttlMs: 1_000,
+    publicUrl: "https://assets.example.com/mcp",
+  });
+  try {
+    assertEquals(gateway.url, "https://assets.example.com/mcp");
+    assertEquals(
+      gateway.register(sampleSpec("run-a")).mcpServer.url,
+      "https://assets.example.com/mcp",
+    );
+  } finally {
+    await gateway.close();
+  }
+});

@@ -1,0 +1,338 @@
+import { Buffer } from "node:buffer";
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { Hono } from "hono";
+import {
+  startAssetGateway,
+  startEphemeralBridge,
+} from "../lib/assets/bridge.ts";
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  bearer,
+  callTool,
+  sampleSpec,
+  startRecordingServer,
+} from "./assets_test_helpers.ts";
+
+interface UpstreamCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  authorization: string | null;
+  session: string | null;
+}
+
+/** A minimal MCP server (Hono) that wants a bearer token and a session. */
+function startUpstream() {
+  const calls: UpstreamCall[] = [];
+  const app = new Hono();
+  app.post("/mcp", async (c) => {
+    if (c.req.header("authorization") !== "Bearer upstream-secret") {
+      return c.json({}, 401);
+    }
+    const message = await c.req.json();
+    if (message.method === "initialize") {
+      c.header("Mcp-Session-Id", "session-1");
+      return c.json({
+        jsonrpc: "2.0",
+        id: message.id,
+        result: {
+          protocolVersion: "2025-06-18",
+          capabilities: { tools: {} },
+          serverInfo: { name: "up", version: "1" },
+        },
+      });
+    }
+    if (message.id === undefined) return c.body(null, 202);
+    if (c.req.header("mcp-session-id") !== "session-1") return c.json({}, 400);
+    const { name, arguments: args } = message.params;
+    calls.push({
+      name,
+      arguments: args,
+      authorization: c.req.header("authorization") ?? null,
+      session: c.req.header("mcp-session-id") ?? null,
+    });
+    if (args?.tool_name === "fail") {
+      return c.json({
+        jsonrpc: "2.0",
+        id: message.id,
+        error: { code: -32000, message: "tool exploded" },
+      });
+    }
+    const result = {
+      content: [{ type: "text", text: JSON.stringify({ upstream: name }) }],
+      structuredContent: { upstream: name },
+    };
+    const reply = JSON.stringify({ jsonrpc: "2.0", id: message.id, result });
+    if (name === "langbot_call_tool") {
+      return c.body(`event: message\ndata: ${reply}\n\n`, 200, {
+        "content-type": "text/event-stream",
+      });
+    }
+    return c.body(reply, 200, { "content-type": "application/json" });
+  });
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+  }, app.fetch);
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/mcp`,
+    calls,
+    close: () => server.shutdown(),
+  };
+}
+
+Deno.test("upstream source: forwards granted calls with the upstream headers, never others", async () => {
+  const upstream = startUpstream();
+  const spec = sampleSpec("run-a", {
+    upstream: {
+      url: upstream.url,
+      headers: { Authorization: "Bearer upstream-secret" },
+    },
+  });
+  spec.grant.tools!.push({ tool_name: "fail", operations: ["call"] });
+  const bridge = await startEphemeralBridge(spec);
+  try {
+    const auth = bearer(bridge.token);
+    const called = await callTool(bridge.url, "langbot_call_tool", {
+      tool_name: "weather",
+      parameters: { city: "Oslo" },
+    }, auth);
+    assertEquals(called.structuredContent, { upstream: "langbot_call_tool" });
+    const history = await callTool(bridge.url, "langbot_history_page", {
+      limit: 7,
+    }, auth);
+    assertEquals(history.structuredContent, {
+      upstream: "langbot_history_page",
+    });
+    assertEquals(upstream.calls, [
+      {
+        name: "langbot_call_tool",
+        arguments: { tool_name: "weather", parameters: { city: "Oslo" } },
+        authorization: "Bearer upstream-secret",
+        session: "session-1",
+      },
+      {
+        name: "langbot_history_page",
+        arguments: { limit: 7 },
+        authorization: "Bearer upstream-secret",
+        session: "session-1",
+      },
+    ]);
+
+    // Answered from the spec, not forwarded.
+    const event = await callTool(
+      bridge.url,
+      "langbot_get_current_event",
+      {},
+      auth,
+    );
+    assertEquals(event.structuredContent!.event, {
+      type: "message",
+      text: "hello from run-a",
+    });
+    const listed = await callTool(bridge.url, "langbot_list_assets", {
+      include_schemas: true,
+    }, auth);
+    assert(!JSON.stringify(listed).includes("upstream-secret"));
+
+    const outside = [
+      await callTool(
+        bridge.url,
+        "langbot_call_tool",
+        { tool_name: "rm_rf" },
+        auth,
+      ),
+      await callTool(bridge.url, "langbot_get_tool_detail", {
+        tool_name: "echo",
+      }, auth),
+      await callTool(bridge.url, "langbot_retrieve_knowledge", {
+        kb_id: "kb-listed",
+        query: "q",
+      }, auth),
+    ];
+    for (const result of outside) {
+      assertMatch(result.content[0].text, /^assets\.forbidden/);
+    }
+    assertEquals(upstream.calls.length, 2);
+
+    const refused = await callTool(bridge.url, "langbot_call_tool", {
+      tool_name: "fail",
+    }, auth);
+    assertEquals(refused.isError, true);
+    assertMatch(
+      refused.content[0].text,
+      /^assets\.source_failed: .*tool exploded/,
+    );
+  } finally {
+    await bridge.close();
+    await upstream.close();
+  }
+});
+
+Deno.test("upstream source: gateway strips run_token; an unreachable upstream is an error result", async () => {
+  const upstream = startUpstream();
+  const gateway = await startAssetGateway({ ttlMs: 60_000 });
+  try {
+    const run = gateway.register(sampleSpec("run-a", {
+      upstream: {
+        url: upstream.url,
+        headers: { Authorization: "Bearer upstream-secret" },
+      },
+    }));
+    const result = await callTool(gateway.url, "langbot_retrieve_knowledge", {
+      kb_id: "kb-docs",
+      query: "deno",
+      run_token: run.token,
+    });
+    assertEquals(result.structuredContent, {
+      upstream: "langbot_retrieve_knowledge",
+    });
+    assertEquals(upstream.calls[0].arguments, {
+      kb_id: "kb-docs",
+      query: "deno",
+    });
+
+    const wrongHeaders = gateway.register(
+      sampleSpec("run-b", { upstream: { url: upstream.url } }),
+    );
+    const refused = await callTool(gateway.url, "langbot_call_tool", {
+      tool_name: "weather",
+    }, bearer(wrongHeaders.token));
+    assertMatch(refused.content[0].text, /^assets\.source_failed: .*HTTP 401/);
+  } finally {
+    await gateway.close();
+    await upstream.close();
+  }
+  const deadUrl = upstream.url;
+  const bridge = await startEphemeralBridge(
+    sampleSpec("run-c", { upstream: { url: deadUrl } }),
+  );
+  try {
+    const result = await callTool(bridge.url, "langbot_call_tool", {
+      tool_name: "weather",
+    }, bearer(bridge.token));
+    assertEquals(result.isError, true);
+    assertMatch(
+      result.content[0].text,
+      /^assets\.source_failed: .*could not connect/,
+    );
+    assert(!result.content[0].text.includes(deadUrl));
+  } finally {
+    await bridge.close();
+  }
+});
+
+Deno.test("callback source: signed body, verified by the receiver; wrong secret detected", async () => {
+  const receiverSecret = "per-run-secret";
+  const verdicts: boolean[] = [];
+  const receiver = startRecordingServer((request, body) => {
+    const expected = Buffer.from(
+      `sha256=${
+        createHmac("sha256", receiverSecret).update(body).digest("hex")
+      }`,
+    );
+    const given = Buffer.from(request.headers.get("x-runner-signature") ?? "");
+    const valid = given.length === expected.length &&
+      timingSafeEqual(given, expected);
+    verdicts.push(valid);
+    if (!valid) {
+      return Response.json({ error: "bad signature" }, { status: 401 });
+    }
+    const { tool, arguments: args } = JSON.parse(body);
+    return Response.json(
+      tool === "langbot_get_tool_detail" ? "just text" : { echoed: args },
+    );
+  });
+  const good = await startEphemeralBridge(
+    sampleSpec("run-a", {
+      callback: { url: receiver.url, secret: receiverSecret },
+    }),
+  );
+  const bad = await startEphemeralBridge(
+    sampleSpec("run-b", { callback: { url: receiver.url, secret: "guessed" } }),
+  );
+  try {
+    const result = await callTool(good.url, "langbot_call_tool", {
+      tool_name: "send_message",
+      parameters: { text: "hi" },
+    }, bearer(good.token));
+    assertEquals(result.structuredContent, {
+      echoed: { tool_name: "send_message", parameters: { text: "hi" } },
+    });
+    assertEquals(JSON.parse(receiver.requests[0].body), {
+      run_id: "run-a",
+      tool: "langbot_call_tool",
+      arguments: { tool_name: "send_message", parameters: { text: "hi" } },
+    });
+    assertEquals(receiver.requests[0].headers.get("x-runner-run-id"), "run-a");
+    const detail = await callTool(good.url, "langbot_get_tool_detail", {
+      tool_name: "weather",
+    }, bearer(good.token));
+    assertEquals(detail.structuredContent, { result: "just text" });
+
+    const forged = await callTool(bad.url, "langbot_call_tool", {
+      tool_name: "weather",
+    }, bearer(bad.token));
+    assertEquals(forged.isError, true);
+    assertMatch(
+      forged.content[0].text,
+      /^assets\.source_failed: .*HTTP 401.*bad signature/,
+    );
+    assertEquals(verdicts, [true, true, false]);
+
+    const outside = await callTool(good.url, "langbot_call_tool", {
+      tool_name: "not_granted",
+    }, bearer(good.token));
+    assertMatch(outside.content[0].text, /^assets\.forbidden/);
+    const noHistory = await callTool(bad.url, "langbot_history_page", {
+      conversation_id: "other",
+    }, bearer(bad.token));
+    assertMatch(noHistory.content[0].text, /^assets\.forbidden/);
+    assertEquals(receiver.requests.length, 3);
+  } finally {
+    await good.close();
+    await bad.close();
+    await receiver.close();
+  }
+});
+
+Deno.test("no source: only the event and the listing answer", async () => {
+  const spec = sampleSpec("run-a");
+  delete spec.source;
+  const bridge = await startEphemeralBridge(spec);
+  try {
+    const auth = bearer(bridge.token);
+    const event = await callTool(
+      bridge.url,
+      "langbot_get_current_event",
+      {},
+      auth,
+    );
+    assertEquals(event.structuredContent!.run_id, "run-a");
+    const listed = await callTool(bridge.url, "langbot_list_assets", {
+      asset_types: ["event"],
+    }, auth);
+    assertEquals(listed.structuredContent!.event, {
+      available: true,
+      tool_name: "langbot_get_current_event",
+    });
+    for (
+      const [name, args] of [
+        ["langbot_history_page", {}],
+        ["langbot_retrieve_knowledge", { kb_id: "kb-docs", query: "x" }],
+        ["langbot_get_tool_detail", { tool_name: "weather" }],
+        ["langbot_call_tool", { tool_name: "weather" }],
+      ] as const
+    ) {
+      const result = await callTool(bridge.url, name, args, auth);
+      assertMatch(
+        result.content[0].text,
+        /^assets\.no_source: There is no asset source for this run/,
+      );
+    }
+  } finally {
+    await bridge.close();
+  }
+});

@@ -1,0 +1,101 @@
+/**
+ * Test helpers: the fixture agent's command line, the CLI under the runtime
+ * permission set, and process-table checks.
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+
+/** The repository root. */
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** The fixture agent's command, as an `acp-command` string. */
+export function fixtureCommand(...flags: string[]): string {
+  return [
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}tests/fixtures/agent.ts`,
+    ...flags,
+  ].join(" ");
+}
+
+/** What a CLI invocation printed and how it exited. */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Options for {@linkcode runCli}. */
+export interface RunCliOptions {
+  /** Extra environment for the runner process. */
+  env?: Record<string, string>;
+}
+
+/** Runs `main.ts` with exactly the binary's permission flags. */
+export async function runCli(
+  args: string[],
+  options: RunCliOptions = {},
+): Promise<CliResult> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...RUNTIME_PERMISSION_FLAGS, `${ROOT}main.ts`, ...args],
+    env: { NO_COLOR: "1", ...options.env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
+/** Starts `main.ts` with the binary's permission flags, piped stdio. */
+export function spawnCli(
+  args: string[],
+  options: RunCliOptions = {},
+): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", ...RUNTIME_PERMISSION_FLAGS, `${ROOT}main.ts`, ...args],
+    env: { NO_COLOR: "1", ...options.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+/** Whether a process is alive (not a zombie). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** A fresh temporary directory. */
+export function tempDir(prefix = "runner-test-"): string {
+  return Deno.makeTempDirSync({ prefix });
+}
+
+/** Parses NDJSON output into objects. */
+export function parseJsonLines(text: string): Record<string, unknown>[] {
+  return text.split("\n").filter((line) => line.trim()).map((line) =>
+    JSON.parse(line)
+  );
+}
+
+/** Reads the fixture's `--record` file. */
+export function readRecord(path: string): Record<string, unknown>[] {
+  try {
+    return parseJsonLines(Deno.readTextFileSync(path));
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,312 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  fixtureCommand,
+  isAlive,
+  parseJsonLines,
+  readRecord,
+  runCli,
+  spawnCli,
+  tempDir,
+} from "./helpers.ts";
+
+function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...fixtureFlags),
+    "--workspace",
+    join(tempDir(), "ws"),
+    "--data-dir",
+    tempDir(),
+    ...extra,
+  ];
+}
+
+Deno.test("run streams the agent's chunks in order", async () => {
+  const result = await runCli(
+    runArgs(["--text", "abcdefghij", "--chunks", "4"], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, "abcdefghij\n");
+});
+
+Deno.test("run --json prints the run-event shapes with increasing sequences", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--text", "abcdefghij", "--chunks", "4", "--rich-updates"],
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const deltas = events.filter((e) => e.type === "message.delta");
+  assert.deepEqual(
+    deltas.map((e) => (e.data as { chunk: { content: string } }).chunk.content),
+    ["abc", "def", "gh", "ij"],
+  );
+  assert.deepEqual(
+    deltas.map((e) =>
+      (e.data as { chunk: { msg_sequence: number } }).chunk.msg_sequence
+    ),
+    [1, 2, 3, 4],
+  );
+  const last = (deltas[3].data as { chunk: { all_content: string } }).chunk;
+  assert.equal(last.all_content, "abcdefghij");
+  const types = events.map((e) => e.type);
+  assert.ok(types.includes("tool.call.started"));
+  assert.ok(types.includes("tool.call.completed"));
+  assert.ok(types.includes("thought.delta"));
+  assert.ok(types.includes("plan.updated"));
+  assert.equal(types.at(-1), "run.completed");
+  assert.equal(
+    types.filter((t) => t === "run.completed" || t === "run.failed").length,
+    1,
+  );
+  const completed = events.at(-1)!;
+  assert.deepEqual(completed.usage, {
+    used: 1234,
+    size: 200000,
+    cost: { amount: 0.01, currency: "USD" },
+  });
+  assert.deepEqual(
+    (completed.data as { message: unknown }).message,
+    { role: "assistant", content: "abcdefghij" },
+  );
+  const sequences = events.map((e) => e.sequence as number);
+  assert.deepEqual(sequences, sequences.map((_, i) => i + 1));
+  const state = events.find((e) => e.type === "state.updated")!;
+  assert.equal((state.data as { key: string }).key, "external.acp_session_id");
+});
+
+Deno.test("an update kind the SDK does not know is kept as agent.update, not message text", async () => {
+  const result = await runCli(
+    runArgs(["--text", "ok", "--unknown-update"], "--json", "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const unknown = events.find((e) => e.type === "agent.update");
+  assert.equal((unknown?.data as { kind: string }).kind, "future_kind_xyz");
+  assert.equal(
+    (events.at(-1)!.data as { message: { content: string } }).message.content,
+    "ok",
+  );
+});
+
+Deno.test("updates after the prompt answer are delivered before the terminal event", async () => {
+  const result = await runCli(
+    runArgs(["--text", "main", "--late-updates", "2"], "--json", "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const completed = events.find((e) => e.type === "message.completed")!;
+  assert.equal(
+    (completed.data as { message: { content: string } }).message.content,
+    "mainlate-1late-2",
+  );
+  assert.equal(events.at(-1)!.type, "run.completed");
+});
+
+Deno.test("stdout noise, megabytes of stderr and a 40 MB line do not break a run", async () => {
+  const result = await runCli(
+    runArgs([
+      "--text",
+      "fine",
+      "--stdout-noise",
+      "--stderr-mb",
+      "3",
+      "--huge-line-mb",
+      "40",
+    ], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(result.stdout.endsWith("fine\n"));
+  assert.equal(result.stdout.length, 40 * 1024 * 1024 + "fine\n".length);
+});
+
+Deno.test("a line above max-message-mb fails with acp.message_too_large", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--text", "x", "--huge-line-mb", "3"],
+      "--max-message-mb",
+      "1",
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal(failed.type, "run.failed");
+  assert.equal((failed.data as { code: string }).code, "acp.message_too_large");
+});
+
+Deno.test("a turn without assistant text fails with acp.empty_response", async () => {
+  const result = await runCli(runArgs(["--text", "''"], "--json", "hi"));
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal((failed.data as { code: string }).code, "acp.empty_response");
+});
+
+Deno.test("the agent gets only allow-listed env plus env-json; secrets never reach output", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const result = await runCli(
+    runArgs(
+      ["--exit-mid-prompt", "--stderr-mb", "0.01", "--record", record],
+      "--env-json",
+      JSON.stringify({ FIXTURE_SECRET: "envjson-secret-value-123" }),
+      "--json",
+      "hi",
+    ),
+    { env: { RUNNER_PLANTED_TOKEN: "runner-env-secret-456", LC_TEST: "c" } },
+  );
+  assert.equal(result.code, 1);
+  const start = readRecord(record).find((line) => line.event === "start")!;
+  const env = start.env as Record<string, string>;
+  assert.equal(env.RUNNER_PLANTED_TOKEN, undefined);
+  assert.equal(env.NO_COLOR, undefined);
+  assert.equal(env.LC_TEST, "c");
+  assert.equal(env.FIXTURE_SECRET, "envjson-secret-value-123");
+  assert.ok(env.PATH);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal((failed.data as { code: string }).code, "acp.process_exited");
+  assert.match(
+    String((failed.data as { stderr_tail: string }).stderr_tail),
+    /FIXTURE_SECRET_MARKER=\[REDACTED\]/,
+  );
+  for (const secret of ["envjson-secret-value-123", "runner-env-secret-456"]) {
+    assert.ok(!result.stdout.includes(secret), "secret in events");
+    assert.ok(!result.stderr.includes(secret), "secret in logs");
+  }
+});
+
+Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring grandchild included)", async () => {
+  const pidFile = join(tempDir(), "pids.json");
+  const result = await runCli(
+    runArgs(["--text", "bye", "--grandchild", "--pid-file", pidFile], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  assert.ok(pids.grandchild_pid);
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    assert.equal(isAlive(pid), false, `pid ${pid} survived`);
+  }
+});
+
+Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async () => {
+  const dataDir = tempDir();
+  const pidFile = join(tempDir(), "pids.json");
+  const child = spawnCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(
+      "--text",
+      "held",
+      "--stall-prompt",
+      "--grandchild",
+      "--pid-file",
+      pidFile,
+    ),
+    "--workspace",
+    tempDir(),
+    "--data-dir",
+    dataDir,
+    "--json",
+    "hi",
+  ]);
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("message.delta")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    seen += value;
+  }
+  child.kill("SIGKILL");
+  await child.status;
+  await reader.cancel();
+  await child.stderr.cancel();
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  assert.equal(
+    isAlive(pids.grandchild_pid),
+    true,
+    "the group should be left behind",
+  );
+  const next = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--text", "next"),
+    "--workspace",
+    tempDir(),
+    "--data-dir",
+    dataDir,
+    "hi",
+  ]);
+  assert.equal(next.code, 0, next.stderr);
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    assert.equal(isAlive(pid), false, `pid ${pid} survived the reaper`);
+  }
+});
+
+Deno.test("bad input fails clearly before anything starts", async (t) => {
+  await t.step("relative workspace", async () => {
+    const result = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      "x",
+      "--workspace",
+      "rel/dir",
+      "hi",
+    ]);
+    assert.equal(result.code, 2);
+    assert.match(
+      result.stderr,
+      /config\.invalid.*workspace: must be an absolute path/,
+    );
+  });
+  await t.step("non-object env-json", async () => {
+    const result = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      "x",
+      "--env-json",
+      "[1]",
+      "hi",
+    ]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /env-json: must be a JSON object/);
+  });
+  await t.step("negative timeout", async () => {
+    const result = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      "x",
+      "--timeout=-1",
+      "hi",
+    ]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /timeout: must be greater than 0/);
+  });
+  await t.step("unknown provider", async () => {
+    const result = await runCli(["run", "nope", "hi"]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /provider\.unknown/);
+  });
+});
