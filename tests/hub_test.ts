@@ -461,3 +461,97 @@ Deno.test("a daemon frame over 1 MiB closes the socket with 1009 and fences its 
     assertEqual(hub.listDaemons().map((d) => d.fenced), [true], "fenced");
   });
 });
+
+/** A bare-bones WebSocket client on a raw TCP connection, so the test can drop it without a close frame. */
+class RawTcpDaemon {
+  #buffer = new Uint8Array(0);
+  private constructor(readonly conn: Deno.TcpConn) {}
+
+  static async connect(url: string): Promise<RawTcpDaemon> {
+    const port = Number(new URL(url).port);
+    const daemon = new RawTcpDaemon(
+      await Deno.connect({ hostname: "127.0.0.1", port }),
+    );
+    await daemon.#write(new TextEncoder().encode(
+      `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    ));
+    while (!new TextDecoder().decode(daemon.#buffer).includes("\r\n\r\n")) {
+      await daemon.#fill();
+    }
+    const head = new TextDecoder().decode(daemon.#buffer).indexOf("\r\n\r\n") +
+      4;
+    daemon.#buffer = daemon.#buffer.slice(head);
+    return daemon;
+  }
+
+  async #write(bytes: Uint8Array): Promise<void> {
+    let written = 0;
+    while (written < bytes.length) {
+      written += await this.conn.write(bytes.subarray(written));
+    }
+  }
+
+  async #fill(): Promise<void> {
+    const chunk = new Uint8Array(65536);
+    const n = await this.conn.read(chunk);
+    if (n === null) throw new Error("connection closed");
+    const merged = new Uint8Array(this.#buffer.length + n);
+    merged.set(this.#buffer);
+    merged.set(chunk.subarray(0, n), this.#buffer.length);
+    this.#buffer = merged;
+  }
+
+  /** Sends one masked text frame (payloads under 64 KiB). */
+  send(frame: unknown): Promise<void> {
+    const payload = new TextEncoder().encode(JSON.stringify(frame));
+    const header = payload.length < 126
+      ? [0x81, 0x80 | payload.length]
+      : [0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff];
+    const mask = [1, 2, 3, 4];
+    return this.#write(
+      new Uint8Array([
+        ...header,
+        ...mask,
+        ...payload.map((b, i) => b ^ mask[i % 4]),
+      ]),
+    );
+  }
+
+  /** Reads one unmasked server text frame (payloads under 64 KiB). */
+  async next(): Promise<JsonObject> {
+    while (this.#buffer.length < 2) await this.#fill();
+    let length = this.#buffer[1] & 0x7f;
+    let offset = 2;
+    if (length === 126) {
+      while (this.#buffer.length < 4) await this.#fill();
+      length = (this.#buffer[2] << 8) | this.#buffer[3];
+      offset = 4;
+    }
+    while (this.#buffer.length < offset + length) await this.#fill();
+    const text = new TextDecoder().decode(
+      this.#buffer.subarray(offset, offset + length),
+    );
+    this.#buffer = this.#buffer.slice(offset + length);
+    return JSON.parse(text);
+  }
+}
+
+Deno.test("a TCP drop without a close frame fails the job promptly and fences", async () => {
+  await withHub(async ({ hub, url }) => {
+    const daemon = await RawTcpDaemon.connect(url);
+    await daemon.send(hello("laptop"));
+    assertEqual((await daemon.next()).type, "daemon.ready", "ready");
+    const job = startJob(hub);
+    assertEqual((await daemon.next()).type, "run.start", "run.start");
+    daemon.conn.close();
+    assertEqual((await job.result).outcome, "disconnected", "outcome");
+    assertEqual(job.events.map((e) => e.data.code), [
+      "agent_runtime.daemon_disconnected",
+    ], "run.failed");
+    assertEqual(hub.listDaemons().map((d) => [d.connected, d.fenced]), [[
+      false,
+      true,
+    ]], "fenced");
+  });
+});

@@ -1,0 +1,96 @@
+/**
+ * Helpers for in-process run tests: a real store and run manager, real
+ * fixture processes, and FIFO gates.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { parseRunConfig } from "../lib/config.ts";
+import type { RunEvent } from "../lib/events.ts";
+import { createReaperRegistry } from "../lib/reaper.ts";
+import { createRunManager, type ManagedRun, type RunManager } from "../lib/run_manager.ts";
+import { openStore, type RunStore } from "../lib/store.ts";
+import { fixtureCommand, tempDir } from "./helpers.ts";
+
+/** A manager over a fresh data directory. */
+export interface Harness {
+  manager: RunManager;
+  store: RunStore;
+  dataDir: string;
+  close(): void;
+}
+
+/** Makes a run manager with a real SQLite store in a temp directory. */
+export function harness(dataDir = tempDir()): Harness {
+  const store = openStore({ dataDir });
+  const manager = createRunManager({
+    store,
+    registry: createReaperRegistry(join(dataDir, "agents")),
+  });
+  return { manager, store, dataDir, close: () => store.close() };
+}
+
+/** A run config for the fixture agent with the given flags. */
+export function fixtureConfig(
+  flags: string[],
+  extra: Record<string, unknown> = {},
+) {
+  return parseRunConfig({
+    provider: "custom",
+    "acp-command": fixtureCommand(...flags),
+    workspace: tempDir(),
+    ...extra,
+  });
+}
+
+/** Collects a run's events and resolves helpers on them. */
+export class EventLog {
+  events: RunEvent[] = [];
+  #waiters: Array<{ test: (e: RunEvent) => boolean; resolve: (e: RunEvent) => void }> = [];
+
+  constructor(run: ManagedRun) {
+    run.subscribe((event) => {
+      this.events.push(event);
+      this.#waiters = this.#waiters.filter((waiter) => {
+        if (!waiter.test(event)) return true;
+        waiter.resolve(event);
+        return false;
+      });
+    });
+  }
+
+  /** Resolves with the first (past or future) event matching `test`. */
+  waitFor(test: (event: RunEvent) => boolean): Promise<RunEvent> {
+    const found = this.events.find(test);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve) => this.#waiters.push({ test, resolve }));
+  }
+
+  /** Events of a type. */
+  ofType(type: string): RunEvent[] {
+    return this.events.filter((event) => event.type === type);
+  }
+
+  /** The message texts of each completed turn. */
+  messages(): string[] {
+    return this.ofType("message.completed").map((event) =>
+      (event.data.message as { content: string }).content
+    );
+  }
+}
+
+/** A named pipe the fixture reads one line from before answering each prompt. */
+export async function makeGate(): Promise<{ path: string; release(): Promise<void> }> {
+  const path = join(tempDir(), "gate");
+  const made = await new Deno.Command("mkfifo", { args: [path] }).output();
+  if (!made.success) throw new Error("mkfifo failed");
+  return {
+    path,
+    async release() {
+      const file = await Deno.open(path, { write: true });
+      await file.write(new TextEncoder().encode("go\n"));
+      file.close();
+    },
+  };
+}
