@@ -1,18 +1,250 @@
 /**
  * `runner daemon`: runs jobs from a hub on this machine. It dials out to the
- * hub over a WebSocket (coding-relay-v1), so it works behind NAT.
+ * hub over a WebSocket (coding-relay-v1), so it works behind NAT. It speaks
+ * to `runner serve` and to the LangBot ACP runner plugin's hub alike. See
+ * `docs/daemon.md`.
  *
  * @module
  */
 
-/** Runs `runner daemon`; returns the exit code. */
-export function daemonCommand(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    console.log(
-      "Usage: runner daemon --url ws://HOST:PORT --daemon-id ID --token T\n\n(not implemented yet)",
-    );
-    return Promise.resolve(0);
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { reportFailure } from "./lib/cli_args.ts";
+import { runDaemonClient } from "./lib/daemon_client.ts";
+import { createDaemonJobRunner } from "./lib/daemon_job.ts";
+import { RunnerError, toRunnerError } from "./lib/errors.ts";
+import { createLogger, type Logger } from "./lib/log.ts";
+import { createReaperRegistry, reapLeftoverGroups } from "./lib/reaper.ts";
+import { MAX_DAEMON_ID_LENGTH, RECONNECT_DELAY_MS } from "./lib/relay.ts";
+import { defaultDataDir } from "./lib/store.ts";
+import { tokenProblem } from "./lib/token_rules.ts";
+import { RUNNER_VERSION } from "./lib/version.ts";
+
+const HELP = `Usage: runner daemon --url ws://HOST:PORT --daemon-id ID [options]
+
+Connects out to a coding-relay-v1 hub (runner serve --daemon-enabled, or the
+LangBot ACP runner plugin's daemon hub) and runs the ACP agents of its
+location=daemon runs on this machine. See docs/daemon.md.
+
+Options:
+  --url URL              the hub, ws://HOST:PORT or wss://HOST:PORT (required)
+  --daemon-id ID         this machine's stable ID, as runs name it (required)
+  --token-file FILE      read the hub's shared token from FILE
+  --token TOKEN          the token itself (visible to other local users in
+                         the process list; prefer --token-file)
+                         (default: $RUNNER_DAEMON_TOKEN)
+  --data-dir DIR         agent records for crash cleanup (default: the user
+                         data dir, $RUNNER_DATA_DIR)
+  --reconnect-delay S    first reconnect delay in seconds (default 5;
+                         doubles per failed attempt up to 60)
+  -h, --help             this text
+
+Exit codes: 0 stopped by SIGINT/SIGTERM, 1 cleanup unconfirmed or another
+failure, 2 bad options.
+`;
+
+interface DaemonSettings {
+  url: string;
+  daemonId: string;
+  token: string;
+  tokenFromFlag: boolean;
+  dataDir: string;
+  reconnectDelayMs: number;
+}
+
+function invalid(message: string): RunnerError {
+  return new RunnerError("config.invalid", message);
+}
+
+async function settingsFrom(
+  values: Record<string, string | boolean | undefined>,
+): Promise<DaemonSettings> {
+  const url = String(values.url ?? "").trim();
+  if (!url) {
+    throw invalid("--url is required, e.g. --url ws://hub.example:8766");
   }
-  console.error("runner daemon: not implemented yet in this build.");
-  return Promise.resolve(2);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid(`--url ${url} is not a URL; use ws://HOST:PORT`);
+  }
+  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
+    throw invalid(
+      `--url must start with ws:// or wss:// (got ${parsed.protocol}//); the hub is a WebSocket listener, e.g. ws://HOST:8766`,
+    );
+  }
+  const daemonId = String(values["daemon-id"] ?? "").trim();
+  if (!daemonId || daemonId.length > MAX_DAEMON_ID_LENGTH) {
+    throw invalid(
+      `--daemon-id is required: a stable name for this machine of at most ${MAX_DAEMON_ID_LENGTH} characters, e.g. --daemon-id alice-laptop`,
+    );
+  }
+  const tokenFile = values["token-file"];
+  if (values.token !== undefined && tokenFile !== undefined) {
+    throw invalid("give either --token or --token-file, not both");
+  }
+  let token = values.token === undefined ? undefined : String(values.token);
+  if (typeof tokenFile === "string") {
+    try {
+      token = (await Deno.readTextFile(tokenFile)).replace(/\r?\n$/, "");
+    } catch (error) {
+      throw invalid(
+        `--token-file ${tokenFile}: cannot read it (${
+          error instanceof Error ? error.message : error
+        })`,
+      );
+    }
+  }
+  token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") ?? "";
+  const delay = values["reconnect-delay"];
+  const seconds = delay === undefined
+    ? RECONNECT_DELAY_MS / 1000
+    : Number(delay);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw invalid("--reconnect-delay must be a number of seconds > 0");
+  }
+  return {
+    url,
+    daemonId,
+    token,
+    tokenFromFlag: values.token !== undefined,
+    dataDir: typeof values["data-dir"] === "string"
+      ? values["data-dir"]
+      : defaultDataDir(),
+    reconnectDelayMs: seconds * 1000,
+  };
+}
+
+function warnAboutToken(settings: DaemonSettings, log: Logger): void {
+  if (!settings.token) {
+    log({
+      level: "warn",
+      msg:
+        "no daemon token given; only a hub without a token will accept this daemon. Pass --token-file FILE or set RUNNER_DAEMON_TOKEN",
+    });
+    return;
+  }
+  const problem = tokenProblem(settings.token);
+  if (problem) {
+    log({
+      level: "warn",
+      msg:
+        `the daemon token looks weak: ${problem}. Generate a new one with \`runner token\` and configure it on both sides`,
+    });
+  }
+  if (settings.tokenFromFlag) {
+    log({
+      level: "warn",
+      msg:
+        "--token is visible to other users of this machine in the process list; prefer --token-file or RUNNER_DAEMON_TOKEN",
+    });
+  }
+}
+
+function listenForSignals(onSignal: () => void): () => void {
+  const signals: Deno.Signal[] = Deno.build.os === "windows"
+    ? ["SIGINT"]
+    : ["SIGINT", "SIGTERM"];
+  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+  return () => {
+    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+  };
+}
+
+/** Runs `runner daemon`; returns the exit code. */
+export async function daemonCommand(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        url: { type: "string" },
+        "daemon-id": { type: "string" },
+        token: { type: "string" },
+        "token-file": { type: "string" },
+        "data-dir": { type: "string" },
+        "reconnect-delay": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    console.error(
+      `${error instanceof Error ? error.message : error}\n\n${HELP}`,
+    );
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  let settings: DaemonSettings;
+  try {
+    settings = await settingsFrom(values);
+  } catch (error) {
+    return reportFailure(error);
+  }
+  const log = createLogger({ secrets: () => [settings.token] });
+  warnAboutToken(settings, log);
+  const agentsDir = join(settings.dataDir, "agents");
+  const reaped = await reapLeftoverGroups(agentsDir);
+  if (reaped.killed.length) {
+    log({
+      level: "warn",
+      msg: "killed agent process groups left behind by an earlier daemon",
+      pgids: reaped.killed,
+    });
+  }
+  const runner = createDaemonJobRunner({
+    registry: createReaperRegistry(agentsDir),
+    log,
+  });
+  const stop = new AbortController();
+  let stopping: Promise<void> | undefined;
+  const removeSignals = listenForSignals(() => {
+    if (stopping) {
+      log({ msg: "still stopping: waiting for agent cleanup" });
+      return;
+    }
+    log({ msg: "stopping: cancelling jobs", jobs: runner.active });
+    stopping = runner.cancelAll(
+      new RunnerError(
+        "runner.shutting_down",
+        "The daemon was stopped on its machine; the run was cancelled. Retry once the daemon is back.",
+      ),
+    ).then(async () => {
+      // Let the client send each job's run.finished before the socket closes.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      stop.abort();
+    });
+  });
+  log({
+    msg: "daemon starting",
+    daemon_id: settings.daemonId,
+    url: settings.url,
+    data_dir: settings.dataDir,
+  });
+  try {
+    await runDaemonClient({
+      url: settings.url,
+      daemonId: settings.daemonId,
+      token: settings.token,
+      version: RUNNER_VERSION,
+      runJob: runner.runJob,
+      reconnectDelayMs: settings.reconnectDelayMs,
+      signal: stop.signal,
+      onLog: (entry) =>
+        log({ level: entry.level, msg: entry.message, job_id: entry.jobId }),
+    });
+    await stopping;
+  } catch (error) {
+    const failure = toRunnerError(error);
+    log({ level: "error", msg: failure.message, code: failure.code });
+    console.error(`error [${failure.code}]: ${failure.message}`);
+    return 1;
+  } finally {
+    removeSignals();
+  }
+  log({ msg: "daemon stopped" });
+  return 0;
 }

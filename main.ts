@@ -14,6 +14,7 @@ Usage: runner <command> [options]
 Commands:
   serve                  run the HTTP service (runs API, n8n webhook, daemon hub)
   daemon --daemon-id ID  run jobs from a hub on this machine (dials out)
+  daemons list|unfence   show fenced/connected daemons, lift a fence
   probe <provider>       check that an agent is usable and what it supports
   run <provider> PROMPT  run one prompt locally and stream the answer
   providers              list the built-in provider presets
@@ -29,8 +30,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   probe: async () => (await import("./lib/cli_probe.ts")).probeCommand,
   providers: async () =>
     (await import("./lib/cli_providers.ts")).providersCommand,
-  serve: () => Promise.resolve(notImplemented("serve")),
+  serve: async () => (await import("./lib/cli_serve.ts")).serveCommand,
   daemon: async () => (await import("./daemon.ts")).daemonCommand,
+  daemons: async () => (await import("./lib/cli_daemons.ts")).daemonsCommand,
   token: async () => (await import("./lib/cli_providers.ts")).tokenCommand,
 };
 

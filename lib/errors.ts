@@ -151,6 +151,11 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: "An assets MCP request body exceeded the size limit.",
   },
+  "assets.listen_failed": {
+    retryable: false,
+    meaning:
+      "The run's assets MCP server (ephemeral bridge or gateway) could not listen on its address.",
+  },
   "agent_runtime.daemon_offline": {
     retryable: true,
     meaning:

@@ -44,8 +44,14 @@ function formatHuman(entry: Record<string, unknown>): string {
   const fields = Object.entries(rest)
     .filter(([, value]) => value !== undefined)
     .map(([key, value]) =>
-      `${key}=${typeof value === "string" && !/\s/.test(value) ? value : JSON.stringify(value)}`
+      `${key}=${
+        typeof value === "string" && !/\s/.test(value)
+          ? value
+          : JSON.stringify(value)
+      }`
     );
   const marker = level === "info" ? "" : ` ${String(level).toUpperCase()}`;
-  return `${String(time).slice(11, 19)}${marker} ${msg}${fields.length ? " " + fields.join(" ") : ""}`;
+  return `${String(time).slice(11, 19)}${marker} ${msg}${
+    fields.length ? " " + fields.join(" ") : ""
+  }`;
 }

@@ -9,7 +9,22 @@ import type { RunEvent } from "./events.ts";
 import { isTerminalEvent } from "./events.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 
-const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const BUCKETS = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  120,
+];
 
 class Histogram {
   counts = BUCKETS.map(() => 0);
@@ -28,7 +43,9 @@ class Histogram {
     return [
       `# HELP ${name} ${help}`,
       `# TYPE ${name} histogram`,
-      ...BUCKETS.map((bound, index) => `${name}_bucket{le="${bound}"} ${this.counts[index]}`),
+      ...BUCKETS.map((bound, index) =>
+        `${name}_bucket{le="${bound}"} ${this.counts[index]}`
+      ),
       `${name}_bucket{le="+Inf"} ${this.count}`,
       `${name}_sum ${this.sum}`,
       `${name}_count ${this.count}`,
@@ -39,7 +56,9 @@ class Histogram {
 /** Collects the service's metrics. */
 export interface Metrics {
   /** Follows one run's events from its start. */
-  trackRun(subscribe: (listener: (event: RunEvent) => void) => () => void): void;
+  trackRun(
+    subscribe: (listener: (event: RunEvent) => void) => () => void,
+  ): void;
   /** Wraps a reaper registry so live agent process groups are counted. */
   countAgents(registry: ReaperRegistry): ReaperRegistry;
   /** The Prometheus text exposition; `activeRuns` is read at scrape time. */
@@ -47,7 +66,10 @@ export interface Metrics {
 }
 
 function label(value: string): string {
-  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
+  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll(
+    "\n",
+    "\\n",
+  );
 }
 
 /** Makes an empty {@linkcode Metrics}. */
@@ -63,9 +85,14 @@ export function createMetrics(): Metrics {
       let lastOutputAt: number | undefined;
       const unsubscribe = subscribe((event) => {
         const now = performance.now();
-        if (event.type === "message.delta" || event.type === "message.completed") {
-          if (lastOutputAt === undefined) firstEvent.observe((now - startedAt) / 1000);
-          else if (event.type === "message.delta") chunkGap.observe((now - lastOutputAt) / 1000);
+        if (
+          event.type === "message.delta" || event.type === "message.completed"
+        ) {
+          if (lastOutputAt === undefined) {
+            firstEvent.observe((now - startedAt) / 1000);
+          } else if (event.type === "message.delta") {
+            chunkGap.observe((now - lastOutputAt) / 1000);
+          }
           lastOutputAt = now;
         }
         if (isTerminalEvent(event)) {
@@ -74,7 +101,9 @@ export function createMetrics(): Metrics {
             : event.data.code === "run.cancelled"
             ? "cancelled"
             : "failed";
-          const code = event.type === "run.completed" ? "" : String(event.data.code ?? "");
+          const code = event.type === "run.completed"
+            ? ""
+            : String(event.data.code ?? "");
           const key = `status="${status}",code="${label(code)}"`;
           finished.set(key, (finished.get(key) ?? 0) + 1);
           unsubscribe();
@@ -104,7 +133,9 @@ export function createMetrics(): Metrics {
         `runner_runs_active ${activeRuns}`,
         "# HELP runner_runs_finished_total Runs finished, by outcome and failure code.",
         "# TYPE runner_runs_finished_total counter",
-        ...[...finished].map(([key, count]) => `runner_runs_finished_total{${key}} ${count}`),
+        ...[...finished].map(([key, count]) =>
+          `runner_runs_finished_total{${key}} ${count}`
+        ),
         "# HELP runner_agent_processes_alive Agent process groups started and not yet torn down.",
         "# TYPE runner_agent_processes_alive gauge",
         `runner_agent_processes_alive ${agentsAlive}`,

@@ -24,6 +24,8 @@ export interface SpawnAgentOptions {
   stderrTailBytes?: number;
   /** Records the process group so a later start can reap it after a crash. */
   registry?: ReaperRegistry;
+  /** Sees each stderr chunk as text (unredacted; for in-band markers). */
+  onStderr?: (text: string) => void;
 }
 
 /** Options for {@linkcode AgentProcess.terminate}. */
@@ -74,7 +76,7 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const pid = child.pid;
   const registration = options.registry?.register(pid);
   const tail = new TailBuffer(options.stderrTailBytes ?? DEFAULT_STDERR_TAIL);
-  const stderrDrained = drainInto(child.stderr, tail);
+  const stderrDrained = drainInto(child.stderr, tail, options.onStderr);
   const exited = child.status;
   let terminating: Promise<void> | undefined;
   const secrets = options.secrets ?? [];
@@ -164,9 +166,14 @@ function delay(ms: number): Promise<void> {
 async function drainInto(
   stream: ReadableStream<Uint8Array>,
   tail: TailBuffer,
+  onText?: (text: string) => void,
 ): Promise<void> {
+  const decoder = new TextDecoder();
   try {
-    for await (const chunk of stream) tail.push(chunk);
+    for await (const chunk of stream) {
+      tail.push(chunk);
+      onText?.(decoder.decode(chunk, { stream: true }));
+    }
   } catch {
     // The pipe closed under us: nothing more to keep.
   }

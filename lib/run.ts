@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { McpServer } from "@agentclientprotocol/sdk";
+import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { connectAgent } from "./acp_client.ts";
 import type { AgentConnection } from "./acp_client.ts";
 import type { RunConfig } from "./config.ts";
@@ -38,6 +38,8 @@ export interface AgentTransport {
   teardown(): Promise<void>;
   /** MCP servers the location contributes (e.g. the daemon's proxy). */
   mcpServers?: McpServer[];
+  /** More servers, chosen by the agent's `mcpCapabilities` (may throw `config.invalid`). */
+  sessionMcpServers?: (capabilities: McpCapabilities) => McpServer[];
   /** Text the location prepends to the first prompt (the run-scope note). */
   promptPrefix?: string;
 }
@@ -209,6 +211,9 @@ export function startRun(options: RunEngineOptions): RunHandle {
         mcpServers: [
           ...(options.mcpServers ?? []),
           ...(transport.mcpServers ?? []),
+          ...(transport.sessionMcpServers?.(
+            initialized.agentCapabilities?.mcpCapabilities ?? {},
+          ) ?? []),
         ],
         setReplaying: (value) => replaying = value,
         log,

@@ -7,13 +7,15 @@
  * @module
  */
 
-import type { McpServer } from "@agentclientprotocol/sdk";
+import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { prepareAgentLaunch } from "./agent_launch.ts";
+import { type RunAssetsRequest, runAssetsSecrets } from "./assets_request.ts";
 import type { RunConfig } from "./config.ts";
 import { RunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
 import { isTerminalEvent } from "./events.ts";
 import { launchLocal } from "./locations.ts";
+import { launchSsh } from "./location_ssh.ts";
 import type { RunInput } from "./prompt.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { type RunHandle, type RunResult, startRun } from "./run.ts";
@@ -30,6 +32,12 @@ export interface RunRequest {
   input: RunInput;
   /** The validated config. */
   config: RunConfig;
+  /**
+   * LangBot assets: `{event?, grant?, upstream? | callback? | inline?}`
+   * (see `docs/assets.md`). Checked when the run starts (`config.invalid`);
+   * upstream header values and the callback secret are redacted.
+   */
+  assets?: RunAssetsRequest;
 }
 
 /** Launches a run at a location other than local (set by serve). */
@@ -48,9 +56,15 @@ export interface RunAssetsHook {
   prepare(context: {
     runId: string;
     request: RunRequest;
-  }): Promise<
-    { mcpServers: McpServer[]; promptPrefix?: string; release(): void }
-  >;
+  }): Promise<{
+    mcpServers: McpServer[];
+    /** Servers chosen once the agent's `mcpCapabilities` are known. */
+    sessionMcpServers?: (capabilities: McpCapabilities) => McpServer[];
+    promptPrefix?: string;
+    /** Values to redact from the run's events and logs (run tokens). */
+    secrets?: string[];
+    release(): void;
+  }>;
 }
 
 /** Options for {@linkcode createRunManager}. */
@@ -167,7 +181,11 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       );
     }
     const launch = prepareAgentLaunch(request.config, { environment });
-    const secrets = [...launch.secrets, ...(options.secrets ?? [])];
+    const secrets = [
+      ...launch.secrets,
+      ...(options.secrets ?? []),
+      ...runAssetsSecrets(request.assets),
+    ];
     const key = conversationId
       ? sessionKeyOf(conversationId, request.config, launch.commandText)
       : undefined;
@@ -177,7 +195,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     store.createRun({
       runId,
       conversationId,
-      config: publicConfig(request.config),
+      config: redactDeep(publicConfig(request.config), secrets),
       status: "active",
     });
     const listeners = new Set<(event: RunEvent) => void>();
@@ -208,7 +226,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       log(redactDeep({ run_id: runId, ...entry }, secrets));
     let handle: RunHandle;
     const location = request.config.location;
-    if (location === "local") {
+    if (location === "local" || location === "remote-ssh") {
       let release: (() => void) | undefined;
       handle = startRun({
         runId,
@@ -220,9 +238,27 @@ export function createRunManager(options: RunManagerOptions): RunManager {
         secrets,
         emit,
         log: runLog,
-        launch: async () => {
+        launch: async (signal) => {
           const prepared = await options.assets?.prepare({ runId, request });
           release = prepared?.release;
+          secrets.push(...(prepared?.secrets ?? []));
+          if (signal.aborted) {
+            release?.();
+            throw signal.reason;
+          }
+          if (location === "remote-ssh") {
+            const transport = await launchSsh({
+              launch,
+              config: request.config,
+              mcpServers: prepared?.mcpServers,
+              registry: options.registry,
+            });
+            return {
+              ...transport,
+              sessionMcpServers: prepared?.sessionMcpServers,
+              promptPrefix: prepared?.promptPrefix,
+            };
+          }
           const transport = await launchLocal({
             launch,
             registry: options.registry,
@@ -230,6 +266,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
           return {
             ...transport,
             mcpServers: prepared?.mcpServers,
+            sessionMcpServers: prepared?.sessionMcpServers,
             promptPrefix: prepared?.promptPrefix,
           };
         },

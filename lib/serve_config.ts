@@ -1,8 +1,7 @@
 /**
  * `runner serve` settings: server options and server-wide run defaults from
  * flags, `RUNNER_*` environment variables and an optional JSON config file
- * (flags win, then environment, then file, then built-in defaults), and the
- * policy deciding which run settings an HTTP caller may override.
+ * (flags win, then environment, then file, then built-in defaults).
  *
  * @module
  */
@@ -104,7 +103,11 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "allow-env-names": { kind: "list", default: [] },
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
-  "n8n-auth": { kind: "string", default: "none", choices: ["none", "basic", "header", "jwt"] },
+  "n8n-auth": {
+    kind: "string",
+    default: "none",
+    choices: ["none", "basic", "header", "jwt"],
+  },
   "n8n-auth-user": { kind: "string" },
   "n8n-auth-password": { kind: "string" },
   "n8n-auth-header-name": { kind: "string" },
@@ -113,47 +116,6 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "n8n-output-key": { kind: "string", default: "response" },
   "n8n-wait-seconds": { kind: "number", default: 60 },
 };
-
-/**
- * Run-config keys a caller may set per run. Keys that choose a command to
- * execute (`acp-command`, `mcp-servers-json`, `ssh-extra-options`,
- * `ssh-identity-file`) need `--allow-custom-commands`; env-json names need
- * `--allow-env-names`.
- */
-export const CALLER_CONFIG_KEYS: readonly string[] = [
-  "provider",
-  "location",
-  "workspace",
-  "session-cwd",
-  "env-json",
-  "reuse-session",
-  "create-session-if-missing",
-  "streaming",
-  "startup-timeout",
-  "initialize-timeout",
-  "timeout",
-  "cancel-grace",
-  "late-update-ms",
-  "max-message-mb",
-  "max-attachment-mb",
-  "max-prompt-mb",
-  "permission-decision",
-  "fs-read",
-  "fs-write",
-  "append-run-scope-prompt",
-  "langbot-assets-enabled",
-  "langbot-assets-mode",
-  "langbot-assets-token-ttl",
-  "knowledge-bases",
-  "ssh-target",
-  "ssh-port",
-  "ssh-connect-timeout",
-  "remote-shell",
-  "daemon-id",
-  "daemon-connect-timeout",
-];
-
-const COMMAND_KEYS = ["acp-command", "mcp-servers-json", "ssh-extra-options", "ssh-identity-file"];
 
 function envName(key: string): string {
   return `RUNNER_${key.toUpperCase().replaceAll("-", "_")}`;
@@ -167,20 +129,28 @@ function convertServer(key: string, spec: ServerKey, value: unknown): unknown {
   const text = typeof value === "string" ? value.trim() : value;
   switch (spec.kind) {
     case "string":
-      if (typeof text !== "string" && typeof text !== "number") throw invalid(`${key}: must be a string`);
+      if (typeof text !== "string" && typeof text !== "number") {
+        throw invalid(`${key}: must be a string`);
+      }
       if (spec.choices && !spec.choices.includes(String(text))) {
         throw invalid(`${key}: must be one of ${spec.choices.join(", ")}`);
       }
       return String(text);
     case "number": {
       const number = typeof text === "number" ? text : Number(text);
-      if (!Number.isFinite(number) || number < 0 || text === "") throw invalid(`${key}: must be a number`);
+      if (!Number.isFinite(number) || number < 0 || text === "") {
+        throw invalid(`${key}: must be a number`);
+      }
       return number;
     }
     case "bool":
       if (typeof text === "boolean") return text;
-      if (["true", "1", "yes", "on", ""].includes(String(text).toLowerCase())) return true;
-      if (["false", "0", "no", "off"].includes(String(text).toLowerCase())) return false;
+      if (["true", "1", "yes", "on", ""].includes(String(text).toLowerCase())) {
+        return true;
+      }
+      if (["false", "0", "no", "off"].includes(String(text).toLowerCase())) {
+        return false;
+      }
       throw invalid(`${key}: must be true or false`);
     case "list":
       if (Array.isArray(text)) return text.map(String);
@@ -193,16 +163,24 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   try {
     text = await Deno.readTextFile(path);
   } catch (error) {
-    throw invalid(`--config ${path}: cannot read the file (${error instanceof Error ? error.message : error}).`);
+    throw invalid(
+      `--config ${path}: cannot read the file (${
+        error instanceof Error ? error.message : error
+      }).`,
+    );
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw invalid(`--config ${path}: not valid JSON. Write one JSON object of option names to values.`);
+    throw invalid(
+      `--config ${path}: not valid JSON. Write one JSON object of option names to values.`,
+    );
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw invalid(`--config ${path}: must be one JSON object of option names to values.`);
+    throw invalid(
+      `--config ${path}: must be one JSON object of option names to values.`,
+    );
   }
   return parsed as Record<string, unknown>;
 }
@@ -210,7 +188,8 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
 /** Whether `host` only accepts connections from this machine. */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return bare === "localhost" || bare === "::1" || /^127(\.\d{1,3}){3}$/.test(bare);
+  return bare === "localhost" || bare === "::1" ||
+    /^127(\.\d{1,3}){3}$/.test(bare);
 }
 
 /** Options for {@linkcode loadServeConfig}; tests pass their own environment. */
@@ -230,17 +209,30 @@ export async function loadServeConfig(
   args: string[],
   options: LoadServeConfigOptions = {},
 ): Promise<ServeConfig | "help"> {
-  const flagOptions: Record<string, { type: "string" | "boolean" }> = { config: { type: "string" } };
+  const flagOptions: Record<string, { type: "string" | "boolean" }> = {
+    config: { type: "string" },
+  };
   for (const [key, spec] of Object.entries(SERVER_KEYS)) {
     flagOptions[key] = { type: spec.kind === "bool" ? "boolean" : "string" };
   }
-  for (const key of Object.keys(RUN_CONFIG_KEYS)) flagOptions[key] = { type: "string" };
+  for (const key of Object.keys(RUN_CONFIG_KEYS)) {
+    flagOptions[key] = { type: "string" };
+  }
   flagOptions.help = { type: "boolean" };
   let values: Record<string, unknown>;
   try {
-    values = parseArgs({ args, options: flagOptions, strict: true, allowPositionals: false }).values;
+    values = parseArgs({
+      args,
+      options: flagOptions,
+      strict: true,
+      allowPositionals: false,
+    }).values;
   } catch (error) {
-    throw invalid(`${error instanceof Error ? error.message : error} (see runner serve --help)`);
+    throw invalid(
+      `${
+        error instanceof Error ? error.message : error
+      } (see runner serve --help)`,
+    );
   }
   if (values.help) return "help";
   const env = options.env ?? Deno.env.toObject();
@@ -248,28 +240,33 @@ export async function loadServeConfig(
   const file = filePath ? await readConfigFile(filePath) : {};
   for (const key of Object.keys(file)) {
     if (!(key in SERVER_KEYS) && !(key in RUN_CONFIG_KEYS)) {
-      throw invalid(`--config ${filePath}: unknown option "${key}". See runner serve --help.`);
+      throw invalid(
+        `--config ${filePath}: unknown option "${key}". See runner serve --help.`,
+      );
     }
   }
-  const pick = (key: string): unknown => values[key] ?? env[envName(key)] ?? file[key];
+  const pick = (key: string): unknown =>
+    values[key] ?? env[envName(key)] ?? file[key];
 
   const server: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(SERVER_KEYS)) {
     const value = pick(key);
-    server[key] = value === undefined ? spec.default : convertServer(key, spec, value);
+    server[key] = value === undefined
+      ? spec.default
+      : convertServer(key, spec, value);
   }
   const runDefaults: Record<string, unknown> = {};
   for (const key of Object.keys(RUN_CONFIG_KEYS)) {
     const value = pick(key);
     if (value !== undefined) runDefaults[key] = value;
   }
-  // Validates the values now; provider/workspace may still come from callers.
-  parseRunConfig({ provider: CUSTOM_PROVIDER, workspace: "/", "ssh-target": "x", "daemon-id": "x" }, runDefaults);
+  parseRunDefaults(runDefaults);
 
   const config: ServeConfig = {
     host: server.host as string,
     port: server.port as number,
-    dataDir: (server["data-dir"] as string | undefined) ?? defaultDataDir({ env: (name) => env[name] }),
+    dataDir: (server["data-dir"] as string | undefined) ??
+      defaultDataDir({ env: (name) => env[name] }),
     apiToken: (server["api-token"] as string | undefined) || undefined,
     allowCustomCommands: server["allow-custom-commands"] as boolean,
     allowEnvNames: server["allow-env-names"] as string[],
@@ -301,26 +298,33 @@ function validateServeConfig(config: ServeConfig): void {
         `Pass --api-token (or set RUNNER_API_TOKEN), e.g. --api-token "$(runner token)", or listen on --host 127.0.0.1.`,
     );
   }
-  if (config.maxConcurrentRuns < 1) throw invalid("max-concurrent-runs: must be at least 1.");
-  if (config.maxBodyMb <= 0) throw invalid("max-body-mb: must be greater than 0.");
+  if (config.maxConcurrentRuns < 1) {
+    throw invalid("max-concurrent-runs: must be at least 1.");
+  }
+  if (config.maxBodyMb <= 0) {
+    throw invalid("max-body-mb: must be greater than 0.");
+  }
   const n8n = config.n8n;
   if (n8n.auth === "basic" && (!n8n.user || !n8n.password)) {
-    throw invalid("--n8n-auth basic needs --n8n-auth-user and --n8n-auth-password.");
+    throw invalid(
+      "--n8n-auth basic needs --n8n-auth-user and --n8n-auth-password.",
+    );
   }
   if (n8n.auth === "header" && (!n8n.headerName || !n8n.headerValue)) {
-    throw invalid("--n8n-auth header needs --n8n-auth-header-name and --n8n-auth-header-value.");
+    throw invalid(
+      "--n8n-auth header needs --n8n-auth-header-name and --n8n-auth-header-value.",
+    );
   }
   if (n8n.auth === "jwt" && !n8n.jwtSecret) {
-    throw invalid("--n8n-auth jwt needs --n8n-jwt-secret (the HS256 signing secret).");
+    throw invalid(
+      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256 signing secret).",
+    );
   }
 }
 
 /** The secrets in a serve config: tokens, passwords and default env-json values. */
 export function serveSecrets(config: ServeConfig): string[] {
-  const defaults = parseRunConfig(
-    { provider: CUSTOM_PROVIDER, workspace: "/", "ssh-target": "x", "daemon-id": "x" },
-    config.runDefaults,
-  );
+  const defaults = parseRunDefaults(config.runDefaults);
   return [
     config.apiToken,
     config.n8n.password,
@@ -331,66 +335,16 @@ export function serveSecrets(config: ServeConfig): string[] {
 }
 
 /**
- * Merges a caller's kebab-case run config over the server defaults, after
- * checking it against the allow-list; env-json objects are merged by name.
+ * Validates server-wide run defaults, which may lack the keys callers supply
+ * (provider, workspace, …), and returns them parsed over placeholders.
  *
- * @throws {RunnerError} `http.forbidden` for a setting the operator did not
- * allow; `config.invalid` for unknown keys, bad values or missing ones.
+ * @throws {RunnerError} `config.invalid` for unknown keys or bad values.
  */
-export function resolveCallerConfig(
-  serve: Pick<ServeConfig, "allowCustomCommands" | "allowEnvNames" | "runDefaults">,
-  caller: Record<string, unknown> = {},
-): RunConfig {
-  const normalized: Record<string, unknown> = {};
-  for (const [rawKey, value] of Object.entries(caller)) {
-    if (value === undefined || value === null) continue;
-    normalized[rawKey.replaceAll("_", "-")] = value;
-  }
-  for (const key of Object.keys(normalized)) {
-    if (key === "advanced-settings") continue;
-    if (!(key in RUN_CONFIG_KEYS)) {
-      throw new RunnerError("config.invalid", `${key}: unknown config key. Known keys: ${CALLER_CONFIG_KEYS.join(", ")}`);
-    }
-    const allowed = CALLER_CONFIG_KEYS.includes(key) ||
-      (serve.allowCustomCommands && COMMAND_KEYS.includes(key));
-    if (!allowed) {
-      throw new RunnerError(
-        "http.forbidden",
-        COMMAND_KEYS.includes(key)
-          ? `${key} chooses a command to execute; the server only accepts it when started with --allow-custom-commands.`
-          : `${key} can only be set by the operator (runner serve flags), not per request.`,
-        { detail: { key } },
-      );
-    }
-  }
-  if (!serve.allowCustomCommands && String(normalized.provider ?? "").trim() === CUSTOM_PROVIDER) {
-    throw new RunnerError(
-      "http.forbidden",
-      "provider=custom runs a caller-chosen command; the server only accepts it when started with --allow-custom-commands. Use a preset provider (GET /v1/providers).",
-      { detail: { key: "provider" } },
-    );
-  }
-  const base = parseRunConfig(
-    { provider: CUSTOM_PROVIDER, workspace: "/", "ssh-target": "x", "daemon-id": "x" },
-    serve.runDefaults,
-  ).envJson;
-  let envJson = base;
-  if (normalized["env-json"] !== undefined) {
-    const extra = parseRunConfig(
-      { provider: CUSTOM_PROVIDER, workspace: "/" },
-      { "env-json": normalized["env-json"] },
-    ).envJson;
-    const refused = Object.keys(extra).filter((name) => !serve.allowEnvNames.includes(name));
-    if (refused.length) {
-      throw new RunnerError(
-        "http.forbidden",
-        `env-json: ${refused.join(", ")} may not be set per request. The operator can allow names with --allow-env-names${
-          serve.allowEnvNames.length ? ` (allowed now: ${serve.allowEnvNames.join(", ")})` : " (none allowed now)"
-        }.`,
-        { detail: { key: "env-json", names: refused } },
-      );
-    }
-    envJson = { ...base, ...extra };
-  }
-  return parseRunConfig(serve.runDefaults, normalized, { "env-json": envJson });
+export function parseRunDefaults(defaults: Record<string, unknown>): RunConfig {
+  return parseRunConfig({
+    provider: CUSTOM_PROVIDER,
+    workspace: "/",
+    "ssh-target": "x",
+    "daemon-id": "x",
+  }, defaults);
 }

@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { ERROR_CODES, type ErrorCode, RunnerError, toRunnerError } from "./errors.ts";
+import { type ErrorCode, RunnerError, toRunnerError } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { RunManager, RunRequest, StartOutcome } from "./run_manager.ts";
@@ -40,7 +40,8 @@ export interface ServerAppOptions {
 }
 
 /** What every route module gets. */
-export interface ServerContext extends Required<Omit<ServerAppOptions, "secrets">> {
+export interface ServerContext
+  extends Required<Omit<ServerAppOptions, "secrets">> {
   /** Values never returned in a response. */
   secrets: string[];
   /** Starts a run (or steers) after the shutdown and concurrency checks. */
@@ -74,7 +75,11 @@ export function statusOf(code: ErrorCode): number {
 }
 
 /** The JSON error response for a failure, secrets redacted. */
-export function errorResponse(error: RunnerError, secrets: string[] = [], headers?: HeadersInit): Response {
+export function errorResponse(
+  error: RunnerError,
+  secrets: string[] = [],
+  headers?: HeadersInit,
+): Response {
   return Response.json(
     {
       error: {
@@ -95,21 +100,31 @@ export function safeEqual(given: string, expected: string): boolean {
 
 /** The 401 answer (no detail about what was wrong). */
 export function unauthorized(scheme = "Bearer"): RunnerError {
-  return new RunnerError("http.unauthorized", "Unauthorized.", { detail: { scheme } });
+  return new RunnerError("http.unauthorized", "Unauthorized.", {
+    detail: { scheme },
+  });
 }
 
 /** Reads a JSON object body, or throws `http.bad_request`. */
-export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  c: Context,
+): Promise<Record<string, unknown>> {
   const text = await c.req.text();
   if (!text.trim()) return {};
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new RunnerError("http.bad_request", "The request body is not valid JSON. Send a JSON object.");
+    throw new RunnerError(
+      "http.bad_request",
+      "The request body is not valid JSON. Send a JSON object.",
+    );
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new RunnerError("http.bad_request", "The request body must be a JSON object.");
+    throw new RunnerError(
+      "http.bad_request",
+      "The request body must be a JSON object.",
+    );
   }
   return parsed as Record<string, unknown>;
 }
@@ -128,9 +143,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
     redact: (value) => redactDeep(value, secrets),
     startRun(request, startOptions) {
       if (isShuttingDown()) {
-        throw new RunnerError("runner.shutting_down", "The runner is shutting down; retry against the restarted service.");
+        throw new RunnerError(
+          "runner.shutting_down",
+          "The runner is shutting down; retry against the restarted service.",
+        );
       }
-      const steerable = startOptions?.steer !== false && request.conversationId &&
+      const steerable = startOptions?.steer !== false &&
+        request.conversationId &&
         manager.activeForConversation(request.conversationId);
       if (!steerable && manager.active().length >= config.maxConcurrentRuns) {
         throw new RunnerError(
@@ -139,7 +158,17 @@ export function createServerApp(options: ServerAppOptions): Hono {
         );
       }
       const outcome = manager.start(request, startOptions);
-      if (outcome.kind === "started") options.metrics.trackRun(outcome.run.subscribe);
+      if (outcome.kind === "started") {
+        options.metrics.trackRun(outcome.run.subscribe);
+        outcome.run.done.then((result) =>
+          log({
+            msg: "run finished",
+            run_id: outcome.run.runId,
+            status: result.status,
+            code: result.code,
+          })
+        );
+      }
       return outcome;
     },
   };
@@ -148,7 +177,13 @@ export function createServerApp(options: ServerAppOptions): Hono {
   app.onError((error, c) => {
     const failure = toRunnerError(error);
     if (failure.code === "runner.internal") {
-      log({ msg: "request failed", level: "error", method: c.req.method, path: c.req.path, error: failure.message });
+      log({
+        msg: "request failed",
+        level: "error",
+        method: c.req.method,
+        path: c.req.path,
+        error: failure.message,
+      });
     }
     const headers: Record<string, string> = {};
     if (failure.code === "http.too_many_runs") headers["retry-after"] = "5";
@@ -158,7 +193,12 @@ export function createServerApp(options: ServerAppOptions): Hono {
     return errorResponse(failure, secrets, headers);
   });
   app.notFound((c) =>
-    errorResponse(new RunnerError("http.not_found", `No route ${c.req.method} ${c.req.path}. See GET /openapi.json.`))
+    errorResponse(
+      new RunnerError(
+        "http.not_found",
+        `No route ${c.req.method} ${c.req.path}. See GET /openapi.json.`,
+      ),
+    )
   );
   app.use(
     "/v1/*",
@@ -176,7 +216,9 @@ export function createServerApp(options: ServerAppOptions): Hono {
   app.use("/v1/*", async (c, next) => {
     const token = config.apiToken;
     if (!token) return await next();
-    if (c.req.path === "/v1/webhooks/n8n" && config.n8n.auth !== "none") return await next();
+    if (c.req.path === "/v1/webhooks/n8n" && config.n8n.auth !== "none") {
+      return await next();
+    }
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());
     if (!match || !safeEqual(match[1], token)) throw unauthorized();
@@ -186,9 +228,4 @@ export function createServerApp(options: ServerAppOptions): Hono {
   registerRunRoutes(app, context);
   registerN8nRoutes(app, context);
   return app;
-}
-
-/** Whether `code` is a known failure code. */
-export function isErrorCode(code: string): code is ErrorCode {
-  return code in ERROR_CODES;
 }

@@ -10,13 +10,22 @@ import { RunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
 import type { Attachment, RunInput } from "./prompt.ts";
 import type { ManagedRun } from "./run_manager.ts";
-import { resolveCallerConfig } from "./serve_config.ts";
+import { resolveCallerConfig } from "./serve_policy.ts";
 import { readJsonObject, type ServerContext } from "./server.ts";
-import { eventStreamResponse, followRunEvents, type StreamFormat } from "./server_stream.ts";
+import {
+  eventStreamResponse,
+  followRunEvents,
+  type StreamFormat,
+} from "./server_stream.ts";
 import type { RunRecord, RunStatus } from "./store.ts";
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
-const STATUSES: readonly RunStatus[] = ["active", "completed", "failed", "cancelled"];
+const STATUSES: readonly RunStatus[] = [
+  "active",
+  "completed",
+  "failed",
+  "cancelled",
+];
 
 /** Checks an optional id field (run or conversation id). */
 export function optionalId(value: unknown, field: string): string | undefined {
@@ -35,17 +44,26 @@ export function optionalId(value: unknown, field: string): string | undefined {
 export function parseRunInput(value: unknown): RunInput {
   if (typeof value === "string") return { text: value };
   if (!value || typeof value !== "object" || Array.isArray(value)) {
-    throw new RunnerError("http.bad_request", 'input must be an object: {"text": "...", "attachments": [...]}.');
+    throw new RunnerError(
+      "http.bad_request",
+      'input must be an object: {"text": "...", "attachments": [...]}.',
+    );
   }
   const { text, attachments } = value as Record<string, unknown>;
   if (text !== undefined && typeof text !== "string") {
     throw new RunnerError("http.bad_request", "input.text must be a string.");
   }
   if (attachments !== undefined && !Array.isArray(attachments)) {
-    throw new RunnerError("http.bad_request", "input.attachments must be an array.");
+    throw new RunnerError(
+      "http.bad_request",
+      "input.attachments must be an array.",
+    );
   }
   if (!text && !(attachments as unknown[] | undefined)?.length) {
-    throw new RunnerError("config.invalid", "input needs text or at least one attachment.");
+    throw new RunnerError(
+      "config.invalid",
+      "input needs text or at least one attachment.",
+    );
   }
   return { text, attachments: attachments as Attachment[] | undefined };
 }
@@ -60,15 +78,22 @@ function booleanParam(value: unknown): boolean | undefined {
 }
 
 /** The response format a request asks for. */
-export function requestedFormat(c: Context, bodyStream?: unknown): StreamFormat | "json" {
-  const stream = booleanParam(c.req.query("stream")) ?? booleanParam(bodyStream);
+export function requestedFormat(
+  c: Context,
+  bodyStream?: unknown,
+): StreamFormat | "json" {
+  const stream = booleanParam(c.req.query("stream")) ??
+    booleanParam(bodyStream);
   if (stream === false) return "json";
   const accept = c.req.header("accept") ?? "";
   return accept.includes("application/x-ndjson") ? "ndjson" : "sse";
 }
 
 /** A run as the API shows it. */
-export function runView(record: RunRecord, active: boolean): Record<string, unknown> {
+export function runView(
+  record: RunRecord,
+  active: boolean,
+): Record<string, unknown> {
   return {
     run_id: record.runId,
     conversation_id: record.conversationId ?? null,
@@ -79,7 +104,9 @@ export function runView(record: RunRecord, active: boolean): Record<string, unkn
     config: record.config,
     created_at: new Date(record.createdAt).toISOString(),
     updated_at: new Date(record.updatedAt).toISOString(),
-    finished_at: record.finishedAt ? new Date(record.finishedAt).toISOString() : null,
+    finished_at: record.finishedAt
+      ? new Date(record.finishedAt).toISOString()
+      : null,
   };
 }
 
@@ -96,18 +123,29 @@ export function finalMessage(events: RunEvent[]): string {
 }
 
 function notFound(runId: string): RunnerError {
-  return new RunnerError("http.not_found", `No run ${runId}. GET /v1/runs lists recent runs.`);
+  return new RunnerError(
+    "http.not_found",
+    `No run ${runId}. GET /v1/runs lists recent runs.`,
+  );
 }
 
 /** Adds the `/v1/runs` routes. */
 export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
   const { store, manager, config } = ctx;
 
-  async function respondWithRun(c: Context, run: ManagedRun, format: StreamFormat | "json") {
+  async function respondWithRun(
+    c: Context,
+    run: ManagedRun,
+    format: StreamFormat | "json",
+  ) {
     if (format !== "json") {
-      return eventStreamResponse(followRunEvents({ store, runId: run.runId, run }), format, {
-        headers: { "x-run-id": run.runId },
-      });
+      return eventStreamResponse(
+        followRunEvents({ store, runId: run.runId, run }),
+        format,
+        {
+          headers: { "x-run-id": run.runId },
+        },
+      );
     }
     await run.done;
     const events = store.getEvents(run.runId);
@@ -128,12 +166,27 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
     const format = requestedFormat(c, body.stream);
     const runId = optionalId(body.run_id, "run_id");
     const conversationId = optionalId(body.conversation_id, "conversation_id");
-    if (body.config !== undefined && (typeof body.config !== "object" || Array.isArray(body.config) || !body.config)) {
-      throw new RunnerError("http.bad_request", "config must be an object of run-config keys.");
+    if (
+      body.config !== undefined &&
+      (typeof body.config !== "object" || Array.isArray(body.config) ||
+        !body.config)
+    ) {
+      throw new RunnerError(
+        "http.bad_request",
+        "config must be an object of run-config keys.",
+      );
     }
     const input = parseRunInput(body.input);
-    const runConfig = resolveCallerConfig(config, body.config as Record<string, unknown> | undefined);
-    const outcome = ctx.startRun({ runId, conversationId, input, config: runConfig });
+    const runConfig = resolveCallerConfig(
+      config,
+      body.config as Record<string, unknown> | undefined,
+    );
+    const outcome = ctx.startRun({
+      runId,
+      conversationId,
+      input,
+      config: runConfig,
+    });
     if (outcome.kind === "steered") {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
@@ -143,18 +196,33 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
   app.get("/v1/runs", (c) => {
     const status = c.req.query("status");
     if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
-      throw new RunnerError("http.bad_request", `status must be one of ${STATUSES.join(", ")}.`);
+      throw new RunnerError(
+        "http.bad_request",
+        `status must be one of ${STATUSES.join(", ")}.`,
+      );
     }
     const limit = Number(c.req.query("limit") ?? 50);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new RunnerError("http.bad_request", "limit must be an integer 1-1000.");
+      throw new RunnerError(
+        "http.bad_request",
+        "limit must be an integer 1-1000.",
+      );
     }
     const runs = store.listRuns({
-      conversationId: optionalId(c.req.query("conversation_id"), "conversation_id"),
+      conversationId: optionalId(
+        c.req.query("conversation_id"),
+        "conversation_id",
+      ),
       status: status as RunStatus | undefined,
       limit,
     });
-    return c.json(ctx.redact({ runs: runs.map((record) => runView(record, Boolean(manager.get(record.runId)))) }));
+    return c.json(
+      ctx.redact({
+        runs: runs.map((record) =>
+          runView(record, Boolean(manager.get(record.runId)))
+        ),
+      }),
+    );
   });
 
   app.get("/v1/runs/:id", (c) => {
@@ -171,22 +239,38 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
     const runId = c.req.param("id");
     const record = store.getRun(runId);
     if (!record) throw notFound(runId);
-    const afterText = c.req.query("after") ?? c.req.header("last-event-id") ?? "0";
+    const afterText = c.req.query("after") ?? c.req.header("last-event-id") ??
+      "0";
     const after = Number(afterText);
     if (!Number.isInteger(after) || after < 0) {
-      throw new RunnerError("http.bad_request", "after (or Last-Event-ID) must be a non-negative integer sequence.");
+      throw new RunnerError(
+        "http.bad_request",
+        "after (or Last-Event-ID) must be a non-negative integer sequence.",
+      );
     }
     const format = requestedFormat(c);
     if (format === "json") {
-      return c.json(ctx.redact({ run_id: runId, status: record.status, events: store.getEvents(runId, { after }) }));
+      return c.json(
+        ctx.redact({
+          run_id: runId,
+          status: record.status,
+          events: store.getEvents(runId, { after }),
+        }),
+      );
     }
-    return eventStreamResponse(followRunEvents({ store, runId, run: manager.get(runId), after }), format);
+    return eventStreamResponse(
+      followRunEvents({ store, runId, run: manager.get(runId), after }),
+      format,
+    );
   });
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
     const body = await readJsonObject(c);
-    const input = parseRunInput(body.input ?? (body.text !== undefined || body.attachments ? body : undefined));
+    const input = parseRunInput(
+      body.input ??
+        (body.text !== undefined || body.attachments ? body : undefined),
+    );
     const run = manager.get(runId);
     if (!run) {
       const record = store.getRun(runId);
@@ -194,7 +278,9 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
       throw new RunnerError(
         "http.conflict",
         `Run ${runId} is not active (status ${record.status}); start a new run with POST /v1/runs${
-          record.conversationId ? ` and conversation_id ${record.conversationId}` : ""
+          record.conversationId
+            ? ` and conversation_id ${record.conversationId}`
+            : ""
         }.`,
       );
     }
@@ -206,7 +292,10 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
     }
     const outcome = run.handle.steer(input);
     if (outcome === "full") {
-      throw new RunnerError("run.steering_queue_full", "This run already holds 100 queued follow-ups. Wait for it to finish.");
+      throw new RunnerError(
+        "run.steering_queue_full",
+        "This run already holds 100 queued follow-ups. Wait for it to finish.",
+      );
     }
     if (outcome === "closed") {
       throw new RunnerError(
@@ -226,6 +315,12 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
     }
     const record = store.getRun(runId);
     if (!record) throw notFound(runId);
-    return c.json(ctx.redact({ run_id: runId, status: record.status, code: record.code ?? null }));
+    return c.json(
+      ctx.redact({
+        run_id: runId,
+        status: record.status,
+        code: record.code ?? null,
+      }),
+    );
   });
 }

@@ -110,7 +110,8 @@ export interface StreamBodyOptions {
 export function textStream(
   produce: () => Promise<string | undefined>,
   close: () => void,
-  options: { keepalive?: string; keepaliveMs?: number; onEnd?: () => void } = {},
+  options: { keepalive?: string; keepaliveMs?: number; onEnd?: () => void } =
+    {},
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let timer: ReturnType<typeof setInterval> | undefined;
@@ -158,7 +159,10 @@ export function formatEvent(event: RunEvent, format: StreamFormat): string {
 export function eventStreamResponse(
   follower: RunEventFollower,
   format: StreamFormat,
-  options: StreamBodyOptions & { status?: number; headers?: Record<string, string> } = {},
+  options: StreamBodyOptions & {
+    status?: number;
+    headers?: Record<string, string>;
+  } = {},
 ): Response {
   const body = textStream(
     async () => {

@@ -47,24 +47,33 @@ export function fixtureConfig(
 /** Collects a run's events and resolves helpers on them. */
 export class EventLog {
   events: RunEvent[] = [];
-  #waiters: Array<{ test: (e: RunEvent) => boolean; resolve: (e: RunEvent) => void }> = [];
+  #waiters: Array<{
+    test: (e: RunEvent) => boolean;
+    resolve: (e: RunEvent) => void;
+    reject: (error: Error) => void;
+  }> = [];
 
   constructor(run: ManagedRun) {
     run.subscribe((event) => {
       this.events.push(event);
+      const terminal = event.type === "run.completed" || event.type === "run.failed";
       this.#waiters = this.#waiters.filter((waiter) => {
-        if (!waiter.test(event)) return true;
-        waiter.resolve(event);
+        if (waiter.test(event)) waiter.resolve(event);
+        else if (terminal) {
+          waiter.reject(new Error(`run ended before the awaited event: ${JSON.stringify(event)}`));
+        } else return true;
         return false;
       });
     });
   }
 
-  /** Resolves with the first (past or future) event matching `test`. */
+  /** Resolves with the first (past or future) event matching `test`; rejects if the run ends first. */
   waitFor(test: (event: RunEvent) => boolean): Promise<RunEvent> {
     const found = this.events.find(test);
     if (found) return Promise.resolve(found);
-    return new Promise((resolve) => this.#waiters.push({ test, resolve }));
+    const ended = this.events.find((e) => e.type === "run.completed" || e.type === "run.failed");
+    if (ended) return Promise.reject(new Error(`run already ended: ${JSON.stringify(ended)}`));
+    return new Promise((resolve, reject) => this.#waiters.push({ test, resolve, reject }));
   }
 
   /** Events of a type. */

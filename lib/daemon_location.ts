@@ -1,0 +1,324 @@
+/**
+ * `location=daemon` for the run manager: each run becomes one or more hub
+ * jobs on the chosen daemon. Steering is done here, on the hub side:
+ * follow-ups wait until the current job ends and then run as further jobs on
+ * the newest session; the caller sees one run with increasing `sequence`
+ * numbers and exactly one terminal event. Also the hub listener `runner
+ * serve` starts, and the hook that answers a run's MCP requests. See
+ * `docs/daemon.md`.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { parseMcpServersJson } from "./assets/mcp_servers_json.ts";
+import { buildRunStartPayload } from "./daemon_payload.ts";
+import { RunnerError, toRunnerError } from "./errors.ts";
+import type { RunEvent } from "./events.ts";
+import { isTerminalEvent } from "./events.ts";
+import {
+  createHub,
+  type HubLogEntry,
+  type HubServer,
+  type McpHandler,
+  type McpJobContext,
+  type RelayHub,
+  type RelayJobOutcome,
+  serveHub,
+} from "./hub.ts";
+import type { RunInput } from "./prompt.ts";
+import type { Json } from "./relay.ts";
+import { type RunHandle, type RunResult, STEERING_QUEUE_LIMIT } from "./run.ts";
+import type { RemoteRunner } from "./run_manager.ts";
+import { checkListenerToken } from "./token_rules.ts";
+
+/** Options of {@linkcode createDaemonLocation}. */
+export interface DaemonLocationOptions {
+  /** The hub daemons connect to. */
+  hub: RelayHub;
+  /** Structured log (never secrets). */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+type Context = Parameters<RemoteRunner>[0];
+
+/** Makes the runner for `location=daemon`. */
+export function createDaemonLocation(
+  options: DaemonLocationOptions,
+): RemoteRunner {
+  return (context) => startDaemonRun(options, context);
+}
+
+function startDaemonRun(
+  options: DaemonLocationOptions,
+  context: Context,
+): RunHandle {
+  const { runId, request } = context;
+  const { config } = request;
+  const daemonId = config.daemonId ?? "";
+  const log = (entry: Record<string, unknown>) => {
+    context.log({ daemon_id: daemonId, ...entry });
+    options.log?.({ run_id: runId, daemon_id: daemonId, ...entry });
+  };
+  const queue: RunInput[] = [];
+  const stop = new AbortController();
+  let cancelReason: RunnerError | undefined;
+  let closed = false;
+  let terminal: RunEvent | undefined;
+  let sequence = 0;
+  let sessionId = context.storedSessionId;
+  let held: RunEvent | undefined;
+
+  function forward(event: RunEvent) {
+    if (terminal) return;
+    if (isTerminalEvent(event)) {
+      closed = true;
+      terminal = event;
+    }
+    context.emit({
+      ...event,
+      run_id: runId,
+      sequence: ++sequence,
+      timestamp: event.timestamp ?? Date.now(),
+    });
+  }
+
+  function onEvent(event: RunEvent) {
+    if (terminal) return;
+    if (
+      event.type === "state.updated" &&
+      event.data.key === "external.acp_session_id" &&
+      typeof event.data.value === "string"
+    ) {
+      sessionId = event.data.value;
+    }
+    if (event.type === "run.completed" && queue.length && !cancelReason) {
+      held = event; // folded: a follow-up job continues this run
+      return;
+    }
+    if (isTerminalEvent(event) && queue.length) {
+      log({ msg: "follow-ups dropped: the run failed", dropped: queue.length });
+    }
+    forward(event);
+  }
+
+  async function runJobs(): Promise<void> {
+    const mcpServers = config.mcpServersJson
+      ? parseMcpServersJson(config.mcpServersJson, { http: true, sse: true })
+      : [];
+    let input = request.input;
+    let followUp = false;
+    for (;;) {
+      if (cancelReason) throw cancelReason;
+      held = undefined;
+      let outcome: RelayJobOutcome;
+      try {
+        ({ outcome } = await options.hub.runJob({
+          daemonId,
+          runId,
+          payload: buildRunStartPayload({
+            runId,
+            input,
+            config,
+            storedSessionId: sessionId,
+            reuseSession: followUp ? true : undefined,
+            mcpServers,
+          }),
+          onEvent,
+          signal: stop.signal,
+          connectTimeoutMs: config.daemonConnectTimeout * 1000,
+        }));
+      } catch (error) {
+        throw cancelReason ?? error;
+      }
+      log({ msg: "daemon job ended", outcome, follow_up: followUp });
+      if (terminal) return;
+      if (outcome === "cancel_timeout") {
+        throw new RunnerError(
+          "agent_runtime.daemon_disconnected",
+          `daemon ${daemonId} did not confirm the cancel within 10 s; the daemon ID is fenced. Check on its machine that no agent process of this run is left, then run \`runner daemons unfence ${daemonId} --yes\`.`,
+        );
+      }
+      if (outcome === "cancelled" || cancelReason) {
+        throw cancelReason ?? new RunnerError(
+          "runner.shutting_down",
+          "The hub is shutting down; the daemon job was cancelled. Retry the run.",
+        );
+      }
+      const next = held ? queue.shift() : undefined;
+      if (!next) {
+        if (held) forward(held);
+        return;
+      }
+      log({ msg: "steering: next daemon job", queued: queue.length });
+      input = next;
+      followUp = true;
+    }
+  }
+
+  const done = runJobs().then(
+    () => {
+      if (!terminal) {
+        throw new RunnerError(
+          "relay.protocol_error",
+          "the daemon job ended without a terminal event; upgrade hub and daemon together",
+        );
+      }
+    },
+  ).catch((error) => {
+    const failure = toRunnerError(error);
+    forward({
+      run_id: runId,
+      type: "run.failed",
+      data: {
+        error: failure.message,
+        code: failure.code,
+        retryable: failure.retryable,
+      },
+    });
+  }).then((): RunResult => {
+    closed = true;
+    if (terminal?.type === "run.completed") {
+      return { status: "completed", sessionId };
+    }
+    const code = String(terminal?.data.code ?? "runner.internal");
+    return {
+      status: code === "run.cancelled" ? "cancelled" : "failed",
+      code,
+      sessionId,
+    };
+  });
+
+  return {
+    runId,
+    steer(input) {
+      if (closed || !request.conversationId) return "closed";
+      if (queue.length >= STEERING_QUEUE_LIMIT) return "full";
+      queue.push(input);
+      return "queued";
+    },
+    cancel(reason) {
+      if (terminal || cancelReason) return;
+      cancelReason = reason ??
+        new RunnerError("run.cancelled", "The run was cancelled.");
+      closed = true;
+      queue.length = 0;
+      stop.abort();
+    },
+    done,
+  };
+}
+
+/** Answers one run's MCP requests (the assets layer supplies these). */
+export type RunMcpHandler = (
+  payload: Json,
+  job: McpJobContext,
+) => Promise<unknown | null>;
+
+/**
+ * The hub's `mcpHandler`: asks `handlerFor(runId)` for the run's handler and,
+ * when there is none, answers like the hub's default ("no assets for this
+ * run" for requests, `null` for notifications).
+ */
+export function hubMcpHandlerFor(
+  handlerFor: (runId: string) => RunMcpHandler | undefined,
+): McpHandler {
+  return (job, payload) => {
+    const handler = handlerFor(job.runId);
+    return handler
+      ? handler(payload, job)
+      : Promise.resolve(noAssetsAnswer(payload));
+  };
+}
+
+function noAssetsAnswer(payload: Json): Json {
+  const answer = (message: Json): Json => {
+    if (
+      typeof message !== "object" || message === null || Array.isArray(message)
+    ) {
+      return rpcError(null, -32600, "Invalid Request");
+    }
+    if (!("method" in message) || !("id" in message)) return null;
+    return rpcError(message.id, -32000, "no assets for this run");
+  };
+  if (!Array.isArray(payload)) return answer(payload);
+  const answers = payload.map(answer).filter((item) => item !== null);
+  return answers.length ? answers : null;
+}
+
+function rpcError(id: Json, code: number, message: string): Json {
+  return { jsonrpc: "2.0", id, error: { code, message } };
+}
+
+/** Options of {@linkcode startHubListener}. */
+export interface HubListenerOptions {
+  /** Listen address (default 127.0.0.1). */
+  host?: string;
+  /** Listen port (the plugin's default is 8766; 0 = any free port). */
+  port: number;
+  /** The shared daemon token (required off loopback, checked by the token rules). */
+  token?: string;
+  /** The data directory; fences live in `<dataDir>/relay`. */
+  dataDir: string;
+  /** Answers `mcp.request` (default: "no assets for this run"). */
+  mcpHandler?: McpHandler;
+  /** Receives the hub's log records. */
+  onLog?: (entry: HubLogEntry) => void;
+}
+
+/** A running hub with its WebSocket listener. */
+export interface HubListener {
+  /** The hub (for `createDaemonLocation`, `listDaemons`, `unfence`). */
+  hub: RelayHub;
+  /** The listener (`url`, `port`). */
+  server: HubServer;
+  /** Cancels jobs (waiting for acknowledgements), closes sockets, stops listening. */
+  close(): Promise<void>;
+}
+
+/** The hub's state directory under a data directory. */
+export function hubStateDir(dataDir: string): string {
+  return join(dataDir, "relay");
+}
+
+/** Checks the token, creates the hub on `<dataDir>/relay` and listens. */
+export function startHubListener(options: HubListenerOptions): HubListener {
+  const host = options.host ?? "127.0.0.1";
+  checkListenerToken({
+    token: options.token,
+    host,
+    purpose: "--daemon-token",
+  });
+  const hub = createHub({
+    token: options.token,
+    stateDir: hubStateDir(options.dataDir),
+    mcpHandler: options.mcpHandler,
+    onLog: options.onLog,
+  });
+  const server = serveHub({ hub, hostname: host, port: options.port });
+  return {
+    hub,
+    server,
+    async close() {
+      await hub.close();
+      await server.close();
+    },
+  };
+}
+
+/** The `GET /v1/daemons` body: connected and fenced daemons, snake_case. */
+export function describeDaemons(hub: RelayHub): {
+  daemons: Record<string, unknown>[];
+} {
+  return {
+    daemons: hub.listDaemons().map((daemon) => ({
+      daemon_id: daemon.daemonId,
+      connected: daemon.connected,
+      fenced: daemon.fenced,
+      metadata: daemon.metadata,
+      connected_at: daemon.connectedAt ?? null,
+      last_seen_at: daemon.lastSeenAt ?? null,
+      active_jobs: daemon.activeJobs,
+    })),
+  };
+}

@@ -1,0 +1,373 @@
+/**
+ * The daemon's pieces without a hub: the `run.start` payload in both
+ * directions, the job runner with a real fixture agent, the hub's MCP hook,
+ * token rules and the `runner daemon`/`runner daemons` command lines.
+ */
+
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { parseRunConfig } from "../lib/config.ts";
+import type { DaemonJob } from "../lib/daemon_client.ts";
+import { createDaemonJobRunner } from "../lib/daemon_job.ts";
+import { hubMcpHandlerFor } from "../lib/daemon_location.ts";
+import { buildRunStartPayload, mapRunStart } from "../lib/daemon_payload.ts";
+import { RunnerError } from "../lib/errors.ts";
+import { FenceStore } from "../lib/hub_fences.ts";
+import type { JsonObject } from "../lib/relay.ts";
+import { markerFileName } from "../lib/relay.ts";
+import {
+  checkListenerToken,
+  isLoopbackHost,
+  looksWeak,
+} from "../lib/token_rules.ts";
+import { fixtureCommand, isAlive, runCli, tempDir } from "./helpers.ts";
+
+const MAP_OPTIONS = {
+  jobId: "job-1",
+  fallbackCwd: "/srv/daemon",
+  home: "/home/al",
+};
+
+Deno.test("the golden transcript's payload maps onto a local run in its cwd, extra keys ignored", () => {
+  const plan = mapRunStart({
+    run_id: "run-ok-1",
+    prompt_text: "List the files",
+    input: { text: "List the files", attachments: [] },
+    input_text: "List the files",
+    config: {
+      "daemon-id": "golden-daemon",
+      cwd: "/workspace/project",
+      model: "",
+      "permission-mode": "default",
+      timeout: 600,
+      provider: "codex",
+    },
+  }, MAP_OPTIONS);
+  assert.equal(plan.runId, "run-ok-1");
+  assert.equal(plan.config.location, "local");
+  assert.equal(plan.config.provider, "codex");
+  assert.equal(plan.config.workspace, "/workspace/project");
+  assert.equal(plan.sessionCwd, "/workspace/project");
+  assert.equal(plan.config.timeout, 600);
+  assert.deepEqual(plan.input, { text: "List the files", attachments: [] });
+  assert.deepEqual(plan.ignoredKeys, ["daemon-id", "permission-mode"]);
+  assert.equal(plan.assetsEnabled, true);
+  assert.equal(plan.mcpRequestTimeoutMs, 60_000);
+});
+
+Deno.test("the plugin's snake_case keys map onto the run config", () => {
+  const plan = mapRunStart({
+    input: {
+      text: "look",
+      attachments: [{ type: "image", mime_type: "image/png", content: "AAAA" }],
+    },
+    config: {
+      acp_command: ["my agent", "--acp"],
+      workspace: "~/project",
+      session_cwd: "/elsewhere",
+      env: { API_KEY: "k-123456", EMPTY: null },
+      startup_timeout: 5,
+      initialize_timeout: 6.5,
+      reuse_session: false,
+      create_session_if_missing: "false",
+      streaming: false,
+      permission_decision: "reject_once",
+      stored_session_id: "sess-9",
+      mcp_servers: [{ name: "extra", command: "x", args: [], env: [] }],
+      langbot_assets_enabled: false,
+      mcp_request_timeout: 2.5,
+    },
+  }, MAP_OPTIONS);
+  assert.equal(plan.runId, "job-1");
+  assert.equal(plan.config.provider, "custom");
+  assert.equal(plan.config.acpCommand, "'my agent' --acp");
+  assert.equal(plan.config.workspace, "/home/al/project");
+  assert.equal(plan.sessionCwd, "/elsewhere");
+  assert.deepEqual(plan.config.envJson, { API_KEY: "k-123456" });
+  assert.equal(plan.config.startupTimeout, 5);
+  assert.equal(plan.config.initializeTimeout, 6.5);
+  assert.equal(plan.config.reuseSession, false);
+  assert.equal(plan.config.createSessionIfMissing, false);
+  assert.equal(plan.config.streaming, false);
+  assert.equal(plan.config.permissionDecision, "reject_once");
+  assert.equal(plan.storedSessionId, "sess-9");
+  assert.deepEqual(plan.mcpServers.map((server) => server.name), ["extra"]);
+  assert.equal(plan.assetsEnabled, false);
+  assert.equal(plan.mcpRequestTimeoutMs, 2500);
+  assert.deepEqual(plan.input.attachments, [{
+    type: "image",
+    mime_type: "image/png",
+    name: undefined,
+    url: undefined,
+    content: "AAAA",
+  }]);
+});
+
+Deno.test("kebab-case keys are accepted too; no directory falls back to the daemon's", () => {
+  const plan = mapRunStart({
+    input_text: "hi",
+    config: { "acp-command": "agent --acp", "reuse-session": "false" },
+  }, MAP_OPTIONS);
+  assert.equal(plan.config.acpCommand, "agent --acp");
+  assert.equal(plan.config.reuseSession, false);
+  assert.equal(plan.config.workspace, "/srv/daemon");
+  assert.equal(plan.input.text, "hi");
+});
+
+Deno.test("payloads that cannot work are refused with config.invalid", () => {
+  const refused = (config: JsonObject) =>
+    assert.throws(
+      () => mapRunStart({ prompt_text: "x", config }, MAP_OPTIONS),
+      (error: unknown) =>
+        error instanceof RunnerError && error.code === "config.invalid",
+    );
+  refused({ cwd: "/w" }); // neither provider nor acp_command
+  refused({ provider: "codex", cwd: "relative/dir" });
+  refused({ provider: "codex", timeout: "soon" });
+  refused({ provider: "codex", acp_command: [1, 2] });
+  refused({ provider: "codex", mcp_servers: [{ command: "no name" }] });
+  refused({ provider: "codex", mcp_request_timeout: 0 });
+});
+
+Deno.test("our hub's payload has the plugin's shape and maps back to the same run", () => {
+  const config = parseRunConfig({
+    provider: "custom",
+    "acp-command": "agent --acp",
+    location: "daemon",
+    "daemon-id": "laptop",
+    workspace: "/Users/al/project",
+    "env-json": { TOKEN_X: "secret-value" },
+    "reuse-session": "false",
+    "fs-read": "true",
+    timeout: 90,
+  });
+  const payload = buildRunStartPayload({
+    runId: "r1",
+    input: { text: "do it", attachments: [{ url: "https://x/y.png" }] },
+    config,
+    storedSessionId: "s1",
+    reuseSession: true,
+  });
+  assert.deepEqual(Object.keys(payload), [
+    "run_id",
+    "prompt_text",
+    "input",
+    "input_text",
+    "config",
+  ]);
+  assert.deepEqual(Object.keys(payload.config as JsonObject), [
+    "provider",
+    "acp_command",
+    "workspace",
+    "cwd",
+    "session_cwd",
+    "env",
+    "timeout",
+    "startup_timeout",
+    "initialize_timeout",
+    "reuse_session",
+    "create_session_if_missing",
+    "streaming",
+    "permission_decision",
+    "stored_session_id",
+    "mcp_servers",
+    "langbot_assets_enabled",
+    "mcp_request_timeout",
+    "fs_read",
+  ]);
+  const plan = mapRunStart(JSON.parse(JSON.stringify(payload)), MAP_OPTIONS);
+  assert.equal(plan.runId, "r1");
+  assert.deepEqual(plan.input.text, "do it");
+  assert.equal(plan.input.attachments?.[0].url, "https://x/y.png");
+  assert.equal(plan.config.acpCommand, "agent --acp");
+  assert.equal(plan.config.workspace, "/Users/al/project");
+  assert.deepEqual(plan.config.envJson, { TOKEN_X: "secret-value" });
+  assert.equal(plan.config.reuseSession, true);
+  assert.equal(plan.config.fsRead, true);
+  assert.equal(plan.config.timeout, 90);
+  assert.equal(plan.storedSessionId, "s1");
+  assert.deepEqual(plan.ignoredKeys, []);
+});
+
+/** A job as runDaemonClient would hand it over, recording what it emits. */
+function fakeJob(payload: JsonObject) {
+  const events: JsonObject[] = [];
+  const controller = new AbortController();
+  const firstDelta = Promise.withResolvers<void>();
+  const job: DaemonJob = {
+    jobId: "job-x",
+    payload,
+    emit(event) {
+      events.push(event);
+      if (event.type === "message.delta") firstDelta.resolve();
+    },
+    signal: controller.signal,
+    mcp: () => Promise.resolve(null),
+  };
+  return { job, events, controller, firstDelta: firstDelta.promise };
+}
+
+Deno.test("a refused payload becomes one run.failed and a confirmed cleanup", async () => {
+  const runner = createDaemonJobRunner();
+  const { job, events } = fakeJob({ run_id: "r", config: { cwd: "/tmp" } });
+  assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
+  assert.deepEqual(events.map((e) => [e.type, (e.data as JsonObject).code]), [
+    ["run.failed", "config.invalid"],
+  ]);
+});
+
+Deno.test("run.cancel: the agent group is gone when runJob returns, and the job emits no terminal event", async () => {
+  const runner = createDaemonJobRunner();
+  const pidFile = join(tempDir(), "pids.json");
+  const { job, events, controller, firstDelta } = fakeJob({
+    run_id: "r",
+    prompt_text: "hold",
+    config: {
+      provider: "custom",
+      acp_command: fixtureCommand(
+        "--stall-prompt",
+        "--grandchild",
+        "--pid-file",
+        pidFile,
+      ),
+      cwd: tempDir(),
+    },
+  });
+  const running = runner.runJob(job);
+  await firstDelta;
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  controller.abort();
+  assert.deepEqual(await running, { cleanupConfirmed: true });
+  for (const pid of Object.values(pids) as number[]) assert.ok(!isAlive(pid));
+  assert.ok(
+    !events.some((e) => e.type === "run.failed" || e.type === "run.completed"),
+  );
+  assert.equal(runner.active, 0);
+});
+
+Deno.test("cancelAll ends jobs with its reason and refuses new ones", async () => {
+  const runner = createDaemonJobRunner();
+  const { job, events, firstDelta } = fakeJob({
+    run_id: "r",
+    prompt_text: "hold",
+    config: {
+      provider: "custom",
+      acp_command: fixtureCommand("--stall-prompt"),
+      cwd: tempDir(),
+    },
+  });
+  const running = runner.runJob(job);
+  await firstDelta;
+  const reason = new RunnerError("runner.shutting_down", "daemon stopping");
+  await runner.cancelAll(reason);
+  assert.deepEqual(await running, { cleanupConfirmed: true });
+  assert.equal(
+    (events.at(-1)?.data as JsonObject).code,
+    "runner.shutting_down",
+  );
+  const late = fakeJob({ prompt_text: "x", config: { provider: "codex" } });
+  await runner.runJob(late.job);
+  assert.equal(
+    (late.events[0].data as JsonObject).code,
+    "runner.shutting_down",
+  );
+});
+
+Deno.test("hubMcpHandlerFor answers with the run's handler, else like the hub's default", async () => {
+  const handler = hubMcpHandlerFor((runId) =>
+    runId === "with-assets"
+      ? (payload) => Promise.resolve({ echoed: payload })
+      : undefined
+  );
+  const job = (runId: string) => ({ jobId: "j", runId, daemonId: "d" });
+  const request = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+  assert.deepEqual(await handler(job("with-assets"), request), {
+    echoed: request,
+  });
+  assert.deepEqual(await handler(job("plain"), request), {
+    jsonrpc: "2.0",
+    id: 7,
+    error: { code: -32000, message: "no assets for this run" },
+  });
+  assert.equal(
+    await handler(job("plain"), { jsonrpc: "2.0", method: "notify" }),
+    null,
+  );
+});
+
+Deno.test("listener tokens: required off loopback, strong, unpublished", () => {
+  const refused = (token: string | undefined, host = "0.0.0.0") =>
+    assert.throws(
+      () => checkListenerToken({ token, host, purpose: "--daemon-token" }),
+      (error: unknown) =>
+        error instanceof RunnerError && error.code === "config.invalid" &&
+        error.message.includes("runner token") &&
+        (token === undefined || !error.message.includes(token)),
+    );
+  checkListenerToken({ host: "127.0.0.1", purpose: "--daemon-token" });
+  checkListenerToken({ host: "[::1]", purpose: "--daemon-token" });
+  refused(undefined);
+  refused("tiny-Q7x");
+  refused("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  refused(" Xk2v9Lq7Rt4Wm8Np3Zs6Yb1Hd5Gf0Jc ");
+  refused("golden-token-7f3a9c2e5b1d4f6a8c0e2b4d6f8a");
+  refused("EXAMPLE-ONLY-do-not-use-4mX9qT2vL7pR8sK3wN6y", "127.0.0.1");
+  checkListenerToken({
+    token: "Xk2v9Lq7Rt4Wm8Np3Zs6Yb1Hd5Gf0Jc-Ae",
+    host: "0.0.0.0",
+    purpose: "--daemon-token",
+  });
+  assert.equal(looksWeak("short"), true);
+  assert.equal(looksWeak("Xk2v9Lq7Rt4Wm8Np3Zs6Yb1Hd5Gf0Jc-Ae"), false);
+  assert.equal(isLoopbackHost("localhost"), true);
+  assert.equal(isLoopbackHost("127.0.0.2"), true);
+  assert.equal(isLoopbackHost("192.168.1.5"), false);
+});
+
+Deno.test("runner daemon refuses bad options with exit 2 and a hint", async () => {
+  const help = await runCli(["daemon", "--help"]);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /--token-file/);
+  const noId = await runCli(["daemon", "--url", "ws://127.0.0.1:1"]);
+  assert.equal(noId.code, 2);
+  assert.match(noId.stderr, /config\.invalid.*--daemon-id is required/);
+  const http = await runCli([
+    "daemon",
+    "--url",
+    "http://x:1",
+    "--daemon-id",
+    "a",
+  ]);
+  assert.equal(http.code, 2);
+  assert.match(http.stderr, /ws:\/\//);
+});
+
+Deno.test("runner daemons unfence --yes removes the marker; list shows markers", async () => {
+  const dataDir = tempDir();
+  const stateDir = join(dataDir, "relay");
+  await new FenceStore(stateDir).ensureMarker("box-1");
+  const listed = await runCli(["daemons", "list", "--data-dir", dataDir]);
+  assert.equal(listed.code, 0);
+  assert.match(listed.stdout, /box-1\s+\?\s+yes/);
+  const done = await runCli([
+    "daemons",
+    "unfence",
+    "box-1",
+    "--yes",
+    "--data-dir",
+    dataDir,
+  ]);
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!existsSync(join(stateDir, markerFileName("box-1"))));
+  const again = await runCli([
+    "daemons",
+    "unfence",
+    "box-1",
+    "--yes",
+    "--data-dir",
+    dataDir,
+  ]);
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /was not fenced/);
+});

@@ -1,0 +1,185 @@
+/**
+ * Auth, caller policy and secret hygiene of a real `runner serve`: the token
+ * requirement off loopback, 401s, the custom-command and env-name
+ * allow-lists, and planted secrets never showing anywhere.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  agentCommand,
+  fixtureConfig,
+  postJson,
+  spawnServe,
+  sseEvents,
+  tempDir,
+  withServe,
+} from "./serve_test_helpers.ts";
+
+const TOKEN = "planted-api-token-7f3a9c";
+const ENV_SECRET = "planted-env-secret-51b2e8";
+
+Deno.test("--host 0.0.0.0 without a token refuses to start and says how to fix it", async () => {
+  const dir = await tempDir();
+  try {
+    const child = spawnServe({
+      dataDir: join(dir, "data"),
+      args: ["--host", "0.0.0.0"],
+    });
+    const [status, stdout, stderr] = await Promise.all([
+      child.status,
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+    ]);
+    assert.notEqual(status.code, 0);
+    assert.doesNotMatch(stdout + stderr, /listening/);
+    assert.match(stderr, /config\.invalid/);
+    assert.match(stderr, /--api-token/);
+    assert.match(stderr, /RUNNER_API_TOKEN/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("/v1 needs the bearer token; /healthz does not", async () => {
+  await withServe({ env: { RUNNER_API_TOKEN: TOKEN } }, async (serve) => {
+    const none = await fetch(`${serve.url}/v1/runs`);
+    assert.equal(none.status, 401);
+    const wrong = await fetch(`${serve.url}/v1/runs`, {
+      headers: { authorization: "Bearer not-the-token" },
+    });
+    assert.equal(wrong.status, 401);
+    const body = await wrong.json();
+    assert.deepEqual(body, {
+      error: {
+        code: "http.unauthorized",
+        message: "Unauthorized.",
+        retryable: false,
+      },
+    });
+    const right = await fetch(`${serve.url}/v1/runs`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(right.status, 200);
+    await right.body?.cancel();
+    const health = await fetch(`${serve.url}/healthz`);
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+  });
+});
+
+Deno.test("callers cannot set commands or env names the operator did not allow", async () => {
+  await withServe({
+    args: ["--provider", "custom", "--acp-command", agentCommand()],
+  }, async (serve, dir) => {
+    const workspace = join(dir, "ws");
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [
+        { "acp-command": "sh -c 'echo pwned'", workspace },
+        /--allow-custom-commands/,
+      ],
+      [{ provider: "custom", workspace }, /--allow-custom-commands/],
+      [{ "mcp-servers-json": "[]", workspace }, /--allow-custom-commands/],
+      [{ "env-json": { "LD_PRELOAD": "x" }, workspace }, /--allow-env-names/],
+    ];
+    for (const [config, message] of cases) {
+      const response = await postJson(`${serve.url}/v1/runs`, {
+        input: { text: "x" },
+        config,
+      });
+      assert.equal(response.status, 403, JSON.stringify(config));
+      const body = await response.json();
+      assert.equal(body.error.code, "http.forbidden");
+      assert.match(body.error.message, message);
+    }
+    // The operator's default command still runs.
+    const ok = await postJson(`${serve.url}/v1/runs?stream=false`, {
+      input: { text: "x" },
+      config: { workspace },
+    });
+    assert.equal((await ok.json()).status, "completed");
+  });
+});
+
+Deno.test("a planted API token and env-json secret never appear in logs, events, runs, metrics or errors", async () => {
+  const dir = await tempDir();
+  const record = join(dir, "record.jsonl");
+  await withServe({
+    args: [
+      "--allow-custom-commands",
+      "--allow-env-names",
+      "AGENT_SECRET",
+      "--api-token",
+      TOKEN,
+    ],
+  }, async (serve) => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const workspace = join(dir, "ws");
+    const seen: string[] = [];
+    // The agent echoes the prompt, which carries both secrets.
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      run_id: "secret-run",
+      input: { text: `say ${ENV_SECRET} and ${TOKEN}` },
+      config: {
+        ...fixtureConfig(workspace, ["--record", record]),
+        "env-json": { AGENT_SECRET: ENV_SECRET },
+      },
+    }, auth);
+    const events = await sseEvents(response);
+    assert.equal(events.at(-1)!.type, "run.completed");
+    seen.push(JSON.stringify(events));
+    // The agent did get the secret in its environment.
+    assert.match(await Deno.readTextFile(record), new RegExp(ENV_SECRET));
+
+    const failing = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "x" },
+      config: {
+        provider: "custom",
+        "acp-command": `/nonexistent/${ENV_SECRET}`,
+        workspace,
+        "env-json": { AGENT_SECRET: ENV_SECRET },
+      },
+    }, auth);
+    seen.push(await failing.text());
+    for (
+      const path of [
+        "/v1/runs/secret-run",
+        "/v1/runs",
+        "/v1/runs/secret-run/events?stream=false",
+      ]
+    ) {
+      seen.push(
+        await (await fetch(`${serve.url}${path}`, { headers: auth })).text(),
+      );
+    }
+    seen.push(await (await fetch(`${serve.url}/metrics`)).text());
+    const badToken = await fetch(`${serve.url}/v1/runs`, {
+      headers: { authorization: `Bearer ${TOKEN}x` },
+    });
+    seen.push(await badToken.text());
+    const badConfig = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "x" },
+      config: {
+        "env-json": { AGENT_SECRET: ENV_SECRET, OTHER: ENV_SECRET },
+        workspace,
+        provider: "custom",
+      },
+    }, auth);
+    assert.equal(badConfig.status, 403);
+    seen.push(await badConfig.text());
+    await serve.stop();
+    seen.push(serve.logs());
+    const everything = seen.join("\n");
+    assert.ok(!everything.includes(TOKEN), "the API token leaked");
+    for (const [index, part] of seen.entries()) {
+      assert.ok(
+        !part.includes(ENV_SECRET),
+        `the env-json secret leaked in part ${index}: ${part}`,
+      );
+    }
+    assert.match(everything, /\[REDACTED\]/);
+  });
+  await Deno.remove(dir, { recursive: true });
+});

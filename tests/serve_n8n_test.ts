@@ -1,0 +1,212 @@
+/**
+ * The n8n-compatible webhook of a real `runner serve`: n8n's request shape
+ * in, its streaming (`item` … `end`) or single-object answer out, its auth
+ * modes, and waiting for a conversation's previous run.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { sign } from "hono/jwt";
+import {
+  agentCommand,
+  jsonLines,
+  makeFifo,
+  openGate,
+  postJson,
+  withServe,
+} from "./serve_test_helpers.ts";
+
+function defaults(dir: string, flags: string[] = []): string[] {
+  return [
+    "--provider",
+    "custom",
+    "--acp-command",
+    agentCommand(flags),
+    "--workspace",
+    join(dir, "ws"),
+  ];
+}
+
+Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
+  const dir = await Deno.makeTempDir();
+  await withServe({
+    args: defaults(dir, ["--chunks", "3", "--text", "one two three"]),
+  }, async (serve) => {
+    const response = await postJson(`${serve.url}/v1/webhooks/n8n`, {
+      chatInput: "hello",
+      session_id: "n8n-session",
+      user_id: "u1",
+      extra: { anything: true },
+    });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type")!, /^application\/json/);
+    const items = await jsonLines(response);
+    assert.deepEqual(items, [
+      { type: "item", content: "one t" },
+      { type: "item", content: "wo t" },
+      { type: "item", content: "hree" },
+      { type: "end" },
+    ]);
+
+    const whole = await postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
+      message: "hello",
+      conversation_id: "c",
+    });
+    const body = await whole.json();
+    assert.equal(body.response, "one two three");
+
+    const runs =
+      await (await fetch(`${serve.url}/v1/runs?conversation_id=n8n-session`))
+        .json();
+    assert.equal(runs.runs.length, 1);
+  });
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("the n8n webhook reports a failed run as an error item before end", async () => {
+  const dir = await Deno.makeTempDir();
+  await withServe({
+    args: [
+      ...defaults(dir, ["--exit-mid-prompt"]),
+      "--n8n-output-key",
+      "output",
+    ],
+  }, async (serve) => {
+    const items = await jsonLines(
+      await postJson(`${serve.url}/v1/webhooks/n8n`, {
+        user_message_text: "boom",
+      }),
+    );
+    assert.deepEqual(items.at(-1), { type: "end" });
+    const error = items.at(-2)!;
+    assert.equal(error.type, "error");
+    assert.match(String(error.content), /fixture crashing/);
+
+    const whole = await postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
+      chatInput: "boom",
+    });
+    assert.equal(whole.status, 502);
+    assert.equal((await whole.json()).error.code, "acp.process_exited");
+  });
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a webhook call for a busy conversation waits for its run, then runs its own", async () => {
+  const dir = await Deno.makeTempDir();
+  const gate = join(dir, "gate");
+  await makeFifo(gate);
+  await withServe(
+    { args: defaults(dir, ["--gate-fifo", gate]) },
+    async (serve) => {
+      const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
+        chatInput: "first",
+        session_id: "busy",
+      });
+      const reader = first.body!.pipeThrough(new TextDecoderStream())
+        .getReader();
+      let firstText = (await reader.read()).value!;
+      assert.match(firstText, /"type":"item"/);
+      const second = postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
+        chatInput: "second",
+        session_id: "busy",
+      });
+      await openGate(gate);
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        firstText += value;
+      }
+      assert.match(firstText, /echo: first/);
+      await openGate(gate);
+      const answer = await (await second).json();
+      assert.match(answer.response, /echo: second/);
+      const runs =
+        await (await fetch(`${serve.url}/v1/runs?conversation_id=busy`)).json();
+      assert.deepEqual(runs.runs.map((run: { status: string }) => run.status), [
+        "completed",
+        "completed",
+      ]);
+      const [secondRun, firstRun] = runs.runs;
+      assert.ok(
+        secondRun.created_at >= firstRun.finished_at,
+        "the second run started before the first ended",
+      );
+    },
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
+  const dir = await Deno.makeTempDir();
+  const base = defaults(dir);
+  const body = { chatInput: "hi" };
+  await withServe({
+    args: [
+      ...base,
+      "--n8n-auth",
+      "basic",
+      "--n8n-auth-user",
+      "bot",
+      "--n8n-auth-password",
+      "pw-123456",
+    ],
+  }, async (serve) => {
+    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
+    assert.equal((await postJson(url, body)).status, 401);
+    const wrong = await postJson(url, body, {
+      authorization: `Basic ${btoa("bot:nope")}`,
+    });
+    assert.equal(wrong.status, 401);
+    assert.equal((await wrong.json()).error.code, "http.unauthorized");
+    const right = await postJson(url, body, {
+      authorization: `Basic ${btoa("bot:pw-123456")}`,
+    });
+    assert.equal(right.status, 200);
+    await right.body?.cancel();
+  });
+  await withServe({
+    args: [
+      ...base,
+      "--n8n-auth",
+      "header",
+      "--n8n-auth-header-name",
+      "x-key",
+      "--n8n-auth-header-value",
+      "hv-123456",
+    ],
+  }, async (serve) => {
+    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
+    const wrong = await postJson(url, body, { "x-key": "nope" });
+    assert.equal(wrong.status, 401);
+    await wrong.body?.cancel();
+    const right = await postJson(url, body, { "x-key": "hv-123456" });
+    assert.equal(right.status, 200);
+    await right.body?.cancel();
+  });
+  await withServe({
+    args: [
+      ...base,
+      "--n8n-auth",
+      "jwt",
+      "--n8n-jwt-secret",
+      "jwt-secret-123456",
+    ],
+  }, async (serve) => {
+    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
+    const forged = await sign({ sub: "bot" }, "other-secret", "HS256");
+    const wrong = await postJson(url, body, {
+      authorization: `Bearer ${forged}`,
+    });
+    assert.equal(wrong.status, 401);
+    await wrong.body?.cancel();
+    const token = await sign({ sub: "bot" }, "jwt-secret-123456", "HS256");
+    const right = await postJson(url, body, {
+      authorization: `Bearer ${token}`,
+    });
+    assert.equal(right.status, 200);
+    await right.body?.cancel();
+  });
+  await Deno.remove(dir, { recursive: true });
+});

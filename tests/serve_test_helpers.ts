@@ -1,0 +1,315 @@
+/**
+ * Helpers for the `runner serve` tests: start the real CLI as a subprocess
+ * (with the runtime permission flags), read its JSON log, talk HTTP to it,
+ * parse SSE/NDJSON, and drive the fixture agent's gate FIFO.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { quoteCommand } from "../lib/shell_words.ts";
+import type { RunEvent } from "../lib/events.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const MAIN = join(ROOT, "main.ts");
+const CONFIG = join(ROOT, "deno.json");
+const AGENT = join(ROOT, "tests/fixtures/agent.ts");
+
+/** The fixture agent's command line with `flags`. */
+export function agentCommand(flags: string[] = []): string {
+  return quoteCommand([
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--config",
+    CONFIG,
+    AGENT,
+    ...flags,
+  ]);
+}
+
+/** A running `runner serve`. */
+export interface ServeProcess {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  /** The child process. */
+  child: Deno.ChildProcess;
+  /** Everything it logged so far (stderr and stdout). */
+  logs(): string;
+  /** Resolves once a log line satisfies `predicate`. */
+  waitForLog(
+    predicate: (entry: Record<string, unknown>) => boolean,
+  ): Promise<Record<string, unknown>>;
+  /** Sends `signal` and waits for the exit. */
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/** Options for {@linkcode startServe}. */
+export interface StartServeOptions {
+  /** The data directory. */
+  dataDir: string;
+  /** Extra arguments after `serve --port 0 --data-dir D`. */
+  args?: string[];
+  /** Extra environment. */
+  env?: Record<string, string>;
+}
+
+function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env = Object.fromEntries(
+    Object.entries(Deno.env.toObject()).filter(([name]) =>
+      !name.startsWith("RUNNER_")
+    ),
+  );
+  return { ...env, ...extra };
+}
+
+/** Spawns `runner serve` without waiting for it (for start-up failures). */
+export function spawnServe(options: StartServeOptions): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...RUNTIME_PERMISSION_FLAGS,
+      "--config",
+      CONFIG,
+      MAIN,
+      "serve",
+      "--port",
+      "0",
+      "--data-dir",
+      options.dataDir,
+      ...(options.args ?? []),
+    ],
+    cwd: ROOT,
+    env: baseEnv(options.env),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+/** Starts `runner serve` and waits for its `listening` log line. */
+export async function startServe(
+  options: StartServeOptions,
+): Promise<ServeProcess> {
+  const child = spawnServe(options);
+  let text = "";
+  const entries: Record<string, unknown>[] = [];
+  let waiters: Array<() => void> = [];
+  const notify = () => {
+    const current = waiters;
+    waiters = [];
+    current.forEach((wake) => wake());
+  };
+  let closedStreams = 0;
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    let partial = "";
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      partial += chunk;
+      let newline: number;
+      while ((newline = partial.indexOf("\n")) >= 0) {
+        const line = partial.slice(0, newline);
+        partial = partial.slice(newline + 1);
+        try {
+          entries.push(JSON.parse(line));
+        } catch { /* not a log line */ }
+      }
+      notify();
+    }
+    closedStreams++;
+    notify();
+  };
+  const pumped = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const waitForLog = async (
+    predicate: (entry: Record<string, unknown>) => boolean,
+  ) => {
+    for (;;) {
+      const found = entries.find(predicate);
+      if (found) return found;
+      if (closedStreams === 2) {
+        throw new Error(`runner serve exited; log:\n${text}`);
+      }
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  let listening: Record<string, unknown>;
+  try {
+    listening = await waitForLog((entry) => entry.msg === "listening");
+  } catch (error) {
+    await child.status;
+    await pumped;
+    throw error;
+  }
+  let exited: Promise<Deno.CommandStatus> | undefined;
+  return {
+    url: String(listening.url),
+    child,
+    logs: () => text,
+    waitForLog,
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      if (!exited) {
+        try {
+          child.kill(signal);
+        } catch { /* already gone */ }
+        exited = child.status;
+      }
+      const status = await exited;
+      await pumped;
+      return status;
+    },
+  };
+}
+
+/** A fresh temporary directory. */
+export function tempDir(): Promise<string> {
+  return Deno.makeTempDir({ prefix: "runner_serve_test_" });
+}
+
+/** Makes a named pipe for the fixture's `--gate-fifo`. */
+export async function makeFifo(path: string): Promise<void> {
+  const { success } = await new Deno.Command("mkfifo", { args: [path] })
+    .output();
+  if (!success) throw new Error(`mkfifo ${path} failed`);
+}
+
+/** Lets a gated fixture prompt finish (blocks until the agent opens the pipe). */
+export async function openGate(path: string): Promise<void> {
+  await Deno.writeTextFile(path, "go\n");
+}
+
+/** A run-config object for the fixture agent. */
+export function fixtureConfig(
+  workspace: string,
+  flags: string[] = [],
+): Record<string, unknown> {
+  return { provider: "custom", "acp-command": agentCommand(flags), workspace };
+}
+
+/** POSTs JSON. */
+export function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/** One parsed SSE message. */
+export interface SseMessage {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+/** Reads SSE messages from a response body as they arrive. */
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<SseMessage> {
+  let buffer = "";
+  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk;
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const message: SseMessage = { data: "" };
+      let isComment = true;
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) continue;
+        isComment = false;
+        const colon = line.indexOf(":");
+        const field = line.slice(0, colon);
+        const value = line.slice(colon + 1).replace(/^ /, "");
+        if (field === "id") message.id = value;
+        else if (field === "event") message.event = value;
+        else if (field === "data") message.data += value;
+      }
+      if (!isComment) yield message;
+    }
+  }
+}
+
+/** Reads every SSE event of a response into run events. */
+export async function sseEvents(response: Response): Promise<RunEvent[]> {
+  const events: RunEvent[] = [];
+  for await (const message of readSse(response.body!)) {
+    events.push(JSON.parse(message.data));
+  }
+  return events;
+}
+
+/** Reads every line of an NDJSON (or newline-separated JSON) body. */
+export async function jsonLines(
+  response: Response,
+): Promise<Record<string, unknown>[]> {
+  const text = await response.text();
+  return text.split("\n").filter((line) => line.trim()).map((line) =>
+    JSON.parse(line)
+  );
+}
+
+/** The text of a run's `message.delta` events. */
+export function deltaText(events: RunEvent[]): string {
+  return events
+    .filter((event) => event.type === "message.delta")
+    .map((event) => (event.data.chunk as { content: string }).content)
+    .join("");
+}
+
+/** The terminal events of a list. */
+export function terminals(events: RunEvent[]): RunEvent[] {
+  return events.filter((event) =>
+    event.type === "run.completed" || event.type === "run.failed"
+  );
+}
+
+/** Whether a process id is alive (and not a zombie). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Starts a server in a fresh temporary directory, runs `body`, then stops it (SIGTERM) and cleans up. */
+export async function withServe(
+  options: { args?: string[]; env?: Record<string, string> },
+  body: (serve: ServeProcess, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await tempDir();
+  const serve = await startServe({ dataDir: join(dir, "data"), ...options });
+  try {
+    await body(serve, dir);
+  } finally {
+    await serve.stop("SIGTERM");
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Reads SSE messages into `into` until one satisfies `predicate` (the stream stays open). */
+export async function readUntil(
+  messages: AsyncGenerator<SseMessage>,
+  into: RunEvent[],
+  predicate: (message: SseMessage) => boolean,
+): Promise<void> {
+  for (;;) {
+    const { value, done } = await messages.next();
+    if (done) {
+      throw new Error(
+        `the stream ended before the expected event; got ${
+          into.map((e) => e.type)
+        }`,
+      );
+    }
+    into.push(JSON.parse(value.data));
+    if (predicate(value)) return;
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * A real OpenSSH server on a loopback port with throwaway keys, for the
+ * remote-ssh tests.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { tempDir } from "./helpers.ts";
+
+/** A running sshd and the client settings that reach it. */
+export interface TestSshd {
+  /** The port it listens on (127.0.0.1). */
+  port: number;
+  /** The client's private key. */
+  identityFile: string;
+  /** `ssh-extra-options` that trust the throwaway host key. */
+  extraOptions: string[];
+  /** The `ssh-target`. */
+  target: string;
+  /** Stops sshd. */
+  close(): Promise<void>;
+}
+
+/** Where Debian's sshd lives, if installed. */
+export const SSHD_PATH = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find((path) => {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+});
+
+async function run(cmd: string, args: string[]) {
+  const result = await new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).output();
+  if (!result.success) throw new Error(`${cmd} failed: ${new TextDecoder().decode(result.stderr)}`);
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Starts sshd on 127.0.0.1 with fresh host and client keys. */
+export async function startSshd(): Promise<TestSshd> {
+  if (!SSHD_PATH) throw new Error("sshd is not installed (apt-get install openssh-server)");
+  const dir = tempDir("runner-sshd-");
+  const hostKey = join(dir, "host_key");
+  const identityFile = join(dir, "client_key");
+  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey]);
+  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", identityFile]);
+  Deno.copyFileSync(`${identityFile}.pub`, join(dir, "authorized_keys"));
+  Deno.chmodSync(dir, 0o700);
+  await Deno.mkdir("/run/sshd", { recursive: true }).catch(() => {});
+  const port = freePort();
+  const user = Deno.env.get("USER") ?? "root";
+  const config = join(dir, "sshd_config");
+  Deno.writeTextFileSync(
+    config,
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${hostKey}`,
+      `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
+      `PidFile ${join(dir, "sshd.pid")}`,
+      "StrictModes no",
+      "UsePAM no",
+      "PermitRootLogin yes",
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "AllowTcpForwarding yes",
+      "LogLevel INFO",
+      "",
+    ].join("\n"),
+  );
+  const knownHosts = join(dir, "known_hosts");
+  const hostPub = Deno.readTextFileSync(`${hostKey}.pub`).trim();
+  Deno.writeTextFileSync(knownHosts, `[127.0.0.1]:${port} ${hostPub}\n`);
+  const child = new Deno.Command(SSHD_PATH, {
+    args: ["-D", "-e", "-f", config],
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("Server listening on 127.0.0.1")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`sshd did not start: ${seen}`);
+    seen += value;
+  }
+  const drained = (async () => {
+    while (!(await reader.read()).done) { /* keep draining */ }
+  })();
+  return {
+    port,
+    identityFile,
+    extraOptions: [`UserKnownHostsFile=${knownHosts}`, "StrictHostKeyChecking=yes"],
+    target: `${user}@127.0.0.1`,
+    async close() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* gone */ }
+      await child.status;
+      await drained.catch(() => {});
+    },
+  };
+}
