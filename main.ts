@@ -36,17 +36,6 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   token: async () => (await import("./lib/cli_providers.ts")).tokenCommand,
 };
 
-function notImplemented(name: string): Command {
-  return (args) => {
-    if (args.includes("--help") || args.includes("-h")) {
-      console.log(`Usage: runner ${name} [options]\n\n(not implemented yet)`);
-      return Promise.resolve(0);
-    }
-    console.error(`runner ${name}: not implemented yet in this build.`);
-    return Promise.resolve(2);
-  };
-}
-
 /** Runs the CLI with `args`; returns the process exit code. */
 export async function main(args: string[]): Promise<number> {
   const [name, ...rest] = args;

@@ -60,7 +60,9 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
   ];
   if (config.sshIdentityFile) args.push("-i", config.sshIdentityFile);
   for (const option of config.sshExtraOptions) {
-    args.push(...(option.startsWith("-") ? option.split(/\s+/) : ["-o", option]));
+    args.push(
+      ...(option.startsWith("-") ? option.split(/\s+/) : ["-o", option]),
+    );
   }
   return args;
 }
@@ -92,12 +94,16 @@ function randomRemotePort(): number {
 }
 
 /** Rewrites loopback MCP URLs to forwarded remote ports; returns the `-R` args. */
-function forwardMcpServers(servers: McpServer[]): { servers: McpServer[]; args: string[] } {
+function forwardMcpServers(
+  servers: McpServer[],
+): { servers: McpServer[]; args: string[] } {
   const args: string[] = [];
   const rewritten = servers.map((server) => {
     if (!("url" in server)) return server;
     const url = new URL(server.url);
-    if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") return server;
+    if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") {
+      return server;
+    }
     const remotePort = randomRemotePort();
     args.push("-R", `127.0.0.1:${remotePort}:127.0.0.1:${url.port}`);
     url.hostname = "127.0.0.1";
@@ -109,10 +115,15 @@ function forwardMcpServers(servers: McpServer[]): { servers: McpServer[]; args: 
 }
 
 /** Starts the agent on the SSH target. */
-export async function launchSsh(options: SshLaunchOptions): Promise<AgentTransport> {
+export async function launchSsh(
+  options: SshLaunchOptions,
+): Promise<AgentTransport> {
   const { config, launch } = options;
   if (!config.sshTarget) {
-    throw new RunnerError("config.invalid", "ssh-target: is required when location=remote-ssh");
+    throw new RunnerError(
+      "config.invalid",
+      "ssh-target: is required when location=remote-ssh",
+    );
   }
   const workspace = config.workspace ?? ".";
   const forwards = forwardMcpServers(options.mcpServers ?? []);
@@ -168,7 +179,10 @@ export async function launchSsh(options: SshLaunchOptions): Promise<AgentTranspo
 }
 
 /** Kills the remote process group over a second ssh connection and confirms it is gone. */
-async function killRemoteGroup(options: SshLaunchOptions, pgid: number): Promise<void> {
+async function killRemoteGroup(
+  options: SshLaunchOptions,
+  pgid: number,
+): Promise<void> {
   const grace = Math.max(1, Math.ceil((options.killGraceMs ?? 2000) / 100));
   const script = [
     `kill -TERM -${pgid} 2>/dev/null || exit 0`,
@@ -178,7 +192,11 @@ async function killRemoteGroup(options: SshLaunchOptions, pgid: number): Promise
     "exit 1",
   ].join("\n");
   const result = await new Deno.Command("ssh", {
-    args: [...sshBaseArgs(options.config), options.config.sshTarget!, `sh -c ${quoteWord(script)}`],
+    args: [
+      ...sshBaseArgs(options.config),
+      options.config.sshTarget!,
+      `sh -c ${quoteWord(script)}`,
+    ],
     env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
     clearEnv: true,
     stdin: "null",

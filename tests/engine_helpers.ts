@@ -9,7 +9,11 @@ import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/reaper.ts";
-import { createRunManager, type ManagedRun, type RunManager } from "../lib/run_manager.ts";
+import {
+  createRunManager,
+  type ManagedRun,
+  type RunManager,
+} from "../lib/run_manager.ts";
 import { openStore, type RunStore } from "../lib/store.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
 
@@ -56,11 +60,16 @@ export class EventLog {
   constructor(run: ManagedRun) {
     run.subscribe((event) => {
       this.events.push(event);
-      const terminal = event.type === "run.completed" || event.type === "run.failed";
+      const terminal = event.type === "run.completed" ||
+        event.type === "run.failed";
       this.#waiters = this.#waiters.filter((waiter) => {
         if (waiter.test(event)) waiter.resolve(event);
         else if (terminal) {
-          waiter.reject(new Error(`run ended before the awaited event: ${JSON.stringify(event)}`));
+          waiter.reject(
+            new Error(
+              `run ended before the awaited event: ${JSON.stringify(event)}`,
+            ),
+          );
         } else return true;
         return false;
       });
@@ -71,9 +80,17 @@ export class EventLog {
   waitFor(test: (event: RunEvent) => boolean): Promise<RunEvent> {
     const found = this.events.find(test);
     if (found) return Promise.resolve(found);
-    const ended = this.events.find((e) => e.type === "run.completed" || e.type === "run.failed");
-    if (ended) return Promise.reject(new Error(`run already ended: ${JSON.stringify(ended)}`));
-    return new Promise((resolve, reject) => this.#waiters.push({ test, resolve, reject }));
+    const ended = this.events.find((e) =>
+      e.type === "run.completed" || e.type === "run.failed"
+    );
+    if (ended) {
+      return Promise.reject(
+        new Error(`run already ended: ${JSON.stringify(ended)}`),
+      );
+    }
+    return new Promise((resolve, reject) =>
+      this.#waiters.push({ test, resolve, reject })
+    );
   }
 
   /** Events of a type. */
@@ -90,7 +107,9 @@ export class EventLog {
 }
 
 /** A named pipe the fixture reads one line from before answering each prompt. */
-export async function makeGate(): Promise<{ path: string; release(): Promise<void> }> {
+export async function makeGate(): Promise<
+  { path: string; release(): Promise<void> }
+> {
   const path = join(tempDir(), "gate");
   const made = await new Deno.Command("mkfifo", { args: [path] }).output();
   if (!made.success) throw new Error("mkfifo failed");

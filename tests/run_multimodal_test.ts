@@ -11,26 +11,52 @@ const TEXT = btoa("hello file");
 const attachments: Attachment[] = [
   { type: "image", name: "photo.png", mime_type: "image/png", content: PNG },
   { type: "file", name: "notes.txt", mime_type: "text/plain", content: TEXT },
-  { type: "audio", name: "voice.wav", mime_type: "audio/wav", content: `data:audio/wav;base64,${WAV}` },
-  { type: "image", name: "remote.png", mime_type: "image/png", url: "https://files.example/remote.png" },
+  {
+    type: "audio",
+    name: "voice.wav",
+    mime_type: "audio/wav",
+    content: `data:audio/wav;base64,${WAV}`,
+  },
+  {
+    type: "image",
+    name: "remote.png",
+    mime_type: "image/png",
+    url: "https://files.example/remote.png",
+  },
 ];
 
 async function promptBlocks(capabilityFlags: string[]): Promise<unknown[]> {
   const h = harness();
   try {
     const record = join(tempDir(), "record.jsonl");
-    const config = fixtureConfig(["--text", "ok", "--record", record, ...capabilityFlags]);
-    const { run } = h.manager.start({ input: { text: "look", attachments }, config });
+    const config = fixtureConfig([
+      "--text",
+      "ok",
+      "--record",
+      record,
+      ...capabilityFlags,
+    ]);
+    const { run } = h.manager.start({
+      input: { text: "look", attachments },
+      config,
+    });
     new EventLog(run);
     assert.equal((await run.done).status, "completed");
-    const prompt = readRecord(record).find((line) => line.method === "session/prompt")!;
+    const prompt = readRecord(record).find((line) =>
+      line.method === "session/prompt"
+    )!;
     return (prompt.params as { prompt: unknown[] }).prompt;
   } finally {
     h.close();
   }
 }
 
-const link = { type: "resource_link", uri: "https://files.example/remote.png", name: "remote.png", mimeType: "image/png" };
+const link = {
+  type: "resource_link",
+  uri: "https://files.example/remote.png",
+  name: "remote.png",
+  mimeType: "image/png",
+};
 
 Deno.test("an agent without prompt capabilities gets text, a link, and a note naming what was not sent", async () => {
   const blocks = await promptBlocks([]);
@@ -47,11 +73,22 @@ Deno.test("an agent without prompt capabilities gets text, a link, and a note na
 });
 
 Deno.test("an agent with image, audio and embeddedContext gets every block inline", async () => {
-  const blocks = await promptBlocks(["--image", "--audio", "--embedded-context"]);
+  const blocks = await promptBlocks([
+    "--image",
+    "--audio",
+    "--embedded-context",
+  ]);
   assert.deepEqual(blocks, [
     { type: "text", text: "look" },
     { type: "image", data: PNG, mimeType: "image/png" },
-    { type: "resource", resource: { uri: "attachment:///notes.txt", mimeType: "text/plain", text: "hello file" } },
+    {
+      type: "resource",
+      resource: {
+        uri: "attachment:///notes.txt",
+        mimeType: "text/plain",
+        text: "hello file",
+      },
+    },
     { type: "audio", data: WAV, mimeType: "audio/wav" },
     link,
   ]);
@@ -59,7 +96,17 @@ Deno.test("an agent with image, audio and embeddedContext gets every block inlin
 
 Deno.test("an image-only agent gets the image and notes for the rest", async () => {
   const blocks = await promptBlocks(["--image"]);
-  assert.equal((blocks[0] as { text: string }).text.includes("notes.txt"), true);
-  assert.equal((blocks[0] as { text: string }).text.includes("photo.png"), false);
-  assert.deepEqual(blocks.slice(1), [{ type: "image", data: PNG, mimeType: "image/png" }, link]);
+  assert.equal(
+    (blocks[0] as { text: string }).text.includes("notes.txt"),
+    true,
+  );
+  assert.equal(
+    (blocks[0] as { text: string }).text.includes("photo.png"),
+    false,
+  );
+  assert.deepEqual(blocks.slice(1), [{
+    type: "image",
+    data: PNG,
+    mimeType: "image/png",
+  }, link]);
 });

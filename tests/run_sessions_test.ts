@@ -5,7 +5,13 @@ import { prepareAgentLaunch } from "../lib/agent_launch.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
 import { fixtureCommand, parseJsonLines, runCli, tempDir } from "./helpers.ts";
 
-function cliRun(flags: string[], dataDir: string, workspace: string, text: string, extra: string[] = []) {
+function cliRun(
+  flags: string[],
+  dataDir: string,
+  workspace: string,
+  text: string,
+  extra: string[] = [],
+) {
   return runCli([
     "run",
     "custom",
@@ -38,21 +44,35 @@ Deno.test("a second run of a conversation resumes the first's session in a new p
   const second = await cliRun(flags, dataDir, workspace, "two");
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 2)");
-  assert.ok(!second.stdout.includes('"state.updated"'), "same session: no new state.updated");
+  assert.ok(
+    !second.stdout.includes('"state.updated"'),
+    "same session: no new state.updated",
+  );
 });
 
 Deno.test("with a load-only agent the replayed history never appears in the output", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
   const record = join(tempDir(), "record.jsonl");
-  const flags = ["--load-session", "--state-dir", tempDir(), "--record", record];
+  const flags = [
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+    "--record",
+    record,
+  ];
   const first = await cliRun(flags, dataDir, workspace, "alpha");
   assert.equal(first.code, 0, first.stderr);
   const second = await cliRun(flags, dataDir, workspace, "beta");
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: beta (turn 2)");
-  assert.ok(!second.stdout.includes("alpha"), "replayed history leaked into the output");
-  const methods = parseJsonLines(Deno.readTextFileSync(record)).map((line) => line.method);
+  assert.ok(
+    !second.stdout.includes("alpha"),
+    "replayed history leaked into the output",
+  );
+  const methods = parseJsonLines(Deno.readTextFileSync(record)).map((line) =>
+    line.method
+  );
   assert.ok(methods.includes("session/load"));
 });
 
@@ -61,7 +81,9 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   const workspace = tempDir();
   const state = tempDir();
   const forget = () => {
-    for (const entry of Deno.readDirSync(state)) Deno.removeSync(join(state, entry.name));
+    for (const entry of Deno.readDirSync(state)) {
+      Deno.removeSync(join(state, entry.name));
+    }
   };
   const flags = ["--resume", "--state-dir", state];
   const first = await cliRun(flags, dataDir, workspace, "one");
@@ -71,7 +93,9 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
   const ids = [first, second].map((r) =>
-    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as { value: string }).value
+    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
+      value: string;
+    }).value
   );
   assert.notEqual(ids[0], ids[1]);
   forget();
@@ -82,7 +106,10 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   assert.equal(third.code, 1);
   const failed = parseJsonLines(third.stdout).at(-1)!;
   assert.equal((failed.data as { code: string }).code, "acp.session_missing");
-  assert.match(String((failed.data as { error: string }).error), /create-session-if-missing=true/);
+  assert.match(
+    String((failed.data as { error: string }).error),
+    /create-session-if-missing=true/,
+  );
 });
 
 Deno.test("reuse-session=false always starts fresh", async () => {
@@ -90,7 +117,10 @@ Deno.test("reuse-session=false always starts fresh", async () => {
   const workspace = tempDir();
   const flags = ["--resume", "--state-dir", tempDir()];
   await cliRun(flags, dataDir, workspace, "one");
-  const second = await cliRun(flags, dataDir, workspace, "two", ["--reuse-session", "false"]);
+  const second = await cliRun(flags, dataDir, workspace, "two", [
+    "--reuse-session",
+    "false",
+  ]);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
 });
 
@@ -98,14 +128,22 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
   const h = harness();
   try {
     const config = fixtureConfig(["--exit-mid-prompt", "--resume"]);
-    const { run } = h.manager.start({ conversationId: "crash", input: { text: "hi" }, config });
+    const { run } = h.manager.start({
+      conversationId: "crash",
+      input: { text: "hi" },
+      config,
+    });
     const log = new EventLog(run);
     await run.done;
     const failed = log.events.at(-1)!;
     assert.equal(failed.type, "run.failed");
     assert.equal(failed.data.code, "acp.process_exited");
     assert.match(String(failed.data.stderr_tail), /fixture crashing/);
-    const key = sessionKeyOf("crash", config, prepareAgentLaunch(config).commandText);
+    const key = sessionKeyOf(
+      "crash",
+      config,
+      prepareAgentLaunch(config).commandText,
+    );
     const stored = h.store.getSession(key);
     const state = log.ofType("state.updated")[0];
     assert.equal(stored?.sessionId, state.data.value);

@@ -5,7 +5,11 @@ import { EventLog, harness } from "./engine_helpers.ts";
 import { fixtureCommand, isAlive, readRecord, tempDir } from "./helpers.ts";
 import { SSHD_PATH, startSshd, type TestSshd } from "./ssh_helpers.ts";
 
-function sshConfig(sshd: TestSshd, flags: string[], extra: Record<string, unknown> = {}) {
+function sshConfig(
+  sshd: TestSshd,
+  flags: string[],
+  extra: Record<string, unknown> = {},
+) {
   return parseRunConfig({
     provider: "custom",
     location: "remote-ssh",
@@ -20,7 +24,8 @@ function sshConfig(sshd: TestSshd, flags: string[], extra: Record<string, unknow
 }
 
 Deno.test({
-  name: "remote-ssh: a run streams over a real sshd, env-json crosses, the session survives, teardown kills the remote group",
+  name:
+    "remote-ssh: a run streams over a real sshd, env-json crosses, the session survives, teardown kills the remote group",
   ignore: !SSHD_PATH,
   async fn() {
     const sshd = await startSshd();
@@ -29,22 +34,54 @@ Deno.test({
       const record = join(tempDir(), "record.jsonl");
       const pidFile = join(tempDir(), "pids.json");
       const state = tempDir();
-      const flags = ["--resume", "--state-dir", state, "--record", record, "--grandchild", "--pid-file", pidFile];
-      const config = sshConfig(sshd, flags, { "env-json": { REMOTE_SECRET: "remote-secret-value" } });
-      const first = h.manager.start({ conversationId: "ssh", input: { text: "one" }, config });
+      const flags = [
+        "--resume",
+        "--state-dir",
+        state,
+        "--record",
+        record,
+        "--grandchild",
+        "--pid-file",
+        pidFile,
+      ];
+      const config = sshConfig(sshd, flags, {
+        "env-json": { REMOTE_SECRET: "remote-secret-value" },
+      });
+      const first = h.manager.start({
+        conversationId: "ssh",
+        input: { text: "one" },
+        config,
+      });
       const log = new EventLog(first.run);
       const result = await first.run.done;
-      assert.equal(result.status, "completed", JSON.stringify(log.events.at(-1)));
+      assert.equal(
+        result.status,
+        "completed",
+        JSON.stringify(log.events.at(-1)),
+      );
       assert.deepEqual(log.messages(), ["echo: one (turn 1)"]);
       const start = readRecord(record).find((line) => line.event === "start")!;
-      assert.equal((start.env as Record<string, string>).REMOTE_SECRET, "remote-secret-value");
+      assert.equal(
+        (start.env as Record<string, string>).REMOTE_SECRET,
+        "remote-secret-value",
+      );
       assert.equal(start.argv !== undefined, true);
       const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-      for (const pid of [pids.agent_pid, pids.grandchild_pid, pids.grandchild_child_pid]) {
+      for (
+        const pid of [
+          pids.agent_pid,
+          pids.grandchild_pid,
+          pids.grandchild_child_pid,
+        ]
+      ) {
         assert.equal(isAlive(pid), false, `remote pid ${pid} survived`);
       }
       assert.ok(!JSON.stringify(log.events).includes("remote-secret-value"));
-      const second = h.manager.start({ conversationId: "ssh", input: { text: "two" }, config });
+      const second = h.manager.start({
+        conversationId: "ssh",
+        input: { text: "two" },
+        config,
+      });
       const secondLog = new EventLog(second.run);
       await second.run.done;
       assert.deepEqual(secondLog.messages(), ["echo: two (turn 2)"]);
@@ -65,7 +102,13 @@ Deno.test({
       const pidFile = join(tempDir(), "pids.json");
       const config = sshConfig(
         sshd,
-        ["--stall-prompt", "--ignore-cancel", "--grandchild", "--pid-file", pidFile],
+        [
+          "--stall-prompt",
+          "--ignore-cancel",
+          "--grandchild",
+          "--pid-file",
+          pidFile,
+        ],
         { "cancel-grace": "0.5" },
       );
       const { run } = h.manager.start({ input: { text: "hi" }, config });
@@ -75,7 +118,13 @@ Deno.test({
       await run.done;
       assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
       const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-      for (const pid of [pids.agent_pid, pids.grandchild_pid, pids.grandchild_child_pid]) {
+      for (
+        const pid of [
+          pids.agent_pid,
+          pids.grandchild_pid,
+          pids.grandchild_child_pid,
+        ]
+      ) {
         assert.equal(isAlive(pid), false, `remote pid ${pid} survived cancel`);
       }
     } finally {
@@ -86,7 +135,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "remote-ssh: an unreachable target fails with the ssh error in the stderr tail",
+  name:
+    "remote-ssh: an unreachable target fails with the ssh error in the stderr tail",
   ignore: !SSHD_PATH,
   async fn() {
     const h = harness();
@@ -109,7 +159,10 @@ Deno.test({
       const failed = log.events.at(-1)!;
       assert.equal(failed.type, "run.failed");
       assert.equal(failed.data.code, "acp.process_exited");
-      assert.match(String(failed.data.stderr_tail), /Connection refused|connect to host/);
+      assert.match(
+        String(failed.data.stderr_tail),
+        /Connection refused|connect to host/,
+      );
     } finally {
       h.close();
     }

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { EventLog, fixtureConfig, harness, makeGate } from "./engine_helpers.ts";
+import {
+  EventLog,
+  fixtureConfig,
+  harness,
+  makeGate,
+} from "./engine_helpers.ts";
 import { isAlive, readRecord, tempDir } from "./helpers.ts";
 
 Deno.test("three follow-ups during a run become four turns on one session with one run.completed", async () => {
@@ -8,13 +13,26 @@ Deno.test("three follow-ups during a run become four turns on one session with o
   try {
     const gate = await makeGate();
     const record = join(tempDir(), "record.jsonl");
-    const config = fixtureConfig(["--gate-fifo", gate.path, "--record", record]);
-    const started = h.manager.start({ conversationId: "c", input: { text: "first" }, config });
+    const config = fixtureConfig([
+      "--gate-fifo",
+      gate.path,
+      "--record",
+      record,
+    ]);
+    const started = h.manager.start({
+      conversationId: "c",
+      input: { text: "first" },
+      config,
+    });
     assert.equal(started.kind, "started");
     const log = new EventLog(started.run);
     await log.waitFor((e) => e.type === "message.delta");
     for (const text of ["f1", "f2", "f3"]) {
-      const steered = h.manager.start({ conversationId: "c", input: { text }, config });
+      const steered = h.manager.start({
+        conversationId: "c",
+        input: { text },
+        config,
+      });
       assert.equal(steered.kind, "steered");
       assert.equal(steered.run.runId, started.run.runId);
     }
@@ -29,8 +47,12 @@ Deno.test("three follow-ups during a run become four turns on one session with o
     ]);
     assert.equal(log.ofType("run.completed").length, 1);
     assert.equal(log.ofType("run.failed").length, 0);
-    const prompts = readRecord(record).filter((line) => line.method === "session/prompt");
-    const sessions = new Set(prompts.map((line) => (line.params as { sessionId: string }).sessionId));
+    const prompts = readRecord(record).filter((line) =>
+      line.method === "session/prompt"
+    );
+    const sessions = new Set(
+      prompts.map((line) => (line.params as { sessionId: string }).sessionId),
+    );
     assert.equal(prompts.length, 4);
     assert.equal(sessions.size, 1);
   } finally {
@@ -43,15 +65,30 @@ Deno.test("a follow-up arriving after the queue closed starts a new run and is n
   try {
     const gate = await makeGate();
     // The grandchild ignores SIGTERM, so teardown holds the closing run open for a while.
-    const config = fixtureConfig(["--gate-fifo", gate.path, "--grandchild", "--resume", "--state-dir", tempDir()]);
-    const first = h.manager.start({ conversationId: "race", input: { text: "one" }, config });
+    const config = fixtureConfig([
+      "--gate-fifo",
+      gate.path,
+      "--grandchild",
+      "--resume",
+      "--state-dir",
+      tempDir(),
+    ]);
+    const first = h.manager.start({
+      conversationId: "race",
+      input: { text: "one" },
+      config,
+    });
     const log = new EventLog(first.run);
     await log.waitFor((e) => e.type === "message.delta");
     const completed = log.waitFor((e) => e.type === "message.completed");
     await gate.release();
     await completed;
     await new Promise((resolve) => setTimeout(resolve, 0));
-    const late = h.manager.start({ conversationId: "race", input: { text: "late" }, config });
+    const late = h.manager.start({
+      conversationId: "race",
+      input: { text: "late" },
+      config,
+    });
     const releaseAgain = gate.release();
     let texts: string[];
     if (late.kind === "steered") {
@@ -65,7 +102,10 @@ Deno.test("a follow-up arriving after the queue closed starts a new run and is n
       texts = [...log.messages(), ...lateLog.messages()];
       assert.equal(lateLog.ofType("run.completed").length, 1);
     }
-    assert.ok(texts.some((text) => text.startsWith("echo: late")), `lost: ${texts}`);
+    assert.ok(
+      texts.some((text) => text.startsWith("echo: late")),
+      `lost: ${texts}`,
+    );
     assert.equal(log.ofType("run.completed").length, 1);
   } finally {
     h.close();
@@ -76,15 +116,33 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
   const h = harness();
   try {
     const gate = await makeGate();
-    const config = fixtureConfig(["--gate-fifo", gate.path, "--text", "x"], { "reuse-session": "false" });
-    const first = h.manager.start({ conversationId: "cap", input: { text: "one" }, config });
+    const config = fixtureConfig(["--gate-fifo", gate.path, "--text", "x"], {
+      "reuse-session": "false",
+    });
+    const first = h.manager.start({
+      conversationId: "cap",
+      input: { text: "one" },
+      config,
+    });
     const log = new EventLog(first.run);
     await log.waitFor((e) => e.type === "message.delta");
     for (let i = 0; i < 100; i++) {
-      assert.equal(h.manager.start({ conversationId: "cap", input: { text: `q${i}` }, config }).kind, "steered");
+      assert.equal(
+        h.manager.start({
+          conversationId: "cap",
+          input: { text: `q${i}` },
+          config,
+        }).kind,
+        "steered",
+      );
     }
     assert.throws(
-      () => h.manager.start({ conversationId: "cap", input: { text: "too many" }, config }),
+      () =>
+        h.manager.start({
+          conversationId: "cap",
+          input: { text: "too many" },
+          config,
+        }),
       /100 queued follow-ups/,
     );
     first.run.handle.cancel();
@@ -100,7 +158,13 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
   try {
     const pidFile = join(tempDir(), "pids.json");
     const config = fixtureConfig(
-      ["--stall-prompt", "--ignore-cancel", "--grandchild", "--pid-file", pidFile],
+      [
+        "--stall-prompt",
+        "--ignore-cancel",
+        "--grandchild",
+        "--pid-file",
+        pidFile,
+      ],
       { "cancel-grace": "0.5" },
     );
     const { run } = h.manager.start({ input: { text: "hi" }, config });
@@ -109,11 +173,19 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
     run.handle.cancel();
     const result = await run.done;
     assert.equal(result.status, "cancelled");
-    const terminal = log.events.filter((e) => e.type === "run.failed" || e.type === "run.completed");
+    const terminal = log.events.filter((e) =>
+      e.type === "run.failed" || e.type === "run.completed"
+    );
     assert.equal(terminal.length, 1);
     assert.equal(terminal[0].data.code, "run.cancelled");
     const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-    for (const pid of [pids.agent_pid, pids.grandchild_pid, pids.grandchild_child_pid]) {
+    for (
+      const pid of [
+        pids.agent_pid,
+        pids.grandchild_pid,
+        pids.grandchild_child_pid,
+      ]
+    ) {
       assert.equal(isAlive(pid), false, `pid ${pid} survived cancel`);
     }
     assert.equal(h.store.getRun(run.runId)?.status, "cancelled");
@@ -133,7 +205,9 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
     run.handle.cancel();
     await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
-    assert.ok(readRecord(record).some((line) => line.method === "session/cancel"));
+    assert.ok(
+      readRecord(record).some((line) => line.method === "session/cancel"),
+    );
   } finally {
     h.close();
   }
@@ -142,7 +216,10 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
 Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
   const h = harness();
   try {
-    const config = fixtureConfig(["--stall-prompt"], { timeout: "1", "cancel-grace": "0.5" });
+    const config = fixtureConfig(["--stall-prompt"], {
+      timeout: "1",
+      "cancel-grace": "0.5",
+    });
     const { run } = h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await run.done;
@@ -154,8 +231,16 @@ Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
 
 Deno.test("permission-decision picks the wanted option, or the nearest of its family", async (t) => {
   const cases: Array<[string, string, string]> = [
-    ["allow_once", "allow_once,allow_always,reject_once,reject_always", "allow_once"],
-    ["reject_once", "allow_once,allow_always,reject_once,reject_always", "reject_once"],
+    [
+      "allow_once",
+      "allow_once,allow_always,reject_once,reject_always",
+      "allow_once",
+    ],
+    [
+      "reject_once",
+      "allow_once,allow_always,reject_once,reject_always",
+      "reject_once",
+    ],
     ["allow_once", "allow_always,reject_once", "allow_always"],
     ["reject_always", "allow_once,reject_once", "reject_once"],
   ];
@@ -163,13 +248,20 @@ Deno.test("permission-decision picks the wanted option, or the nearest of its fa
     await t.step(`${wanted} with ${offered}`, async () => {
       const h = harness();
       try {
-        const config = fixtureConfig(["--permission", "--permission-options", offered], {
+        const config = fixtureConfig([
+          "--permission",
+          "--permission-options",
+          offered,
+        ], {
           "permission-decision": wanted,
         });
         const { run } = h.manager.start({ input: { text: "hi" }, config });
         const log = new EventLog(run);
         await run.done;
-        assert.ok(log.messages()[0].startsWith(`permission: ${expected}\n`), log.messages()[0]);
+        assert.ok(
+          log.messages()[0].startsWith(`permission: ${expected}\n`),
+          log.messages()[0],
+        );
         const decided = log.ofType("permission.decided")[0];
         assert.equal(decided.data.option_id, expected);
         assert.equal(decided.data.exact, wanted === expected);

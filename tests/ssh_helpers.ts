@@ -23,17 +23,27 @@ export interface TestSshd {
 }
 
 /** Where Debian's sshd lives, if installed. */
-export const SSHD_PATH = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find((path) => {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-});
+export const SSHD_PATH = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find(
+  (path) => {
+    try {
+      return Deno.statSync(path).isFile;
+    } catch {
+      return false;
+    }
+  },
+);
 
 async function run(cmd: string, args: string[]) {
-  const result = await new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).output();
-  if (!result.success) throw new Error(`${cmd} failed: ${new TextDecoder().decode(result.stderr)}`);
+  const result = await new Deno.Command(cmd, {
+    args,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!result.success) {
+    throw new Error(
+      `${cmd} failed: ${new TextDecoder().decode(result.stderr)}`,
+    );
+  }
 }
 
 function freePort(): number {
@@ -45,12 +55,22 @@ function freePort(): number {
 
 /** Starts sshd on 127.0.0.1 with fresh host and client keys. */
 export async function startSshd(): Promise<TestSshd> {
-  if (!SSHD_PATH) throw new Error("sshd is not installed (apt-get install openssh-server)");
+  if (!SSHD_PATH) {
+    throw new Error("sshd is not installed (apt-get install openssh-server)");
+  }
   const dir = tempDir("runner-sshd-");
   const hostKey = join(dir, "host_key");
   const identityFile = join(dir, "client_key");
   await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey]);
-  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", identityFile]);
+  await run("ssh-keygen", [
+    "-q",
+    "-t",
+    "ed25519",
+    "-N",
+    "",
+    "-f",
+    identityFile,
+  ]);
   Deno.copyFileSync(`${identityFile}.pub`, join(dir, "authorized_keys"));
   Deno.chmodSync(dir, 0o700);
   await Deno.mkdir("/run/sshd", { recursive: true }).catch(() => {});
@@ -96,7 +116,10 @@ export async function startSshd(): Promise<TestSshd> {
   return {
     port,
     identityFile,
-    extraOptions: [`UserKnownHostsFile=${knownHosts}`, "StrictHostKeyChecking=yes"],
+    extraOptions: [
+      `UserKnownHostsFile=${knownHosts}`,
+      "StrictHostKeyChecking=yes",
+    ],
     target: `${user}@127.0.0.1`,
     async close() {
       try {
