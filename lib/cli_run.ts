@@ -6,6 +6,7 @@
  * @module
  */
 
+import { createAssetsHook } from "./assets_wiring.ts";
 import { basename, extname, join } from "node:path";
 import { parseArgs } from "node:util";
 import {
@@ -139,7 +140,9 @@ export async function runCommand(args: string[]): Promise<number> {
   const dataDir = values["data-dir"] ?? defaultDataDir();
   await reapLeftoverGroups(join(dataDir, "agents"));
   const store = openStore({ dataDir });
+  const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
+    assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
   });
@@ -169,6 +172,7 @@ export async function runCommand(args: string[]): Promise<number> {
     Deno.addSignalListener("SIGTERM", stopSignal);
     result = (await run.done).status;
   } catch (error) {
+    await assets.close();
     store.close();
     return reportFailure(error);
   } finally {
@@ -177,6 +181,7 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.removeSignalListener("SIGTERM", stopSignal);
     }
   }
+  await assets.close();
   store.close();
   return result === "completed" ? 0 : result === "cancelled" ? 130 : 1;
 }

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { createAssetsHook } from "./assets_wiring.ts";
 import { join } from "node:path";
 import { reportFailure } from "./cli_args.ts";
 import { RunnerError } from "./errors.ts";
@@ -79,7 +80,9 @@ export async function serveCommand(args: string[]): Promise<number> {
     return reportFailure(error);
   }
   const metrics = createMetrics();
+  const assets = createAssetsHook({ log });
   const manager = createRunManager({
+    assets,
     store,
     registry: metrics.countAgents(
       createReaperRegistry(join(config.dataDir, "agents")),
@@ -151,6 +154,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     ),
   );
   await closing;
+  await assets.close();
   store.close();
   Deno.removeSignalListener("SIGTERM", onTerm);
   Deno.removeSignalListener("SIGINT", onInt);

@@ -313,6 +313,12 @@ export function parseRunConfig(
   if (result.location === "remote-ssh" && !result.sshTarget) {
     throw invalid("ssh-target", "is required when location=remote-ssh");
   }
+  if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
+    throw invalid(
+      "remote-shell",
+      "only bash is supported so far; use a remote with bash (Linux, macOS) or run runner daemon on that machine",
+    );
+  }
   if (result.location === "daemon" && !result.daemonId) {
     throw invalid("daemon-id", "is required when location=daemon");
   }

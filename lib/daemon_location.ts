@@ -12,6 +12,7 @@
 
 import { join } from "node:path";
 import { parseMcpServersJson } from "./assets/mcp_servers_json.ts";
+import type { AssetsHook } from "./assets_wiring.ts";
 import { buildRunStartPayload } from "./daemon_payload.ts";
 import { RunnerError, toRunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
@@ -21,7 +22,6 @@ import {
   type HubLogEntry,
   type HubServer,
   type McpHandler,
-  type McpJobContext,
   type RelayHub,
   type RelayJobOutcome,
   serveHub,
@@ -36,6 +36,11 @@ import { checkListenerToken } from "./token_rules.ts";
 export interface DaemonLocationOptions {
   /** The hub daemons connect to. */
   hub: RelayHub;
+  /**
+   * The assets layer: each run is attached (its `mcp.request`s are then
+   * answered through {@linkcode hubMcpHandlerFor}) and released at its end.
+   */
+  assets?: Pick<AssetsHook, "attachRun">;
   /** Structured log (never secrets). */
   log?: (entry: Record<string, unknown>) => void;
 }
@@ -68,6 +73,7 @@ function startDaemonRun(
   let sequence = 0;
   let sessionId = context.storedSessionId;
   let held: RunEvent | undefined;
+  let releaseAssets: (() => void) | undefined;
 
   function forward(event: RunEvent) {
     if (terminal) return;
@@ -103,8 +109,14 @@ function startDaemonRun(
   }
 
   async function runJobs(): Promise<void> {
-    const mcpServers = config.mcpServersJson
-      ? parseMcpServersJson(config.mcpServersJson, { http: true, sse: true })
+    const attached = options.assets?.attachRun({ runId, request });
+    releaseAssets = attached?.release;
+    // The agent's MCP capabilities are unknown on the hub: send every server.
+    const transports = { http: true, sse: true };
+    const mcpServers = attached
+      ? attached.sessionMcpServers(transports)
+      : config.mcpServersJson
+      ? parseMcpServersJson(config.mcpServersJson, transports)
       : [];
     let input = request.input;
     let followUp = false;
@@ -123,6 +135,7 @@ function startDaemonRun(
             storedSessionId: sessionId,
             reuseSession: followUp ? true : undefined,
             mcpServers,
+            promptPrefix: followUp ? undefined : attached?.promptPrefix,
           }),
           onEvent,
           signal: stop.signal,
@@ -178,6 +191,7 @@ function startDaemonRun(
     });
   }).then((): RunResult => {
     closed = true;
+    releaseAssets?.();
     if (terminal?.type === "run.completed") {
       return { status: "completed", sessionId };
     }
@@ -209,24 +223,24 @@ function startDaemonRun(
   };
 }
 
-/** Answers one run's MCP requests (the assets layer supplies these). */
-export type RunMcpHandler = (
-  payload: Json,
-  job: McpJobContext,
-) => Promise<unknown | null>;
+/** Answers one run's MCP messages (e.g. the run's `AssetBackend`). */
+export interface RunMcpBackend {
+  /** Answers a JSON-RPC message or batch; `null` when nothing needs an answer. */
+  handle(message: unknown): Promise<unknown | null>;
+}
 
 /**
- * The hub's `mcpHandler`: asks `handlerFor(runId)` for the run's handler and,
- * when there is none, answers like the hub's default ("no assets for this
- * run" for requests, `null` for notifications).
+ * The hub's `mcpHandler`: answers from `backendFor(runId)` (e.g.
+ * `(id) => assets.backendForRun(id)`) and, for runs without one, like the
+ * hub's default ("no assets for this run", `null` for notifications).
  */
 export function hubMcpHandlerFor(
-  handlerFor: (runId: string) => RunMcpHandler | undefined,
+  backendFor: (runId: string) => RunMcpBackend | undefined,
 ): McpHandler {
   return (job, payload) => {
-    const handler = handlerFor(job.runId);
-    return handler
-      ? handler(payload, job)
+    const backend = backendFor(job.runId);
+    return backend
+      ? backend.handle(payload)
       : Promise.resolve(noAssetsAnswer(payload));
   };
 }

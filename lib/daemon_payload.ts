@@ -31,6 +31,8 @@ export interface RunStartSpec {
   mcpServers?: McpServer[];
   /** MCP request timeout on the daemon, in seconds (default 60). */
   mcpRequestTimeout?: number;
+  /** Text put before the prompt in `prompt_text` (the run-scope note). */
+  promptPrefix?: string;
 }
 
 /** Engine keys beyond the plugin's list, sent only when not at their default. */
@@ -78,7 +80,7 @@ export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
   }
   return {
     run_id: spec.runId,
-    prompt_text: text,
+    prompt_text: spec.promptPrefix ? `${spec.promptPrefix}\n\n${text}` : text,
     input: {
       text,
       attachments: (spec.input.attachments ?? []) as unknown as Json,

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { parseRunAssetsRequest } from "./assets_request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
@@ -186,6 +187,7 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
       conversationId,
       input,
       config: runConfig,
+      assets: parseRunAssetsRequest(body.assets),
     });
     if (outcome.kind === "steered") {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);

@@ -7,8 +7,16 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { randomToken } from "../lib/cli_providers.ts";
 import { parseRunConfig } from "../lib/config.ts";
-import { createDaemonLocation } from "../lib/daemon_location.ts";
+import { type AssetsHook, createAssetsHook } from "../lib/assets_wiring.ts";
+import {
+  createDaemonLocation,
+  describeDaemons,
+  hubMcpHandlerFor,
+  startHubListener,
+} from "../lib/daemon_location.ts";
+import { RUNNER_VERSION } from "../lib/version.ts";
 import type { RunEvent } from "../lib/events.ts";
 import {
   createHub,
@@ -123,11 +131,17 @@ class HubHarness {
   readonly #logs: HubLogEntry[] = [];
   #waiters: { text: string; resolve: () => void }[] = [];
 
-  constructor(readonly dataDir: string, token = TOKEN) {
+  constructor(
+    readonly dataDir: string,
+    options: { token?: string; assets?: AssetsHook } = {},
+  ) {
+    const { assets } = options;
     this.store = openStore({ dataDir });
     this.hub = createHub({
-      token,
+      token: options.token ?? TOKEN,
       stateDir: join(dataDir, "relay"),
+      mcpHandler: assets &&
+        hubMcpHandlerFor((runId) => assets.backendForRun(runId)),
       onLog: (entry) => {
         this.#logs.push(entry);
         this.#waiters = this.#waiters.filter((waiter) => {
@@ -141,11 +155,14 @@ class HubHarness {
     this.url = server.url;
     this.manager = createRunManager({
       store: this.store,
-      locations: { daemon: createDaemonLocation({ hub: this.hub }) },
+      locations: {
+        daemon: createDaemonLocation({ hub: this.hub, assets }),
+      },
     });
     this.#close = async () => {
       await this.hub.close();
       await server.close();
+      await assets?.close();
       this.store.close();
     };
   }
@@ -167,6 +184,7 @@ function daemonConfig(
   daemonId: string,
   flags: string[],
   workspace = tempDir(),
+  extra: Record<string, unknown> = {},
 ) {
   return parseRunConfig({
     provider: "custom",
@@ -174,6 +192,7 @@ function daemonConfig(
     location: "daemon",
     "daemon-id": daemonId,
     workspace,
+    ...extra,
   });
 }
 
@@ -532,9 +551,89 @@ Deno.test("an MCP request from the agent reaches the hub and the placeholder ans
   }
 });
 
+Deno.test("with the assets layer, the agent's MCP calls through the daemon reach the run's assets", async () => {
+  const hub = new HubHarness(tempDir(), {
+    assets: createAssetsHook({ log: () => {} }),
+  });
+  const daemon = new DaemonProcess({
+    url: hub.url,
+    daemonId: "assets",
+    dataDir: tempDir(),
+  });
+  try {
+    const record = join(tempDir(), "record.jsonl");
+    const { run } = hub.manager.start({
+      input: { text: "what happened?" },
+      config: daemonConfig(
+        "assets",
+        [
+          "--mcp-call",
+          "--mcp-tool",
+          "langbot_get_current_event",
+          "--record",
+          record,
+        ],
+        tempDir(),
+        { "append-run-scope-prompt": true },
+      ),
+      assets: { grant: { history: true }, event: { text: "from langbot" } },
+    });
+    const log = new EventLog(run);
+    assert.equal((await run.done).status, "completed");
+    assert.match(log.messages()[0], /\nmcp: [1-9]\d* tools$/);
+    const lines = readRecord(record);
+    const call = lines.find((line) =>
+      line.event === "mcp" && line.method === "tools/call"
+    );
+    const body = call?.body as {
+      result: { structuredContent: { event: unknown } };
+    };
+    assert.deepEqual(body.result.structuredContent.event, {
+      text: "from langbot",
+    });
+    const prompt = lines.find((line) => line.method === "session/prompt");
+    assert.match(JSON.stringify(prompt?.params), new RegExp(run.runId));
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+    await hub.close();
+  }
+});
+
+Deno.test("startHubListener checks the token, serves daemons, and describeDaemons lists them", async () => {
+  const dataDir = tempDir();
+  assert.throws(
+    () => startHubListener({ host: "0.0.0.0", port: 0, dataDir }),
+    /--daemon-token is required when listening on 0\.0\.0\.0/,
+  );
+  assert.throws(
+    () => startHubListener({ port: 0, dataDir, token: TOKEN }),
+    /published in the runner's docs or tests/,
+  );
+  const token = randomToken();
+  const listener = startHubListener({ port: 0, dataDir, token });
+  const daemon = new DaemonProcess({
+    url: listener.server.url,
+    daemonId: "listed",
+    dataDir: tempDir(),
+    token,
+  });
+  try {
+    await daemon.waitForLog("connected to the hub as listed");
+    const [row] = describeDaemons(listener.hub).daemons;
+    assert.equal(row.daemon_id, "listed");
+    assert.equal(row.connected, true);
+    assert.equal(row.fenced, false);
+    assert.deepEqual(row.active_jobs, []);
+    assert.equal((row.metadata as { version: string }).version, RUNNER_VERSION);
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+    await listener.close();
+  }
+});
+
 Deno.test("the daemon warns about a weak token without ever printing it", async () => {
   const weak = "short-but-secret-42";
-  const hub = new HubHarness(tempDir(), weak);
+  const hub = new HubHarness(tempDir(), { token: weak });
   const daemon = new DaemonProcess({
     url: hub.url,
     daemonId: "weak",

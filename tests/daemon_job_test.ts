@@ -277,7 +277,7 @@ Deno.test("cancelAll ends jobs with its reason and refuses new ones", async () =
 Deno.test("hubMcpHandlerFor answers with the run's handler, else like the hub's default", async () => {
   const handler = hubMcpHandlerFor((runId) =>
     runId === "with-assets"
-      ? (payload) => Promise.resolve({ echoed: payload })
+      ? { handle: (message) => Promise.resolve({ echoed: message }) }
       : undefined
   );
   const job = (runId: string) => ({ jobId: "j", runId, daemonId: "d" });

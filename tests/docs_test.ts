@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { RUN_CONFIG_KEYS } from "../lib/config.ts";
+import { ROOT } from "./helpers.ts";
+
+Deno.test("docs/config.md documents every run-config key", () => {
+  const text = Deno.readTextFileSync(`${ROOT}docs/config.md`);
+  for (const key of Object.keys(RUN_CONFIG_KEYS)) {
+    assert.ok(
+      text.includes(`| \`${key}\` |`),
+      `${key} is missing from docs/config.md`,
+    );
+  }
+});
+
+Deno.test("the README's commands exist in deno.json and main.ts", () => {
+  const readme = Deno.readTextFileSync(`${ROOT}README.md`);
+  const tasks = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)).tasks;
+  for (const match of readme.matchAll(/deno task ([a-z]+)/g)) {
+    assert.ok(match[1] in tasks, `deno task ${match[1]} is not defined`);
+  }
+  const main = Deno.readTextFileSync(`${ROOT}main.ts`);
+  for (
+    const command of ["serve", "daemon", "probe", "run", "providers", "token"]
+  ) {
+    assert.ok(main.includes(`  ${command}:`), `${command} is not a subcommand`);
+    assert.ok(
+      readme.includes(`runner ${command}`),
+      `README does not mention runner ${command}`,
+    );
+  }
+});
+
+Deno.test("deno task start uses exactly the runtime permission flags", async () => {
+  const { RUNTIME_PERMISSION_FLAGS } = await import(
+    "../lib/runtime_permissions.ts"
+  );
+  const tasks = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)).tasks;
+  assert.equal(
+    tasks.start,
+    `deno run ${RUNTIME_PERMISSION_FLAGS.join(" ")} main.ts serve`,
+  );
+  assert.equal(
+    tasks.runner,
+    `deno run ${RUNTIME_PERMISSION_FLAGS.join(" ")} main.ts`,
+  );
+});
