@@ -8,6 +8,13 @@
  * @module
  */
 
+import {
+  createDaemonLocation,
+  describeDaemons,
+  type HubListener,
+  hubMcpHandlerFor,
+  startHubListener,
+} from "./daemon_location.ts";
 import { createAssetsHook } from "./assets_wiring.ts";
 import { join } from "node:path";
 import { reportFailure } from "./cli_args.ts";
@@ -81,8 +88,35 @@ export async function serveCommand(args: string[]): Promise<number> {
   }
   const metrics = createMetrics();
   const assets = createAssetsHook({ log });
+  let hub: HubListener | undefined;
+  if (config.daemon.enabled) {
+    try {
+      hub = startHubListener({
+        host: config.daemon.host,
+        port: config.daemon.port,
+        token: config.daemon.token,
+        dataDir: config.dataDir,
+        mcpHandler: hubMcpHandlerFor((runId) => assets.backendForRun(runId)),
+        onLog: (entry) =>
+          log({
+            msg: entry.message,
+            level: entry.level,
+            daemon_id: entry.daemonId,
+            job_id: entry.jobId,
+          }),
+      });
+    } catch (error) {
+      await assets.close();
+      store.close();
+      return reportFailure(error);
+    }
+    log({ msg: "daemon hub listening", url: hub.server.url });
+  }
   const manager = createRunManager({
     assets,
+    locations: hub
+      ? { daemon: createDaemonLocation({ hub: hub.hub, assets, log }) }
+      : undefined,
     store,
     registry: metrics.countAgents(
       createReaperRegistry(join(config.dataDir, "agents")),
@@ -99,6 +133,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     log,
     secrets,
     isShuttingDown: () => shuttingDown,
+    daemons: hub && {
+      list: () => describeDaemons(hub!.hub),
+      unfence: (daemonId) => hub!.hub.unfence(daemonId),
+    },
   });
   let server: Deno.HttpServer;
   try {
@@ -154,6 +192,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     ),
   );
   await closing;
+  await hub?.close();
   await assets.close();
   store.close();
   Deno.removeSignalListener("SIGTERM", onTerm);

@@ -19,7 +19,6 @@ import { processGroupMembers } from "./process_table.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import type { JsonObject } from "./relay.ts";
 import { type AgentTransport, type RunHandle, startRun } from "./run.ts";
-import { redactSecrets } from "./secrets.ts";
 
 /** Options of {@linkcode createDaemonJobRunner}. */
 export interface DaemonJobRunnerOptions {
@@ -60,7 +59,7 @@ export function createDaemonJobRunner(
 
   async function runJob(job: DaemonJob): Promise<DaemonJobResult> {
     if (stopping) {
-      emitFailure(job, stopping, []);
+      emitFailure(job, stopping);
       return { cleanupConfirmed: true };
     }
     let plan, launch;
@@ -73,7 +72,7 @@ export function createDaemonJobRunner(
       launch = prepareAgentLaunch(plan.config, { environment });
     } catch (error) {
       log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
-      emitFailure(job, error, []);
+      emitFailure(job, error);
       return { cleanupConfirmed: true };
     }
     const secrets = launch.secrets;
@@ -159,14 +158,15 @@ export function createDaemonJobRunner(
     }
   }
 
-  function emitFailure(job: DaemonJob, error: unknown, secrets: string[]) {
+  /** Reports a job that never started (the message holds no env values). */
+  function emitFailure(job: DaemonJob, error: unknown) {
     const failure = toRunnerError(error);
     const runId = job.payload.run_id;
     job.emit({
       ...(typeof runId === "string" ? { run_id: runId } : {}),
       type: "run.failed",
       data: {
-        error: redactSecrets(failure.message, secrets),
+        error: failure.message,
         code: failure.code,
         retryable: failure.retryable,
       },

@@ -41,7 +41,7 @@ export interface DaemonLocationOptions {
    * answered through {@linkcode hubMcpHandlerFor}) and released at its end.
    */
   assets?: Pick<AssetsHook, "attachRun">;
-  /** Structured log (never secrets). */
+  /** Structured log (never secrets); default: the run manager's run log. */
   log?: (entry: Record<string, unknown>) => void;
 }
 
@@ -61,10 +61,10 @@ function startDaemonRun(
   const { runId, request } = context;
   const { config } = request;
   const daemonId = config.daemonId ?? "";
-  const log = (entry: Record<string, unknown>) => {
-    context.log({ daemon_id: daemonId, ...entry });
-    options.log?.({ run_id: runId, daemon_id: daemonId, ...entry });
-  };
+  const log = (entry: Record<string, unknown>) =>
+    options.log
+      ? options.log({ run_id: runId, daemon_id: daemonId, ...entry })
+      : context.log({ daemon_id: daemonId, ...entry });
   const queue: RunInput[] = [];
   const stop = new AbortController();
   let cancelReason: RunnerError | undefined;
@@ -149,7 +149,7 @@ function startDaemonRun(
       if (outcome === "cancel_timeout") {
         throw new RunnerError(
           "agent_runtime.daemon_disconnected",
-          `daemon ${daemonId} did not confirm the cancel within 10 s; the daemon ID is fenced. Check on its machine that no agent process of this run is left, then run \`runner daemons unfence ${daemonId} --yes\`.`,
+          `daemon ${daemonId} did not confirm the cancel in time; the daemon ID is fenced. Check on its machine that no agent process of this run is left, then run \`runner daemons unfence ${daemonId} --yes\`.`,
         );
       }
       if (outcome === "cancelled" || cancelReason) {

@@ -53,6 +53,16 @@ class Histogram {
   }
 }
 
+/** Daemon hub gauges for `/metrics`. */
+export interface DaemonGauges {
+  /** Connected daemons. */
+  connected: number;
+  /** Fenced daemon ids. */
+  fenced: number;
+  /** Jobs running on daemons. */
+  activeJobs: number;
+}
+
 /** Collects the service's metrics. */
 export interface Metrics {
   /** Follows one run's events from its start. */
@@ -62,7 +72,7 @@ export interface Metrics {
   /** Wraps a reaper registry so live agent process groups are counted. */
   countAgents(registry: ReaperRegistry): ReaperRegistry;
   /** The Prometheus text exposition; `activeRuns` is read at scrape time. */
-  render(activeRuns: number): string;
+  render(activeRuns: number, daemons?: DaemonGauges): string;
 }
 
 function label(value: string): string {
@@ -126,7 +136,7 @@ export function createMetrics(): Metrics {
         },
       };
     },
-    render(activeRuns) {
+    render(activeRuns, daemons) {
       const lines = [
         "# HELP runner_runs_active Runs in progress.",
         "# TYPE runner_runs_active gauge",
@@ -148,6 +158,19 @@ export function createMetrics(): Metrics {
           "Time between consecutive message.delta events of a run.",
         ),
       ];
+      if (daemons) {
+        lines.push(
+          "# HELP runner_daemons_connected Daemons connected to the hub.",
+          "# TYPE runner_daemons_connected gauge",
+          `runner_daemons_connected ${daemons.connected}`,
+          "# HELP runner_daemons_fenced Daemon ids fenced until an operator unfences them.",
+          "# TYPE runner_daemons_fenced gauge",
+          `runner_daemons_fenced ${daemons.fenced}`,
+          "# HELP runner_daemon_jobs_active Jobs running on daemons.",
+          "# TYPE runner_daemon_jobs_active gauge",
+          `runner_daemon_jobs_active ${daemons.activeJobs}`,
+        );
+      }
       return lines.join("\n") + "\n";
     },
   };

@@ -274,6 +274,20 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { "200": json({ type: "object" }), ...errors(401) },
         },
       },
+      "/v1/daemons": {
+        get: {
+          summary: "Connected and fenced daemons with metadata and active jobs",
+          responses: { "200": json({ type: "object" }), ...errors(401) },
+        },
+      },
+      "/v1/daemons/{id}/unfence": {
+        post: {
+          summary:
+            "Lift a daemon fence (only after verifying nothing still runs on that machine)",
+          parameters: [runIdParam],
+          responses: { "200": json({ type: "object" }), ...errors(401, 404) },
+        },
+      },
       "/v1/conversations/{id}": {
         get: {
           summary: "Stored sessions of a conversation",

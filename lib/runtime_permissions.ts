@@ -13,6 +13,5 @@ export const RUNTIME_PERMISSION_FLAGS: readonly string[] = [
   "--allow-net",
   "--allow-env",
   "--allow-run",
-  "--allow-sys=hostname,osRelease,uid",
   "--no-prompt",
 ];

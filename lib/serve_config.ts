@@ -57,6 +57,20 @@ export interface ServeConfig {
   n8n: N8nSettings;
   /** Server-wide run defaults (kebab-case run-config keys). */
   runDefaults: Record<string, unknown>;
+  /** The daemon hub (coding-relay-v1 WebSocket listener). */
+  daemon: DaemonHubSettings;
+}
+
+/** Daemon hub settings of `runner serve`. */
+export interface DaemonHubSettings {
+  /** Whether the hub listens. */
+  enabled: boolean;
+  /** Listen address (default 127.0.0.1). */
+  host: string;
+  /** Listen port (default 8766; 0 = any free port). */
+  port: number;
+  /** The shared secret daemons must send (required off loopback). */
+  token?: string;
 }
 
 /** Help text of `runner serve`. */
@@ -84,6 +98,12 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --n8n-jwt-secret SECRET     HS256 secret for jwt auth
   --n8n-output-key KEY        answer key for stream=false (default response)
   --n8n-wait-seconds N        wait for a busy conversation (default 60)
+  --daemon-enabled            listen for runner daemons (coding-relay-v1)
+  --daemon-host ADDR          daemon hub address (default 127.0.0.1)
+  --daemon-port N             daemon hub port (default 8766)
+  --daemon-token TOKEN        shared secret daemons must send (required off loopback;
+                              make one with runner token)
+  --daemon-token-file FILE    read the daemon token from a file
   --<config-key> VALUE        server-wide run default, e.g. --provider codex,
                               --workspace /srv/work, --env-json '{"K":"v"}'
 `;
@@ -115,6 +135,11 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "n8n-jwt-secret": { kind: "string" },
   "n8n-output-key": { kind: "string", default: "response" },
   "n8n-wait-seconds": { kind: "number", default: 60 },
+  "daemon-enabled": { kind: "bool", default: false },
+  "daemon-host": { kind: "string", default: "127.0.0.1" },
+  "daemon-port": { kind: "number", default: 8766 },
+  "daemon-token": { kind: "string" },
+  "daemon-token-file": { kind: "string" },
 };
 
 function envName(key: string): string {
@@ -283,9 +308,31 @@ export async function loadServeConfig(
       waitSeconds: server["n8n-wait-seconds"] as number,
     },
     runDefaults,
+    daemon: {
+      enabled: server["daemon-enabled"] as boolean,
+      host: server["daemon-host"] as string,
+      port: server["daemon-port"] as number,
+      token: await daemonToken(server),
+    },
   };
   validateServeConfig(config);
   return config;
+}
+
+async function daemonToken(
+  server: Record<string, unknown>,
+): Promise<string | undefined> {
+  const file = server["daemon-token-file"] as string | undefined;
+  if (!file) return (server["daemon-token"] as string | undefined) || undefined;
+  try {
+    return (await Deno.readTextFile(file)).replace(/\r?\n$/, "") || undefined;
+  } catch (error) {
+    throw invalid(
+      `--daemon-token-file ${file}: cannot read the file (${
+        error instanceof Error ? error.message : error
+      }).`,
+    );
+  }
 }
 
 function validateServeConfig(config: ServeConfig): void {
@@ -330,6 +377,7 @@ export function serveSecrets(config: ServeConfig): string[] {
     config.n8n.password,
     config.n8n.headerValue,
     config.n8n.jwtSecret,
+    config.daemon.token,
     ...Object.values(defaults.envJson),
   ].filter((value): value is string => Boolean(value));
 }

@@ -37,11 +37,22 @@ export interface ServerAppOptions {
   secrets?: string[];
   /** Whether the server is shutting down (new runs are refused). */
   isShuttingDown?: () => boolean;
+  /** The daemon hub's view, when `--daemon-enabled`. */
+  daemons?: DaemonsView;
+}
+
+/** What the HTTP API shows of the daemon hub. */
+export interface DaemonsView {
+  /** Connected and fenced daemons. */
+  list(): { daemons: Record<string, unknown>[] };
+  /** Lifts a fence; true when the id was fenced. */
+  unfence(daemonId: string): Promise<boolean>;
 }
 
 /** What every route module gets. */
 export interface ServerContext
-  extends Required<Omit<ServerAppOptions, "secrets">> {
+  extends Required<Omit<ServerAppOptions, "secrets" | "daemons">> {
+  daemons?: DaemonsView;
   /** Values never returned in a response. */
   secrets: string[];
   /** Starts a run (or steers) after the shutdown and concurrency checks. */

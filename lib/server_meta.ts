@@ -7,11 +7,29 @@
 
 import type { Hono } from "hono";
 import { RunnerError } from "./errors.ts";
+import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { listProviders } from "./providers.ts";
 import type { ServerContext } from "./server.ts";
 import { optionalId } from "./server_runs.ts";
 import { RUNNER_VERSION } from "./version.ts";
+
+function daemonGauges(ctx: ServerContext): DaemonGauges | undefined {
+  if (!ctx.daemons) return undefined;
+  const daemons = ctx.daemons.list().daemons;
+  return {
+    connected: daemons.filter((d) => d.connected).length,
+    fenced: daemons.filter((d) => d.fenced).length,
+    activeJobs: daemons.reduce(
+      (sum, d) =>
+        sum +
+        (Array.isArray(d.active_jobs)
+          ? d.active_jobs.length
+          : Number(d.active_jobs ?? 0)),
+      0,
+    ),
+  };
+}
 
 /** Adds the meta routes. */
 export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
@@ -32,14 +50,35 @@ export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
   app.get(
     "/metrics",
     (c) =>
-      c.body(ctx.metrics.render(manager.active().length), 200, {
-        "content-type": "text/plain; version=0.0.4; charset=utf-8",
-      }),
+      c.body(
+        ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
+        200,
+        {
+          "content-type": "text/plain; version=0.0.4; charset=utf-8",
+        },
+      ),
   );
 
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
   app.get("/v1/providers", (c) => c.json(listProviders()));
+
+  app.get("/v1/daemons", (c) => c.json(ctx.daemons?.list() ?? { daemons: [] }));
+
+  app.post("/v1/daemons/:id/unfence", async (c) => {
+    const daemonId = c.req.param("id");
+    if (!ctx.daemons) {
+      throw new RunnerError(
+        "http.not_found",
+        "The daemon hub is not enabled; start runner serve with --daemon-enabled.",
+      );
+    }
+    ctx.log({ msg: "daemon unfenced by operator", daemon_id: daemonId });
+    return c.json({
+      daemon_id: daemonId,
+      was_fenced: await ctx.daemons.unfence(daemonId),
+    });
+  });
 
   app.get("/v1/conversations/:id", (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;

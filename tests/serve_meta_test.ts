@@ -28,6 +28,8 @@ const EXPECTED: Array<[string, string]> = [
   ["/v1/conversations/{id}", "get"],
   ["/v1/conversations/{id}", "delete"],
   ["/v1/webhooks/n8n", "post"],
+  ["/v1/daemons", "get"],
+  ["/v1/daemons/{id}/unfence", "post"],
 ];
 
 type Doc = {

@@ -1,0 +1,117 @@
+/**
+ * `deno task bench`: the runner's overhead, as ratios against a baseline
+ * measured in the same run on the same machine (no absolute thresholds).
+ *
+ * - startup+turn: spawn the fixture agent, initialize, session/new, one
+ *   prompt — with the bare SDK client (baseline) vs the run engine.
+ * - streaming: 5 000 chunks through the bare SDK client vs through the engine's
+ *   event pipeline (events numbered and delivered to a sink).
+ *
+ * @module
+ */
+
+import * as acp from "@agentclientprotocol/sdk";
+import { fileURLToPath } from "node:url";
+import { prepareAgentLaunch } from "../lib/agent_launch.ts";
+import { parseRunConfig } from "../lib/config.ts";
+import { launchLocal } from "../lib/locations.ts";
+import { startRun } from "../lib/run.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const FIXTURE = [
+  Deno.execPath(),
+  "run",
+  "-A",
+  "--config",
+  `${ROOT}deno.json`,
+  `${ROOT}tests/fixtures/agent.ts`,
+];
+const ROUNDS = 7;
+
+async function bareSdk(flags: string[]): Promise<number> {
+  const started = performance.now();
+  const child = new Deno.Command(FIXTURE[0], {
+    args: [...FIXTURE.slice(1), ...flags],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  let chunks = 0;
+  const connection = acp.client({ name: "bench" })
+    .onNotification(acp.methods.client.session.update, () => {
+      chunks++;
+    })
+    .connect(acp.ndJsonStream(child.stdin, child.stdout));
+  await connection.agent.request(acp.methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: {},
+  });
+  const session = await connection.agent.request(
+    acp.methods.agent.session.new,
+    { cwd: "/tmp", mcpServers: [] },
+  );
+  await connection.agent.request(acp.methods.agent.session.prompt, {
+    sessionId: session.sessionId,
+    prompt: [{ type: "text", text: "bench" }],
+  });
+  const elapsed = performance.now() - started;
+  connection.close();
+  child.kill("SIGTERM");
+  await child.status;
+  return chunks >= 0 ? elapsed : elapsed;
+}
+
+async function engine(flags: string[]): Promise<number> {
+  const started = performance.now();
+  const config = parseRunConfig({
+    provider: "custom",
+    "acp-command": [...FIXTURE, ...flags].join(" "),
+    workspace: "/tmp",
+    "langbot-assets-enabled": false,
+    "late-update-ms": 1,
+  });
+  const launch = prepareAgentLaunch(config);
+  let events = 0;
+  const handle = startRun({
+    runId: crypto.randomUUID(),
+    input: { text: "bench" },
+    config,
+    sessionCwd: "/tmp",
+    launch: () => launchLocal({ launch }),
+    emit: () => events++,
+  });
+  const result = await handle.done;
+  if (result.status !== "completed") {
+    throw new Error(`bench run failed: ${result.code}`);
+  }
+  return performance.now() - started;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+async function compare(name: string, flags: string[]) {
+  const base: number[] = [];
+  const ours: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    base.push(await bareSdk(flags));
+    ours.push(await engine(flags));
+  }
+  const b = median(base);
+  const o = median(ours);
+  console.log(
+    `${name.padEnd(16)} baseline ${b.toFixed(1)} ms  runner ${
+      o.toFixed(1)
+    } ms  ratio ${(o / b).toFixed(2)}x`,
+  );
+}
+
+await compare("startup+turn", ["--text", "hello"]);
+await compare("streaming 5000", [
+  "--text",
+  "x".repeat(20000),
+  "--chunks",
+  "5000",
+]);

@@ -1,0 +1,216 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../lib/events.ts";
+import { fixtureCommand, isAlive, spawnCli, tempDir } from "./helpers.ts";
+import {
+  postJson,
+  sseEvents,
+  startServe,
+  terminals,
+} from "./serve_test_helpers.ts";
+
+const DAEMON_TOKEN = "serve-daemon-test-Zp4Qr8Wm2Kx6Ty1Bn5Vc9Hd3";
+
+function daemonProcess(url: string, daemonId: string, tokenFile: string) {
+  const child = spawnCli([
+    "daemon",
+    "--url",
+    url,
+    "--daemon-id",
+    daemonId,
+    "--token-file",
+    tokenFile,
+    "--data-dir",
+    tempDir(),
+  ]);
+  let text = "";
+  const ready = Promise.withResolvers<void>();
+  const drained = (async () => {
+    for await (
+      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
+    }
+    ready.reject(new Error(`daemon exited: ${text}`));
+  })();
+  const connected = ready.promise;
+  return {
+    connected,
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already exited */ }
+      await child.status;
+      await child.stdout.cancel();
+      await connected.catch(() => {});
+      await drained;
+    },
+  };
+}
+
+Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stream, assets over MCP, cancel, /v1/daemons, /metrics", async () => {
+  const dataDir = tempDir();
+  const serve = await startServe({
+    dataDir,
+    args: [
+      "--allow-custom-commands",
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hubLine = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const tokenFile = join(tempDir(), "token");
+  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
+  const daemon = daemonProcess(String(hubLine.url), "laptop-1", tokenFile);
+  try {
+    await daemon.connected;
+    const listed = await (await fetch(`${serve.url}/v1/daemons`)).json();
+    assert.equal(listed.daemons[0].daemon_id, "laptop-1");
+    assert.equal(listed.daemons[0].connected, true);
+
+    const record = join(tempDir(), "record.jsonl");
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      conversation_id: "d-conv",
+      input: { text: "through the daemon" },
+      config: {
+        provider: "custom",
+        location: "daemon",
+        "daemon-id": "laptop-1",
+        workspace: tempDir(),
+        "acp-command": fixtureCommand(
+          "--chunks",
+          "3",
+          "--mcp-http",
+          "--mcp-call",
+          "--mcp-tool",
+          "langbot_get_current_event",
+          "--record",
+          record,
+        ),
+      },
+    });
+    const events: RunEvent[] = await sseEvents(response);
+    assert.equal(terminals(events).length, 1);
+    assert.equal(
+      events.at(-1)?.type,
+      "run.completed",
+      JSON.stringify(events.at(-1)),
+    );
+    const message =
+      (events.at(-1)!.data.message as { content: string }).content;
+    assert.match(message, /^echo: through the daemon \(turn 1\)\nmcp: 6 tools/);
+    const sequences = events.map((e) => e.sequence);
+    assert.deepEqual(sequences, sequences.map((_, i) => i + 1));
+    const mcp = Deno.readTextFileSync(record).split("\n").filter(Boolean).map((
+      l,
+    ) => JSON.parse(l))
+      .filter((l) => l.event === "mcp" && l.method === "tools/call");
+    const called = JSON.stringify(mcp[0].body);
+    assert.ok(
+      called.includes("through the daemon"),
+      `the current event comes from the run: ${called}`,
+    );
+    const conversation =
+      await (await fetch(`${serve.url}/v1/conversations/d-conv`)).json();
+    assert.ok(
+      JSON.stringify(conversation).includes(String(
+        events.find((e) => e.type === "state.updated")?.data.value,
+      )),
+    );
+
+    const pidFile = join(tempDir(), "pids.json");
+    const held = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "hold" },
+      config: {
+        provider: "custom",
+        location: "daemon",
+        "daemon-id": "laptop-1",
+        workspace: tempDir(),
+        "acp-command": fixtureCommand(
+          "--stall-prompt",
+          "--grandchild",
+          "--pid-file",
+          pidFile,
+        ),
+      },
+    });
+    const reader = held.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes("message.delta")) {
+      text += (await reader.read()).value ?? "";
+    }
+    const runId = text.match(/"run_id":"([^"]+)"/)![1];
+    const cancelled = await fetch(`${serve.url}/v1/runs/${runId}/cancel`, {
+      method: "POST",
+    });
+    assert.equal(cancelled.status < 300, true);
+    await cancelled.body?.cancel();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    assert.equal(text.match(/event: run\.(failed|completed)/g)?.length, 1);
+    assert.match(text, /run\.cancelled|daemon_cancelled/);
+    const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+    for (
+      const pid of [
+        pids.agent_pid,
+        pids.grandchild_pid,
+        pids.grandchild_child_pid,
+      ]
+    ) {
+      assert.equal(
+        isAlive(pid),
+        false,
+        `daemon agent pid ${pid} survived cancel`,
+      );
+    }
+    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    assert.match(metrics, /runner_daemons_connected 1/);
+    assert.match(metrics, /runner_daemons_fenced 0/);
+    assert.ok(
+      !serve.logs().includes(DAEMON_TOKEN),
+      "daemon token in serve logs",
+    );
+  } finally {
+    await daemon.stop();
+    await serve.stop();
+  }
+});
+
+Deno.test("runner serve refuses a weak daemon token off loopback", async () => {
+  const result = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "main.ts",
+      "serve",
+      "--port",
+      "0",
+      "--data-dir",
+      tempDir(),
+      "--daemon-enabled",
+      "--daemon-host",
+      "0.0.0.0",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      "short",
+      "--api-token",
+      "x".repeat(40),
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(result.code, 2);
+  const stderr = new TextDecoder().decode(result.stderr);
+  assert.match(stderr, /runner token/);
+  assert.ok(!stderr.includes('"short"'));
+});
