@@ -6,6 +6,7 @@
  */
 
 import { join } from "node:path";
+import { createAssetsHook } from "../lib/assets_wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/reaper.ts";
@@ -22,17 +23,27 @@ export interface Harness {
   manager: RunManager;
   store: RunStore;
   dataDir: string;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** Makes a run manager with a real SQLite store in a temp directory. */
 export function harness(dataDir = tempDir()): Harness {
   const store = openStore({ dataDir });
+  const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
+    assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
   });
-  return { manager, store, dataDir, close: () => store.close() };
+  return {
+    manager,
+    store,
+    dataDir,
+    async close() {
+      await assets.close();
+      store.close();
+    },
+  };
 }
 
 /** A run config for the fixture agent with the given flags. */

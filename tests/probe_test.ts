@@ -162,3 +162,38 @@ Deno.test("--version prints the version", async () => {
   assert.equal(version.code, 0);
   assert.match(version.stdout, /^runner \d+\.\d+\.\d+/);
 });
+
+Deno.test("probe of a file that is not executable reports spawn_error (126)", async () => {
+  const path = `${tempDir()}/not-executable`;
+  Deno.writeTextFileSync(path, "#!/bin/sh\necho hi\n");
+  Deno.chmodSync(path, 0o644);
+  const result = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    path,
+    "--json",
+  ]);
+  assert.equal(result.code, 126);
+  const report = JSON.parse(result.stdout);
+  assert.equal(report.outcome, "spawn_error");
+  assert.equal(report.error.code, "acp.spawn_error");
+});
+
+Deno.test("every subcommand answers --help", async () => {
+  for (
+    const command of [
+      "serve",
+      "daemon",
+      "daemons",
+      "probe",
+      "run",
+      "providers",
+      "token",
+    ]
+  ) {
+    const result = await runCli([command, "--help"]);
+    assert.equal(result.code, 0, `${command} --help: ${result.stderr}`);
+    assert.match(result.stdout, /Usage: runner/, command);
+  }
+});

@@ -9,8 +9,17 @@ import {
   spawnCli,
   tempDir,
 } from "./helpers.ts";
+import { openStore } from "../lib/store.ts";
 
 function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
+  return runArgsIn(tempDir(), fixtureFlags, ...extra);
+}
+
+function runArgsIn(
+  dataDir: string,
+  fixtureFlags: string[],
+  ...extra: string[]
+): string[] {
   return [
     "run",
     "custom",
@@ -19,7 +28,7 @@ function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
     "--workspace",
     join(tempDir(), "ws"),
     "--data-dir",
-    tempDir(),
+    dataDir,
     ...extra,
   ];
 }
@@ -151,8 +160,10 @@ Deno.test("a turn without assistant text fails with acp.empty_response", async (
 
 Deno.test("the agent gets only allow-listed env plus env-json; secrets never reach output", async () => {
   const record = join(tempDir(), "record.jsonl");
+  const dataDir = tempDir();
   const result = await runCli(
-    runArgs(
+    runArgsIn(
+      dataDir,
       ["--exit-mid-prompt", "--stderr-mb", "0.01", "--record", record],
       "--env-json",
       JSON.stringify({ FIXTURE_SECRET: "envjson-secret-value-123" }),
@@ -178,6 +189,19 @@ Deno.test("the agent gets only allow-listed env plus env-json; secrets never rea
   for (const secret of ["envjson-secret-value-123", "runner-env-secret-456"]) {
     assert.ok(!result.stdout.includes(secret), "secret in events");
     assert.ok(!result.stderr.includes(secret), "secret in logs");
+  }
+  const store = openStore({ dataDir });
+  try {
+    const [run] = store.listRuns({ limit: 1 });
+    const stored = JSON.stringify([run, store.getEvents(run.runId)]);
+    assert.ok(stored.includes("acp.process_exited"));
+    for (
+      const secret of ["envjson-secret-value-123", "runner-env-secret-456"]
+    ) {
+      assert.ok(!stored.includes(secret), "secret in the stored run");
+    }
+  } finally {
+    store.close();
   }
 });
 
@@ -309,4 +333,114 @@ Deno.test("bad input fails clearly before anything starts", async (t) => {
     assert.equal(result.code, 2);
     assert.match(result.stderr, /provider\.unknown/);
   });
+});
+
+Deno.test("fs capabilities are advertised only when enabled", async () => {
+  const check = async (
+    extra: string[],
+    expected: { readTextFile: boolean; writeTextFile: boolean },
+  ) => {
+    const record = join(tempDir(), "record.jsonl");
+    const result = await runCli(
+      runArgs(["--text", "ok", "--record", record], ...extra, "hi"),
+    );
+    assert.equal(result.code, 0, result.stderr);
+    const init = readRecord(record).find((line) =>
+      line.method === "initialize"
+    )!;
+    assert.deepEqual(
+      (init.params as { clientCapabilities: { fs: unknown } })
+        .clientCapabilities.fs,
+      expected,
+    );
+  };
+  await check([], { readTextFile: false, writeTextFile: false });
+  await check(["--fs-read", "true"], {
+    readTextFile: true,
+    writeTextFile: false,
+  });
+});
+
+Deno.test("all_content rides on deltas only while the message is under 64 KiB; message.completed has it all", async () => {
+  const text = "y".repeat(100 * 1024);
+  const result = await runCli(
+    runArgs(["--text", text, "--chunks", "4"], "--json", "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const chunks = events.filter((e) => e.type === "message.delta").map((e) =>
+    (e.data as { chunk: { all_content?: string } }).chunk
+  );
+  assert.deepEqual(chunks.map((c) => c.all_content !== undefined), [
+    true,
+    true,
+    false,
+    false,
+  ]);
+  const completed = events.find((e) => e.type === "message.completed")!;
+  assert.equal(
+    (completed.data as { message: { content: string } }).message.content,
+    text,
+  );
+});
+
+Deno.test("streaming=false emits only the final message", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--text", "abcdef", "--chunks", "3", "--rich-updates"],
+      "--streaming",
+      "false",
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const types = parseJsonLines(result.stdout).map((e) => e.type);
+  assert.deepEqual(types, [
+    "state.updated",
+    "message.completed",
+    "run.completed",
+  ]);
+});
+
+Deno.test("startup-timeout ends a start-up that takes too long with acp.start_timeout", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--stall-initialize"],
+      "--startup-timeout",
+      "1",
+      "--initialize-timeout",
+      "30",
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal((failed.data as { code: string }).code, "acp.start_timeout");
+});
+
+Deno.test("--attach sends a file to an agent that accepts images", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const image = join(tempDir(), "pic.png");
+  Deno.writeFileSync(
+    image,
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+  );
+  const result = await runCli(
+    runArgs(
+      ["--text", "ok", "--image", "--record", record],
+      "--attach",
+      image,
+      "look",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const prompt = readRecord(record).find((line) =>
+    line.method === "session/prompt"
+  )!;
+  assert.deepEqual((prompt.params as { prompt: unknown[] }).prompt, [
+    { type: "text", text: "look" },
+    { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" },
+  ]);
 });

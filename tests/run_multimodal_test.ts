@@ -47,7 +47,7 @@ async function promptBlocks(capabilityFlags: string[]): Promise<unknown[]> {
     )!;
     return (prompt.params as { prompt: unknown[] }).prompt;
   } finally {
-    h.close();
+    await h.close();
   }
 }
 

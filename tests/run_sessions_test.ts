@@ -149,6 +149,6 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
     assert.equal(stored?.sessionId, state.data.value);
     assert.equal(h.store.getRun(run.runId)?.status, "failed");
   } finally {
-    h.close();
+    await h.close();
   }
 });

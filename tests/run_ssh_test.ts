@@ -86,7 +86,7 @@ Deno.test({
       await second.run.done;
       assert.deepEqual(secondLog.messages(), ["echo: two (turn 2)"]);
     } finally {
-      h.close();
+      await h.close();
       await sshd.close();
     }
   },
@@ -128,7 +128,7 @@ Deno.test({
         assert.equal(isAlive(pid), false, `remote pid ${pid} survived cancel`);
       }
     } finally {
-      h.close();
+      await h.close();
       await sshd.close();
     }
   },
@@ -164,7 +164,58 @@ Deno.test({
         /Connection refused|connect to host/,
       );
     } finally {
-      h.close();
+      await h.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "remote-ssh: LangBot assets reach the remote agent through an ssh -R tunnel",
+  ignore: !SSHD_PATH,
+  async fn() {
+    const sshd = await startSshd();
+    const h = harness();
+    try {
+      const record = join(tempDir(), "record.jsonl");
+      const config = sshConfig(sshd, [
+        "--text",
+        "ok",
+        "--mcp-http",
+        "--mcp-call",
+        "--mcp-tool",
+        "langbot_get_current_event",
+        "--record",
+        record,
+      ]);
+      const { run } = h.manager.start({
+        input: { text: "event over ssh" },
+        config,
+      });
+      const log = new EventLog(run);
+      const result = await run.done;
+      assert.equal(
+        result.status,
+        "completed",
+        JSON.stringify(log.events.at(-1)),
+      );
+      const lines = readRecord(record);
+      const session = lines.find((line) => line.method === "session/new")!;
+      const servers =
+        (session.params as { mcpServers: Array<{ name: string; url: string }> })
+          .mcpServers;
+      const assets = servers.find((server) =>
+        server.name === "langbot_assets"
+      )!;
+      assert.match(assets.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      const call = lines.find((line) =>
+        line.event === "mcp" && line.method === "tools/call"
+      )!;
+      assert.equal(call.status, 200);
+      assert.ok(JSON.stringify(call.body).includes("event over ssh"));
+    } finally {
+      await h.close();
+      await sshd.close();
     }
   },
 });

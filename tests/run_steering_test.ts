@@ -56,7 +56,7 @@ Deno.test("three follow-ups during a run become four turns on one session with o
     assert.equal(prompts.length, 4);
     assert.equal(sessions.size, 1);
   } finally {
-    h.close();
+    await h.close();
   }
 });
 
@@ -108,7 +108,7 @@ Deno.test("a follow-up arriving after the queue closed starts a new run and is n
     );
     assert.equal(log.ofType("run.completed").length, 1);
   } finally {
-    h.close();
+    await h.close();
   }
 });
 
@@ -149,7 +149,7 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
     await first.run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
   } finally {
-    h.close();
+    await h.close();
   }
 });
 
@@ -190,7 +190,7 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
     }
     assert.equal(h.store.getRun(run.runId)?.status, "cancelled");
   } finally {
-    h.close();
+    await h.close();
   }
 });
 
@@ -209,7 +209,7 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
       readRecord(record).some((line) => line.method === "session/cancel"),
     );
   } finally {
-    h.close();
+    await h.close();
   }
 });
 
@@ -225,7 +225,7 @@ Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
     await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.timeout");
   } finally {
-    h.close();
+    await h.close();
   }
 });
 
@@ -266,7 +266,7 @@ Deno.test("permission-decision picks the wanted option, or the nearest of its fa
         assert.equal(decided.data.option_id, expected);
         assert.equal(decided.data.exact, wanted === expected);
       } finally {
-        h.close();
+        await h.close();
       }
     });
   }
