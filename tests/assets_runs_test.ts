@@ -279,7 +279,7 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
         assert(result.content[0].text.startsWith("assets.forbidden: "));
       },
     );
-    await await h.close();
+    await h.close();
   };
 }
 
@@ -324,7 +324,7 @@ Deno.test("after an ephemeral run ends its bridge no longer answers its token", 
   assert(new URL(entry.url!).hostname === "127.0.0.1");
   const status = await postWithToken(entry);
   assert(status === 401 || status === "refused", `answered ${status}`);
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("gateway runs share one gateway; a run's token is revoked when it ends", async () => {
@@ -342,7 +342,7 @@ Deno.test("gateway runs share one gateway; a run's token is revoked when it ends
   assert(a.headers![0].value !== b.headers![0].value, "tokens must differ");
   assertEquals(await postWithToken(a), 401);
   assertEquals(await postWithToken(b), 401);
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("upstream mode forwards the call with the upstream headers the agent never sees", async () => {
@@ -381,7 +381,7 @@ Deno.test("upstream mode forwards the call with the upstream headers the agent n
   assert(!JSON.stringify(sessionServers(run.record)).includes(secret));
   assert(!firstPromptText(run.record).includes(secret));
   assert(!JSON.stringify(run.log.events).includes(secret));
-  await await h.close();
+  await h.close();
   await upstream.close();
 });
 
@@ -410,7 +410,7 @@ Deno.test("callback mode posts the signed call to the callback URL", async () =>
   assertEquals(body.tool, "langbot_retrieve_knowledge");
   assertEquals(body.arguments.kb_id, "kb-1");
   assert(!JSON.stringify(sessionServers(run.record)).includes(secret));
-  await await h.close();
+  await h.close();
   await callback.close();
 });
 
@@ -425,7 +425,7 @@ Deno.test("the asset secrets of a request are redacted from the run's events", a
   const stored = JSON.stringify(h.store.getEvents(run.runId));
   assert(stored.includes("[REDACTED]"));
   assert(!stored.includes(secret));
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("without an asset source the event and the listing still answer", async () => {
@@ -459,7 +459,7 @@ Deno.test("without an asset source the event and the listing still answer", asyn
   const failed = toolResult(retrieve.record);
   assertEquals(failed.isError, true);
   assert(failed.content[0].text.startsWith("assets.no_source: "));
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("langbot-assets-enabled=false injects no langbot server but keeps mcp-servers-json", async () => {
@@ -473,7 +473,7 @@ Deno.test("langbot-assets-enabled=false injects no langbot server but keeps mcp-
   });
   assertEquals(run.result.status, "completed");
   assertEquals(sessionServers(run.record), [{ ...user, env: [] }]);
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("mcp-servers-json adds the user's server next to langbot_assets", async () => {
@@ -496,7 +496,7 @@ Deno.test("mcp-servers-json adds the user's server next to langbot_assets", asyn
   ]);
   assertEquals(mcpAnswer(run.record, "mine", "tools/list").status, 200);
   assertEquals(userServer.requests[0].headers.get("x-k"), "v");
-  await await h.close();
+  await h.close();
   await userServer.close();
 });
 
@@ -514,7 +514,7 @@ Deno.test("an http server in mcp-servers-json fails the run when the agent lacks
   assert(String(failed.data.error).includes("mcpCapabilities.http"));
   assert(run.record.some((line) => line.method === "initialize"));
   assert(!run.record.some((line) => line.method === "session/new"));
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("append-run-scope-prompt puts the run-scope note, never the token, in the first prompt", async () => {
@@ -534,7 +534,7 @@ Deno.test("append-run-scope-prompt puts the run-scope note, never the token, in 
   assert(!prompt.includes(token), "the token leaked into the prompt");
   const plain = await runFixture(h, { text: "plain" });
   assertEquals(firstPromptText(plain.record), "plain");
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("a bad assets field is refused before the run starts", async () => {
@@ -573,7 +573,7 @@ Deno.test("a bad assets field is refused before the run starts", async () => {
   }
   assert(!bad.message.includes("hidden-value-1"));
   assertEquals(h.store.listRuns({ limit: 10 }).length, 0);
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("backendForRun answers for an active run and forgets it when the run ends", async () => {
@@ -600,7 +600,7 @@ Deno.test("backendForRun answers for an active run and forgets it when the run e
   await gate.release();
   assertEquals((await started.run.done).status, "completed");
   assertEquals(h.hook.backendForRun(runId), undefined);
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("attachRun gives a daemon run its backend and run-scope note", async () => {
@@ -624,7 +624,7 @@ Deno.test("attachRun gives a daemon run its backend and run-scope note", async (
   assertEquals(reply.result.structuredContent?.run_id, "daemon-run");
   attached.release();
   assertEquals(h.hook.backendForRun("daemon-run"), undefined);
-  await await h.close();
+  await h.close();
 });
 
 Deno.test("gateway settings: the public URL goes to the agent; a taken port fails with assets.listen_failed", async () => {
@@ -659,5 +659,5 @@ Deno.test("gateway settings: the public URL goes to the agent; a taken port fail
     request: request({ "langbot-assets-gateway-public-url": "assets" }),
   }).then(() => undefined, (error) => error);
   assertEquals(badUrl?.code, "config.invalid");
-  await await h.close();
+  await h.close();
 });

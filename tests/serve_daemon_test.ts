@@ -214,3 +214,125 @@ Deno.test("runner serve refuses a weak daemon token off loopback", async () => {
   assert.match(stderr, /runner token/);
   assert.ok(!stderr.includes('"short"'));
 });
+
+Deno.test("through runner daemon the agent calls each of the six asset tools end to end", async () => {
+  const { sampleSpec } = await import("./assets_test_helpers.ts");
+  const spec = sampleSpec("daemon");
+  const assets = {
+    event: spec.event,
+    grant: {
+      history: spec.grant.history,
+      knowledge_bases: spec.grant.knowledgeBases,
+      tools: spec.grant.tools,
+    },
+    inline: (spec.source as { inline: unknown }).inline,
+  };
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hubLine = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const tokenFile = join(tempDir(), "token");
+  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
+  const daemon = daemonProcess(String(hubLine.url), "tools-1", tokenFile);
+  try {
+    await daemon.connected;
+    const calls: Array<
+      [
+        string,
+        Record<string, unknown>,
+        (result: Record<string, unknown>) => void,
+      ]
+    > = [
+      [
+        "langbot_list_assets",
+        {},
+        (r) => assert.ok(JSON.stringify(r).includes("kb-docs")),
+      ],
+      [
+        "langbot_get_current_event",
+        {},
+        (r) => assert.ok(JSON.stringify(r).includes("hello from daemon")),
+      ],
+      [
+        "langbot_history_page",
+        { limit: 2 },
+        (r) =>
+          assert.equal(
+            (r.structuredContent as { items: unknown[] }).items.length,
+            2,
+          ),
+      ],
+      [
+        "langbot_retrieve_knowledge",
+        { kb_id: "kb-docs", query_text: "Deno TypeScript", top_k: 1 },
+        (r) =>
+          assert.ok(
+            JSON.stringify(r).includes("Deno runs TypeScript directly."),
+          ),
+      ],
+      [
+        "langbot_get_tool_detail",
+        { tool_name: "weather" },
+        (r) => assert.ok(JSON.stringify(r).includes("weather")),
+      ],
+      [
+        "langbot_call_tool",
+        { tool_name: "weather", parameters: { city: "Paris" } },
+        (r) =>
+          assert.deepEqual(r.structuredContent, { city: "Paris", celsius: 21 }),
+      ],
+      [
+        "langbot_call_tool",
+        { tool_name: "detail_only" },
+        (r) => assert.equal(r.isError, true),
+      ],
+    ];
+    for (const [tool, args, check] of calls) {
+      const record = join(tempDir(), "record.jsonl");
+      const response = await postJson(`${serve.url}/v1/runs`, {
+        input: { text: `call ${tool}` },
+        assets,
+        config: {
+          provider: "custom",
+          location: "daemon",
+          "daemon-id": "tools-1",
+          workspace: tempDir(),
+          "acp-command": fixtureCommand(
+            "--mcp-http",
+            "--mcp-call",
+            "--mcp-tool",
+            tool,
+            "--mcp-args",
+            `'${JSON.stringify(args)}'`,
+            "--record",
+            record,
+          ),
+        },
+      });
+      const events = await sseEvents(response);
+      assert.equal(
+        events.at(-1)?.type,
+        "run.completed",
+        JSON.stringify(events.at(-1)),
+      );
+      const answer = Deno.readTextFileSync(record).split("\n").filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .find((l) => l.event === "mcp" && l.method === "tools/call");
+      assert.equal(answer.status, 200, tool);
+      check(answer.body.result);
+    }
+  } finally {
+    await daemon.stop();
+    await serve.stop();
+  }
+});
