@@ -8,7 +8,8 @@
  */
 
 import { Hono } from "hono";
-import { type Json, MCP_REQUEST_TIMEOUT_MS, pythonJsonDumps } from "./relay.ts";
+import { type Json, MCP_REQUEST_TIMEOUT_MS } from "./relay.ts";
+import { pythonJsonDumps } from "./relay_json.ts";
 
 /** The proxy's entry for ACP's `mcpServers` list. */
 export interface McpServerEntry {

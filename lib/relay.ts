@@ -9,6 +9,7 @@
 
 import { createHash } from "node:crypto";
 import { RunnerError } from "./errors.ts";
+import { escapedUnitBytes, pythonJsonDumps } from "./relay_json.ts";
 
 /** The protocol string both sides send and check. */
 export const RELAY_PROTOCOL = "coding-relay-v1";
@@ -155,35 +156,6 @@ export function protocolError(
   return new RunnerError("relay.protocol_error", message, {
     detail: { reason },
   });
-}
-
-/**
- * Serializes like Python's `json.dumps(value, ensure_ascii=False)`: separators
- * `", "` and `": "`, non-ASCII raw, insertion key order, `undefined` keys left out.
- */
-export function pythonJsonDumps(value: unknown): string {
-  if (value === null || value === undefined) return "null";
-  switch (typeof value) {
-    case "string":
-      return JSON.stringify(value);
-    case "boolean":
-      return value ? "true" : "false";
-    case "number":
-      return Number.isFinite(value) ? JSON.stringify(value) : "null";
-    case "object": {
-      if (Array.isArray(value)) {
-        return `[${value.map((item) => pythonJsonDumps(item)).join(", ")}]`;
-      }
-      const parts: string[] = [];
-      for (const [key, item] of Object.entries(value)) {
-        if (item === undefined) continue;
-        parts.push(`${JSON.stringify(key)}: ${pythonJsonDumps(item)}`);
-      }
-      return `{${parts.join(", ")}}`;
-    }
-    default:
-      return "null";
-  }
 }
 
 /** Encodes a hub frame exactly as the Python hub does (default separators). */
@@ -363,20 +335,6 @@ export function randomUrlSafe(bytes: number): string {
     /=+$/,
     "",
   );
-}
-
-/** UTF-8 bytes of one UTF-16 unit once JSON-escaped (a surrogate pair counts 2+2). */
-function escapedUnitBytes(code: number): number {
-  if (code === 0x22 || code === 0x5c) return 2;
-  if (code < 0x20) {
-    return code === 8 || code === 9 || code === 10 || code === 12 || code === 13
-      ? 2
-      : 6;
-  }
-  if (code < 0x80) return 1;
-  if (code < 0x800) return 2;
-  if (code >= 0xd800 && code <= 0xdfff) return 2;
-  return 3;
 }
 
 /**

@@ -308,6 +308,8 @@ export function startRun(options: RunEngineOptions): RunHandle {
     let stopReason = "end_turn";
     for (;;) {
       const result = await runTurn(conn, input, followUp);
+      // A cancel that lands in the quiet window after the answer still wins.
+      if (abort.signal.aborted) throw abort.signal.reason;
       stopReason = result.stopReason;
       if (result.text) texts.push(result.text);
       if (stopReason === "cancelled" || stopReason === "refusal") break;

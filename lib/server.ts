@@ -170,6 +170,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
       }
       const outcome = manager.start(request, startOptions);
       if (outcome.kind === "started") {
+        const startedAt = performance.now();
         options.metrics.trackRun(outcome.run.subscribe);
         outcome.run.done.then((result) =>
           log({
@@ -177,6 +178,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
             run_id: outcome.run.runId,
             status: result.status,
             code: result.code,
+            duration_ms: Math.round(performance.now() - startedAt),
           })
         );
       }

@@ -1,11 +1,6 @@
+import assert from "node:assert/strict";
 import { createAssetBackend } from "../lib/assets/mcp_server.ts";
-import {
-  assert,
-  assertEquals,
-  assertMatch,
-  sampleHistory,
-  sampleSpec,
-} from "./assets_test_helpers.ts";
+import { sampleHistory, sampleSpec } from "./assets_test_helpers.ts";
 
 interface Page {
   items: { id: string; attachments?: unknown }[];
@@ -47,7 +42,7 @@ async function page(
   args: Record<string, unknown>,
 ) {
   const result = await call(backend, "langbot_history_page", args);
-  assert(!result.isError, result.content[0].text);
+  assert.ok(!result.isError, result.content[0].text);
   return result.structuredContent as Page;
 }
 
@@ -64,10 +59,10 @@ Deno.test("history: 120 items paged backward return each item exactly once", asy
     sizes.push(result.items.length);
     seen.unshift(...result.items.map((item) => item.id));
     cursor = result.next_cursor;
-    assertEquals(result.has_more, cursor !== null);
+    assert.deepEqual(result.has_more, cursor !== null);
   } while (cursor);
-  assertEquals(sizes, [50, 50, 20]);
-  assertEquals(seen, sampleHistory(120).map((item) => item.id));
+  assert.deepEqual(sizes, [50, 50, 20]);
+  assert.deepEqual(seen, sampleHistory(120).map((item) => item.id));
 });
 
 Deno.test("history: 120 items paged forward return each item exactly once, oldest first", async () => {
@@ -85,26 +80,26 @@ Deno.test("history: 120 items paged forward return each item exactly once, oldes
     cursor = result.next_cursor;
     pages++;
   } while (cursor);
-  assertEquals(pages, 4);
-  assertEquals(seen, sampleHistory(120).map((item) => item.id));
+  assert.equal(pages, 4);
+  assert.deepEqual(seen, sampleHistory(120).map((item) => item.id));
 });
 
 Deno.test("history: cursors turn around, attachments only on request, empty history", async () => {
   const backend = historyBackend(120);
   const newest = await page(backend, { limit: 10 });
-  assertEquals(newest.items.map((item) => item.id)[0], "m110");
-  assertEquals(newest.items.some((item) => "attachments" in item), false);
+  assert.equal(newest.items.map((item) => item.id)[0], "m110");
+  assert.equal(newest.items.some((item) => "attachments" in item), false);
   const older = await page(backend, {
     limit: 10,
     before_cursor: newest.before_cursor,
   });
-  assertEquals(older.items[9].id, "m109");
+  assert.equal(older.items[9].id, "m109");
   const backAgain = await page(backend, {
     direction: "forward",
     limit: 5,
     after_cursor: older.after_cursor,
   });
-  assertEquals(backAgain.items.map((item) => item.id), [
+  assert.deepEqual(backAgain.items.map((item) => item.id), [
     "m110",
     "m111",
     "m112",
@@ -117,24 +112,27 @@ Deno.test("history: cursors turn around, attachments only on request, empty hist
     before_cursor: newest.after_cursor,
   });
   const betweenIds = between.items.map((item) => item.id);
-  assertEquals([betweenIds.length, betweenIds[0], betweenIds.at(-1)], [
+  assert.deepEqual([betweenIds.length, betweenIds[0], betweenIds.at(-1)], [
     18,
     "m101",
     "m118",
   ]);
-  assertEquals(between.has_more, false);
+  assert.equal(between.has_more, false);
   const withFiles = await page(backend, {
     limit: 3,
     include_attachments: true,
   });
-  assertEquals(withFiles.items.map((item) => item.attachments !== undefined), [
-    true,
-    false,
-    false,
-  ]);
+  assert.deepEqual(
+    withFiles.items.map((item) => item.attachments !== undefined),
+    [
+      true,
+      false,
+      false,
+    ],
+  );
 
   const empty = await page(historyBackend(0), {});
-  assertEquals(empty, {
+  assert.deepEqual(empty, {
     conversation_id: "conv-run-h",
     items: [],
     direction: "backward",
@@ -166,7 +164,7 @@ Deno.test("knowledge: term match, filters, top_k and the query alias", async () 
   const results = (byQuery.structuredContent as {
     results: { text: string; score: number }[];
   }).results;
-  assertEquals(results.map((r) => [r.text, r.score]), [["Alpha beta", 1], [
+  assert.deepEqual(results.map((r) => [r.text, r.score]), [["Alpha beta", 1], [
     "alpha gamma",
     0.5,
   ]]);
@@ -176,7 +174,7 @@ Deno.test("knowledge: term match, filters, top_k and the query alias", async () 
     filters: { lang: "de" },
     top_k: 1,
   });
-  assertEquals(
+  assert.deepEqual(
     (filtered.structuredContent as { results: { text: string }[] }).results.map(
       (r) => r.text,
     ),
@@ -186,7 +184,7 @@ Deno.test("knowledge: term match, filters, top_k and the query alias", async () 
     kb_id: "kb-docs",
     query: "检索",
   });
-  assertEquals(
+  assert.equal(
     (chinese.structuredContent as { results: unknown[] }).results.length,
     1,
   );
@@ -194,21 +192,21 @@ Deno.test("knowledge: term match, filters, top_k and the query alias", async () 
 
 Deno.test("backend: JSON-RPC shapes without HTTP", async () => {
   const backend = createAssetBackend(sampleSpec("run-j"));
-  assertEquals(
+  assert.equal(
     await backend.handle({
       jsonrpc: "2.0",
       method: "notifications/initialized",
     }),
     null,
   );
-  assertEquals(
+  assert.equal(
     await backend.handle([{
       jsonrpc: "2.0",
       method: "notifications/cancelled",
     }]),
     null,
   );
-  assertEquals(
+  assert.deepEqual(
     await backend.handle({
       jsonrpc: "2.0",
       id: 1,
@@ -224,7 +222,7 @@ Deno.test("backend: JSON-RPC shapes without HTTP", async () => {
       },
     },
   );
-  assertEquals(
+  assert.deepEqual(
     await backend.handle({ jsonrpc: "2.0", id: {}, method: "ping" }),
     {
       jsonrpc: "2.0",
@@ -247,13 +245,13 @@ Deno.test("backend: JSON-RPC shapes without HTTP", async () => {
   const history = list.result.tools.find((tool) =>
     tool.name === "langbot_history_page"
   )!;
-  assertEquals(history.inputSchema.properties.limit.default, 50);
-  assertEquals(history.inputSchema.properties.direction.default, "backward");
+  assert.equal(history.inputSchema.properties.limit.default, 50);
+  assert.equal(history.inputSchema.properties.direction.default, "backward");
   const gatewayList = await createAssetBackend(sampleSpec("run-j"), {
     gateway: true,
   })
     .handle({ jsonrpc: "2.0", id: 3, method: "tools/list" }) as typeof list;
-  assert(
+  assert.ok(
     gatewayList.result.tools.every((tool) =>
       "run_token" in tool.inputSchema.properties
     ),
@@ -262,5 +260,5 @@ Deno.test("backend: JSON-RPC shapes without HTTP", async () => {
     tool_name: "detail_only",
     parameters: {},
   });
-  assertMatch(missing.content[0].text, /^assets\.forbidden/);
+  assert.match(missing.content[0].text, /^assets\.forbidden/);
 });

@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertMatch } from "./assets_test_helpers.ts";
+import assert from "node:assert/strict";
 import { startEphemeralBridge } from "../lib/assets/bridge.ts";
 import {
   bearer,
@@ -24,8 +24,8 @@ function parsedText(result: ToolResult): unknown {
 Deno.test("ephemeral bridge: initialize, list tools and call all six with inline data", async () => {
   const bridge = await startEphemeralBridge(sampleSpec("run-a"));
   try {
-    assertMatch(bridge.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-    assertEquals(bridge.mcpServer, {
+    assert.match(bridge.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    assert.deepEqual(bridge.mcpServer, {
       type: "http",
       name: "langbot_assets",
       url: bridge.url,
@@ -45,9 +45,9 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
     }, auth);
     const initResult =
       (init.body as { result: Record<string, unknown> }).result;
-    assertEquals(initResult.protocolVersion, "2025-06-18");
-    assert((initResult.capabilities as Record<string, unknown>).tools);
-    assertEquals(
+    assert.equal(initResult.protocolVersion, "2025-06-18");
+    assert.ok((initResult.capabilities as Record<string, unknown>).tools);
+    assert.equal(
       (initResult.serverInfo as { name: string }).name,
       "langbot-assets",
     );
@@ -56,13 +56,13 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
       jsonrpc: "2.0",
       method: "notifications/initialized",
     }, auth);
-    assertEquals(initialized, { status: 202, body: null });
+    assert.deepEqual(initialized, { status: 202, body: null });
     const ping = await postMcp(bridge.url, {
       jsonrpc: "2.0",
       id: "p",
       method: "ping",
     }, auth);
-    assertEquals(ping.body, { jsonrpc: "2.0", id: "p", result: {} });
+    assert.deepEqual(ping.body, { jsonrpc: "2.0", id: "p", result: {} });
 
     const list = await postMcp(bridge.url, {
       jsonrpc: "2.0",
@@ -75,28 +75,28 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
       };
     })
       .result.tools;
-    assertEquals(tools.map((tool) => tool.name), TOOL_NAMES);
+    assert.deepEqual(tools.map((tool) => tool.name), TOOL_NAMES);
     for (const tool of tools) {
-      assertEquals(tool.inputSchema.additionalProperties, false);
-      assert(
+      assert.equal(tool.inputSchema.additionalProperties, false);
+      assert.ok(
         !("run_token" in
           (tool.inputSchema.properties as Record<string, unknown>)),
       );
     }
 
     const assets = await callTool(bridge.url, "langbot_list_assets", {}, auth);
-    assertEquals(parsedText(assets), assets.structuredContent);
+    assert.deepEqual(parsedText(assets), assets.structuredContent);
     const listed = assets.structuredContent!;
-    assertEquals(listed.run_id, "run-a");
-    assertEquals(listed.event, {
+    assert.equal(listed.run_id, "run-a");
+    assert.deepEqual(listed.event, {
       available: true,
       tool_name: "langbot_get_current_event",
     });
-    assertEquals(listed.history, {
+    assert.deepEqual(listed.history, {
       available: true,
       tool_name: "langbot_history_page",
     });
-    assertEquals(listed.knowledge_bases, [
+    assert.deepEqual(listed.knowledge_bases, [
       {
         kb_id: "kb-docs",
         name: "Docs",
@@ -110,7 +110,7 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
         operations: ["list"],
       },
     ]);
-    assertEquals(
+    assert.deepEqual(
       (listed.tools as { tool_name: string }[]).map((t) => t.tool_name),
       [
         "weather",
@@ -118,17 +118,17 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
         "detail_only",
       ],
     );
-    assertEquals(listed.platform_tools, [{
+    assert.deepEqual(listed.platform_tools, [{
       tool_name: "send_message",
       type: "platform",
       description: "Reply in the chat",
       operations: ["detail", "call"],
     }]);
-    assertEquals(listed.mcp_tools, [{
+    assert.deepEqual(listed.mcp_tools, [{
       tool_name: "search_web",
       description: "Web search",
     }]);
-    assertEquals(listed.skills, [{
+    assert.deepEqual(listed.skills, [{
       name: "summarize",
       description: "Summaries",
     }]);
@@ -137,7 +137,7 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
       asset_types: ["platform_tools"],
       include_schemas: true,
     }, auth);
-    assertEquals(Object.keys(onlyPlatform.structuredContent!), [
+    assert.deepEqual(Object.keys(onlyPlatform.structuredContent!), [
       "run_id",
       "asset_types",
       "platform_tools",
@@ -149,7 +149,7 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
       {},
       auth,
     );
-    assertEquals(event.structuredContent, {
+    assert.deepEqual(event.structuredContent, {
       run_id: "run-a",
       conversation_id: "conv-run-a",
       event: { type: "message", text: "hello from run-a" },
@@ -159,18 +159,18 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
       limit: 2,
     }, auth);
     const page = history.structuredContent!;
-    assertEquals((page.items as { id: string }[]).map((item) => item.id), [
+    assert.deepEqual((page.items as { id: string }[]).map((item) => item.id), [
       "m3",
       "m4",
     ]);
-    assertEquals(page.has_more, true);
+    assert.equal(page.has_more, true);
 
     const knowledge = await callTool(bridge.url, "langbot_retrieve_knowledge", {
       kb_id: "kb-docs",
       query_text: "TypeScript types",
       top_k: 2,
     }, auth);
-    assertEquals(knowledge.structuredContent, {
+    assert.deepEqual(knowledge.structuredContent, {
       kb_id: "kb-docs",
       query_text: "TypeScript types",
       top_k: 2,
@@ -191,7 +191,7 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
     const detail = await callTool(bridge.url, "langbot_get_tool_detail", {
       tool_name: "weather",
     }, auth);
-    assertEquals(detail.structuredContent, {
+    assert.deepEqual(detail.structuredContent, {
       tool_name: "weather",
       type: "plugin",
       description: "Weather by city",
@@ -203,7 +203,7 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
       tool_name: "weather",
       parameters: { city: "Paris" },
     }, auth);
-    assertEquals(called, {
+    assert.deepEqual(called, {
       content: [{
         type: "text",
         text: JSON.stringify({ city: "Paris", celsius: 21 }),
@@ -213,7 +213,7 @@ Deno.test("ephemeral bridge: initialize, list tools and call all six with inline
     const wrapped = await callTool(bridge.url, "langbot_call_tool", {
       tool_name: "echo",
     }, auth);
-    assertEquals(wrapped.structuredContent, { result: "plain text" });
+    assert.deepEqual(wrapped.structuredContent, { result: "plain text" });
   } finally {
     await bridge.close();
   }
@@ -286,9 +286,9 @@ Deno.test("ephemeral bridge: outside the grant and bad arguments are error resul
     ];
     for (const [name, args, expected] of refusals) {
       const result = await callTool(bridge.url, name, args, auth);
-      assertEquals(result.isError, true, `${name} ${JSON.stringify(args)}`);
-      assertEquals(result.structuredContent, undefined);
-      assertMatch(result.content[0].text, expected);
+      assert.equal(result.isError, true, `${name} ${JSON.stringify(args)}`);
+      assert.equal(result.structuredContent, undefined);
+      assert.match(result.content[0].text, expected);
     }
   } finally {
     await bridge.close();
@@ -300,34 +300,34 @@ Deno.test("ephemeral bridge: tokens, JSON-RPC errors, batches and a 10 MB body",
   const bridgeB = await startEphemeralBridge(sampleSpec("run-b"));
   try {
     const list = { jsonrpc: "2.0", id: 1, method: "tools/list" };
-    assertEquals(
+    assert.equal(
       (await postMcp(bridgeB.url, list, bearer(bridgeA.token))).status,
       401,
     );
-    assertEquals((await postMcp(bridgeB.url, list)).status, 401);
+    assert.equal((await postMcp(bridgeB.url, list)).status, 401);
     const unauthorized = await postMcp(bridgeB.url, list, {
       authorization: "Bearer nope",
     });
-    assertEquals(unauthorized.status, 401);
-    assertEquals(
+    assert.equal(unauthorized.status, 401);
+    assert.deepEqual(
       (unauthorized.body as { error: { data: unknown } }).error.data,
       {
         code: "assets.unauthorized",
       },
     );
-    assert(!JSON.stringify(unauthorized.body).includes(bridgeB.token));
+    assert.ok(!JSON.stringify(unauthorized.body).includes(bridgeB.token));
     const viaHeader = await postMcp(bridgeB.url, list, {
       "X-LangBot-Assets-Token": bridgeB.token,
     });
-    assertEquals(viaHeader.status, 200);
+    assert.equal(viaHeader.status, 200);
 
     const health = await fetch(bridgeA.url.replace("/mcp", "/healthz"));
-    assertEquals(await health.json(), { ok: true });
+    assert.deepEqual(await health.json(), { ok: true });
 
     const auth = bearer(bridgeA.token);
     const malformed = await postMcp(bridgeA.url, "{not json", auth);
-    assertEquals(malformed.status, 400);
-    assertEquals(
+    assert.equal(malformed.status, 400);
+    assert.equal(
       (malformed.body as { error: { code: number } }).error.code,
       -32700,
     );
@@ -357,13 +357,13 @@ Deno.test("ephemeral bridge: tokens, JSON-RPC errors, batches and a 10 MB body",
         params: { name: "langbot_get_current_event" },
       },
     ], auth);
-    assertEquals(batch.status, 200);
+    assert.equal(batch.status, 200);
     const replies = batch.body as {
       id: unknown;
       result?: unknown;
       error?: { code: number };
     }[];
-    assertEquals(
+    assert.deepEqual(
       replies.map((reply) => [reply.id, reply.error?.code ?? "ok"]),
       [
         [1, "ok"],
@@ -375,7 +375,7 @@ Deno.test("ephemeral bridge: tokens, JSON-RPC errors, batches and a 10 MB body",
         [6, "ok"],
       ],
     );
-    assertEquals((await postMcp(bridgeA.url, [], auth)).body, {
+    assert.deepEqual((await postMcp(bridgeA.url, [], auth)).body, {
       jsonrpc: "2.0",
       id: null,
       error: { code: -32600, message: "Invalid Request: empty batch" },
@@ -388,17 +388,20 @@ Deno.test("ephemeral bridge: tokens, JSON-RPC errors, batches and a 10 MB body",
       params: { pad: "x".repeat(10 * 1024 * 1024) },
     });
     const tooLarge = await postMcp(bridgeA.url, huge, auth);
-    assertEquals(tooLarge.status, 413);
-    assertEquals((tooLarge.body as { error: { data: unknown } }).error.data, {
-      code: "assets.request_too_large",
-    });
+    assert.equal(tooLarge.status, 413);
+    assert.deepEqual(
+      (tooLarge.body as { error: { data: unknown } }).error.data,
+      {
+        code: "assets.request_too_large",
+      },
+    );
 
     const stillServing = await postMcp(bridgeA.url, {
       jsonrpc: "2.0",
       id: 10,
       method: "ping",
     }, auth);
-    assertEquals(stillServing.body, { jsonrpc: "2.0", id: 10, result: {} });
+    assert.deepEqual(stillServing.body, { jsonrpc: "2.0", id: 10, result: {} });
   } finally {
     await bridgeA.close();
     await bridgeB.close();
@@ -408,7 +411,7 @@ Deno.test("ephemeral bridge: tokens, JSON-RPC errors, batches and a 10 MB body",
 Deno.test("ephemeral bridge: closing ends the run's access", async () => {
   const bridge = await startEphemeralBridge(sampleSpec("run-a"));
   const auth = bearer(bridge.token);
-  assertEquals(
+  assert.equal(
     (await postMcp(bridge.url, { jsonrpc: "2.0", id: 1, method: "ping" }, auth))
       .status,
     200,
@@ -420,5 +423,5 @@ Deno.test("ephemeral bridge: closing ends the run's access", async () => {
   } catch {
     refused = true;
   }
-  assert(refused);
+  assert.ok(refused);
 });

@@ -1,13 +1,9 @@
+import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
 import { parseMcpServersJson } from "../lib/assets/mcp_servers_json.ts";
 import { runScopeNote } from "../lib/assets/run_scope.ts";
 import { startAssetGateway } from "../lib/assets/bridge.ts";
-import {
-  assert,
-  assertEquals,
-  assertMatch,
-  sampleSpec,
-} from "./assets_test_helpers.ts";
+import { sampleSpec } from "./assets_test_helpers.ts";
 
 const ALL = { http: true, sse: true };
 
@@ -15,8 +11,8 @@ function refusal(text: string, caps = ALL): RunnerError {
   try {
     parseMcpServersJson(text, caps);
   } catch (error) {
-    assert(error instanceof RunnerError);
-    assertEquals(error.code, "config.invalid");
+    assert.ok(error instanceof RunnerError);
+    assert.equal(error.code, "config.invalid");
     return error;
   }
   throw new Error(`accepted ${text}`);
@@ -28,34 +24,34 @@ Deno.test("runScopeNote names the run and its assets, never a token", async () =
     const spec = sampleSpec("run-42");
     const { token } = gateway.register(spec);
     const note = runScopeNote(spec, "run-42");
-    assert(!note.includes(token));
-    assertMatch(
+    assert.ok(!note.includes(token));
+    assert.match(
       note,
       /Run id run-42 \(for diagnostics only; never pass it to tools\)/,
     );
-    assertMatch(note, /langbot_\* tools of the "langbot_assets" MCP server/);
-    assertMatch(note, /conversation history: langbot_history_page/);
-    assertMatch(
+    assert.match(note, /langbot_\* tools of the "langbot_assets" MCP server/);
+    assert.match(note, /conversation history: langbot_history_page/);
+    assert.match(
       note,
       /knowledge bases \(langbot_retrieve_knowledge\): kb-docs \(Docs\)\n/,
     );
-    assertMatch(
+    assert.match(
       note,
       /tools \(langbot_get_tool_detail, langbot_call_tool\): weather, echo, detail_only/,
     );
-    assertMatch(note, /platform actions \(langbot_call_tool\): send_message/);
-    assertMatch(note, /do not add run_id/);
+    assert.match(note, /platform actions \(langbot_call_tool\): send_message/);
+    assert.match(note, /do not add run_id/);
     const bare = runScopeNote({ runId: "r", grant: {} }, "r");
-    assertMatch(bare, /conversation history: not available in this run/);
-    assertMatch(bare, /knowledge bases \(langbot_retrieve_knowledge\): none/);
+    assert.match(bare, /conversation history: not available in this run/);
+    assert.match(bare, /knowledge bases \(langbot_retrieve_knowledge\): none/);
   } finally {
     await gateway.close();
   }
 });
 
 Deno.test("parseMcpServersJson: array and mcpServers forms become ACP entries", () => {
-  assertEquals(parseMcpServersJson("  ", ALL), []);
-  assertEquals(
+  assert.deepEqual(parseMcpServersJson("  ", ALL), []);
+  assert.deepEqual(
     parseMcpServersJson(
       JSON.stringify([
         {
@@ -97,7 +93,7 @@ Deno.test("parseMcpServersJson: array and mcpServers forms become ACP entries", 
       { type: "sse", name: "old", url: "http://127.0.0.1:9/sse", headers: [] },
     ],
   );
-  assertEquals(
+  assert.deepEqual(
     parseMcpServersJson(
       JSON.stringify({
         mcpServers: {
@@ -115,11 +111,11 @@ Deno.test("parseMcpServersJson: array and mcpServers forms become ACP entries", 
 });
 
 Deno.test("parseMcpServersJson: each bad entry is named in one config.invalid error", () => {
-  assertMatch(
+  assert.match(
     refusal("[nope").message,
     /mcp-servers-json is invalid: it is not valid JSON/,
   );
-  assertMatch(
+  assert.match(
     refusal('{"servers": []}').message,
     /JSON array of servers or \{"mcpServers"/,
   );
@@ -135,7 +131,7 @@ Deno.test("parseMcpServersJson: each bad entry is named in one config.invalid er
     "string",
     { command: "x" },
   ]));
-  assertEquals(error.detail?.problems, [
+  assert.deepEqual(error.detail?.problems, [
     'entry 1 ("a"): command must be a non-empty string',
     'entry 2 ("b"): args must be a list of strings',
     'entry 3 ("c"): env "TOKEN" must have a string value',
@@ -156,12 +152,12 @@ Deno.test("parseMcpServersJson: each bad entry is named in one config.invalid er
     }]),
     { http: false, sse: false },
   );
-  assertMatch(
+  assert.match(
     noHttp.message,
     /does not support http MCP servers \(mcpCapabilities\.http is false\)/,
   );
-  assert(!noHttp.message.includes("secret-value"));
-  assertMatch(
+  assert.ok(!noHttp.message.includes("secret-value"));
+  assert.match(
     refusal(JSON.stringify([{ type: "sse", name: "s", url: "http://h" }]), {
       http: true,
       sse: false,

@@ -1,8 +1,6 @@
+import assert from "node:assert/strict";
 import { startAssetGateway } from "../lib/assets/bridge.ts";
 import {
-  assert,
-  assertEquals,
-  assertMatch,
   bearer,
   callTool,
   postMcp,
@@ -24,9 +22,9 @@ Deno.test("gateway: stable tool list without a token, calls by header or run_tok
         clientInfo: { name: "dify", version: "1" },
       },
     });
-    assertEquals(init.status, 200);
+    assert.equal(init.status, 200);
     const anonymous = await postMcp(gateway.url, LIST);
-    assertEquals(anonymous.status, 200);
+    assert.equal(anonymous.status, 200);
     const tools = (anonymous.body as {
       result: {
         tools: {
@@ -35,20 +33,20 @@ Deno.test("gateway: stable tool list without a token, calls by header or run_tok
         }[];
       };
     }).result.tools;
-    assertEquals(tools.length, 6);
+    assert.equal(tools.length, 6);
     for (const tool of tools) {
-      assertEquals(tool.inputSchema.properties.run_token.type, "string");
+      assert.equal(tool.inputSchema.properties.run_token.type, "string");
     }
 
     const runA = gateway.register(sampleSpec("run-a"));
-    assertEquals(runA.mcpServer, {
+    assert.deepEqual(runA.mcpServer, {
       type: "http",
       name: "langbot_assets",
       url: gateway.url,
       headers: [{ name: "Authorization", value: `Bearer ${runA.token}` }],
     });
     const withToken = await postMcp(gateway.url, LIST, bearer(runA.token));
-    assertEquals(withToken.body, anonymous.body);
+    assert.deepEqual(withToken.body, anonymous.body);
 
     const byHeader = await callTool(
       gateway.url,
@@ -56,13 +54,13 @@ Deno.test("gateway: stable tool list without a token, calls by header or run_tok
       {},
       bearer(runA.token),
     );
-    assertEquals(byHeader.structuredContent!.run_id, "run-a");
+    assert.equal(byHeader.structuredContent!.run_id, "run-a");
     const byArgument = await callTool(
       gateway.url,
       "langbot_get_current_event",
       { run_token: runA.token },
     );
-    assertEquals(byArgument.structuredContent!.run_id, "run-a");
+    assert.equal(byArgument.structuredContent!.run_id, "run-a");
 
     const cases: [string, Record<string, unknown>][] = [
       ["langbot_list_assets", {}],
@@ -79,12 +77,12 @@ Deno.test("gateway: stable tool list without a token, calls by header or run_tok
         ...args,
         run_token: runA.token,
       });
-      assertEquals(
+      assert.equal(
         result.isError,
         undefined,
         `${name}: ${result.content[0].text}`,
       );
-      assertEquals(
+      assert.deepEqual(
         JSON.parse(result.content[0].text),
         result.structuredContent,
       );
@@ -93,8 +91,8 @@ Deno.test("gateway: stable tool list without a token, calls by header or run_tok
       tool_name: "shell",
       run_token: runA.token,
     });
-    assertEquals(outside.isError, true);
-    assertMatch(outside.content[0].text, /^assets\.forbidden/);
+    assert.equal(outside.isError, true);
+    assert.match(outside.content[0].text, /^assets\.forbidden/);
 
     const noToken = await postMcp(gateway.url, {
       jsonrpc: "2.0",
@@ -102,9 +100,9 @@ Deno.test("gateway: stable tool list without a token, calls by header or run_tok
       method: "tools/call",
       params: { name: "langbot_get_current_event", arguments: {} },
     });
-    assertEquals(noToken.status, 401);
+    assert.equal(noToken.status, 401);
     const badHeader = await postMcp(gateway.url, LIST, bearer("not-a-token"));
-    assertEquals(badHeader.status, 401);
+    assert.equal(badHeader.status, 401);
   } finally {
     await gateway.close();
   }
@@ -123,33 +121,33 @@ Deno.test("gateway: run A's token never reaches run B's assets", async () => {
       grant: { history: false },
     });
     const runB = gateway.register(specB);
-    assert(runA.token !== runB.token);
+    assert.ok(runA.token !== runB.token);
 
     const asA = await callTool(gateway.url, "langbot_retrieve_knowledge", {
       kb_id: "kb-secret-b",
       query: "anything",
     }, bearer(runA.token));
-    assertEquals(asA.isError, true);
+    assert.equal(asA.isError, true);
     const historyAsA = await callTool(
       gateway.url,
       "langbot_history_page",
       {},
       bearer(runA.token),
     );
-    assertMatch(historyAsA.content[0].text, /^assets\.forbidden/);
+    assert.match(historyAsA.content[0].text, /^assets\.forbidden/);
     const eventAsA = await callTool(
       gateway.url,
       "langbot_get_current_event",
       {},
       bearer(runA.token),
     );
-    assertEquals(eventAsA.structuredContent!.run_id, "run-a");
+    assert.equal(eventAsA.structuredContent!.run_id, "run-a");
 
     // The run_token argument names the run; a header of another run cannot widen it.
     const mixed = await callTool(gateway.url, "langbot_get_current_event", {
       run_token: runA.token,
     }, bearer(runB.token));
-    assertEquals(mixed.structuredContent!.run_id, "run-a");
+    assert.equal(mixed.structuredContent!.run_id, "run-a");
   } finally {
     await gateway.close();
   }
@@ -176,17 +174,17 @@ Deno.test("gateway: revoked and expired tokens answer 401", async () => {
         },
       }, viaArgument ? {} : bearer(token));
 
-    assertEquals((await call(runA.token, false)).status, 200);
+    assert.equal((await call(runA.token, false)).status, 200);
     runA.revoke();
-    assertEquals((await call(runA.token, false)).status, 401);
-    assertEquals((await call(runA.token, true)).status, 401);
-    assertEquals((await call(runB.token, true)).status, 200);
+    assert.equal((await call(runA.token, false)).status, 401);
+    assert.equal((await call(runA.token, true)).status, 401);
+    assert.equal((await call(runB.token, true)).status, 200);
 
     now += 5_000;
     const expired = await call(runB.token, true);
-    assertEquals(expired.status, 401);
-    assert(!JSON.stringify(expired.body).includes(runB.token));
-    assertEquals((await call(runB.token, false)).status, 401);
+    assert.equal(expired.status, 401);
+    assert.ok(!JSON.stringify(expired.body).includes(runB.token));
+    assert.equal((await call(runB.token, false)).status, 401);
   } finally {
     await gateway.close();
   }
@@ -198,8 +196,8 @@ Deno.test("gateway: a public URL is what runs are given", async () => {
     publicUrl: "https://assets.example.com/mcp",
   });
   try {
-    assertEquals(gateway.url, "https://assets.example.com/mcp");
-    assertEquals(
+    assert.equal(gateway.url, "https://assets.example.com/mcp");
+    assert.equal(
       gateway.register(sampleSpec("run-a")).mcpServer.url,
       "https://assets.example.com/mcp",
     );

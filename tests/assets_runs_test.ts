@@ -3,6 +3,7 @@
  * and the fixture agent, which calls every HTTP MCP server of its session.
  */
 
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { signCallbackBody } from "../lib/assets/sources.ts";
 import type { RunAssetsRequest } from "../lib/assets_request.ts";
@@ -14,8 +15,6 @@ import { createRunManager, type RunManager } from "../lib/run_manager.ts";
 import { quoteWord } from "../lib/shell_words.ts";
 import { openStore, type RunStore } from "../lib/store.ts";
 import {
-  assert,
-  assertEquals,
   type RecordingServer,
   sampleSpec,
   startRecordingServer,
@@ -116,13 +115,13 @@ async function runFixture(
 
 function sessionServers(record: Line[]): ServerEntry[] {
   const line = record.find((entry) => entry.method === "session/new");
-  assert(line, "the agent got no session/new");
+  assert.ok(line, "the agent got no session/new");
   return (line.params as { mcpServers: ServerEntry[] }).mcpServers;
 }
 
 function assetsEntry(record: Line[]): ServerEntry {
   const entry = sessionServers(record).find((s) => s.name === "langbot_assets");
-  assert(entry, "no langbot_assets server in session/new");
+  assert.ok(entry, "no langbot_assets server in session/new");
   return entry;
 }
 
@@ -130,19 +129,19 @@ function mcpAnswer(record: Line[], server: string, method: string): Line {
   const line = record.find((entry) =>
     entry.event === "mcp" && entry.server === server && entry.method === method
   );
-  assert(line, `the agent recorded no ${method} answer from ${server}`);
+  assert.ok(line, `the agent recorded no ${method} answer from ${server}`);
   return line;
 }
 
 function toolResult(record: Line[], server = "langbot_assets"): ToolResult {
   const line = mcpAnswer(record, server, "tools/call");
-  assertEquals(line.status, 200);
+  assert.equal(line.status, 200);
   return (line.body as { result: ToolResult }).result;
 }
 
 function firstPromptText(record: Line[]): string {
   const line = record.find((entry) => entry.method === "session/prompt");
-  assert(line, "the agent got no prompt");
+  assert.ok(line, "the agent got no prompt");
   const prompt = (line.params as { prompt: { type: string; text?: string }[] })
     .prompt;
   return prompt.map((block) => block.text ?? "").join("\n");
@@ -195,11 +194,11 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
     const assets = sampleAssets();
     const call = async (tool: string, args: unknown = {}) => {
       const run = await runFixture(h, { tool, args, config, assets });
-      assertEquals(run.result.status, "completed");
+      assert.equal(run.result.status, "completed");
       const list = mcpAnswer(run.record, "langbot_assets", "tools/list");
       const names = (list.body as { result: { tools: { name: string }[] } })
         .result.tools.map((tool) => tool.name).sort();
-      assertEquals(names, [
+      assert.deepEqual(names, [
         "langbot_call_tool",
         "langbot_get_current_event",
         "langbot_get_tool_detail",
@@ -212,22 +211,22 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
     await t.step("langbot_list_assets", async () => {
       const { run, result } = await call("langbot_list_assets");
       const listed = result.structuredContent!;
-      assertEquals(listed.run_id, run.runId);
-      assertEquals(
+      assert.equal(listed.run_id, run.runId);
+      assert.deepEqual(
         (listed.knowledge_bases as { kb_id: string }[]).map((kb) => kb.kb_id),
         ["kb-docs", "kb-listed"],
       );
-      assertEquals(
+      assert.deepEqual(
         (listed.platform_tools as { tool_name: string }[]).map((t) =>
           t.tool_name
         ),
         ["send_message"],
       );
-      assertEquals(JSON.parse(result.content[0].text), listed);
+      assert.deepEqual(JSON.parse(result.content[0].text), listed);
     });
     await t.step("langbot_get_current_event", async () => {
       const { run, result } = await call("langbot_get_current_event");
-      assertEquals(result.structuredContent, {
+      assert.deepEqual(result.structuredContent, {
         run_id: run.runId,
         conversation_id: `conv-${run.runId}`,
         event: assets.event,
@@ -236,11 +235,11 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
     await t.step("langbot_history_page", async () => {
       const { result } = await call("langbot_history_page", { limit: 2 });
       const page = result.structuredContent!;
-      assertEquals(
+      assert.deepEqual(
         (page.items as { id: string }[]).map((item) => item.id),
         ["m3", "m4"],
       );
-      assertEquals(page.has_more, true);
+      assert.equal(page.has_more, true);
     });
     await t.step("langbot_retrieve_knowledge", async () => {
       const { result } = await call("langbot_retrieve_knowledge", {
@@ -249,8 +248,8 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
         top_k: 1,
       });
       const answer = result.structuredContent!;
-      assertEquals(answer.kb_id, "kb-docs");
-      assertEquals(
+      assert.equal(answer.kb_id, "kb-docs");
+      assert.deepEqual(
         (answer.results as { text: string }[]).map((r) => r.text),
         ["Deno runs TypeScript directly."],
       );
@@ -259,15 +258,21 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
       const { result } = await call("langbot_get_tool_detail", {
         tool_name: "weather",
       });
-      assertEquals(result.structuredContent?.tool_name, "weather");
-      assertEquals(result.structuredContent?.operations, ["detail", "call"]);
+      assert.equal(result.structuredContent?.tool_name, "weather");
+      assert.deepEqual(result.structuredContent?.operations, [
+        "detail",
+        "call",
+      ]);
     });
     await t.step("langbot_call_tool", async () => {
       const { result } = await call("langbot_call_tool", {
         tool_name: "weather",
         parameters: { city: "Paris" },
       });
-      assertEquals(result.structuredContent, { city: "Paris", celsius: 21 });
+      assert.deepEqual(result.structuredContent, {
+        city: "Paris",
+        celsius: 21,
+      });
     });
     await t.step(
       "a tool outside the grant answers an error result",
@@ -275,8 +280,8 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
         const { result } = await call("langbot_call_tool", {
           tool_name: "detail_only",
         });
-        assertEquals(result.isError, true);
-        assert(result.content[0].text.startsWith("assets.forbidden: "));
+        assert.equal(result.isError, true);
+        assert.ok(result.content[0].text.startsWith("assets.forbidden: "));
       },
     );
     await h.close();
@@ -311,7 +316,7 @@ async function postWithToken(entry: ServerEntry): Promise<number | "refused"> {
     await response.body?.cancel();
     return response.status;
   } catch (error) {
-    assert(error instanceof TypeError, String(error));
+    assert.ok(error instanceof TypeError, String(error));
     return "refused";
   }
 }
@@ -319,11 +324,11 @@ async function postWithToken(entry: ServerEntry): Promise<number | "refused"> {
 Deno.test("after an ephemeral run ends its bridge no longer answers its token", async () => {
   const h = assetsHarness();
   const run = await runFixture(h, { tool: "langbot_list_assets" });
-  assertEquals(run.result.status, "completed");
+  assert.equal(run.result.status, "completed");
   const entry = assetsEntry(run.record);
-  assert(new URL(entry.url!).hostname === "127.0.0.1");
+  assert.ok(new URL(entry.url!).hostname === "127.0.0.1");
   const status = await postWithToken(entry);
-  assert(status === 401 || status === "refused", `answered ${status}`);
+  assert.ok(status === 401 || status === "refused", `answered ${status}`);
   await h.close();
 });
 
@@ -332,16 +337,16 @@ Deno.test("gateway runs share one gateway; a run's token is revoked when it ends
   const config = { "langbot-assets-mode": "gateway" };
   const first = await runFixture(h, { tool: "langbot_list_assets", config });
   const second = await runFixture(h, { tool: "langbot_list_assets", config });
-  assertEquals(
+  assert.equal(
     toolResult(second.record).structuredContent?.run_id,
     second.runId,
   );
   const a = assetsEntry(first.record);
   const b = assetsEntry(second.record);
-  assertEquals(a.url, b.url);
-  assert(a.headers![0].value !== b.headers![0].value, "tokens must differ");
-  assertEquals(await postWithToken(a), 401);
-  assertEquals(await postWithToken(b), 401);
+  assert.equal(a.url, b.url);
+  assert.ok(a.headers![0].value !== b.headers![0].value, "tokens must differ");
+  assert.equal(await postWithToken(a), 401);
+  assert.equal(await postWithToken(b), 401);
   await h.close();
 });
 
@@ -363,8 +368,8 @@ Deno.test("upstream mode forwards the call with the upstream headers the agent n
       },
     },
   });
-  assertEquals(run.result.status, "completed");
-  assertEquals(toolResult(run.record).structuredContent, {
+  assert.equal(run.result.status, "completed");
+  assert.deepEqual(toolResult(run.record).structuredContent, {
     from: "upstream",
     called: {
       name: "langbot_call_tool",
@@ -374,13 +379,13 @@ Deno.test("upstream mode forwards the call with the upstream headers the agent n
   const forwarded = upstream.requests.filter((r) =>
     JSON.parse(r.body).method === "tools/call"
   );
-  assertEquals(forwarded.length, 1);
-  assertEquals(forwarded[0].headers.get("authorization"), `Bearer ${secret}`);
+  assert.equal(forwarded.length, 1);
+  assert.equal(forwarded[0].headers.get("authorization"), `Bearer ${secret}`);
   const start = run.record.find((line) => line.event === "start")!;
-  assert(!JSON.stringify(start.env).includes(secret), "secret in agent env");
-  assert(!JSON.stringify(sessionServers(run.record)).includes(secret));
-  assert(!firstPromptText(run.record).includes(secret));
-  assert(!JSON.stringify(run.log.events).includes(secret));
+  assert.ok(!JSON.stringify(start.env).includes(secret), "secret in agent env");
+  assert.ok(!JSON.stringify(sessionServers(run.record)).includes(secret));
+  assert.ok(!firstPromptText(run.record).includes(secret));
+  assert.ok(!JSON.stringify(run.log.events).includes(secret));
   await h.close();
   await upstream.close();
 });
@@ -397,19 +402,19 @@ Deno.test("callback mode posts the signed call to the callback URL", async () =>
       callback: { url: `${callback.url}/assets`, secret },
     },
   });
-  assertEquals(run.result.status, "completed");
-  assertEquals(toolResult(run.record).structuredContent, { answer: 42 });
-  assertEquals(callback.requests.length, 1);
+  assert.equal(run.result.status, "completed");
+  assert.deepEqual(toolResult(run.record).structuredContent, { answer: 42 });
+  assert.equal(callback.requests.length, 1);
   const [request] = callback.requests;
-  assertEquals(
+  assert.deepEqual(
     request.headers.get("x-runner-signature"),
     signCallbackBody(secret, request.body),
   );
-  assertEquals(request.headers.get("x-runner-run-id"), run.runId);
+  assert.equal(request.headers.get("x-runner-run-id"), run.runId);
   const body = JSON.parse(request.body);
-  assertEquals(body.tool, "langbot_retrieve_knowledge");
-  assertEquals(body.arguments.kb_id, "kb-1");
-  assert(!JSON.stringify(sessionServers(run.record)).includes(secret));
+  assert.equal(body.tool, "langbot_retrieve_knowledge");
+  assert.equal(body.arguments.kb_id, "kb-1");
+  assert.ok(!JSON.stringify(sessionServers(run.record)).includes(secret));
   await h.close();
   await callback.close();
 });
@@ -421,10 +426,10 @@ Deno.test("the asset secrets of a request are redacted from the run's events", a
     text: `please repeat ${secret}`,
     assets: { callback: { url: "http://127.0.0.1:9/none", secret } },
   });
-  assertEquals(run.result.status, "completed");
+  assert.equal(run.result.status, "completed");
   const stored = JSON.stringify(h.store.getEvents(run.runId));
-  assert(stored.includes("[REDACTED]"));
-  assert(!stored.includes(secret));
+  assert.ok(stored.includes("[REDACTED]"));
+  assert.ok(!stored.includes(secret));
   await h.close();
 });
 
@@ -434,7 +439,7 @@ Deno.test("without an asset source the event and the listing still answer", asyn
     tool: "langbot_get_current_event",
     text: "what is new",
   });
-  assertEquals(toolResult(event.record).structuredContent, {
+  assert.deepEqual(toolResult(event.record).structuredContent, {
     run_id: event.runId,
     conversation_id: `conv-${event.runId}`,
     event: { type: "message", text: "what is new" },
@@ -444,11 +449,11 @@ Deno.test("without an asset source the event and the listing still answer", asyn
     config: { "knowledge-bases": "kb-a" },
   });
   const answer = toolResult(listed.record).structuredContent!;
-  assertEquals(answer.history, {
+  assert.deepEqual(answer.history, {
     available: false,
     tool_name: "langbot_history_page",
   });
-  assertEquals(answer.knowledge_bases, [
+  assert.deepEqual(answer.knowledge_bases, [
     { kb_id: "kb-a", name: "kb-a", type: "", operations: ["retrieve"] },
   ]);
   const retrieve = await runFixture(h, {
@@ -457,8 +462,8 @@ Deno.test("without an asset source the event and the listing still answer", asyn
     config: { "knowledge-bases": "kb-a" },
   });
   const failed = toolResult(retrieve.record);
-  assertEquals(failed.isError, true);
-  assert(failed.content[0].text.startsWith("assets.no_source: "));
+  assert.equal(failed.isError, true);
+  assert.ok(failed.content[0].text.startsWith("assets.no_source: "));
   await h.close();
 });
 
@@ -471,8 +476,8 @@ Deno.test("langbot-assets-enabled=false injects no langbot server but keeps mcp-
       "mcp-servers-json": JSON.stringify([user]),
     },
   });
-  assertEquals(run.result.status, "completed");
-  assertEquals(sessionServers(run.record), [{ ...user, env: [] }]);
+  assert.equal(run.result.status, "completed");
+  assert.deepEqual(sessionServers(run.record), [{ ...user, env: [] }]);
   await h.close();
 });
 
@@ -489,13 +494,13 @@ Deno.test("mcp-servers-json adds the user's server next to langbot_assets", asyn
     },
   });
   const run = await runFixture(h, { config: { "mcp-servers-json": json } });
-  assertEquals(run.result.status, "completed");
-  assertEquals(sessionServers(run.record).map((s) => s.name), [
+  assert.equal(run.result.status, "completed");
+  assert.deepEqual(sessionServers(run.record).map((s) => s.name), [
     "langbot_assets",
     "mine",
   ]);
-  assertEquals(mcpAnswer(run.record, "mine", "tools/list").status, 200);
-  assertEquals(userServer.requests[0].headers.get("x-k"), "v");
+  assert.equal(mcpAnswer(run.record, "mine", "tools/list").status, 200);
+  assert.equal(userServer.requests[0].headers.get("x-k"), "v");
   await h.close();
   await userServer.close();
 });
@@ -509,11 +514,11 @@ Deno.test("an http server in mcp-servers-json fails the run when the agent lacks
     flags: [],
     config: { "mcp-servers-json": json },
   });
-  assertEquals(run.result.code, "config.invalid");
+  assert.equal(run.result.code, "config.invalid");
   const failed = run.log.ofType("run.failed")[0];
-  assert(String(failed.data.error).includes("mcpCapabilities.http"));
-  assert(run.record.some((line) => line.method === "initialize"));
-  assert(!run.record.some((line) => line.method === "session/new"));
+  assert.ok(String(failed.data.error).includes("mcpCapabilities.http"));
+  assert.ok(run.record.some((line) => line.method === "initialize"));
+  assert.ok(!run.record.some((line) => line.method === "session/new"));
   await h.close();
 });
 
@@ -525,15 +530,15 @@ Deno.test("append-run-scope-prompt puts the run-scope note, never the token, in 
     assets: sampleAssets(),
   });
   const prompt = firstPromptText(run.record);
-  assert(prompt.startsWith(`[LangBot run scope] Run id ${run.runId} `));
-  assert(prompt.includes("kb-docs (Docs)"));
-  assert(prompt.endsWith("do the thing"));
+  assert.ok(prompt.startsWith(`[LangBot run scope] Run id ${run.runId} `));
+  assert.ok(prompt.includes("kb-docs (Docs)"));
+  assert.ok(prompt.endsWith("do the thing"));
   const token = assetsEntry(run.record).headers![0].value.slice(
     "Bearer ".length,
   );
-  assert(!prompt.includes(token), "the token leaked into the prompt");
+  assert.ok(!prompt.includes(token), "the token leaked into the prompt");
   const plain = await runFixture(h, { text: "plain" });
-  assertEquals(firstPromptText(plain.record), "plain");
+  assert.equal(firstPromptText(plain.record), "plain");
   await h.close();
 });
 
@@ -547,16 +552,16 @@ Deno.test("a bad assets field is refused before the run starts", async () => {
         assets: assets as RunAssetsRequest,
       });
     } catch (error) {
-      assert(error instanceof RunnerError);
+      assert.ok(error instanceof RunnerError);
       return error;
     }
     throw new Error("the run started");
   };
   const unknown = start({ grant: {}, extra: 1 });
-  assertEquals(unknown.code, "config.invalid");
-  assert(unknown.message.includes("unknown field(s) extra"));
+  assert.equal(unknown.code, "config.invalid");
+  assert.ok(unknown.message.includes("unknown field(s) extra"));
   const two = start({ inline: {}, callback: { url: "http://127.0.0.1:9" } });
-  assert(two.message.includes("at most one source"));
+  assert.ok(two.message.includes("at most one source"));
   const bad = start({
     upstream: { url: "ftp://x", headers: { "bad name": "hidden-value-1" } },
     grant: { tools: [{ tool_name: "" }], history: "yes" },
@@ -569,10 +574,10 @@ Deno.test("a bad assets field is refused before the run starts", async () => {
       "assets.grant.history must be true or false",
     ]
   ) {
-    assert(bad.message.includes(part), `${part} in ${bad.message}`);
+    assert.ok(bad.message.includes(part), `${part} in ${bad.message}`);
   }
-  assert(!bad.message.includes("hidden-value-1"));
-  assertEquals(h.store.listRuns({ limit: 10 }).length, 0);
+  assert.ok(!bad.message.includes("hidden-value-1"));
+  assert.equal(h.store.listRuns({ limit: 10 }).length, 0);
   await h.close();
 });
 
@@ -589,17 +594,17 @@ Deno.test("backendForRun answers for an active run and forgets it when the run e
   const log = new EventLog(started.run);
   await log.waitFor((event) => event.type === "state.updated");
   const backend = h.hook.backendForRun(runId);
-  assert(backend, "no backend for the active run");
+  assert.ok(backend, "no backend for the active run");
   const reply = await backend.handle({
     jsonrpc: "2.0",
     id: 1,
     method: "tools/call",
     params: { name: "langbot_get_current_event", arguments: {} },
   }) as { result: ToolResult };
-  assertEquals(reply.result.structuredContent?.event, { text: "e" });
+  assert.deepEqual(reply.result.structuredContent?.event, { text: "e" });
   await gate.release();
-  assertEquals((await started.run.done).status, "completed");
-  assertEquals(h.hook.backendForRun(runId), undefined);
+  assert.equal((await started.run.done).status, "completed");
+  assert.equal(h.hook.backendForRun(runId), undefined);
   await h.close();
 });
 
@@ -613,7 +618,7 @@ Deno.test("attachRun gives a daemon run its backend and run-scope note", async (
       assets: sampleAssets(),
     },
   });
-  assert(attached.promptPrefix?.includes("Run id daemon-run"));
+  assert.ok(attached.promptPrefix?.includes("Run id daemon-run"));
   const backend = h.hook.backendForRun("daemon-run");
   const reply = await backend!.handle({
     jsonrpc: "2.0",
@@ -621,9 +626,9 @@ Deno.test("attachRun gives a daemon run its backend and run-scope note", async (
     method: "tools/call",
     params: { name: "langbot_list_assets", arguments: {} },
   }) as { result: ToolResult };
-  assertEquals(reply.result.structuredContent?.run_id, "daemon-run");
+  assert.equal(reply.result.structuredContent?.run_id, "daemon-run");
   attached.release();
-  assertEquals(h.hook.backendForRun("daemon-run"), undefined);
+  assert.equal(h.hook.backendForRun("daemon-run"), undefined);
   await h.close();
 });
 
@@ -639,25 +644,25 @@ Deno.test("gateway settings: the public URL goes to the agent; a taken port fail
       "langbot-assets-gateway-public-url": "https://assets.example.com/mcp",
     }),
   });
-  assertEquals(
+  assert.equal(
     (prepared.mcpServers[0] as { url: string }).url,
     "https://assets.example.com/mcp",
   );
-  assertEquals(prepared.secrets?.length, 1);
+  assert.equal(prepared.secrets?.length, 1);
   prepared.release();
   const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const failure = await h.hook.prepare({
     runId: "taken",
     request: request({ "langbot-assets-gateway-port": taken.addr.port }),
   }).then(() => undefined, (error) => error);
-  assert(failure instanceof RunnerError);
-  assertEquals(failure.code, "assets.listen_failed");
-  assertEquals(h.hook.backendForRun("taken"), undefined);
+  assert.ok(failure instanceof RunnerError);
+  assert.equal(failure.code, "assets.listen_failed");
+  assert.equal(h.hook.backendForRun("taken"), undefined);
   taken.close();
   const badUrl = await h.hook.prepare({
     runId: "bad-url",
     request: request({ "langbot-assets-gateway-public-url": "assets" }),
   }).then(() => undefined, (error) => error);
-  assertEquals(badUrl?.code, "config.invalid");
+  assert.equal(badUrl?.code, "config.invalid");
   await h.close();
 });

@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
@@ -6,9 +7,6 @@ import {
   startEphemeralBridge,
 } from "../lib/assets/bridge.ts";
 import {
-  assert,
-  assertEquals,
-  assertMatch,
   bearer,
   callTool,
   sampleSpec,
@@ -99,14 +97,16 @@ Deno.test("upstream source: forwards granted calls with the upstream headers, ne
       tool_name: "weather",
       parameters: { city: "Oslo" },
     }, auth);
-    assertEquals(called.structuredContent, { upstream: "langbot_call_tool" });
+    assert.deepEqual(called.structuredContent, {
+      upstream: "langbot_call_tool",
+    });
     const history = await callTool(bridge.url, "langbot_history_page", {
       limit: 7,
     }, auth);
-    assertEquals(history.structuredContent, {
+    assert.deepEqual(history.structuredContent, {
       upstream: "langbot_history_page",
     });
-    assertEquals(upstream.calls, [
+    assert.deepEqual(upstream.calls, [
       {
         name: "langbot_call_tool",
         arguments: { tool_name: "weather", parameters: { city: "Oslo" } },
@@ -128,14 +128,14 @@ Deno.test("upstream source: forwards granted calls with the upstream headers, ne
       {},
       auth,
     );
-    assertEquals(event.structuredContent!.event, {
+    assert.deepEqual(event.structuredContent!.event, {
       type: "message",
       text: "hello from run-a",
     });
     const listed = await callTool(bridge.url, "langbot_list_assets", {
       include_schemas: true,
     }, auth);
-    assert(!JSON.stringify(listed).includes("upstream-secret"));
+    assert.ok(!JSON.stringify(listed).includes("upstream-secret"));
 
     const outside = [
       await callTool(
@@ -153,15 +153,15 @@ Deno.test("upstream source: forwards granted calls with the upstream headers, ne
       }, auth),
     ];
     for (const result of outside) {
-      assertMatch(result.content[0].text, /^assets\.forbidden/);
+      assert.match(result.content[0].text, /^assets\.forbidden/);
     }
-    assertEquals(upstream.calls.length, 2);
+    assert.equal(upstream.calls.length, 2);
 
     const refused = await callTool(bridge.url, "langbot_call_tool", {
       tool_name: "fail",
     }, auth);
-    assertEquals(refused.isError, true);
-    assertMatch(
+    assert.equal(refused.isError, true);
+    assert.match(
       refused.content[0].text,
       /^assets\.source_failed: .*tool exploded/,
     );
@@ -186,10 +186,10 @@ Deno.test("upstream source: gateway strips run_token; an unreachable upstream is
       query: "deno",
       run_token: run.token,
     });
-    assertEquals(result.structuredContent, {
+    assert.deepEqual(result.structuredContent, {
       upstream: "langbot_retrieve_knowledge",
     });
-    assertEquals(upstream.calls[0].arguments, {
+    assert.deepEqual(upstream.calls[0].arguments, {
       kb_id: "kb-docs",
       query: "deno",
     });
@@ -200,7 +200,7 @@ Deno.test("upstream source: gateway strips run_token; an unreachable upstream is
     const refused = await callTool(gateway.url, "langbot_call_tool", {
       tool_name: "weather",
     }, bearer(wrongHeaders.token));
-    assertMatch(refused.content[0].text, /^assets\.source_failed: .*HTTP 401/);
+    assert.match(refused.content[0].text, /^assets\.source_failed: .*HTTP 401/);
   } finally {
     await gateway.close();
     await upstream.close();
@@ -213,12 +213,12 @@ Deno.test("upstream source: gateway strips run_token; an unreachable upstream is
     const result = await callTool(bridge.url, "langbot_call_tool", {
       tool_name: "weather",
     }, bearer(bridge.token));
-    assertEquals(result.isError, true);
-    assertMatch(
+    assert.equal(result.isError, true);
+    assert.match(
       result.content[0].text,
       /^assets\.source_failed: .*could not connect/,
     );
-    assert(!result.content[0].text.includes(deadUrl));
+    assert.ok(!result.content[0].text.includes(deadUrl));
   } finally {
     await bridge.close();
   }
@@ -258,39 +258,39 @@ Deno.test("callback source: signed body, verified by the receiver; wrong secret 
       tool_name: "send_message",
       parameters: { text: "hi" },
     }, bearer(good.token));
-    assertEquals(result.structuredContent, {
+    assert.deepEqual(result.structuredContent, {
       echoed: { tool_name: "send_message", parameters: { text: "hi" } },
     });
-    assertEquals(JSON.parse(receiver.requests[0].body), {
+    assert.deepEqual(JSON.parse(receiver.requests[0].body), {
       run_id: "run-a",
       tool: "langbot_call_tool",
       arguments: { tool_name: "send_message", parameters: { text: "hi" } },
     });
-    assertEquals(receiver.requests[0].headers.get("x-runner-run-id"), "run-a");
+    assert.equal(receiver.requests[0].headers.get("x-runner-run-id"), "run-a");
     const detail = await callTool(good.url, "langbot_get_tool_detail", {
       tool_name: "weather",
     }, bearer(good.token));
-    assertEquals(detail.structuredContent, { result: "just text" });
+    assert.deepEqual(detail.structuredContent, { result: "just text" });
 
     const forged = await callTool(bad.url, "langbot_call_tool", {
       tool_name: "weather",
     }, bearer(bad.token));
-    assertEquals(forged.isError, true);
-    assertMatch(
+    assert.equal(forged.isError, true);
+    assert.match(
       forged.content[0].text,
       /^assets\.source_failed: .*HTTP 401.*bad signature/,
     );
-    assertEquals(verdicts, [true, true, false]);
+    assert.deepEqual(verdicts, [true, true, false]);
 
     const outside = await callTool(good.url, "langbot_call_tool", {
       tool_name: "not_granted",
     }, bearer(good.token));
-    assertMatch(outside.content[0].text, /^assets\.forbidden/);
+    assert.match(outside.content[0].text, /^assets\.forbidden/);
     const noHistory = await callTool(bad.url, "langbot_history_page", {
       conversation_id: "other",
     }, bearer(bad.token));
-    assertMatch(noHistory.content[0].text, /^assets\.forbidden/);
-    assertEquals(receiver.requests.length, 3);
+    assert.match(noHistory.content[0].text, /^assets\.forbidden/);
+    assert.equal(receiver.requests.length, 3);
   } finally {
     await good.close();
     await bad.close();
@@ -310,11 +310,11 @@ Deno.test("no source: only the event and the listing answer", async () => {
       {},
       auth,
     );
-    assertEquals(event.structuredContent!.run_id, "run-a");
+    assert.equal(event.structuredContent!.run_id, "run-a");
     const listed = await callTool(bridge.url, "langbot_list_assets", {
       asset_types: ["event"],
     }, auth);
-    assertEquals(listed.structuredContent!.event, {
+    assert.deepEqual(listed.structuredContent!.event, {
       available: true,
       tool_name: "langbot_get_current_event",
     });
@@ -327,7 +327,7 @@ Deno.test("no source: only the event and the listing answer", async () => {
       ] as const
     ) {
       const result = await callTool(bridge.url, name, args, auth);
-      assertMatch(
+      assert.match(
         result.content[0].text,
         /^assets\.no_source: There is no asset source for this run/,
       );

@@ -162,9 +162,3 @@ export function startRecordingServer(
     close: () => server.shutdown(),
   };
 }
-
-export {
-  deepStrictEqual as assertEquals,
-  match as assertMatch,
-  ok as assert,
-} from "node:assert/strict";

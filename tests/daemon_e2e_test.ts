@@ -25,7 +25,11 @@ import {
   serveHub,
 } from "../lib/hub.ts";
 import { markerFileName } from "../lib/relay.ts";
-import { createRunManager, type RunManager } from "../lib/run_manager.ts";
+import {
+  createRunManager,
+  type ManagedRun,
+  type RunManager,
+} from "../lib/run_manager.ts";
 import { openStore, type RunStore } from "../lib/store.ts";
 import { EventLog, makeGate } from "./engine_helpers.ts";
 import {
@@ -219,14 +223,57 @@ async function readPids(path: string): Promise<number[]> {
   return [pids.agent_pid, pids.grandchild_pid, pids.grandchild_child_pid];
 }
 
-Deno.test("a location=daemon run streams the agent's text from the daemon's machine", async () => {
-  const hub = new HubHarness(tempDir());
+/**
+ * Runs `body` against a fresh hub and a daemon connected to it as `daemonId`,
+ * then checks the daemon exits 0 on SIGTERM. Returns the stopped daemon.
+ */
+async function withHubAndDaemon(
+  daemonId: string,
+  body: (hub: HubHarness, daemon: DaemonProcess) => Promise<void>,
+  options: { token?: string; assets?: AssetsHook } = {},
+): Promise<DaemonProcess> {
+  const hub = new HubHarness(tempDir(), options);
   const daemon = new DaemonProcess({
     url: hub.url,
-    daemonId: "laptop",
+    daemonId,
     dataDir: tempDir(),
+    token: options.token,
   });
   try {
+    await body(hub, daemon);
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+    await hub.close();
+  }
+  return daemon;
+}
+
+/**
+ * Starts a run whose agent stalls in its prompt after one delta, with a
+ * SIGTERM-ignoring grandchild; resolves once the delta arrived.
+ */
+async function startStalledRun(
+  hub: HubHarness,
+  daemonId: string,
+  options: { text: string; workspace?: string },
+): Promise<{ run: ManagedRun; log: EventLog; pids: number[] }> {
+  const pidFile = join(tempDir(), "pids.json");
+  const { run } = hub.manager.start({
+    input: { text: options.text },
+    config: daemonConfig(daemonId, [
+      "--stall-prompt",
+      "--grandchild",
+      "--pid-file",
+      pidFile,
+    ], options.workspace),
+  });
+  const log = new EventLog(run);
+  await log.waitFor((event) => event.type === "message.delta");
+  return { run, log, pids: await readPids(pidFile) };
+}
+
+Deno.test("a location=daemon run streams the agent's text from the daemon's machine", async () => {
+  await withHubAndDaemon("laptop", async (hub) => {
     const record = join(tempDir(), "record.jsonl");
     const { run } = hub.manager.start({
       input: { text: "hello daemon" },
@@ -246,10 +293,7 @@ Deno.test("a location=daemon run streams the agent's text from the daemon's mach
     const servers = (created?.params as { mcpServers: { name: string }[] })
       .mcpServers;
     assert.deepEqual(servers.map((server) => server.name), ["langbot_agent"]);
-  } finally {
-    assert.equal(await daemon.stop(), 0);
-    await hub.close();
-  }
+  });
 });
 
 Deno.test("the conversation's session survives a daemon restart between runs", async () => {
@@ -294,13 +338,7 @@ Deno.test("the conversation's session survives a daemon restart between runs", a
 });
 
 Deno.test("three follow-ups through the daemon: four turns, one terminal event, increasing sequences", async () => {
-  const hub = new HubHarness(tempDir());
-  const daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "steer",
-    dataDir: tempDir(),
-  });
-  try {
+  await withHubAndDaemon("steer", async (hub) => {
     const gate = await makeGate();
     const config = daemonConfig("steer", [
       "--gate-fifo",
@@ -340,33 +378,14 @@ Deno.test("three follow-ups through the daemon: four turns, one terminal event, 
     ]);
     assertOneTerminalAndIncreasingSequences(log);
     assert.equal(log.events.at(-1)?.type, "run.completed");
-  } finally {
-    assert.equal(await daemon.stop(), 0);
-    await hub.close();
-  }
+  });
 });
 
 Deno.test("cancel: the daemon's agent group is gone before the run ends, with one run.cancelled", async () => {
-  const hub = new HubHarness(tempDir());
-  const daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "cancel-me",
-    dataDir: tempDir(),
-  });
-  try {
-    const pidFile = join(tempDir(), "pids.json");
-    const { run } = hub.manager.start({
-      input: { text: "wait" },
-      config: daemonConfig("cancel-me", [
-        "--stall-prompt",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ]),
+  await withHubAndDaemon("cancel-me", async (hub) => {
+    const { run, log, pids } = await startStalledRun(hub, "cancel-me", {
+      text: "wait",
     });
-    const log = new EventLog(run);
-    await log.waitFor((event) => event.type === "message.delta");
-    const pids = await readPids(pidFile);
     assert.ok(pids.every(isAlive));
     run.handle.cancel();
     const result = await run.done;
@@ -380,10 +399,7 @@ Deno.test("cancel: the daemon's agent group is gone before the run ends, with on
       true,
       false,
     ]);
-  } finally {
-    assert.equal(await daemon.stop(), 0);
-    await hub.close();
-  }
+  });
 });
 
 Deno.test("SIGTERM stops the daemon cleanly: jobs end as runner.shutting_down, no fence, exit 0", async () => {
@@ -394,19 +410,9 @@ Deno.test("SIGTERM stops the daemon cleanly: jobs end as runner.shutting_down, n
     dataDir: tempDir(),
   });
   try {
-    const pidFile = join(tempDir(), "pids.json");
-    const { run } = hub.manager.start({
-      input: { text: "wait" },
-      config: daemonConfig("polite", [
-        "--stall-prompt",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ]),
+    const { run, log, pids } = await startStalledRun(hub, "polite", {
+      text: "wait",
     });
-    const log = new EventLog(run);
-    await log.waitFor((event) => event.type === "message.delta");
-    const pids = await readPids(pidFile);
     assert.equal(await daemon.stop("SIGTERM"), 0);
     assert.deepEqual(pids.filter(isAlive), []);
     const result = await run.done;
@@ -426,7 +432,6 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
   const daemonData = tempDir();
   const stateDir = join(hubData, "relay");
   const workspace = tempDir();
-  const pidFile = join(tempDir(), "pids.json");
   const first = new HubHarness(hubData);
   const crashed = new DaemonProcess({
     url: first.url,
@@ -435,18 +440,12 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
   });
   let pids: number[];
   try {
-    const { run } = first.manager.start({
-      input: { text: "work" },
-      config: daemonConfig("crashy", [
-        "--stall-prompt",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ], workspace),
+    const stalled = await startStalledRun(first, "crashy", {
+      text: "work",
+      workspace,
     });
-    const log = new EventLog(run);
-    await log.waitFor((event) => event.type === "message.delta");
-    pids = await readPids(pidFile);
+    const { run, log } = stalled;
+    pids = stalled.pids;
     assert.notEqual(await crashed.stop("SIGKILL"), 0);
     const result = await run.done;
     assert.equal(result.code, "agent_runtime.daemon_disconnected");
@@ -517,13 +516,7 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
 });
 
 Deno.test("an MCP request from the agent reaches the hub and the placeholder answer comes back", async () => {
-  const hub = new HubHarness(tempDir());
-  const daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "mcp",
-    dataDir: tempDir(),
-  });
-  try {
+  await withHubAndDaemon("mcp", async (hub) => {
     const record = join(tempDir(), "record.jsonl");
     const { run } = hub.manager.start({
       input: { text: "tools?" },
@@ -545,22 +538,11 @@ Deno.test("an MCP request from the agent reaches the hub and the placeholder ans
         }],
       ],
     );
-  } finally {
-    assert.equal(await daemon.stop(), 0);
-    await hub.close();
-  }
+  });
 });
 
 Deno.test("with the assets layer, the agent's MCP calls through the daemon reach the run's assets", async () => {
-  const hub = new HubHarness(tempDir(), {
-    assets: createAssetsHook({ log: () => {} }),
-  });
-  const daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "assets",
-    dataDir: tempDir(),
-  });
-  try {
+  await withHubAndDaemon("assets", async (hub) => {
     const record = join(tempDir(), "record.jsonl");
     const { run } = hub.manager.start({
       input: { text: "what happened?" },
@@ -593,10 +575,7 @@ Deno.test("with the assets layer, the agent's MCP calls through the daemon reach
     });
     const prompt = lines.find((line) => line.method === "session/prompt");
     assert.match(JSON.stringify(prompt?.params), new RegExp(run.runId));
-  } finally {
-    assert.equal(await daemon.stop(), 0);
-    await hub.close();
-  }
+  }, { assets: createAssetsHook({ log: () => {} }) });
 });
 
 Deno.test("startHubListener checks the token, serves daemons, and describeDaemons lists them", async () => {
@@ -633,20 +612,10 @@ Deno.test("startHubListener checks the token, serves daemons, and describeDaemon
 
 Deno.test("the daemon warns about a weak token without ever printing it", async () => {
   const weak = "short-but-secret-42";
-  const hub = new HubHarness(tempDir(), { token: weak });
-  const daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "weak",
-    dataDir: tempDir(),
-    token: weak,
-  });
-  try {
+  const stopped = await withHubAndDaemon("weak", async (_hub, daemon) => {
     await daemon.waitForLog("connected to the hub as weak");
     await daemon.waitForLog("token looks weak");
     assert.match(daemon.stderrText, /runner token/);
-  } finally {
-    assert.equal(await daemon.stop(), 0);
-    await hub.close();
-  }
-  assert.ok(!daemon.stderrText.includes(weak));
+  }, { token: weak });
+  assert.ok(!stopped.stderrText.includes(weak));
 });

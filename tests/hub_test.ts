@@ -4,6 +4,7 @@
  * daemon-side proxy.
  */
 
+import assert from "node:assert/strict";
 import {
   createHub,
   type HubLogEntry,
@@ -20,15 +21,8 @@ import {
   MAX_JOBS,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
-import type { RunnerError } from "../lib/errors.ts";
 
 const TOKEN = "hub-test-token-5c1e9a7b3d";
-
-function assertEqual(actual: unknown, expected: unknown, what: string): void {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new Error(`${what}:\n  expected ${e}\n  actual   ${a}`);
-}
 
 class Daemon {
   readonly ws: WebSocket;
@@ -64,7 +58,7 @@ class Daemon {
   static async connect(url: string, daemonId = "laptop"): Promise<Daemon> {
     const daemon = await Daemon.open(url);
     daemon.send(hello(daemonId));
-    assertEqual((await daemon.next()).type, "daemon.ready", "handshake");
+    assert.equal((await daemon.next()).type, "daemon.ready", "handshake");
     return daemon;
   }
 
@@ -139,12 +133,6 @@ function startJob(
   return { events, result };
 }
 
-function errorOf(promise: Promise<unknown>): Promise<RunnerError> {
-  return promise.then(() => {
-    throw new Error("expected a failure");
-  }, (error) => error);
-}
-
 Deno.test("bad hellos are refused with 1008 and the live connection stays untouched", async () => {
   await withHub(async ({ hub, url, logs }) => {
     const first = await Daemon.connect(url);
@@ -161,25 +149,26 @@ Deno.test("bad hellos are refused with 1008 and the live connection stays untouc
     for (const [frame, reason] of cases) {
       const other = await Daemon.open(url);
       other.send(frame);
-      assertEqual(
+      assert.deepEqual(
         await other.closed,
         { code: 1008, reason },
         `refusal ${reason}`,
       );
     }
     first.send({ type: "daemon.ping" });
-    assertEqual(
+    assert.deepEqual(
       await first.next(),
       { type: "daemon.pong" },
       "first connection still answers",
     );
-    assertEqual(hub.listDaemons().map((d) => [d.daemonId, d.connected]), [[
+    assert.deepEqual(hub.listDaemons().map((d) => [d.daemonId, d.connected]), [[
       "laptop",
       true,
     ]], "still listed");
-    if (JSON.stringify(logs).includes(TOKEN)) {
-      throw new Error("token reached the log");
-    }
+    assert.ok(
+      !JSON.stringify(logs).includes(TOKEN),
+      "token reached the log",
+    );
     await first.close();
   });
 });
@@ -187,7 +176,7 @@ Deno.test("bad hellos are refused with 1008 and the live connection stays untouc
 Deno.test("a socket that never says hello is refused after the hello timeout", async () => {
   await withHub(async ({ url }) => {
     const silent = await Daemon.open(url);
-    assertEqual(await silent.closed, {
+    assert.deepEqual(await silent.closed, {
       code: 1008,
       reason: REFUSAL_REASONS.helloRequired,
     }, "timeout refusal");
@@ -202,9 +191,9 @@ Deno.test("a drop mid-job fails the run, fences the ID across hub restarts, and 
     const daemon = await Daemon.connect(server.url);
     const job = startJob(hub);
     const start = await daemon.next();
-    assertEqual(start.type, "run.start", "run.start sent");
+    assert.equal(start.type, "run.start", "run.start sent");
     const marker = `${stateDir}/${markerFileName("laptop")}`;
-    assertEqual(
+    assert.equal(
       Deno.readTextFileSync(marker),
       "laptop",
       "marker written before run.start",
@@ -215,8 +204,8 @@ Deno.test("a drop mid-job fails the run, fences the ID across hub restarts, and 
       event: { type: "message.delta", data: { chunk: { content: "hi" } } },
     });
     await daemon.close();
-    assertEqual((await job.result).outcome, "disconnected", "outcome");
-    assertEqual(
+    assert.equal((await job.result).outcome, "disconnected", "outcome");
+    assert.deepEqual(
       job.events.map((e) => [e.run_id, e.type, e.data.code, e.data.retryable]),
       [
         ["run-1", "message.delta", undefined, undefined],
@@ -224,14 +213,14 @@ Deno.test("a drop mid-job fails the run, fences the ID across hub restarts, and 
       ],
       "events",
     );
-    assertEqual(
-      (await errorOf(startJob(hub).result)).code,
-      "agent_runtime.daemon_fenced",
+    await assert.rejects(
+      startJob(hub).result,
+      { code: "agent_runtime.daemon_fenced" },
       "later run fenced",
     );
     const again = await Daemon.open(server.url);
     again.send(hello("laptop"));
-    assertEqual(await again.closed, {
+    assert.deepEqual(await again.closed, {
       code: 1008,
       reason: REFUSAL_REASONS.connectedOrFenced,
     }, "reconnect refused");
@@ -241,18 +230,18 @@ Deno.test("a drop mid-job fails the run, fences the ID across hub restarts, and 
     const restarted = createHub({ token: TOKEN, stateDir });
     const server2 = serveHub({ hub: restarted });
     try {
-      assertEqual(
+      assert.deepEqual(
         restarted.listDaemons().map((d) => [d.daemonId, d.fenced, d.connected]),
         [["laptop", true, false]],
         "fence reloaded",
       );
       const refused = await Daemon.open(server2.url);
       refused.send(hello("laptop"));
-      assertEqual((await refused.closed).code, 1008, "restarted hub refuses");
-      assertEqual(await restarted.unfence("laptop"), true, "unfenced");
-      assertEqual([...Deno.readDirSync(stateDir)].length, 0, "marker removed");
+      assert.equal((await refused.closed).code, 1008, "restarted hub refuses");
+      assert.equal(await restarted.unfence("laptop"), true, "unfenced");
+      assert.equal([...Deno.readDirSync(stateDir)].length, 0, "marker removed");
       const back = await Daemon.connect(server2.url);
-      assertEqual(
+      assert.deepEqual(
         restarted.listDaemons().map((d) => [d.daemonId, d.fenced, d.connected]),
         [["laptop", false, true]],
         "back online",
@@ -274,7 +263,7 @@ Deno.test("cancel: acknowledged cancels clear the marker, unacknowledged ones fe
     const job = startJob(hub, { signal: controller.signal });
     const start = await daemon.next();
     controller.abort();
-    assertEqual(await daemon.next(), {
+    assert.deepEqual(await daemon.next(), {
       type: "run.cancel",
       job_id: start.job_id,
     }, "run.cancel sent");
@@ -287,9 +276,9 @@ Deno.test("cancel: acknowledged cancels clear the marker, unacknowledged ones fe
       },
     });
     daemon.send({ type: "run.finished", job_id: start.job_id });
-    assertEqual((await job.result).outcome, "cancelled", "acknowledged");
-    assertEqual(job.events, [], "events after run.cancel are dropped");
-    assertEqual([...Deno.readDirSync(stateDir)].length, 0, "marker removed");
+    assert.equal((await job.result).outcome, "cancelled", "acknowledged");
+    assert.deepEqual(job.events, [], "events after run.cancel are dropped");
+    assert.equal([...Deno.readDirSync(stateDir)].length, 0, "marker removed");
     await daemon.close();
   });
   await withHub(async ({ hub, url, stateDir }) => {
@@ -298,14 +287,14 @@ Deno.test("cancel: acknowledged cancels clear the marker, unacknowledged ones fe
     const stuck = startJob(hub, { signal: silent.signal });
     const second = await daemon.next();
     silent.abort();
-    assertEqual((await daemon.next()).type, "run.cancel", "second run.cancel");
-    assertEqual(
+    assert.equal((await daemon.next()).type, "run.cancel", "second run.cancel");
+    assert.equal(
       (await stuck.result).outcome,
       "cancel_timeout",
       "no acknowledgement",
     );
-    assertEqual(hub.listDaemons().map((d) => d.fenced), [true], "fenced");
-    assertEqual([...Deno.readDirSync(stateDir)].map((e) => e.name), [
+    assert.deepEqual(hub.listDaemons().map((d) => d.fenced), [true], "fenced");
+    assert.deepEqual([...Deno.readDirSync(stateDir)].map((e) => e.name), [
       markerFileName("laptop"),
     ], "marker kept");
     daemon.send({ type: "run.finished", job_id: second.job_id }); // too late: ignored
@@ -315,17 +304,15 @@ Deno.test("cancel: acknowledged cancels clear the marker, unacknowledged ones fe
 
 Deno.test("runs wait for the daemon, and fail as offline when it never comes", async () => {
   await withHub(async ({ hub, url }) => {
-    const offline = await errorOf(
+    await assert.rejects(
       startJob(hub, { connectTimeoutMs: 20 }).result,
+      { code: "agent_runtime.daemon_offline", retryable: true },
+      "offline",
     );
-    assertEqual([offline.code, offline.retryable], [
-      "agent_runtime.daemon_offline",
-      true,
-    ], "offline");
     const waiting = startJob(hub);
     const daemon = await Daemon.connect(url);
     const start = await daemon.next();
-    assertEqual([start.type, (start.payload as JsonObject).run_id], [
+    assert.deepEqual([start.type, (start.payload as JsonObject).run_id], [
       "run.start",
       "run-1",
     ], "started once online");
@@ -335,8 +322,8 @@ Deno.test("runs wait for the daemon, and fail as offline when it never comes", a
       event: { type: "run.completed", data: { finish_reason: "stop" } },
     });
     daemon.send({ type: "run.finished", job_id: start.job_id });
-    assertEqual((await waiting.result).outcome, "finished", "finished");
-    assertEqual(waiting.events.map((e) => [e.run_id, e.type]), [[
+    assert.equal((await waiting.result).outcome, "finished", "finished");
+    assert.deepEqual(waiting.events.map((e) => [e.run_id, e.type]), [[
       "run-1",
       "run.completed",
     ]], "events get run_id");
@@ -354,10 +341,10 @@ Deno.test(`at most ${MAX_JOBS} jobs run at once`, async () => {
     );
     const ids: unknown[] = [];
     for (let i = 0; i < MAX_JOBS; i++) ids.push((await daemon.next()).job_id);
-    assertEqual(new Set(ids).size, MAX_JOBS, "distinct job ids");
-    assertEqual(
-      (await errorOf(startJob(hub).result)).code,
-      "agent_runtime.daemon_busy",
+    assert.equal(new Set(ids).size, MAX_JOBS, "distinct job ids");
+    await assert.rejects(
+      startJob(hub).result,
+      { code: "agent_runtime.daemon_busy" },
       "busy",
     );
     controller.abort();
@@ -366,7 +353,7 @@ Deno.test(`at most ${MAX_JOBS} jobs run at once`, async () => {
       daemon.send({ type: "run.finished", job_id: cancel.job_id });
     }
     for (const job of jobs) {
-      assertEqual((await job.result).outcome, "cancelled", "cancelled");
+      assert.equal((await job.result).outcome, "cancelled", "cancelled");
     }
     await daemon.close();
   });
@@ -415,12 +402,12 @@ Deno.test("MCP round trip: agent → proxy → daemon → hub handler and back",
         id: 7,
         method: "tools/list",
       });
-      assertEqual(
+      assert.equal(
         answer.headers.get("content-type"),
         "application/json; charset=utf-8",
         "content type",
       );
-      assertEqual(
+      assert.equal(
         await answer.text(),
         handler
           ? '{"jsonrpc": "2.0", "id": 7, "result": {"echoed": "tools/list", "text": "héllo ✓"}}'
@@ -431,9 +418,13 @@ Deno.test("MCP round trip: agent → proxy → daemon → hub handler and back",
         jsonrpc: "2.0",
         method: "notifications/initialized",
       });
-      assertEqual([note.status, await note.text()], [202, ""], "notification");
+      assert.deepEqual(
+        [note.status, await note.text()],
+        [202, ""],
+        "notification",
+      );
       release.resolve();
-      assertEqual((await job.result).outcome, "finished", "job finished");
+      assert.equal((await job.result).outcome, "finished", "job finished");
       stop.abort();
       await client;
     }, { mcpHandler: handler });
@@ -453,12 +444,12 @@ Deno.test("a daemon frame over 1 MiB closes the socket with 1009 and fences its 
         data: { chunk: { content: "x".repeat(MAX_FRAME_BYTES) } },
       },
     });
-    assertEqual(await daemon.closed, {
+    assert.deepEqual(await daemon.closed, {
       code: 1009,
       reason: REFUSAL_REASONS.frameTooLarge,
     }, "close");
-    assertEqual((await job.result).outcome, "disconnected", "outcome");
-    assertEqual(hub.listDaemons().map((d) => d.fenced), [true], "fenced");
+    assert.equal((await job.result).outcome, "disconnected", "outcome");
+    assert.deepEqual(hub.listDaemons().map((d) => d.fenced), [true], "fenced");
   });
 });
 
@@ -541,15 +532,15 @@ Deno.test("a TCP drop without a close frame fails the job promptly and fences", 
   await withHub(async ({ hub, url }) => {
     const daemon = await RawTcpDaemon.connect(url);
     await daemon.send(hello("laptop"));
-    assertEqual((await daemon.next()).type, "daemon.ready", "ready");
+    assert.equal((await daemon.next()).type, "daemon.ready", "ready");
     const job = startJob(hub);
-    assertEqual((await daemon.next()).type, "run.start", "run.start");
+    assert.equal((await daemon.next()).type, "run.start", "run.start");
     daemon.conn.close();
-    assertEqual((await job.result).outcome, "disconnected", "outcome");
-    assertEqual(job.events.map((e) => e.data.code), [
+    assert.equal((await job.result).outcome, "disconnected", "outcome");
+    assert.deepEqual(job.events.map((e) => e.data.code), [
       "agent_runtime.daemon_disconnected",
     ], "run.failed");
-    assertEqual(hub.listDaemons().map((d) => [d.connected, d.fenced]), [[
+    assert.deepEqual(hub.listDaemons().map((d) => [d.connected, d.fenced]), [[
       false,
       true,
     ]], "fenced");

@@ -1,4 +1,4 @@
-import { isDeepStrictEqual } from "node:util";
+import assert from "node:assert/strict";
 import type {
   PermissionOption,
   PermissionOptionKind,
@@ -10,26 +10,6 @@ import {
   parsePermissionDecision,
   PERMISSION_KINDS,
 } from "../lib/permissions.ts";
-
-function assertEquals(actual: unknown, expected: unknown, context = ""): void {
-  if (!isDeepStrictEqual(actual, expected)) {
-    throw new Error(
-      `${context ? context + ": " : ""}expected ${
-        JSON.stringify(expected)
-      }, got ${JSON.stringify(actual)}`,
-    );
-  }
-}
-
-function catchRunnerError(fn: () => unknown): RunnerError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof RunnerError) return error;
-    throw error;
-  }
-  throw new Error("expected a RunnerError, nothing was thrown");
-}
 
 const SHORT: Record<string, PermissionOptionKind> = {
   ao: "allow_once",
@@ -84,11 +64,11 @@ Deno.test("choosePermission picks the expected kind for every wanted × offered 
         });
         const context = `wanted ${wanted}, offered ${order.join(",")}`;
         if (expected[index] === "--") {
-          assertEquals("cancelled" in result, true, context);
+          assert.equal("cancelled" in result, true, context);
           continue;
         }
         const kind = SHORT[expected[index]];
-        assertEquals(
+        assert.deepEqual(
           "cancelled" in result
             ? result
             : [result.optionId, result.kind, result.exact],
@@ -102,13 +82,13 @@ Deno.test("choosePermission picks the expected kind for every wanted × offered 
 
 Deno.test("choosePermission explains each kind of choice", () => {
   const all = PERMISSION_KINDS.map((kind) => option(kind));
-  assertEquals(choosePermission({ options: all, wanted: "allow_once" }), {
+  assert.deepEqual(choosePermission({ options: all, wanted: "allow_once" }), {
     optionId: "id-allow_once",
     kind: "allow_once",
     exact: true,
     reason: '"allow_once" was offered',
   });
-  assertEquals(
+  assert.deepEqual(
     choosePermission({
       options: [option("allow_always"), option("reject_once")],
       wanted: "allow_once",
@@ -121,7 +101,7 @@ Deno.test("choosePermission explains each kind of choice", () => {
         '"allow_once" was not offered; chose "allow_always" of the same family',
     },
   );
-  assertEquals(
+  assert.deepEqual(
     choosePermission({
       options: [option("reject_always"), option("reject_once")],
       wanted: "allow_always",
@@ -134,7 +114,7 @@ Deno.test("choosePermission explains each kind of choice", () => {
         'no allow option was offered; chose the safest offered, "reject_once"',
     },
   );
-  assertEquals(
+  assert.deepEqual(
     choosePermission({
       options: [option("allow_once")],
       wanted: "reject_once",
@@ -153,8 +133,8 @@ Deno.test("choosePermission answers cancelled when nothing usable is offered", (
     reason: "the agent offered no permission option this runner knows",
   };
   for (const wanted of PERMISSION_KINDS) {
-    assertEquals(choosePermission({ options: [], wanted }), none, wanted);
-    assertEquals(
+    assert.deepEqual(choosePermission({ options: [], wanted }), none, wanted);
+    assert.deepEqual(
       choosePermission({ options: [option("allow_sometimes")], wanted }),
       none,
       wanted,
@@ -171,7 +151,7 @@ Deno.test("choosePermission takes the first of duplicate kinds and skips unknown
     ],
     wanted: "allow_once",
   });
-  assertEquals(
+  assert.equal(
     "cancelled" in result ? result : result.optionId,
     "id-allow_once-a",
   );
@@ -179,7 +159,7 @@ Deno.test("choosePermission takes the first of duplicate kinds and skips unknown
     options: [option("ask_later"), option("reject_always")],
     wanted: "reject_once",
   });
-  assertEquals(
+  assert.equal(
     "cancelled" in sibling ? sibling : sibling.kind,
     "reject_always",
   );
@@ -187,8 +167,8 @@ Deno.test("choosePermission takes the first of duplicate kinds and skips unknown
 
 Deno.test("parsePermissionDecision accepts the four kinds in any case, with - or _", () => {
   for (const kind of PERMISSION_KINDS) {
-    assertEquals(parsePermissionDecision(kind), kind);
-    assertEquals(
+    assert.equal(parsePermissionDecision(kind), kind);
+    assert.equal(
       parsePermissionDecision(` ${kind.toUpperCase().replace("_", "-")} `),
       kind,
     );
@@ -196,9 +176,9 @@ Deno.test("parsePermissionDecision accepts the four kinds in any case, with - or
 });
 
 Deno.test("parsePermissionDecision defaults an absent value to allow_once", () => {
-  assertEquals(DEFAULT_PERMISSION_DECISION, "allow_once");
+  assert.equal(DEFAULT_PERMISSION_DECISION, "allow_once");
   for (const value of [undefined, null, ""]) {
-    assertEquals(parsePermissionDecision(value), "allow_once");
+    assert.equal(parsePermissionDecision(value), "allow_once");
   }
 });
 
@@ -213,11 +193,14 @@ Deno.test("parsePermissionDecision refuses anything else with config.invalid", (
     ["x".repeat(100), JSON.stringify("x".repeat(40))],
   ];
   for (const [value, shown] of cases) {
-    const error = catchRunnerError(() => parsePermissionDecision(value));
-    assertEquals(error.code, "config.invalid");
-    assertEquals(
-      error.message,
-      `permission-decision must be one of allow_once, allow_always, reject_once or reject_always (got ${shown}).`,
-    );
+    assert.throws(() => parsePermissionDecision(value), (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "config.invalid");
+      assert.equal(
+        error.message,
+        `permission-decision must be one of allow_once, allow_always, reject_once or reject_always (got ${shown}).`,
+      );
+      return true;
+    });
   }
 });

@@ -1,38 +1,17 @@
-import { isDeepStrictEqual } from "node:util";
+import assert from "node:assert/strict";
 import type {
   ContentBlock,
   PromptCapabilities,
 } from "@agentclientprotocol/sdk";
+import { attachmentKind, isTextualMimeType } from "../lib/attachment_decode.ts";
 import { RunnerError } from "../lib/errors.ts";
 import {
   type Attachment,
-  attachmentKind,
   buildPrompt,
   type BuildPromptOptions,
   type BuiltPrompt,
-  isTextualMimeType,
   promptText,
 } from "../lib/prompt.ts";
-
-function assertEquals(actual: unknown, expected: unknown, context = ""): void {
-  if (!isDeepStrictEqual(actual, expected)) {
-    throw new Error(
-      `${context ? context + ": " : ""}expected ${
-        JSON.stringify(expected, null, 1)
-      }, got ${JSON.stringify(actual, null, 1)}`,
-    );
-  }
-}
-
-function catchRunnerError(fn: () => unknown): RunnerError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof RunnerError) return error;
-    throw error;
-  }
-  throw new Error("expected a RunnerError, nothing was thrown");
-}
 
 function build(
   attachments: Attachment[],
@@ -141,7 +120,7 @@ Deno.test("buildPrompt maps every capability set × inline/URL × kind", async (
       await t.step(`${setName} × inline ${kind}`, () => {
         const result = build([testCase.inline], { capabilities });
         if (capabilities?.[testCase.capability]) {
-          assertEquals(result, {
+          assert.deepEqual(result, {
             blocks: [
               { type: "text", text: "Look at this" },
               testCase.sentBlock,
@@ -149,7 +128,7 @@ Deno.test("buildPrompt maps every capability set × inline/URL × kind", async (
             notes: [],
           });
         } else {
-          assertEquals(result, {
+          assert.deepEqual(result, {
             blocks: [{
               type: "text",
               text: `Look at this\n\n${testCase.note}`,
@@ -160,7 +139,7 @@ Deno.test("buildPrompt maps every capability set × inline/URL × kind", async (
       });
       await t.step(`${setName} × URL ${kind}`, () => {
         const result = build([testCase.url], { capabilities });
-        assertEquals(result, {
+        assert.deepEqual(result, {
           blocks: [
             { type: "text", text: "Look at this" },
             {
@@ -184,13 +163,13 @@ Deno.test("buildPrompt puts the text block first and keeps attachment order", ()
     KIND_CASES.image.inline,
     KIND_CASES.file.inline,
   ], { capabilities: { image: true } });
-  assertEquals(result.blocks.map((block) => block.type), [
+  assert.deepEqual(result.blocks.map((block) => block.type), [
     "text",
     "resource_link",
     "image",
   ]);
-  assertEquals(result.notes, [KIND_CASES.audio.note, KIND_CASES.file.note]);
-  assertEquals(
+  assert.deepEqual(result.notes, [KIND_CASES.audio.note, KIND_CASES.file.note]);
+  assert.equal(
     promptText(result.blocks),
     `Look at this\n\n${KIND_CASES.audio.note}\n${KIND_CASES.file.note}`,
   );
@@ -201,7 +180,10 @@ Deno.test("buildPrompt creates a text block for notes when there is no text", ()
     input: { attachments: [KIND_CASES.image.inline] },
     capabilities: undefined,
   });
-  assertEquals(result.blocks, [{ type: "text", text: KIND_CASES.image.note }]);
+  assert.deepEqual(result.blocks, [{
+    type: "text",
+    text: KIND_CASES.image.note,
+  }]);
 });
 
 Deno.test("buildPrompt sends attachments alone when there is no text and nothing to note", () => {
@@ -209,14 +191,14 @@ Deno.test("buildPrompt sends attachments alone when there is no text and nothing
     input: { text: "   ", attachments: [KIND_CASES.image.url] },
     capabilities: undefined,
   });
-  assertEquals(result.blocks.map((block) => block.type), ["resource_link"]);
+  assert.deepEqual(result.blocks.map((block) => block.type), ["resource_link"]);
 });
 
 Deno.test("buildPrompt prepends prefixText to the first text", () => {
   const result = build([KIND_CASES.image.inline], {
     prefixText: "[Run scope: conversation 42]",
   });
-  assertEquals(result.blocks[0], {
+  assert.deepEqual(result.blocks[0], {
     type: "text",
     text:
       `[Run scope: conversation 42]\n\nLook at this\n\n${KIND_CASES.image.note}`,
@@ -226,16 +208,24 @@ Deno.test("buildPrompt prepends prefixText to the first text", () => {
     capabilities: undefined,
     prefixText: "scope",
   });
-  assertEquals(textOnly.blocks, [{ type: "text", text: "scope\n\nhi" }]);
+  assert.deepEqual(textOnly.blocks, [{ type: "text", text: "scope\n\nhi" }]);
 });
 
 Deno.test("buildPrompt refuses an input with neither text nor attachments", () => {
   for (const input of [{}, { text: "" }, { text: " \n", attachments: [] }]) {
-    const error = catchRunnerError(() =>
-      buildPrompt({ input, capabilities: undefined, prefixText: "scope" })
+    assert.throws(
+      () =>
+        buildPrompt({ input, capabilities: undefined, prefixText: "scope" }),
+      (error) => {
+        assert.ok(error instanceof RunnerError);
+        assert.equal(error.code, "config.invalid");
+        assert.equal(
+          error.message,
+          "input needs text or at least one attachment",
+        );
+        return true;
+      },
     );
-    assertEquals(error.code, "config.invalid");
-    assertEquals(error.message, "input needs text or at least one attachment");
   }
 });
 
@@ -250,10 +240,17 @@ Deno.test("buildPrompt refuses malformed input shapes", () => {
     ],
   ];
   for (const [input, message] of cases) {
-    const error = catchRunnerError(() =>
-      buildPrompt({ input: input as never, capabilities: undefined })
+    assert.throws(
+      () => buildPrompt({ input: input as never, capabilities: undefined }),
+      (error) => {
+        assert.ok(error instanceof RunnerError);
+        assert.deepEqual([error.code, error.message], [
+          "config.invalid",
+          message,
+        ]);
+        return true;
+      },
     );
-    assertEquals([error.code, error.message], ["config.invalid", message]);
   }
 });
 
@@ -263,7 +260,7 @@ Deno.test("buildPrompt reads a data URL's MIME type and payload", () => {
     mime_type: "image/jpeg",
     content: `data:image/png;base64,${PNG_BASE64}`,
   }], { capabilities: { image: true } });
-  assertEquals(result.blocks[1], {
+  assert.deepEqual(result.blocks[1], {
     type: "image",
     data: PNG_BASE64,
     mimeType: "image/png",
@@ -275,7 +272,7 @@ Deno.test("buildPrompt treats a data: URL in url as inline content", () => {
     name: "notes.md",
     url: `data:text/markdown;charset=utf-8;base64,${base64("# Hi")}`,
   };
-  assertEquals(
+  assert.deepEqual(
     build([attachment], { capabilities: { embeddedContext: true } }).blocks[1],
     {
       type: "resource",
@@ -286,7 +283,7 @@ Deno.test("buildPrompt treats a data: URL in url as inline content", () => {
       },
     },
   );
-  assertEquals(build([attachment]).notes, [
+  assert.deepEqual(build([attachment]).notes, [
     "[Attachment not sent: notes.md (text/markdown) — this agent does not accept embedded files.]",
   ]);
 });
@@ -298,7 +295,7 @@ Deno.test("buildPrompt decodes a percent-encoded data URL", () => {
   }], {
     capabilities: { embeddedContext: true },
   });
-  assertEquals(result.blocks[1], {
+  assert.deepEqual(result.blocks[1], {
     type: "resource",
     resource: {
       uri: "attachment:///a.txt",
@@ -319,7 +316,7 @@ Deno.test("buildPrompt uses mime_type, magic bytes, extension or a default for p
     { name: "readme", content: base64("plain words\n") },
     { name: "data.bin", content: "AAECAw==" },
   ], { capabilities: all }).blocks.slice(1);
-  assertEquals(blocks, [
+  assert.deepEqual(blocks, [
     { type: "image", data: PNG_BASE64, mimeType: "image/webp" },
     { type: "image", data: PNG_BASE64, mimeType: "image/png" },
     { type: "audio", data: base64("ID3"), mimeType: "audio/mpeg" },
@@ -351,7 +348,7 @@ Deno.test("buildPrompt normalises base64 with whitespace, URL-safe letters and m
     mime_type: "application/octet-stream",
     content: " +/-_\n+/8 ",
   }], { capabilities: { embeddedContext: true } });
-  assertEquals(result.blocks[1], {
+  assert.deepEqual(result.blocks[1], {
     type: "resource",
     resource: {
       uri: "attachment:///b.bin",
@@ -392,7 +389,7 @@ Deno.test("buildPrompt embeds text resources only for textual, valid UTF-8 conte
     const result = build([{ name: "f", mime_type: mimeType, content }], {
       capabilities: { embeddedContext: true },
     });
-    assertEquals(result.blocks[1], expected, mimeType);
+    assert.deepEqual(result.blocks[1], expected, mimeType);
   }
 });
 
@@ -401,7 +398,7 @@ Deno.test("buildPrompt escapes the name in an embedded resource URI", () => {
     capabilities: { embeddedContext: true },
   });
   const block = result.blocks[1];
-  assertEquals(
+  assert.equal(
     block.type === "resource" ? block.resource.uri : undefined,
     "attachment:///my%20notes%2Fv2.txt",
   );
@@ -422,22 +419,22 @@ Deno.test("isTextualMimeType knows text, JSON, XML, YAML and script types", () =
       "application/x-sh",
     ]
   ) {
-    assertEquals(isTextualMimeType(mime), true, mime);
+    assert.equal(isTextualMimeType(mime), true, mime);
   }
   for (
     const mime of ["application/pdf", "application/octet-stream", "image/png"]
   ) {
-    assertEquals(isTextualMimeType(mime), false, mime);
+    assert.equal(isTextualMimeType(mime), false, mime);
   }
 });
 
 Deno.test("attachmentKind prefers type, then the MIME prefix, then file", () => {
-  assertEquals(attachmentKind("image", "application/pdf"), "image");
-  assertEquals(attachmentKind("audio", undefined), "audio");
-  assertEquals(attachmentKind("voice", "audio/ogg"), "audio");
-  assertEquals(attachmentKind(undefined, "IMAGE/JPEG"), "image");
-  assertEquals(attachmentKind("video", "video/mp4"), "file");
-  assertEquals(attachmentKind(undefined, undefined), "file");
+  assert.equal(attachmentKind("image", "application/pdf"), "image");
+  assert.equal(attachmentKind("audio", undefined), "audio");
+  assert.equal(attachmentKind("voice", "audio/ogg"), "audio");
+  assert.equal(attachmentKind(undefined, "IMAGE/JPEG"), "image");
+  assert.equal(attachmentKind("video", "video/mp4"), "file");
+  assert.equal(attachmentKind(undefined, undefined), "file");
 });
 
 Deno.test("buildPrompt names URL-backed attachments by name, last path segment or 'attachment'", () => {
@@ -446,7 +443,7 @@ Deno.test("buildPrompt names URL-backed attachments by name, last path segment o
     { url: "https://example.com/" },
     { type: "image", url: "https://example.com/p.png", name: "Cat" },
   ]);
-  assertEquals(result.blocks.slice(1), [
+  assert.deepEqual(result.blocks.slice(1), [
     {
       type: "resource_link",
       uri: "https://example.com/a/report%20v2.pdf?x=1",
@@ -462,7 +459,7 @@ Deno.test("buildPrompt links an unsendable inline attachment that also has a URL
     ...KIND_CASES.image.inline,
     url: "https://example.com/photo.png",
   }]);
-  assertEquals(result, {
+  assert.deepEqual(result, {
     blocks: [
       { type: "text", text: "Look at this" },
       {
@@ -481,7 +478,7 @@ Deno.test("buildPrompt notes attachments with no content or an unusable URL", ()
     { name: "empty.png", mime_type: "image/png" },
     { name: "rel", url: "/relative/path" },
   ]);
-  assertEquals(result.notes, [
+  assert.deepEqual(result.notes, [
     "[Attachment not sent: empty.png (image/png) — it has neither content nor a URL.]",
     "[Attachment not sent: rel — its URL is not a valid absolute URL.]",
   ]);
@@ -497,12 +494,12 @@ Deno.test("buildPrompt sends only text on follow-ups and names the attachments",
   });
   const note =
     "[Attachments on follow-up messages are not forwarded: a.png, b.pdf]";
-  assertEquals(result, {
+  assert.deepEqual(result, {
     blocks: [{ type: "text", text: `Look at this\n\n${note}` }],
     notes: [note],
   });
   const plain = build([], { followUp: true });
-  assertEquals(plain, {
+  assert.deepEqual(plain, {
     blocks: [{ type: "text", text: "Look at this" }],
     notes: [],
   });
@@ -512,7 +509,7 @@ Deno.test("buildPrompt follow-ups do not decode attachments", () => {
   const result = build([{ name: "bad", content: "not base64!" }], {
     followUp: true,
   });
-  assertEquals(result.notes, [
+  assert.deepEqual(result.notes, [
     "[Attachments on follow-up messages are not forwarded: bad]",
   ]);
 });
@@ -526,37 +523,55 @@ Deno.test("buildPrompt refuses an attachment over maxAttachmentBytes", () => {
       limits: { maxAttachmentBytes: 10 },
     },
   );
-  assertEquals(atLimit.blocks.length, 2);
-  const error = catchRunnerError(() =>
-    build([{ name: "big.txt", content }], {
-      capabilities: { embeddedContext: true },
-      limits: { maxAttachmentBytes: 10 },
-    })
+  assert.equal(atLimit.blocks.length, 2);
+  assert.throws(
+    () =>
+      build([{ name: "big.txt", content }], {
+        capabilities: { embeddedContext: true },
+        limits: { maxAttachmentBytes: 10 },
+      }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "prompt.attachment_too_large");
+      assert.equal(
+        error.message,
+        'Attachment "big.txt" is 11 bytes after decoding; the limit is 10 bytes per attachment. Send a smaller file, or a URL instead.',
+      );
+      assert.deepEqual(error.detail, {
+        attachment: "big.txt",
+        bytes: 11,
+        limit_bytes: 10,
+      });
+      return true;
+    },
   );
-  assertEquals(error.code, "prompt.attachment_too_large");
-  assertEquals(
-    error.message,
-    'Attachment "big.txt" is 11 bytes after decoding; the limit is 10 bytes per attachment. Send a smaller file, or a URL instead.',
-  );
-  assertEquals(error.detail, {
-    attachment: "big.txt",
-    bytes: 11,
-    limit_bytes: 10,
-  });
 });
 
 Deno.test("buildPrompt applies the 10 MiB default per attachment", () => {
   const twelve = new Uint8Array(12 * 1024 * 1024).toBase64();
-  assertEquals(
-    catchRunnerError(() => build([{ name: "h.png", content: twelve }])).message,
-    'Attachment "h.png" is 12 MiB after decoding; the limit is 10 MiB per attachment. Send a smaller file, or a URL instead.',
+  assert.throws(
+    () => build([{ name: "h.png", content: twelve }]),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(
+        error.message,
+        'Attachment "h.png" is 12 MiB after decoding; the limit is 10 MiB per attachment. Send a smaller file, or a URL instead.',
+      );
+      return true;
+    },
   );
   const content = new Uint8Array(10 * 1024 * 1024 + 1).toBase64();
-  const error = catchRunnerError(() => build([{ name: "huge.png", content }]));
-  assertEquals(error.code, "prompt.attachment_too_large");
-  assertEquals(
-    error.message,
-    'Attachment "huge.png" is 10485761 bytes after decoding; the limit is 10485760 bytes per attachment. Send a smaller file, or a URL instead.',
+  assert.throws(
+    () => build([{ name: "huge.png", content }]),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "prompt.attachment_too_large");
+      assert.equal(
+        error.message,
+        'Attachment "huge.png" is 10485761 bytes after decoding; the limit is 10485760 bytes per attachment. Send a smaller file, or a URL instead.',
+      );
+      return true;
+    },
   );
 });
 
@@ -566,16 +581,21 @@ Deno.test("buildPrompt refuses attachments whose sent total exceeds maxPromptByt
     capabilities: { embeddedContext: true },
     limits: { maxPromptBytes: 10 },
   };
-  const error = catchRunnerError(() =>
-    build(
-      [{ name: "a.txt", content: six }, { name: "b.txt", content: six }],
-      options,
-    )
-  );
-  assertEquals(error.code, "prompt.attachment_too_large");
-  assertEquals(
-    error.message,
-    `The prompt's attachments reach 12 bytes after decoding at "b.txt"; the limit is 10 bytes per prompt. Send fewer or smaller attachments, or URLs instead.`,
+  assert.throws(
+    () =>
+      build(
+        [{ name: "a.txt", content: six }, { name: "b.txt", content: six }],
+        options,
+      ),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "prompt.attachment_too_large");
+      assert.equal(
+        error.message,
+        `The prompt's attachments reach 12 bytes after decoding at "b.txt"; the limit is 10 bytes per prompt. Send fewer or smaller attachments, or URLs instead.`,
+      );
+      return true;
+    },
   );
   // Attachments that are only noted or linked do not count towards the total.
   const result = build([
@@ -583,7 +603,7 @@ Deno.test("buildPrompt refuses attachments whose sent total exceeds maxPromptByt
     { name: "b.png", mime_type: "image/png", content: base64("x".repeat(20)) },
     { name: "c.txt", url: "https://example.com/c.txt" },
   ], options);
-  assertEquals(result.blocks.map((block) => block.type), [
+  assert.deepEqual(result.blocks.map((block) => block.type), [
     "text",
     "resource",
     "resource_link",
@@ -601,19 +621,24 @@ Deno.test("buildPrompt refuses content that is not base64 or a data URL", () => 
       "data:text/plain,%E0%A4%A",
     ]
   ) {
-    const error = catchRunnerError(() =>
-      build([{ name: "x.png", content }], { capabilities: { image: true } })
-    );
-    assertEquals(error.code, "prompt.attachment_invalid", content);
-    assertEquals(
-      error.message,
-      'Attachment "x.png" has content that is neither valid base64 nor a data: URL. Send its bytes base64-encoded, or as a data: URL.',
+    assert.throws(
+      () =>
+        build([{ name: "x.png", content }], { capabilities: { image: true } }),
+      (error) => {
+        assert.ok(error instanceof RunnerError);
+        assert.equal(error.code, "prompt.attachment_invalid", content);
+        assert.equal(
+          error.message,
+          'Attachment "x.png" has content that is neither valid base64 nor a data: URL. Send its bytes base64-encoded, or as a data: URL.',
+        );
+        return true;
+      },
     );
   }
 });
 
 Deno.test("promptText joins only the text blocks", () => {
-  assertEquals(
+  assert.equal(
     promptText([
       { type: "text", text: "a" },
       { type: "image", data: PNG_BASE64, mimeType: "image/png" },
@@ -621,5 +646,5 @@ Deno.test("promptText joins only the text blocks", () => {
     ]),
     "a\nb",
   );
-  assertEquals(promptText([]), "");
+  assert.equal(promptText([]), "");
 });

@@ -3,6 +3,7 @@
  * and daemon) against our hub and our daemon client, frame by frame.
  */
 
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   createHub,
@@ -76,20 +77,17 @@ const SCENARIOS = [...Deno.readDirSync(TRANSCRIPTS)]
   .map((entry) => entry.name.slice(0, -5))
   .sort();
 
-function assertEqual(actual: unknown, expected: unknown, what: string): void {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new Error(`${what}:\n  expected ${e}\n  actual   ${a}`);
-}
-
-/** A raw WebSocket client that queues text frames and reports the close. */
+/**
+ * A raw WebSocket, client side or accepted by {@linkcode ScriptedHub}, that
+ * queues text frames and reports the close.
+ */
 export class TestSocket {
   readonly ws: WebSocket;
   readonly closed: Promise<{ code: number; reason: string }>;
   #queue: string[] = [];
   #waiters: ((text: string) => void)[] = [];
 
-  private constructor(ws: WebSocket) {
+  constructor(ws: WebSocket) {
     this.ws = ws;
     ws.addEventListener("message", (event) => {
       const waiter = this.#waiters.shift();
@@ -154,6 +152,27 @@ interface HubJob {
   sentEvents: number;
 }
 
+/** The transcript's text and close frames, in the order they were recorded. */
+function transcriptSteps(
+  transcript: Transcript,
+): ((TextFrame & { kind: "text" }) | (CloseFrame & { kind: "close" }))[] {
+  return [
+    ...transcript.frames.map((frame) => ({ kind: "text" as const, ...frame })),
+    ...transcript.close.close_frames.map((frame) => ({
+      kind: "close" as const,
+      ...frame,
+    })),
+  ].sort((a, b) => a.t_ms - b.t_ms);
+}
+
+/** Replaces each recorded id in `text` with the id this replay actually saw. */
+function substituteIds(text: string, idMap: Map<string, string>): string {
+  for (const [recorded, actual] of idMap) {
+    text = text.replaceAll(recorded, actual);
+  }
+  return text;
+}
+
 function parseOrEmpty(text: string): JsonObject {
   try {
     return JSON.parse(text);
@@ -198,12 +217,6 @@ async function replayAgainstHub(name: string): Promise<void> {
   const closedConns = new Set<string>();
   const jobs = new Map<string, HubJob>();
   const idMap = new Map<string, string>();
-  const substitute = (text: string) => {
-    for (const [recorded, actual] of idMap) {
-      text = text.replaceAll(recorded, actual);
-    }
-    return text;
-  };
   const socketFor = async (conn: string) => {
     let socket = sockets.get(conn);
     if (!socket) {
@@ -212,17 +225,17 @@ async function replayAgainstHub(name: string): Promise<void> {
         const jobA = [...jobs.values()][0];
         await sockets.get("A")!.close();
         closedConns.add("A");
-        assertEqual(
+        assert.equal(
           (await jobA.result).outcome,
           "disconnected",
           "job A outcome",
         );
-        assertEqual(
+        assert.deepEqual(
           listMarkers(stateDir),
           transcript.pending_markers_after,
           "markers kept",
         );
-        assertEqual(
+        assert.deepEqual(
           hub.listDaemons().filter((d) => d.fenced).map((d) => d.daemonId),
           transcript.fenced_after,
           "fenced",
@@ -235,7 +248,7 @@ async function replayAgainstHub(name: string): Promise<void> {
           onEvent: () => {},
           connectTimeoutMs: 1000,
         }).then(() => undefined, (e) => e);
-        assertEqual(
+        assert.deepEqual(
           {
             code: error?.code,
             message: error?.message,
@@ -251,7 +264,7 @@ async function replayAgainstHub(name: string): Promise<void> {
         await server.close();
         hub = makeHub();
         server = serveHub({ hub });
-        assertEqual(
+        assert.deepEqual(
           hub.listDaemons().map((d) => d.daemonId),
           transcript.restarted_hub_fenced,
           "restarted hub fences",
@@ -262,15 +275,8 @@ async function replayAgainstHub(name: string): Promise<void> {
     }
     return socket;
   };
-  const steps = [
-    ...transcript.frames.map((frame) => ({ kind: "text" as const, ...frame })),
-    ...transcript.close.close_frames.map((frame) => ({
-      kind: "close" as const,
-      ...frame,
-    })),
-  ].sort((a, b) => a.t_ms - b.t_ms);
   try {
-    for (const step of steps) {
+    for (const step of transcriptSteps(transcript)) {
       if (step.kind === "close") {
         if (closedConns.has(step.conn)) continue;
         closedConns.add(step.conn);
@@ -282,7 +288,7 @@ async function replayAgainstHub(name: string): Promise<void> {
         const expected = name === "missing_hello" && step.conn === "B"
           ? { code: 1008, reason: REFUSAL_REASONS.helloRequired } // ours refuses non-JSON like any bad hello
           : { code: step.code, reason: step.reason };
-        assertEqual(
+        assert.deepEqual(
           await socket.closed,
           expected,
           `${name} close of conn ${step.conn}`,
@@ -297,7 +303,7 @@ async function replayAgainstHub(name: string): Promise<void> {
           const job = jobs.get(parsed.job_id)!;
           job.sentEvents += 1;
         }
-        socket.send(substitute(step.text));
+        socket.send(substituteIds(step.text, idMap));
         continue;
       }
       if (parsed.type === "run.start") {
@@ -334,26 +340,24 @@ async function replayAgainstHub(name: string): Promise<void> {
       const actual = JSON.parse(actualText);
       if (parsed.type === "run.start") {
         idMap.set(parsed.job_id, actual.job_id);
-        if (!/^[A-Za-z0-9_-]{22}$/.test(actual.job_id)) {
-          throw new Error(`job_id ${actual.job_id}`);
-        }
+        assert.match(actual.job_id, /^[A-Za-z0-9_-]{22}$/, "job_id");
         if (transcript.pending_markers_during_run) {
-          assertEqual(
+          assert.deepEqual(
             listMarkers(stateDir),
             transcript.pending_markers_during_run,
             "marker during run",
           );
         }
       }
-      assertEqual(
+      assert.equal(
         actualText,
-        substitute(step.text),
+        substituteIds(step.text, idMap),
         `${name}: hub frame at ${step.t_ms} ms`,
       );
-      assertEqual(encodeHubFrame(actual), actualText, "re-encoding");
+      assert.equal(encodeHubFrame(actual), actualText, "re-encoding");
       if (parsed.type === "daemon.ready" && name === "handshake_ok") {
         const expected = transcript.harness_log![0].result as JsonObject[];
-        assertEqual(
+        assert.deepEqual(
           hub.listDaemons().map((d) => ({
             daemon_id: d.daemonId,
             metadata: d.metadata,
@@ -364,7 +368,7 @@ async function replayAgainstHub(name: string): Promise<void> {
         );
       }
       if (parsed.type === "daemon.pong" && name === "duplicate_id") {
-        assertEqual(
+        assert.deepEqual(
           hub.listDaemons().map((d) => d.connected),
           [true],
           "first connection untouched",
@@ -378,44 +382,43 @@ async function replayAgainstHub(name: string): Promise<void> {
         : name === "disconnect_fence"
         ? "disconnected"
         : "finished";
-      assertEqual(result.outcome, expectedOutcome, "outcome");
+      assert.equal(result.outcome, expectedOutcome, "outcome");
     }
     if (transcript.hub_yields) {
       const first = [...jobs.values()][0];
       const runId = first.events[0]?.run_id;
-      assertEqual(
+      assert.deepEqual(
         first.events,
         transcript.hub_yields.map((y) => expectedYield(y.item, runId)),
         "hub yields",
       );
     }
     if (transcript.pending_markers_after_run) {
-      assertEqual(
+      assert.deepEqual(
         listMarkers(stateDir),
         transcript.pending_markers_after_run,
         "markers after run",
       );
     }
     if (name === "run_cancel") {
-      assertEqual(
+      assert.deepEqual(
         listMarkers(stateDir),
         transcript.pending_markers_after,
         "markers after cancel",
       );
-      assertEqual(
+      assert.equal(
         hub.listDaemons().filter((d) => d.fenced).length,
         0,
         "not fenced",
       );
     }
     if (name === "disconnect_fence") {
-      if (
-        !listMarkers(stateDir).some((m) =>
+      assert.ok(
+        listMarkers(stateDir).some((m) =>
           m.name === markerFileName("golden-daemon")
-        )
-      ) {
-        throw new Error("marker must survive");
-      }
+        ),
+        "marker must survive",
+      );
     }
   } finally {
     for (const socket of sockets.values()) await socket.close();
@@ -431,57 +434,26 @@ for (const name of SCENARIOS) {
 
 Deno.test("codec rejects the obsolete run.cleanup frame", () => {
   const error = parseFrame('{"type":"run.cleanup","job_id":"x"}');
-  if (!(error instanceof Error)) throw new Error("run.cleanup accepted");
-  assertEqual([
+  assert.ok(error instanceof Error, "run.cleanup accepted");
+  assert.deepEqual([
     (error as { code?: string }).code,
     (error as { detail?: unknown }).detail,
   ], [
     "relay.protocol_error",
     { reason: "obsolete" },
   ], "run.cleanup error");
-  if (!error.message.includes("upgrade hub and daemon together")) {
-    throw new Error(error.message);
-  }
+  assert.match(error.message, /upgrade hub and daemon together/);
 });
 
 // ---------------------------------------------------------------------------
 // Our daemon client against a scripted hub that plays the recorded hub frames.
 
-/** One WebSocket accepted by {@linkcode ScriptedHub}. */
-class HubSideSocket {
-  readonly ws: WebSocket;
-  readonly closed: Promise<{ code: number; reason: string }>;
-  #queue: string[] = [];
-  #waiters: ((text: string) => void)[] = [];
-
-  constructor(ws: WebSocket) {
-    this.ws = ws;
-    ws.addEventListener("message", (event) => {
-      const waiter = this.#waiters.shift();
-      if (waiter) waiter(event.data as string);
-      else this.#queue.push(event.data as string);
-    });
-    this.closed = new Promise((resolve) =>
-      ws.addEventListener(
-        "close",
-        (event) => resolve({ code: event.code, reason: event.reason }),
-      )
-    );
-  }
-
-  next(): Promise<string> {
-    const queued = this.#queue.shift();
-    if (queued !== undefined) return Promise.resolve(queued);
-    return new Promise((resolve) => this.#waiters.push(resolve));
-  }
-}
-
 /** A raw Deno.serve WebSocket server standing in for the hub. */
 export class ScriptedHub {
   readonly url: string;
-  readonly sockets: HubSideSocket[] = [];
-  #accepted: HubSideSocket[] = [];
-  #waiters: ((socket: HubSideSocket) => void)[] = [];
+  readonly sockets: TestSocket[] = [];
+  #accepted: TestSocket[] = [];
+  #waiters: ((socket: TestSocket) => void)[] = [];
   #server: Deno.HttpServer<Deno.NetAddr>;
 
   constructor() {
@@ -489,7 +461,7 @@ export class ScriptedHub {
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (request) => {
         const { socket, response } = Deno.upgradeWebSocket(request);
-        const side = new HubSideSocket(socket);
+        const side = new TestSocket(socket);
         this.sockets.push(side);
         const waiter = this.#waiters.shift();
         if (waiter) waiter(side);
@@ -501,11 +473,9 @@ export class ScriptedHub {
   }
 
   /** The next accepted connection, once it is open. */
-  async accept(): Promise<HubSideSocket> {
+  async accept(): Promise<TestSocket> {
     const side = this.#accepted.shift() ??
-      await new Promise<HubSideSocket>((resolve) =>
-        this.#waiters.push(resolve)
-      );
+      await new Promise<TestSocket>((resolve) => this.#waiters.push(resolve));
     if (side.ws.readyState === WebSocket.CONNECTING) {
       await new Promise((resolve) =>
         side.ws.addEventListener("open", resolve, { once: true })
@@ -553,7 +523,7 @@ async function replayAgainstDaemon(name: string): Promise<void> {
   const hub = new ScriptedHub();
   const clientOf = clientOfConn(transcript);
   const clients: { controller: AbortController; done: Promise<unknown> }[] = [];
-  const conns = new Map<string, HubSideSocket>();
+  const conns = new Map<string, TestSocket>();
   const closedConns = new Set<string>();
   const idMap = new Map<string, string>();
   const problems: string[] = [];
@@ -591,28 +561,21 @@ async function replayAgainstDaemon(name: string): Promise<void> {
     });
     clients.push({ controller, done });
   };
-  const steps = [
-    ...transcript.frames.map((frame) => ({ kind: "text" as const, ...frame })),
-    ...transcript.close.close_frames.map((frame) => ({
-      kind: "close" as const,
-      ...frame,
-    })),
-  ].sort((a, b) => a.t_ms - b.t_ms);
   try {
-    for (const step of steps) {
+    for (const step of transcriptSteps(transcript)) {
       if (step.kind === "close") {
         if (closedConns.has(step.conn)) continue;
         closedConns.add(step.conn);
         const side = conns.get(step.conn)!;
         if (step.dir === "hub->daemon") {
           side.ws.close(step.code, step.reason);
-          assertEqual(await side.closed, {
+          assert.deepEqual(await side.closed, {
             code: step.code,
             reason: step.reason,
           }, "daemon echoes the close");
         } else {
           clients[clientOf.get(step.conn)!].controller.abort();
-          assertEqual((await side.closed).code, step.code, "daemon closes");
+          assert.equal((await side.closed).code, step.code, "daemon closes");
         }
         continue;
       }
@@ -631,11 +594,7 @@ async function replayAgainstDaemon(name: string): Promise<void> {
         conns.set(step.conn, side);
       }
       if (step.dir === "hub->daemon") {
-        let text = step.text;
-        for (const [recorded, actual] of idMap) {
-          text = text.replaceAll(recorded, actual);
-        }
-        side.ws.send(text);
+        side.ws.send(substituteIds(step.text, idMap));
         continue;
       }
       const actualText = await side.next();
@@ -651,7 +610,7 @@ async function replayAgainstDaemon(name: string): Promise<void> {
             JSON.stringify(actual.metadata.cwd),
           );
         if (name === "disconnect_fence" && step.conn === "B") {
-          assertEqual(
+          assert.equal(
             trace.at(-1),
             `job ${JSON.parse(transcript.frames[2].text).job_id} cancelled`,
             "job awaited before reconnect",
@@ -659,16 +618,14 @@ async function replayAgainstDaemon(name: string): Promise<void> {
         }
       }
       if (frame.type === "mcp.request") {
-        if (!/^[A-Za-z0-9_-]{16}$/.test(actual.request_id)) {
-          throw new Error(`request_id ${actual.request_id}`);
-        }
+        assert.match(actual.request_id, /^[A-Za-z0-9_-]{16}$/, "request_id");
         idMap.set(frame.request_id, actual.request_id);
         expectedText = expectedText.replace(
           frame.request_id,
           actual.request_id,
         );
       }
-      assertEqual(
+      assert.equal(
         actualText,
         expectedText,
         `${name}: daemon frame at ${step.t_ms} ms`,
@@ -676,7 +633,7 @@ async function replayAgainstDaemon(name: string): Promise<void> {
     }
     for (const client of clients) client.controller.abort();
     await Promise.all(clients.map((client) => client.done));
-    assertEqual(problems, [], "MCP proxy exchanges");
+    assert.deepEqual(problems, [], "MCP proxy exchanges");
   } finally {
     for (const client of clients) client.controller.abort();
     await Promise.allSettled(clients.map((client) => client.done));
@@ -691,14 +648,14 @@ async function exerciseProxy(
 ): Promise<void> {
   const proxy = startMcpProxy({ forward: job.mcp });
   try {
-    assertEqual(proxy.serverEntry, {
+    assert.deepEqual(proxy.serverEntry, {
       type: "http",
       name: "langbot_agent",
       url: proxy.url,
       headers: [],
     }, "server entry");
     const health = await fetch(proxy.url.replace("/mcp", "/healthz"));
-    assertEqual(
+    assert.deepEqual(
       [health.status, await health.text()],
       [200, '{"ok": true}'],
       "healthz",
@@ -744,7 +701,7 @@ for (const name of DAEMON_SCENARIOS) {
 
 async function withScriptedHub(
   runJob: (job: DaemonJob) => Promise<DaemonJobResult>,
-  test: (side: HubSideSocket, client: Promise<void>) => Promise<void>,
+  test: (side: TestSocket, client: Promise<void>) => Promise<void>,
 ): Promise<void> {
   const hub = new ScriptedHub();
   const controller = new AbortController();
@@ -759,7 +716,7 @@ async function withScriptedHub(
   client.catch(() => {}); // inspected by the test when it matters
   try {
     const side = await hub.accept();
-    assertEqual(JSON.parse(await side.next()).type, "daemon.hello", "hello");
+    assert.equal(JSON.parse(await side.next()).type, "daemon.hello", "hello");
     side.ws.send(
       '{"type": "daemon.ready", "daemon_id": "laptop", "protocol": "coding-relay-v1"}',
     );
@@ -789,16 +746,20 @@ Deno.test("daemon: a second run.cancel does not cut the job's cleanup short", as
     side.ws.send(start("job-1"));
     side.ws.send('{"type": "run.cancel", "job_id": "job-1"}');
     const probe = JSON.parse(await side.next());
-    assertEqual(probe.type, "mcp.request", "probe");
+    assert.equal(probe.type, "mcp.request", "probe");
     side.ws.send('{"type": "run.cancel", "job_id": "job-1"}');
     side.ws.send(
       `{"type": "mcp.response", "request_id": "${probe.request_id}", "job_id": "job-1", "payload": null}`,
     );
-    assertEqual([await side.next(), await side.next(), await side.next()], [
-      '{"type":"run.event","job_id":"job-1","event":{"type":"state.updated","data":{"key":"cleanup","value":"done"}}}',
-      '{"type":"run.event","job_id":"job-1","event":{"type":"run.failed","data":{"error":"daemon run cancelled","code":"agent_runtime.daemon_cancelled"}}}',
-      '{"type":"run.finished","job_id":"job-1"}',
-    ], "cleanup, then cancelled, then finished");
+    assert.deepEqual(
+      [await side.next(), await side.next(), await side.next()],
+      [
+        '{"type":"run.event","job_id":"job-1","event":{"type":"state.updated","data":{"key":"cleanup","value":"done"}}}',
+        '{"type":"run.event","job_id":"job-1","event":{"type":"run.failed","data":{"error":"daemon run cancelled","code":"agent_runtime.daemon_cancelled"}}}',
+        '{"type":"run.finished","job_id":"job-1"}',
+      ],
+      "cleanup, then cancelled, then finished",
+    );
   });
 });
 
@@ -807,7 +768,7 @@ Deno.test("daemon: a job that throws reports daemon_unexpected, then finishes", 
     () => Promise.reject(new Error("boom")),
     async (side) => {
       side.ws.send(start("job-2"));
-      assertEqual([await side.next(), await side.next()], [
+      assert.deepEqual([await side.next(), await side.next()], [
         '{"type":"run.event","job_id":"job-2","event":{"type":"run.failed","data":{"error":"boom","code":"agent_runtime.daemon_unexpected"}}}',
         '{"type":"run.finished","job_id":"job-2"}',
       ], "failure then finish");
@@ -820,12 +781,12 @@ Deno.test("daemon: unconfirmed cleanup halts the daemon without acknowledging", 
     () => Promise.resolve({ cleanupConfirmed: false }),
     async (side, client) => {
       side.ws.send(start("job-3"));
-      assertEqual(await side.closed, {
+      assert.deepEqual(await side.closed, {
         code: CLOSE_CLEANUP_UNCONFIRMED,
         reason: REFUSAL_REASONS.cleanupUnconfirmed,
       }, "close");
       const error = await client.then(() => undefined, (e) => e);
-      assertEqual(
+      assert.equal(
         error?.code,
         "agent_runtime.daemon_cleanup_failed",
         "refuses to reconnect",
@@ -839,7 +800,7 @@ Deno.test("daemon: run.cleanup is a protocol error", async () => {
     () => Promise.resolve({ cleanupConfirmed: true }),
     async (side) => {
       side.ws.send('{"type": "run.cleanup", "job_id": "job-4"}');
-      assertEqual(await side.closed, {
+      assert.deepEqual(await side.closed, {
         code: CLOSE_PROTOCOL_ERROR,
         reason: REFUSAL_REASONS.obsolete,
       }, "close");
@@ -863,14 +824,15 @@ Deno.test("codec splits a message.delta over 1 MiB into frames under the limit",
     },
   };
   const frames = encodeEventFrames("job", event);
-  if (frames.length < 2) throw new Error("not split");
+  assert.ok(frames.length >= 2, "not split");
   const chunks = frames.map((text) => {
-    if (new TextEncoder().encode(text).length > MAX_FRAME_BYTES) {
-      throw new Error("frame too large");
-    }
+    assert.ok(
+      new TextEncoder().encode(text).length <= MAX_FRAME_BYTES,
+      "frame too large",
+    );
     return JSON.parse(text).event.data.chunk;
   });
-  assertEqual(
+  assert.equal(
     chunks.map((c) => c.content).join(""),
     content,
     "content preserved",
@@ -878,16 +840,16 @@ Deno.test("codec splits a message.delta over 1 MiB into frames under the limit",
   let seen = "Before ";
   for (const chunk of chunks) {
     seen += chunk.content;
-    if (chunk.all_content !== undefined && chunk.all_content !== seen) {
-      throw new Error("all_content is not the running text");
+    if (chunk.all_content !== undefined) {
+      assert.equal(chunk.all_content, seen, "all_content is the running text");
     }
   }
-  assertEqual(
+  assert.deepEqual(
     chunks.map((c) => c.is_final).slice(-2),
     [false, true],
     "only the last piece is final",
   );
-  assertEqual(
+  assert.equal(
     encodeEventFrames("job", {
       type: "message.delta",
       data: { chunk: { content: "hi" } },

@@ -1,26 +1,6 @@
-import { isDeepStrictEqual } from "node:util";
+import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
 import { quoteCommand, splitCommand } from "../lib/shell_words.ts";
-
-function assertEquals(actual: unknown, expected: unknown, context = ""): void {
-  if (!isDeepStrictEqual(actual, expected)) {
-    throw new Error(
-      `${context ? context + ": " : ""}expected ${
-        JSON.stringify(expected)
-      }, got ${JSON.stringify(actual)}`,
-    );
-  }
-}
-
-function assertThrows(fn: () => unknown): RunnerError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof RunnerError) return error;
-    throw error;
-  }
-  throw new Error("expected a RunnerError");
-}
 
 /** Asks a real POSIX shell how it splits `commandLine` (used as the oracle). */
 async function shellSplit(commandLine: string): Promise<string[]> {
@@ -34,33 +14,33 @@ async function shellSplit(commandLine: string): Promise<string[]> {
 }
 
 Deno.test("splitCommand splits the preset commands on whitespace", () => {
-  assertEquals(splitCommand("npx -y @zed-industries/codex-acp"), [
+  assert.deepEqual(splitCommand("npx -y @zed-industries/codex-acp"), [
     "npx",
     "-y",
     "@zed-industries/codex-acp",
   ]);
-  assertEquals(splitCommand("  opencode \t acp\n"), ["opencode", "acp"]);
+  assert.deepEqual(splitCommand("  opencode \t acp\n"), ["opencode", "acp"]);
 });
 
 Deno.test("splitCommand handles quotes and escapes like a POSIX shell", () => {
-  assertEquals(splitCommand(`agent --name 'a b' "c d"`), [
+  assert.deepEqual(splitCommand(`agent --name 'a b' "c d"`), [
     "agent",
     "--name",
     "a b",
     "c d",
   ]);
-  assertEquals(splitCommand(`a'b'"c"d`), ["abcd"]);
-  assertEquals(splitCommand(`'' ""`), ["", ""]);
-  assertEquals(splitCommand(`'it''s' "no \\'escape\\' here"`), [
+  assert.deepEqual(splitCommand(`a'b'"c"d`), ["abcd"]);
+  assert.deepEqual(splitCommand(`'' ""`), ["", ""]);
+  assert.deepEqual(splitCommand(`'it''s' "no \\'escape\\' here"`), [
     "its",
     "no \\'escape\\' here",
   ]);
-  assertEquals(splitCommand(`"\\\\ \\" \\$HOME \\\`x\\\` \\n"`), [
+  assert.deepEqual(splitCommand(`"\\\\ \\" \\$HOME \\\`x\\\` \\n"`), [
     '\\ " $HOME `x` \\n',
   ]);
-  assertEquals(splitCommand(`a\\ b c\\"d \\'e`), ["a b", 'c"d', "'e"]);
-  assertEquals(splitCommand("a \\\nb"), ["a", "b"]);
-  assertEquals(splitCommand("run # not a comment"), [
+  assert.deepEqual(splitCommand(`a\\ b c\\"d \\'e`), ["a b", 'c"d', "'e"]);
+  assert.deepEqual(splitCommand("a \\\nb"), ["a", "b"]);
+  assert.deepEqual(splitCommand("run # not a comment"), [
     "run",
     "#",
     "not",
@@ -77,28 +57,34 @@ Deno.test("splitCommand agrees with /bin/sh on quoting", async () => {
     `'' "" a`,
   ];
   for (const sample of samples) {
-    assertEquals(splitCommand(sample), await shellSplit(sample), sample);
+    assert.deepEqual(splitCommand(sample), await shellSplit(sample), sample);
   }
 });
 
 Deno.test("splitCommand rejects unclosed quotes and empty commands", () => {
   for (const bad of [`agent 'oops`, `agent "oops`, `agent "a\\"`, "agent \\"]) {
-    const error = assertThrows(() => splitCommand(bad));
-    assertEquals(error.code, "config.invalid");
+    assert.throws(() => splitCommand(bad), (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "config.invalid");
+      return true;
+    });
   }
   for (const empty of ["", "   ", "\n\t"]) {
-    const error = assertThrows(() => splitCommand(empty));
-    assertEquals(error.code, "config.invalid");
-    assertEquals(error.message.includes("acp-command"), true);
+    assert.throws(() => splitCommand(empty), (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "config.invalid");
+      assert.match(error.message, /acp-command/);
+      return true;
+    });
   }
 });
 
 Deno.test("quoteCommand leaves safe words and quotes the rest", () => {
-  assertEquals(
+  assert.equal(
     quoteCommand(["npx", "-y", "@zed-industries/codex-acp"]),
     "npx -y @zed-industries/codex-acp",
   );
-  assertEquals(
+  assert.equal(
     quoteCommand(["echo", "a b", "", "it's"]),
     `echo 'a b' '' 'it'"'"'s'`,
   );
@@ -120,6 +106,6 @@ Deno.test("quoteCommand round-trips through /bin/sh and splitCommand", async () 
     "ünïcødé",
   ];
   const line = quoteCommand(argv);
-  assertEquals(splitCommand(line), argv);
-  assertEquals(await shellSplit(line), argv);
+  assert.deepEqual(splitCommand(line), argv);
+  assert.deepEqual(await shellSplit(line), argv);
 });

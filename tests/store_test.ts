@@ -1,6 +1,6 @@
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { isDeepStrictEqual } from "node:util";
 import { RunnerError } from "../lib/errors.ts";
 import type { RunEvent } from "../lib/events.ts";
 import {
@@ -10,27 +10,7 @@ import {
   type SessionKey,
   STORE_FILE_NAME,
 } from "../lib/store.ts";
-import { SCHEMA_VERSION } from "../lib/store_sqlite.ts";
-
-function assertEquals(actual: unknown, expected: unknown, context = ""): void {
-  if (!isDeepStrictEqual(actual, expected)) {
-    throw new Error(
-      `${context ? context + ": " : ""}expected ${
-        JSON.stringify(expected)
-      }, got ${JSON.stringify(actual)}`,
-    );
-  }
-}
-
-function catchRunnerError(fn: () => unknown): RunnerError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof RunnerError) return error;
-    throw error;
-  }
-  throw new Error("expected a RunnerError");
-}
+import { SCHEMA_VERSION } from "../lib/store_schema.ts";
 
 /** Runs `body` with a fresh data directory, closing every store it opened. */
 async function withDataDir(
@@ -92,16 +72,16 @@ Deno.test("a new or empty store file is migrated to the current schema", async (
       const version = db.prepare("PRAGMA user_version").get() as {
         user_version: number;
       };
-      assertEquals(version.user_version, SCHEMA_VERSION);
+      assert.equal(version.user_version, SCHEMA_VERSION);
       const mode = db.prepare("PRAGMA journal_mode").get() as {
         journal_mode: string;
       };
-      assertEquals(mode.journal_mode, "wal");
+      assert.equal(mode.journal_mode, "wal");
       const tables = db.prepare(
         "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
       )
         .all().map((row) => row.name);
-      assertEquals(tables, ["events", "runs", "sessions"]);
+      assert.deepEqual(tables, ["events", "runs", "sessions"]);
     } finally {
       db.close();
     }
@@ -113,8 +93,11 @@ Deno.test("a store written by a newer runner is refused", async () => {
     const db = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
     db.close();
-    const error = catchRunnerError(() => openStore({ dataDir }));
-    assertEquals(error.code, "store.schema_too_new");
+    assert.throws(() => openStore({ dataDir }), (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "store.schema_too_new");
+      return true;
+    });
   });
 });
 
@@ -122,18 +105,21 @@ Deno.test("an unusable data directory fails with store.unavailable", async () =>
   await withDataDir(async (dataDir) => {
     const notADirectory = join(dataDir, "file");
     await Deno.writeTextFile(notADirectory, "x");
-    const error = catchRunnerError(() => openStore({ dataDir: notADirectory }));
-    assertEquals(error.code, "store.unavailable");
-    assertEquals(error.retryable, true);
+    assert.throws(() => openStore({ dataDir: notADirectory }), (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "store.unavailable");
+      assert.equal(error.retryable, true);
+      return true;
+    });
   });
 });
 
 Deno.test("a session is only found again with the full key", async () => {
   await withDataDir((_dataDir, open) => {
     const store = open();
-    assertEquals(store.getSession(KEY), undefined);
+    assert.equal(store.getSession(KEY), undefined);
     store.putSession(KEY, "sess-1");
-    assertEquals(store.getSession(KEY)?.sessionId, "sess-1");
+    assert.equal(store.getSession(KEY)?.sessionId, "sess-1");
     for (
       const changed of [
         { conversationId: "conv-2" },
@@ -144,7 +130,7 @@ Deno.test("a session is only found again with the full key", async () => {
         { agentCommand: "/opt/codex-acp" },
       ]
     ) {
-      assertEquals(
+      assert.equal(
         store.getSession({ ...KEY, ...changed }),
         undefined,
         JSON.stringify(changed),
@@ -152,20 +138,20 @@ Deno.test("a session is only found again with the full key", async () => {
     }
     store.putSession({ ...KEY, target: "bob-desktop" }, "sess-bob");
     store.putSession(KEY, "sess-2");
-    assertEquals(store.getSession(KEY)?.sessionId, "sess-2");
-    assertEquals(
+    assert.equal(store.getSession(KEY)?.sessionId, "sess-2");
+    assert.equal(
       store.getSession({ ...KEY, target: "bob-desktop" })?.sessionId,
       "sess-bob",
     );
-    assertEquals(
+    assert.deepEqual(
       store.listSessions("conv-1").map((
         session,
       ) => [session.target, session.sessionId]).sort(),
       [["alice-laptop", "sess-2"], ["bob-desktop", "sess-bob"]],
     );
-    assertEquals(store.deleteSessions("conv-1"), 2);
-    assertEquals(store.getSession(KEY), undefined);
-    assertEquals(store.deleteSessions("conv-1"), 0);
+    assert.equal(store.deleteSessions("conv-1"), 2);
+    assert.equal(store.getSession(KEY), undefined);
+    assert.equal(store.deleteSessions("conv-1"), 0);
   });
 });
 
@@ -183,37 +169,43 @@ Deno.test("events are batched, then stored in order with sequences", async () =>
       "run-1",
       event("message.delta", { text: "a" }),
     );
-    assertEquals([first.run_id, first.sequence, typeof first.timestamp], [
+    assert.deepEqual([first.run_id, first.sequence, typeof first.timestamp], [
       "run-1",
       1,
       "number",
     ]);
     writer.appendEvent("run-1", event("message.delta", { text: "b" }));
     // Still queued: another connection cannot see them yet.
-    assertEquals(reader.getEvents("run-1"), []);
+    assert.deepEqual(reader.getEvents("run-1"), []);
     writer.flush();
-    assertEquals(reader.getEvents("run-1").map((e) => e.data.text), ["a", "b"]);
+    assert.deepEqual(reader.getEvents("run-1").map((e) => e.data.text), [
+      "a",
+      "b",
+    ]);
 
     for (let index = 0; index < 300; index++) {
       writer.appendEvent("run-1", event("message.delta", { text: `${index}` }));
     }
     // A large queue is written without waiting for the timer.
-    assertEquals(reader.getEvents("run-1").length >= 258, true);
+    assert.equal(reader.getEvents("run-1").length >= 258, true);
     const all = writer.getEvents("run-1");
-    assertEquals(all.length, 302);
-    assertEquals(
+    assert.equal(all.length, 302);
+    assert.deepEqual(
       all.map((e) => e.sequence),
       Array.from({ length: 302 }, (_, i) => i + 1),
     );
-    assertEquals(all.every((e) => e.run_id === "run-1"), true);
+    assert.equal(all.every((e) => e.run_id === "run-1"), true);
 
     const tail = writer.getEvents("run-1", { after: 300 });
-    assertEquals(tail.map((e) => [e.sequence, e.data.text]), [[301, "298"], [
-      302,
-      "299",
-    ]]);
-    assertEquals(writer.getEvents("run-1", { after: 302 }), []);
-    assertEquals(writer.getEvents("no-such-run"), []);
+    assert.deepEqual(tail.map((e) => [e.sequence, e.data.text]), [
+      [301, "298"],
+      [
+        302,
+        "299",
+      ],
+    ]);
+    assert.deepEqual(writer.getEvents("run-1", { after: 302 }), []);
+    assert.deepEqual(writer.getEvents("no-such-run"), []);
   });
 });
 
@@ -230,8 +222,8 @@ Deno.test("given sequences are kept and a repeated sequence is ignored", async (
       sequence: 5,
     });
     const next = store.appendEvent("run-1", event("run.completed"));
-    assertEquals(next.sequence, 6);
-    assertEquals(
+    assert.equal(next.sequence, 6);
+    assert.deepEqual(
       store.getEvents("run-1").map((e) => [e.sequence, e.type, e.data.text]),
       [[5, "message.delta", "x"], [6, "run.completed", undefined]],
     );
@@ -256,7 +248,7 @@ Deno.test("runs are recorded, finished once and listed newest first", async () =
     }
     store.createRun({ runId: "r4", config: {}, status: "active" });
     store.appendEvent("r1", event("run.failed", { code: "run.timeout" }));
-    assertEquals(
+    assert.equal(
       store.finishRun("r1", {
         status: "failed",
         code: "run.timeout",
@@ -264,38 +256,46 @@ Deno.test("runs are recorded, finished once and listed newest first", async () =
       }),
       true,
     );
-    assertEquals(store.getEvents("r1").map((e) => e.type), ["run.failed"]);
-    assertEquals(store.finishRun("r1", { status: "completed" }), false);
-    assertEquals(store.finishRun("missing", { status: "completed" }), false);
-    assertEquals(store.finishRun("r2", { status: "completed" }), true);
+    assert.deepEqual(store.getEvents("r1").map((e) => e.type), ["run.failed"]);
+    assert.equal(store.finishRun("r1", { status: "completed" }), false);
+    assert.equal(store.finishRun("missing", { status: "completed" }), false);
+    assert.equal(store.finishRun("r2", { status: "completed" }), true);
 
     const r1 = store.getRun("r1");
-    assertEquals(
+    assert.deepEqual(
       [r1?.status, r1?.code, r1?.error, r1?.conversationId, r1?.config],
       ["failed", "run.timeout", "too slow", "c1", { provider: "codex" }],
     );
-    assertEquals(typeof r1?.finishedAt, "number");
+    assert.equal(typeof r1?.finishedAt, "number");
     const r4 = store.getRun("r4");
-    assertEquals([r4?.status, r4?.conversationId, r4?.code, r4?.finishedAt], [
-      "active",
-      undefined,
-      undefined,
-      undefined,
-    ]);
-    assertEquals(store.getRun("missing"), undefined);
+    assert.deepEqual(
+      [r4?.status, r4?.conversationId, r4?.code, r4?.finishedAt],
+      [
+        "active",
+        undefined,
+        undefined,
+        undefined,
+      ],
+    );
+    assert.equal(store.getRun("missing"), undefined);
 
     const ids = (runs: { runId: string }[]) => runs.map((run) => run.runId);
-    assertEquals(ids(store.listRuns({ limit: 10 })), ["r4", "r3", "r2", "r1"]);
-    assertEquals(ids(store.listRuns({ limit: 2 })), ["r4", "r3"]);
-    assertEquals(ids(store.listRuns({ conversationId: "c1", limit: 10 })), [
+    assert.deepEqual(ids(store.listRuns({ limit: 10 })), [
+      "r4",
+      "r3",
+      "r2",
+      "r1",
+    ]);
+    assert.deepEqual(ids(store.listRuns({ limit: 2 })), ["r4", "r3"]);
+    assert.deepEqual(ids(store.listRuns({ conversationId: "c1", limit: 10 })), [
       "r3",
       "r1",
     ]);
-    assertEquals(ids(store.listRuns({ status: "active", limit: 10 })), [
+    assert.deepEqual(ids(store.listRuns({ status: "active", limit: 10 })), [
       "r4",
       "r3",
     ]);
-    assertEquals(
+    assert.deepEqual(
       ids(
         store.listRuns({ conversationId: "c1", status: "failed", limit: 10 }),
       ),
@@ -311,20 +311,20 @@ Deno.test("two stores on one file see each other's writes", async () => {
     const serve = open();
     const run = open();
     run.putSession(KEY, "sess-1");
-    assertEquals(serve.getSession(KEY)?.sessionId, "sess-1");
+    assert.equal(serve.getSession(KEY)?.sessionId, "sess-1");
     run.createRun({ runId: "r1", config: {}, status: "active" });
     run.appendEvent("r1", event("message.delta", { text: "hello" }));
     run.appendEvent("r1", event("run.completed"));
     run.finishRun("r1", { status: "completed" });
-    assertEquals(serve.getRun("r1")?.status, "completed");
-    assertEquals(serve.getEvents("r1").map((e) => e.type), [
+    assert.equal(serve.getRun("r1")?.status, "completed");
+    assert.deepEqual(serve.getEvents("r1").map((e) => e.type), [
       "message.delta",
       "run.completed",
     ]);
     serve.putSession(KEY, "sess-2");
-    assertEquals(run.getSession(KEY)?.sessionId, "sess-2");
-    assertEquals(serve.deleteSessions(KEY.conversationId), 1);
-    assertEquals(run.listSessions(KEY.conversationId), []);
+    assert.equal(run.getSession(KEY)?.sessionId, "sess-2");
+    assert.equal(serve.deleteSessions(KEY.conversationId), 1);
+    assert.deepEqual(run.listSessions(KEY.conversationId), []);
   });
 });
 
@@ -345,12 +345,12 @@ Deno.test("reopening the store keeps sessions, runs and events", async () => {
     first.close();
     const second = openStore({ dataDir });
     try {
-      assertEquals(second.getSession(KEY)?.sessionId, "sess-1");
-      assertEquals(second.getRun("r1")?.config, { workspace: "/w" });
-      assertEquals(second.getEvents("r1").map((e) => e.data.text), [
+      assert.equal(second.getSession(KEY)?.sessionId, "sess-1");
+      assert.deepEqual(second.getRun("r1")?.config, { workspace: "/w" });
+      assert.deepEqual(second.getEvents("r1").map((e) => e.data.text), [
         "queued at close",
       ]);
-      assertEquals(
+      assert.equal(
         second.appendEvent("r1", event("run.completed")).sequence,
         2,
       );
@@ -368,7 +368,7 @@ Deno.test("markActiveRunsFailed ends runs of a crashed process only", async () =
       stdout: "piped",
       stderr: "piped",
     }).output();
-    assertEquals(new TextDecoder().decode(crashed.stdout).trim(), "started");
+    assert.equal(new TextDecoder().decode(crashed.stdout).trim(), "started");
 
     // A runner process that is still running its run.
     const alive = new Deno.Command(Deno.execPath(), {
@@ -381,7 +381,7 @@ Deno.test("markActiveRunsFailed ends runs of a crashed process only", async () =
       stderr: "null",
     }).spawn();
     const lines = alive.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    assertEquals((await lines.read()).value?.trim(), "started");
+    assert.equal((await lines.read()).value?.trim(), "started");
 
     const store = open();
     store.createRun({ runId: "own-run", config: {}, status: "active" });
@@ -397,34 +397,37 @@ Deno.test("markActiveRunsFailed ends runs of a crashed process only", async () =
       "runner.restarted",
       "The runner restarted.",
     );
-    assertEquals(failed.sort(), ["closed-run", "crashed-run"]);
+    assert.deepEqual(failed.sort(), ["closed-run", "crashed-run"]);
     const run = store.getRun("crashed-run");
-    assertEquals([run?.status, run?.code, run?.error], [
+    assert.deepEqual([run?.status, run?.code, run?.error], [
       "failed",
       "runner.restarted",
       "The runner restarted.",
     ]);
     const events = store.getEvents("crashed-run");
-    assertEquals(events.map((e) => [e.sequence, e.type]), [
+    assert.deepEqual(events.map((e) => [e.sequence, e.type]), [
       [1, "message.delta"],
       [
         2,
         "run.failed",
       ],
     ]);
-    assertEquals(events[1].data, {
+    assert.deepEqual(events[1].data, {
       error: "The runner restarted.",
       code: "runner.restarted",
       retryable: true,
     });
-    assertEquals(store.getRun("live-run")?.status, "active");
-    assertEquals(store.getRun("own-run")?.status, "active");
-    assertEquals(store.markActiveRunsFailed("runner.restarted", "again"), []);
+    assert.equal(store.getRun("live-run")?.status, "active");
+    assert.equal(store.getRun("own-run")?.status, "active");
+    assert.deepEqual(
+      store.markActiveRunsFailed("runner.restarted", "again"),
+      [],
+    );
 
     await alive.stdin.close();
     await lines.cancel();
-    assertEquals((await alive.status).success, true);
-    assertEquals(store.markActiveRunsFailed("runner.restarted", "gone"), [
+    assert.equal((await alive.status).success, true);
+    assert.deepEqual(store.markActiveRunsFailed("runner.restarted", "gone"), [
       "live-run",
     ]);
   });
@@ -433,7 +436,7 @@ Deno.test("markActiveRunsFailed ends runs of a crashed process only", async () =
 Deno.test("defaultDataDir follows RUNNER_DATA_DIR, XDG_DATA_HOME, then the OS default", () => {
   const envOf = (values: Record<string, string>) => (name: string) =>
     values[name];
-  assertEquals(
+  assert.equal(
     defaultDataDir({
       env: envOf({
         RUNNER_DATA_DIR: "/data/r",
@@ -443,26 +446,30 @@ Deno.test("defaultDataDir follows RUNNER_DATA_DIR, XDG_DATA_HOME, then the OS de
     }),
     "/data/r",
   );
-  assertEquals(
+  assert.equal(
     defaultDataDir({
       env: envOf({ XDG_DATA_HOME: "/x", HOME: "/h" }),
       os: "linux",
     }),
     "/x/runner",
   );
-  assertEquals(
+  assert.equal(
     defaultDataDir({
       env: envOf({ RUNNER_DATA_DIR: " ", HOME: "/h" }),
       os: "linux",
     }),
     "/h/.local/share/runner",
   );
-  assertEquals(
+  assert.equal(
     defaultDataDir({ env: envOf({ HOME: "/Users/a" }), os: "darwin" }),
     "/Users/a/Library/Application Support/runner",
   );
-  const error = catchRunnerError(() =>
-    defaultDataDir({ env: envOf({}), os: "linux" })
+  assert.throws(
+    () => defaultDataDir({ env: envOf({}), os: "linux" }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "config.invalid");
+      return true;
+    },
   );
-  assertEquals(error.code, "config.invalid");
 });
