@@ -132,7 +132,11 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
     try {
       return await run(controller.signal);
     } catch (error) {
-      throw fatal ?? mapRequestError(what, error);
+      if (fatal) throw fatal;
+      if (controller.signal.aborted && !(error instanceof acp.RequestError)) {
+        throw new RunnerError("run.cancelled", `${what} was cancelled.`);
+      }
+      throw mapRequestError(what, error);
     } finally {
       external?.removeEventListener("abort", onAbort);
     }
@@ -253,10 +257,6 @@ function mapRequestError(what: string, error: unknown): RunnerError {
       `The agent answered ${what} with error ${error.code}: ${error.message}`,
       { detail },
     );
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  if (/abort|cancel/i.test(message)) {
-    return new RunnerError("run.cancelled", `${what} was cancelled.`);
   }
   return new RunnerError(
     "acp.process_exited",

@@ -4,7 +4,10 @@
  * @module
  */
 
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { createReaperRegistry, reapLeftoverGroups } from "./reaper.ts";
+import { defaultDataDir } from "./store.ts";
 import { prepareAgentLaunch } from "./agent_launch.ts";
 import { reportFailure } from "./cli_args.ts";
 import { parseRunConfig } from "./config.ts";
@@ -24,6 +27,7 @@ Options:
   --handshake-only           skip session/new
   --recovery                 prove cross-process session recovery (no prompt)
   --json                     print the report as JSON
+  --data-dir DIR             where agent process records live (default: user data dir)
 
 Outcomes and exit codes: ${
   Object.entries(PROBE_OUTCOMES).map(([name, code]) => `${name}=${code}`).join(
@@ -46,6 +50,7 @@ export async function probeCommand(args: string[]): Promise<number> {
         "initialize-timeout": { type: "string" },
         "max-message-mb": { type: "string" },
         "handshake-only": { type: "boolean" },
+        "data-dir": { type: "string" },
         recovery: { type: "boolean" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
@@ -76,7 +81,10 @@ export async function probeCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(error);
   }
+  const agentsDir = join(values["data-dir"] ?? defaultDataDir(), "agents");
+  await reapLeftoverGroups(agentsDir);
   const report = await probeAgent({
+    registry: createReaperRegistry(agentsDir),
     launch,
     initializeTimeoutMs: config.initializeTimeout * 1000,
     handshakeOnly: values["handshake-only"],

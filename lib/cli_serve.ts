@@ -164,6 +164,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       },
     }, app.fetch);
   } catch (error) {
+    await hub?.close();
+    await assets.close();
     store.close();
     return reportFailure(
       new RunnerError(

@@ -313,6 +313,17 @@ export function parseRunConfig(
   if (result.location === "remote-ssh" && !result.sshTarget) {
     throw invalid("ssh-target", "is required when location=remote-ssh");
   }
+  if (
+    result.sshTarget && !/^[A-Za-z0-9._~+@\[\]:%-]+$/.test(result.sshTarget)
+  ) {
+    throw invalid(
+      "ssh-target",
+      "must look like user@host (letters, digits, . _ - @ : [ ])",
+    );
+  }
+  if (result.sshTarget?.startsWith("-")) {
+    throw invalid("ssh-target", "must not start with -");
+  }
   if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
     throw invalid(
       "remote-shell",

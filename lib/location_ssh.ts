@@ -19,6 +19,9 @@ import type { ReaperRegistry } from "./reaper.ts";
 import type { AgentTransport } from "./run.ts";
 import { quoteCommand, quoteWord } from "./shell_words.ts";
 
+/** How long teardown waits for the remote group report of a fresh connection. */
+const PGID_WAIT_MS = 3000;
+
 /** The marker line the remote wrapper prints on stderr. */
 export const REMOTE_PGID_MARKER = "__RUNNER_REMOTE_PGID__";
 
@@ -132,11 +135,13 @@ export async function launchSsh(
     "ssh",
     ...sshBaseArgs(config),
     ...forwards.args,
+    "--",
     config.sshTarget,
     `bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,
   ];
   let seen = "";
   let remotePgid: number | undefined;
+  const pgidKnown = Promise.withResolvers<void>();
   const marker = new RegExp(`${REMOTE_PGID_MARKER} (\\d+)`);
   const agent = spawnAgent({
     argv,
@@ -148,7 +153,10 @@ export async function launchSsh(
       if (remotePgid !== undefined) return;
       seen = (seen + text).slice(-4096);
       const match = seen.match(marker);
-      if (match) remotePgid = Number(match[1]);
+      if (match) {
+        remotePgid = Number(match[1]);
+        pgidKnown.resolve();
+      }
     },
   });
   const envWriter = agent.stdin.getWriter();
@@ -162,6 +170,17 @@ export async function launchSsh(
   let tornDown: Promise<void> | undefined;
   const teardown = () =>
     tornDown ??= (async () => {
+      // The wrapper reports its group before the agent runs; if teardown
+      // comes first and ssh is still up, give the report a moment to arrive.
+      if (remotePgid === undefined) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          pgidKnown.promise,
+          agent.exited,
+          new Promise((resolve) => timer = setTimeout(resolve, PGID_WAIT_MS)),
+        ]);
+        clearTimeout(timer);
+      }
       try {
         if (remotePgid) await killRemoteGroup(options, remotePgid);
       } finally {
@@ -194,6 +213,7 @@ async function killRemoteGroup(
   const result = await new Deno.Command("ssh", {
     args: [
       ...sshBaseArgs(options.config),
+      "--",
       options.config.sshTarget!,
       `sh -c ${quoteWord(script)}`,
     ],

@@ -12,6 +12,7 @@ import { type AgentConnection, connectAgent } from "./acp_client.ts";
 import type { AgentLaunch } from "./agent_launch.ts";
 import { RunnerError, toRunnerError } from "./errors.ts";
 import { launchLocal } from "./locations.ts";
+import type { ReaperRegistry } from "./reaper.ts";
 import type { AgentTransport } from "./run.ts";
 
 /** Probe outcomes, each with its own exit code. */
@@ -67,6 +68,8 @@ export interface ProbeOptions {
   recovery?: boolean;
   /** Largest inbound message. */
   maxMessageBytes?: number;
+  /** Records agent groups so a SIGKILLed probe's agents are reaped later. */
+  registry?: ReaperRegistry;
 }
 
 interface Started {
@@ -76,7 +79,10 @@ interface Started {
 }
 
 async function start(options: ProbeOptions): Promise<Started> {
-  const transport = await launchLocal({ launch: options.launch });
+  const transport = await launchLocal({
+    launch: options.launch,
+    registry: options.registry,
+  });
   const connection = connectAgent({
     stdin: transport.stdin,
     stdout: transport.stdout,
@@ -146,11 +152,17 @@ async function recover(
       "The agent advertises neither session/resume nor loadSession: it cannot recover sessions across processes. Use it with reuse-session=false.",
     );
   }
-  try {
-    if (caps.sessionCapabilities?.resume) {
+  let resumeFailure: unknown;
+  if (caps.sessionCapabilities?.resume) {
+    try {
       await started.connection.resumeSession(params);
       return "resume";
+    } catch (error) {
+      if (!caps.loadSession) resumeFailure = error;
     }
+  }
+  try {
+    if (resumeFailure) throw resumeFailure;
     await started.connection.loadSession(params);
     return "load";
   } catch (error) {
@@ -158,7 +170,10 @@ async function recover(
     throw new RunnerError(
       "acp.session_missing",
       `The agent advertises ${
-        caps.sessionCapabilities?.resume ? "session/resume" : "loadSession"
+        [
+          caps.sessionCapabilities?.resume ? "session/resume" : "",
+          caps.loadSession ? "loadSession" : "",
+        ].filter(Boolean).join(" and ")
       } but could not restore a session created by another process (${failure.message}). Use it with reuse-session=false.`,
     );
   }

@@ -100,6 +100,9 @@ export interface RunHandle {
 /** Follow-ups a run holds at most. */
 export const STEERING_QUEUE_LIMIT = 100;
 
+/** How long teardown waits for an agent whose launch outlived the run. */
+const LATE_LAUNCH_WAIT_MS = 10_000;
+
 /** Starts a run; its events go to `options.emit`. */
 export function startRun(options: RunEngineOptions): RunHandle {
   const { config } = options;
@@ -121,6 +124,7 @@ export function startRun(options: RunEngineOptions): RunHandle {
   let lastUpdateAt = 0;
   let sessionId: string | undefined;
   let transport: AgentTransport | undefined;
+  let lateTeardown: Promise<void> | undefined;
   let connection: AgentConnection | undefined;
   const runTimer = setTimeout(() =>
     abort.abort(
@@ -171,9 +175,15 @@ export function startRun(options: RunEngineOptions): RunHandle {
     );
     startupAborted.catch(() => {});
     const signal = AbortSignal.any([abort.signal, startup]);
-    transport = await untilAborted(
-      Promise.race([options.launch(signal), startupAborted]),
-    );
+    const launching = options.launch(signal);
+    try {
+      transport = await untilAborted(Promise.race([launching, startupAborted]));
+    } catch (error) {
+      // Cancelled or timed out while the location was still starting the
+      // agent: whatever it starts later must still be torn down.
+      lateTeardown = launching.then((late) => late.teardown(), () => {});
+      throw error;
+    }
     const conn = connectAgent({
       stdin: transport.stdin,
       stdout: transport.stdout,
@@ -312,7 +322,7 @@ export function startRun(options: RunEngineOptions): RunHandle {
       if (abort.signal.aborted) throw abort.signal.reason;
       stopReason = result.stopReason;
       if (result.text) texts.push(result.text);
-      if (stopReason === "cancelled" || stopReason === "refusal") break;
+      if (stopReason === "cancelled") break;
       const next = queue.shift();
       if (!next) break;
       log({
@@ -351,6 +361,9 @@ export function startRun(options: RunEngineOptions): RunHandle {
     clearTimeout(runTimer);
     connection?.close();
     await transport?.teardown();
+    if (lateTeardown) {
+      await Promise.race([lateTeardown, delay(LATE_LAUNCH_WAIT_MS)]);
+    }
   }
 
   function fail(error: unknown): RunResult {
@@ -374,6 +387,13 @@ export function startRun(options: RunEngineOptions): RunHandle {
       }
     }
     if (failure.detail) data.detail = failure.detail;
+    if (queue.length) {
+      // Follow-ups the run could not answer go back to the caller, never lost.
+      data.unprocessed_inputs = queue.map((input) => ({
+        text: redactSecrets(input.text ?? "", secrets),
+      }));
+      log({ msg: "follow-ups not processed", count: queue.length });
+    }
     emit("run.failed", data);
     const status = failure.code === "run.cancelled" ? "cancelled" : "failed";
     return { status, code: failure.code, sessionId };

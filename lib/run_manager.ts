@@ -16,7 +16,7 @@ import type { RunEvent } from "./events.ts";
 import { isTerminalEvent } from "./events.ts";
 import { launchLocal } from "./locations.ts";
 import { launchSsh } from "./location_ssh.ts";
-import type { RunInput } from "./prompt.ts";
+import { buildPrompt, type RunInput } from "./prompt.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { type RunHandle, type RunResult, startRun } from "./run.ts";
 import { redactDeep } from "./secrets.ts";
@@ -147,6 +147,21 @@ export function publicConfig(config: RunConfig): Record<string, unknown> {
   return copy;
 }
 
+/**
+ * Checks the input's attachments (decoding, size limits) before anything
+ * starts, as if the agent accepted every kind; throws the prompt's error.
+ */
+function validateInput(request: RunRequest): void {
+  buildPrompt({
+    input: request.input,
+    capabilities: { image: true, audio: true, embeddedContext: true },
+    limits: {
+      maxAttachmentBytes: request.config.maxAttachmentMb * 1024 * 1024,
+      maxPromptBytes: request.config.maxPromptMb * 1024 * 1024,
+    },
+  });
+}
+
 /** Makes a run manager. */
 export function createRunManager(options: RunManagerOptions): RunManager {
   const { store } = options;
@@ -173,6 +188,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
         }
       }
     }
+    validateInput(request);
     const runId = request.runId ?? crypto.randomUUID();
     if (runs.has(runId) || store.getRun(runId)) {
       throw new RunnerError(

@@ -38,11 +38,18 @@ export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
   return walk(value) as T;
 }
 
-const SECRET_NAME = /(TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH)/i;
+const SECRET_NAME =
+  /(TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)/i;
+
+/** env-json values at least this long are secrets whatever their name. */
+const LONG_VALUE = 8;
 
 /**
- * The secrets of an environment: every env-json value (the user put them
- * there for the agent only) plus runner variables whose names look secret.
+ * The secrets of an environment: env-json values (the user put them there for
+ * the agent only) that are long enough to be credentials or whose names look
+ * secret, plus runner variables whose names look secret. Short values under
+ * harmless names (`MODE=echo`, `DEBUG=true`) are not treated as secrets, so
+ * they cannot blank out ordinary words in the agent's answer.
  */
 export function secretsOf(options: {
   envJson?: Record<string, string>;
@@ -50,7 +57,9 @@ export function secretsOf(options: {
   extra?: Array<string | undefined>;
 }): string[] {
   const found = new Set<string>();
-  for (const value of Object.values(options.envJson ?? {})) found.add(value);
+  for (const [name, value] of Object.entries(options.envJson ?? {})) {
+    if (value.length >= LONG_VALUE || SECRET_NAME.test(name)) found.add(value);
+  }
   for (const [name, value] of Object.entries(options.environment ?? {})) {
     if (SECRET_NAME.test(name)) found.add(value);
   }

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { secretsOf } from "./secrets.ts";
 import { parseArgs } from "node:util";
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "./config.ts";
 import { RunnerError } from "./errors.ts";
@@ -378,7 +379,7 @@ export function serveSecrets(config: ServeConfig): string[] {
     config.n8n.headerValue,
     config.n8n.jwtSecret,
     config.daemon.token,
-    ...Object.values(defaults.envJson),
+    ...secretsOf({ envJson: defaults.envJson }),
   ].filter((value): value is string => Boolean(value));
 }
 

@@ -67,7 +67,7 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   "provider.unknown": 400,
   "provider.not_supported": 400,
   "prompt.attachment_invalid": 400,
-  "prompt.attachment_too_large": 400,
+  "prompt.attachment_too_large": 413,
   "http.unauthorized": 401,
   "http.forbidden": 403,
   "http.not_found": 404,

@@ -44,7 +44,7 @@ export async function runCli(
 ): Promise<CliResult> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", ...RUNTIME_PERMISSION_FLAGS, `${ROOT}main.ts`, ...args],
-    env: { NO_COLOR: "1", ...options.env },
+    env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -62,7 +62,7 @@ export function spawnCli(
 ): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...RUNTIME_PERMISSION_FLAGS, `${ROOT}main.ts`, ...args],
-    env: { NO_COLOR: "1", ...options.env },
+    env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -444,3 +444,11 @@ Deno.test("--attach sends a file to an agent that accepts images", async () => {
     { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" },
   ]);
 });
+
+Deno.test("short env-json values under harmless names are not redacted from the answer", async () => {
+  const result = await runCli(
+    runArgs([], "--env-json", JSON.stringify({ MODE: "echo" }), "hello world"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, "echo: hello world (turn 1)\n");
+});

@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { prepareAgentLaunch } from "../lib/agent_launch.ts";
+import type { RunEvent } from "../lib/events.ts";
+import { launchLocal } from "../lib/locations.ts";
+import { startRun } from "../lib/run.ts";
+import {
+  EventLog,
+  fixtureConfig,
+  harness,
+  makeGate,
+} from "./engine_helpers.ts";
+import { isAlive, tempDir } from "./helpers.ts";
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("a cancel while the location is still launching tears down the agent it starts later", async () => {
+  const dir = tempDir();
+  const pidFile = join(dir, "pids.json");
+  const config = fixtureConfig([
+    "--text",
+    "late",
+    "--grandchild",
+    "--pid-file",
+    pidFile,
+  ]);
+  const launch = prepareAgentLaunch(config);
+  const launchGate = Promise.withResolvers<void>();
+  const launching = Promise.withResolvers<void>();
+  const events: RunEvent[] = [];
+  const handle = startRun({
+    runId: "late-launch",
+    input: { text: "hi" },
+    config,
+    sessionCwd: launch.cwd,
+    emit: (event) => events.push(event),
+    launch: async () => {
+      launching.resolve();
+      await launchGate.promise;
+      const watcher = Deno.watchFs(dir);
+      const transport = await launchLocal({ launch });
+      // Hand the transport over only once the fixture has started its
+      // grandchild (it writes the pid file atomically right after).
+      for await (const _ of watcher) {
+        if (exists(pidFile)) break;
+      }
+      watcher.close();
+      return transport;
+    },
+  });
+  await launching.promise;
+  handle.cancel();
+  launchGate.resolve();
+  const result = await handle.done;
+  assert.equal(result.status, "cancelled");
+  assert.equal(
+    events.filter((e) => e.type === "run.failed" || e.type === "run.completed")
+      .length,
+    1,
+  );
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    assert.equal(isAlive(pid), false, `pid ${pid} outlived the cancelled run`);
+  }
+});
+
+Deno.test("follow-ups a failing run could not answer come back in run.failed", async () => {
+  const h = harness();
+  try {
+    const gate = await makeGate();
+    const config = fixtureConfig([
+      "--gate-fifo",
+      gate.path,
+      "--exit-mid-prompt",
+    ]);
+    const { run } = h.manager.start({
+      conversationId: "lost?",
+      input: { text: "one" },
+      config,
+    });
+    const log = new EventLog(run);
+    await log.waitFor((e) => e.type === "message.delta");
+    assert.equal(
+      h.manager.start({
+        conversationId: "lost?",
+        input: { text: "two" },
+        config,
+      }).kind,
+      "steered",
+    );
+    await run.done;
+    const failed = log.events.at(-1)!;
+    assert.equal(failed.type, "run.failed");
+    assert.deepEqual(failed.data.unprocessed_inputs, [{ text: "two" }]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("bad attachments are refused before any agent starts or any run is stored", async () => {
+  const h = harness();
+  try {
+    const record = join(tempDir(), "record.jsonl");
+    const config = fixtureConfig(["--record", record], {
+      "max-attachment-mb": "0.001",
+    });
+    assert.throws(
+      () =>
+        h.manager.start({
+          input: {
+            text: "x",
+            attachments: [{
+              type: "file",
+              name: "big.bin",
+              content: btoa("z".repeat(4096)),
+            }],
+          },
+          config,
+        }),
+      { code: "prompt.attachment_too_large" },
+    );
+    assert.throws(
+      () =>
+        h.manager.start({
+          input: {
+            text: "x",
+            attachments: [{ type: "image", content: "@@not base64@@" }],
+          },
+          config,
+        }),
+      { code: "prompt.attachment_invalid" },
+    );
+    assert.equal(h.store.listRuns({ limit: 10 }).length, 0);
+    assert.throws(() => Deno.statSync(record));
+  } finally {
+    await h.close();
+  }
+});
