@@ -16,8 +16,8 @@ export interface RunAssetsRequest {
   grant?: AssetGrant;
   /** Source: an upstream MCP endpoint; `headers` never reach the agent. */
   upstream?: { url: string; headers?: Record<string, string> };
-  /** Source: a signed HTTP callback; `secret` never reaches the agent. */
-  callback?: { url: string; secret?: string };
+  /** Source: an HTTP callback signed with the per-run `secret` (never shown to the agent). */
+  callback?: { url: string; secret: string };
   /** Source: read-only data supplied with the run. */
   inline?: InlineAssets;
 }
@@ -312,12 +312,10 @@ function readCallback(
 ): RunAssetsRequest["callback"] {
   const raw = record(value, "assets.callback", problems) ?? {};
   checkKeys(raw, "assets.callback", ["url", "secret"], problems);
-  const callback: RunAssetsRequest["callback"] = {
+  return {
     url: httpUrl(raw.url, "assets.callback.url", problems),
+    secret: text(raw.secret, "assets.callback.secret", problems, true) ?? "",
   };
-  const secret = text(raw.secret, "assets.callback.secret", problems);
-  if (secret !== undefined) callback.secret = secret;
-  return callback;
 }
 
 /**

@@ -282,10 +282,23 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
     run: ActiveRun,
     config: RunConfig,
   ): Promise<{ entry: AssetsMcpServer; token: string; stop(): void }> {
+    const ttlMs = config.langbotAssetsTokenTtl * 1000;
+    if (config.langbotAssetsTokenTtl < config.timeout) {
+      log({
+        msg: "langbot-assets-token-ttl is shorter than the run timeout; " +
+          "the agent loses asset access when the token expires",
+        run_id: runId,
+        ttl: config.langbotAssetsTokenTtl,
+        timeout: config.timeout,
+      });
+    }
     if (config.langbotAssetsMode !== "gateway") {
       let bridge;
       try {
-        bridge = await startEphemeralBridge(run.spec, { sourceTimeoutMs });
+        bridge = await startEphemeralBridge(run.spec, {
+          sourceTimeoutMs,
+          ttlMs,
+        });
       } catch (error) {
         throw listenFailed("bridge", error);
       }
@@ -299,16 +312,6 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
     const port = config.langbotAssetsGatewayPort ?? defaults.port ?? 0;
     const gateway = await gatewayFor(config.langbotAssetsGatewayHost, port);
     const registration = gateway.register(run.spec);
-    const ttlMs = config.langbotAssetsTokenTtl * 1000;
-    if (config.langbotAssetsTokenTtl < config.timeout) {
-      log({
-        msg: "langbot-assets-token-ttl is shorter than the run timeout; " +
-          "the agent loses asset access when the token expires",
-        run_id: runId,
-        ttl: config.langbotAssetsTokenTtl,
-        timeout: config.timeout,
-      });
-    }
     const expiry = setTimeout(
       () => registration.revoke(),
       Math.min(ttlMs, MAX_TIMER_MS),
@@ -353,17 +356,25 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
       mode: config.langbotAssetsMode === "gateway" ? "gateway" : "ephemeral",
       url: served.entry.url,
     });
+    // ACP lets a client send an http server only to an agent advertising
+    // mcpCapabilities.http, so the entry is chosen once those are known. Over
+    // ssh the static list is what the location forwards with `ssh -R`.
+    const overSsh = config.location === "remote-ssh";
     return {
-      mcpServers: [served.entry],
+      mcpServers: overSsh ? [served.entry] : [],
       sessionMcpServers(capabilities) {
-        if (capabilities.http !== true) {
-          log({
-            msg:
-              "the agent does not advertise mcpCapabilities.http; it may ignore langbot_assets",
-            run_id: runId,
-          });
+        const user = sessionServers(capabilities);
+        if (capabilities.http === true) {
+          return overSsh ? user : [served.entry, ...user];
         }
-        return sessionServers(capabilities);
+        log({
+          msg: overSsh
+            ? "the agent does not advertise MCP over HTTP; langbot_assets is forwarded over ssh regardless"
+            : "assets not injected: the agent does not advertise MCP over HTTP",
+          run_id: runId,
+          sse: capabilities.sse === true,
+        });
+        return user;
       },
       promptPrefix: config.appendRunScopePrompt
         ? runScopeNote(run.spec, runId)

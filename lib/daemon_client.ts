@@ -1,8 +1,9 @@
 /**
  * The daemon side of `coding-relay-v1`: connects out to a hub, says hello,
  * runs the jobs it is given through a caller-supplied `runJob`, forwards their
- * events and MCP traffic, acknowledges cancels only after cleanup, and on
- * disconnect cancels and awaits every job before reconnecting. See `docs/relay.md`.
+ * events and MCP traffic, acknowledges cancels only after cleanup, pings the
+ * hub to notice a silently dead connection, and on disconnect cancels and
+ * awaits every job before reconnecting. See `docs/relay.md`.
  *
  * @module
  */
@@ -10,6 +11,7 @@
 import { RunnerError } from "./errors.ts";
 import {
   CLOSE_CLEANUP_UNCONFIRMED,
+  CLOSE_KEEPALIVE_TIMEOUT,
   CLOSE_PROTOCOL_ERROR,
   type DaemonFrame,
   encodeDaemonFrame,
@@ -20,6 +22,8 @@ import {
   MAX_FRAME_BYTES,
   MCP_REQUEST_TIMEOUT_MS,
   parseFrame,
+  PING_INTERVAL_MS,
+  PING_TIMEOUT_MS,
   randomUrlSafe,
   RECONNECT_DELAY_MS,
   REFUSAL_REASONS,
@@ -32,7 +36,10 @@ export interface DaemonJob {
   jobId: string;
   /** The `run.start` payload. */
   payload: JsonObject;
-  /** Sends one run event to the hub (large deltas are split; dropped once the job ended). */
+  /**
+   * Sends one run event to the hub (dropped once the job ended). A delta over
+   * the frame limit is split; any other event is truncated to fit.
+   */
   emit(event: JsonObject): void;
   /** Aborted on `run.cancel` or disconnect. */
   signal: AbortSignal;
@@ -74,6 +81,13 @@ export interface DaemonClientOptions {
   reconnectDelayMs?: number;
   /** MCP request timeout (default 60 s). */
   mcpTimeoutMs?: number;
+  /** How often to send `daemon.ping` while connected (default 20 s). */
+  pingIntervalMs?: number;
+  /**
+   * How long to wait for any hub frame after a ping, or after the hello,
+   * before the connection counts as dead and is closed (default 20 s).
+   */
+  pingTimeoutMs?: number;
   /** Stops the client: open jobs are cancelled and awaited first. */
   signal: AbortSignal;
   /** Receives log records. */
@@ -148,7 +162,11 @@ async function connectOnce(
   const closed = new Promise<CloseEvent>((resolve) =>
     ws.addEventListener("close", resolve)
   );
-  const stop = () => ws.close(1000);
+  const keepAlive = startKeepAlive(options, session, log);
+  const stop = () => {
+    ws.close(1000);
+    keepAlive.expectAnswer(); // the hub's close frame
+  };
   options.signal.addEventListener("abort", stop, { once: true });
   ws.addEventListener("open", () => {
     send(session, {
@@ -164,20 +182,29 @@ async function connectOnce(
         ...options.metadata,
       },
     });
+    keepAlive.expectAnswer();
   });
   ws.addEventListener("message", (event) => {
+    // Once we close (stop, dead hub), late frames must not start jobs.
+    if (ws.readyState !== WebSocket.OPEN) return;
+    keepAlive.answered();
     const text = typeof event.data === "string"
       ? event.data
       : new TextDecoder().decode(event.data);
     onMessage(options, session, text, log);
+    if (session.ready) keepAlive.start();
   });
-  const event = await closed;
+  const ended = await Promise.race([
+    closed.then((event) =>
+      `close ${event.code}${event.reason ? `: ${event.reason}` : ""}`
+    ),
+    keepAlive.dead.then(() => REFUSAL_REASONS.keepaliveTimeout),
+  ]);
+  keepAlive.stop();
   options.signal.removeEventListener("abort", stop);
   log({
     level: session.ready ? "info" : "warn",
-    message: `disconnected from the hub (close ${event.code}${
-      event.reason ? `: ${event.reason}` : ""
-    })`,
+    message: `disconnected from the hub (${ended})`,
   });
   for (const settle of session.pendingMcp.values()) {
     settle(
@@ -191,7 +218,79 @@ async function connectOnce(
   // A replacement socket must never inherit still-running jobs.
   for (const job of session.jobs.values()) job.controller.abort();
   await Promise.all([...session.jobs.values()].map((job) => job.done));
+  // A dead peer may never confirm the close: wait for it only so long.
+  await raceTimeout(closed, options.pingTimeoutMs ?? PING_TIMEOUT_MS);
   return session;
+}
+
+interface KeepAlive {
+  /** Resolves when no hub frame came within the timeout of an expected answer. */
+  dead: Promise<void>;
+  /** Starts pinging (once the hub is ready; later calls do nothing). */
+  start(): void;
+  /** Arms the dead-connection timer unless it runs already. */
+  expectAnswer(): void;
+  /** A hub frame arrived: disarms the timer. */
+  answered(): void;
+  /** Clears every timer. */
+  stop(): void;
+}
+
+function startKeepAlive(
+  options: DaemonClientOptions,
+  session: Session,
+  log: (entry: DaemonLogEntry) => void,
+): KeepAlive {
+  const intervalMs = options.pingIntervalMs ?? PING_INTERVAL_MS;
+  const timeoutMs = options.pingTimeoutMs ?? PING_TIMEOUT_MS;
+  const dead = Promise.withResolvers<void>();
+  let pingTimer: ReturnType<typeof setInterval> | undefined;
+  let deadTimer: ReturnType<typeof setTimeout> | undefined;
+  const keepAlive: KeepAlive = {
+    dead: dead.promise,
+    start() {
+      pingTimer ??= setInterval(() => {
+        if (send(session, { type: "daemon.ping" })) keepAlive.expectAnswer();
+      }, intervalMs);
+    },
+    expectAnswer() {
+      deadTimer ??= setTimeout(() => {
+        log({
+          level: "warn",
+          message:
+            `no frame from the hub within ${timeoutMs} ms; closing the connection as dead`,
+        });
+        try {
+          session.ws.close(
+            CLOSE_KEEPALIVE_TIMEOUT,
+            REFUSAL_REASONS.keepaliveTimeout,
+          );
+        } catch {
+          // already closing
+        }
+        dead.resolve();
+      }, timeoutMs);
+    },
+    answered() {
+      clearTimeout(deadTimer);
+      deadTimer = undefined;
+    },
+    stop() {
+      clearInterval(pingTimer);
+      clearTimeout(deadTimer);
+      pingTimer = deadTimer = undefined;
+    },
+  };
+  return keepAlive;
+}
+
+async function raceTimeout(promise: Promise<unknown>, ms: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    promise,
+    new Promise((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
 }
 
 function send(session: Session, frame: DaemonFrame | string): boolean {
@@ -269,9 +368,10 @@ function startJob(
     if (!open) return;
     for (const text of encodeEventFrames(jobId, event, MAX_FRAME_BYTES)) {
       if (isOversizedFrame(text)) {
+        const type = String(event.type);
         log({
           level: "error",
-          message: `dropped a ${String(event.type)} event over 1 MiB`,
+          message: `dropped a ${type} event that cannot be cut to fit 1 MiB`,
           jobId,
         });
         continue;

@@ -3,7 +3,8 @@
  * jobs on the chosen daemon. Steering is done here, on the hub side:
  * follow-ups wait until the current job ends and then run as further jobs on
  * the newest session; the caller sees one run with increasing `sequence`
- * numbers and exactly one terminal event. Also the hub listener `runner
+ * numbers and exactly one terminal event, and a run that fails or is
+ * cancelled hands its unprocessed follow-ups back. Also the hub listener `runner
  * serve` starts, and the hook that answers a run's MCP requests. See
  * `docs/daemon.md`.
  *
@@ -26,7 +27,7 @@ import {
   type RelayJobOutcome,
   serveHub,
 } from "./hub.ts";
-import type { RunInput } from "./prompt.ts";
+import { buildPrompt, promptText, type RunInput } from "./prompt.ts";
 import type { Json } from "./relay.ts";
 import { type RunHandle, type RunResult, STEERING_QUEUE_LIMIT } from "./run.ts";
 import type { RemoteRunner } from "./run_manager.ts";
@@ -79,6 +80,20 @@ function startDaemonRun(
     if (terminal) return;
     if (isTerminalEvent(event)) {
       closed = true;
+      if (event.type === "run.failed" && queue.length) {
+        // Follow-ups the run could not answer go back to the caller.
+        event = {
+          ...event,
+          data: {
+            ...event.data,
+            unprocessed_inputs: queue.map((input) => ({
+              text: input.text ?? "",
+            })),
+          },
+        };
+        log({ msg: "follow-ups not processed", count: queue.length });
+      }
+      queue.length = 0;
       terminal = event;
     }
     context.emit({
@@ -101,9 +116,6 @@ function startDaemonRun(
     if (event.type === "run.completed" && queue.length && !cancelReason) {
       held = event; // folded: a follow-up job continues this run
       return;
-    }
-    if (isTerminalEvent(event) && queue.length) {
-      log({ msg: "follow-ups dropped: the run failed", dropped: queue.length });
     }
     forward(event);
   }
@@ -164,7 +176,7 @@ function startDaemonRun(
         return;
       }
       log({ msg: "steering: next daemon job", queued: queue.length });
-      input = next;
+      input = followUpInput(next);
       followUp = true;
     }
   }
@@ -216,11 +228,27 @@ function startDaemonRun(
       cancelReason = reason ??
         new RunnerError("run.cancelled", "The run was cancelled.");
       closed = true;
-      queue.length = 0;
       stop.abort();
     },
     done,
   };
+}
+
+/**
+ * A follow-up job carries text only, like a follow-up turn of the local
+ * engine: its attachments are named in a note appended to the text.
+ */
+function followUpInput(input: RunInput): RunInput {
+  try {
+    const { blocks } = buildPrompt({
+      input,
+      capabilities: undefined,
+      followUp: true,
+    });
+    return { text: promptText(blocks) };
+  } catch {
+    return { text: input.text ?? "" }; // buildPrompt refuses an empty input
+  }
 }
 
 /** Answers one run's MCP messages (e.g. the run's `AssetBackend`). */

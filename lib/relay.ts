@@ -2,14 +2,19 @@
  * The `coding-relay-v1` codec: frame types, the two sides' JSON encodings,
  * frame parsing and validation, the handshake checks with their exact refusal
  * reasons, the protocol constants, marker file names and the splitter that
- * keeps `message.delta` frames under the 1 MiB limit. See `docs/relay.md`.
+ * keeps `message.delta` frames under the 1 MiB limit (other events are
+ * truncated to fit). See `docs/relay.md`.
  *
  * @module
  */
 
 import { createHash } from "node:crypto";
 import { RunnerError } from "./errors.ts";
-import { escapedUnitBytes, pythonJsonDumps } from "./relay_json.ts";
+import {
+  escapedUnitBytes,
+  pythonJsonDumps,
+  truncateToFit,
+} from "./relay_json.ts";
 
 /** The protocol string both sides send and check. */
 export const RELAY_PROTOCOL = "coding-relay-v1";
@@ -25,6 +30,8 @@ export const CLOSE_CLEANUP_UNCONFIRMED = 4011;
 export const CLOSE_TOO_BIG = 1009;
 /** Close code the daemon uses for a protocol error such as `run.cleanup` (1002 mirrored, as above). */
 export const CLOSE_PROTOCOL_ERROR = 4002;
+/** Close code the daemon uses when the hub stopped answering (keep-alive timeout). */
+export const CLOSE_KEEPALIVE_TIMEOUT = 4000;
 /** Most daemons a hub keeps (connected plus fenced). */
 export const MAX_DAEMONS = 128;
 /** Most jobs a hub runs at once. */
@@ -41,6 +48,10 @@ export const MAX_FRAME_BYTES = 1024 * 1024;
 export const MCP_REQUEST_TIMEOUT_MS = 60_000;
 /** Default daemon reconnect delay (base of the backoff). */
 export const RECONNECT_DELAY_MS = 5_000;
+/** How often a connected daemon sends `daemon.ping`. */
+export const PING_INTERVAL_MS = 20_000;
+/** How long the daemon waits for any hub frame after a ping before it gives the connection up. */
+export const PING_TIMEOUT_MS = 20_000;
 
 /** The exact close reasons of the Python hub (and ours). */
 export const REFUSAL_REASONS = {
@@ -55,6 +66,7 @@ export const REFUSAL_REASONS = {
   obsolete: "obsolete relay: upgrade hub and daemon together",
   frameTooLarge: "frame exceeds 1 MiB",
   hubShuttingDown: "hub shutting down",
+  keepaliveTimeout: "keepalive ping timeout",
 } as const;
 
 /** Any JSON value. */
@@ -342,7 +354,10 @@ export function randomUrlSafe(bytes: number): string {
  * frame would exceed `maxBytes` into several deltas carrying consecutive pieces
  * of `content`. `all_content` becomes the matching running prefix, or is left
  * out when it alone would not fit; only the last piece keeps a true
- * `is_final`. Any other event is returned as one frame, whatever its size.
+ * `is_final`. Any other event over the limit (or a delta that cannot be split)
+ * has the largest strings of its `data` cut, each with `"truncated": true`
+ * next to it, so that it fits one frame; only an event that cannot be made to
+ * fit that way comes back oversized.
  */
 export function encodeEventFrames(
   jobId: string,
@@ -356,11 +371,20 @@ export function encodeEventFrames(
   if (bytes(whole) <= maxBytes) return [whole];
   const data = isObject(event.data) ? event.data : undefined;
   const chunk = data && isObject(data.chunk) ? data.chunk : undefined;
+  const truncated = () => {
+    if (!data) return [whole];
+    const copy: JsonObject = { ...event, data: structuredClone(data) };
+    truncateToFit(
+      copy.data as JsonObject,
+      () => bytes(encode(copy)) - maxBytes,
+    );
+    return [encode(copy)];
+  };
   if (
     event.type !== "message.delta" || !data || !chunk ||
     typeof chunk.content !== "string" || chunk.content === ""
   ) {
-    return [whole];
+    return truncated();
   }
   const content = chunk.content;
   const allContent = typeof chunk.all_content === "string"
@@ -386,7 +410,7 @@ export function encodeEventFrames(
       allBase = undefined; // the running text alone no longer fits a frame
       room = maxBytes - bytes(encode(pieceOf(start, start, false)));
     }
-    if (room < 16) return [whole]; // the rest of the event alone is too large
+    if (room < 16) return truncated(); // the rest of the event alone is too large
     const perUnit = allBase === undefined ? 1 : 2;
     let end = start;
     while (end < content.length) {

@@ -162,6 +162,13 @@ function validateInput(request: RunRequest): void {
   });
 }
 
+function supportsTransport(server: McpServer, caps: McpCapabilities): boolean {
+  if (!("type" in server)) return true;
+  if (server.type === "http") return caps.http === true;
+  if (server.type === "sse") return caps.sse === true;
+  return true;
+}
+
 /** Makes a run manager. */
 export function createRunManager(options: RunManagerOptions): RunManager {
   const { store } = options;
@@ -269,10 +276,19 @@ export function createRunManager(options: RunManagerOptions): RunManager {
               mcpServers: prepared?.mcpServers,
               registry: options.registry,
             });
+            // The tunnelled servers are offered like any other: http/sse
+            // only when the agent advertises them.
+            const forwarded = transport.mcpServers ?? [];
             return {
               ...transport,
-              sessionMcpServers: prepared?.sessionMcpServers,
+              mcpServers: undefined,
               promptPrefix: prepared?.promptPrefix,
+              sessionMcpServers: (caps) => [
+                ...forwarded.filter((server) =>
+                  supportsTransport(server, caps)
+                ),
+                ...(prepared?.sessionMcpServers?.(caps) ?? []),
+              ],
             };
           }
           const transport = await launchLocal({

@@ -62,15 +62,34 @@ export async function checkN8nAuth(
   }
 }
 
-/** Waits until the conversation has no active run, for at most `seconds`. */
-export async function waitForConversation(
-  manager: RunManager,
-  conversationId: string,
-  seconds: number,
-): Promise<void> {
+/** Options for {@linkcode startWhenConversationIdle}. */
+export interface StartWhenIdleOptions<T> {
+  /** The run manager that knows the conversation's active run. */
+  manager: RunManager;
+  /** The conversation. */
+  conversationId: string;
+  /** The overall deadline, in seconds, however often the wait restarts. */
+  seconds: number;
+  /** Starts the run; called synchronously right after the idle check. */
+  start: () => T;
+  /** Called each time the caller starts waiting for another run. */
+  onWait?: (active: ManagedRun) => void;
+}
+
+/**
+ * Calls `start` once the conversation has no active run, waiting for at most
+ * `seconds` overall; throws `http.conversation_busy` past that. The idle
+ * check and `start` happen without yielding, so of several callers woken by
+ * the same run's end one starts and the others wait for that new run.
+ */
+export async function startWhenConversationIdle<T>(
+  options: StartWhenIdleOptions<T>,
+): Promise<T> {
+  const { manager, conversationId, seconds } = options;
   const deadline = Date.now() + seconds * 1000;
   let active: ManagedRun | undefined;
   while ((active = manager.activeForConversation(conversationId))) {
+    options.onWait?.(active);
     const left = deadline - Date.now();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = await Promise.race([
@@ -87,6 +106,7 @@ export async function waitForConversation(
       );
     }
   }
+  return options.start();
 }
 
 function firstString(...values: unknown[]): string | undefined {
@@ -165,18 +185,26 @@ export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
     delete query.stream;
     const runConfig = resolveCallerConfig(config, query);
     const streaming = requestedFormat(c, body.stream) !== "json";
-    if (conversationId) {
-      await waitForConversation(
+    const start = () =>
+      ctx.startRun({
+        conversationId,
+        input: { text },
+        config: runConfig,
+      }, { steer: false });
+    const { run } = conversationId
+      ? await startWhenConversationIdle({
         manager,
         conversationId,
-        config.n8n.waitSeconds,
-      );
-    }
-    const { run } = ctx.startRun({
-      conversationId,
-      input: { text },
-      config: runConfig,
-    }, { steer: false });
+        seconds: config.n8n.waitSeconds,
+        start,
+        onWait: (active) =>
+          ctx.log({
+            msg: "n8n webhook waits for the conversation",
+            conversation_id: conversationId,
+            active_run_id: active.runId,
+          }),
+      })
+      : start();
     ctx.log({
       msg: "n8n webhook run",
       run_id: run.runId,

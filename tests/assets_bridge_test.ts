@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { startEphemeralBridge } from "../lib/assets/bridge.ts";
+import {
+  startAssetGateway,
+  startEphemeralBridge,
+} from "../lib/assets/bridge.ts";
+import type { AssetGrant } from "../lib/assets/grant.ts";
 import {
   bearer,
   callTool,
@@ -424,4 +428,124 @@ Deno.test("ephemeral bridge: closing ends the run's access", async () => {
     refused = true;
   }
   assert.ok(refused);
+});
+
+Deno.test("ephemeral bridge: the token expires after ttlMs", async () => {
+  let now = 1_000_000;
+  const bridge = await startEphemeralBridge(sampleSpec("run-a"), {
+    ttlMs: 5_000,
+    now: () => now,
+  });
+  try {
+    const ping = () =>
+      postMcp(
+        bridge.url,
+        { jsonrpc: "2.0", id: 1, method: "ping" },
+        bearer(bridge.token),
+      );
+    assert.equal((await ping()).status, 200);
+    now += 4_999;
+    assert.equal((await ping()).status, 200);
+    now += 1;
+    const expired = await ping();
+    assert.equal(expired.status, 401);
+    assert.ok(!JSON.stringify(expired.body).includes(bridge.token));
+  } finally {
+    await bridge.close();
+  }
+});
+
+async function listedNames(
+  url: string,
+  headers: Record<string, string>,
+): Promise<string[]> {
+  const reply = await postMcp(url, {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/list",
+  }, headers);
+  assert.equal(reply.status, 200);
+  return (reply.body as { result: { tools: { name: string }[] } }).result
+    .tools.map((tool) => tool.name);
+}
+
+Deno.test("ephemeral bridge: tools/list follows the grant; the gateway keeps the full list", async (t) => {
+  const cases: [string, AssetGrant, string[]][] = [
+    ["nothing granted", {}, []],
+    ["history", { history: true }, ["langbot_history_page"]],
+    ["history false", { history: false }, []],
+    [
+      "a knowledge base without retrieve",
+      { knowledgeBases: [{ kb_id: "kb", operations: ["list"] }] },
+      [],
+    ],
+    [
+      "a knowledge base with empty operations (all)",
+      { knowledgeBases: [{ kb_id: "kb", operations: [] }] },
+      ["langbot_retrieve_knowledge"],
+    ],
+    [
+      "a detail-only tool",
+      { tools: [{ tool_name: "t", operations: ["detail"] }] },
+      ["langbot_get_tool_detail"],
+    ],
+    [
+      "a call-only tool",
+      { tools: [{ tool_name: "t", operations: ["call"] }] },
+      ["langbot_call_tool"],
+    ],
+    [
+      "a tool without operations (all)",
+      { tools: [{ tool_name: "t" }] },
+      ["langbot_get_tool_detail", "langbot_call_tool"],
+    ],
+    ["the full sample grant", sampleSpec("x").grant, TOOL_NAMES.slice(2)],
+  ];
+  const gateway = await startAssetGateway({ ttlMs: 60_000 });
+  try {
+    for (const [label, grant, extra] of cases) {
+      await t.step(label, async () => {
+        const spec = { ...sampleSpec("run-g"), grant };
+        const bridge = await startEphemeralBridge(spec);
+        try {
+          assert.deepEqual(
+            await listedNames(bridge.url, bearer(bridge.token)),
+            [
+              "langbot_list_assets",
+              "langbot_get_current_event",
+              ...extra,
+            ],
+          );
+          if (!extra.includes("langbot_call_tool")) {
+            const refused = await callTool(bridge.url, "langbot_call_tool", {
+              tool_name: "t",
+            }, bearer(bridge.token));
+            assert.equal(refused.isError, true);
+            assert.match(refused.content[0].text, /^assets\.forbidden/);
+          }
+          const registration = gateway.register(spec);
+          assert.deepEqual(
+            await listedNames(gateway.url, bearer(registration.token)),
+            TOOL_NAMES,
+          );
+          assert.deepEqual(await listedNames(gateway.url, {}), TOOL_NAMES);
+          if (!extra.includes("langbot_history_page")) {
+            const refused = await callTool(
+              gateway.url,
+              "langbot_history_page",
+              {},
+              bearer(registration.token),
+            );
+            assert.equal(refused.isError, true);
+            assert.match(refused.content[0].text, /^assets\.forbidden/);
+          }
+          registration.revoke();
+        } finally {
+          await bridge.close();
+        }
+      });
+    }
+  } finally {
+    await gateway.close();
+  }
 });

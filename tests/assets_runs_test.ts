@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { signCallbackBody } from "../lib/assets/sources.ts";
+import { verifyCallbackSignature } from "../lib/assets/sources.ts";
 import type { RunAssetsRequest } from "../lib/assets_request.ts";
 import { createAssetsHook } from "../lib/assets_wiring.ts";
 import { RunnerError } from "../lib/errors.ts";
@@ -332,6 +332,32 @@ Deno.test("after an ephemeral run ends its bridge no longer answers its token", 
   await h.close();
 });
 
+Deno.test("ephemeral mode: langbot-assets-token-ttl ends the bridge token too", async () => {
+  const h = assetsHarness();
+  // 1 ms: long expired by the time the spawned agent makes its first call.
+  const run = await runFixture(h, {
+    tool: "langbot_list_assets",
+    config: {
+      "langbot-assets-mode": "ephemeral",
+      "langbot-assets-token-ttl": 0.001,
+    },
+  });
+  assert.equal(run.result.status, "completed");
+  assert.equal(
+    mcpAnswer(run.record, "langbot_assets", "initialize").status,
+    401,
+  );
+  assert.ok(
+    h.logs.some((line) =>
+      String(line.msg).startsWith("langbot-assets-token-ttl is shorter") &&
+      line.run_id === run.runId
+    ),
+  );
+  const fresh = await runFixture(h, { tool: "langbot_list_assets" });
+  assert.equal(toolResult(fresh.record).structuredContent?.run_id, fresh.runId);
+  await h.close();
+});
+
 Deno.test("gateway runs share one gateway; a run's token is revoked when it ends", async () => {
   const h = assetsHarness();
   const config = { "langbot-assets-mode": "gateway" };
@@ -406,9 +432,22 @@ Deno.test("callback mode posts the signed call to the callback URL", async () =>
   assert.deepEqual(toolResult(run.record).structuredContent, { answer: 42 });
   assert.equal(callback.requests.length, 1);
   const [request] = callback.requests;
-  assert.deepEqual(
-    request.headers.get("x-runner-signature"),
-    signCallbackBody(secret, request.body),
+  assert.ok(
+    verifyCallbackSignature({
+      secret,
+      body: request.body,
+      timestamp: request.headers.get("x-runner-timestamp"),
+      signature: request.headers.get("x-runner-signature"),
+    }),
+    "the receiver could not verify the callback",
+  );
+  assert.ok(
+    !verifyCallbackSignature({
+      secret: "not-the-run-secret",
+      body: request.body,
+      timestamp: request.headers.get("x-runner-timestamp"),
+      signature: request.headers.get("x-runner-signature"),
+    }),
   );
   assert.equal(request.headers.get("x-runner-run-id"), run.runId);
   const body = JSON.parse(request.body);
@@ -522,6 +561,57 @@ Deno.test("an http server in mcp-servers-json fails the run when the agent lacks
   await h.close();
 });
 
+Deno.test("langbot_assets goes to session/new only when the agent advertises mcpCapabilities.http", async () => {
+  const h = assetsHarness();
+  for (const mode of ["ephemeral", "gateway"]) {
+    const config = { "langbot-assets-mode": mode };
+    const without = await runFixture(h, { flags: [], config });
+    assert.equal(without.result.status, "completed");
+    assert.deepEqual(sessionServers(without.record), []);
+    assert.ok(
+      h.logs.some((line) =>
+        line.msg ===
+          "assets not injected: the agent does not advertise MCP over HTTP" &&
+        line.run_id === without.runId
+      ),
+    );
+    const sseOnly = await runFixture(h, { flags: ["--mcp-sse"], config });
+    assert.equal(sseOnly.result.status, "completed");
+    assert.deepEqual(sessionServers(sseOnly.record), []);
+    const withHttp = await runFixture(h, {
+      tool: "langbot_list_assets",
+      config,
+    });
+    assert.deepEqual(sessionServers(withHttp.record).map((s) => s.name), [
+      "langbot_assets",
+    ]);
+    assert.equal(
+      toolResult(withHttp.record).structuredContent?.run_id,
+      withHttp.runId,
+    );
+  }
+  await h.close();
+});
+
+Deno.test("over remote-ssh the langbot entry stays in the static list the location forwards", async () => {
+  const h = assetsHarness();
+  const prepared = await h.hook.prepare({
+    runId: "over-ssh",
+    request: {
+      input: { text: "x" },
+      config: fixtureConfig([], {
+        location: "remote-ssh",
+        "ssh-target": "user@host",
+      }),
+    },
+  });
+  assert.deepEqual(prepared.mcpServers.map((s) => s.name), ["langbot_assets"]);
+  assert.deepEqual(prepared.sessionMcpServers!({ http: true }), []);
+  assert.deepEqual(prepared.sessionMcpServers!({}), []);
+  prepared.release();
+  await h.close();
+});
+
 Deno.test("append-run-scope-prompt puts the run-scope note, never the token, in the first prompt", async () => {
   const h = assetsHarness();
   const run = await runFixture(h, {
@@ -562,6 +652,17 @@ Deno.test("a bad assets field is refused before the run starts", async () => {
   assert.ok(unknown.message.includes("unknown field(s) extra"));
   const two = start({ inline: {}, callback: { url: "http://127.0.0.1:9" } });
   assert.ok(two.message.includes("at most one source"));
+  const unsigned = start({ callback: { url: "http://127.0.0.1:9" } });
+  assert.equal(unsigned.code, "config.invalid");
+  assert.ok(
+    unsigned.message.includes("assets.callback.secret is required"),
+    unsigned.message,
+  );
+  const blank = start({ callback: { url: "http://127.0.0.1:9", secret: " " } });
+  assert.ok(
+    blank.message.includes("assets.callback.secret must be a non-empty string"),
+    blank.message,
+  );
   const bad = start({
     upstream: { url: "ftp://x", headers: { "bad name": "hidden-value-1" } },
     grant: { tools: [{ tool_name: "" }], history: "yes" },
@@ -644,8 +745,9 @@ Deno.test("gateway settings: the public URL goes to the agent; a taken port fail
       "langbot-assets-gateway-public-url": "https://assets.example.com/mcp",
     }),
   });
+  assert.deepEqual(prepared.mcpServers, []);
   assert.equal(
-    (prepared.mcpServers[0] as { url: string }).url,
+    (prepared.sessionMcpServers!({ http: true })[0] as { url: string }).url,
     "https://assets.example.com/mcp",
   );
   assert.equal(prepared.secrets?.length, 1);

@@ -7,6 +7,11 @@ import {
   startEphemeralBridge,
 } from "../lib/assets/bridge.ts";
 import {
+  createCallbackSource,
+  signCallbackBody,
+  verifyCallbackSignature,
+} from "../lib/assets/sources.ts";
+import {
   bearer,
   callTool,
   sampleSpec,
@@ -224,18 +229,29 @@ Deno.test("upstream source: gateway strips run_token; an unreachable upstream is
   }
 });
 
+/** The receiver side of docs/assets.md's callback verification, written out. */
+function receiverAccepts(
+  secret: string,
+  headers: Headers,
+  body: string,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): boolean {
+  const timestamp = headers.get("x-runner-timestamp") ?? "";
+  const expected = Buffer.from(
+    "sha256=" +
+      createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex"),
+  );
+  const given = Buffer.from(headers.get("x-runner-signature") ?? "");
+  return /^\d+$/.test(timestamp) &&
+    Math.abs(nowSeconds - Number(timestamp)) <= 300 &&
+    given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 Deno.test("callback source: signed body, verified by the receiver; wrong secret detected", async () => {
   const receiverSecret = "per-run-secret";
   const verdicts: boolean[] = [];
   const receiver = startRecordingServer((request, body) => {
-    const expected = Buffer.from(
-      `sha256=${
-        createHmac("sha256", receiverSecret).update(body).digest("hex")
-      }`,
-    );
-    const given = Buffer.from(request.headers.get("x-runner-signature") ?? "");
-    const valid = given.length === expected.length &&
-      timingSafeEqual(given, expected);
+    const valid = receiverAccepts(receiverSecret, request.headers, body);
     verdicts.push(valid);
     if (!valid) {
       return Response.json({ error: "bad signature" }, { status: 401 });
@@ -267,6 +283,10 @@ Deno.test("callback source: signed body, verified by the receiver; wrong secret 
       arguments: { tool_name: "send_message", parameters: { text: "hi" } },
     });
     assert.equal(receiver.requests[0].headers.get("x-runner-run-id"), "run-a");
+    assert.match(
+      receiver.requests[0].headers.get("x-runner-timestamp") ?? "",
+      /^\d+$/,
+    );
     const detail = await callTool(good.url, "langbot_get_tool_detail", {
       tool_name: "weather",
     }, bearer(good.token));
@@ -294,6 +314,72 @@ Deno.test("callback source: signed body, verified by the receiver; wrong secret 
   } finally {
     await good.close();
     await bad.close();
+    await receiver.close();
+  }
+});
+
+Deno.test("callback source: the signature covers the timestamp; stale, altered and foreign signatures fail", async () => {
+  const secret = "per-run-secret";
+  const signedAt = 1_700_000_000;
+  const receiver = startRecordingServer(() => Response.json({ ok: true }));
+  const source = createCallbackSource({
+    url: receiver.url,
+    secret,
+    runId: "run-a",
+    now: () => signedAt * 1000 + 999,
+  });
+  try {
+    const result = await source.callTool("langbot_call_tool", {
+      tool_name: "weather",
+    });
+    assert.deepEqual(result.structuredContent, { ok: true });
+    const [{ headers, body }] = receiver.requests;
+    assert.equal(headers.get("x-runner-timestamp"), String(signedAt));
+    assert.equal(
+      headers.get("x-runner-signature"),
+      signCallbackBody(secret, signedAt, body),
+    );
+    const check = {
+      secret,
+      body,
+      timestamp: headers.get("x-runner-timestamp"),
+      signature: headers.get("x-runner-signature"),
+      now: () => signedAt * 1000,
+    };
+    assert.ok(receiverAccepts(secret, headers, body, signedAt));
+    assert.equal(verifyCallbackSignature(check), true);
+    assert.equal(
+      verifyCallbackSignature({ ...check, now: () => (signedAt + 300) * 1000 }),
+      true,
+    );
+    // Replayed later: the timestamp is stale.
+    assert.equal(
+      verifyCallbackSignature({ ...check, now: () => (signedAt + 301) * 1000 }),
+      false,
+    );
+    assert.ok(!receiverAccepts(secret, headers, body, signedAt + 301));
+    // A fresh timestamp pasted onto the old signature does not match it.
+    const moved = String(signedAt + 400);
+    assert.equal(
+      verifyCallbackSignature({
+        ...check,
+        timestamp: moved,
+        now: () => (signedAt + 400) * 1000,
+      }),
+      false,
+    );
+    const movedHeaders = new Headers(headers);
+    movedHeaders.set("x-runner-timestamp", moved);
+    assert.ok(!receiverAccepts(secret, movedHeaders, body, signedAt + 400));
+    assert.equal(
+      verifyCallbackSignature({ ...check, body: body.replace("weather", "x") }),
+      false,
+    );
+    assert.equal(verifyCallbackSignature({ ...check, secret: "other" }), false);
+    assert.ok(!receiverAccepts("other", headers, body, signedAt));
+    assert.equal(verifyCallbackSignature({ ...check, timestamp: null }), false);
+    assert.equal(verifyCallbackSignature({ ...check, signature: null }), false);
+  } finally {
     await receiver.close();
   }
 });

@@ -138,6 +138,78 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("webhook calls queued on one busy conversation run one at a time, each with its own answer", async () => {
+  const dir = await Deno.makeTempDir();
+  const gate = join(dir, "gate");
+  await makeFifo(gate);
+  await withServe(
+    { args: defaults(dir, ["--gate-fifo", gate]) },
+    async (serve) => {
+      const seen = new Set<Record<string, unknown>>();
+      const nextLog = async (msg: string) => {
+        const entry = await serve.waitForLog((line) =>
+          line.msg === msg && !seen.has(line)
+        );
+        seen.add(entry);
+        return entry;
+      };
+      const activeRuns = async () =>
+        (await (await fetch(
+          `${serve.url}/v1/runs?conversation_id=queued&status=active`,
+        )).json()).runs.length;
+      const post = (text: string) =>
+        postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
+          chatInput: text,
+          session_id: "queued",
+        });
+
+      const first = post("first");
+      await nextLog("n8n webhook run");
+      const second = post("second");
+      const third = post("third");
+      await nextLog("n8n webhook waits for the conversation");
+      await nextLog("n8n webhook waits for the conversation");
+      for (let started = 1; started < 3; started++) {
+        await openGate(gate);
+        await nextLog("n8n webhook run");
+        assert.equal(await activeRuns(), 1);
+      }
+      await openGate(gate);
+      const answers = await Promise.all(
+        [first, second, third].map(async (response) => {
+          assert.equal((await response).status, 200);
+          return (await (await response).json()).response as string;
+        }),
+      );
+      assert.match(answers[0], /^echo: first /);
+      assert.match(answers[1], /^echo: second /);
+      assert.match(answers[2], /^echo: third /);
+
+      const { runs } = await (await fetch(
+        `${serve.url}/v1/runs?conversation_id=queued`,
+      )).json() as {
+        runs: { status: string; created_at: string; finished_at: string }[];
+      };
+      assert.deepEqual(runs.map((run) => run.status), [
+        "completed",
+        "completed",
+        "completed",
+      ]);
+      const ordered = runs.toSorted((a, b) =>
+        a.created_at.localeCompare(b.created_at)
+      );
+      for (let i = 1; i < ordered.length; i++) {
+        assert.ok(
+          ordered[i].created_at >= ordered[i - 1].finished_at,
+          `run ${i + 1} started before run ${i} finished`,
+        );
+      }
+      assert.equal(await activeRuns(), 0);
+    },
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
   const dir = await Deno.makeTempDir();
   const base = defaults(dir);

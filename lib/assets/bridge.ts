@@ -168,6 +168,10 @@ export interface EphemeralBridgeOptions {
   maxBodyBytes?: number;
   /** Deadline of one call forwarded to the run's upstream or callback. */
   sourceTimeoutMs?: number;
+  /** Token lifetime in milliseconds; default Infinity (until `close()`). */
+  ttlMs?: number;
+  /** The clock for token expiry (tests inject one). */
+  now?: () => number;
 }
 
 /** A running per-run bridge. */
@@ -182,14 +186,21 @@ export interface EphemeralBridge {
   close(): Promise<void>;
 }
 
-/** Starts a bridge serving one run's assets on its own port until `close()`. */
+/**
+ * Starts a bridge serving one run's assets on its own port until `close()`;
+ * its token stops working after `ttlMs`.
+ */
 export function startEphemeralBridge(
   spec: RunAssetsSpec,
   options: EphemeralBridgeOptions = {},
 ): Promise<EphemeralBridge> {
-  const registry = createTokenRegistry<AssetBackend>({ ttlMs: Infinity });
+  const registry = createTokenRegistry<AssetBackend>({
+    ttlMs: options.ttlMs ?? Infinity,
+    now: options.now,
+  });
   const backend = createAssetBackend(spec, {
     sourceTimeoutMs: options.sourceTimeoutMs,
+    listGrantedTools: true,
   });
   const token = registry.issue(spec.runId, backend);
   const { server, url } = serve(async (message, presented) => {

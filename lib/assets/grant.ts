@@ -95,7 +95,7 @@ export interface InlineAssets {
 /** Where the run's asset answers come from. */
 export type AssetSourceSpec =
   | { upstream: { url: string; headers?: Record<string, string> } }
-  | { callback: { url: string; secret?: string } }
+  | { callback: { url: string; secret: string } }
   | { inline: InlineAssets };
 
 /** Everything the assets surface needs to know about one run. */
@@ -166,6 +166,31 @@ export function grantedTool(
     )
     ? tool
     : undefined;
+}
+
+/**
+ * The asset tools a grant makes usable: event and listing always, history
+ * when granted, retrieval when some knowledge base allows `retrieve`, tool
+ * detail and call when some tool allows `detail` / `call`.
+ */
+export function usableToolNames(grant: AssetGrant): Set<string> {
+  const names = new Set(["langbot_list_assets", "langbot_get_current_event"]);
+  if (canPageHistory(grant)) names.add("langbot_history_page");
+  if (
+    (grant.knowledgeBases ?? []).some((kb) =>
+      retrievableKnowledgeBase(grant, kb.kb_id)
+    )
+  ) {
+    names.add("langbot_retrieve_knowledge");
+  }
+  const tools = grant.tools ?? [];
+  if (tools.some((tool) => grantedTool(grant, tool.tool_name, "detail"))) {
+    names.add("langbot_get_tool_detail");
+  }
+  if (tools.some((tool) => grantedTool(grant, tool.tool_name, "call"))) {
+    names.add("langbot_call_tool");
+  }
+  return names;
 }
 
 /** The public description of a granted tool, as tool detail answers it. */

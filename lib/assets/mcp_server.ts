@@ -8,6 +8,7 @@
  */
 
 import {
+  type AssetGrant,
   type AssetType,
   canPageHistory,
   describeTool,
@@ -16,6 +17,7 @@ import {
   listAssets,
   retrievableKnowledgeBase,
   type RunAssetsSpec,
+  usableToolNames,
 } from "./grant.ts";
 import {
   type HistoryPageArgs,
@@ -61,8 +63,14 @@ export interface AssetAuth {
 
 /** Options for {@linkcode createAssetBackend}. */
 export interface AssetBackendOptions {
-  /** Gateway mode: tool schemas advertise `run_token` and accept it. */
+  /** Gateway mode: tool schemas advertise and accept `run_token`. */
   gateway?: boolean;
+  /**
+   * `tools/list` names only the tools the run's grant makes usable (the
+   * per-run bridge); otherwise, and always in gateway mode, it is the full
+   * stable list that platforms cache.
+   */
+  listGrantedTools?: boolean;
   /** Deadline of one call forwarded to an upstream or callback. */
   sourceTimeoutMs?: number;
 }
@@ -80,10 +88,18 @@ export interface AssetBackend {
   ): Promise<unknown | null>;
 }
 
+/** Options for {@linkcode answerCommonMethod}. */
+export interface CommonMethodOptions {
+  /** Gateway mode: schemas advertise `run_token`. */
+  gateway?: boolean;
+  /** When given, `tools/list` names only the tools this grant makes usable. */
+  grant?: AssetGrant;
+}
+
 /** Answers the methods every assets endpoint shares; undefined for `tools/call`. */
 export function answerCommonMethod(
   request: JsonRpcRequest,
-  options: { gateway?: boolean },
+  options: CommonMethodOptions,
 ): Record<string, unknown> | null | undefined {
   const result = (value: unknown) => ({
     jsonrpc: "2.0",
@@ -105,7 +121,10 @@ export function answerCommonMethod(
   }
   if (request.method === "ping") return result({});
   if (request.method === "tools/list") {
-    return result({ tools: toolDefinitions(options) });
+    const tools = toolDefinitions(options);
+    if (!options.grant) return result({ tools });
+    const usable = usableToolNames(options.grant);
+    return result({ tools: tools.filter((tool) => usable.has(tool.name)) });
   }
   if (request.method.startsWith("notifications/")) {
     return request.id === undefined ? null : result({});
@@ -305,7 +324,10 @@ export function createAssetBackend(
   }
 
   async function handleRequest(request: JsonRpcRequest, auth: AssetAuth = {}) {
-    const common = answerCommonMethod(request, { gateway });
+    const common = answerCommonMethod(request, {
+      gateway,
+      grant: options.listGrantedTools && !gateway ? spec.grant : undefined,
+    });
     if (common !== undefined) return common;
     const { name, args } = toolCallParams(request);
     return {

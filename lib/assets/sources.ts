@@ -6,7 +6,7 @@
  * @module
  */
 
-import { createHmac } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { type CallToolResult, toolFailure, toolSuccess } from "./tools.ts";
 
 /** Forwards an authorized asset tool call and returns the tool result. */
@@ -246,28 +246,84 @@ function asToolResult(value: unknown): CallToolResult {
 export interface CallbackSourceOptions {
   /** Where to POST `{run_id, tool, arguments}`. */
   url: string;
-  /** The per-run HMAC secret; without it no signature is sent. */
-  secret?: string;
+  /** The per-run HMAC secret every request is signed with. */
+  secret: string;
   /** The run id sent in the body and `X-Runner-Run-Id`. */
   runId: string;
   /** Deadline per call. */
   timeoutMs?: number;
+  /** The clock for `X-Runner-Timestamp`, in ms since the epoch (tests inject one). */
+  now?: () => number;
 }
 
-/** Signs a callback body: `sha256=<hex HMAC-SHA256 of body>`. */
-export function signCallbackBody(secret: string, body: string): string {
-  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+/** The header carrying the signature (`sha256=<hex>`). */
+export const CALLBACK_SIGNATURE_HEADER = "X-Runner-Signature";
+
+/** The header carrying the signing time, in unix seconds. */
+export const CALLBACK_TIMESTAMP_HEADER = "X-Runner-Timestamp";
+
+/** How far a receiver accepts a timestamp from its own clock by default. */
+export const DEFAULT_CALLBACK_TOLERANCE_SECONDS = 300;
+
+/**
+ * Signs a callback request: `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`,
+ * `timestamp` being the `X-Runner-Timestamp` value (unix seconds).
+ */
+export function signCallbackBody(
+  secret: string,
+  timestamp: string | number,
+  body: string,
+): string {
+  return `sha256=${
+    createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")
+  }`;
+}
+
+/** What a callback receiver checks with {@linkcode verifyCallbackSignature}. */
+export interface CallbackVerification {
+  /** The run's secret (the one given in `assets.callback.secret`). */
+  secret: string;
+  /** The exact request body. */
+  body: string;
+  /** The `X-Runner-Timestamp` header (null when absent). */
+  timestamp: string | null;
+  /** The `X-Runner-Signature` header (null when absent). */
+  signature: string | null;
+  /** Accepted clock difference in seconds; default 300. */
+  toleranceSeconds?: number;
+  /** The receiver's clock, in ms since the epoch. */
+  now?: () => number;
 }
 
 /**
- * A callback source: POSTs `{run_id, tool, arguments}` signed with
- * `X-Runner-Signature`; a 2xx JSON answer is the tool result (an MCP result
- * with `content` passes through), anything else is a failure result.
+ * Whether a callback request is authentic and fresh: the signature matches
+ * the secret, timestamp and body, and the timestamp is within tolerance.
+ */
+export function verifyCallbackSignature(check: CallbackVerification): boolean {
+  const { timestamp, signature } = check;
+  if (!timestamp || !/^\d+$/.test(timestamp) || !signature) return false;
+  const nowSeconds = Math.floor((check.now ?? Date.now)() / 1000);
+  const tolerance = check.toleranceSeconds ??
+    DEFAULT_CALLBACK_TOLERANCE_SECONDS;
+  if (Math.abs(nowSeconds - Number(timestamp)) > tolerance) return false;
+  const expected = new TextEncoder().encode(
+    signCallbackBody(check.secret, timestamp, check.body),
+  );
+  const given = new TextEncoder().encode(signature);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * A callback source: POSTs `{run_id, tool, arguments}` with
+ * `X-Runner-Timestamp` and `X-Runner-Signature`; a 2xx JSON answer is the
+ * tool result (an MCP result with `content` passes through), anything else
+ * is a failure result.
  */
 export function createCallbackSource(
   options: CallbackSourceOptions,
 ): RemoteSource {
   const timeoutMs = options.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
+  const now = options.now ?? Date.now;
   return {
     async callTool(tool, args) {
       const body = JSON.stringify({
@@ -275,13 +331,17 @@ export function createCallbackSource(
         tool,
         arguments: args,
       });
+      const timestamp = String(Math.floor(now() / 1000));
       const headers: Record<string, string> = {
         "content-type": "application/json",
         "x-runner-run-id": options.runId,
+        [CALLBACK_TIMESTAMP_HEADER]: timestamp,
+        [CALLBACK_SIGNATURE_HEADER]: signCallbackBody(
+          options.secret,
+          timestamp,
+          body,
+        ),
       };
-      if (options.secret !== undefined) {
-        headers["x-runner-signature"] = signCallbackBody(options.secret, body);
-      }
       try {
         return await withDeadline(timeoutMs, async (signal) => {
           const response = await fetch(options.url, {

@@ -1,0 +1,326 @@
+/**
+ * `runDaemonClient` against real WebSockets on 127.0.0.1: the keep-alive that
+ * gives up a silent hub, and events over the 1 MiB frame limit, which arrive
+ * split (deltas) or truncated (everything else) instead of being lost.
+ */
+
+import assert from "node:assert/strict";
+import {
+  type DaemonJob,
+  type DaemonLogEntry,
+  runDaemonClient,
+} from "../lib/daemon_client.ts";
+import type { RunEvent } from "../lib/events.ts";
+import { createHub, serveHub } from "../lib/hub.ts";
+import {
+  CLOSE_KEEPALIVE_TIMEOUT,
+  encodeEventFrames,
+  type JsonObject,
+  MAX_FRAME_BYTES,
+  REFUSAL_REASONS,
+} from "../lib/relay.ts";
+
+const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
+const READY =
+  '{"type": "daemon.ready", "daemon_id": "quiet", "protocol": "coding-relay-v1"}';
+
+/** The hub side of one accepted socket: queued text frames and the close. */
+class HubSide {
+  readonly closed: Promise<{ code: number; reason: string }>;
+  #queue: string[] = [];
+  #waiters: ((text: string) => void)[] = [];
+
+  constructor(readonly ws: WebSocket) {
+    ws.addEventListener("message", (event) => {
+      const waiter = this.#waiters.shift();
+      if (waiter) waiter(event.data as string);
+      else this.#queue.push(event.data as string);
+    });
+    this.closed = new Promise((resolve) =>
+      ws.addEventListener(
+        "close",
+        (event) => resolve({ code: event.code, reason: event.reason }),
+      )
+    );
+  }
+
+  next(): Promise<JsonObject> {
+    const queued = this.#queue.shift();
+    if (queued !== undefined) return Promise.resolve(JSON.parse(queued));
+    return new Promise((resolve) =>
+      this.#waiters.push((text) => resolve(JSON.parse(text)))
+    );
+  }
+}
+
+/** A bare WebSocket server that hands each connection to the test. */
+class RawHub {
+  readonly url: string;
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #sides: HubSide[] = [];
+  #accepted: HubSide[] = [];
+  #waiters: ((side: HubSide) => void)[] = [];
+
+  constructor() {
+    this.#server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      (request) => {
+        const { socket, response } = Deno.upgradeWebSocket(request);
+        const side = new HubSide(socket);
+        this.#sides.push(side);
+        const waiter = this.#waiters.shift();
+        if (waiter) waiter(side);
+        else this.#accepted.push(side);
+        return response;
+      },
+    );
+    this.url = `ws://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  /** The next connection, in arrival order. */
+  accept(): Promise<HubSide> {
+    const side = this.#accepted.shift();
+    if (side) return Promise.resolve(side);
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    for (const side of this.#sides) {
+      if (side.ws.readyState === WebSocket.OPEN) side.ws.close(1001);
+      await side.closed;
+    }
+    await this.#server.shutdown();
+  }
+}
+
+Deno.test("keep-alive: a hub that stops answering is closed, its job cancelled and awaited, then redialled", async () => {
+  const hub = new RawHub();
+  const controller = new AbortController();
+  const logs: DaemonLogEntry[] = [];
+  let jobSettled = false;
+  const client = runDaemonClient({
+    url: hub.url,
+    daemonId: "quiet",
+    token: TOKEN,
+    reconnectDelayMs: 10,
+    pingIntervalMs: 20,
+    pingTimeoutMs: 500,
+    signal: controller.signal,
+    onLog: (entry) => logs.push(entry),
+    runJob: async (job) => {
+      await new Promise((resolve) =>
+        job.signal.addEventListener("abort", resolve, { once: true })
+      );
+      jobSettled = true;
+      return { cleanupConfirmed: true };
+    },
+  });
+  try {
+    const first = await hub.accept();
+    assert.equal((await first.next()).type, "daemon.hello");
+    first.ws.send(READY);
+    first.ws.send(
+      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
+    );
+    // From here on the hub never answers.
+    assert.deepEqual(await first.next(), { type: "daemon.ping" });
+    assert.deepEqual(await first.closed, {
+      code: CLOSE_KEEPALIVE_TIMEOUT,
+      reason: REFUSAL_REASONS.keepaliveTimeout,
+    });
+    const second = await hub.accept();
+    assert.equal(jobSettled, true, "the job ended before the redial");
+    const hello = await second.next();
+    assert.deepEqual([hello.type, hello.daemon_id], ["daemon.hello", "quiet"]);
+    assert.ok(
+      logs.some((entry) =>
+        entry.message.includes("no frame from the hub within 500 ms")
+      ),
+      JSON.stringify(logs),
+    );
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+});
+
+Deno.test("keep-alive: answered pings keep the connection", async () => {
+  const hub = new RawHub();
+  const controller = new AbortController();
+  const client = runDaemonClient({
+    url: hub.url,
+    daemonId: "quiet",
+    token: TOKEN,
+    reconnectDelayMs: 10,
+    pingIntervalMs: 5,
+    pingTimeoutMs: 250,
+    signal: controller.signal,
+    runJob: () => Promise.resolve({ cleanupConfirmed: true }),
+  });
+  try {
+    const side = await hub.accept();
+    assert.equal((await side.next()).type, "daemon.hello");
+    side.ws.send(READY);
+    // A hundred pings span at least two ping timeouts.
+    for (let count = 0; count < 100; count++) {
+      assert.deepEqual(await side.next(), { type: "daemon.ping" });
+      side.ws.send('{"type": "daemon.pong"}');
+    }
+    assert.equal(side.ws.readyState, WebSocket.OPEN);
+    controller.abort();
+    assert.equal((await side.closed).code, 1000);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+});
+
+function bytesOf(text: string): number {
+  return new TextEncoder().encode(text).length;
+}
+
+Deno.test("a 3 MiB answer crosses the hub: every delta (split), a truncated message.completed, one run.completed", async () => {
+  const stateDir = await Deno.makeTempDir();
+  const hub = createHub({ token: TOKEN, stateDir });
+  const server = serveHub({ hub });
+  const controller = new AbortController();
+  const piece = 'é✓ab"\\\n'.repeat(70_000); // ~1 MiB of JSON per piece
+  const answer = piece + piece + piece;
+  const emitAnswer = (job: DaemonJob) => {
+    let sent = "";
+    for (const [index, content] of [piece, piece, piece].entries()) {
+      sent += content;
+      job.emit({
+        type: "message.delta",
+        data: {
+          chunk: {
+            role: "assistant",
+            content,
+            all_content: sent,
+            msg_sequence: index + 1,
+          },
+        },
+      });
+    }
+    const message = { role: "assistant", content: answer };
+    job.emit({ type: "message.completed", data: { message } });
+    job.emit({
+      type: "run.completed",
+      data: { finish_reason: "end_turn", message },
+    });
+    return Promise.resolve({ cleanupConfirmed: true });
+  };
+  const client = runDaemonClient({
+    url: server.url,
+    daemonId: "big",
+    token: TOKEN,
+    signal: controller.signal,
+    runJob: emitAnswer,
+  });
+  try {
+    const events: RunEvent[] = [];
+    const { outcome } = await hub.runJob({
+      daemonId: "big",
+      runId: "run-big",
+      payload: { prompt_text: "write a lot" },
+      onEvent: (event) => events.push(event),
+      connectTimeoutMs: 5000,
+    });
+    assert.equal(outcome, "finished");
+    const deltas = events.filter((event) => event.type === "message.delta");
+    assert.ok(deltas.length > 3, "deltas were split");
+    assert.equal(
+      deltas.map((event) => (event.data.chunk as JsonObject).content).join(""),
+      answer,
+      "every delta arrived",
+    );
+    const completed = events.filter((event) =>
+      event.type === "message.completed"
+    );
+    assert.equal(completed.length, 1);
+    const message = completed[0].data.message as JsonObject;
+    assert.equal(message.truncated, true);
+    assert.equal(message.role, "assistant");
+    const content = String(message.content);
+    assert.ok(content.length > 0 && answer.startsWith(content), "a prefix");
+    assert.ok(content.length < answer.length, "cut");
+    const terminal = events.filter((event) =>
+      event.type === "run.completed" || event.type === "run.failed"
+    );
+    assert.equal(
+      terminal.length,
+      1,
+      JSON.stringify(terminal.map((e) => e.type)),
+    );
+    assert.equal(terminal[0].type, "run.completed");
+    assert.equal(events.at(-1), terminal[0]);
+    assert.equal(terminal[0].data.finish_reason, "end_turn");
+    assert.equal((terminal[0].data.message as JsonObject).truncated, true);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+    await server.close();
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
+
+Deno.test("codec: an oversized event loses only the largest strings, each marked truncated", () => {
+  const big = "x".repeat(MAX_FRAME_BYTES);
+  const event = {
+    type: "tool.call.completed",
+    data: {
+      tool_call_id: "call-1",
+      tool_name: "read_file",
+      result: [
+        { type: "text", text: big },
+        { type: "text", text: "small" },
+        { type: "text", text: big },
+      ],
+    },
+  };
+  const frames = encodeEventFrames("job", event);
+  assert.equal(frames.length, 1);
+  assert.ok(bytesOf(frames[0]) <= MAX_FRAME_BYTES);
+  const { data } = JSON.parse(frames[0]).event;
+  assert.equal(data.tool_call_id, "call-1");
+  assert.equal(data.tool_name, "read_file");
+  assert.equal(data.truncated, undefined, "only the cut fields' objects");
+  assert.deepEqual(data.result[1], { type: "text", text: "small" });
+  const cut = [data.result[0], data.result[2]];
+  assert.ok(cut.every((item) => item.truncated === true));
+  assert.ok(
+    cut.every((item) => big.startsWith(item.text)),
+    "prefixes of the original",
+  );
+  assert.ok(
+    bytesOf(frames[0]) > MAX_FRAME_BYTES - 1024,
+    "no more cut than needed",
+  );
+
+  const failed = encodeEventFrames("job", {
+    type: "run.failed",
+    data: { error: big + big, code: "acp.process_exited", retryable: false },
+  });
+  const failure = JSON.parse(failed[0]).event.data;
+  assert.deepEqual(
+    [failure.code, failure.retryable, failure.truncated],
+    ["acp.process_exited", false, true],
+  );
+
+  const numbers = Array.from({ length: 300_000 }, (_, index) => index);
+  const opaque = JSON.parse(
+    encodeEventFrames("job", {
+      type: "state.updated",
+      data: { key: "k", scope: "run", value: { numbers } },
+    })[0],
+  ).event.data;
+  assert.deepEqual(opaque, {
+    key: "k",
+    scope: "run",
+    value: null,
+    truncated: true,
+  });
+});
