@@ -9,6 +9,7 @@ import { RunnerError } from "./errors.ts";
 import { processGroupMembers } from "./process_table.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "./secrets.ts";
+import { delay, settleWithin } from "./timing.ts";
 
 /** How an agent process is started. */
 export interface SpawnAgentOptions {
@@ -141,7 +142,7 @@ export async function killGroup(
   signalGroup(pgid, "SIGTERM");
   const deadline = Date.now() + graceMs;
   if (leaderExited) {
-    await Promise.race([leaderExited, delay(graceMs)]);
+    await settleWithin(leaderExited, graceMs);
   }
   while (Date.now() < deadline && (await processGroupMembers(pgid)).length) {
     await delay(25);
@@ -157,10 +158,6 @@ export async function killGroup(
     await delay(10);
   }
   if (leaderExited) await leaderExited;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 async function drainInto(

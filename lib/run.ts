@@ -16,6 +16,8 @@ import { RunnerError, toRunnerError } from "./errors.ts";
 import type { EventSink, RunUsage } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
 import { redactSecrets } from "./secrets.ts";
+import { failureEventData } from "./run_failure.ts";
+import { delay, settleWithin } from "./timing.ts";
 import { answerPermission } from "./run_permissions.ts";
 import {
   applyUpdate,
@@ -289,10 +291,7 @@ export function startRun(options: RunEngineOptions): RunHandle {
     prompting: Promise<unknown>,
   ) {
     await conn.cancel(sessionId!);
-    await Promise.race([
-      prompting.catch(() => {}),
-      delay(config.cancelGrace * 1000),
-    ]);
+    await settleWithin(prompting, config.cancelGrace * 1000);
   }
 
   async function quietWindow() {
@@ -361,40 +360,25 @@ export function startRun(options: RunEngineOptions): RunHandle {
     clearTimeout(runTimer);
     connection?.close();
     await transport?.teardown();
-    if (lateTeardown) {
-      await Promise.race([lateTeardown, delay(LATE_LAUNCH_WAIT_MS)]);
-    }
+    if (lateTeardown) await settleWithin(lateTeardown, LATE_LAUNCH_WAIT_MS);
   }
 
   function fail(error: unknown): RunResult {
     const failure = toRunnerError(
       abort.signal.aborted ? abort.signal.reason : error,
     );
-    const data: Record<string, unknown> = {
-      error: redactSecrets(failure.message, secrets),
-      code: failure.code,
-      retryable: failure.retryable,
-    };
-    const tail = transport?.stderrTail().trim();
-    if (tail && failure.code !== "run.cancelled") {
-      data.stderr_tail = tail.slice(-4096);
-      if (
-        failure.code === "acp.process_exited" ||
-        failure.code === "acp.initialize_timeout" ||
-        failure.code === "acp.start_timeout"
-      ) {
-        data.error += `\nAgent stderr (last lines):\n${lastLines(tail, 12)}`;
-      }
-    }
-    if (failure.detail) data.detail = failure.detail;
     if (queue.length) {
-      // Follow-ups the run could not answer go back to the caller, never lost.
-      data.unprocessed_inputs = queue.map((input) => ({
-        text: redactSecrets(input.text ?? "", secrets),
-      }));
       log({ msg: "follow-ups not processed", count: queue.length });
     }
-    emit("run.failed", data);
+    emit(
+      "run.failed",
+      failureEventData({
+        failure,
+        stderrTail: transport?.stderrTail(),
+        unprocessed: queue,
+        secrets,
+      }),
+    );
     const status = failure.code === "run.cancelled" ? "cancelled" : "failed";
     return { status, code: failure.code, sessionId };
   }
@@ -432,12 +416,4 @@ export function startRun(options: RunEngineOptions): RunHandle {
 function joinPrefix(...parts: Array<string | undefined>): string | undefined {
   const present = parts.filter((part): part is string => Boolean(part));
   return present.length ? present.join("\n\n") : undefined;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function lastLines(text: string, count: number): string {
-  return text.split("\n").slice(-count).join("\n");
 }
