@@ -33,6 +33,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import("./lib/cli_serve.ts")).serveCommand,
   daemon: async () => (await import("./daemon.ts")).daemonCommand,
   daemons: async () => (await import("./lib/cli_daemons.ts")).daemonsCommand,
+  "mcp-stdio": async () =>
+    (await import("./lib/mcp_stdio_bridge.ts")).mcpStdioCommand,
   token: async () => (await import("./lib/cli_providers.ts")).tokenCommand,
 };
 

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { selfCommand } from "./mcp_stdio_bridge.ts";
 import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import {
   type AssetGateway,
@@ -15,12 +16,7 @@ import {
   startAssetGateway,
   startEphemeralBridge,
 } from "./assets/bridge.ts";
-import type {
-  AssetGrant,
-  AssetSourceSpec,
-  KnowledgeBaseGrant,
-  RunAssetsSpec,
-} from "./assets/grant.ts";
+import type { RunAssetsSpec } from "./assets/grant.ts";
 import { type AssetBackend, createAssetBackend } from "./assets/mcp_server.ts";
 import { parseMcpServersJson } from "./assets/mcp_servers_json.ts";
 import { runScopeNote } from "./assets/run_scope.ts";
@@ -28,9 +24,9 @@ import {
   parseRunAssetsRequest,
   type RunAssetsRequest,
 } from "./assets_request.ts";
+import { buildRunAssetsSpec } from "./assets_run_spec.ts";
 import type { RunConfig } from "./config.ts";
 import { RunnerError } from "./errors.ts";
-import type { RunInput } from "./prompt.ts";
 import type { RunAssetsHook, RunRequest } from "./run_manager.ts";
 
 /** Gateway settings used when a run's config leaves them unset. */
@@ -111,86 +107,6 @@ function publicUrlOf(config: RunConfig, defaults: GatewayDefaults) {
     );
   }
   return url;
-}
-
-/** Options for {@linkcode buildRunAssetsSpec}. */
-export interface BuildRunAssetsSpecOptions {
-  /** The run id. */
-  runId: string;
-  /** The run's conversation. */
-  conversationId?: string;
-  /** The validated `assets` field. */
-  assets?: RunAssetsRequest;
-  /** The run's first input (the current event when nothing else gives one). */
-  input: RunInput;
-  /** The `knowledge-bases` config key. */
-  knowledgeBases: string[];
-}
-
-function selectKnowledgeBases(
-  granted: KnowledgeBaseGrant[] | undefined,
-  selected: string[],
-): KnowledgeBaseGrant[] | undefined {
-  if (selected.length === 0) return granted;
-  if (!granted) {
-    return selected.map((kb_id) => ({ kb_id, operations: ["retrieve"] }));
-  }
-  return granted.filter((kb) => selected.includes(kb.kb_id));
-}
-
-function eventFromInput(input: RunInput): Record<string, unknown> {
-  const attachments = (input.attachments ?? []).map((item) =>
-    Object.fromEntries(
-      Object.entries({
-        type: item.type,
-        name: item.name,
-        mime_type: item.mime_type,
-      }).filter(([, value]) => value !== undefined),
-    )
-  );
-  return {
-    type: "message",
-    text: input.text ?? "",
-    ...(attachments.length > 0 ? { attachments } : {}),
-  };
-}
-
-/**
- * The run's asset spec: the request's grant (narrowed, or given, by
- * `knowledge-bases`), event and source. Without an event and without a
- * source that could answer one, the current event is the run's input.
- */
-export function buildRunAssetsSpec(
-  options: BuildRunAssetsSpecOptions,
-): RunAssetsSpec {
-  const { assets } = options;
-  const grant: AssetGrant = { ...assets?.grant };
-  const knowledgeBases = selectKnowledgeBases(
-    grant.knowledgeBases,
-    options.knowledgeBases,
-  );
-  if (knowledgeBases) grant.knowledgeBases = knowledgeBases;
-  const source: AssetSourceSpec | undefined = assets?.upstream
-    ? { upstream: assets.upstream }
-    : assets?.callback
-    ? { callback: assets.callback }
-    : assets?.inline
-    ? { inline: assets.inline }
-    : undefined;
-  const eventAnswered = assets?.event !== undefined ||
-    assets?.inline?.event !== undefined ||
-    Boolean(assets?.upstream || assets?.callback);
-  return {
-    runId: options.runId,
-    ...(options.conversationId
-      ? { conversationId: options.conversationId }
-      : {}),
-    grant,
-    ...(eventAnswered
-      ? (assets?.event ? { event: assets.event } : {})
-      : { event: eventFromInput(options.input) }),
-    ...(source ? { source } : {}),
-  };
 }
 
 /** Makes the hook that gives every run its LangBot assets MCP server. */
@@ -358,7 +274,8 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
     });
     // ACP lets a client send an http server only to an agent advertising
     // mcpCapabilities.http, so the entry is chosen once those are known. Over
-    // ssh the static list is what the location forwards with `ssh -R`.
+    // ssh the static list is what the location forwards with `ssh -R`; the
+    // location offers it only to agents with MCP over HTTP.
     const overSsh = config.location === "remote-ssh";
     return {
       mcpServers: overSsh ? [served.entry] : [],
@@ -367,14 +284,18 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
         if (capabilities.http === true) {
           return overSsh ? user : [served.entry, ...user];
         }
-        log({
-          msg: overSsh
-            ? "the agent does not advertise MCP over HTTP; langbot_assets is forwarded over ssh regardless"
-            : "assets not injected: the agent does not advertise MCP over HTTP",
-          run_id: runId,
-          sse: capabilities.sse === true,
-        });
-        return user;
+        if (overSsh) {
+          log({
+            msg:
+              "assets not injected: the agent does not advertise MCP over HTTP",
+            run_id: runId,
+          });
+          return user;
+        }
+        // Every agent speaks stdio MCP: bridge to the same endpoint through
+        // `runner mcp-stdio`, with URL and token in its environment.
+        log({ msg: "assets offered over the stdio bridge", run_id: runId });
+        return [stdioBridgeEntry(served.entry, served.token), ...user];
       },
       promptPrefix: config.appendRunScopePrompt
         ? runScopeNote(run.spec, runId)
@@ -422,5 +343,19 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
       }
       await Promise.all([...closing]);
     },
+  };
+}
+
+/** A stdio MCP server entry that runs `runner mcp-stdio` against `entry`'s URL. */
+function stdioBridgeEntry(entry: McpServer, token: string): McpServer {
+  const [command, ...args] = selfCommand();
+  return {
+    name: entry.name,
+    command,
+    args: [...args, "mcp-stdio"],
+    env: [
+      { name: "RUNNER_MCP_URL", value: "url" in entry ? entry.url : "" },
+      { name: "RUNNER_MCP_TOKEN", value: token },
+    ],
   };
 }

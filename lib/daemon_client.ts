@@ -8,6 +8,8 @@
  * @module
  */
 
+import { startKeepAlive } from "./daemon_keepalive.ts";
+import { createMcpRequests, type McpRequests } from "./daemon_mcp_requests.ts";
 import { RunnerError } from "./errors.ts";
 import {
   CLOSE_CLEANUP_UNCONFIRMED,
@@ -15,7 +17,6 @@ import {
   CLOSE_PROTOCOL_ERROR,
   type DaemonFrame,
   encodeDaemonFrame,
-  encodeEventFrames,
   isOversizedFrame,
   type Json,
   type JsonObject,
@@ -24,11 +25,11 @@ import {
   parseFrame,
   PING_INTERVAL_MS,
   PING_TIMEOUT_MS,
-  randomUrlSafe,
   RECONNECT_DELAY_MS,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
 } from "./relay.ts";
+import { encodeEventFrames } from "./relay_events.ts";
 
 /** One job handed to the caller's `runJob`. */
 export interface DaemonJob {
@@ -98,7 +99,7 @@ interface Session {
   ws: WebSocket;
   ready: boolean;
   jobs: Map<string, { controller: AbortController; done: Promise<void> }>;
-  pendingMcp: Map<string, (result: Json | RunnerError) => void>;
+  mcp: McpRequests;
   cleanupFailed: boolean;
 }
 
@@ -156,13 +157,35 @@ async function connectOnce(
     ws,
     ready: false,
     jobs: new Map(),
-    pendingMcp: new Map(),
+    mcp: createMcpRequests({
+      send: (text) => send(session, text),
+      timeoutMs: options.mcpTimeoutMs ?? MCP_REQUEST_TIMEOUT_MS,
+    }),
     cleanupFailed: false,
   };
   const closed = new Promise<CloseEvent>((resolve) =>
     ws.addEventListener("close", resolve)
   );
-  const keepAlive = startKeepAlive(options, session, log);
+  const timeoutMs = options.pingTimeoutMs ?? PING_TIMEOUT_MS;
+  const dead = Promise.withResolvers<void>();
+  const keepAlive = startKeepAlive({
+    sendPing: () => send(session, { type: "daemon.ping" }),
+    onDead() {
+      log({
+        level: "warn",
+        message:
+          `no frame from the hub within ${timeoutMs} ms; closing the connection as dead`,
+      });
+      try {
+        ws.close(CLOSE_KEEPALIVE_TIMEOUT, REFUSAL_REASONS.keepaliveTimeout);
+      } catch {
+        // already closing
+      }
+      dead.resolve();
+    },
+    intervalMs: options.pingIntervalMs ?? PING_INTERVAL_MS,
+    timeoutMs,
+  });
   const stop = () => {
     ws.close(1000);
     keepAlive.expectAnswer(); // the hub's close frame
@@ -187,18 +210,18 @@ async function connectOnce(
   ws.addEventListener("message", (event) => {
     // Once we close (stop, dead hub), late frames must not start jobs.
     if (ws.readyState !== WebSocket.OPEN) return;
-    keepAlive.answered();
+    keepAlive.seen();
     const text = typeof event.data === "string"
       ? event.data
       : new TextDecoder().decode(event.data);
     onMessage(options, session, text, log);
-    if (session.ready) keepAlive.start();
+    if (session.ready) keepAlive.startPinging();
   });
   const ended = await Promise.race([
     closed.then((event) =>
       `close ${event.code}${event.reason ? `: ${event.reason}` : ""}`
     ),
-    keepAlive.dead.then(() => REFUSAL_REASONS.keepaliveTimeout),
+    dead.promise.then(() => REFUSAL_REASONS.keepaliveTimeout),
   ]);
   keepAlive.stop();
   options.signal.removeEventListener("abort", stop);
@@ -206,82 +229,13 @@ async function connectOnce(
     level: session.ready ? "info" : "warn",
     message: `disconnected from the hub (${ended})`,
   });
-  for (const settle of session.pendingMcp.values()) {
-    settle(
-      new RunnerError(
-        "relay.mcp_failed",
-        "the hub connection closed before the MCP answer came",
-      ),
-    );
-  }
-  session.pendingMcp.clear();
+  session.mcp.failAll();
   // A replacement socket must never inherit still-running jobs.
   for (const job of session.jobs.values()) job.controller.abort();
   await Promise.all([...session.jobs.values()].map((job) => job.done));
   // A dead peer may never confirm the close: wait for it only so long.
-  await raceTimeout(closed, options.pingTimeoutMs ?? PING_TIMEOUT_MS);
+  await raceTimeout(closed, timeoutMs);
   return session;
-}
-
-interface KeepAlive {
-  /** Resolves when no hub frame came within the timeout of an expected answer. */
-  dead: Promise<void>;
-  /** Starts pinging (once the hub is ready; later calls do nothing). */
-  start(): void;
-  /** Arms the dead-connection timer unless it runs already. */
-  expectAnswer(): void;
-  /** A hub frame arrived: disarms the timer. */
-  answered(): void;
-  /** Clears every timer. */
-  stop(): void;
-}
-
-function startKeepAlive(
-  options: DaemonClientOptions,
-  session: Session,
-  log: (entry: DaemonLogEntry) => void,
-): KeepAlive {
-  const intervalMs = options.pingIntervalMs ?? PING_INTERVAL_MS;
-  const timeoutMs = options.pingTimeoutMs ?? PING_TIMEOUT_MS;
-  const dead = Promise.withResolvers<void>();
-  let pingTimer: ReturnType<typeof setInterval> | undefined;
-  let deadTimer: ReturnType<typeof setTimeout> | undefined;
-  const keepAlive: KeepAlive = {
-    dead: dead.promise,
-    start() {
-      pingTimer ??= setInterval(() => {
-        if (send(session, { type: "daemon.ping" })) keepAlive.expectAnswer();
-      }, intervalMs);
-    },
-    expectAnswer() {
-      deadTimer ??= setTimeout(() => {
-        log({
-          level: "warn",
-          message:
-            `no frame from the hub within ${timeoutMs} ms; closing the connection as dead`,
-        });
-        try {
-          session.ws.close(
-            CLOSE_KEEPALIVE_TIMEOUT,
-            REFUSAL_REASONS.keepaliveTimeout,
-          );
-        } catch {
-          // already closing
-        }
-        dead.resolve();
-      }, timeoutMs);
-    },
-    answered() {
-      clearTimeout(deadTimer);
-      deadTimer = undefined;
-    },
-    stop() {
-      clearInterval(pingTimer);
-      clearTimeout(deadTimer);
-      pingTimer = deadTimer = undefined;
-    },
-  };
-  return keepAlive;
 }
 
 async function raceTimeout(promise: Promise<unknown>, ms: number) {
@@ -349,9 +303,7 @@ function onMessage(
   } else if (frame.type === "run.cancel") {
     session.jobs.get(frame.job_id)?.controller.abort();
   } else if (frame.type === "mcp.response") {
-    const settle = session.pendingMcp.get(frame.request_id);
-    session.pendingMcp.delete(frame.request_id);
-    settle?.(frame.payload);
+    session.mcp.answer(frame.request_id, frame.payload);
   }
 }
 
@@ -379,7 +331,7 @@ function startJob(
       send(session, text);
     }
   };
-  const mcp = (message: Json) => requestMcp(options, session, jobId, message);
+  const mcp = (message: Json) => session.mcp.request(jobId, message);
   const done = (async () => {
     let confirmed = true;
     let failure: unknown;
@@ -437,53 +389,4 @@ function startJob(
     send(session, { type: "run.finished", job_id: jobId });
   })().finally(() => session.jobs.delete(jobId));
   session.jobs.set(jobId, { controller, done });
-}
-
-function requestMcp(
-  options: DaemonClientOptions,
-  session: Session,
-  jobId: string,
-  payload: Json,
-): Promise<Json> {
-  const requestId = randomUrlSafe(12);
-  const text = encodeDaemonFrame({
-    type: "mcp.request",
-    request_id: requestId,
-    job_id: jobId,
-    payload,
-  });
-  if (isOversizedFrame(text)) {
-    return Promise.reject(
-      new RunnerError(
-        "relay.protocol_error",
-        "the MCP message is larger than the relay's 1 MiB frame limit",
-      ),
-    );
-  }
-  return new Promise((resolve, reject) => {
-    const timeoutMs = options.mcpTimeoutMs ?? MCP_REQUEST_TIMEOUT_MS;
-    const timer = setTimeout(() => {
-      session.pendingMcp.delete(requestId);
-      reject(
-        new RunnerError(
-          "relay.mcp_failed",
-          `the hub did not answer the MCP request within ${timeoutMs} ms`,
-        ),
-      );
-    }, timeoutMs);
-    session.pendingMcp.set(requestId, (result) => {
-      clearTimeout(timer);
-      if (result instanceof RunnerError) reject(result);
-      else resolve(result);
-    });
-    if (!send(session, text)) {
-      session.pendingMcp.get(requestId)?.(
-        new RunnerError(
-          "relay.mcp_failed",
-          "not connected to the hub; the MCP request was not sent",
-        ),
-      );
-      session.pendingMcp.delete(requestId);
-    }
-  });
 }

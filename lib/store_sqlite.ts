@@ -1,8 +1,8 @@
 /**
  * The embedded {@linkcode RunStore}: one SQLite file (`node:sqlite`) in WAL
  * mode, shared safely by several runner processes on one machine. Event
- * writes are queued and flushed in one transaction shortly after, so the
- * streaming path does not pay for a commit per chunk.
+ * writes go through `store_event_queue.ts` and are flushed in one transaction
+ * shortly after, so the streaming path does not pay for a commit per chunk.
  *
  * @module
  */
@@ -12,6 +12,7 @@ import process from "node:process";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { ERROR_CODES, type ErrorCode, RunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
+import { EventQueue, type QueuedEvent } from "./store_event_queue.ts";
 import { inTransaction, migrateSchema } from "./store_schema.ts";
 import type {
   GetEventsOptions,
@@ -34,20 +35,8 @@ export interface OpenSqliteStoreOptions
   path: string;
 }
 
-const FLUSH_DELAY_MS = 25;
-const FLUSH_RETRY_DELAY_MS = 1000;
-const MAX_QUEUED_EVENTS = 256;
-
 /** Store instances open in this process, so their active runs are never taken for a crashed process's. */
 const openInstances = new Set<string>();
-
-interface QueuedEvent {
-  runId: string;
-  sequence: number;
-  type: string;
-  json: string;
-  timestamp: number;
-}
 
 type Row = Record<string, unknown>;
 
@@ -107,19 +96,20 @@ class SqliteRunStore implements RunStore {
   readonly #db: DatabaseSync;
   readonly #instanceId = crypto.randomUUID();
   readonly #isProcessAlive: (pid: number) => boolean;
-  readonly #onFlushError: (error: RunnerError) => void;
   readonly #statements: Record<string, StatementSync> = {};
-  #queue: QueuedEvent[] = [];
+  readonly #queue: EventQueue;
   readonly #lastSequence = new Map<string, number>();
-  #flushTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   constructor(db: DatabaseSync, options: OpenSqliteStoreOptions) {
     this.#db = db;
     this.#isProcessAlive = options.isProcessAlive ?? probeProcess;
-    this.#onFlushError = options.onFlushError ??
-      ((error) =>
-        console.error(`runner store [${error.code}]: ${error.message}`));
+    this.#queue = new EventQueue({
+      write: (batch) => this.#writeEvents(batch),
+      onFlushError: options.onFlushError ??
+        ((error) =>
+          console.error(`runner store [${error.code}]: ${error.message}`)),
+    });
     openInstances.add(this.#instanceId);
   }
 
@@ -283,11 +273,6 @@ class SqliteRunStore implements RunStore {
       json: JSON.stringify(stored),
       timestamp: stored.timestamp!,
     });
-    if (this.#queue.length >= MAX_QUEUED_EVENTS) {
-      this.flush();
-    } else {
-      this.#scheduleFlush(FLUSH_DELAY_MS);
-    }
     return stored;
   }
 
@@ -304,49 +289,28 @@ class SqliteRunStore implements RunStore {
     return Number(row.last);
   }
 
-  #scheduleFlush(delay: number): void {
-    if (this.#flushTimer !== undefined) return;
-    this.#flushTimer = setTimeout(() => {
-      this.#flushTimer = undefined;
-      try {
-        this.flush();
-      } catch (error) {
-        this.#onFlushError(error as RunnerError);
-        if (!this.#closed) this.#scheduleFlush(FLUSH_RETRY_DELAY_MS);
-      }
-    }, delay);
+  flush(): void {
+    this.#queue.flush();
   }
 
-  flush(): void {
-    if (this.#flushTimer !== undefined) {
-      clearTimeout(this.#flushTimer);
-      this.#flushTimer = undefined;
-    }
-    if (this.#queue.length === 0) return;
-    const batch = this.#queue;
-    this.#queue = [];
-    try {
-      this.#write("write run events", () => {
-        const insert = this.#statement(
-          `INSERT OR IGNORE INTO events (run_id, sequence, type, event_json, timestamp)
+  #writeEvents(batch: QueuedEvent[]): void {
+    this.#write("write run events", () => {
+      const insert = this.#statement(
+        `INSERT OR IGNORE INTO events (run_id, sequence, type, event_json, timestamp)
            VALUES (?, ?, ?, ?, ?)`,
-        );
-        inTransaction(this.#db, () => {
-          for (const event of batch) {
-            insert.run(
-              event.runId,
-              event.sequence,
-              event.type,
-              event.json,
-              event.timestamp,
-            );
-          }
-        });
+      );
+      inTransaction(this.#db, () => {
+        for (const event of batch) {
+          insert.run(
+            event.runId,
+            event.sequence,
+            event.type,
+            event.json,
+            event.timestamp,
+          );
+        }
       });
-    } catch (error) {
-      this.#queue = [...batch, ...this.#queue];
-      throw error;
-    }
+    });
   }
 
   getEvents(runId: string, options: GetEventsOptions = {}): RunEvent[] {
@@ -408,6 +372,7 @@ class SqliteRunStore implements RunStore {
       this.flush();
     } finally {
       this.#closed = true;
+      this.#queue.close();
       openInstances.delete(this.#instanceId);
       this.#db.close();
     }

@@ -561,23 +561,33 @@ Deno.test("an http server in mcp-servers-json fails the run when the agent lacks
   await h.close();
 });
 
-Deno.test("langbot_assets goes to session/new only when the agent advertises mcpCapabilities.http", async () => {
+Deno.test("langbot_assets is an http server for agents with MCP over HTTP, else the runner mcp-stdio bridge", async () => {
   const h = assetsHarness();
   for (const mode of ["ephemeral", "gateway"]) {
     const config = { "langbot-assets-mode": mode };
-    const without = await runFixture(h, { flags: [], config });
+    const without = await runFixture(h, {
+      flags: [],
+      config,
+      tool: "langbot_get_current_event",
+    });
     assert.equal(without.result.status, "completed");
-    assert.deepEqual(sessionServers(without.record), []);
-    assert.ok(
-      h.logs.some((line) =>
-        line.msg ===
-          "assets not injected: the agent does not advertise MCP over HTTP" &&
-        line.run_id === without.runId
-      ),
+    const [bridge] = sessionServers(without.record);
+    assert.equal(bridge.name, "langbot_assets");
+    assert.equal((bridge as { type?: string }).type, undefined);
+    assert.equal(
+      (bridge as unknown as { args: string[] }).args.at(-1),
+      "mcp-stdio",
+    );
+    assert.equal(
+      toolResult(without.record).structuredContent?.run_id,
+      without.runId,
+      "the stdio bridge reaches the run's assets",
     );
     const sseOnly = await runFixture(h, { flags: ["--mcp-sse"], config });
     assert.equal(sseOnly.result.status, "completed");
-    assert.deepEqual(sessionServers(sseOnly.record), []);
+    assert.deepEqual(sessionServers(sseOnly.record).map((s) => s.name), [
+      "langbot_assets",
+    ]);
     const withHttp = await runFixture(h, {
       tool: "langbot_list_assets",
       config,

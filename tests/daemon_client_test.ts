@@ -14,11 +14,11 @@ import type { RunEvent } from "../lib/events.ts";
 import { createHub, serveHub } from "../lib/hub.ts";
 import {
   CLOSE_KEEPALIVE_TIMEOUT,
-  encodeEventFrames,
   type JsonObject,
   MAX_FRAME_BYTES,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
+import { encodeEventFrames } from "../lib/relay_events.ts";
 
 const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
 const READY =

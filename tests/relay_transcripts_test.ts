@@ -21,7 +21,6 @@ import { startMcpProxy } from "../lib/mcp_proxy.ts";
 import {
   CLOSE_CLEANUP_UNCONFIRMED,
   CLOSE_PROTOCOL_ERROR,
-  encodeEventFrames,
   encodeHubFrame,
   type JsonObject,
   markerFileName,
@@ -29,6 +28,7 @@ import {
   parseFrame,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
+import { encodeEventFrames } from "../lib/relay_events.ts";
 
 const TRANSCRIPTS = "/work/shared/docs/relay-transcripts";
 const TOKEN = "golden-token-7f3a9c2e5b1d4f6a8c0e2b4d6f8a";
