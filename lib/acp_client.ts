@@ -22,6 +22,7 @@ import { createAcpStream } from "./acp_stream.ts";
 import { type ErrorCode, RunnerError } from "./errors.ts";
 import { ACP_PROTOCOL_VERSION, RUNNER_VERSION } from "./version.ts";
 import { fsHandlers } from "./acp_fs.ts";
+import { settleWithin } from "./timing.ts";
 
 /** A `session/update` notification as received (kinds the SDK lacks included). */
 export interface RawSessionUpdate {
@@ -84,6 +85,9 @@ export interface AgentConnection {
   /** Closes the connection. */
   close(): void;
 }
+
+/** How long sending `session/cancel` may take before the run moves on to teardown. */
+const CANCEL_WRITE_MS = 1000;
 
 /** JSON-RPC code for "authentication required". */
 export const AUTH_REQUIRED = -32000;
@@ -223,8 +227,11 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
       }, signal);
     },
     async cancel(sessionId) {
-      await agent.notify(acp.methods.agent.session.cancel, { sessionId })
-        .catch(() => {});
+      // An agent that stopped reading stdin would hold this write forever.
+      await settleWithin(
+        agent.notify(acp.methods.agent.session.cancel, { sessionId }),
+        CANCEL_WRITE_MS,
+      );
     },
     fatal: () => fatal,
     closed: connection.closed,

@@ -6,8 +6,7 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
-import { reportFailure } from "./cli_args.ts";
+import { parseFlags, reportFailure, reportUsageError } from "./cli_args.ts";
 import { hubStateDir } from "./daemon_location.ts";
 import { RunnerError } from "./errors.ts";
 import { FenceStore } from "./hub_fences.ts";
@@ -47,7 +46,7 @@ interface DaemonRow {
 export async function daemonsCommand(args: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
+    parsed = parseFlags({
       args,
       allowPositionals: true,
       options: {
@@ -60,38 +59,56 @@ export async function daemonsCommand(args: string[]): Promise<number> {
       },
     });
   } catch (error) {
-    console.error(
-      `${error instanceof Error ? error.message : error}\n\n${HELP}`,
-    );
-    return 2;
+    return reportUsageError(error, "daemons");
   }
   const { values, positionals } = parsed;
   const [action, ...rest] = positionals;
-  if (values.help || !action) {
-    (values.help ? console.log : console.error)(HELP);
-    return values.help ? 0 : 2;
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const usage = usageProblem(action, rest);
+  if (usage) {
+    return reportUsageError(
+      new RunnerError("config.invalid", usage),
+      "daemons",
+    );
   }
   const apiToken = values["api-token"] ?? Deno.env.get("RUNNER_API_TOKEN");
+  if (action === "unfence" && !values.yes) {
+    console.error(UNFENCE_WARNING(rest[0]));
+    return 2;
+  }
   try {
     const stateDir = hubStateDir(values["data-dir"] ?? defaultDataDir());
-    if (action === "list" && rest.length === 0) {
-      const rows = await listDaemons(stateDir, values.url, apiToken);
-      console.log(values.json ? JSON.stringify(rows, null, 2) : table(rows));
-      return 0;
+    if (action === "unfence") {
+      return await unfence(stateDir, rest[0], values.url, apiToken);
     }
-    if (action === "unfence" && rest.length === 1) {
-      const daemonId = rest[0];
-      if (!values.yes) {
-        console.error(UNFENCE_WARNING(daemonId));
-        return 2;
-      }
-      return await unfence(stateDir, daemonId, values.url, apiToken);
-    }
+    const rows = await listDaemons(stateDir, values.url, apiToken);
+    console.log(values.json ? JSON.stringify(rows, null, 2) : table(rows));
+    return 0;
   } catch (error) {
     return reportFailure(error, 1);
   }
-  console.error(HELP);
-  return 2;
+}
+
+/** What is wrong with the action and its arguments, if anything. */
+function usageProblem(
+  action: string | undefined,
+  rest: string[],
+): string | undefined {
+  if (!action) return "give an action: list or unfence ID";
+  if (action === "list") {
+    return rest.length
+      ? `list takes no arguments (got "${rest[0]}")`
+      : undefined;
+  }
+  if (action === "unfence") {
+    return rest.length === 1
+      ? undefined
+      : "unfence takes exactly one daemon ID";
+  }
+  return `unknown action "${action}" (list or unfence ID)`;
 }
 
 async function listDaemons(

@@ -5,11 +5,10 @@
  */
 
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { createReaperRegistry, reapLeftoverGroups } from "./reaper.ts";
 import { defaultDataDir } from "./store.ts";
 import { prepareAgentLaunch } from "./agent_launch.ts";
-import { reportFailure } from "./cli_args.ts";
+import { parseFlags, reportFailure, reportUsageError } from "./cli_args.ts";
 import { parseRunConfig } from "./config.ts";
 import { formatProbeReport, PROBE_OUTCOMES, probeAgent } from "./probe.ts";
 
@@ -40,7 +39,7 @@ Outcomes and exit codes: ${
 export async function probeCommand(args: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
+    parsed = parseFlags({
       args,
       allowPositionals: true,
       options: {
@@ -57,10 +56,7 @@ export async function probeCommand(args: string[]): Promise<number> {
       },
     });
   } catch (error) {
-    console.error(
-      `${error instanceof Error ? error.message : error}\n\n${PROBE_HELP}`,
-    );
-    return 2;
+    return reportUsageError(error, "probe");
   }
   const { values, positionals } = parsed;
   if (values.help) {

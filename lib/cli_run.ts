@@ -1,18 +1,20 @@
 /**
  * `runner run <provider> "prompt"`: one local run from the command line,
  * agent text streamed to stdout, progress on stderr, or one event per line
- * with `--json`. Exit code: 0 completed, 1 failed, 130 cancelled, 2 bad input.
+ * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 130 cancelled
+ * by SIGINT, 143 cancelled by SIGTERM.
  *
  * @module
  */
 
 import { createAssetsHook } from "./assets_wiring.ts";
 import { basename, extname, join } from "node:path";
-import { parseArgs } from "node:util";
 import {
   configFlagOptions,
   configFromFlags,
+  parseFlags,
   reportFailure,
+  reportUsageError,
 } from "./cli_args.ts";
 import { parseRunConfig } from "./config.ts";
 import { RunnerError } from "./errors.ts";
@@ -28,7 +30,8 @@ export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
 Runs one prompt with an ACP agent on this machine and streams its answer.
 
 Options:
-  --workspace DIR        the agent's working directory (absolute; created if missing)
+  --workspace DIR        the agent's working directory (default: the current
+                         directory; absolute or ~/…; created if missing)
   --acp-command CMD      the agent command (required for provider=custom)
   --env-json JSON        extra environment for the agent, e.g. '{"API_KEY":"…"}'
   --conversation ID      keep the agent's session across invocations
@@ -37,6 +40,9 @@ Options:
   --json                 print one run event per line (JSON)
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
+
+Exit codes: 0 completed, 1 failed, 2 bad input, 130 cancelled by SIGINT (Ctrl-C),
+143 cancelled by SIGTERM.
 `;
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -88,7 +94,7 @@ async function attachmentFrom(spec: string): Promise<Attachment> {
 export async function runCommand(args: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
+    parsed = parseFlags({
       args,
       allowPositionals: true,
       options: {
@@ -102,10 +108,7 @@ export async function runCommand(args: string[]): Promise<number> {
       },
     });
   } catch (error) {
-    console.error(
-      `${error instanceof Error ? error.message : error}\n\n${RUN_HELP}`,
-    );
-    return 2;
+    return reportUsageError(error, "run");
   }
   const { positionals } = parsed;
   const values = parsed.values as
@@ -148,16 +151,17 @@ export async function runCommand(args: string[]): Promise<number> {
   });
   const json = Boolean(values.json);
   const encoder = new TextEncoder();
-  let lastText = false;
+  const output = { textOpen: false, wroteText: false };
   let result: string | undefined;
   const print = (event: RunEvent) => {
     if (json) {
       Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
       return;
     }
-    printHuman(event, (wrote) => lastText = wrote, () => lastText);
+    printHuman(event, output);
   };
-  let stopSignal: (() => void) | undefined;
+  let signalExit: number | undefined;
+  const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
     const outcome = manager.start({
       runId: values["run-id"],
@@ -167,50 +171,68 @@ export async function runCommand(args: string[]): Promise<number> {
     });
     const run = outcome.run;
     run.subscribe(print);
-    stopSignal = () => run.handle.cancel();
-    Deno.addSignalListener("SIGINT", stopSignal);
-    Deno.addSignalListener("SIGTERM", stopSignal);
+    for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
+      const listener = () => {
+        signalExit ??= exitCode;
+        run.handle.cancel();
+      };
+      Deno.addSignalListener(signal, listener);
+      listeners.push([signal, listener]);
+    }
     result = (await run.done).status;
   } catch (error) {
     await assets.close();
     store.close();
     return reportFailure(error);
   } finally {
-    if (stopSignal) {
-      Deno.removeSignalListener("SIGINT", stopSignal);
-      Deno.removeSignalListener("SIGTERM", stopSignal);
+    for (const [signal, listener] of listeners) {
+      Deno.removeSignalListener(signal, listener);
     }
   }
   await assets.close();
   store.close();
-  return result === "completed" ? 0 : result === "cancelled" ? 130 : 1;
+  if (result === "completed") return 0;
+  if (signalExit !== undefined) return signalExit;
+  return result === "cancelled" ? 130 : 1;
 }
 
-function printHuman(
-  event: RunEvent,
-  setText: (wrote: boolean) => void,
-  wroteText: () => boolean,
-) {
+/** Exit codes of a run cancelled by a signal (128 + the signal number). */
+const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+];
+
+/** What human output has written so far. */
+interface HumanOutput {
+  /** Agent text on stdout that did not end with a newline. */
+  textOpen: boolean;
+  /** Whether the current turn's text was streamed as deltas. */
+  wroteText: boolean;
+}
+
+function printHuman(event: RunEvent, output: HumanOutput) {
   const write = (stream: typeof Deno.stdout, text: string) =>
     stream.writeSync(new TextEncoder().encode(text));
+  const writeText = (text: string) => {
+    if (!text) return;
+    write(Deno.stdout, text);
+    output.textOpen = !text.endsWith("\n");
+  };
   const data = event.data as Record<string, unknown>;
   switch (event.type) {
     case "message.delta":
-      write(
-        Deno.stdout,
-        String((data.chunk as { content?: string }).content ?? ""),
-      );
-      setText(true);
+      writeText(String((data.chunk as { content?: string }).content ?? ""));
+      output.wroteText = true;
       return;
     case "message.completed":
-      if (!wroteText()) {
-        write(
-          Deno.stdout,
+      if (!output.wroteText) {
+        writeText(
           String((data.message as { content?: string }).content ?? ""),
         );
       }
       write(Deno.stdout, "\n");
-      setText(false);
+      output.textOpen = false;
+      output.wroteText = false;
       return;
     case "tool.call.started":
       write(Deno.stderr, `[tool] ${data.tool_name}\n`);
@@ -240,6 +262,10 @@ function printHuman(
       );
       return;
     case "run.failed":
+      // End the unfinished answer line first, so the error is on its own line
+      // when stdout and stderr share a terminal or a file.
+      if (output.textOpen) write(Deno.stdout, "\n");
+      output.textOpen = false;
       write(Deno.stderr, `error [${data.code}]: ${data.error}\n`);
       return;
   }

@@ -178,8 +178,15 @@ export async function serveCommand(args: string[]): Promise<number> {
   }
 
   const stop = Promise.withResolvers<string>();
-  const onTerm = () => stop.resolve("SIGTERM");
-  const onInt = () => stop.resolve("SIGINT");
+  let signals = 0;
+  const onSignal = (name: string) => {
+    if (++signals === 1) return stop.resolve(name);
+    // A second signal means "now": agents left behind are reaped on the next start.
+    log({ msg: "second signal: stopping now", signal: name });
+    Deno.exit(1);
+  };
+  const onTerm = () => onSignal("SIGTERM");
+  const onInt = () => onSignal("SIGINT");
   Deno.addSignalListener("SIGTERM", onTerm);
   Deno.addSignalListener("SIGINT", onInt);
   const signal = await stop.promise;

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { isAbsolute } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { RunnerError } from "./errors.ts";
 import { parsePermissionDecision } from "./permissions.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
@@ -63,14 +63,20 @@ type Kind =
   | "port"
   | "path"
   | "json"
-  | "list";
+  | "list"
+  | "json-text";
 
 interface KeySpec {
   field: keyof RunConfig;
   kind: Kind;
   default?: unknown;
   choices?: readonly string[];
+  /** Largest accepted value (seconds keys default to what a timer can hold). */
+  max?: number;
 }
+
+/** The longest duration a JavaScript timer can wait, in whole seconds. */
+const MAX_TIMER_SECONDS = 2_147_483;
 
 /** Every accepted run-config key with its kind and default. */
 export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
@@ -99,8 +105,18 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     default: 30,
   },
   "timeout": { field: "timeout", kind: "seconds", default: 600 },
-  "cancel-grace": { field: "cancelGrace", kind: "seconds", default: 3 },
-  "late-update-ms": { field: "lateUpdateMs", kind: "number", default: 150 },
+  "cancel-grace": {
+    field: "cancelGrace",
+    kind: "seconds",
+    default: 3,
+    max: 5,
+  },
+  "late-update-ms": {
+    field: "lateUpdateMs",
+    kind: "number",
+    default: 150,
+    max: 5000,
+  },
   "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },
   "max-attachment-mb": {
     field: "maxAttachmentMb",
@@ -120,7 +136,7 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     kind: "bool",
     default: false,
   },
-  "mcp-servers-json": { field: "mcpServersJson", kind: "string" },
+  "mcp-servers-json": { field: "mcpServersJson", kind: "json-text" },
   "langbot-assets-enabled": {
     field: "langbotAssetsEnabled",
     kind: "bool",
@@ -225,7 +241,17 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
       } else if (number <= 0) {
         throw invalid(key, "must be greater than 0");
       }
+      const max = spec.max ??
+        (spec.kind === "seconds" ? MAX_TIMER_SECONDS : undefined);
+      if (max !== undefined && number > max) {
+        throw invalid(key, `must be at most ${max}`);
+      }
       return number;
+    }
+    case "json-text": {
+      if (typeof value === "string") return value;
+      if (value && typeof value === "object") return JSON.stringify(value);
+      throw invalid(key, "must be JSON (an array or object, or its text)");
     }
     case "json":
       return parseEnvJson(key, value);
@@ -336,5 +362,22 @@ export function parseRunConfig(
   if (result.location === "local" && !result.workspace) {
     throw invalid("workspace", "is required (an absolute directory)");
   }
+  if (result.location === "local") {
+    result.workspace = expandHome(result.workspace!);
+    if (result.sessionCwd) result.sessionCwd = expandHome(result.sessionCwd);
+  }
   return result;
+}
+
+/** `~` and `~/x` mean the runner user's home for paths on this machine. */
+function expandHome(path: string): string {
+  if (path !== "~" && !path.startsWith("~/")) return path;
+  const home = Deno.env.get("HOME");
+  if (!home) {
+    throw invalid(
+      "workspace",
+      "starts with ~ but HOME is not set; give an absolute path",
+    );
+  }
+  return path === "~" ? home : join(home, path.slice(2));
 }

@@ -18,6 +18,7 @@ import { spawnAgent } from "./process.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import type { AgentTransport } from "./run.ts";
 import { quoteCommand, quoteWord } from "./shell_words.ts";
+import { settleWithin } from "./timing.ts";
 
 /** How long teardown waits for the remote group report of a fresh connection. */
 const PGID_WAIT_MS = 3000;
@@ -181,8 +182,16 @@ export async function launchSsh(
         ]);
         clearTimeout(timer);
       }
+      let sshGone = false;
+      await settleWithin(agent.exited.then(() => sshGone = true), 0);
       try {
         if (remotePgid) await killRemoteGroup(options, remotePgid);
+        else if (!sshGone) {
+          throw new RunnerError(
+            "acp.process_exited",
+            `The remote agent on ${config.sshTarget} never reported its process group, so its teardown cannot be confirmed. Check that machine for leftover agent processes.`,
+          );
+        }
       } finally {
         await agent.terminate({ graceMs: 1000 });
       }

@@ -75,7 +75,20 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     throw spawnFailure(program, error);
   }
   const pid = child.pid;
-  const registration = options.registry?.register(pid);
+  let registration: ReturnType<ReaperRegistry["register"]> | undefined;
+  try {
+    registration = options.registry?.register(pid);
+  } catch (error) {
+    // Without a record the reaper could never find this group: do not keep it.
+    signalGroup(pid, "SIGKILL");
+    throw new RunnerError(
+      "runner.internal",
+      `Could not record the agent's process group in the data directory (${
+        error instanceof Error ? error.message : error
+      }). Check that the data directory is writable.`,
+      { cause: error },
+    );
+  }
   const tail = new TailBuffer(options.stderrTailBytes ?? DEFAULT_STDERR_TAIL);
   const stderrDrained = drainInto(child.stderr, tail, options.onStderr);
   const exited = child.status;
@@ -84,9 +97,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
 
   async function terminate(terminateOptions: TerminateOptions = {}) {
     terminating ??= (async () => {
-      try {
-        await child.stdin.close();
-      } catch { /* already closed */ }
+      // A stdin write the agent never reads would hold close() forever.
+      await settleWithin(child.stdin.close(), 500);
       await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
       await child.stdout.cancel().catch(() => {});
       await stderrDrained;

@@ -47,6 +47,14 @@ function readProcRow(pid: number): ProcessRow | undefined {
   }
 }
 
+async function readProcRowAsync(pid: number): Promise<ProcessRow | undefined> {
+  try {
+    return parseProcStat(pid, await Deno.readTextFile(`/proc/${pid}/stat`));
+  } catch {
+    return undefined;
+  }
+}
+
 async function psRows(extra: string[]): Promise<ProcessRow[]> {
   const output = await new Deno.Command("ps", {
     args: [...extra, "-o", "pid=,pgid=,stat=,lstart="],
@@ -71,10 +79,10 @@ async function psRows(extra: string[]): Promise<ProcessRow[]> {
 export async function processGroupMembers(pgid: number): Promise<number[]> {
   if (hasProc) {
     const members: number[] = [];
-    for (const entry of Deno.readDirSync("/proc")) {
+    for await (const entry of Deno.readDir("/proc")) {
       const pid = Number(entry.name);
       if (!Number.isInteger(pid)) continue;
-      const row = readProcRow(pid);
+      const row = await readProcRowAsync(pid);
       if (row && row.pgid === pgid && row.state !== "Z") members.push(pid);
     }
     return members;

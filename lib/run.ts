@@ -17,7 +17,7 @@ import type { EventSink, RunUsage } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
 import { redactSecrets } from "./secrets.ts";
 import { failureEventData } from "./run_failure.ts";
-import { delay, settleWithin } from "./timing.ts";
+import { settleWithin } from "./timing.ts";
 import { answerPermission } from "./run_permissions.ts";
 import {
   applyUpdate,
@@ -296,16 +296,25 @@ export function startRun(options: RunEngineOptions): RunHandle {
 
   async function quietWindow() {
     // Stragglers: updates may follow the prompt answer. Wait until the agent
-    // has been quiet for late-update-ms (bounded), unless it exited.
+    // has been quiet for late-update-ms (at most 10 × that), unless it exits
+    // or the run is cancelled.
     const quiet = config.lateUpdateMs;
-    const limit = performance.now() + Math.max(quiet * 10, 1000);
-    let exited = false;
-    transport?.exited.then(() => exited = true, () => exited = true);
+    const limit = performance.now() + quiet * 10;
+    const interrupted = Promise.race([
+      aborted,
+      transport?.exited ?? new Promise<never>(() => {}),
+    ]);
+    interrupted.catch(() => {});
+    let stop = false;
+    interrupted.then(() => stop = true, () => stop = true);
     lastUpdateAt = Math.max(lastUpdateAt, performance.now());
-    while (!exited && !abort.signal.aborted && performance.now() < limit) {
-      const wait = lastUpdateAt + quiet - performance.now();
+    while (!stop && performance.now() < limit) {
+      const wait = Math.min(
+        lastUpdateAt + quiet - performance.now(),
+        limit - performance.now(),
+      );
       if (wait <= 0) break;
-      await delay(wait);
+      await settleWithin(interrupted, wait);
     }
   }
 
@@ -388,7 +397,12 @@ export function startRun(options: RunEngineOptions): RunHandle {
       return await execute();
     } catch (error) {
       closed = true;
-      await shutdown().catch(() => {});
+      await shutdown().catch((teardownError) =>
+        log({
+          msg: "teardown failed",
+          error: toRunnerError(teardownError).message,
+        })
+      );
       return fail(error);
     } finally {
       clearTimeout(runTimer);

@@ -10,12 +10,11 @@
 import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { prepareAgentLaunch } from "./agent_launch.ts";
 import { type RunAssetsRequest, runAssetsSecrets } from "./assets_request.ts";
-import type { RunConfig } from "./config.ts";
-import { RunnerError } from "./errors.ts";
+import { RUN_CONFIG_KEYS, type RunConfig } from "./config.ts";
+import { RunnerError, toRunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
 import { isTerminalEvent } from "./events.ts";
-import { launchLocal } from "./locations.ts";
-import { launchSsh } from "./location_ssh.ts";
+import { createAgentLaunch, prepareLocalWorkspace } from "./location_launch.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { type RunHandle, type RunResult, startRun } from "./run.ts";
@@ -99,6 +98,14 @@ export interface ManagedRun {
   done: Promise<RunResult>;
 }
 
+/** Options for {@linkcode RunManager.start}. */
+export interface StartOptions {
+  /** Queue the input on the conversation's active run (default true). */
+  steer?: boolean;
+  /** Refuse (`http.too_many_runs`) when this many runs are already active. */
+  maxActive?: number;
+}
+
 /** What {@linkcode RunManager.start} did. */
 export type StartOutcome =
   | { kind: "started"; run: ManagedRun }
@@ -107,7 +114,7 @@ export type StartOutcome =
 /** Starts, steers, cancels and tracks runs. */
 export interface RunManager {
   /** Starts a run, or queues the input on the conversation's active run. */
-  start(request: RunRequest, options?: { steer?: boolean }): StartOutcome;
+  start(request: RunRequest, options?: StartOptions): StartOutcome;
   /** The active run with this id. */
   get(runId: string): ManagedRun | undefined;
   /** The active run of a conversation. */
@@ -138,13 +145,19 @@ export function sessionKeyOf(
   };
 }
 
-/** A secret-free copy of a config for storage and display. */
+/** A secret-free copy of a config for storage and display, with the kebab-case keys. */
 export function publicConfig(config: RunConfig): Record<string, unknown> {
-  const copy: Record<string, unknown> = { ...config };
-  copy.envJson = Object.fromEntries(
-    Object.keys(config.envJson).map((name) => [name, "[REDACTED]"]),
-  );
-  return copy;
+  const shown: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(RUN_CONFIG_KEYS)) {
+    const value = config[spec.field];
+    if (value === undefined) continue;
+    shown[key] = spec.field === "envJson"
+      ? Object.fromEntries(
+        Object.keys(config.envJson).map((name) => [name, "[REDACTED]"]),
+      )
+      : value;
+  }
+  return shown;
 }
 
 /**
@@ -162,13 +175,6 @@ function validateInput(request: RunRequest): void {
   });
 }
 
-function supportsTransport(server: McpServer, caps: McpCapabilities): boolean {
-  if (!("type" in server)) return true;
-  if (server.type === "http") return caps.http === true;
-  if (server.type === "sse") return caps.sse === true;
-  return true;
-}
-
 /** Makes a run manager. */
 export function createRunManager(options: RunManagerOptions): RunManager {
   const { store } = options;
@@ -179,7 +185,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
 
   function start(
     request: RunRequest,
-    startOptions: { steer?: boolean } = {},
+    startOptions: StartOptions = {},
   ): StartOutcome {
     const conversationId = request.conversationId;
     if (conversationId && startOptions.steer !== false) {
@@ -203,7 +209,31 @@ export function createRunManager(options: RunManagerOptions): RunManager {
         `run_id ${runId} already exists; use a new run_id.`,
       );
     }
+    const location = request.config.location;
+    const remote = location === "local" || location === "remote-ssh"
+      ? undefined
+      : options.locations?.[location];
+    if (location !== "local" && location !== "remote-ssh" && !remote) {
+      throw new RunnerError(
+        "config.invalid",
+        `location=${location} is not available in this runner${
+          location === "daemon"
+            ? " (start runner serve with --daemon-enabled)"
+            : ""
+        }.`,
+      );
+    }
+    if (
+      startOptions.maxActive !== undefined &&
+      runs.size >= startOptions.maxActive
+    ) {
+      throw new RunnerError(
+        "http.too_many_runs",
+        `The runner already runs ${startOptions.maxActive} runs (--max-concurrent-runs). Retry shortly.`,
+      );
+    }
     const launch = prepareAgentLaunch(request.config, { environment });
+    if (location === "local") prepareLocalWorkspace(launch.cwd);
     const secrets = [
       ...launch.secrets,
       ...(options.secrets ?? []),
@@ -224,6 +254,30 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     const listeners = new Set<(event: RunEvent) => void>();
     const emit = (raw: RunEvent) => {
       const event = redactDeep(raw, secrets);
+      try {
+        record(event);
+      } catch (error) {
+        // The run goes on for its live listeners even if the store fails.
+        log({
+          msg: "storing a run event failed",
+          run_id: runId,
+          type: event.type,
+          error: toRunnerError(error).message,
+        });
+      }
+      for (const listener of listeners) {
+        try {
+          listener(event);
+        } catch (error) {
+          log({
+            msg: "event listener failed",
+            run_id: runId,
+            error: String(error),
+          });
+        }
+      }
+    };
+    const record = (event: RunEvent) => {
       store.appendEvent(runId, event);
       if (
         event.type === "state.updated" && key &&
@@ -231,7 +285,6 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       ) {
         store.putSession(key, String(event.data.value));
       }
-      for (const listener of listeners) listener(event);
       if (isTerminalEvent(event)) {
         store.finishRun(runId, {
           status: event.type === "run.completed"
@@ -248,82 +301,53 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     const runLog = (entry: Record<string, unknown>) =>
       log(redactDeep({ run_id: runId, ...entry }, secrets));
     let handle: RunHandle;
-    const location = request.config.location;
-    if (location === "local" || location === "remote-ssh") {
-      let release: (() => void) | undefined;
-      handle = startRun({
-        runId,
-        conversationId,
-        input: request.input,
-        config: request.config,
-        storedSessionId: stored,
-        sessionCwd: request.config.sessionCwd ?? launch.cwd,
-        secrets,
-        emit,
-        log: runLog,
-        launch: async (signal) => {
-          const prepared = await options.assets?.prepare({ runId, request });
-          release = prepared?.release;
-          secrets.push(...(prepared?.secrets ?? []));
-          if (signal.aborted) {
-            release?.();
-            throw signal.reason;
-          }
-          if (location === "remote-ssh") {
-            const transport = await launchSsh({
-              launch,
-              config: request.config,
-              mcpServers: prepared?.mcpServers,
-              registry: options.registry,
-            });
-            // The tunnelled servers are offered like any other: http/sse
-            // only when the agent advertises them.
-            const forwarded = transport.mcpServers ?? [];
-            return {
-              ...transport,
-              mcpServers: undefined,
-              promptPrefix: prepared?.promptPrefix,
-              sessionMcpServers: (caps) => [
-                ...forwarded.filter((server) =>
-                  supportsTransport(server, caps)
-                ),
-                ...(prepared?.sessionMcpServers?.(caps) ?? []),
-              ],
-            };
-          }
-          const transport = await launchLocal({
-            launch,
-            registry: options.registry,
-          });
-          return {
-            ...transport,
-            mcpServers: prepared?.mcpServers,
-            sessionMcpServers: prepared?.sessionMcpServers,
-            promptPrefix: prepared?.promptPrefix,
-          };
-        },
-      });
-      handle.done.finally(() => release?.());
-    } else {
-      const remote = options.locations?.[location];
-      if (!remote) {
-        throw new RunnerError(
-          "config.invalid",
-          `location=${location} is not available in this runner${
-            location === "daemon"
-              ? " (start runner serve with --daemon-enabled)"
-              : ""
-          }.`,
-        );
+    try {
+      if (remote) {
+        handle = remote({
+          runId,
+          request,
+          storedSessionId: stored,
+          secrets,
+          emit,
+          log: runLog,
+        });
+      } else {
+        const prepared = createAgentLaunch({
+          runId,
+          request,
+          launch,
+          assets: options.assets,
+          registry: options.registry,
+          secrets,
+        });
+        handle = startRun({
+          runId,
+          conversationId,
+          input: request.input,
+          config: request.config,
+          storedSessionId: stored,
+          sessionCwd: request.config.sessionCwd ?? launch.cwd,
+          secrets,
+          emit,
+          log: runLog,
+          launch: prepared.launch,
+        });
+        handle.done.finally(prepared.release);
       }
-      handle = remote({
-        runId,
-        request,
-        storedSessionId: stored,
-        secrets,
-        emit,
-        log: runLog,
+    } catch (error) {
+      const failure = toRunnerError(error);
+      emit({
+        run_id: runId,
+        type: "run.failed",
+        data: {
+          error: failure.message,
+          code: failure.code,
+          retryable: failure.retryable,
+        },
+        sequence: 1,
+        timestamp: Date.now(),
       });
+      throw failure;
     }
     const managed: ManagedRun = {
       runId,

@@ -159,16 +159,10 @@ export function createServerApp(options: ServerAppOptions): Hono {
           "The runner is shutting down; retry against the restarted service.",
         );
       }
-      const steerable = startOptions?.steer !== false &&
-        request.conversationId &&
-        manager.activeForConversation(request.conversationId);
-      if (!steerable && manager.active().length >= config.maxConcurrentRuns) {
-        throw new RunnerError(
-          "http.too_many_runs",
-          `The server already runs ${config.maxConcurrentRuns} runs (--max-concurrent-runs). Retry shortly.`,
-        );
-      }
-      const outcome = manager.start(request, startOptions);
+      const outcome = manager.start(request, {
+        ...startOptions,
+        maxActive: config.maxConcurrentRuns,
+      });
       if (outcome.kind === "started") {
         const startedAt = performance.now();
         options.metrics.trackRun(outcome.run.subscribe);

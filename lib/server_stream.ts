@@ -10,6 +10,13 @@ import type { RunEvent } from "./events.ts";
 import { isTerminalEvent } from "./events.ts";
 import type { ManagedRun } from "./run_manager.ts";
 import type { RunStore } from "./store.ts";
+import { settleWithin } from "./timing.ts";
+
+/** Live events buffered for one reader before it falls back to the store. */
+const MAX_PENDING_EVENTS = 10_000;
+
+/** How often a run active in another process is looked at again. */
+const OTHER_PROCESS_POLL_MS = 250;
 
 /** A run's events in order, ending after the terminal event. */
 export interface RunEventFollower {
@@ -40,8 +47,17 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
   let finished = false;
   let runDone = !run;
   // Subscribing before reading the store is what makes the hand-over gapless.
+  let overflowed = false;
   const unsubscribe = run?.subscribe((event) => {
-    pending.push(event);
+    // A client that does not read would grow this without bound: past the
+    // cap, drop the buffer and catch up from the store (it holds every event
+    // a listener has seen).
+    if (pending.length >= MAX_PENDING_EVENTS) {
+      overflowed = true;
+      pending.length = 0;
+    } else {
+      pending.push(event);
+    }
     wake?.();
   }) ?? (() => {});
   run?.done.finally(() => {
@@ -60,6 +76,10 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
     async next() {
       for (;;) {
         if (finished) return undefined;
+        if (overflowed && !pending.length) {
+          overflowed = false;
+          pending.push(...store.getEvents(runId, { after: last }));
+        }
         const event = pending.shift();
         if (event) {
           if ((event.sequence ?? 0) <= last) continue;
@@ -71,6 +91,16 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
           const rest = store.getEvents(runId, { after: last });
           if (rest.length) {
             pending.push(...rest);
+            continue;
+          }
+          if (!run && store.getRun(runId)?.status === "active") {
+            // Active in another process sharing the store (a `runner run`):
+            // nothing here can notify us, so look again shortly.
+            await settleWithin(
+              new Promise<void>((resolve) => wake = resolve),
+              OTHER_PROCESS_POLL_MS,
+            );
+            wake = undefined;
             continue;
           }
           finish();
