@@ -7,8 +7,8 @@
  * @module
  */
 
+import { parseFlags, reportUsageError } from "./lib/cli_args.ts";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { reportFailure } from "./lib/cli_args.ts";
 import { runDaemonClient } from "./lib/daemon_client.ts";
 import { createDaemonJobRunner } from "./lib/daemon_job.ts";
@@ -156,7 +156,7 @@ function listenForSignals(onSignal: () => void): () => void {
 export async function daemonCommand(args: string[]): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({
+    ({ values } = parseFlags({
       args,
       options: {
         url: { type: "string" },
@@ -169,10 +169,7 @@ export async function daemonCommand(args: string[]): Promise<number> {
       },
     }));
   } catch (error) {
-    console.error(
-      `${error instanceof Error ? error.message : error}\n\n${HELP}`,
-    );
-    return 2;
+    return reportUsageError(error, "daemon");
   }
   if (values.help) {
     console.log(HELP);

@@ -151,7 +151,7 @@ export async function runCommand(args: string[]): Promise<number> {
   });
   const json = Boolean(values.json);
   const encoder = new TextEncoder();
-  const output = { textOpen: false, wroteText: false };
+  const output: HumanOutput = { textOpen: false, wroteText: false };
   let result: string | undefined;
   const print = (event: RunEvent) => {
     if (json) {

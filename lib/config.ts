@@ -215,7 +215,8 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
       if (typeof value !== "string" || !value.trim()) {
         throw invalid(key, "must be a non-empty path");
       }
-      if (!isAbsolute(value.trim()) && !value.trim().startsWith("~")) {
+      const path = value.trim();
+      if (!isAbsolute(path) && path !== "~" && !path.startsWith("~/")) {
         throw invalid(key, `must be an absolute path (got "${value}")`);
       }
       return value.trim();
