@@ -7,6 +7,7 @@
  * @module
  */
 
+import { failedBeforeStartEvent } from "./run_failure.ts";
 import { prepareAgentLaunch } from "./agent_launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./daemon_client.ts";
 import { mapRunStart } from "./daemon_payload.ts";
@@ -160,19 +161,13 @@ export function createDaemonJobRunner(
 
   /** Reports a job that never started (the message holds no env values). */
   function emitFailure(job: DaemonJob, error: unknown) {
-    const failure = toRunnerError(error);
     const runId = job.payload.run_id;
-    job.emit({
-      ...(typeof runId === "string" ? { run_id: runId } : {}),
-      type: "run.failed",
-      data: {
-        error: failure.message,
-        code: failure.code,
-        retryable: failure.retryable,
-      },
-      sequence: 1,
-      timestamp: Date.now(),
-    });
+    const { run_id: _, ...event } = failedBeforeStartEvent(undefined, error);
+    job.emit(
+      (typeof runId === "string"
+        ? { run_id: runId, ...event }
+        : event) as unknown as JsonObject,
+    );
   }
 
   return {

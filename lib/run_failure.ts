@@ -6,7 +6,8 @@
  * @module
  */
 
-import type { RunnerError } from "./errors.ts";
+import { type RunnerError, toRunnerError } from "./errors.ts";
+import type { RunEvent } from "./events.ts";
 import type { RunInput } from "./prompt.ts";
 import { redactSecrets } from "./secrets.ts";
 
@@ -55,4 +56,26 @@ export function failureEventData(
     }));
   }
   return data;
+}
+
+/**
+ * The only event of a run that failed before the engine took it over (its
+ * message holds no env values: it comes from validation or the location).
+ */
+export function failedBeforeStartEvent(
+  runId: string | undefined,
+  error: unknown,
+): RunEvent {
+  const failure = toRunnerError(error);
+  return {
+    run_id: runId ?? "",
+    type: "run.failed",
+    data: {
+      error: failure.message,
+      code: failure.code,
+      retryable: failure.retryable,
+    },
+    sequence: 1,
+    timestamp: Date.now(),
+  };
 }

@@ -14,6 +14,7 @@ import { RUN_CONFIG_KEYS, type RunConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "./errors.ts";
 import type { RunEvent } from "./events.ts";
 import { isTerminalEvent } from "./events.ts";
+import { failedBeforeStartEvent } from "./run_failure.ts";
 import { createAgentLaunch, prepareLocalWorkspace } from "./location_launch.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
 import type { ReaperRegistry } from "./reaper.ts";
@@ -335,19 +336,8 @@ export function createRunManager(options: RunManagerOptions): RunManager {
         handle.done.finally(prepared.release);
       }
     } catch (error) {
-      const failure = toRunnerError(error);
-      emit({
-        run_id: runId,
-        type: "run.failed",
-        data: {
-          error: failure.message,
-          code: failure.code,
-          retryable: failure.retryable,
-        },
-        sequence: 1,
-        timestamp: Date.now(),
-      });
-      throw failure;
+      emit(failedBeforeStartEvent(runId, error));
+      throw toRunnerError(error);
     }
     const managed: ManagedRun = {
       runId,
