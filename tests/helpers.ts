@@ -79,6 +79,20 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** Fails unless the fixture's agent, its grandchild and that one's child (from `--pid-file`) are all gone. */
+export function assertAgentGone(pidFile: string): void {
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    if (isAlive(pid)) throw new Error(`agent process ${pid} outlived its run`);
+  }
+}
+
 /** A fresh temporary directory. */
 export function tempDir(prefix = "runner-test-"): string {
   return Deno.makeTempDirSync({ prefix });

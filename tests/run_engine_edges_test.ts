@@ -10,7 +10,7 @@ import {
   harness,
   makeGate,
 } from "./engine_helpers.ts";
-import { isAlive, tempDir } from "./helpers.ts";
+import { assertAgentGone, tempDir } from "./helpers.ts";
 
 function exists(path: string): boolean {
   try {
@@ -65,16 +65,7 @@ Deno.test("a cancel while the location is still launching tears down the agent i
       .length,
     1,
   );
-  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-  for (
-    const pid of [
-      pids.agent_pid,
-      pids.grandchild_pid,
-      pids.grandchild_child_pid,
-    ]
-  ) {
-    assert.equal(isAlive(pid), false, `pid ${pid} outlived the cancelled run`);
-  }
+  assertAgentGone(pidFile);
 });
 
 Deno.test("follow-ups a failing run could not answer come back in run.failed", async () => {

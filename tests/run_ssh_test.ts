@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
 import { EventLog, harness } from "./engine_helpers.ts";
-import { fixtureCommand, isAlive, readRecord, tempDir } from "./helpers.ts";
+import {
+  assertAgentGone,
+  fixtureCommand,
+  readRecord,
+  tempDir,
+} from "./helpers.ts";
 import { SSHD_PATH, startSshd, type TestSshd } from "./ssh_helpers.ts";
 
 function sshConfig(
@@ -66,16 +71,7 @@ Deno.test({
         "remote-secret-value",
       );
       assert.equal(start.argv !== undefined, true);
-      const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-      for (
-        const pid of [
-          pids.agent_pid,
-          pids.grandchild_pid,
-          pids.grandchild_child_pid,
-        ]
-      ) {
-        assert.equal(isAlive(pid), false, `remote pid ${pid} survived`);
-      }
+      assertAgentGone(pidFile);
       assert.ok(!JSON.stringify(log.events).includes("remote-secret-value"));
       const second = h.manager.start({
         conversationId: "ssh",
@@ -117,16 +113,7 @@ Deno.test({
       run.handle.cancel();
       await run.done;
       assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
-      const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-      for (
-        const pid of [
-          pids.agent_pid,
-          pids.grandchild_pid,
-          pids.grandchild_child_pid,
-        ]
-      ) {
-        assert.equal(isAlive(pid), false, `remote pid ${pid} survived cancel`);
-      }
+      assertAgentGone(pidFile);
     } finally {
       await h.close();
       await sshd.close();

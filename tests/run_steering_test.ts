@@ -6,7 +6,7 @@ import {
   harness,
   makeGate,
 } from "./engine_helpers.ts";
-import { isAlive, readRecord, tempDir } from "./helpers.ts";
+import { assertAgentGone, readRecord, tempDir } from "./helpers.ts";
 
 Deno.test("three follow-ups during a run become four turns on one session with one run.completed", async () => {
   const h = harness();
@@ -178,16 +178,7 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
     );
     assert.equal(terminal.length, 1);
     assert.equal(terminal[0].data.code, "run.cancelled");
-    const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-    for (
-      const pid of [
-        pids.agent_pid,
-        pids.grandchild_pid,
-        pids.grandchild_child_pid,
-      ]
-    ) {
-      assert.equal(isAlive(pid), false, `pid ${pid} survived cancel`);
-    }
+    assertAgentGone(pidFile);
     assert.equal(h.store.getRun(run.runId)?.status, "cancelled");
   } finally {
     await h.close();
