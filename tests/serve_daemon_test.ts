@@ -49,10 +49,10 @@ function daemonProcess(url: string, daemonId: string, tokenFile: string) {
   };
 }
 
-Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stream, assets over MCP, cancel, /v1/daemons, /metrics", async () => {
-  const dataDir = tempDir();
+/** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */
+async function serveWithDaemon(daemonId: string) {
   const serve = await startServe({
-    dataDir,
+    dataDir: tempDir(),
     args: [
       "--allow-custom-commands",
       "--daemon-enabled",
@@ -67,7 +67,14 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
   );
   const tokenFile = join(tempDir(), "token");
   Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
-  const daemon = daemonProcess(String(hubLine.url), "laptop-1", tokenFile);
+  return {
+    serve,
+    daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile),
+  };
+}
+
+Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stream, assets over MCP, cancel, /v1/daemons, /metrics", async () => {
+  const { serve, daemon } = await serveWithDaemon("laptop-1");
   try {
     await daemon.connected;
     const listed = await (await fetch(`${serve.url}/v1/daemons`)).json();
@@ -227,23 +234,7 @@ Deno.test("through runner daemon the agent calls each of the six asset tools end
     },
     inline: (spec.source as { inline: unknown }).inline,
   };
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
-      "--allow-custom-commands",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-    ],
-  });
-  const hubLine = await serve.waitForLog((entry) =>
-    entry.msg === "daemon hub listening"
-  );
-  const tokenFile = join(tempDir(), "token");
-  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-  const daemon = daemonProcess(String(hubLine.url), "tools-1", tokenFile);
+  const { serve, daemon } = await serveWithDaemon("tools-1");
   try {
     await daemon.connected;
     const calls: Array<
