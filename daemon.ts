@@ -7,17 +7,20 @@
  * @module
  */
 
-import { parseFlags, reportUsageError } from "./lib/cli_args.ts";
+import { parseFlags, reportUsageError } from "./lib/cli/args.ts";
 import { join } from "node:path";
-import { reportFailure } from "./lib/cli_args.ts";
-import { runDaemonClient } from "./lib/daemon_client.ts";
-import { createDaemonJobRunner } from "./lib/daemon_job.ts";
+import { reportFailure } from "./lib/cli/args.ts";
+import { runDaemonClient } from "./lib/daemon/client.ts";
+import { createDaemonJobRunner } from "./lib/daemon/job.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
-import { createReaperRegistry, reapLeftoverGroups } from "./lib/reaper.ts";
+import {
+  createReaperRegistry,
+  reapLeftoverGroups,
+} from "./lib/agent/reaper.ts";
 import { MAX_DAEMON_ID_LENGTH, RECONNECT_DELAY_MS } from "./lib/relay.ts";
-import { defaultDataDir } from "./lib/store.ts";
-import { tokenProblem } from "./lib/token_rules.ts";
+import { defaultDataDir } from "./lib/store/types.ts";
+import { tokenProblem } from "./lib/hub/token_rules.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 
 const HELP = `Usage: runner daemon --url ws://HOST:PORT --daemon-id ID [options]

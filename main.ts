@@ -26,16 +26,16 @@ Options: --help (on every command), --version
 type Command = (args: string[]) => Promise<number>;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
-  run: async () => (await import("./lib/cli_run.ts")).runCommand,
-  probe: async () => (await import("./lib/cli_probe.ts")).probeCommand,
+  run: async () => (await import("./lib/cli/run.ts")).runCommand,
+  probe: async () => (await import("./lib/cli/probe.ts")).probeCommand,
   providers: async () =>
-    (await import("./lib/cli_providers.ts")).providersCommand,
-  serve: async () => (await import("./lib/cli_serve.ts")).serveCommand,
+    (await import("./lib/cli/providers.ts")).providersCommand,
+  serve: async () => (await import("./lib/cli/serve.ts")).serveCommand,
   daemon: async () => (await import("./daemon.ts")).daemonCommand,
-  daemons: async () => (await import("./lib/cli_daemons.ts")).daemonsCommand,
+  daemons: async () => (await import("./lib/cli/daemons.ts")).daemonsCommand,
   "mcp-stdio": async () =>
-    (await import("./lib/mcp_stdio_bridge.ts")).mcpStdioCommand,
-  token: async () => (await import("./lib/cli_providers.ts")).tokenCommand,
+    (await import("./lib/assets/stdio_bridge.ts")).mcpStdioCommand,
+  token: async () => (await import("./lib/cli/providers.ts")).tokenCommand,
 };
 
 /** Runs the CLI with `args`; returns the process exit code. */

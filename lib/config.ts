@@ -8,7 +8,7 @@
 
 import { isAbsolute, join } from "node:path";
 import { RunnerError } from "./errors.ts";
-import { parsePermissionDecision } from "./permissions.ts";
+import { parsePermissionDecision } from "./acp/permission_options.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
 
 /** Where the agent runs. */

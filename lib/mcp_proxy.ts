@@ -9,7 +9,7 @@
 
 import { Hono } from "hono";
 import { type Json, MCP_REQUEST_TIMEOUT_MS } from "./relay.ts";
-import { pythonJsonDumps } from "./relay_json.ts";
+import { pythonJsonDumps } from "./relay/json.ts";
 
 /** The proxy's entry for ACP's `mcpServers` list. */
 export interface McpServerEntry {

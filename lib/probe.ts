@@ -8,12 +8,12 @@
  */
 
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
-import { type AgentConnection, connectAgent } from "./acp_client.ts";
-import type { AgentLaunch } from "./agent_launch.ts";
+import { type AgentConnection, connectAgent } from "./acp/client.ts";
+import type { AgentLaunch } from "./agent/launch.ts";
 import { RunnerError, toRunnerError } from "./errors.ts";
-import { launchLocal } from "./locations.ts";
-import type { ReaperRegistry } from "./reaper.ts";
-import type { AgentTransport } from "./run.ts";
+import { launchLocal } from "./locations/local.ts";
+import type { ReaperRegistry } from "./agent/reaper.ts";
+import type { AgentTransport } from "./run/engine.ts";
 
 /** Probe outcomes, each with its own exit code. */
 export const PROBE_OUTCOMES = {

@@ -13,7 +13,7 @@
  */
 
 import { RunnerError } from "./errors.ts";
-import { splitCommand } from "./shell_words.ts";
+import { splitCommand } from "./agent/shell_words.ts";
 
 /** A session-recovery signal an agent advertises. */
 export type RecoverySignal = "loadSession" | "session/resume";

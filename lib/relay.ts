@@ -2,14 +2,14 @@
  * The `coding-relay-v1` codec: frame types, the two sides' JSON encodings,
  * frame parsing and validation, the handshake checks with their exact refusal
  * reasons, the protocol constants and marker file names. Fitting run events
- * into frames lives in `relay_events.ts`. See `docs/relay.md`.
+ * into frames lives in `relay/event_fit.ts`. See `docs/relay.md`.
  *
  * @module
  */
 
 import { createHash } from "node:crypto";
 import { RunnerError } from "./errors.ts";
-import { pythonJsonDumps } from "./relay_json.ts";
+import { pythonJsonDumps } from "./relay/json.ts";
 
 /** The protocol string both sides send and check. */
 export const RELAY_PROTOCOL = "coding-relay-v1";

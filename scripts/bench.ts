@@ -12,10 +12,10 @@
 
 import * as acp from "@agentclientprotocol/sdk";
 import { fileURLToPath } from "node:url";
-import { prepareAgentLaunch } from "../lib/agent_launch.ts";
+import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
-import { launchLocal } from "../lib/locations.ts";
-import { startRun } from "../lib/run.ts";
+import { launchLocal } from "../lib/locations/local.ts";
+import { startRun } from "../lib/run/engine.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURE = [

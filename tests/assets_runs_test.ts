@@ -6,14 +6,14 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { verifyCallbackSignature } from "../lib/assets/sources.ts";
-import type { RunAssetsRequest } from "../lib/assets_request.ts";
-import { createAssetsHook } from "../lib/assets_wiring.ts";
+import type { RunAssetsRequest } from "../lib/assets/request.ts";
+import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { RunnerError } from "../lib/errors.ts";
-import { createReaperRegistry } from "../lib/reaper.ts";
-import type { RunResult } from "../lib/run.ts";
-import { createRunManager, type RunManager } from "../lib/run_manager.ts";
-import { quoteWord } from "../lib/shell_words.ts";
-import { openStore, type RunStore } from "../lib/store.ts";
+import { createReaperRegistry } from "../lib/agent/reaper.ts";
+import type { RunResult } from "../lib/run/engine.ts";
+import { createRunManager, type RunManager } from "../lib/run/manager.ts";
+import { quoteWord } from "../lib/agent/shell_words.ts";
+import { openStore, type RunStore } from "../lib/store/types.ts";
 import {
   type RecordingServer,
   sampleSpec,

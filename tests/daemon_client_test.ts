@@ -9,16 +9,16 @@ import {
   type DaemonJob,
   type DaemonLogEntry,
   runDaemonClient,
-} from "../lib/daemon_client.ts";
+} from "../lib/daemon/client.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { createHub, serveHub } from "../lib/hub.ts";
+import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
 import {
   CLOSE_KEEPALIVE_TIMEOUT,
   type JsonObject,
   MAX_FRAME_BYTES,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
-import { encodeEventFrames } from "../lib/relay_events.ts";
+import { encodeEventFrames } from "../lib/relay/event_fit.ts";
 
 const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
 const READY =

@@ -7,15 +7,15 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { randomToken } from "../lib/cli_providers.ts";
+import { randomToken } from "../lib/cli/providers.ts";
 import { parseRunConfig } from "../lib/config.ts";
-import { type AssetsHook, createAssetsHook } from "../lib/assets_wiring.ts";
+import { type AssetsHook, createAssetsHook } from "../lib/assets/wiring.ts";
 import {
   createDaemonLocation,
   describeDaemons,
   hubMcpHandlerFor,
   startHubListener,
-} from "../lib/daemon_location.ts";
+} from "../lib/locations/daemon.ts";
 import { RUNNER_VERSION } from "../lib/version.ts";
 import type { RunEvent } from "../lib/events.ts";
 import {
@@ -23,14 +23,14 @@ import {
   type HubLogEntry,
   type RelayHub,
   serveHub,
-} from "../lib/hub.ts";
+} from "../lib/hub/relay_hub.ts";
 import { markerFileName } from "../lib/relay.ts";
 import {
   createRunManager,
   type ManagedRun,
   type RunManager,
-} from "../lib/run_manager.ts";
-import { openStore, type RunStore } from "../lib/store.ts";
+} from "../lib/run/manager.ts";
+import { openStore, type RunStore } from "../lib/store/types.ts";
 import { EventLog, makeGate } from "./engine_helpers.ts";
 import {
   fixtureCommand,

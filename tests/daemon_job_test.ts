@@ -8,19 +8,19 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
-import type { DaemonJob } from "../lib/daemon_client.ts";
-import { createDaemonJobRunner } from "../lib/daemon_job.ts";
-import { hubMcpHandlerFor } from "../lib/daemon_location.ts";
-import { buildRunStartPayload, mapRunStart } from "../lib/daemon_payload.ts";
+import type { DaemonJob } from "../lib/daemon/client.ts";
+import { createDaemonJobRunner } from "../lib/daemon/job.ts";
+import { hubMcpHandlerFor } from "../lib/locations/daemon.ts";
+import { buildRunStartPayload, mapRunStart } from "../lib/relay/payload.ts";
 import { RunnerError } from "../lib/errors.ts";
-import { FenceStore } from "../lib/hub_fences.ts";
+import { FenceStore } from "../lib/hub/fences.ts";
 import type { JsonObject } from "../lib/relay.ts";
 import { markerFileName } from "../lib/relay.ts";
 import {
   checkListenerToken,
   isLoopbackHost,
   looksWeak,
-} from "../lib/token_rules.ts";
+} from "../lib/hub/token_rules.ts";
 import { fixtureCommand, isAlive, runCli, tempDir } from "./helpers.ts";
 
 const MAP_OPTIONS = {

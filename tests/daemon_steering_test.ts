@@ -8,12 +8,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
-import { type DaemonJob, runDaemonClient } from "../lib/daemon_client.ts";
-import { createDaemonLocation } from "../lib/daemon_location.ts";
-import { createHub, serveHub } from "../lib/hub.ts";
+import { type DaemonJob, runDaemonClient } from "../lib/daemon/client.ts";
+import { createDaemonLocation } from "../lib/locations/daemon.ts";
+import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
 import type { JsonObject } from "../lib/relay.ts";
-import { createRunManager, type RunManager } from "../lib/run_manager.ts";
-import { openStore } from "../lib/store.ts";
+import { createRunManager, type RunManager } from "../lib/run/manager.ts";
+import { openStore } from "../lib/store/types.ts";
 import { EventLog } from "./engine_helpers.ts";
 import { tempDir } from "./helpers.ts";
 

@@ -6,16 +6,16 @@
  */
 
 import { join } from "node:path";
-import { createAssetsHook } from "../lib/assets_wiring.ts";
+import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { createReaperRegistry } from "../lib/reaper.ts";
+import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
   createRunManager,
   type ManagedRun,
   type RunManager,
-} from "../lib/run_manager.ts";
-import { openStore, type RunStore } from "../lib/store.ts";
+} from "../lib/run/manager.ts";
+import { openStore, type RunStore } from "../lib/store/types.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
 
 /** A manager over a fresh data directory. */

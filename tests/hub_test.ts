@@ -10,9 +10,9 @@ import {
   type HubLogEntry,
   type RelayHub,
   serveHub,
-} from "../lib/hub.ts";
+} from "../lib/hub/relay_hub.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { runDaemonClient } from "../lib/daemon_client.ts";
+import { runDaemonClient } from "../lib/daemon/client.ts";
 import { startMcpProxy } from "../lib/mcp_proxy.ts";
 import {
   type JsonObject,

@@ -9,7 +9,7 @@ import {
   DEFAULT_PERMISSION_DECISION,
   parsePermissionDecision,
   PERMISSION_KINDS,
-} from "../lib/permissions.ts";
+} from "../lib/acp/permission_options.ts";
 
 const SHORT: Record<string, PermissionOptionKind> = {
   ao: "allow_once",

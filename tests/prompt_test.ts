@@ -3,7 +3,7 @@ import type {
   ContentBlock,
   PromptCapabilities,
 } from "@agentclientprotocol/sdk";
-import { attachmentKind, isTextualMimeType } from "../lib/attachment_decode.ts";
+import { attachmentKind, isTextualMimeType } from "../lib/run/attachments.ts";
 import { RunnerError } from "../lib/errors.ts";
 import {
   type Attachment,
@@ -11,7 +11,7 @@ import {
   type BuildPromptOptions,
   type BuiltPrompt,
   promptText,
-} from "../lib/prompt.ts";
+} from "../lib/run/prompt.ts";
 
 function build(
   attachments: Attachment[],

@@ -10,13 +10,13 @@ import {
   type RelayHub,
   type RelayJobResult,
   serveHub,
-} from "../lib/hub.ts";
+} from "../lib/hub/relay_hub.ts";
 import type { RunEvent } from "../lib/events.ts";
 import {
   type DaemonJob,
   type DaemonJobResult,
   runDaemonClient,
-} from "../lib/daemon_client.ts";
+} from "../lib/daemon/client.ts";
 import { startMcpProxy } from "../lib/mcp_proxy.ts";
 import {
   CLOSE_CLEANUP_UNCONFIRMED,
@@ -28,7 +28,7 @@ import {
   parseFrame,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
-import { encodeEventFrames } from "../lib/relay_events.ts";
+import { encodeEventFrames } from "../lib/relay/event_fit.ts";
 
 const TRANSCRIPTS = "/work/shared/docs/relay-transcripts";
 const TOKEN = "golden-token-7f3a9c2e5b1d4f6a8c0e2b4d6f8a";

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentLaunch } from "../lib/agent_launch.ts";
+import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { launchLocal } from "../lib/locations.ts";
-import { startRun } from "../lib/run.ts";
+import { launchLocal } from "../lib/locations/local.ts";
+import { startRun } from "../lib/run/engine.ts";
 import {
   EventLog,
   fixtureConfig,

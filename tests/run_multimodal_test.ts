@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { Attachment } from "../lib/prompt.ts";
+import type { Attachment } from "../lib/run/prompt.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
 import { readRecord, tempDir } from "./helpers.ts";
 

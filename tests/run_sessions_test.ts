@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sessionKeyOf } from "../lib/run_manager.ts";
-import { prepareAgentLaunch } from "../lib/agent_launch.ts";
+import { sessionKeyOf } from "../lib/run/manager.ts";
+import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
 import { fixtureCommand, parseJsonLines, runCli, tempDir } from "./helpers.ts";
 

@@ -7,11 +7,11 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createMetrics } from "../lib/metrics.ts";
-import { createRunManager } from "../lib/run_manager.ts";
-import { loadServeConfig, type ServeConfig } from "../lib/serve_config.ts";
-import { createServerApp } from "../lib/server.ts";
-import { openStore } from "../lib/store.ts";
+import { createMetrics } from "../lib/server/metrics.ts";
+import { createRunManager } from "../lib/run/manager.ts";
+import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
+import { createServerApp } from "../lib/server/app.ts";
+import { openStore } from "../lib/store/types.ts";
 import { tempDir, withServe } from "./serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [

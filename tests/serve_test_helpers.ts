@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
-import { quoteCommand } from "../lib/shell_words.ts";
+import { quoteCommand } from "../lib/agent/shell_words.ts";
 import type { RunEvent } from "../lib/events.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;

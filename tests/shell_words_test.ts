@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
-import { quoteCommand, splitCommand } from "../lib/shell_words.ts";
+import { quoteCommand, splitCommand } from "../lib/agent/shell_words.ts";
 
 /** Asks a real POSIX shell how it splits `commandLine` (used as the oracle). */
 async function shellSplit(commandLine: string): Promise<string[]> {

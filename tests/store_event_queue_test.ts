@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
-import { EventQueue, type QueuedEvent } from "../lib/store_event_queue.ts";
+import { EventQueue, type QueuedEvent } from "../lib/store/event_queue.ts";
 
 function event(sequence: number): QueuedEvent {
   return {

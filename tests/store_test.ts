@@ -9,8 +9,8 @@ import {
   type RunStore,
   type SessionKey,
   STORE_FILE_NAME,
-} from "../lib/store.ts";
-import { SCHEMA_VERSION } from "../lib/store_schema.ts";
+} from "../lib/store/types.ts";
+import { SCHEMA_VERSION } from "../lib/store/schema.ts";
 
 /** Runs `body` with a fresh data directory, closing every store it opened. */
 async function withDataDir(
@@ -30,7 +30,7 @@ async function withDataDir(
   }
 }
 
-const STORE_MODULE = new URL("../lib/store.ts", import.meta.url).href;
+const STORE_MODULE = new URL("../lib/store/types.ts", import.meta.url).href;
 
 /** Code for a separate runner process that opens the store and starts a run it never finishes. */
 function childScript(dataDir: string, runId: string, then: string): string {

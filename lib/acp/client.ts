@@ -1,0 +1,273 @@
+/**
+ * The ACP client core: one connection to one agent process, on the SDK's
+ * builder API, with deadlines and stable failure codes. It knows nothing of
+ * runs or events; `lib/run/engine.ts` drives it. See `docs/readiness.md`.
+ *
+ * @module
+ */
+
+import * as acp from "@agentclientprotocol/sdk";
+import type {
+  AnyMessage,
+  ContentBlock,
+  InitializeResponse,
+  McpServer,
+  NewSessionResponse,
+  PromptResponse,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  StopReason,
+} from "@agentclientprotocol/sdk";
+import { createAcpStream } from "./stream.ts";
+import { type ErrorCode, RunnerError } from "../errors.ts";
+import { ACP_PROTOCOL_VERSION, RUNNER_VERSION } from "../version.ts";
+import { fsHandlers } from "./fs.ts";
+import { settleWithin } from "../timing.ts";
+
+/** A `session/update` notification as received (kinds the SDK lacks included). */
+export interface RawSessionUpdate {
+  /** The session it belongs to. */
+  sessionId: string;
+  /** The update object; `sessionUpdate` names its kind. */
+  update: Record<string, unknown> & { sessionUpdate?: string };
+}
+
+/** Options for {@linkcode connectAgent}. */
+export interface ConnectAgentOptions {
+  /** The agent's stdin. */
+  stdin: WritableStream<Uint8Array>;
+  /** The agent's stdout. */
+  stdout: ReadableStream<Uint8Array>;
+  /** Largest inbound message, in bytes. */
+  maxMessageBytes: number;
+  /** Receives every `session/update`, in arrival order. */
+  onUpdate: (update: RawSessionUpdate) => void;
+  /** Answers `session/request_permission`. */
+  onPermission: (
+    request: RequestPermissionRequest,
+  ) => Promise<RequestPermissionResponse>;
+  /** File-system capabilities to advertise, rooted at a directory. */
+  fs?: { read: boolean; write: boolean; root: string };
+  /** Called for each non-JSON stdout line. */
+  onNoise?: (line: string) => void;
+}
+
+/** A live ACP connection to one agent. */
+export interface AgentConnection {
+  /** `initialize` under a deadline; checks the protocol version. */
+  initialize(timeoutMs: number): Promise<InitializeResponse>;
+  /** `session/new`; returns the session id. */
+  newSession(
+    params: { cwd: string; mcpServers: McpServer[] },
+    signal?: AbortSignal,
+  ): Promise<string>;
+  /** `session/load` (history is replayed as updates before it answers). */
+  loadSession(
+    params: { sessionId: string; cwd: string; mcpServers: McpServer[] },
+    signal?: AbortSignal,
+  ): Promise<void>;
+  /** `session/resume`. */
+  resumeSession(
+    params: { sessionId: string; cwd: string; mcpServers: McpServer[] },
+    signal?: AbortSignal,
+  ): Promise<void>;
+  /** `session/prompt`; resolves with the stop reason. */
+  prompt(
+    params: { sessionId: string; prompt: ContentBlock[] },
+    signal?: AbortSignal,
+  ): Promise<StopReason>;
+  /** Sends `session/cancel`. */
+  cancel(sessionId: string): Promise<void>;
+  /** The inbound failure that ended the connection, if any. */
+  fatal(): RunnerError | undefined;
+  /** Resolves when the connection closes. */
+  readonly closed: Promise<void>;
+  /** Closes the connection. */
+  close(): void;
+}
+
+/** How long sending `session/cancel` may take before the run moves on to teardown. */
+const CANCEL_WRITE_MS = 1000;
+
+/** JSON-RPC code for "authentication required". */
+export const AUTH_REQUIRED = -32000;
+/** JSON-RPC code for "resource not found" (unknown session). */
+export const RESOURCE_NOT_FOUND = -32002;
+
+/** Opens an ACP connection over an agent's stdio. */
+export function connectAgent(options: ConnectAgentOptions): AgentConnection {
+  let fatal: RunnerError | undefined;
+  const stream = createAcpStream({
+    output: options.stdin,
+    input: options.stdout,
+    maxMessageBytes: options.maxMessageBytes,
+    onNoise: options.onNoise,
+    onFatal: (error) => fatal ??= error,
+    tap: (message: AnyMessage) => {
+      if (!("method" in message) || message.method !== "session/update") {
+        return false;
+      }
+      if ("id" in message && message.id !== undefined) return false;
+      const params = (message as { params?: RawSessionUpdate }).params;
+      if (params && typeof params === "object" && params.update) {
+        options.onUpdate(params);
+      }
+      return true;
+    },
+  });
+  let app = acp.client({ name: "runner" }).onRequest(
+    acp.methods.client.session.requestPermission,
+    (context) => options.onPermission(context.params),
+  );
+  if (options.fs?.read || options.fs?.write) {
+    app = fsHandlers(app, options.fs);
+  }
+  const connection = app.connect(stream);
+  const agent = connection.agent;
+
+  async function call<T>(
+    what: string,
+    run: (signal: AbortSignal) => Promise<T>,
+    external?: AbortSignal,
+  ): Promise<T> {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(external?.reason);
+    external?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await run(controller.signal);
+    } catch (error) {
+      if (fatal) throw fatal;
+      if (controller.signal.aborted && !(error instanceof acp.RequestError)) {
+        throw new RunnerError("run.cancelled", `${what} was cancelled.`);
+      }
+      throw mapRequestError(what, error);
+    } finally {
+      external?.removeEventListener("abort", onAbort);
+    }
+  }
+  const opts = (signal: AbortSignal) => ({
+    cancellationSignal: signal,
+    stopWaitingOnCancel: true,
+  });
+
+  return {
+    async initialize(timeoutMs) {
+      const timer = AbortSignal.timeout(timeoutMs);
+      let response: InitializeResponse;
+      try {
+        response = await call(
+          "initialize",
+          (signal) =>
+            agent.request(acp.methods.agent.initialize, {
+              protocolVersion: ACP_PROTOCOL_VERSION,
+              clientCapabilities: {
+                fs: {
+                  readTextFile: Boolean(options.fs?.read),
+                  writeTextFile: Boolean(options.fs?.write),
+                },
+                terminal: false,
+              },
+              clientInfo: { name: "runner", version: RUNNER_VERSION },
+            }, opts(signal)),
+          timer,
+        );
+      } catch (error) {
+        if (timer.aborted && !fatal) {
+          throw new RunnerError(
+            "acp.initialize_timeout",
+            `The agent did not answer initialize within ${
+              timeoutMs / 1000
+            } s. Check that the command starts an ACP stdio server (many agents need an --acp flag), or raise initialize-timeout for a slow first start.`,
+          );
+        }
+        throw error;
+      }
+      if (response.protocolVersion !== ACP_PROTOCOL_VERSION) {
+        throw new RunnerError(
+          "acp.incompatible_protocol",
+          `The agent speaks ACP protocol version ${
+            JSON.stringify(response.protocolVersion)
+          }; this runner speaks version ${ACP_PROTOCOL_VERSION}. Use an agent release that supports protocol ${ACP_PROTOCOL_VERSION}.`,
+        );
+      }
+      return response;
+    },
+    newSession(params, signal) {
+      return call("session/new", async (s) => {
+        const response: NewSessionResponse = await agent.request(
+          acp.methods.agent.session.new,
+          params,
+          opts(s),
+        );
+        return response.sessionId;
+      }, signal);
+    },
+    async loadSession(params, signal) {
+      await call(
+        "session/load",
+        (s) => agent.request(acp.methods.agent.session.load, params, opts(s)),
+        signal,
+      );
+    },
+    async resumeSession(params, signal) {
+      await call(
+        "session/resume",
+        (s) => agent.request(acp.methods.agent.session.resume, params, opts(s)),
+        signal,
+      );
+    },
+    prompt(params, signal) {
+      return call("session/prompt", async (s) => {
+        const response: PromptResponse = await agent.request(
+          acp.methods.agent.session.prompt,
+          params,
+          opts(s),
+        );
+        return response.stopReason;
+      }, signal);
+    },
+    async cancel(sessionId) {
+      // An agent that stopped reading stdin would hold this write forever.
+      await settleWithin(
+        agent.notify(acp.methods.agent.session.cancel, { sessionId }),
+        CANCEL_WRITE_MS,
+      );
+    },
+    fatal: () => fatal,
+    closed: connection.closed,
+    close: () => connection.close(),
+  };
+}
+
+/** Whether an error is the agent's "unknown session" answer. */
+export function isSessionNotFound(error: unknown): boolean {
+  return error instanceof RunnerError &&
+    error.detail?.rpcCode === RESOURCE_NOT_FOUND;
+}
+
+function mapRequestError(what: string, error: unknown): RunnerError {
+  if (error instanceof RunnerError) return error;
+  if (error instanceof acp.RequestError) {
+    const detail = { rpcCode: error.code, method: what };
+    if (error.code === AUTH_REQUIRED) {
+      return new RunnerError(
+        "acp.unauthenticated",
+        `The agent requires authentication (${what}: ${error.message}). Log in with the agent's own CLI on the machine where it runs, or pass its API key through env-json.`,
+        { detail },
+      );
+    }
+    const code: ErrorCode = what === "session/prompt"
+      ? "acp.prompt_failed"
+      : "acp.session_failed";
+    return new RunnerError(
+      code,
+      `The agent answered ${what} with error ${error.code}: ${error.message}`,
+      { detail },
+    );
+  }
+  return new RunnerError(
+    "acp.process_exited",
+    `The agent connection closed during ${what}. See the agent's stderr below; check that the agent is installed and logged in.`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,137 @@
+/**
+ * The ACP transport: newline-delimited JSON over an agent's byte streams,
+ * read by the runner itself so that it can (a) tolerate non-JSON noise on
+ * stdout, (b) enforce its own message-size cap with a stable error, and (c)
+ * see every `session/update`, including kinds the SDK does not know, in
+ * arrival order. See `docs/transport.md`.
+ *
+ * @module
+ */
+
+import type { AnyMessage, Stream } from "@agentclientprotocol/sdk";
+import { RunnerError } from "../errors.ts";
+
+/** Options for {@linkcode createAcpStream}. */
+export interface AcpStreamOptions {
+  /** The agent's stdin. */
+  output: WritableStream<Uint8Array>;
+  /** The agent's stdout. */
+  input: ReadableStream<Uint8Array>;
+  /** Largest accepted inbound line, in bytes. */
+  maxMessageBytes: number;
+  /**
+   * Sees each inbound message first, synchronously and in order; returning
+   * true consumes it (it is not passed on to the SDK).
+   */
+  tap?: (message: AnyMessage) => boolean;
+  /** Called for each non-JSON line (already truncated for logging). */
+  onNoise?: (line: string) => void;
+  /** Called once when the inbound side fails (e.g. a message over the cap). */
+  onFatal?: (error: RunnerError) => void;
+}
+
+const NEWLINE = 0x0a;
+
+/** Makes the SDK `Stream` for an agent's stdio. */
+export function createAcpStream(options: AcpStreamOptions): Stream {
+  const encoder = new TextEncoder();
+  const writer = options.output.getWriter();
+  const writable = new WritableStream<AnyMessage>({
+    async write(message) {
+      await writer.write(encoder.encode(JSON.stringify(message) + "\n"));
+    },
+    async close() {
+      await writer.close().catch(() => {});
+    },
+    async abort() {
+      await writer.close().catch(() => {});
+    },
+  });
+  const readable = new ReadableStream<AnyMessage>({
+    async start(controller) {
+      const deliver = (line: Uint8Array) => {
+        const message = parseLine(line, options.onNoise);
+        if (message && !options.tap?.(message)) controller.enqueue(message);
+      };
+      try {
+        await readLines(options.input, options.maxMessageBytes, deliver);
+        controller.close();
+      } catch (error) {
+        const failure = error instanceof RunnerError ? error : new RunnerError(
+          "acp.process_exited",
+          `Reading from the agent failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        );
+        options.onFatal?.(failure);
+        controller.error(failure);
+      }
+    },
+  });
+  return { readable, writable };
+}
+
+function parseLine(
+  line: Uint8Array,
+  onNoise?: (line: string) => void,
+): AnyMessage | undefined {
+  let text = new TextDecoder().decode(line);
+  if (text.endsWith("\r")) text = text.slice(0, -1);
+  if (!text.trim()) return undefined;
+  try {
+    const value = JSON.parse(text);
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      return value as AnyMessage;
+    }
+  } catch { /* noise */ }
+  onNoise?.(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+  return undefined;
+}
+
+/** Splits a byte stream into lines without copying until a line is complete. */
+async function readLines(
+  input: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  onLine: (line: Uint8Array) => void,
+): Promise<void> {
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  for await (const chunk of input) {
+    let start = 0;
+    while (start < chunk.length) {
+      const end = chunk.indexOf(NEWLINE, start);
+      if (end < 0) {
+        pending.push(chunk.subarray(start));
+        pendingBytes += chunk.length - start;
+        if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
+        break;
+      }
+      const piece = chunk.subarray(start, end);
+      if (pendingBytes + piece.length > maxBytes) throw tooLarge(maxBytes);
+      onLine(pending.length ? concat([...pending, piece]) : piece);
+      pending = [];
+      pendingBytes = 0;
+      start = end + 1;
+    }
+  }
+  if (pendingBytes) onLine(concat(pending));
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const size = parts.reduce((sum, part) => sum + part.length, 0);
+  const result = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    result.set(part, offset);
+    offset += part.length;
+  }
+  return result;
+}
+
+function tooLarge(maxBytes: number): RunnerError {
+  const mb = Math.round(maxBytes / (1024 * 1024));
+  return new RunnerError(
+    "acp.message_too_large",
+    `The agent sent a message larger than ${mb} MiB. Raise max-message-mb if this agent legitimately sends such messages.`,
+  );
+}

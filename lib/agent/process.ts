@@ -1,0 +1,215 @@
+/**
+ * Agent processes: spawning in a process group of their own, the stderr tail,
+ * and teardown of the whole group. See `docs/teardown.md`.
+ *
+ * @module
+ */
+
+import { RunnerError } from "../errors.ts";
+import { processGroupMembers } from "./process_table.ts";
+import type { ReaperRegistry } from "./reaper.ts";
+import { redactSecrets } from "../secrets.ts";
+import { delay, settleWithin } from "../timing.ts";
+
+/** How an agent process is started. */
+export interface SpawnAgentOptions {
+  /** Program and arguments; no shell is involved. */
+  argv: string[];
+  /** Working directory of the agent process. */
+  cwd: string;
+  /** The agent's whole environment (nothing else is inherited). */
+  env: Record<string, string>;
+  /** Values to redact from the stderr tail. */
+  secrets?: string[];
+  /** Bytes of stderr kept for diagnostics (default 64 KiB). */
+  stderrTailBytes?: number;
+  /** Records the process group so a later start can reap it after a crash. */
+  registry?: ReaperRegistry;
+  /** Sees each stderr chunk as text (unredacted; for in-band markers). */
+  onStderr?: (text: string) => void;
+}
+
+/** Options for {@linkcode AgentProcess.terminate}. */
+export interface TerminateOptions {
+  /** Time between SIGTERM and SIGKILL (default 2000 ms). */
+  graceMs?: number;
+}
+
+/** A running agent process and its process group. */
+export interface AgentProcess {
+  /** The process id, which is also the process group id. */
+  readonly pid: number;
+  /** The agent's stdin. */
+  readonly stdin: WritableStream<Uint8Array>;
+  /** The agent's stdout. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  /** Resolves when the agent process itself exits. */
+  readonly exited: Promise<Deno.CommandStatus>;
+  /** The last bytes of stderr, decoded, with secrets redacted. */
+  stderrTail(): string;
+  /** Closes stdin, SIGTERMs the group, SIGKILLs it after the grace period, and waits until no member is left. */
+  terminate(options?: TerminateOptions): Promise<void>;
+}
+
+const DEFAULT_STDERR_TAIL = 64 * 1024;
+
+/** Starts an agent in a new process group with piped stdio; stderr is always drained. */
+export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
+  const [program, ...args] = options.argv;
+  if (!program) {
+    throw new RunnerError("config.invalid", "The agent command is empty.");
+  }
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(program, {
+      args,
+      cwd: options.cwd,
+      env: options.env,
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      detached: true,
+    }).spawn();
+  } catch (error) {
+    throw spawnFailure(program, error);
+  }
+  const pid = child.pid;
+  let registration: ReturnType<ReaperRegistry["register"]> | undefined;
+  try {
+    registration = options.registry?.register(pid);
+  } catch (error) {
+    // Without a record the reaper could never find this group: do not keep it.
+    signalGroup(pid, "SIGKILL");
+    throw new RunnerError(
+      "runner.internal",
+      `Could not record the agent's process group in the data directory (${
+        error instanceof Error ? error.message : error
+      }). Check that the data directory is writable.`,
+      { cause: error },
+    );
+  }
+  const tail = new TailBuffer(options.stderrTailBytes ?? DEFAULT_STDERR_TAIL);
+  const stderrDrained = drainInto(child.stderr, tail, options.onStderr);
+  const exited = child.status;
+  let terminating: Promise<void> | undefined;
+  const secrets = options.secrets ?? [];
+
+  async function terminate(terminateOptions: TerminateOptions = {}) {
+    terminating ??= (async () => {
+      // A stdin write the agent never reads would hold close() forever.
+      await settleWithin(child.stdin.close(), 500);
+      await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
+      await child.stdout.cancel().catch(() => {});
+      await stderrDrained;
+      registration?.release();
+    })();
+    return await terminating;
+  }
+
+  return {
+    pid,
+    stdin: child.stdin,
+    stdout: child.stdout,
+    exited,
+    stderrTail: () => redactSecrets(tail.text(), secrets),
+    terminate,
+  };
+}
+
+function spawnFailure(program: string, error: unknown): RunnerError {
+  if (error instanceof Deno.errors.NotFound) {
+    return new RunnerError(
+      "acp.missing_binary",
+      `The agent command "${program}" was not found. Install the agent, put it on PATH (or pass PATH through env-json), or set acp-command to its absolute path.`,
+      { cause: error },
+    );
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return new RunnerError(
+    "acp.spawn_error",
+    `The agent command "${program}" could not be started (${reason}). Check that it is executable and that the workspace exists.`,
+    { cause: error },
+  );
+}
+
+/** Signals a whole process group, ignoring groups that are already gone. */
+export function signalGroup(pgid: number, signal: Deno.Signal): void {
+  try {
+    Deno.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left in the group.
+  }
+}
+
+/**
+ * SIGTERM to the group, SIGKILL after `graceMs`, then wait (bounded) until the
+ * process table shows no live member of the group.
+ */
+export async function killGroup(
+  pgid: number,
+  leaderExited: Promise<unknown> | undefined,
+  graceMs: number,
+): Promise<void> {
+  signalGroup(pgid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  if (leaderExited) {
+    await settleWithin(leaderExited, graceMs);
+  }
+  while (Date.now() < deadline && (await processGroupMembers(pgid)).length) {
+    await delay(25);
+  }
+  if ((await processGroupMembers(pgid)).length) {
+    signalGroup(pgid, "SIGKILL");
+  }
+  // After SIGKILL the kernel removes the members promptly; wait for it so the
+  // caller can rely on "no process left".
+  for (let i = 0; i < 200; i++) {
+    if (!(await processGroupMembers(pgid)).length) break;
+    signalGroup(pgid, "SIGKILL");
+    await delay(10);
+  }
+  if (leaderExited) await leaderExited;
+}
+
+async function drainInto(
+  stream: ReadableStream<Uint8Array>,
+  tail: TailBuffer,
+  onText?: (text: string) => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of stream) {
+      tail.push(chunk);
+      onText?.(decoder.decode(chunk, { stream: true }));
+    }
+  } catch {
+    // The pipe closed under us: nothing more to keep.
+  }
+}
+
+/** Keeps the last `limit` bytes pushed into it. */
+class TailBuffer {
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Uint8Array) {
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    while (this.#size - this.#chunks[0].length >= this.limit) {
+      this.#size -= this.#chunks.shift()!.length;
+    }
+  }
+
+  text(): string {
+    const all = new Uint8Array(this.#size);
+    let offset = 0;
+    for (const chunk of this.#chunks) {
+      all.set(chunk, offset);
+      offset += chunk.length;
+    }
+    const start = Math.max(0, all.length - this.limit);
+    return new TextDecoder().decode(all.subarray(start));
+  }
+}

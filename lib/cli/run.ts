@@ -1,0 +1,272 @@
+/**
+ * `runner run <provider> "prompt"`: one local run from the command line,
+ * agent text streamed to stdout, progress on stderr, or one event per line
+ * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 130 cancelled
+ * by SIGINT, 143 cancelled by SIGTERM.
+ *
+ * @module
+ */
+
+import { createAssetsHook } from "../assets/wiring.ts";
+import { basename, extname, join } from "node:path";
+import {
+  configFlagOptions,
+  configFromFlags,
+  parseFlags,
+  reportFailure,
+  reportUsageError,
+} from "./args.ts";
+import { parseRunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+import type { RunEvent } from "../events.ts";
+import type { Attachment } from "../run/prompt.ts";
+import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
+import { createRunManager } from "../run/manager.ts";
+import { defaultDataDir, openStore } from "../store/types.ts";
+
+/** Help text of `runner run`. */
+export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
+
+Runs one prompt with an ACP agent on this machine and streams its answer.
+
+Options:
+  --workspace DIR        the agent's working directory (default: the current
+                         directory; absolute or ~/…; created if missing)
+  --acp-command CMD      the agent command (required for provider=custom)
+  --env-json JSON        extra environment for the agent, e.g. '{"API_KEY":"…"}'
+  --conversation ID      keep the agent's session across invocations
+  --attach PATH|URL      attach a file or URL (repeatable)
+  --reuse-session BOOL   reuse the stored session (default true)
+  --json                 print one run event per line (JSON)
+  --data-dir DIR         where the store lives (default: the user data dir)
+  --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
+
+Exit codes: 0 completed, 1 failed, 2 bad input, 130 cancelled by SIGINT (Ctrl-C),
+143 cancelled by SIGTERM.
+`;
+
+const MIME_BY_EXTENSION: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".wav": "audio/wav",
+  ".mp3": "audio/mpeg",
+  ".pdf": "application/pdf",
+  ".txt": "text/plain",
+  ".md": "text/markdown",
+  ".json": "application/json",
+};
+
+async function attachmentFrom(spec: string): Promise<Attachment> {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
+    return {
+      url: spec,
+      name: basename(new URL(spec).pathname) || "attachment",
+    };
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(spec);
+  } catch (error) {
+    throw new RunnerError(
+      "prompt.attachment_invalid",
+      `--attach ${spec}: cannot read the file (${
+        error instanceof Error ? error.message : error
+      }).`,
+    );
+  }
+  const mime = MIME_BY_EXTENSION[extname(spec).toLowerCase()];
+  const type = mime?.startsWith("image/")
+    ? "image"
+    : mime?.startsWith("audio/")
+    ? "audio"
+    : "file";
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return { type, name: basename(spec), mime_type: mime, content: btoa(binary) };
+}
+
+/** Runs `runner run`; returns the exit code. */
+export async function runCommand(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseFlags({
+      args,
+      allowPositionals: true,
+      options: {
+        ...configFlagOptions(),
+        conversation: { type: "string" },
+        attach: { type: "string", multiple: true },
+        json: { type: "boolean" },
+        "data-dir": { type: "string" },
+        "run-id": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    return reportUsageError(error, "run");
+  }
+  const { positionals } = parsed;
+  const values = parsed.values as
+    & typeof parsed.values
+    & Record<string, string | undefined>;
+  if (values.help) {
+    console.log(RUN_HELP);
+    return 0;
+  }
+  const [provider, ...words] = positionals;
+  const text = words.join(" ");
+  let config;
+  const attachments: Attachment[] = [];
+  try {
+    config = parseRunConfig({
+      ...configFromFlags(values),
+      provider: provider ?? values.provider,
+      workspace: values.workspace ?? Deno.cwd(),
+    });
+    for (const spec of values.attach ?? []) {
+      attachments.push(await attachmentFrom(spec));
+    }
+    if (!text && !attachments.length) {
+      throw new RunnerError(
+        "config.invalid",
+        'Give a prompt: runner run <provider> "prompt".',
+      );
+    }
+  } catch (error) {
+    return reportFailure(error);
+  }
+  const dataDir = values["data-dir"] ?? defaultDataDir();
+  await reapLeftoverGroups(join(dataDir, "agents"));
+  const store = openStore({ dataDir });
+  const assets = createAssetsHook({ log: () => {} });
+  const manager = createRunManager({
+    assets,
+    store,
+    registry: createReaperRegistry(join(dataDir, "agents")),
+  });
+  const json = Boolean(values.json);
+  const encoder = new TextEncoder();
+  const output: HumanOutput = { textOpen: false, wroteText: false };
+  let result: string | undefined;
+  const print = (event: RunEvent) => {
+    if (json) {
+      Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
+      return;
+    }
+    printHuman(event, output);
+  };
+  let signalExit: number | undefined;
+  const listeners: Array<[Deno.Signal, () => void]> = [];
+  try {
+    const outcome = manager.start({
+      runId: values["run-id"],
+      conversationId: values.conversation,
+      input: { text, attachments },
+      config,
+    });
+    const run = outcome.run;
+    run.subscribe(print);
+    for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
+      const listener = () => {
+        signalExit ??= exitCode;
+        run.handle.cancel();
+      };
+      Deno.addSignalListener(signal, listener);
+      listeners.push([signal, listener]);
+    }
+    result = (await run.done).status;
+  } catch (error) {
+    await assets.close();
+    store.close();
+    return reportFailure(error);
+  } finally {
+    for (const [signal, listener] of listeners) {
+      Deno.removeSignalListener(signal, listener);
+    }
+  }
+  await assets.close();
+  store.close();
+  if (result === "completed") return 0;
+  if (signalExit !== undefined) return signalExit;
+  return result === "cancelled" ? 130 : 1;
+}
+
+/** Exit codes of a run cancelled by a signal (128 + the signal number). */
+const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+];
+
+/** What human output has written so far. */
+interface HumanOutput {
+  /** Agent text on stdout that did not end with a newline. */
+  textOpen: boolean;
+  /** Whether the current turn's text was streamed as deltas. */
+  wroteText: boolean;
+}
+
+function printHuman(event: RunEvent, output: HumanOutput) {
+  const write = (stream: typeof Deno.stdout, text: string) =>
+    stream.writeSync(new TextEncoder().encode(text));
+  const writeText = (text: string) => {
+    if (!text) return;
+    write(Deno.stdout, text);
+    output.textOpen = !text.endsWith("\n");
+  };
+  const data = event.data as Record<string, unknown>;
+  switch (event.type) {
+    case "message.delta":
+      writeText(String((data.chunk as { content?: string }).content ?? ""));
+      output.wroteText = true;
+      return;
+    case "message.completed":
+      if (!output.wroteText) {
+        writeText(
+          String((data.message as { content?: string }).content ?? ""),
+        );
+      }
+      write(Deno.stdout, "\n");
+      output.textOpen = false;
+      output.wroteText = false;
+      return;
+    case "tool.call.started":
+      write(Deno.stderr, `[tool] ${data.tool_name}\n`);
+      return;
+    case "tool.call.completed":
+      write(
+        Deno.stderr,
+        `[tool ${data.error ? "failed" : "done"}] ${data.tool_name}\n`,
+      );
+      return;
+    case "plan.updated":
+      write(
+        Deno.stderr,
+        `[plan] ${
+          (data.entries as Array<{ content?: string; status?: string }>)
+            .map((entry) => `${entry.status ?? ""}: ${entry.content ?? ""}`)
+            .join("; ")
+        }\n`,
+      );
+      return;
+    case "permission.decided":
+      write(
+        Deno.stderr,
+        `[permission] ${data.title ?? "request"}: ${
+          data.option_id ?? data.outcome
+        }\n`,
+      );
+      return;
+    case "run.failed":
+      // End the unfinished answer line first, so the error is on its own line
+      // when stdout and stderr share a terminal or a file.
+      if (output.textOpen) write(Deno.stdout, "\n");
+      output.textOpen = false;
+      write(Deno.stderr, `error [${data.code}]: ${data.error}\n`);
+      return;
+  }
+}

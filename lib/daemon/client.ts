@@ -1,0 +1,392 @@
+/**
+ * The daemon side of `coding-relay-v1`: connects out to a hub, says hello,
+ * runs the jobs it is given through a caller-supplied `runJob`, forwards their
+ * events and MCP traffic, acknowledges cancels only after cleanup, pings the
+ * hub to notice a silently dead connection, and on disconnect cancels and
+ * awaits every job before reconnecting. See `docs/relay.md`.
+ *
+ * @module
+ */
+
+import { startKeepAlive } from "./keepalive.ts";
+import { createMcpRequests, type McpRequests } from "./mcp_requests.ts";
+import { RunnerError } from "../errors.ts";
+import {
+  CLOSE_CLEANUP_UNCONFIRMED,
+  CLOSE_KEEPALIVE_TIMEOUT,
+  CLOSE_PROTOCOL_ERROR,
+  type DaemonFrame,
+  encodeDaemonFrame,
+  isOversizedFrame,
+  type Json,
+  type JsonObject,
+  MAX_FRAME_BYTES,
+  MCP_REQUEST_TIMEOUT_MS,
+  parseFrame,
+  PING_INTERVAL_MS,
+  PING_TIMEOUT_MS,
+  RECONNECT_DELAY_MS,
+  REFUSAL_REASONS,
+  RELAY_PROTOCOL,
+} from "../relay.ts";
+import { encodeEventFrames } from "../relay/event_fit.ts";
+
+/** One job handed to the caller's `runJob`. */
+export interface DaemonJob {
+  /** The hub's job id. */
+  jobId: string;
+  /** The `run.start` payload. */
+  payload: JsonObject;
+  /**
+   * Sends one run event to the hub (dropped once the job ended). A delta over
+   * the frame limit is split; any other event is truncated to fit.
+   */
+  emit(event: JsonObject): void;
+  /** Aborted on `run.cancel` or disconnect. */
+  signal: AbortSignal;
+  /** Sends an MCP message to the hub; resolves with its answer (`null` for notifications). */
+  mcp(payload: Json): Promise<Json>;
+}
+
+/** What `runJob` reports once the job and its processes are gone. */
+export interface DaemonJobResult {
+  /** False when the agent's process group may still be alive. */
+  cleanupConfirmed: boolean;
+}
+
+/** One log record of the daemon client (never contains the token). */
+export interface DaemonLogEntry {
+  /** Severity. */
+  level: "info" | "warn" | "error";
+  /** What happened. */
+  message: string;
+  /** The job concerned, if any. */
+  jobId?: string;
+}
+
+/** Options of {@linkcode runDaemonClient}. */
+export interface DaemonClientOptions {
+  /** The hub's WebSocket URL. */
+  url: string;
+  /** This daemon's stable ID. */
+  daemonId: string;
+  /** The hub's shared token. */
+  token: string;
+  /** Extra hello metadata (after `pid`, `cwd`, `platform`, `version`). */
+  metadata?: JsonObject;
+  /** Our version, sent in the hello metadata when given. */
+  version?: string;
+  /** Runs one job until it ended and its processes are gone. */
+  runJob: (job: DaemonJob) => Promise<DaemonJobResult>;
+  /** Base reconnect delay (default 5 s), doubled per failed attempt up to 60 s, plus jitter. */
+  reconnectDelayMs?: number;
+  /** MCP request timeout (default 60 s). */
+  mcpTimeoutMs?: number;
+  /** How often to send `daemon.ping` while connected (default 20 s). */
+  pingIntervalMs?: number;
+  /**
+   * How long to wait for any hub frame after a ping, or after the hello,
+   * before the connection counts as dead and is closed (default 20 s).
+   */
+  pingTimeoutMs?: number;
+  /** Stops the client: open jobs are cancelled and awaited first. */
+  signal: AbortSignal;
+  /** Receives log records. */
+  onLog?: (entry: DaemonLogEntry) => void;
+}
+
+interface Session {
+  ws: WebSocket;
+  ready: boolean;
+  jobs: Map<string, { controller: AbortController; done: Promise<void> }>;
+  mcp: McpRequests;
+  cleanupFailed: boolean;
+}
+
+/**
+ * Connects and serves jobs until `signal` aborts. Rejects with
+ * `agent_runtime.daemon_cleanup_failed` when a job's cleanup was not
+ * confirmed (it never reconnects then).
+ */
+export async function runDaemonClient(
+  options: DaemonClientOptions,
+): Promise<void> {
+  const log = (entry: DaemonLogEntry) => options.onLog?.(entry);
+  const base = options.reconnectDelayMs ?? RECONNECT_DELAY_MS;
+  let failures = 0;
+  while (!options.signal.aborted) {
+    const session = await connectOnce(options, log);
+    if (session.cleanupFailed) {
+      throw new RunnerError(
+        "agent_runtime.daemon_cleanup_failed",
+        "daemon cleanup failed; refusing to reconnect until an operator has verified that no agent process of a job is left on this machine, then restart the daemon",
+      );
+    }
+    if (options.signal.aborted) break;
+    failures = session.ready ? 0 : failures + 1;
+    const delay = Math.min(
+      base * 2 ** Math.min(failures, 6),
+      Math.max(base, 60_000),
+    );
+    await sleep(delay + Math.random() * delay * 0.2, options.signal);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+function platformName(): string {
+  return Deno.build.os === "windows" ? "nt" : "posix";
+}
+
+async function connectOnce(
+  options: DaemonClientOptions,
+  log: (entry: DaemonLogEntry) => void,
+): Promise<Session> {
+  const ws = new WebSocket(options.url);
+  const session: Session = {
+    ws,
+    ready: false,
+    jobs: new Map(),
+    mcp: createMcpRequests({
+      send: (text) => send(session, text),
+      timeoutMs: options.mcpTimeoutMs ?? MCP_REQUEST_TIMEOUT_MS,
+    }),
+    cleanupFailed: false,
+  };
+  const closed = new Promise<CloseEvent>((resolve) =>
+    ws.addEventListener("close", resolve)
+  );
+  const timeoutMs = options.pingTimeoutMs ?? PING_TIMEOUT_MS;
+  const dead = Promise.withResolvers<void>();
+  const keepAlive = startKeepAlive({
+    sendPing: () => send(session, { type: "daemon.ping" }),
+    onDead() {
+      log({
+        level: "warn",
+        message:
+          `no frame from the hub within ${timeoutMs} ms; closing the connection as dead`,
+      });
+      try {
+        ws.close(CLOSE_KEEPALIVE_TIMEOUT, REFUSAL_REASONS.keepaliveTimeout);
+      } catch {
+        // already closing
+      }
+      dead.resolve();
+    },
+    intervalMs: options.pingIntervalMs ?? PING_INTERVAL_MS,
+    timeoutMs,
+  });
+  const stop = () => {
+    ws.close(1000);
+    keepAlive.expectAnswer(); // the hub's close frame
+  };
+  options.signal.addEventListener("abort", stop, { once: true });
+  ws.addEventListener("open", () => {
+    send(session, {
+      type: "daemon.hello",
+      daemon_id: options.daemonId,
+      protocol: RELAY_PROTOCOL,
+      token: options.token,
+      metadata: {
+        pid: Deno.pid,
+        cwd: Deno.cwd(),
+        platform: platformName(),
+        ...(options.version === undefined ? {} : { version: options.version }),
+        ...options.metadata,
+      },
+    });
+    keepAlive.expectAnswer();
+  });
+  ws.addEventListener("message", (event) => {
+    // Once we close (stop, dead hub), late frames must not start jobs.
+    if (ws.readyState !== WebSocket.OPEN) return;
+    keepAlive.seen();
+    const text = typeof event.data === "string"
+      ? event.data
+      : new TextDecoder().decode(event.data);
+    onMessage(options, session, text, log);
+    if (session.ready) keepAlive.startPinging();
+  });
+  const ended = await Promise.race([
+    closed.then((event) =>
+      `close ${event.code}${event.reason ? `: ${event.reason}` : ""}`
+    ),
+    dead.promise.then(() => REFUSAL_REASONS.keepaliveTimeout),
+  ]);
+  keepAlive.stop();
+  options.signal.removeEventListener("abort", stop);
+  log({
+    level: session.ready ? "info" : "warn",
+    message: `disconnected from the hub (${ended})`,
+  });
+  session.mcp.failAll();
+  // A replacement socket must never inherit still-running jobs.
+  for (const job of session.jobs.values()) job.controller.abort();
+  await Promise.all([...session.jobs.values()].map((job) => job.done));
+  // A dead peer may never confirm the close: wait for it only so long.
+  await raceTimeout(closed, timeoutMs);
+  return session;
+}
+
+async function raceTimeout(promise: Promise<unknown>, ms: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    promise,
+    new Promise((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
+}
+
+function send(session: Session, frame: DaemonFrame | string): boolean {
+  if (session.ws.readyState !== WebSocket.OPEN) return false;
+  session.ws.send(typeof frame === "string" ? frame : encodeDaemonFrame(frame));
+  return true;
+}
+
+function onMessage(
+  options: DaemonClientOptions,
+  session: Session,
+  text: string,
+  log: (entry: DaemonLogEntry) => void,
+): void {
+  const frame = parseFrame(text);
+  if (!session.ready) {
+    if (
+      frame instanceof Error || frame.type !== "daemon.ready" ||
+      frame.protocol !== RELAY_PROTOCOL
+    ) {
+      log({
+        level: "error",
+        message:
+          "unexpected answer to daemon.hello; is this a coding-relay-v1 hub?",
+      });
+      session.ws.close(CLOSE_PROTOCOL_ERROR, "daemon.ready required");
+      return;
+    }
+    session.ready = true;
+    log({
+      level: "info",
+      message: `connected to the hub as ${options.daemonId}`,
+    });
+    return;
+  }
+  if (frame instanceof Error) {
+    if (frame.detail?.reason === "obsolete") {
+      log({ level: "error", message: frame.message });
+      session.ws.close(CLOSE_PROTOCOL_ERROR, REFUSAL_REASONS.obsolete);
+    } else {
+      log({ level: "warn", message: `ignored frame: ${frame.message}` });
+    }
+    return;
+  }
+  if (frame.type === "run.start") {
+    if (session.jobs.has(frame.job_id)) {
+      log({
+        level: "error",
+        message: "duplicate run.start",
+        jobId: frame.job_id,
+      });
+      session.ws.close(CLOSE_PROTOCOL_ERROR, "duplicate run.start");
+      return;
+    }
+    startJob(options, session, frame.job_id, frame.payload, log);
+  } else if (frame.type === "run.cancel") {
+    session.jobs.get(frame.job_id)?.controller.abort();
+  } else if (frame.type === "mcp.response") {
+    session.mcp.answer(frame.request_id, frame.payload);
+  }
+}
+
+function startJob(
+  options: DaemonClientOptions,
+  session: Session,
+  jobId: string,
+  payload: JsonObject,
+  log: (entry: DaemonLogEntry) => void,
+): void {
+  const controller = new AbortController();
+  let open = true;
+  const emit = (event: JsonObject) => {
+    if (!open) return;
+    for (const text of encodeEventFrames(jobId, event, MAX_FRAME_BYTES)) {
+      if (isOversizedFrame(text)) {
+        const type = String(event.type);
+        log({
+          level: "error",
+          message: `dropped a ${type} event that cannot be cut to fit 1 MiB`,
+          jobId,
+        });
+        continue;
+      }
+      send(session, text);
+    }
+  };
+  const mcp = (message: Json) => session.mcp.request(jobId, message);
+  const done = (async () => {
+    let confirmed = true;
+    let failure: unknown;
+    try {
+      ({ cleanupConfirmed: confirmed } = await options.runJob({
+        jobId,
+        payload,
+        emit,
+        signal: controller.signal,
+        mcp,
+      }));
+    } catch (error) {
+      failure = error;
+    }
+    open = false;
+    if (!confirmed) {
+      session.cleanupFailed = true;
+      log({
+        level: "error",
+        message: "job cleanup unconfirmed; daemon halted",
+        jobId,
+      });
+      session.ws.close(
+        CLOSE_CLEANUP_UNCONFIRMED,
+        REFUSAL_REASONS.cleanupUnconfirmed,
+      );
+      return;
+    }
+    if (controller.signal.aborted) {
+      send(session, {
+        type: "run.event",
+        job_id: jobId,
+        event: {
+          type: "run.failed",
+          data: {
+            error: "daemon run cancelled",
+            code: "agent_runtime.daemon_cancelled",
+          },
+        },
+      });
+    } else if (failure !== undefined) {
+      const error = failure instanceof Error
+        ? failure.message
+        : String(failure);
+      log({ level: "error", message: `job failed: ${error}`, jobId });
+      send(session, {
+        type: "run.event",
+        job_id: jobId,
+        event: {
+          type: "run.failed",
+          data: { error, code: "agent_runtime.daemon_unexpected" },
+        },
+      });
+    }
+    send(session, { type: "run.finished", job_id: jobId });
+  })().finally(() => session.jobs.delete(jobId));
+  session.jobs.set(jobId, { controller, done });
+}

@@ -1,0 +1,375 @@
+/**
+ * The `coding-relay-v1` hub: accepts daemon WebSockets (handshake with the
+ * Python hub's exact refusals), runs jobs on them, answers `mcp.request`,
+ * fences daemon IDs whose cleanup is unconfirmed and persists those fences as
+ * `.pending` markers. Attach {@linkcode RelayHub.handleSocket} to any upgrade,
+ * or use {@linkcode serveHub}. See `docs/relay.md`.
+ *
+ * @module
+ */
+
+import { createHash, timingSafeEqual } from "node:crypto";
+import { FenceStore } from "./fences.ts";
+import { answerMcp, type McpHandler } from "./mcp.ts";
+import {
+  deliverEvent,
+  failDisconnectedJobs,
+  fencedError,
+  type HubConnection,
+  type HubCore,
+  type HubLogEntry,
+  type RelayJobResult,
+  type RunJobOptions,
+  runRelayJob,
+} from "./jobs.ts";
+import {
+  CANCEL_TIMEOUT_MS,
+  checkHello,
+  CLOSE_POLICY,
+  CLOSE_TOO_BIG,
+  encodeHubFrame,
+  HELLO_TIMEOUT_MS,
+  type HubFrame,
+  isOversizedFrame,
+  type JsonObject,
+  MAX_DAEMONS,
+  parseFrame,
+  REFUSAL_REASONS,
+  RELAY_PROTOCOL,
+} from "../relay.ts";
+
+export type {
+  HubLogEntry,
+  RelayJobOutcome,
+  RelayJobResult,
+  RunJobOptions,
+} from "./jobs.ts";
+export type { McpHandler, McpJobContext } from "./mcp.ts";
+
+/** Options of {@linkcode createHub}. */
+export interface HubOptions {
+  /** Shared secret daemons must present; no check when empty or absent. */
+  token?: string;
+  /** Where `.pending` markers live; fences are reloaded from it. */
+  stateDir: string;
+  /** How long to wait for `run.finished` after `run.cancel` (default 10 s). */
+  cancelTimeoutMs?: number;
+  /** How long to wait for `daemon.hello` (default 10 s). */
+  helloTimeoutMs?: number;
+  /** Receives log records (never the token). */
+  onLog?: (entry: HubLogEntry) => void;
+  /** Answers `mcp.request`; default: a JSON-RPC error "no assets for this run". */
+  mcpHandler?: McpHandler;
+}
+
+/** One daemon as {@linkcode RelayHub.listDaemons} reports it. */
+export interface DaemonInfo {
+  /** The daemon ID. */
+  daemonId: string;
+  /** Whether a socket with this ID is connected. */
+  connected: boolean;
+  /** Whether the ID is fenced. */
+  fenced: boolean;
+  /** The hello metadata (last known, `{}` if never seen by this hub). */
+  metadata: JsonObject;
+  /** When the socket connected (ms since the epoch), if connected. */
+  connectedAt?: number;
+  /** When the socket last sent a frame (ms since the epoch), if connected. */
+  lastSeenAt?: number;
+  /** Ids of its jobs in flight, sorted. */
+  activeJobs: string[];
+}
+
+function tokenDigest(value: string): Uint8Array {
+  return createHash("sha256").update(value, "utf8").digest();
+}
+
+/** A coding-relay-v1 hub. Make one with {@linkcode createHub}. */
+export class RelayHub {
+  readonly #token: Uint8Array | undefined;
+  readonly #helloTimeoutMs: number;
+  readonly #mcpHandler?: McpHandler;
+  readonly #onLog?: (entry: HubLogEntry) => void;
+  readonly #sockets = new Set<WebSocket>();
+  readonly #lastMetadata = new Map<string, JsonObject>();
+  readonly #running = new Set<Promise<void>>();
+  #changed = Promise.withResolvers<void>();
+  readonly #core: HubCore;
+
+  /** Makes a hub; prefer {@linkcode createHub}. */
+  constructor(options: HubOptions) {
+    this.#token = options.token ? tokenDigest(options.token) : undefined;
+    this.#helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
+    this.#mcpHandler = options.mcpHandler;
+    this.#onLog = options.onLog;
+    this.#core = {
+      connections: new Map(),
+      jobs: new Map(),
+      fences: new FenceStore(options.stateDir),
+      cancelTimeoutMs: options.cancelTimeoutMs ?? CANCEL_TIMEOUT_MS,
+      closed: false,
+      send: (connection, frame) => this.#send(connection.ws, frame),
+      log: (entry) => this.#log(entry),
+      nextChange: () => this.#changed.promise,
+    };
+  }
+
+  /** Runs a job on `daemonId` (see {@linkcode runRelayJob}). */
+  runJob(options: RunJobOptions): Promise<RelayJobResult> {
+    const running = runRelayJob(this.#core, options);
+    const tracked = running.then(() => {}, () => {});
+    this.#running.add(tracked);
+    void tracked.then(() => this.#running.delete(tracked));
+    return running;
+  }
+
+  /** Throws `agent_runtime.daemon_fenced` if `daemonId` is fenced. */
+  checkFence(daemonId: string): void {
+    if (this.#core.fences.has(daemonId)) throw fencedError(daemonId);
+  }
+
+  /** Connected and fenced daemons, sorted by ID. */
+  listDaemons(): DaemonInfo[] {
+    const ids = new Set([
+      ...this.#core.connections.keys(),
+      ...this.#core.fences.list(),
+    ]);
+    return [...ids].sort().map((daemonId) => {
+      const connection = this.#core.connections.get(daemonId);
+      return {
+        daemonId,
+        connected: connection !== undefined,
+        fenced: this.#core.fences.has(daemonId),
+        metadata: connection?.metadata ?? this.#lastMetadata.get(daemonId) ??
+          {},
+        connectedAt: connection?.connectedAt,
+        lastSeenAt: connection?.lastSeenAt,
+        activeJobs: connection ? [...connection.activeJobs].sort() : [],
+      };
+    });
+  }
+
+  /** Lifts a fence after an operator verified quiescence; returns whether it was fenced. */
+  async unfence(daemonId: string): Promise<boolean> {
+    const wasFenced = await this.#core.fences.unfence(daemonId);
+    if (wasFenced) {
+      this.#log({ level: "info", message: "daemon ID unfenced", daemonId });
+    }
+    return wasFenced;
+  }
+
+  /** Cancels every job (waiting for acknowledgements), then closes every socket. */
+  async close(): Promise<void> {
+    if (this.#core.closed) return;
+    this.#core.closed = true;
+    this.#notify();
+    for (const session of this.#core.jobs.values()) session.stop.abort();
+    await Promise.all(this.#running);
+    for (const ws of this.#sockets) {
+      this.#close(ws, 1001, REFUSAL_REASONS.hubShuttingDown);
+    }
+  }
+
+  /** Serves one daemon WebSocket (e.g. from `Deno.upgradeWebSocket`). */
+  handleSocket(ws: WebSocket): void {
+    ws.binaryType = "arraybuffer";
+    this.#sockets.add(ws);
+    let connection: HubConnection | undefined;
+    let helloTimer: ReturnType<typeof setTimeout> | undefined = setTimeout(
+      () => {
+        helloTimer = undefined;
+        this.#close(ws, CLOSE_POLICY, REFUSAL_REASONS.helloRequired);
+      },
+      this.#helloTimeoutMs,
+    );
+    ws.addEventListener("message", (event) => {
+      const text = typeof event.data === "string"
+        ? event.data
+        : new TextDecoder().decode(event.data as ArrayBuffer);
+      if (isOversizedFrame(text)) {
+        this.#close(ws, CLOSE_TOO_BIG, REFUSAL_REASONS.frameTooLarge);
+        return;
+      }
+      if (connection) {
+        this.#onMessage(connection, text);
+        return;
+      }
+      if (helloTimer === undefined) return; // already refused
+      clearTimeout(helloTimer);
+      helloTimer = undefined;
+      connection = this.#accept(ws, text);
+    });
+    ws.addEventListener("close", () => {
+      clearTimeout(helloTimer);
+      this.#sockets.delete(ws);
+      if (!connection) return;
+      const { daemonId } = connection;
+      if (this.#core.connections.get(daemonId) === connection) {
+        this.#core.connections.delete(daemonId);
+      }
+      failDisconnectedJobs(this.#core, connection);
+      if (this.#core.fences.has(daemonId)) {
+        this.#log({
+          level: "warn",
+          message: "daemon disconnected with unfinished jobs; daemon ID fenced",
+          daemonId,
+        });
+      } else {
+        this.#log({ level: "info", message: "daemon disconnected", daemonId });
+      }
+      this.#notify();
+    });
+    if (this.#core.closed) {
+      this.#close(ws, 1001, REFUSAL_REASONS.hubShuttingDown);
+    }
+  }
+
+  #accept(ws: WebSocket, text: string): HubConnection | undefined {
+    const token = this.#token;
+    const hello = checkHello(text, {
+      hasToken: token !== undefined,
+      tokenMatches: (given) =>
+        token !== undefined && timingSafeEqual(tokenDigest(given), token),
+    });
+    if (!hello.ok) {
+      this.#log({ level: "warn", message: `daemon refused: ${hello.reason}` });
+      this.#close(ws, CLOSE_POLICY, hello.reason);
+      return undefined;
+    }
+    const { daemonId } = hello;
+    const { connections, fences } = this.#core;
+    if (
+      connections.has(daemonId) || fences.has(daemonId) ||
+      fences.markerExists(daemonId) ||
+      connections.size + fences.size >= MAX_DAEMONS
+    ) {
+      this.#log({
+        level: "warn",
+        message: `daemon refused: ${REFUSAL_REASONS.connectedOrFenced}`,
+        daemonId,
+      });
+      this.#close(ws, CLOSE_POLICY, REFUSAL_REASONS.connectedOrFenced);
+      return undefined;
+    }
+    const now = Date.now();
+    const connection: HubConnection = {
+      daemonId,
+      ws,
+      metadata: hello.metadata,
+      connectedAt: now,
+      lastSeenAt: now,
+      activeJobs: new Set(),
+    };
+    connections.set(daemonId, connection);
+    this.#lastMetadata.set(daemonId, hello.metadata);
+    this.#send(ws, {
+      type: "daemon.ready",
+      daemon_id: daemonId,
+      protocol: RELAY_PROTOCOL,
+    });
+    this.#log({ level: "info", message: "daemon connected", daemonId });
+    this.#notify();
+    return connection;
+  }
+
+  #onMessage(connection: HubConnection, text: string): void {
+    if (this.#core.connections.get(connection.daemonId) !== connection) return;
+    connection.lastSeenAt = Date.now();
+    const frame = parseFrame(text);
+    if (frame instanceof Error) {
+      this.#log({
+        level: "warn",
+        message: `ignored frame: ${frame.message}`,
+        daemonId: connection.daemonId,
+      });
+      return;
+    }
+    if (frame.type === "daemon.ping") {
+      this.#send(connection.ws, { type: "daemon.pong" });
+      return;
+    }
+    if (!("job_id" in frame)) return;
+    const session = this.#core.jobs.get(frame.job_id);
+    if (!session || session.owner !== connection) return;
+    if (frame.type === "run.finished") {
+      session.done = true;
+      session.ended.resolve("finished");
+    } else if (frame.type === "run.event") {
+      if (!session.cancelling && !session.done) {
+        deliverEvent(this.#core, session, frame.event);
+      }
+    } else if (frame.type === "mcp.request") {
+      void answerMcp(this.#core, session, frame, this.#mcpHandler);
+    }
+  }
+
+  #send(ws: WebSocket, frame: HubFrame): boolean {
+    if (ws.readyState !== WebSocket.OPEN) return false;
+    try {
+      ws.send(encodeHubFrame(frame));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  #close(ws: WebSocket, code: number, reason: string): void {
+    try {
+      ws.close(code, reason);
+    } catch {
+      // already closing
+    }
+  }
+
+  #notify(): void {
+    const previous = this.#changed;
+    this.#changed = Promise.withResolvers<void>();
+    previous.resolve();
+  }
+
+  #log(entry: HubLogEntry): void {
+    this.#onLog?.(entry);
+  }
+}
+
+/** Makes a hub (markers in `stateDir` are loaded as fences right away). */
+export function createHub(options: HubOptions): RelayHub {
+  return new RelayHub(options);
+}
+
+/** A running {@linkcode serveHub} listener. */
+export interface HubServer {
+  /** `ws://127.0.0.1:<port>`. */
+  url: string;
+  /** The bound port. */
+  port: number;
+  /** Stops listening (the hub itself is closed separately). */
+  close(): Promise<void>;
+}
+
+/** Serves `hub` on `hostname:port` (default 127.0.0.1, random port), upgrading every request. */
+export function serveHub(
+  options: { hostname?: string; port?: number; hub: RelayHub },
+): HubServer {
+  const hostname = options.hostname ?? "127.0.0.1";
+  const server = Deno.serve({
+    hostname,
+    port: options.port ?? 0,
+    onListen() {},
+  }, (request) => {
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+      return new Response("coding-relay-v1 hub: WebSocket upgrade required\n", {
+        status: 426,
+      });
+    }
+    const { socket, response } = Deno.upgradeWebSocket(request);
+    options.hub.handleSocket(socket);
+    return response;
+  });
+  const port = server.addr.port;
+  return {
+    url: `ws://${hostname}:${port}`,
+    port,
+    close: () => server.shutdown(),
+  };
+}

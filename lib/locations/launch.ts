@@ -1,0 +1,111 @@
+/**
+ * The engine's `launch` for runs whose agent the runner itself starts (local
+ * and remote-ssh): prepares the run's assets, then starts the agent through
+ * the location, and offers MCP servers by the agent's capabilities.
+ *
+ * @module
+ */
+
+import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
+import type { AgentLaunch } from "../agent/launch.ts";
+import { RunnerError } from "../errors.ts";
+import { launchSsh } from "./ssh.ts";
+import { launchLocal } from "./local.ts";
+import type { ReaperRegistry } from "../agent/reaper.ts";
+import type { AgentTransport } from "../run/engine.ts";
+import type { RunAssetsHook, RunRequest } from "../run/manager.ts";
+
+/** Options for {@linkcode createAgentLaunch}. */
+export interface AgentLaunchOptions {
+  /** The run id. */
+  runId: string;
+  /** The run request. */
+  request: RunRequest;
+  /** The agent command and environment. */
+  launch: AgentLaunch;
+  /** Assets wiring, if any. */
+  assets?: RunAssetsHook;
+  /** Records agent groups for the reaper. */
+  registry?: ReaperRegistry;
+  /** The run's redaction list; run tokens are added to it. */
+  secrets: string[];
+}
+
+/** A launch function for the engine and the release of what it prepared. */
+export interface PreparedLaunch {
+  /** Starts the agent (the engine's `launch`). */
+  launch(signal: AbortSignal): Promise<AgentTransport>;
+  /** Releases the run's assets (idempotent). */
+  release(): void;
+}
+
+/** Creates the workspace of a local run up front, so a bad one fails before anything starts. */
+export function prepareLocalWorkspace(cwd: string): void {
+  try {
+    Deno.mkdirSync(cwd, { recursive: true });
+  } catch (error) {
+    throw new RunnerError(
+      "config.invalid",
+      `workspace: cannot create ${cwd} (${
+        error instanceof Deno.errors.NotCapable ||
+          error instanceof Deno.errors.PermissionDenied
+          ? "permission denied"
+          : error instanceof Error
+          ? error.message
+          : String(error)
+      }). Choose a writable directory.`,
+    );
+  }
+}
+
+/** Builds the engine's launch for a local or remote-ssh run. */
+export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
+  const { runId, request, launch, assets, registry, secrets } = options;
+  let release: (() => void) | undefined;
+  return {
+    release: () => release?.(),
+    async launch(signal) {
+      const prepared = await assets?.prepare({ runId, request });
+      release = prepared?.release;
+      secrets.push(...(prepared?.secrets ?? []));
+      if (signal.aborted) {
+        release?.();
+        throw signal.reason;
+      }
+      if (request.config.location === "remote-ssh") {
+        const transport = await launchSsh({
+          launch,
+          config: request.config,
+          mcpServers: prepared?.mcpServers,
+          registry,
+        });
+        // The tunnelled servers are offered like any other: http/sse only
+        // when the agent advertises them.
+        const forwarded = transport.mcpServers ?? [];
+        return {
+          ...transport,
+          mcpServers: undefined,
+          promptPrefix: prepared?.promptPrefix,
+          sessionMcpServers: (caps) => [
+            ...forwarded.filter((server) => supportsTransport(server, caps)),
+            ...(prepared?.sessionMcpServers?.(caps) ?? []),
+          ],
+        };
+      }
+      const transport = await launchLocal({ launch, registry });
+      return {
+        ...transport,
+        mcpServers: prepared?.mcpServers,
+        sessionMcpServers: prepared?.sessionMcpServers,
+        promptPrefix: prepared?.promptPrefix,
+      };
+    },
+  };
+}
+
+function supportsTransport(server: McpServer, caps: McpCapabilities): boolean {
+  if (!("type" in server)) return true;
+  if (server.type === "http") return caps.http === true;
+  if (server.type === "sse") return caps.sse === true;
+  return true;
+}

@@ -1,0 +1,241 @@
+/**
+ * The remote-ssh location: the agent runs on another machine, started over
+ * `ssh` with ACP on the ssh channel's stdio. Environment variables do not
+ * cross ssh, so env-json travels as base64 lines on stdin ahead of the ACP
+ * stream (never on a command line); the remote shell reports its process
+ * group so teardown can kill the whole remote group over a second ssh
+ * connection. See `docs/teardown.md` and `docs/transport.md`.
+ *
+ * @module
+ */
+
+import type { McpServer } from "@agentclientprotocol/sdk";
+import type { AgentLaunch } from "../agent/launch.ts";
+import { buildAgentEnv } from "../agent/env.ts";
+import type { RunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+import { spawnAgent } from "../agent/process.ts";
+import type { ReaperRegistry } from "../agent/reaper.ts";
+import type { AgentTransport } from "../run/engine.ts";
+import { quoteCommand, quoteWord } from "../agent/shell_words.ts";
+import { settleWithin } from "../timing.ts";
+
+/** How long teardown waits for the remote group report of a fresh connection. */
+const PGID_WAIT_MS = 3000;
+
+/** The marker line the remote wrapper prints on stderr. */
+export const REMOTE_PGID_MARKER = "__RUNNER_REMOTE_PGID__";
+
+/** Options for {@linkcode launchSsh}. */
+export interface SshLaunchOptions {
+  /** The agent command and env-json (env is rebuilt on the remote side). */
+  launch: AgentLaunch;
+  /** `ssh-*` keys and `workspace`. */
+  config: Pick<
+    RunConfig,
+    | "sshTarget"
+    | "sshPort"
+    | "sshIdentityFile"
+    | "sshConnectTimeout"
+    | "sshExtraOptions"
+    | "workspace"
+    | "envJson"
+  >;
+  /** Local MCP servers to reach from the remote through `ssh -R`. */
+  mcpServers?: McpServer[];
+  /** Records the local ssh process group for the reaper. */
+  registry?: ReaperRegistry;
+  /** SIGTERM→SIGKILL grace for the remote group, in ms. */
+  killGraceMs?: number;
+}
+
+/** The ssh argv common to the agent connection and the teardown connection. */
+export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
+  const args = [
+    "-T",
+    "-p",
+    String(config.sshPort),
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    `ConnectTimeout=${Math.ceil(config.sshConnectTimeout)}`,
+    "-o",
+    "ServerAliveInterval=15",
+  ];
+  if (config.sshIdentityFile) args.push("-i", config.sshIdentityFile);
+  for (const option of config.sshExtraOptions) {
+    args.push(
+      ...(option.startsWith("-") ? option.split(/\s+/) : ["-o", option]),
+    );
+  }
+  return args;
+}
+
+/** The remote bash script: workspace, env from stdin, report pgid, exec agent. */
+export function remoteScript(workspace: string, argv: string[]): string {
+  const dir = workspace === "~"
+    ? '"$HOME"'
+    : workspace.startsWith("~/")
+    ? `"$HOME"/${quoteWord(workspace.slice(2))}`
+    : quoteWord(workspace);
+  return [
+    `mkdir -p -- ${dir} && cd -- ${dir} || exit 126`,
+    'while IFS= read -r __runner_env && [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
+    `echo "${REMOTE_PGID_MARKER} $(ps -o pgid= -p $$ | tr -d ' ')" >&2`,
+    `exec ${quoteCommand(argv)}`,
+  ].join("\n");
+}
+
+function encodeEnvLines(env: Record<string, string>): Uint8Array {
+  const lines = Object.entries(env).map(([name, value]) =>
+    btoa(String.fromCharCode(...new TextEncoder().encode(`${name}=${value}`)))
+  );
+  return new TextEncoder().encode([...lines, ""].join("\n") + "\n");
+}
+
+function randomRemotePort(): number {
+  return 20000 + Math.floor(Math.random() * 40000);
+}
+
+/** Rewrites loopback MCP URLs to forwarded remote ports; returns the `-R` args. */
+function forwardMcpServers(
+  servers: McpServer[],
+): { servers: McpServer[]; args: string[] } {
+  const args: string[] = [];
+  const rewritten = servers.map((server) => {
+    if (!("url" in server)) return server;
+    const url = new URL(server.url);
+    if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") {
+      return server;
+    }
+    const remotePort = randomRemotePort();
+    args.push("-R", `127.0.0.1:${remotePort}:127.0.0.1:${url.port}`);
+    url.hostname = "127.0.0.1";
+    url.port = String(remotePort);
+    return { ...server, url: url.toString() };
+  });
+  if (args.length) args.push("-o", "ExitOnForwardFailure=yes");
+  return { servers: rewritten, args };
+}
+
+/** Starts the agent on the SSH target. */
+export async function launchSsh(
+  options: SshLaunchOptions,
+): Promise<AgentTransport> {
+  const { config, launch } = options;
+  if (!config.sshTarget) {
+    throw new RunnerError(
+      "config.invalid",
+      "ssh-target: is required when location=remote-ssh",
+    );
+  }
+  const workspace = config.workspace ?? ".";
+  const forwards = forwardMcpServers(options.mcpServers ?? []);
+  const localEnv = buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] });
+  const argv = [
+    "ssh",
+    ...sshBaseArgs(config),
+    ...forwards.args,
+    "--",
+    config.sshTarget,
+    `bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,
+  ];
+  let seen = "";
+  let remotePgid: number | undefined;
+  const pgidKnown = Promise.withResolvers<void>();
+  const marker = new RegExp(`${REMOTE_PGID_MARKER} (\\d+)`);
+  const agent = spawnAgent({
+    argv,
+    cwd: Deno.cwd(),
+    env: localEnv,
+    secrets: launch.secrets,
+    registry: options.registry,
+    onStderr: (text) => {
+      if (remotePgid !== undefined) return;
+      seen = (seen + text).slice(-4096);
+      const match = seen.match(marker);
+      if (match) {
+        remotePgid = Number(match[1]);
+        pgidKnown.resolve();
+      }
+    },
+  });
+  const envWriter = agent.stdin.getWriter();
+  try {
+    await envWriter.write(encodeEnvLines(config.envJson));
+  } catch {
+    // ssh already exited; the run fails on the closed stream with its stderr.
+  } finally {
+    envWriter.releaseLock();
+  }
+  let tornDown: Promise<void> | undefined;
+  const teardown = () =>
+    tornDown ??= (async () => {
+      // The wrapper reports its group before the agent runs; if teardown
+      // comes first and ssh is still up, give the report a moment to arrive.
+      if (remotePgid === undefined) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          pgidKnown.promise,
+          agent.exited,
+          new Promise((resolve) => timer = setTimeout(resolve, PGID_WAIT_MS)),
+        ]);
+        clearTimeout(timer);
+      }
+      let sshGone = false;
+      await settleWithin(agent.exited.then(() => sshGone = true), 0);
+      try {
+        if (remotePgid) await killRemoteGroup(options, remotePgid);
+        else if (!sshGone) {
+          throw new RunnerError(
+            "acp.process_exited",
+            `The remote agent on ${config.sshTarget} never reported its process group, so its teardown cannot be confirmed. Check that machine for leftover agent processes.`,
+          );
+        }
+      } finally {
+        await agent.terminate({ graceMs: 1000 });
+      }
+    })();
+  return {
+    stdin: agent.stdin,
+    stdout: agent.stdout,
+    exited: agent.exited,
+    stderrTail: agent.stderrTail,
+    teardown,
+    mcpServers: forwards.servers.length ? forwards.servers : undefined,
+  };
+}
+
+/** Kills the remote process group over a second ssh connection and confirms it is gone. */
+async function killRemoteGroup(
+  options: SshLaunchOptions,
+  pgid: number,
+): Promise<void> {
+  const grace = Math.max(1, Math.ceil((options.killGraceMs ?? 2000) / 100));
+  const script = [
+    `kill -TERM -${pgid} 2>/dev/null || exit 0`,
+    `i=0; while [ $i -lt ${grace} ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
+    `kill -KILL -${pgid} 2>/dev/null`,
+    `i=0; while [ $i -lt 50 ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
+    "exit 1",
+  ].join("\n");
+  const result = await new Deno.Command("ssh", {
+    args: [
+      ...sshBaseArgs(options.config),
+      "--",
+      options.config.sshTarget!,
+      `sh -c ${quoteWord(script)}`,
+    ],
+    env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).output().catch(() => undefined);
+  if (!result?.success) {
+    throw new RunnerError(
+      "acp.process_exited",
+      `Could not confirm that the remote agent's process group ${pgid} on ${options.config.sshTarget} is gone. Check that machine for leftover agent processes.`,
+    );
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * The `run.start` payload of coding-relay-v1 in the Python ACP plugin's
+ * shape (`prompt_text`, `input`, `input_text`, snake_case `config`): built by
+ * our hub from a run config, and mapped back onto a local run config by our
+ * daemon. The daemon also takes kebab-case keys and ignores keys it does not
+ * know, because other hubs send extra ones (`daemon-id`, `model`, …).
+ *
+ * @module
+ */
+
+import type { McpServer } from "@agentclientprotocol/sdk";
+import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+import type { Attachment, RunInput } from "../run/prompt.ts";
+import {
+  type Json,
+  type JsonObject,
+  MCP_REQUEST_TIMEOUT_MS,
+} from "../relay.ts";
+import { quoteCommand } from "../agent/shell_words.ts";
+
+/** What the hub puts into one `run.start` payload. */
+export interface RunStartSpec {
+  /** The run id. */
+  runId: string;
+  /** The input of this job (the first input, or a follow-up). */
+  input: RunInput;
+  /** The run's config. */
+  config: RunConfig;
+  /** The session to resume, if any. */
+  storedSessionId?: string;
+  /** Overrides `config.reuseSession` (follow-ups continue the run's session). */
+  reuseSession?: boolean;
+  /** MCP servers for the agent besides the daemon's proxy. */
+  mcpServers?: McpServer[];
+  /** MCP request timeout on the daemon, in seconds (default 60). */
+  mcpRequestTimeout?: number;
+  /** Text put before the prompt in `prompt_text` (the run-scope note). */
+  promptPrefix?: string;
+}
+
+/** Engine keys beyond the plugin's list, sent only when not at their default. */
+const EXTRA_KEYS = [
+  "cancel-grace",
+  "late-update-ms",
+  "max-message-mb",
+  "max-attachment-mb",
+  "max-prompt-mb",
+  "fs-read",
+  "fs-write",
+] as const;
+
+/** Builds the `run.start` payload (snake_case, the Python plugin's keys). */
+export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
+  const { config } = spec;
+  const text = spec.input.text ?? "";
+  const workspace = config.workspace ?? null;
+  const payloadConfig: JsonObject = {
+    provider: config.provider,
+    acp_command: config.acpCommand ?? null,
+    workspace,
+    cwd: workspace,
+    session_cwd: config.sessionCwd ?? workspace,
+    env: { ...config.envJson },
+    timeout: config.timeout,
+    startup_timeout: config.startupTimeout,
+    initialize_timeout: config.initializeTimeout,
+    reuse_session: spec.reuseSession ?? config.reuseSession,
+    create_session_if_missing: config.createSessionIfMissing,
+    streaming: config.streaming,
+    permission_decision: config.permissionDecision,
+    stored_session_id: spec.storedSessionId ?? null,
+    mcp_servers: (spec.mcpServers ?? []) as unknown as Json,
+    langbot_assets_enabled: config.langbotAssetsEnabled,
+    mcp_request_timeout: spec.mcpRequestTimeout ??
+      MCP_REQUEST_TIMEOUT_MS / 1000,
+  };
+  for (const key of EXTRA_KEYS) {
+    const keySpec = RUN_CONFIG_KEYS[key];
+    const value = config[keySpec.field];
+    if (value !== keySpec.default) {
+      payloadConfig[key.replaceAll("-", "_")] = value as Json;
+    }
+  }
+  return {
+    run_id: spec.runId,
+    prompt_text: spec.promptPrefix ? `${spec.promptPrefix}\n\n${text}` : text,
+    input: {
+      text,
+      attachments: (spec.input.attachments ?? []) as unknown as Json,
+    },
+    input_text: text,
+    config: payloadConfig,
+  };
+}
+
+/** A `run.start` payload mapped onto a local run. */
+export interface DaemonJobPlan {
+  /** The run id (the job id when the payload has none). */
+  runId: string;
+  /** The local run config: the agent starts in `config.workspace`. */
+  config: RunConfig;
+  /** The prompt. */
+  input: RunInput;
+  /** The session to resume, if any. */
+  storedSessionId?: string;
+  /** The ACP session's working directory. */
+  sessionCwd: string;
+  /** MCP servers from the payload. */
+  mcpServers: McpServer[];
+  /** Whether to inject the MCP proxy (`langbot_assets_enabled`, default true). */
+  assetsEnabled: boolean;
+  /** The MCP proxy's per-request timeout. */
+  mcpRequestTimeoutMs: number;
+  /** Config keys that were present but mean nothing to the daemon. */
+  ignoredKeys: string[];
+}
+
+/** Options of {@linkcode mapRunStart}. */
+export interface MapRunStartOptions {
+  /** The job id (the run id when the payload has none). */
+  jobId: string;
+  /** Where the agent starts when the payload names no directory. */
+  fallbackCwd: string;
+  /** The home directory `~` stands for. */
+  home?: string;
+}
+
+/** Payload config keys (after `_` → `-`) passed to `parseRunConfig` as they are. */
+const PASSED_KEYS = new Set([
+  "provider",
+  "timeout",
+  "startup-timeout",
+  "initialize-timeout",
+  "reuse-session",
+  "create-session-if-missing",
+  "streaming",
+  "permission-decision",
+  ...EXTRA_KEYS,
+]);
+
+/** Keys the daemon reads itself. */
+const OWN_KEYS = new Set([
+  "acp-command",
+  "workspace",
+  "cwd",
+  "session-cwd",
+  "env",
+  "env-json",
+  "stored-session-id",
+  "mcp-servers",
+  "langbot-assets-enabled",
+  "mcp-request-timeout",
+]);
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown): string | undefined {
+  if (typeof value !== "string") return undefined;
+  return value.trim() === "" ? undefined : value;
+}
+
+function invalid(key: string, message: string): RunnerError {
+  return new RunnerError(
+    "config.invalid",
+    `run.start config ${key}: ${message}`,
+    {
+      detail: { key },
+    },
+  );
+}
+
+function expandHome(path: string | undefined, home?: string) {
+  if (path === undefined || !home) return path;
+  if (path === "~") return home;
+  return path.startsWith("~/") ? `${home}${path.slice(1)}` : path;
+}
+
+function acpCommandOf(value: unknown): string | undefined {
+  if (Array.isArray(value)) {
+    if (!value.every((word) => typeof word === "string")) {
+      throw invalid("acp_command", "a list must hold only strings");
+    }
+    return value.length ? quoteCommand(value as string[]) : undefined;
+  }
+  if (value === undefined || typeof value === "string") return text(value);
+  throw invalid("acp_command", "must be a string or a list of strings");
+}
+
+function mcpServersOf(value: unknown): McpServer[] {
+  let list = value;
+  if (typeof value === "string") {
+    if (!value.trim()) return [];
+    try {
+      list = JSON.parse(value);
+    } catch {
+      throw invalid("mcp_servers", "is not valid JSON");
+    }
+  }
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw invalid("mcp_servers", "must be a list");
+  for (const server of list) {
+    if (!isObject(server) || typeof server.name !== "string") {
+      throw invalid("mcp_servers", "every entry must be an object with a name");
+    }
+  }
+  return list as McpServer[];
+}
+
+function envOf(value: unknown): Record<string, unknown> | string | undefined {
+  if (typeof value === "string") return value;
+  if (!isObject(value)) return undefined;
+  return Object.fromEntries(
+    Object.entries(value).filter(([, inner]) => inner !== null),
+  );
+}
+
+function inputOf(payload: JsonObject): RunInput {
+  const input = isObject(payload.input) ? payload.input : {};
+  const attachments = Array.isArray(input.attachments)
+    ? input.attachments.filter(isObject).map((item): Attachment => ({
+      type: text(item.type),
+      mime_type: text(item.mime_type),
+      name: text(item.name),
+      url: text(item.url),
+      content: text(item.content),
+    }))
+    : [];
+  const promptText = text(payload.prompt_text) ?? text(payload.input_text) ??
+    text(input.text) ?? "";
+  return { text: promptText, attachments };
+}
+
+/**
+ * Maps a `run.start` payload onto a local run. The agent starts in `cwd`,
+ * else `workspace`, else `fallbackCwd`; the ACP session's cwd is
+ * `session_cwd`, else that directory. Throws `config.invalid` for values that
+ * cannot work; unknown keys are only listed in `ignoredKeys`.
+ */
+export function mapRunStart(
+  payload: JsonObject,
+  options: MapRunStartOptions,
+): DaemonJobPlan {
+  const raw = isObject(payload.config) ? payload.config : {};
+  const given = new Map<string, Json>();
+  const ignoredKeys: string[] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    const name = key.replaceAll("_", "-");
+    if (value === null || value === "") continue;
+    if (PASSED_KEYS.has(name) || OWN_KEYS.has(name)) given.set(name, value);
+    else ignoredKeys.push(key);
+  }
+  const home = options.home;
+  const path = (key: string) => {
+    const value = given.get(key);
+    if (value !== undefined && typeof value !== "string") {
+      throw invalid(key.replaceAll("-", "_"), "must be a path string");
+    }
+    return expandHome(text(value), home);
+  };
+  const cwd = path("cwd") ?? path("workspace") ?? options.fallbackCwd;
+  const sessionCwd = path("session-cwd") ?? cwd;
+  const acpCommand = acpCommandOf(given.get("acp-command"));
+  const layer: Record<string, unknown> = {};
+  for (const key of PASSED_KEYS) {
+    if (given.has(key)) layer[key] = given.get(key);
+  }
+  layer.provider ??= acpCommand ? "custom" : undefined;
+  const config = parseRunConfig({
+    ...layer,
+    location: "local",
+    workspace: cwd,
+    "session-cwd": sessionCwd,
+    "acp-command": acpCommand,
+    "env-json": envOf(given.get("env-json") ?? given.get("env")),
+    "langbot-assets-enabled": given.get("langbot-assets-enabled"),
+  });
+  const timeout = given.get("mcp-request-timeout");
+  let mcpRequestTimeoutMs = MCP_REQUEST_TIMEOUT_MS;
+  if (timeout !== undefined) {
+    const seconds = Number(timeout);
+    if (!Number.isFinite(seconds) || seconds <= 0) {
+      throw invalid("mcp_request_timeout", "must be a number of seconds > 0");
+    }
+    mcpRequestTimeoutMs = seconds * 1000;
+  }
+  const stored = given.get("stored-session-id");
+  return {
+    runId: text(payload.run_id) ?? options.jobId,
+    config,
+    input: inputOf(payload),
+    storedSessionId: typeof stored === "string" ? text(stored) : undefined,
+    sessionCwd,
+    mcpServers: mcpServersOf(given.get("mcp-servers")),
+    assetsEnabled: config.langbotAssetsEnabled,
+    mcpRequestTimeoutMs,
+    ignoredKeys,
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * Translates ACP `session/update`s into run events, and numbers events.
+ * Message text, thoughts, tool calls, plans, usage and unknown kinds each get
+ * their own event types (`docs/events.md`); nothing pollutes message text.
+ *
+ * @module
+ */
+
+import type { RunEvent, RunUsage } from "../events.ts";
+import { isTerminalEvent } from "../events.ts";
+
+/** `all_content` is only carried while the message is smaller than this. */
+export const ALL_CONTENT_LIMIT = 64 * 1024;
+
+/** Options for {@linkcode createEventEmitter}. */
+export interface EventEmitterOptions {
+  /** The run id stamped on every event. */
+  runId: string;
+  /** Receives numbered events. */
+  sink: (event: RunEvent) => void;
+  /** Sees events dropped because the run had already ended. */
+  onDropped?: (event: RunEvent) => void;
+}
+
+/** Numbers events, stamps run id and time, and enforces one terminal event. */
+export interface EventEmitter {
+  /** Emits one event (dropped, and reported, after the terminal event). */
+  emit(type: string, data: Record<string, unknown>, usage?: RunUsage): void;
+  /** Whether the terminal event has been emitted. */
+  readonly ended: boolean;
+}
+
+/** Makes an {@linkcode EventEmitter}. */
+export function createEventEmitter(options: EventEmitterOptions): EventEmitter {
+  let sequence = 0;
+  let ended = false;
+  return {
+    emit(type, data, usage) {
+      const event: RunEvent = {
+        run_id: options.runId,
+        type,
+        data,
+        ...(usage ? { usage } : {}),
+        sequence: 0,
+        timestamp: Date.now(),
+      };
+      if (ended) {
+        options.onDropped?.(event);
+        return;
+      }
+      event.sequence = ++sequence;
+      if (isTerminalEvent(event)) ended = true;
+      options.sink(event);
+    },
+    get ended() {
+      return ended;
+    },
+  };
+}
+
+/** One assistant message being assembled during a turn. */
+export interface TurnState {
+  /** The text so far. */
+  text: string;
+  /** Tool calls already reported as started. */
+  startedTools: Map<string, string>;
+}
+
+/** Options for {@linkcode applyUpdate}. */
+export interface ApplyUpdateOptions {
+  /** The raw update (`sessionUpdate` names its kind). */
+  update: Record<string, unknown>;
+  /** The open turn, or undefined outside a turn. */
+  turn: TurnState | undefined;
+  /** Emits an event. */
+  emit: EventEmitter["emit"];
+  /** Whether deltas and progress events are streamed. */
+  streaming: boolean;
+  /** Counter shared across the run for `msg_sequence`. */
+  nextMessageSequence: () => number;
+  /** Receives usage reports. */
+  onUsage: (usage: RunUsage) => void;
+}
+
+/** Applies one session update: updates the turn and emits its events. */
+export function applyUpdate(options: ApplyUpdateOptions): void {
+  const { update, turn, emit, streaming } = options;
+  const kind = String(update.sessionUpdate ?? "");
+  switch (kind) {
+    case "agent_message_chunk": {
+      const text = contentText(update.content);
+      if (!turn) {
+        emit("agent.update", { kind, update });
+        return;
+      }
+      if (!text) {
+        if (streaming) emit("agent.update", { kind, update });
+        return;
+      }
+      turn.text += text;
+      if (!streaming) return;
+      const chunk: Record<string, unknown> = {
+        role: "assistant",
+        content: text,
+        msg_sequence: options.nextMessageSequence(),
+      };
+      if (turn.text.length < ALL_CONTENT_LIMIT) chunk.all_content = turn.text;
+      emit("message.delta", { chunk });
+      return;
+    }
+    case "agent_thought_chunk":
+      if (streaming) {
+        emit("thought.delta", { content: contentText(update.content) });
+      }
+      return;
+    case "tool_call":
+    case "tool_call_update":
+      toolEvents(update, turn, streaming ? emit : undefined);
+      return;
+    case "plan":
+      if (streaming) emit("plan.updated", { entries: update.entries ?? [] });
+      return;
+    case "usage_update": {
+      const usage: RunUsage = {};
+      if (typeof update.used === "number") usage.used = update.used;
+      if (typeof update.size === "number") usage.size = update.size;
+      if (update.cost && typeof update.cost === "object") {
+        usage.cost = update.cost as RunUsage["cost"];
+      }
+      options.onUsage(usage);
+      if (streaming) emit("usage.updated", { ...usage });
+      return;
+    }
+    default:
+      if (streaming) emit("agent.update", { kind, update });
+  }
+}
+
+function toolEvents(
+  update: Record<string, unknown>,
+  turn: TurnState | undefined,
+  emit: EventEmitter["emit"] | undefined,
+) {
+  const id = String(update.toolCallId ?? "");
+  const started = turn?.startedTools ?? new Map<string, string>();
+  const status = String(update.status ?? "");
+  const name = String(update.title ?? started.get(id) ?? update.kind ?? "tool");
+  if (!started.has(id)) {
+    started.set(id, name);
+    emit?.("tool.call.started", {
+      tool_call_id: id,
+      tool_name: name,
+      parameters: update.rawInput ?? {},
+      kind: update.kind ?? null,
+    });
+  } else if (update.title) {
+    started.set(id, name);
+  }
+  if (status === "completed" || status === "failed") {
+    const data: Record<string, unknown> = {
+      tool_call_id: id,
+      tool_name: started.get(id) ?? name,
+    };
+    const result = update.rawOutput ?? contentListText(update.content);
+    if (status === "failed") data.error = result ?? "failed";
+    else if (result !== undefined) data.result = result;
+    emit?.("tool.call.completed", data);
+  } else if (update.sessionUpdate === "tool_call_update" && emit) {
+    emit("tool.call.updated", { tool_call_id: id, status: status || null });
+  }
+}
+
+function contentText(content: unknown): string {
+  if (!content || typeof content !== "object") return "";
+  const block = content as { type?: string; text?: unknown };
+  return block.type === "text" && typeof block.text === "string"
+    ? block.text
+    : "";
+}
+
+function contentListText(content: unknown): string | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const parts = content.map((item) =>
+    item && typeof item === "object" && "content" in item
+      ? contentText((item as { content: unknown }).content)
+      : ""
+  ).filter(Boolean);
+  return parts.length ? parts.join("\n") : undefined;
+}

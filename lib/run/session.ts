@@ -1,0 +1,89 @@
+/**
+ * Session choice: resume, load (replay suppressed) or new, by the agent's
+ * advertised capabilities and the stored session id.
+ *
+ * @module
+ */
+
+import type { InitializeResponse, McpServer } from "@agentclientprotocol/sdk";
+import type { AgentConnection } from "../acp/client.ts";
+import type { RunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+
+/** Options for {@linkcode chooseSession}. */
+export interface ChooseSessionOptions {
+  /** The initialized connection. */
+  connection: AgentConnection;
+  /** The agent's `initialize` answer. */
+  initialize: InitializeResponse;
+  /** The run config (`reuse-session`, `create-session-if-missing`). */
+  config: Pick<RunConfig, "reuseSession" | "createSessionIfMissing">;
+  /** The stored session id, if any. */
+  storedSessionId?: string;
+  /** The session's working directory. */
+  cwd: string;
+  /** MCP servers for the session. */
+  mcpServers: McpServer[];
+  /** Switches replay suppression on and off around `session/load`. */
+  setReplaying: (replaying: boolean) => void;
+  /** Structured log. */
+  log: (entry: Record<string, unknown>) => void;
+}
+
+/** The session a run uses and how it got it. */
+export interface SessionChoice {
+  /** The ACP session id. */
+  sessionId: string;
+  /** How it was obtained. */
+  method: "resume" | "load" | "new";
+}
+
+/** Picks and establishes the run's session. */
+export async function chooseSession(
+  options: ChooseSessionOptions,
+): Promise<SessionChoice> {
+  const { connection, config, storedSessionId, cwd, mcpServers } = options;
+  const caps = options.initialize.agentCapabilities ?? {};
+  const canResume = Boolean(caps.sessionCapabilities?.resume);
+  const canLoad = Boolean(caps.loadSession);
+  if (storedSessionId && config.reuseSession) {
+    const params = { sessionId: storedSessionId, cwd, mcpServers };
+    let failure: RunnerError | undefined;
+    if (canResume || canLoad) {
+      try {
+        if (canResume) {
+          await connection.resumeSession(params);
+          return { sessionId: storedSessionId, method: "resume" };
+        }
+        options.setReplaying(true);
+        try {
+          await connection.loadSession(params);
+        } finally {
+          options.setReplaying(false);
+        }
+        return { sessionId: storedSessionId, method: "load" };
+      } catch (error) {
+        if (
+          !(error instanceof RunnerError) || error.code !== "acp.session_failed"
+        ) {
+          throw error;
+        }
+        failure = error;
+      }
+    }
+    if (!config.createSessionIfMissing) {
+      throw new RunnerError(
+        "acp.session_missing",
+        failure
+          ? `The agent could not restore the stored session (${failure.message}). Set create-session-if-missing=true to start a fresh session, or forget the conversation's session.`
+          : "The agent supports neither session/resume nor session/load, so the stored session cannot be restored. Set create-session-if-missing=true to start a fresh session.",
+      );
+    }
+    options.log({
+      msg: "stored session not restored; starting a new one",
+      reason: failure?.message ?? "agent cannot resume or load",
+    });
+  }
+  const sessionId = await connection.newSession({ cwd, mcpServers });
+  return { sessionId, method: "new" };
+}

@@ -1,0 +1,123 @@
+/**
+ * Meta routes: `/healthz`, `/metrics`, `/openapi.json`, `/v1/providers` and
+ * the stored sessions of a conversation.
+ *
+ * @module
+ */
+
+import type { Hono } from "hono";
+import { RunnerError } from "../errors.ts";
+import type { DaemonGauges } from "./metrics.ts";
+import { openApiDocument } from "./openapi.ts";
+import { listProviders } from "../providers.ts";
+import type { ServerContext } from "./app.ts";
+import { optionalId } from "./runs.ts";
+import { RUNNER_VERSION } from "../version.ts";
+
+function daemonGauges(ctx: ServerContext): DaemonGauges | undefined {
+  if (!ctx.daemons) return undefined;
+  const daemons = ctx.daemons.list().daemons;
+  return {
+    connected: daemons.filter((d) => d.connected).length,
+    fenced: daemons.filter((d) => d.fenced).length,
+    activeJobs: daemons.reduce(
+      (sum, d) =>
+        sum +
+        (Array.isArray(d.active_jobs)
+          ? d.active_jobs.length
+          : Number(d.active_jobs ?? 0)),
+      0,
+    ),
+  };
+}
+
+/** Adds the meta routes. */
+export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
+  const { manager, store } = ctx;
+
+  app.get("/healthz", (c) => {
+    const shuttingDown = ctx.isShuttingDown();
+    return c.json(
+      {
+        status: shuttingDown ? "shutting_down" : "ok",
+        version: RUNNER_VERSION,
+        active_runs: manager.active().length,
+      },
+      shuttingDown ? 503 : 200,
+    );
+  });
+
+  app.get(
+    "/metrics",
+    (c) =>
+      c.body(
+        ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
+        200,
+        {
+          "content-type": "text/plain; version=0.0.4; charset=utf-8",
+        },
+      ),
+  );
+
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
+
+  app.get("/v1/providers", (c) => c.json(listProviders()));
+
+  app.get("/v1/daemons", (c) => c.json(ctx.daemons?.list() ?? { daemons: [] }));
+
+  app.post("/v1/daemons/:id/unfence", async (c) => {
+    const daemonId = c.req.param("id");
+    if (!ctx.daemons) {
+      throw new RunnerError(
+        "http.not_found",
+        "The daemon hub is not enabled; start runner serve with --daemon-enabled.",
+      );
+    }
+    ctx.log({ msg: "daemon unfenced by operator", daemon_id: daemonId });
+    return c.json({
+      daemon_id: daemonId,
+      was_fenced: await ctx.daemons.unfence(daemonId),
+    });
+  });
+
+  app.get("/v1/conversations/:id", (c) => {
+    const conversationId = optionalId(c.req.param("id"), "conversation id")!;
+    const sessions = store.listSessions(conversationId);
+    const active = manager.activeForConversation(conversationId);
+    const runs = store.listRuns({ conversationId, limit: 1 });
+    if (!sessions.length && !active && !runs.length) {
+      throw new RunnerError(
+        "http.not_found",
+        `No conversation ${conversationId} is known (no runs, no stored sessions).`,
+      );
+    }
+    return c.json(ctx.redact({
+      conversation_id: conversationId,
+      active_run_id: active?.runId ?? null,
+      sessions: sessions.map((session) => ({
+        session_id: session.sessionId,
+        provider: session.provider,
+        location: session.location,
+        target: session.target,
+        workspace: session.workspace,
+        agent_command: session.agentCommand,
+        updated_at: new Date(session.updatedAt).toISOString(),
+      })),
+    }));
+  });
+
+  app.delete("/v1/conversations/:id", (c) => {
+    const conversationId = optionalId(c.req.param("id"), "conversation id")!;
+    const active = manager.activeForConversation(conversationId);
+    if (active) {
+      throw new RunnerError(
+        "http.conflict",
+        `Conversation ${conversationId} has an active run (${active.runId}); cancel it first (POST /v1/runs/${active.runId}/cancel).`,
+      );
+    }
+    return c.json({
+      conversation_id: conversationId,
+      deleted_sessions: store.deleteSessions(conversationId),
+    });
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * The caller policy of `runner serve`: which run settings an HTTP caller may
+ * set per run, and merging them over the server-wide defaults.
+ *
+ * @module
+ */
+
+import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+import { CUSTOM_PROVIDER } from "../providers.ts";
+import { parseRunDefaults, type ServeConfig } from "./config.ts";
+
+/**
+ * Run-config keys a caller may set per run. Keys that choose a command to
+ * execute (`acp-command`, `mcp-servers-json`, `ssh-extra-options`,
+ * `ssh-identity-file`) need `--allow-custom-commands`; env-json names need
+ * `--allow-env-names`.
+ */
+export const CALLER_CONFIG_KEYS: readonly string[] = [
+  "provider",
+  "location",
+  "workspace",
+  "session-cwd",
+  "env-json",
+  "reuse-session",
+  "create-session-if-missing",
+  "streaming",
+  "startup-timeout",
+  "initialize-timeout",
+  "timeout",
+  "cancel-grace",
+  "late-update-ms",
+  "max-message-mb",
+  "max-attachment-mb",
+  "max-prompt-mb",
+  "permission-decision",
+  "fs-read",
+  "fs-write",
+  "append-run-scope-prompt",
+  "langbot-assets-enabled",
+  "langbot-assets-mode",
+  "langbot-assets-token-ttl",
+  "knowledge-bases",
+  "ssh-target",
+  "ssh-port",
+  "ssh-connect-timeout",
+  "remote-shell",
+  "daemon-id",
+  "daemon-connect-timeout",
+];
+
+const COMMAND_KEYS = [
+  "acp-command",
+  "mcp-servers-json",
+  "ssh-extra-options",
+  "ssh-identity-file",
+];
+
+/**
+ * Merges a caller's kebab-case run config over the server defaults, after
+ * checking it against the allow-list; env-json objects are merged by name.
+ *
+ * @throws {RunnerError} `http.forbidden` for a setting the operator did not
+ * allow; `config.invalid` for unknown keys, bad values or missing ones.
+ */
+export function resolveCallerConfig(
+  serve: Pick<
+    ServeConfig,
+    "allowCustomCommands" | "allowEnvNames" | "runDefaults"
+  >,
+  caller: Record<string, unknown> = {},
+): RunConfig {
+  const normalized: Record<string, unknown> = {};
+  for (const [rawKey, value] of Object.entries(caller)) {
+    if (value === undefined || value === null) continue;
+    normalized[rawKey.replaceAll("_", "-")] = value;
+  }
+  for (const key of Object.keys(normalized)) {
+    if (key === "advanced-settings") continue;
+    if (!(key in RUN_CONFIG_KEYS)) {
+      throw new RunnerError(
+        "config.invalid",
+        `${key}: unknown config key. Known keys: ${
+          CALLER_CONFIG_KEYS.join(", ")
+        }`,
+      );
+    }
+    const allowed = CALLER_CONFIG_KEYS.includes(key) ||
+      (serve.allowCustomCommands && COMMAND_KEYS.includes(key));
+    if (!allowed) {
+      throw new RunnerError(
+        "http.forbidden",
+        COMMAND_KEYS.includes(key)
+          ? `${key} chooses a command to execute; the server only accepts it when started with --allow-custom-commands.`
+          : `${key} can only be set by the operator (runner serve flags), not per request.`,
+        { detail: { key } },
+      );
+    }
+  }
+  if (
+    !serve.allowCustomCommands &&
+    String(normalized.provider ?? "").trim() === CUSTOM_PROVIDER
+  ) {
+    throw new RunnerError(
+      "http.forbidden",
+      "provider=custom runs a caller-chosen command; the server only accepts it when started with --allow-custom-commands. Use a preset provider (GET /v1/providers).",
+      { detail: { key: "provider" } },
+    );
+  }
+  const base = parseRunDefaults(serve.runDefaults).envJson;
+  let envJson = base;
+  if (normalized["env-json"] !== undefined) {
+    const extra = parseRunConfig(
+      { provider: CUSTOM_PROVIDER, workspace: "/" },
+      { "env-json": normalized["env-json"] },
+    ).envJson;
+    const refused = Object.keys(extra).filter((name) =>
+      !serve.allowEnvNames.includes(name)
+    );
+    if (refused.length) {
+      throw new RunnerError(
+        "http.forbidden",
+        `env-json: ${
+          refused.join(", ")
+        } may not be set per request. The operator can allow names with --allow-env-names${
+          serve.allowEnvNames.length
+            ? ` (allowed now: ${serve.allowEnvNames.join(", ")})`
+            : " (none allowed now)"
+        }.`,
+        { detail: { key: "env-json", names: refused } },
+      );
+    }
+    envJson = { ...base, ...extra };
+  }
+  return parseRunConfig(serve.runDefaults, normalized, { "env-json": envJson });
+}

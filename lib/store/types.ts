@@ -1,0 +1,236 @@
+/**
+ * The run store: where `runner serve` and `runner run` keep ACP session ids
+ * per conversation, run records and each run's event log. {@linkcode RunStore}
+ * is the interface (a networked database can implement it later);
+ * {@linkcode openStore} opens the embedded SQLite implementation, one file
+ * under a data directory, safe to share between processes on one machine.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import type { ErrorCode } from "../errors.ts";
+import { RunnerError } from "../errors.ts";
+import type { RunEvent } from "../events.ts";
+import { openSqliteStore } from "./sqlite.ts";
+
+/**
+ * Everything a stored ACP session id depends on: a session is only reused
+ * when the same conversation asks the same agent on the same machine and
+ * workspace again.
+ */
+export interface SessionKey {
+  /** The control plane's conversation id. */
+  conversationId: string;
+  /** The provider name (`codex`, `custom`, …). */
+  provider: string;
+  /** `local`, `remote-ssh` or `daemon`. */
+  location: string;
+  /** The daemon id or SSH target; `""` for local runs. */
+  target: string;
+  /** The agent's workspace directory (on the machine that runs it). */
+  workspace: string;
+  /** The agent command line that was launched. */
+  agentCommand: string;
+}
+
+/** A stored ACP session id. */
+export interface StoredSession {
+  /** The agent's session id. */
+  sessionId: string;
+  /** When it was last stored, in milliseconds since the epoch. */
+  updatedAt: number;
+}
+
+/** A stored session with its full key, as {@linkcode RunStore.listSessions} returns it. */
+export interface SessionRecord extends SessionKey, StoredSession {}
+
+/** Where a run is in its life. */
+export type RunStatus = "active" | "completed" | "failed" | "cancelled";
+
+/** A run's final status. */
+export type FinalRunStatus = Exclude<RunStatus, "active">;
+
+/** What {@linkcode RunStore.createRun} records. */
+export interface NewRun {
+  /** The run id. */
+  runId: string;
+  /** The conversation the run belongs to, if any. */
+  conversationId?: string;
+  /** The run's config, already stripped of secrets. */
+  config: Record<string, unknown>;
+  /** Always `active`: a run is created when it starts. */
+  status: "active";
+}
+
+/** How a run ended, for {@linkcode RunStore.finishRun}. */
+export interface RunOutcome {
+  /** The final status. */
+  status: FinalRunStatus;
+  /** The failure code, for failed or cancelled runs. */
+  code?: string;
+  /** The failure message shown to users. */
+  error?: string;
+}
+
+/** A stored run. */
+export interface RunRecord {
+  /** The run id. */
+  runId: string;
+  /** The conversation the run belongs to, if any. */
+  conversationId?: string;
+  /** The current status. */
+  status: RunStatus;
+  /** The run's secret-free config. */
+  config: Record<string, unknown>;
+  /** The failure code, once failed or cancelled. */
+  code?: string;
+  /** The failure message, once failed or cancelled. */
+  error?: string;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  /** Milliseconds since the epoch. */
+  updatedAt: number;
+  /** Milliseconds since the epoch, once the run ended. */
+  finishedAt?: number;
+}
+
+/** Filters for {@linkcode RunStore.listRuns}. */
+export interface ListRunsOptions {
+  /** Only runs of this conversation. */
+  conversationId?: string;
+  /** Only runs with this status. */
+  status?: RunStatus;
+  /** At most this many runs. */
+  limit: number;
+}
+
+/** Filters for {@linkcode RunStore.getEvents}. */
+export interface GetEventsOptions {
+  /** Only events with a sequence greater than this. */
+  after?: number;
+}
+
+/** Session ids, runs and run events, behind an interface a networked database can also implement. */
+export interface RunStore {
+  /** The stored session for exactly this key, if any. */
+  getSession(key: SessionKey): StoredSession | undefined;
+  /** Stores (or replaces) the session id for this key. */
+  putSession(key: SessionKey, sessionId: string): void;
+  /** Forgets every session of a conversation; returns how many were removed. */
+  deleteSessions(conversationId: string): number;
+  /** Every session of a conversation, most recently stored first. */
+  listSessions(conversationId: string): SessionRecord[];
+
+  /** Records a run that has just started. */
+  createRun(run: NewRun): void;
+  /**
+   * Records how an active run ended (queued events are flushed first).
+   * Returns false when the run is unknown or already ended; the first end wins.
+   */
+  finishRun(runId: string, outcome: RunOutcome): boolean;
+  /** One run, if it exists. */
+  getRun(runId: string): RunRecord | undefined;
+  /** Runs, newest first. */
+  listRuns(options: ListRunsOptions): RunRecord[];
+
+  /**
+   * Queues one event for the run's log and returns it as stored: `run_id`
+   * set, `sequence` assigned (next after the run's last) unless given,
+   * `timestamp` defaulted to now. Writes are batched; an event whose
+   * sequence is already stored is ignored.
+   */
+  appendEvent(runId: string, event: RunEvent): RunEvent;
+  /** Writes queued events now, in one transaction. */
+  flush(): void;
+  /** A run's events ordered by sequence (queued events are flushed first). */
+  getEvents(runId: string, options?: GetEventsOptions): RunEvent[];
+
+  /**
+   * Ends every run the store shows as active whose owning process is gone
+   * (crashed or restarted): marks it failed with `code` and `message` and
+   * appends a final `run.failed` event. Runs owned by a live process (another
+   * `runner run`, or a store still open in this process) are left alone.
+   * Returns the ids of the runs it failed.
+   */
+  markActiveRunsFailed(code: ErrorCode, message: string): string[];
+
+  /** Flushes queued events and closes the store. Safe to call twice. */
+  close(): void;
+}
+
+/** Options for {@linkcode openStore}. */
+export interface OpenStoreOptions {
+  /** The directory that holds the store file; created when missing. */
+  dataDir: string;
+  /**
+   * Whether a process id belongs to a live process; decides which active runs
+   * {@linkcode RunStore.markActiveRunsFailed} may fail. Defaults to a
+   * signal-0 probe (needs `--allow-run`; without it every other process
+   * counts as gone).
+   */
+  isProcessAlive?: (pid: number) => boolean;
+  /** Called when a background event flush fails (events stay queued and are retried). */
+  onFlushError?: (error: RunnerError) => void;
+}
+
+/** The store file's name inside the data directory. */
+export const STORE_FILE_NAME = "runner.db";
+
+/**
+ * Opens (creating and migrating if needed) the SQLite store in
+ * `options.dataDir`.
+ *
+ * @throws {RunnerError} `store.unavailable` when the directory or file cannot
+ * be created or opened; `store.schema_too_new` when a newer runner wrote it.
+ */
+export function openStore(options: OpenStoreOptions): RunStore {
+  return openSqliteStore({
+    ...options,
+    path: join(options.dataDir, STORE_FILE_NAME),
+  });
+}
+
+/** Options for {@linkcode defaultDataDir}; tests pass their own environment. */
+export interface DefaultDataDirOptions {
+  /** Reads an environment variable (defaults to `Deno.env.get`). */
+  env?: (name: string) => string | undefined;
+  /** The operating system (defaults to `Deno.build.os`). */
+  os?: typeof Deno.build.os;
+}
+
+/**
+ * The default data directory: `$RUNNER_DATA_DIR`, else
+ * `$XDG_DATA_HOME/runner`, else `~/.local/share/runner`
+ * (`~/Library/Application Support/runner` on macOS,
+ * `%LOCALAPPDATA%\runner` on Windows).
+ *
+ * @throws {RunnerError} `config.invalid` when no home directory is known.
+ */
+export function defaultDataDir(options: DefaultDataDirOptions = {}): string {
+  const env = options.env ?? ((name: string) => Deno.env.get(name));
+  const os = options.os ?? Deno.build.os;
+  const read = (name: string) => {
+    const value = env(name)?.trim();
+    return value ? value : undefined;
+  };
+  const explicit = read("RUNNER_DATA_DIR");
+  if (explicit) return explicit;
+  const xdg = read("XDG_DATA_HOME");
+  if (xdg) return join(xdg, "runner");
+  if (os === "windows") {
+    const appData = read("LOCALAPPDATA") ?? read("APPDATA");
+    if (appData) return join(appData, "runner");
+  }
+  const home = read("HOME") ?? read("USERPROFILE");
+  if (!home) {
+    throw new RunnerError(
+      "config.invalid",
+      "No home directory is known, so the runner cannot choose a data directory; set RUNNER_DATA_DIR.",
+    );
+  }
+  if (os === "darwin") {
+    return join(home, "Library", "Application Support", "runner");
+  }
+  return join(home, ".local", "share", "runner");
+}
