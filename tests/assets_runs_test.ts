@@ -13,7 +13,8 @@ import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import type { RunResult } from "../lib/run/engine.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { quoteWord } from "../lib/agent/shell_words.ts";
-import { openStore, type RunStore } from "../lib/store/types.ts";
+import { type RunStore } from "../lib/store/types.ts";
+import { openStore } from "../lib/store/open.ts";
 import {
   type RecordingServer,
   sampleSpec,

@@ -30,7 +30,8 @@ import {
   type ManagedRun,
   type RunManager,
 } from "../lib/run/manager.ts";
-import { openStore, type RunStore } from "../lib/store/types.ts";
+import { type RunStore } from "../lib/store/types.ts";
+import { openStore } from "../lib/store/open.ts";
 import { EventLog, makeGate } from "./engine_helpers.ts";
 import {
   fixtureCommand,

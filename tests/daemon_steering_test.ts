@@ -13,7 +13,7 @@ import { createDaemonLocation } from "../lib/locations/daemon.ts";
 import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
 import type { JsonObject } from "../lib/relay.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
-import { openStore } from "../lib/store/types.ts";
+import { openStore } from "../lib/store/open.ts";
 import { EventLog } from "./engine_helpers.ts";
 import { tempDir } from "./helpers.ts";
 

@@ -15,7 +15,8 @@ import {
   type ManagedRun,
   type RunManager,
 } from "../lib/run/manager.ts";
-import { openStore, type RunStore } from "../lib/store/types.ts";
+import { type RunStore } from "../lib/store/types.ts";
+import { openStore } from "../lib/store/open.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
 
 /** A manager over a fresh data directory. */

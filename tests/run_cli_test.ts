@@ -9,7 +9,7 @@ import {
   spawnCli,
   tempDir,
 } from "./helpers.ts";
-import { openStore } from "../lib/store/types.ts";
+import { openStore } from "../lib/store/open.ts";
 
 function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
   return runArgsIn(tempDir(), fixtureFlags, ...extra);

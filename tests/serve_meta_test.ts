@@ -11,7 +11,7 @@ import { createMetrics } from "../lib/server/metrics.ts";
 import { createRunManager } from "../lib/run/manager.ts";
 import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
 import { createServerApp } from "../lib/server/app.ts";
-import { openStore } from "../lib/store/types.ts";
+import { openStore } from "../lib/store/open.ts";
 import { tempDir, withServe } from "./serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [

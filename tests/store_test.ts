@@ -3,13 +3,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { RunnerError } from "../lib/errors.ts";
 import type { RunEvent } from "../lib/events.ts";
+import { type RunStore, type SessionKey } from "../lib/store/types.ts";
 import {
   defaultDataDir,
   openStore,
-  type RunStore,
-  type SessionKey,
   STORE_FILE_NAME,
-} from "../lib/store/types.ts";
+} from "../lib/store/open.ts";
 import { SCHEMA_VERSION } from "../lib/store/schema.ts";
 
 /** Runs `body` with a fresh data directory, closing every store it opened. */
@@ -30,7 +29,7 @@ async function withDataDir(
   }
 }
 
-const STORE_MODULE = new URL("../lib/store/types.ts", import.meta.url).href;
+const STORE_MODULE = new URL("../lib/store/open.ts", import.meta.url).href;
 
 /** Code for a separate runner process that opens the store and starts a run it never finishes. */
 function childScript(dataDir: string, runId: string, then: string): string {

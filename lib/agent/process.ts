@@ -6,10 +6,10 @@
  */
 
 import { RunnerError } from "../errors.ts";
-import { processGroupMembers } from "./process_table.ts";
+import { killGroup, signalGroup } from "./process_group.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
-import { delay, settleWithin } from "../timing.ts";
+import { settleWithin } from "../timing.ts";
 
 /** How an agent process is started. */
 export interface SpawnAgentOptions {
@@ -131,45 +131,6 @@ function spawnFailure(program: string, error: unknown): RunnerError {
     `The agent command "${program}" could not be started (${reason}). Check that it is executable and that the workspace exists.`,
     { cause: error },
   );
-}
-
-/** Signals a whole process group, ignoring groups that are already gone. */
-export function signalGroup(pgid: number, signal: Deno.Signal): void {
-  try {
-    Deno.kill(-pgid, signal);
-  } catch {
-    // ESRCH: nothing left in the group.
-  }
-}
-
-/**
- * SIGTERM to the group, SIGKILL after `graceMs`, then wait (bounded) until the
- * process table shows no live member of the group.
- */
-export async function killGroup(
-  pgid: number,
-  leaderExited: Promise<unknown> | undefined,
-  graceMs: number,
-): Promise<void> {
-  signalGroup(pgid, "SIGTERM");
-  const deadline = Date.now() + graceMs;
-  if (leaderExited) {
-    await settleWithin(leaderExited, graceMs);
-  }
-  while (Date.now() < deadline && (await processGroupMembers(pgid)).length) {
-    await delay(25);
-  }
-  if ((await processGroupMembers(pgid)).length) {
-    signalGroup(pgid, "SIGKILL");
-  }
-  // After SIGKILL the kernel removes the members promptly; wait for it so the
-  // caller can rely on "no process left".
-  for (let i = 0; i < 200; i++) {
-    if (!(await processGroupMembers(pgid)).length) break;
-    signalGroup(pgid, "SIGKILL");
-    await delay(10);
-  }
-  if (leaderExited) await leaderExited;
 }
 
 async function drainInto(

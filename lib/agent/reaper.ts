@@ -7,7 +7,7 @@
  */
 
 import { join } from "node:path";
-import { killGroup } from "./process.ts";
+import { killGroup } from "./process_group.ts";
 import {
   processGroupMembers,
   processStartTime,

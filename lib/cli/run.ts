@@ -22,7 +22,7 @@ import type { RunEvent } from "../events.ts";
 import type { Attachment } from "../run/prompt.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager } from "../run/manager.ts";
-import { defaultDataDir, openStore } from "../store/types.ts";
+import { defaultDataDir, openStore } from "../store/open.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"

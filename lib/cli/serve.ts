@@ -30,7 +30,8 @@ import {
   serveSecrets,
 } from "../server/config.ts";
 import { createServerApp } from "../server/app.ts";
-import { openStore, type RunStore } from "../store/types.ts";
+import { type RunStore } from "../store/types.ts";
+import { openStore } from "../store/open.ts";
 
 function listenUrl(hostname: string, port: number): string {
   return `http://${

@@ -15,7 +15,7 @@ import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
-import { killGroup } from "../agent/process.ts";
+import { killGroup } from "../agent/process_group.ts";
 import { processGroupMembers } from "../agent/process_table.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";

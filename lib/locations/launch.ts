@@ -13,7 +13,7 @@ import { launchSsh } from "./ssh.ts";
 import { launchLocal } from "./local.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { AgentTransport } from "../run/engine.ts";
-import type { RunAssetsHook, RunRequest } from "../run/manager.ts";
+import type { RunAssetsHook, RunRequest } from "../run/request.ts";
 
 /** Options for {@linkcode createAgentLaunch}. */
 export interface AgentLaunchOptions {

@@ -7,9 +7,8 @@
  * @module
  */
 
-import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { prepareAgentLaunch } from "../agent/launch.ts";
-import { type RunAssetsRequest, runAssetsSecrets } from "../assets/request.ts";
+import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
@@ -19,56 +18,14 @@ import {
   createAgentLaunch,
   prepareLocalWorkspace,
 } from "../locations/launch.ts";
-import { buildPrompt, type RunInput } from "./prompt.ts";
+import { buildPrompt } from "./prompt.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, type RunResult, startRun } from "./engine.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
+import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
-/** A request to start a run. */
-export interface RunRequest {
-  /** Made when absent. */
-  runId?: string;
-  /** Enables session reuse and steering. */
-  conversationId?: string;
-  /** The first input. */
-  input: RunInput;
-  /** The validated config. */
-  config: RunConfig;
-  /**
-   * LangBot assets: `{event?, grant?, upstream? | callback? | inline?}`
-   * (see `docs/assets.md`). Checked when the run starts (`config.invalid`);
-   * upstream header values and the callback secret are redacted.
-   */
-  assets?: RunAssetsRequest;
-}
-
-/** Launches a run at a location other than local (set by serve). */
-export type RemoteRunner = (context: {
-  runId: string;
-  request: RunRequest;
-  storedSessionId?: string;
-  secrets: string[];
-  emit: (event: RunEvent) => void;
-  log: (entry: Record<string, unknown>) => void;
-}) => RunHandle;
-
-/** Hooks that wire assets into a run (the assets layer supplies them). */
-export interface RunAssetsHook {
-  /** Prepares MCP servers and the prompt prefix; `release` runs when the run ends. */
-  prepare(context: {
-    runId: string;
-    request: RunRequest;
-  }): Promise<{
-    mcpServers: McpServer[];
-    /** Servers chosen once the agent's `mcpCapabilities` are known. */
-    sessionMcpServers?: (capabilities: McpCapabilities) => McpServer[];
-    promptPrefix?: string;
-    /** Values to redact from the run's events and logs (run tokens). */
-    secrets?: string[];
-    release(): void;
-  }>;
-}
+export type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
 /** Options for {@linkcode createRunManager}. */
 export interface RunManagerOptions {

@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
-import { defaultDataDir } from "../store/types.ts";
+import { defaultDataDir } from "../store/open.ts";
 
 /** How the n8n webhook authenticates callers. */
 export type N8nAuthMode = "none" | "basic" | "header" | "jwt";

@@ -10,7 +10,7 @@ import { RunnerError } from "../errors.ts";
 import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { listProviders } from "../providers.ts";
-import type { ServerContext } from "./app.ts";
+import type { ServerContext } from "./context.ts";
 import { optionalId } from "./runs.ts";
 import { RUNNER_VERSION } from "../version.ts";
 

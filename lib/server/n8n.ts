@@ -20,7 +20,7 @@ import {
   safeEqual,
   type ServerContext,
   unauthorized,
-} from "./app.ts";
+} from "./context.ts";
 import { finalMessage, optionalId, requestedFormat } from "./runs.ts";
 import { followRunEvents, textStream } from "./stream.ts";
 

@@ -12,7 +12,7 @@ import type { RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { ManagedRun } from "../run/manager.ts";
 import { resolveCallerConfig } from "./policy.ts";
-import { readJsonObject, type ServerContext } from "./app.ts";
+import { readJsonObject, type ServerContext } from "./context.ts";
 import {
   eventStreamResponse,
   followRunEvents,

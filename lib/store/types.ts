@@ -1,18 +1,16 @@
 /**
  * The run store: where `runner serve` and `runner run` keep ACP session ids
  * per conversation, run records and each run's event log. {@linkcode RunStore}
- * is the interface (a networked database can implement it later);
- * {@linkcode openStore} opens the embedded SQLite implementation, one file
- * under a data directory, safe to share between processes on one machine.
+ * is the interface; `open.ts` opens an implementation (the embedded SQLite
+ * file under a data directory, safe to share between processes on one
+ * machine).
  *
  * @module
  */
 
-import { join } from "node:path";
 import type { ErrorCode } from "../errors.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { openSqliteStore } from "./sqlite.ts";
 
 /**
  * Everything a stored ACP session id depends on: a session is only reused
@@ -172,65 +170,4 @@ export interface OpenStoreOptions {
   isProcessAlive?: (pid: number) => boolean;
   /** Called when a background event flush fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
-}
-
-/** The store file's name inside the data directory. */
-export const STORE_FILE_NAME = "runner.db";
-
-/**
- * Opens (creating and migrating if needed) the SQLite store in
- * `options.dataDir`.
- *
- * @throws {RunnerError} `store.unavailable` when the directory or file cannot
- * be created or opened; `store.schema_too_new` when a newer runner wrote it.
- */
-export function openStore(options: OpenStoreOptions): RunStore {
-  return openSqliteStore({
-    ...options,
-    path: join(options.dataDir, STORE_FILE_NAME),
-  });
-}
-
-/** Options for {@linkcode defaultDataDir}; tests pass their own environment. */
-export interface DefaultDataDirOptions {
-  /** Reads an environment variable (defaults to `Deno.env.get`). */
-  env?: (name: string) => string | undefined;
-  /** The operating system (defaults to `Deno.build.os`). */
-  os?: typeof Deno.build.os;
-}
-
-/**
- * The default data directory: `$RUNNER_DATA_DIR`, else
- * `$XDG_DATA_HOME/runner`, else `~/.local/share/runner`
- * (`~/Library/Application Support/runner` on macOS,
- * `%LOCALAPPDATA%\runner` on Windows).
- *
- * @throws {RunnerError} `config.invalid` when no home directory is known.
- */
-export function defaultDataDir(options: DefaultDataDirOptions = {}): string {
-  const env = options.env ?? ((name: string) => Deno.env.get(name));
-  const os = options.os ?? Deno.build.os;
-  const read = (name: string) => {
-    const value = env(name)?.trim();
-    return value ? value : undefined;
-  };
-  const explicit = read("RUNNER_DATA_DIR");
-  if (explicit) return explicit;
-  const xdg = read("XDG_DATA_HOME");
-  if (xdg) return join(xdg, "runner");
-  if (os === "windows") {
-    const appData = read("LOCALAPPDATA") ?? read("APPDATA");
-    if (appData) return join(appData, "runner");
-  }
-  const home = read("HOME") ?? read("USERPROFILE");
-  if (!home) {
-    throw new RunnerError(
-      "config.invalid",
-      "No home directory is known, so the runner cannot choose a data directory; set RUNNER_DATA_DIR.",
-    );
-  }
-  if (os === "darwin") {
-    return join(home, "Library", "Application Support", "runner");
-  }
-  return join(home, ".local", "share", "runner");
 }

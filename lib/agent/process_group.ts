@@ -1,0 +1,48 @@
+/**
+ * Process groups: signal one, or end one for good (SIGTERM, then SIGKILL, then
+ * wait until the process table shows no member). See `docs/teardown.md`.
+ *
+ * @module
+ */
+
+import { processGroupMembers } from "./process_table.ts";
+import { delay, settleWithin } from "../timing.ts";
+
+/** Signals a whole process group, ignoring groups that are already gone. */
+export function signalGroup(pgid: number, signal: Deno.Signal): void {
+  try {
+    Deno.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left in the group.
+  }
+}
+
+/**
+ * SIGTERM to the group, SIGKILL after `graceMs`, then wait (bounded) until the
+ * process table shows no live member of the group.
+ */
+export async function killGroup(
+  pgid: number,
+  leaderExited: Promise<unknown> | undefined,
+  graceMs: number,
+): Promise<void> {
+  signalGroup(pgid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  if (leaderExited) {
+    await settleWithin(leaderExited, graceMs);
+  }
+  while (Date.now() < deadline && (await processGroupMembers(pgid)).length) {
+    await delay(25);
+  }
+  if ((await processGroupMembers(pgid)).length) {
+    signalGroup(pgid, "SIGKILL");
+  }
+  // After SIGKILL the kernel removes the members promptly; wait for it so the
+  // caller can rely on "no process left".
+  for (let i = 0; i < 200; i++) {
+    if (!(await processGroupMembers(pgid)).length) break;
+    signalGroup(pgid, "SIGKILL");
+    await delay(10);
+  }
+  if (leaderExited) await leaderExited;
+}

@@ -1,0 +1,59 @@
+/**
+ * What a caller hands the run manager: the run request, and the hooks a
+ * location or the assets layer plugs in. Kept apart from the manager so that
+ * locations and assets can name these types without importing the manager.
+ *
+ * @module
+ */
+
+import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
+import type { RunAssetsRequest } from "../assets/request.ts";
+import type { RunConfig } from "../config.ts";
+import type { RunEvent } from "../events.ts";
+import type { RunInput } from "./prompt.ts";
+import type { RunHandle } from "./engine.ts";
+
+/** A request to start a run. */
+export interface RunRequest {
+  /** Made when absent. */
+  runId?: string;
+  /** Enables session reuse and steering. */
+  conversationId?: string;
+  /** The first input. */
+  input: RunInput;
+  /** The validated config. */
+  config: RunConfig;
+  /**
+   * LangBot assets: `{event?, grant?, upstream? | callback? | inline?}`
+   * (see `docs/assets.md`). Checked when the run starts (`config.invalid`);
+   * upstream header values and the callback secret are redacted.
+   */
+  assets?: RunAssetsRequest;
+}
+
+/** Launches a run at a location other than local (set by serve). */
+export type RemoteRunner = (context: {
+  runId: string;
+  request: RunRequest;
+  storedSessionId?: string;
+  secrets: string[];
+  emit: (event: RunEvent) => void;
+  log: (entry: Record<string, unknown>) => void;
+}) => RunHandle;
+
+/** Hooks that wire assets into a run (the assets layer supplies them). */
+export interface RunAssetsHook {
+  /** Prepares MCP servers and the prompt prefix; `release` runs when the run ends. */
+  prepare(context: {
+    runId: string;
+    request: RunRequest;
+  }): Promise<{
+    mcpServers: McpServer[];
+    /** Servers chosen once the agent's `mcpCapabilities` are known. */
+    sessionMcpServers?: (capabilities: McpCapabilities) => McpServer[];
+    promptPrefix?: string;
+    /** Values to redact from the run's events and logs (run tokens). */
+    secrets?: string[];
+    release(): void;
+  }>;
+}
