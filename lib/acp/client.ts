@@ -94,6 +94,14 @@ export const AUTH_REQUIRED = -32000;
 /** JSON-RPC code for "resource not found" (unknown session). */
 export const RESOURCE_NOT_FOUND = -32002;
 
+/** The SDK connection's agent side, with the failure that ended it. */
+interface AgentLink {
+  /** Sends requests and notifications to the agent. */
+  agent: acp.ClientConnection["agent"];
+  /** The inbound failure that ended the connection, if any. */
+  fatal(): RunnerError | undefined;
+}
+
 /** Opens an ACP connection over an agent's stdio. */
 export function connectAgent(options: ConnectAgentOptions): AgentConnection {
   let fatal: RunnerError | undefined;
@@ -103,17 +111,7 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
     maxMessageBytes: options.maxMessageBytes,
     onNoise: options.onNoise,
     onFatal: (error) => fatal ??= error,
-    tap: (message: AnyMessage) => {
-      if (!("method" in message) || message.method !== "session/update") {
-        return false;
-      }
-      if ("id" in message && message.id !== undefined) return false;
-      const params = (message as { params?: RawSessionUpdate }).params;
-      if (params && typeof params === "object" && params.update) {
-        options.onUpdate(params);
-      }
-      return true;
-    },
+    tap: (message) => tapSessionUpdate(message, options.onUpdate),
   });
   let app = acp.client({ name: "runner" }).onRequest(
     acp.methods.client.session.requestPermission,
@@ -123,109 +121,175 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
     app = fsHandlers(app, options.fs);
   }
   const connection = app.connect(stream);
-  const agent = connection.agent;
-
-  async function call<T>(
-    what: string,
-    run: (signal: AbortSignal) => Promise<T>,
-    external?: AbortSignal,
-  ): Promise<T> {
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(external?.reason);
-    external?.addEventListener("abort", onAbort, { once: true });
-    try {
-      return await run(controller.signal);
-    } catch (error) {
-      if (fatal) throw fatal;
-      if (controller.signal.aborted && !(error instanceof acp.RequestError)) {
-        throw new RunnerError("run.cancelled", `${what} was cancelled.`);
-      }
-      throw mapRequestError(what, error);
-    } finally {
-      external?.removeEventListener("abort", onAbort);
-    }
-  }
-  const opts = (signal: AbortSignal) => ({
-    cancellationSignal: signal,
-    stopWaitingOnCancel: true,
-  });
-
+  const link: AgentLink = { agent: connection.agent, fatal: () => fatal };
   return {
-    async initialize(timeoutMs) {
-      const timer = AbortSignal.timeout(timeoutMs);
-      let response: InitializeResponse;
-      try {
-        response = await call(
-          "initialize",
-          (signal) =>
-            agent.request(acp.methods.agent.initialize, {
-              protocolVersion: ACP_PROTOCOL_VERSION,
-              clientCapabilities: {
-                fs: {
-                  readTextFile: Boolean(options.fs?.read),
-                  writeTextFile: Boolean(options.fs?.write),
-                },
-                terminal: false,
-              },
-              clientInfo: { name: "runner", version: RUNNER_VERSION },
-            }, opts(signal)),
-          timer,
-        );
-      } catch (error) {
-        if (timer.aborted && !fatal) {
-          throw new RunnerError(
-            "acp.initialize_timeout",
-            `The agent did not answer initialize within ${
-              timeoutMs / 1000
-            } s. Check that the command starts an ACP stdio server (many agents need an --acp flag), or raise initialize-timeout for a slow first start.`,
-          );
-        }
-        throw error;
-      }
-      if (response.protocolVersion !== ACP_PROTOCOL_VERSION) {
-        throw new RunnerError(
-          "acp.incompatible_protocol",
-          `The agent speaks ACP protocol version ${
-            JSON.stringify(response.protocolVersion)
-          }; this runner speaks version ${ACP_PROTOCOL_VERSION}. Use an agent release that supports protocol ${ACP_PROTOCOL_VERSION}.`,
-        );
-      }
-      return response;
-    },
-    newSession(params, signal) {
-      return call("session/new", async (s) => {
-        const response: NewSessionResponse = await agent.request(
-          acp.methods.agent.session.new,
-          params,
-          opts(s),
-        );
-        return response.sessionId;
-      }, signal);
-    },
-    async loadSession(params, signal) {
-      await call(
-        "session/load",
-        (s) => agent.request(acp.methods.agent.session.load, params, opts(s)),
-        signal,
+    initialize: (timeoutMs) =>
+      initializeAgent(link, { timeoutMs, fs: options.fs }),
+    ...sessionRequests(link),
+    fatal: () => fatal,
+    closed: connection.closed,
+    close: () => connection.close(),
+  };
+}
+
+/**
+ * Hands a `session/update` notification to `onUpdate`; true when the message
+ * was one (the SDK then does not see it, as it lacks some update kinds).
+ */
+function tapSessionUpdate(
+  message: AnyMessage,
+  onUpdate: (update: RawSessionUpdate) => void,
+): boolean {
+  if (!("method" in message) || message.method !== "session/update") {
+    return false;
+  }
+  if ("id" in message && message.id !== undefined) return false;
+  const params = (message as { params?: RawSessionUpdate }).params;
+  if (params && typeof params === "object" && params.update) {
+    onUpdate(params);
+  }
+  return true;
+}
+
+/**
+ * Runs one request to the agent, aborted with `signal`; any failure becomes a
+ * {@linkcode RunnerError} (the connection's fatal error first).
+ */
+async function callAgent<T>(
+  link: AgentLink,
+  call: {
+    what: string;
+    run: (signal: AbortSignal) => Promise<T>;
+    signal?: AbortSignal;
+  },
+): Promise<T> {
+  const { what, run, signal: external } = call;
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(external?.reason);
+  external?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await run(controller.signal);
+  } catch (error) {
+    const fatal = link.fatal();
+    if (fatal) throw fatal;
+    if (controller.signal.aborted && !(error instanceof acp.RequestError)) {
+      throw new RunnerError("run.cancelled", `${what} was cancelled.`);
+    }
+    throw mapRequestError(what, error);
+  } finally {
+    external?.removeEventListener("abort", onAbort);
+  }
+}
+
+function requestOptions(signal: AbortSignal) {
+  return { cancellationSignal: signal, stopWaitingOnCancel: true };
+}
+
+async function initializeAgent(
+  link: AgentLink,
+  init: { timeoutMs: number; fs: ConnectAgentOptions["fs"] },
+): Promise<InitializeResponse> {
+  const { timeoutMs, fs } = init;
+  const timer = AbortSignal.timeout(timeoutMs);
+  let response: InitializeResponse;
+  try {
+    response = await callAgent(link, {
+      what: "initialize",
+      run: (signal) =>
+        link.agent.request(acp.methods.agent.initialize, {
+          protocolVersion: ACP_PROTOCOL_VERSION,
+          clientCapabilities: {
+            fs: {
+              readTextFile: Boolean(fs?.read),
+              writeTextFile: Boolean(fs?.write),
+            },
+            terminal: false,
+          },
+          clientInfo: { name: "runner", version: RUNNER_VERSION },
+        }, requestOptions(signal)),
+      signal: timer,
+    });
+  } catch (error) {
+    if (timer.aborted && !link.fatal()) {
+      throw new RunnerError(
+        "acp.initialize_timeout",
+        `The agent did not answer initialize within ${
+          timeoutMs / 1000
+        } s. Check that the command starts an ACP stdio server (many agents need an --acp flag), or raise initialize-timeout for a slow first start.`,
       );
+    }
+    throw error;
+  }
+  if (response.protocolVersion !== ACP_PROTOCOL_VERSION) {
+    throw new RunnerError(
+      "acp.incompatible_protocol",
+      `The agent speaks ACP protocol version ${
+        JSON.stringify(response.protocolVersion)
+      }; this runner speaks version ${ACP_PROTOCOL_VERSION}. Use an agent release that supports protocol ${ACP_PROTOCOL_VERSION}.`,
+    );
+  }
+  return response;
+}
+
+/** The session methods of {@linkcode AgentConnection}, over `link`. */
+function sessionRequests(
+  link: AgentLink,
+): Pick<
+  AgentConnection,
+  "newSession" | "loadSession" | "resumeSession" | "prompt" | "cancel"
+> {
+  const { agent } = link;
+  return {
+    newSession: (params, signal) =>
+      callAgent(link, {
+        what: "session/new",
+        run: async (s) => {
+          const response: NewSessionResponse = await agent.request(
+            acp.methods.agent.session.new,
+            params,
+            requestOptions(s),
+          );
+          return response.sessionId;
+        },
+        signal,
+      }),
+    async loadSession(params, signal) {
+      await callAgent(link, {
+        what: "session/load",
+        run: (s) =>
+          agent.request(
+            acp.methods.agent.session.load,
+            params,
+            requestOptions(s),
+          ),
+        signal,
+      });
     },
     async resumeSession(params, signal) {
-      await call(
-        "session/resume",
-        (s) => agent.request(acp.methods.agent.session.resume, params, opts(s)),
+      await callAgent(link, {
+        what: "session/resume",
+        run: (s) =>
+          agent.request(
+            acp.methods.agent.session.resume,
+            params,
+            requestOptions(s),
+          ),
         signal,
-      );
+      });
     },
-    prompt(params, signal) {
-      return call("session/prompt", async (s) => {
-        const response: PromptResponse = await agent.request(
-          acp.methods.agent.session.prompt,
-          params,
-          opts(s),
-        );
-        return response.stopReason;
-      }, signal);
-    },
+    prompt: (params, signal) =>
+      callAgent(link, {
+        what: "session/prompt",
+        run: async (s) => {
+          const response: PromptResponse = await agent.request(
+            acp.methods.agent.session.prompt,
+            params,
+            requestOptions(s),
+          );
+          return response.stopReason;
+        },
+        signal,
+      }),
     async cancel(sessionId) {
       // An agent that stopped reading stdin would hold this write forever.
       await settleWithin(
@@ -233,9 +297,6 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
         CANCEL_WRITE_MS,
       );
     },
-    fatal: () => fatal,
-    closed: connection.closed,
-    close: () => connection.close(),
   };
 }
 

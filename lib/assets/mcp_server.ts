@@ -9,35 +9,19 @@
 
 import {
   type AssetGrant,
-  type AssetType,
-  canPageHistory,
-  describeTool,
-  grantedTool,
-  type InlineAssets,
-  listAssets,
-  retrievableKnowledgeBase,
   type RunAssetsSpec,
   usableToolNames,
 } from "./grant.ts";
-import {
-  type HistoryPageArgs,
-  pageHistory,
-  type RetrieveArgs,
-  retrieveInline,
-} from "./inline_source.ts";
 import {
   createCallbackSource,
   createUpstreamSource,
   type RemoteSource,
 } from "./sources.ts";
+import { callAssetTool, type RunToolSources } from "./tool_calls.ts";
 import {
   type AssetToolName,
-  type CallToolResult,
-  checkToolArguments,
   isAssetToolName,
   toolDefinitions,
-  toolFailure,
-  toolSuccess,
 } from "./tools.ts";
 import {
   dispatchJsonRpc,
@@ -195,133 +179,14 @@ export function createAssetBackend(
   options: AssetBackendOptions = {},
 ): AssetBackend {
   const gateway = options.gateway ?? false;
-  const remote = remoteSourceOf(spec, options);
-  const inline: InlineAssets | undefined =
-    spec.source && "inline" in spec.source ? spec.source.inline : undefined;
-  const noSource = () =>
-    toolFailure(
-      "assets.no_source",
-      "There is no asset source for this run; only langbot_get_current_event and langbot_list_assets work.",
-    );
-  const forbidden = (what: string) =>
-    toolFailure(
-      "assets.forbidden",
-      `${what} is not granted to this run; call langbot_list_assets to see what is.`,
-    );
-
-  async function callTool(
-    name: AssetToolName,
-    rawArgs: Record<string, unknown>,
-    auth: AssetAuth,
-  ): Promise<CallToolResult> {
-    const argToken = rawArgs.run_token;
-    if (
-      gateway && typeof argToken === "string" && argToken !== "" &&
-      auth.runToken !== undefined &&
-      argToken !== auth.runToken
-    ) {
-      return toolFailure(
-        "assets.unauthorized",
-        "The run_token does not belong to this run.",
-      );
-    }
-    const checked = checkToolArguments(name, rawArgs, { gateway });
-    if (!checked.ok) {
-      return toolFailure(
-        "assets.invalid_arguments",
-        `${name}: ${checked.problem}.`,
-      );
-    }
-    const args = checked.value;
-    const forwarded = { ...rawArgs };
-    delete forwarded.run_token;
-    switch (name) {
-      case "langbot_list_assets":
-        return toolSuccess(listAssets(spec, {
-          assetTypes: args.asset_types as AssetType[] | undefined,
-          includeSchemas: args.include_schemas as boolean,
-        }));
-      case "langbot_get_current_event": {
-        const event = spec.event ?? inline?.event;
-        if (event === undefined && remote) {
-          return await remote.callTool(name, forwarded);
-        }
-        return toolSuccess({
-          run_id: spec.runId,
-          conversation_id: spec.conversationId ?? null,
-          event: event ?? null,
-        });
-      }
-      case "langbot_history_page": {
-        if (!canPageHistory(spec.grant)) {
-          return forbidden("Conversation history");
-        }
-        if (
-          typeof args.conversation_id === "string" &&
-          spec.conversationId !== undefined &&
-          args.conversation_id !== spec.conversationId
-        ) {
-          return forbidden(
-            `Conversation ${JSON.stringify(args.conversation_id)}`,
-          );
-        }
-        if (remote) return await remote.callTool(name, forwarded);
-        if (!inline) return noSource();
-        const paged = pageHistory(
-          inline.history ?? [],
-          args as unknown as HistoryPageArgs,
-        );
-        if (!paged.ok) {
-          return toolFailure(
-            "assets.invalid_arguments",
-            `${name}: ${paged.problem}.`,
-          );
-        }
-        return toolSuccess({
-          conversation_id: spec.conversationId ?? null,
-          ...paged.page,
-        });
-      }
-      case "langbot_retrieve_knowledge": {
-        if (!retrievableKnowledgeBase(spec.grant, args.kb_id as string)) {
-          return forbidden(
-            `Knowledge base ${JSON.stringify(args.kb_id)} (retrieve)`,
-          );
-        }
-        if (remote) return await remote.callTool(name, forwarded);
-        if (!inline) return noSource();
-        return toolSuccess(
-          retrieveInline(
-            inline.knowledge ?? [],
-            args as unknown as RetrieveArgs,
-          ),
-        );
-      }
-      case "langbot_get_tool_detail":
-      case "langbot_call_tool": {
-        const operation = name === "langbot_get_tool_detail"
-          ? "detail"
-          : "call";
-        const toolName = args.tool_name as string;
-        const tool = grantedTool(spec.grant, toolName, operation);
-        if (!tool) {
-          return forbidden(`Tool ${JSON.stringify(toolName)} (${operation})`);
-        }
-        if (remote) return await remote.callTool(name, forwarded);
-        if (!inline) return noSource();
-        if (operation === "detail") return toolSuccess(describeTool(tool));
-        if (!inline.tools || !Object.hasOwn(inline.tools, toolName)) {
-          return toolFailure(
-            "assets.source_failed",
-            `The run's inline data has no result for tool ${
-              JSON.stringify(toolName)
-            }.`,
-          );
-        }
-        return toolSuccess(inline.tools[toolName]);
-      }
-    }
-  }
+  const sources: RunToolSources = {
+    spec,
+    gateway,
+    remote: remoteSourceOf(spec, options),
+    inline: spec.source && "inline" in spec.source
+      ? spec.source.inline
+      : undefined,
+  };
 
   async function handleRequest(request: JsonRpcRequest, auth: AssetAuth = {}) {
     const common = answerCommonMethod(request, {
@@ -333,7 +198,11 @@ export function createAssetBackend(
     return {
       jsonrpc: "2.0",
       id: request.id ?? null,
-      result: await callTool(name, args, auth),
+      result: await callAssetTool(sources, {
+        name,
+        rawArgs: args,
+        runToken: auth.runToken,
+      }),
     };
   }
 

@@ -154,56 +154,9 @@ function readGrant(value: unknown, problems: Problems): AssetGrant | undefined {
     ? raw.knowledge_bases
     : raw.knowledgeBases;
   if (present(kbRaw)) {
-    const kbs = list(kbRaw, "assets.grant.knowledge_bases", problems).map(
-      (entry, index) => {
-        const path = `assets.grant.knowledge_bases[${index}]`;
-        const kb = record(entry, path, problems) ?? {};
-        checkKeys(kb, path, ["kb_id", "name", "type", "operations"], problems);
-        return compact({
-          kb_id: text(kb.kb_id, `${path}.kb_id`, problems, true) ?? "",
-          name: text(kb.name, `${path}.name`, problems),
-          type: text(kb.type, `${path}.type`, problems),
-          operations: texts(kb.operations, `${path}.operations`, problems),
-        });
-      },
-    );
-    grant.knowledgeBases = unique(
-      kbs,
-      (kb) => kb.kb_id,
-      "assets.grant.knowledge_bases",
-      problems,
-    );
+    grant.knowledgeBases = readGrantKnowledgeBases(kbRaw, problems);
   }
-  if (present(raw.tools)) {
-    const tools = list(raw.tools, "assets.grant.tools", problems).map(
-      (entry, index) => {
-        const path = `assets.grant.tools[${index}]`;
-        const tool = record(entry, path, problems) ?? {};
-        checkKeys(tool, path, [
-          "tool_name",
-          "type",
-          "description",
-          "operations",
-          "schema",
-        ], problems);
-        return compact({
-          tool_name:
-            text(tool.tool_name, `${path}.tool_name`, problems, true) ??
-              "",
-          type: text(tool.type, `${path}.type`, problems),
-          description: text(tool.description, `${path}.description`, problems),
-          operations: texts(tool.operations, `${path}.operations`, problems),
-          schema: record(tool.schema, `${path}.schema`, problems),
-        });
-      },
-    );
-    grant.tools = unique(
-      tools,
-      (tool) => tool.tool_name,
-      "assets.grant.tools",
-      problems,
-    );
-  }
+  if (present(raw.tools)) grant.tools = readGrantTools(raw.tools, problems);
   if (present(raw.skills)) {
     grant.skills = list(raw.skills, "assets.grant.skills", problems).map(
       (entry, index) => {
@@ -215,6 +168,64 @@ function readGrant(value: unknown, problems: Problems): AssetGrant | undefined {
     );
   }
   return grant;
+}
+
+function readGrantKnowledgeBases(
+  value: unknown,
+  problems: Problems,
+): AssetGrant["knowledgeBases"] {
+  const kbs = list(value, "assets.grant.knowledge_bases", problems).map(
+    (entry, index) => {
+      const path = `assets.grant.knowledge_bases[${index}]`;
+      const kb = record(entry, path, problems) ?? {};
+      checkKeys(kb, path, ["kb_id", "name", "type", "operations"], problems);
+      return compact({
+        kb_id: text(kb.kb_id, `${path}.kb_id`, problems, true) ?? "",
+        name: text(kb.name, `${path}.name`, problems),
+        type: text(kb.type, `${path}.type`, problems),
+        operations: texts(kb.operations, `${path}.operations`, problems),
+      });
+    },
+  );
+  return unique(
+    kbs,
+    (kb) => kb.kb_id,
+    "assets.grant.knowledge_bases",
+    problems,
+  );
+}
+
+function readGrantTools(
+  value: unknown,
+  problems: Problems,
+): AssetGrant["tools"] {
+  const tools = list(value, "assets.grant.tools", problems).map(
+    (entry, index) => {
+      const path = `assets.grant.tools[${index}]`;
+      const tool = record(entry, path, problems) ?? {};
+      checkKeys(tool, path, [
+        "tool_name",
+        "type",
+        "description",
+        "operations",
+        "schema",
+      ], problems);
+      return compact({
+        tool_name: text(tool.tool_name, `${path}.tool_name`, problems, true) ??
+          "",
+        type: text(tool.type, `${path}.type`, problems),
+        description: text(tool.description, `${path}.description`, problems),
+        operations: texts(tool.operations, `${path}.operations`, problems),
+        schema: record(tool.schema, `${path}.schema`, problems),
+      });
+    },
+  );
+  return unique(
+    tools,
+    (tool) => tool.tool_name,
+    "assets.grant.tools",
+    problems,
+  );
 }
 
 function readInline(value: unknown, problems: Problems): InlineAssets {

@@ -6,8 +6,22 @@
  * @module
  */
 
-import { createHmac, timingSafeEqual } from "node:crypto";
+import {
+  CALLBACK_SIGNATURE_HEADER,
+  CALLBACK_TIMESTAMP_HEADER,
+  signCallbackBody,
+} from "./callback_signature.ts";
 import { type CallToolResult, toolFailure, toolSuccess } from "./tools.ts";
+
+// Callback receivers (and docs/assets.md) know the signing helpers by this module.
+export {
+  CALLBACK_SIGNATURE_HEADER,
+  CALLBACK_TIMESTAMP_HEADER,
+  type CallbackVerification,
+  DEFAULT_CALLBACK_TOLERANCE_SECONDS,
+  signCallbackBody,
+  verifyCallbackSignature,
+} from "./callback_signature.ts";
 
 /** Forwards an authorized asset tool call and returns the tool result. */
 export interface RemoteSource {
@@ -97,6 +111,20 @@ export interface UpstreamSourceOptions {
   timeoutMs?: number;
 }
 
+/** The state of one upstream MCP client, shared by its calls. */
+interface UpstreamSession {
+  /** Where and how to reach the upstream. */
+  options: UpstreamSourceOptions;
+  /** Deadline per request. */
+  timeoutMs: number;
+  /** The next JSON-RPC request id. */
+  nextId: number;
+  /** The upstream's `Mcp-Session-Id`, once it gave one. */
+  sessionId?: string;
+  /** The handshake, once started (cleared when it fails or the session is gone). */
+  initialized?: Promise<void>;
+}
+
 /**
  * An MCP client for the upstream endpoint: initializes once (keeping any
  * `Mcp-Session-Id`, re-initializing once if the session is gone), then
@@ -105,114 +133,24 @@ export interface UpstreamSourceOptions {
 export function createUpstreamSource(
   options: UpstreamSourceOptions,
 ): RemoteSource {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
-  let nextId = 1;
-  let sessionId: string | undefined;
-  let initialized: Promise<void> | undefined;
-
-  async function post(message: Record<string, unknown>): Promise<unknown> {
-    return await withDeadline(timeoutMs, async (signal) => {
-      const headers = new Headers(options.headers);
-      headers.set("content-type", "application/json");
-      headers.set("accept", "application/json, text/event-stream");
-      if (message.method !== "initialize") {
-        headers.set("mcp-protocol-version", MCP_PROTOCOL_VERSION);
-      }
-      if (sessionId) headers.set("mcp-session-id", sessionId);
-      const response = await fetch(options.url, {
-        method: "POST",
-        headers,
-        body: JSON.stringify(message),
-        signal,
-      });
-      if (message.method === "initialize") {
-        sessionId = response.headers.get("mcp-session-id") ?? undefined;
-      }
-      if (response.status === 404 && sessionId) {
-        await response.body?.cancel();
-        throw new SessionGone();
-      }
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw new SourceError(
-          `the upstream MCP server answered HTTP ${response.status}`,
-        );
-      }
-      if (
-        message.id === undefined || response.status === 202 || !response.body
-      ) {
-        await response.body?.cancel();
-        return null;
-      }
-      const type = response.headers.get("content-type") ?? "";
-      if (type.includes("text/event-stream")) {
-        return await readSseResponse(response.body, message.id as number);
-      }
-      return await response.json();
-    });
-  }
-
-  function initialize(): Promise<void> {
-    initialized ??= (async () => {
-      const answer = await post({
-        jsonrpc: "2.0",
-        id: nextId++,
-        method: "initialize",
-        params: {
-          protocolVersion: MCP_PROTOCOL_VERSION,
-          capabilities: {},
-          clientInfo: { name: "runner-langbot-assets", version: "0.1.0" },
-        },
-      }) as { error?: { message?: string } } | null;
-      if (answer?.error) {
-        throw new SourceError(
-          `the upstream refused initialize: ${answer.error.message ?? "error"}`,
-        );
-      }
-      await post({ jsonrpc: "2.0", method: "notifications/initialized" });
-    })();
-    initialized.catch(() => initialized = undefined);
-    return initialized;
-  }
-
-  async function call(
-    tool: string,
-    args: Record<string, unknown>,
-  ): Promise<unknown> {
-    await initialize();
-    return await post({
-      jsonrpc: "2.0",
-      id: nextId++,
-      method: "tools/call",
-      params: { name: tool, arguments: args },
-    });
-  }
-
+  const session: UpstreamSession = {
+    options,
+    timeoutMs: options.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS,
+    nextId: 1,
+  };
   return {
     async callTool(tool, args) {
       try {
         let answer;
         try {
-          answer = await call(tool, args);
+          answer = await callUpstream(session, { name: tool, arguments: args });
         } catch (error) {
           if (!(error instanceof SessionGone)) throw error;
-          sessionId = undefined;
-          initialized = undefined;
-          answer = await call(tool, args);
+          session.sessionId = undefined;
+          session.initialized = undefined;
+          answer = await callUpstream(session, { name: tool, arguments: args });
         }
-        const { result, error } = (answer ?? {}) as {
-          result?: unknown;
-          error?: { message?: string };
-        };
-        if (error) {
-          return toolFailure(
-            "assets.source_failed",
-            `The upstream MCP server refused ${tool}: ${
-              error.message ?? "error"
-            }.`,
-          );
-        }
-        return asToolResult(result);
+        return upstreamToolResult(tool, answer);
       } catch (error) {
         return toolFailure(
           "assets.source_failed",
@@ -223,6 +161,108 @@ export function createUpstreamSource(
       }
     },
   };
+}
+
+/** Sends one JSON-RPC message to the upstream; its response, or null. */
+async function postUpstream(
+  session: UpstreamSession,
+  message: Record<string, unknown>,
+): Promise<unknown> {
+  return await withDeadline(session.timeoutMs, async (signal) => {
+    const headers = new Headers(session.options.headers);
+    headers.set("content-type", "application/json");
+    headers.set("accept", "application/json, text/event-stream");
+    if (message.method !== "initialize") {
+      headers.set("mcp-protocol-version", MCP_PROTOCOL_VERSION);
+    }
+    if (session.sessionId) headers.set("mcp-session-id", session.sessionId);
+    const response = await fetch(session.options.url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(message),
+      signal,
+    });
+    if (message.method === "initialize") {
+      session.sessionId = response.headers.get("mcp-session-id") ?? undefined;
+    }
+    if (response.status === 404 && session.sessionId) {
+      await response.body?.cancel();
+      throw new SessionGone();
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new SourceError(
+        `the upstream MCP server answered HTTP ${response.status}`,
+      );
+    }
+    if (
+      message.id === undefined || response.status === 202 || !response.body
+    ) {
+      await response.body?.cancel();
+      return null;
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (type.includes("text/event-stream")) {
+      return await readSseResponse(response.body, message.id as number);
+    }
+    return await response.json();
+  });
+}
+
+/** Runs the MCP handshake once per session; a failed one is retried next call. */
+function initializeUpstream(session: UpstreamSession): Promise<void> {
+  session.initialized ??= (async () => {
+    const answer = await postUpstream(session, {
+      jsonrpc: "2.0",
+      id: session.nextId++,
+      method: "initialize",
+      params: {
+        protocolVersion: MCP_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: "runner-langbot-assets", version: "0.1.0" },
+      },
+    }) as { error?: { message?: string } } | null;
+    if (answer?.error) {
+      throw new SourceError(
+        `the upstream refused initialize: ${answer.error.message ?? "error"}`,
+      );
+    }
+    await postUpstream(session, {
+      jsonrpc: "2.0",
+      method: "notifications/initialized",
+    });
+  })();
+  session.initialized.catch(() => session.initialized = undefined);
+  return session.initialized;
+}
+
+/** Forwards one `tools/call`; the raw JSON-RPC response. */
+async function callUpstream(
+  session: UpstreamSession,
+  params: { name: string; arguments: Record<string, unknown> },
+): Promise<unknown> {
+  await initializeUpstream(session);
+  return await postUpstream(session, {
+    jsonrpc: "2.0",
+    id: session.nextId++,
+    method: "tools/call",
+    params,
+  });
+}
+
+/** The tool result an upstream's `tools/call` response stands for. */
+function upstreamToolResult(tool: string, answer: unknown): CallToolResult {
+  const { result, error } = (answer ?? {}) as {
+    result?: unknown;
+    error?: { message?: string };
+  };
+  if (error) {
+    return toolFailure(
+      "assets.source_failed",
+      `The upstream MCP server refused ${tool}: ${error.message ?? "error"}.`,
+    );
+  }
+  return asToolResult(result);
 }
 
 class SessionGone extends SourceError {
@@ -254,63 +294,6 @@ export interface CallbackSourceOptions {
   timeoutMs?: number;
   /** The clock for `X-Runner-Timestamp`, in ms since the epoch (tests inject one). */
   now?: () => number;
-}
-
-/** The header carrying the signature (`sha256=<hex>`). */
-export const CALLBACK_SIGNATURE_HEADER = "X-Runner-Signature";
-
-/** The header carrying the signing time, in unix seconds. */
-export const CALLBACK_TIMESTAMP_HEADER = "X-Runner-Timestamp";
-
-/** How far a receiver accepts a timestamp from its own clock by default. */
-export const DEFAULT_CALLBACK_TOLERANCE_SECONDS = 300;
-
-/**
- * Signs a callback request: `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`,
- * `timestamp` being the `X-Runner-Timestamp` value (unix seconds).
- */
-export function signCallbackBody(
-  secret: string,
-  timestamp: string | number,
-  body: string,
-): string {
-  return `sha256=${
-    createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")
-  }`;
-}
-
-/** What a callback receiver checks with {@linkcode verifyCallbackSignature}. */
-export interface CallbackVerification {
-  /** The run's secret (the one given in `assets.callback.secret`). */
-  secret: string;
-  /** The exact request body. */
-  body: string;
-  /** The `X-Runner-Timestamp` header (null when absent). */
-  timestamp: string | null;
-  /** The `X-Runner-Signature` header (null when absent). */
-  signature: string | null;
-  /** Accepted clock difference in seconds; default 300. */
-  toleranceSeconds?: number;
-  /** The receiver's clock, in ms since the epoch. */
-  now?: () => number;
-}
-
-/**
- * Whether a callback request is authentic and fresh: the signature matches
- * the secret, timestamp and body, and the timestamp is within tolerance.
- */
-export function verifyCallbackSignature(check: CallbackVerification): boolean {
-  const { timestamp, signature } = check;
-  if (!timestamp || !/^\d+$/.test(timestamp) || !signature) return false;
-  const nowSeconds = Math.floor((check.now ?? Date.now)() / 1000);
-  const tolerance = check.toleranceSeconds ??
-    DEFAULT_CALLBACK_TOLERANCE_SECONDS;
-  if (Math.abs(nowSeconds - Number(timestamp)) > tolerance) return false;
-  const expected = new TextEncoder().encode(
-    signCallbackBody(check.secret, timestamp, check.body),
-  );
-  const given = new TextEncoder().encode(signature);
-  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /**

@@ -10,29 +10,24 @@
 
 import { selfCommand } from "./stdio_bridge.ts";
 import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
-import {
-  type AssetGateway,
-  type AssetsMcpServer,
-  startAssetGateway,
-  startEphemeralBridge,
-} from "./bridge.ts";
 import type { RunAssetsSpec } from "./grant.ts";
 import { type AssetBackend, createAssetBackend } from "./mcp_server.ts";
 import { parseMcpServersJson } from "./mcp_servers_json.ts";
 import { runScopeNote } from "./run_scope.ts";
 import { parseRunAssetsRequest, type RunAssetsRequest } from "./request.ts";
 import { buildRunAssetsSpec } from "./run_spec.ts";
+import {
+  closeEndpointPool,
+  createEndpointPool,
+  type EndpointPool,
+  type GatewayDefaults,
+  type ServedEndpoint,
+  serveRunEndpoint,
+} from "./run_endpoint.ts";
 import type { RunConfig } from "../config.ts";
-import { RunnerError } from "../errors.ts";
 import type { RunAssetsHook, RunRequest } from "../run/manager.ts";
 
-/** Gateway settings used when a run's config leaves them unset. */
-export interface GatewayDefaults {
-  /** The gateway port (`langbot-assets-gateway-port`); default random. */
-  port?: number;
-  /** The URL given to agents (`langbot-assets-gateway-public-url`). */
-  publicUrl?: string;
-}
+export type { GatewayDefaults } from "./run_endpoint.ts";
 
 /** Options for {@linkcode createAssetsHook}. */
 export interface AssetsHookOptions {
@@ -76,271 +71,216 @@ interface ActiveRun {
   backend?: AssetBackend;
 }
 
-/** The longest delay `setTimeout` honours (about 24.8 days). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-function listenFailed(what: string, error: unknown): RunnerError {
-  const reason = error instanceof Error ? error.message : String(error);
-  return new RunnerError(
-    "assets.listen_failed",
-    `The LangBot assets ${what} could not listen (${reason}). Choose a free ` +
-      "langbot-assets-gateway-port or another host, or set langbot-assets-enabled=false.",
-    { cause: error },
-  );
+/** What the hook keeps across runs. */
+interface HookState {
+  /** Structured log; never receives tokens or upstream credentials. */
+  log: (entry: Record<string, unknown>) => void;
+  /** Deadline of one call forwarded to an upstream or callback. */
+  sourceTimeoutMs?: number;
+  /** Runs with assets, prepared or attached, by run id. */
+  active: Map<string, ActiveRun>;
+  /** The release of every run not yet released. */
+  releases: Set<() => void>;
+  /** The runs' bridges and the shared gateways. */
+  endpoints: EndpointPool;
 }
 
-function publicUrlOf(config: RunConfig, defaults: GatewayDefaults) {
-  const url = config.langbotAssetsGatewayPublicUrl ?? defaults.publicUrl;
-  if (url === undefined) return undefined;
-  let protocol = "";
-  try {
-    protocol = new URL(url).protocol;
-  } catch { /* reported below */ }
-  if (protocol !== "http:" && protocol !== "https:") {
-    throw new RunnerError(
-      "config.invalid",
-      "langbot-assets-gateway-public-url: must be an http:// or https:// URL (the gateway's /mcp endpoint as agents reach it).",
-      { detail: { key: "langbot-assets-gateway-public-url" } },
-    );
-  }
-  return url;
-}
+/** A run of the hook, as the run manager names it. */
+type RunContext = { runId: string; request: RunRequest };
 
 /** Makes the hook that gives every run its LangBot assets MCP server. */
 export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
-  const { log } = options;
-  const defaults = options.gatewayDefaults ?? {};
-  const sourceTimeoutMs = options.sourceTimeoutMs;
-  const active = new Map<string, ActiveRun>();
-  const gateways = new Map<string, Promise<AssetGateway>>();
-  const releases = new Set<() => void>();
-  const closing = new Set<Promise<void>>();
-
-  function track(closed: Promise<void>) {
-    const settled = closed.catch(() => {});
-    closing.add(settled);
-    settled.finally(() => closing.delete(settled));
-  }
-
-  function gatewayFor(hostname: string, port: number): Promise<AssetGateway> {
-    const key = `${hostname}:${port}`;
-    let gateway = gateways.get(key);
-    if (!gateway) {
-      // Tokens get no registry TTL: each run's own TTL is enforced by a timer.
-      gateway = Promise.resolve()
-        .then(() =>
-          startAssetGateway({
-            hostname,
-            port,
-            ttlMs: Infinity,
-            sourceTimeoutMs,
-          })
-        )
-        .catch((error) => {
-          gateways.delete(key);
-          throw listenFailed(`gateway on ${key}`, error);
-        });
-      gateways.set(key, gateway);
-      gateway.then(
-        (started) => log({ msg: "assets gateway started", url: started.url }),
-        () => {},
-      );
-    }
-    return gateway;
-  }
-
-  function userServers(config: RunConfig) {
-    const text = config.mcpServersJson ?? "";
-    // Syntax and stdio entries are checked before the agent starts; http/sse
-    // entries again once the agent's mcpCapabilities are known.
-    parseMcpServersJson(text, { http: true, sse: true });
-    return (capabilities: McpCapabilities) =>
-      parseMcpServersJson(text, {
-        http: capabilities.http === true,
-        sse: capabilities.sse === true,
-      });
-  }
-
-  function register(
-    runId: string,
-    request: RunRequest,
-    assets: RunAssetsRequest | undefined,
-  ): ActiveRun {
-    const spec = buildRunAssetsSpec({
-      runId,
-      conversationId: request.conversationId,
-      assets,
-      input: request.input,
-      knowledgeBases: request.config.knowledgeBases,
-    });
-    const run: ActiveRun = { spec };
-    active.set(runId, run);
-    return run;
-  }
-
-  function once(work: () => void): () => void {
-    let done = false;
-    const release = () => {
-      if (done) return;
-      done = true;
-      releases.delete(release);
-      work();
-    };
-    releases.add(release);
-    return release;
-  }
-
-  async function serveRun(
-    runId: string,
-    run: ActiveRun,
-    config: RunConfig,
-  ): Promise<{ entry: AssetsMcpServer; token: string; stop(): void }> {
-    const ttlMs = config.langbotAssetsTokenTtl * 1000;
-    if (config.langbotAssetsTokenTtl < config.timeout) {
-      log({
-        msg: "langbot-assets-token-ttl is shorter than the run timeout; " +
-          "the agent loses asset access when the token expires",
-        run_id: runId,
-        ttl: config.langbotAssetsTokenTtl,
-        timeout: config.timeout,
-      });
-    }
-    if (config.langbotAssetsMode !== "gateway") {
-      let bridge;
-      try {
-        bridge = await startEphemeralBridge(run.spec, {
-          sourceTimeoutMs,
-          ttlMs,
-        });
-      } catch (error) {
-        throw listenFailed("bridge", error);
-      }
-      return {
-        entry: bridge.mcpServer,
-        token: bridge.token,
-        stop: () => track(bridge.close()),
-      };
-    }
-    const publicUrl = publicUrlOf(config, defaults);
-    const port = config.langbotAssetsGatewayPort ?? defaults.port ?? 0;
-    const gateway = await gatewayFor(config.langbotAssetsGatewayHost, port);
-    const registration = gateway.register(run.spec);
-    const expiry = setTimeout(
-      () => registration.revoke(),
-      Math.min(ttlMs, MAX_TIMER_MS),
-    );
-    Deno.unrefTimer(expiry);
-    return {
-      entry: { ...registration.mcpServer, url: publicUrl ?? gateway.url },
-      token: registration.token,
-      stop() {
-        clearTimeout(expiry);
-        registration.revoke();
-      },
-    };
-  }
-
-  async function prepare(
-    context: { runId: string; request: RunRequest },
-  ): Promise<PreparedRunAssets> {
-    const { runId, request } = context;
-    const { config } = request;
-    const assets = parseRunAssetsRequest(request.assets);
-    const sessionServers = userServers(config);
-    if (!config.langbotAssetsEnabled) {
-      return {
-        mcpServers: [],
-        sessionMcpServers: sessionServers,
-        secrets: [],
-        release: () => {},
-      };
-    }
-    const run = register(runId, request, assets);
-    let served;
-    try {
-      served = await serveRun(runId, run, config);
-    } catch (error) {
-      active.delete(runId);
-      throw error;
-    }
-    log({
-      msg: "assets ready",
-      run_id: runId,
-      mode: config.langbotAssetsMode === "gateway" ? "gateway" : "ephemeral",
-      url: served.entry.url,
-    });
-    // ACP lets a client send an http server only to an agent advertising
-    // mcpCapabilities.http, so the entry is chosen once those are known. Over
-    // ssh the static list is what the location forwards with `ssh -R`; the
-    // location offers it only to agents with MCP over HTTP.
-    const overSsh = config.location === "remote-ssh";
-    return {
-      mcpServers: overSsh ? [served.entry] : [],
-      sessionMcpServers(capabilities) {
-        const user = sessionServers(capabilities);
-        if (capabilities.http === true) {
-          return overSsh ? user : [served.entry, ...user];
-        }
-        if (overSsh) {
-          log({
-            msg:
-              "assets not injected: the agent does not advertise MCP over HTTP",
-            run_id: runId,
-          });
-          return user;
-        }
-        // Every agent speaks stdio MCP: bridge to the same endpoint through
-        // `runner mcp-stdio`, with URL and token in its environment.
-        log({ msg: "assets offered over the stdio bridge", run_id: runId });
-        return [stdioBridgeEntry(served.entry, served.token), ...user];
-      },
-      promptPrefix: config.appendRunScopePrompt
-        ? runScopeNote(run.spec, runId)
-        : undefined,
-      secrets: [served.token],
-      release: once(() => {
-        if (active.get(runId) === run) active.delete(runId);
-        served.stop();
-      }),
-    };
-  }
-
-  return {
-    prepare,
-    attachRun({ runId, request }) {
-      const { config } = request;
-      const assets = parseRunAssetsRequest(request.assets);
-      const sessionMcpServers = userServers(config);
-      if (!config.langbotAssetsEnabled) {
-        return { sessionMcpServers, release: () => {} };
-      }
-      const run = register(runId, request, assets);
-      return {
-        sessionMcpServers,
-        promptPrefix: config.appendRunScopePrompt
-          ? runScopeNote(run.spec, runId)
-          : undefined,
-        release: once(() => {
-          if (active.get(runId) === run) active.delete(runId);
-        }),
-      };
-    },
-    backendForRun(runId) {
-      const run = active.get(runId);
-      if (!run) return undefined;
-      run.backend ??= createAssetBackend(run.spec, { sourceTimeoutMs });
-      return run.backend;
-    },
-    async close() {
-      for (const release of [...releases]) release();
-      const started = await Promise.allSettled([...gateways.values()]);
-      gateways.clear();
-      for (const result of started) {
-        if (result.status === "fulfilled") track(result.value.close());
-      }
-      await Promise.all([...closing]);
-    },
+  const { log, sourceTimeoutMs } = options;
+  const state: HookState = {
+    log,
+    sourceTimeoutMs,
+    active: new Map(),
+    releases: new Set(),
+    endpoints: createEndpointPool({
+      defaults: options.gatewayDefaults ?? {},
+      sourceTimeoutMs,
+      log,
+    }),
   };
+  return {
+    prepare: (context) => prepareRun(state, context),
+    attachRun: (context) => attachRun(state, context),
+    backendForRun: (runId) => backendForRun(state, runId),
+    close: () => closeHook(state),
+  };
+}
+
+async function prepareRun(
+  state: HookState,
+  context: RunContext,
+): Promise<PreparedRunAssets> {
+  const { runId, request } = context;
+  const { config } = request;
+  const assets = parseRunAssetsRequest(request.assets);
+  const userServers = userServersOf(config);
+  if (!config.langbotAssetsEnabled) {
+    return {
+      mcpServers: [],
+      sessionMcpServers: userServers,
+      secrets: [],
+      release: () => {},
+    };
+  }
+  const run = registerRun(state, { ...context, assets });
+  let served;
+  try {
+    served = await serveRunEndpoint(state.endpoints, {
+      runId,
+      spec: run.spec,
+      config,
+    });
+  } catch (error) {
+    state.active.delete(runId);
+    throw error;
+  }
+  state.log({
+    msg: "assets ready",
+    run_id: runId,
+    mode: config.langbotAssetsMode === "gateway" ? "gateway" : "ephemeral",
+    url: served.entry.url,
+  });
+  // ACP lets a client send an http server only to an agent advertising
+  // mcpCapabilities.http, so the entry is chosen once those are known. Over
+  // ssh the static list is what the location forwards with `ssh -R`; the
+  // location offers it only to agents with MCP over HTTP.
+  const overSsh = config.location === "remote-ssh";
+  return {
+    mcpServers: overSsh ? [served.entry] : [],
+    sessionMcpServers: (capabilities) =>
+      sessionServersWithAssets(state, {
+        runId,
+        served,
+        overSsh,
+        user: userServers(capabilities),
+        capabilities,
+      }),
+    promptPrefix: config.appendRunScopePrompt
+      ? runScopeNote(run.spec, runId)
+      : undefined,
+    secrets: [served.token],
+    release: releaseOnce(state, () => {
+      if (state.active.get(runId) === run) state.active.delete(runId);
+      served.stop();
+    }),
+  };
+}
+
+/** The servers a prepared run's session gets once the agent's capabilities are known. */
+function sessionServersWithAssets(
+  state: HookState,
+  session: {
+    runId: string;
+    served: ServedEndpoint;
+    overSsh: boolean;
+    user: McpServer[];
+    capabilities: McpCapabilities;
+  },
+): McpServer[] {
+  const { runId, served, overSsh, user, capabilities } = session;
+  if (capabilities.http === true) {
+    return overSsh ? user : [served.entry, ...user];
+  }
+  if (overSsh) {
+    state.log({
+      msg: "assets not injected: the agent does not advertise MCP over HTTP",
+      run_id: runId,
+    });
+    return user;
+  }
+  // Every agent speaks stdio MCP: bridge to the same endpoint through
+  // `runner mcp-stdio`, with URL and token in its environment.
+  state.log({ msg: "assets offered over the stdio bridge", run_id: runId });
+  return [stdioBridgeEntry(served.entry, served.token), ...user];
+}
+
+function attachRun(
+  state: HookState,
+  context: RunContext,
+): AttachedRunAssets {
+  const { runId, request } = context;
+  const { config } = request;
+  const assets = parseRunAssetsRequest(request.assets);
+  const sessionMcpServers = userServersOf(config);
+  if (!config.langbotAssetsEnabled) {
+    return { sessionMcpServers, release: () => {} };
+  }
+  const run = registerRun(state, { ...context, assets });
+  return {
+    sessionMcpServers,
+    promptPrefix: config.appendRunScopePrompt
+      ? runScopeNote(run.spec, runId)
+      : undefined,
+    release: releaseOnce(state, () => {
+      if (state.active.get(runId) === run) state.active.delete(runId);
+    }),
+  };
+}
+
+function backendForRun(
+  state: HookState,
+  runId: string,
+): AssetBackend | undefined {
+  const run = state.active.get(runId);
+  if (!run) return undefined;
+  run.backend ??= createAssetBackend(run.spec, {
+    sourceTimeoutMs: state.sourceTimeoutMs,
+  });
+  return run.backend;
+}
+
+async function closeHook(state: HookState): Promise<void> {
+  for (const release of [...state.releases]) release();
+  await closeEndpointPool(state.endpoints);
+}
+
+/** The user's `mcp-servers-json` servers, by the agent's capabilities. */
+function userServersOf(
+  config: RunConfig,
+): (capabilities: McpCapabilities) => McpServer[] {
+  const text = config.mcpServersJson ?? "";
+  // Syntax and stdio entries are checked before the agent starts; http/sse
+  // entries again once the agent's mcpCapabilities are known.
+  parseMcpServersJson(text, { http: true, sse: true });
+  return (capabilities: McpCapabilities) =>
+    parseMcpServersJson(text, {
+      http: capabilities.http === true,
+      sse: capabilities.sse === true,
+    });
+}
+
+function registerRun(
+  state: HookState,
+  context: RunContext & { assets: RunAssetsRequest | undefined },
+): ActiveRun {
+  const { runId, request, assets } = context;
+  const spec = buildRunAssetsSpec({
+    runId,
+    conversationId: request.conversationId,
+    assets,
+    input: request.input,
+    knowledgeBases: request.config.knowledgeBases,
+  });
+  const run: ActiveRun = { spec };
+  state.active.set(runId, run);
+  return run;
+}
+
+/** Wraps `work` to run at most once, and at the latest when the hook closes. */
+function releaseOnce(state: HookState, work: () => void): () => void {
+  let done = false;
+  const release = () => {
+    if (done) return;
+    done = true;
+    state.releases.delete(release);
+    work();
+  };
+  state.releases.add(release);
+  return release;
 }
 
 /** A stdio MCP server entry that runs `runner mcp-stdio` against `entry`'s URL. */

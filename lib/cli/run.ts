@@ -20,6 +20,7 @@ import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { Attachment } from "../run/prompt.ts";
+import type { RunRequest } from "../run/request.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager } from "../run/manager.ts";
 import { defaultDataDir, openStore } from "../store/open.ts";
@@ -90,30 +91,53 @@ async function attachmentFrom(spec: string): Promise<Attachment> {
   return { type, name: basename(spec), mime_type: mime, content: btoa(binary) };
 }
 
-/** Runs `runner run`; returns the exit code. */
-export async function runCommand(args: string[]): Promise<number> {
+/** Parses the command line of `runner run`. */
+function parseRunFlags(args: string[]) {
+  const parsed = parseFlags({
+    args,
+    allowPositionals: true,
+    options: {
+      ...configFlagOptions(),
+      conversation: { type: "string" },
+      attach: { type: "string", multiple: true },
+      json: { type: "boolean" },
+      "data-dir": { type: "string" },
+      "run-id": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  return {
+    positionals: parsed.positionals,
+    values: parsed.values as
+      & typeof parsed.values
+      & Record<string, string | undefined>,
+  };
+}
+
+/** What `runner run` was asked to do. */
+interface RunInvocation {
+  /** The run to start. */
+  request: RunRequest;
+  /** Print events as JSON lines instead of human output. */
+  json: boolean;
+  /** `--data-dir`, when given. */
+  dataDir?: string;
+}
+
+/**
+ * Reads the invocation from the command line, reading attached files; returns
+ * the exit code instead when there is nothing to run (help, bad input).
+ */
+async function readRunInvocation(
+  args: string[],
+): Promise<RunInvocation | number> {
   let parsed;
   try {
-    parsed = parseFlags({
-      args,
-      allowPositionals: true,
-      options: {
-        ...configFlagOptions(),
-        conversation: { type: "string" },
-        attach: { type: "string", multiple: true },
-        json: { type: "boolean" },
-        "data-dir": { type: "string" },
-        "run-id": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
+    parsed = parseRunFlags(args);
   } catch (error) {
     return reportUsageError(error, "run");
   }
-  const { positionals } = parsed;
-  const values = parsed.values as
-    & typeof parsed.values
-    & Record<string, string | undefined>;
+  const { positionals, values } = parsed;
   if (values.help) {
     console.log(RUN_HELP);
     return 0;
@@ -140,7 +164,23 @@ export async function runCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(error);
   }
-  const dataDir = values["data-dir"] ?? defaultDataDir();
+  return {
+    request: {
+      runId: values["run-id"],
+      conversationId: values.conversation,
+      input: { text, attachments },
+      config,
+    },
+    json: Boolean(values.json),
+    dataDir: values["data-dir"],
+  };
+}
+
+/** Runs `runner run`; returns the exit code. */
+export async function runCommand(args: string[]): Promise<number> {
+  const invocation = await readRunInvocation(args);
+  if (typeof invocation === "number") return invocation;
+  const dataDir = invocation.dataDir ?? defaultDataDir();
   await reapLeftoverGroups(join(dataDir, "agents"));
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
@@ -149,26 +189,12 @@ export async function runCommand(args: string[]): Promise<number> {
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
   });
-  const json = Boolean(values.json);
-  const encoder = new TextEncoder();
-  const output: HumanOutput = { textOpen: false, wroteText: false };
+  const print = eventPrinter(invocation.json);
   let result: string | undefined;
-  const print = (event: RunEvent) => {
-    if (json) {
-      Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
-      return;
-    }
-    printHuman(event, output);
-  };
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
-    const outcome = manager.start({
-      runId: values["run-id"],
-      conversationId: values.conversation,
-      input: { text, attachments },
-      config,
-    });
+    const outcome = manager.start(invocation.request);
     const run = outcome.run;
     run.subscribe(print);
     for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
@@ -194,6 +220,19 @@ export async function runCommand(args: string[]): Promise<number> {
   if (result === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
   return result === "cancelled" ? 130 : 1;
+}
+
+/** Prints run events, as JSON lines or for humans. */
+function eventPrinter(json: boolean): (event: RunEvent) => void {
+  const encoder = new TextEncoder();
+  const output: HumanOutput = { textOpen: false, wroteText: false };
+  return (event) => {
+    if (json) {
+      Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
+      return;
+    }
+    printHuman(event, output);
+  };
 }
 
 /** Exit codes of a run cancelled by a signal (128 + the signal number). */

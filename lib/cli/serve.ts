@@ -15,14 +15,14 @@ import {
   hubMcpHandlerFor,
   startHubListener,
 } from "../locations/daemon.ts";
-import { createAssetsHook } from "../assets/wiring.ts";
+import { type AssetsHook, createAssetsHook } from "../assets/wiring.ts";
 import { join } from "node:path";
 import { reportFailure } from "./args.ts";
 import { RunnerError } from "../errors.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { createMetrics } from "../server/metrics.ts";
+import { createMetrics, type Metrics } from "../server/metrics.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
-import { createRunManager } from "../run/manager.ts";
+import { createRunManager, type RunManager } from "../run/manager.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
@@ -67,6 +67,30 @@ async function openForServe(
   return store;
 }
 
+/** What serving needs once the config is loaded and the store is open. */
+interface ServeContext {
+  /** The serve config. */
+  config: ServeConfig;
+  /** Values to redact (API and daemon tokens, run defaults' secrets). */
+  secrets: string[];
+  /** The structured log. */
+  log: Logger;
+  /** The open store. */
+  store: RunStore;
+}
+
+/** What runs need besides the store: assets, the daemon hub, the manager. */
+interface RunServices {
+  /** Prometheus metrics. */
+  metrics: Metrics;
+  /** Assets wiring. */
+  assets: AssetsHook;
+  /** The daemon hub, when `--daemon-enabled`. */
+  hub?: HubListener;
+  /** The run manager. */
+  manager: RunManager;
+}
+
 /** Runs `runner serve`; returns the exit code. */
 export async function serveCommand(args: string[]): Promise<number> {
   let config: ServeConfig | "help";
@@ -87,6 +111,19 @@ export async function serveCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(error);
   }
+  const context: ServeContext = { config, secrets, log, store };
+  const services = await startRunServices(context);
+  if (typeof services === "number") return services;
+  return await serveUntilSignal(context, services);
+}
+
+/**
+ * Starts assets, the daemon hub (when enabled) and the run manager; returns
+ * the exit code instead when the hub cannot start.
+ */
+async function startRunServices(
+  { config, secrets, log, store }: ServeContext,
+): Promise<RunServices | number> {
   const metrics = createMetrics();
   const assets = createAssetsHook({ log });
   let hub: HubListener | undefined;
@@ -125,6 +162,19 @@ export async function serveCommand(args: string[]): Promise<number> {
     secrets,
     log,
   });
+  return { metrics, assets, hub, manager };
+}
+
+/**
+ * Serves the HTTP API until SIGTERM/SIGINT, then shuts down gracefully;
+ * returns the exit code.
+ */
+async function serveUntilSignal(
+  context: ServeContext,
+  services: RunServices,
+): Promise<number> {
+  const { config, secrets, log, store } = context;
+  const { metrics, assets, hub, manager } = services;
   let shuttingDown = false;
   const app = createServerApp({
     manager,
@@ -141,7 +191,43 @@ export async function serveCommand(args: string[]): Promise<number> {
   });
   let server: Deno.HttpServer;
   try {
-    server = Deno.serve({
+    server = listen(config, app.fetch, log);
+  } catch (error) {
+    await hub?.close();
+    await assets.close();
+    store.close();
+    return reportFailure(error);
+  }
+
+  const stopSignals = listenForStopSignals(log);
+  const signal = await stopSignals.first;
+
+  shuttingDown = true;
+  log({ msg: "shutting down", signal, active_runs: manager.active().length });
+  const closing = server.shutdown();
+  await manager.shutdown(
+    new RunnerError(
+      "runner.shutting_down",
+      "The runner is shutting down; start the run again once it is back.",
+    ),
+  );
+  await closing;
+  await hub?.close();
+  await assets.close();
+  store.close();
+  stopSignals.remove();
+  log({ msg: "stopped" });
+  return 0;
+}
+
+/** Starts the HTTP server; throws `config.invalid` when it cannot listen. */
+function listen(
+  config: ServeConfig,
+  handler: Deno.ServeHandler,
+  log: Logger,
+): Deno.HttpServer {
+  try {
+    return Deno.serve({
       hostname: config.host,
       port: config.port,
       onListen: ({ hostname, port }) =>
@@ -163,21 +249,27 @@ export async function serveCommand(args: string[]): Promise<number> {
           { status: 500 },
         );
       },
-    }, app.fetch);
+    }, handler);
   } catch (error) {
-    await hub?.close();
-    await assets.close();
-    store.close();
-    return reportFailure(
-      new RunnerError(
-        "config.invalid",
-        `Cannot listen on ${config.host}:${config.port} (${
-          error instanceof Error ? error.message : error
-        }). Choose another --host/--port.`,
-      ),
+    throw new RunnerError(
+      "config.invalid",
+      `Cannot listen on ${config.host}:${config.port} (${
+        error instanceof Error ? error.message : error
+      }). Choose another --host/--port.`,
     );
   }
+}
 
+/** Listening for SIGTERM and SIGINT. */
+interface StopSignals {
+  /** Resolves with the name of the first signal. */
+  first: Promise<string>;
+  /** Stops listening. */
+  remove(): void;
+}
+
+/** Listens for SIGTERM and SIGINT: the first stops gracefully, a second exits. */
+function listenForStopSignals(log: Logger): StopSignals {
   const stop = Promise.withResolvers<string>();
   let signals = 0;
   const onSignal = (name: string) => {
@@ -190,23 +282,11 @@ export async function serveCommand(args: string[]): Promise<number> {
   const onInt = () => onSignal("SIGINT");
   Deno.addSignalListener("SIGTERM", onTerm);
   Deno.addSignalListener("SIGINT", onInt);
-  const signal = await stop.promise;
-
-  shuttingDown = true;
-  log({ msg: "shutting down", signal, active_runs: manager.active().length });
-  const closing = server.shutdown();
-  await manager.shutdown(
-    new RunnerError(
-      "runner.shutting_down",
-      "The runner is shutting down; start the run again once it is back.",
-    ),
-  );
-  await closing;
-  await hub?.close();
-  await assets.close();
-  store.close();
-  Deno.removeSignalListener("SIGTERM", onTerm);
-  Deno.removeSignalListener("SIGINT", onInt);
-  log({ msg: "stopped" });
-  return 0;
+  return {
+    first: stop.promise,
+    remove() {
+      Deno.removeSignalListener("SIGTERM", onTerm);
+      Deno.removeSignalListener("SIGINT", onInt);
+    },
+  };
 }

@@ -8,19 +8,22 @@
  * @module
  */
 
-import { startKeepAlive } from "./keepalive.ts";
-import { createMcpRequests, type McpRequests } from "./mcp_requests.ts";
+import { type KeepAlive, startKeepAlive } from "./keepalive.ts";
+import { createMcpRequests } from "./mcp_requests.ts";
+import {
+  type DaemonJob,
+  type DaemonJobResult,
+  type DaemonLogEntry,
+  send,
+  type Session,
+  startJob,
+} from "./session.ts";
 import { RunnerError } from "../errors.ts";
 import {
-  CLOSE_CLEANUP_UNCONFIRMED,
   CLOSE_KEEPALIVE_TIMEOUT,
   CLOSE_PROTOCOL_ERROR,
   type DaemonFrame,
-  encodeDaemonFrame,
-  isOversizedFrame,
-  type Json,
   type JsonObject,
-  MAX_FRAME_BYTES,
   MCP_REQUEST_TIMEOUT_MS,
   parseFrame,
   PING_INTERVAL_MS,
@@ -29,40 +32,8 @@ import {
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
 } from "../relay.ts";
-import { encodeEventFrames } from "../relay/event_fit.ts";
 
-/** One job handed to the caller's `runJob`. */
-export interface DaemonJob {
-  /** The hub's job id. */
-  jobId: string;
-  /** The `run.start` payload. */
-  payload: JsonObject;
-  /**
-   * Sends one run event to the hub (dropped once the job ended). A delta over
-   * the frame limit is split; any other event is truncated to fit.
-   */
-  emit(event: JsonObject): void;
-  /** Aborted on `run.cancel` or disconnect. */
-  signal: AbortSignal;
-  /** Sends an MCP message to the hub; resolves with its answer (`null` for notifications). */
-  mcp(payload: Json): Promise<Json>;
-}
-
-/** What `runJob` reports once the job and its processes are gone. */
-export interface DaemonJobResult {
-  /** False when the agent's process group may still be alive. */
-  cleanupConfirmed: boolean;
-}
-
-/** One log record of the daemon client (never contains the token). */
-export interface DaemonLogEntry {
-  /** Severity. */
-  level: "info" | "warn" | "error";
-  /** What happened. */
-  message: string;
-  /** The job concerned, if any. */
-  jobId?: string;
-}
+export type { DaemonJob, DaemonJobResult, DaemonLogEntry } from "./session.ts";
 
 /** Options of {@linkcode runDaemonClient}. */
 export interface DaemonClientOptions {
@@ -93,14 +64,6 @@ export interface DaemonClientOptions {
   signal: AbortSignal;
   /** Receives log records. */
   onLog?: (entry: DaemonLogEntry) => void;
-}
-
-interface Session {
-  ws: WebSocket;
-  ready: boolean;
-  jobs: Map<string, { controller: AbortController; done: Promise<void> }>;
-  mcp: McpRequests;
-  cleanupFailed: boolean;
 }
 
 /**
@@ -148,6 +111,7 @@ function platformName(): string {
   return Deno.build.os === "windows" ? "nt" : "posix";
 }
 
+/** One connection: hello, jobs, and on its end every job cancelled and awaited. */
 async function connectOnce(
   options: DaemonClientOptions,
   log: (entry: DaemonLogEntry) => void,
@@ -168,23 +132,11 @@ async function connectOnce(
   );
   const timeoutMs = options.pingTimeoutMs ?? PING_TIMEOUT_MS;
   const dead = Promise.withResolvers<void>();
-  const keepAlive = startKeepAlive({
-    sendPing: () => send(session, { type: "daemon.ping" }),
-    onDead() {
-      log({
-        level: "warn",
-        message:
-          `no frame from the hub within ${timeoutMs} ms; closing the connection as dead`,
-      });
-      try {
-        ws.close(CLOSE_KEEPALIVE_TIMEOUT, REFUSAL_REASONS.keepaliveTimeout);
-      } catch {
-        // already closing
-      }
-      dead.resolve();
-    },
+  const keepAlive = startSessionKeepAlive(session, {
     intervalMs: options.pingIntervalMs ?? PING_INTERVAL_MS,
     timeoutMs,
+    log,
+    onDead: dead.resolve,
   });
   const stop = () => {
     ws.close(1000);
@@ -192,19 +144,7 @@ async function connectOnce(
   };
   options.signal.addEventListener("abort", stop, { once: true });
   ws.addEventListener("open", () => {
-    send(session, {
-      type: "daemon.hello",
-      daemon_id: options.daemonId,
-      protocol: RELAY_PROTOCOL,
-      token: options.token,
-      metadata: {
-        pid: Deno.pid,
-        cwd: Deno.cwd(),
-        platform: platformName(),
-        ...(options.version === undefined ? {} : { version: options.version }),
-        ...options.metadata,
-      },
-    });
+    send(session, helloFrame(options));
     keepAlive.expectAnswer();
   });
   ws.addEventListener("message", (event) => {
@@ -238,6 +178,57 @@ async function connectOnce(
   return session;
 }
 
+/** The `daemon.hello` frame: our ID, protocol, token and metadata. */
+function helloFrame(options: DaemonClientOptions): DaemonFrame {
+  return {
+    type: "daemon.hello",
+    daemon_id: options.daemonId,
+    protocol: RELAY_PROTOCOL,
+    token: options.token,
+    metadata: {
+      pid: Deno.pid,
+      cwd: Deno.cwd(),
+      platform: platformName(),
+      ...(options.version === undefined ? {} : { version: options.version }),
+      ...options.metadata,
+    },
+  };
+}
+
+/** The session's keep-alive; a dead connection is closed, then `onDead` runs. */
+function startSessionKeepAlive(
+  session: Session,
+  options: {
+    intervalMs: number;
+    timeoutMs: number;
+    log: (entry: DaemonLogEntry) => void;
+    onDead: () => void;
+  },
+): KeepAlive {
+  const { timeoutMs } = options;
+  return startKeepAlive({
+    sendPing: () => send(session, { type: "daemon.ping" }),
+    onDead() {
+      options.log({
+        level: "warn",
+        message:
+          `no frame from the hub within ${timeoutMs} ms; closing the connection as dead`,
+      });
+      try {
+        session.ws.close(
+          CLOSE_KEEPALIVE_TIMEOUT,
+          REFUSAL_REASONS.keepaliveTimeout,
+        );
+      } catch {
+        // already closing
+      }
+      options.onDead();
+    },
+    intervalMs: options.intervalMs,
+    timeoutMs,
+  });
+}
+
 async function raceTimeout(promise: Promise<unknown>, ms: number) {
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
@@ -245,12 +236,6 @@ async function raceTimeout(promise: Promise<unknown>, ms: number) {
     new Promise((resolve) => timer = setTimeout(resolve, ms)),
   ]);
   clearTimeout(timer);
-}
-
-function send(session: Session, frame: DaemonFrame | string): boolean {
-  if (session.ws.readyState !== WebSocket.OPEN) return false;
-  session.ws.send(typeof frame === "string" ? frame : encodeDaemonFrame(frame));
-  return true;
 }
 
 function onMessage(
@@ -299,94 +284,15 @@ function onMessage(
       session.ws.close(CLOSE_PROTOCOL_ERROR, "duplicate run.start");
       return;
     }
-    startJob(options, session, frame.job_id, frame.payload, log);
+    startJob(session, {
+      jobId: frame.job_id,
+      payload: frame.payload,
+      runJob: options.runJob,
+      log,
+    });
   } else if (frame.type === "run.cancel") {
     session.jobs.get(frame.job_id)?.controller.abort();
   } else if (frame.type === "mcp.response") {
     session.mcp.answer(frame.request_id, frame.payload);
   }
-}
-
-function startJob(
-  options: DaemonClientOptions,
-  session: Session,
-  jobId: string,
-  payload: JsonObject,
-  log: (entry: DaemonLogEntry) => void,
-): void {
-  const controller = new AbortController();
-  let open = true;
-  const emit = (event: JsonObject) => {
-    if (!open) return;
-    for (const text of encodeEventFrames(jobId, event, MAX_FRAME_BYTES)) {
-      if (isOversizedFrame(text)) {
-        const type = String(event.type);
-        log({
-          level: "error",
-          message: `dropped a ${type} event that cannot be cut to fit 1 MiB`,
-          jobId,
-        });
-        continue;
-      }
-      send(session, text);
-    }
-  };
-  const mcp = (message: Json) => session.mcp.request(jobId, message);
-  const done = (async () => {
-    let confirmed = true;
-    let failure: unknown;
-    try {
-      ({ cleanupConfirmed: confirmed } = await options.runJob({
-        jobId,
-        payload,
-        emit,
-        signal: controller.signal,
-        mcp,
-      }));
-    } catch (error) {
-      failure = error;
-    }
-    open = false;
-    if (!confirmed) {
-      session.cleanupFailed = true;
-      log({
-        level: "error",
-        message: "job cleanup unconfirmed; daemon halted",
-        jobId,
-      });
-      session.ws.close(
-        CLOSE_CLEANUP_UNCONFIRMED,
-        REFUSAL_REASONS.cleanupUnconfirmed,
-      );
-      return;
-    }
-    if (controller.signal.aborted) {
-      send(session, {
-        type: "run.event",
-        job_id: jobId,
-        event: {
-          type: "run.failed",
-          data: {
-            error: "daemon run cancelled",
-            code: "agent_runtime.daemon_cancelled",
-          },
-        },
-      });
-    } else if (failure !== undefined) {
-      const error = failure instanceof Error
-        ? failure.message
-        : String(failure);
-      log({ level: "error", message: `job failed: ${error}`, jobId });
-      send(session, {
-        type: "run.event",
-        job_id: jobId,
-        event: {
-          type: "run.failed",
-          data: { error, code: "agent_runtime.daemon_unexpected" },
-        },
-      });
-    }
-    send(session, { type: "run.finished", job_id: jobId });
-  })().finally(() => session.jobs.delete(jobId));
-  session.jobs.set(jobId, { controller, done });
 }

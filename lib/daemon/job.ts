@@ -8,9 +8,9 @@
  */
 
 import { failedBeforeStartEvent } from "../run/failure.ts";
-import { prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
-import { mapRunStart } from "../relay/payload.ts";
+import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
 import { launchLocal } from "../locations/local.ts";
@@ -52,140 +52,203 @@ export interface DaemonJobRunner {
   readonly active: number;
 }
 
+/** The runner's settings and the jobs in flight. */
+interface JobRunnerState {
+  options: DaemonJobRunnerOptions;
+  log: (entry: Record<string, unknown>) => void;
+  environment: Record<string, string>;
+  killGraceMs: number;
+  jobs: Map<string, { handle: RunHandle; ended: Promise<void> }>;
+  /** Set once `cancelAll` was called: new jobs are refused with it. */
+  stopping?: RunnerError;
+}
+
 /** Makes the daemon's job runner. */
 export function createDaemonJobRunner(
   options: DaemonJobRunnerOptions = {},
 ): DaemonJobRunner {
-  const log = options.log ?? (() => {});
-  const environment = options.environment ?? Deno.env.toObject();
-  const killGraceMs = options.killGraceMs ?? 2000;
-  const jobs = new Map<string, { handle: RunHandle; ended: Promise<void> }>();
-  let stopping: RunnerError | undefined;
-
-  async function runJob(job: DaemonJob): Promise<DaemonJobResult> {
-    if (stopping) {
-      emitFailure(job, stopping);
-      return { cleanupConfirmed: true };
-    }
-    let plan, launch;
-    try {
-      plan = mapRunStart(job.payload, {
-        jobId: job.jobId,
-        fallbackCwd: options.fallbackCwd ?? Deno.cwd(),
-        home: environment.HOME ?? environment.USERPROFILE,
-      });
-      launch = prepareAgentLaunch(plan.config, { environment });
-    } catch (error) {
-      log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
-      emitFailure(job, error);
-      return { cleanupConfirmed: true };
-    }
-    const secrets = launch.secrets;
-    const jobLog = (entry: Record<string, unknown>) =>
-      log({ job_id: job.jobId, run_id: plan.runId, ...entry });
-    if (plan.ignoredKeys.length) {
-      jobLog({ msg: "ignored run.start config keys", keys: plan.ignoredKeys });
-    }
-    const groups = new Set<number>();
-    const registry: ReaperRegistry = {
-      register(pgid) {
-        groups.add(pgid);
-        return options.registry?.register(pgid) ?? { release() {} };
-      },
-    };
-    let proxy: McpProxy | undefined;
-    if (plan.assetsEnabled) {
-      proxy = startMcpProxy({
-        forward: job.mcp,
-        timeoutMs: plan.mcpRequestTimeoutMs,
-      });
-    }
-    jobLog({
-      msg: "job started",
-      provider: plan.config.provider,
-      cwd: launch.cwd,
-      mcp_proxy: proxy?.url,
-    });
-    let launched: Promise<AgentTransport> | undefined;
-    const handle = startRun({
-      runId: plan.runId,
-      input: plan.input,
-      config: plan.config,
-      storedSessionId: plan.storedSessionId,
-      sessionCwd: plan.sessionCwd,
-      mcpServers: plan.mcpServers,
-      secrets,
-      log: jobLog,
-      emit(event) {
-        // After run.cancel the client sends its own daemon_cancelled failure.
-        if (isTerminalEvent(event) && job.signal.aborted) return;
-        job.emit(event as unknown as JsonObject);
-      },
-      launch: () => {
-        launched = launchLocal({ launch, registry, killGraceMs }).then((
-          transport,
-        ) => ({
-          ...transport,
-          mcpServers: proxy ? [proxy.serverEntry] : undefined,
-        }));
-        return launched;
-      },
-    });
-    const onAbort = () =>
-      handle.cancel(
-        new RunnerError("run.cancelled", "The hub cancelled the run."),
-      );
-    job.signal.addEventListener("abort", onAbort, { once: true });
-    if (job.signal.aborted) onAbort();
-    const ended = Promise.withResolvers<void>();
-    jobs.set(job.jobId, { handle, ended: ended.promise });
-    try {
-      const result = await handle.done;
-      // A launch that finished after a cancel was never handed to the engine.
-      await (await launched?.catch(() => undefined))?.teardown();
-      const confirmed = await confirmGroupsGone(groups, {
-        killGraceMs,
-        registry: options.registry,
-        log: jobLog,
-      });
-      jobLog({
-        msg: "job ended",
-        status: result.status,
-        code: result.code,
-        cleanup_confirmed: confirmed,
-      });
-      return { cleanupConfirmed: confirmed };
-    } finally {
-      job.signal.removeEventListener("abort", onAbort);
-      await proxy?.close();
-      jobs.delete(job.jobId);
-      ended.resolve();
-    }
-  }
-
-  /** Reports a job that never started (the message holds no env values). */
-  function emitFailure(job: DaemonJob, error: unknown) {
-    const runId = job.payload.run_id;
-    const { run_id: _, ...event } = failedBeforeStartEvent(undefined, error);
-    job.emit(
-      (typeof runId === "string"
-        ? { run_id: runId, ...event }
-        : event) as unknown as JsonObject,
-    );
-  }
-
+  const runner: JobRunnerState = {
+    options,
+    log: options.log ?? (() => {}),
+    environment: options.environment ?? Deno.env.toObject(),
+    killGraceMs: options.killGraceMs ?? 2000,
+    jobs: new Map(),
+  };
   return {
-    runJob,
+    runJob: (job) => runJob(runner, job),
     async cancelAll(reason) {
-      stopping ??= reason;
-      const running = [...jobs.values()];
+      runner.stopping ??= reason;
+      const running = [...runner.jobs.values()];
       for (const job of running) job.handle.cancel(reason);
       await Promise.all(running.map((job) => job.ended));
     },
     get active() {
-      return jobs.size;
+      return runner.jobs.size;
     },
   };
+}
+
+/** Runs one hub job as a local run until its processes are gone. */
+async function runJob(
+  runner: JobRunnerState,
+  job: DaemonJob,
+): Promise<DaemonJobResult> {
+  if (runner.stopping) {
+    emitFailure(job, runner.stopping);
+    return { cleanupConfirmed: true };
+  }
+  const planned = planJob(runner, job);
+  if (!planned) return { cleanupConfirmed: true };
+  const { plan } = planned;
+  const jobLog = (entry: Record<string, unknown>) =>
+    runner.log({ job_id: job.jobId, run_id: plan.runId, ...entry });
+  if (plan.ignoredKeys.length) {
+    jobLog({ msg: "ignored run.start config keys", keys: plan.ignoredKeys });
+  }
+  const started = startJobRun(runner, { job, ...planned, log: jobLog });
+  const { handle } = started;
+  const onAbort = () =>
+    handle.cancel(
+      new RunnerError("run.cancelled", "The hub cancelled the run."),
+    );
+  job.signal.addEventListener("abort", onAbort, { once: true });
+  if (job.signal.aborted) onAbort();
+  const ended = Promise.withResolvers<void>();
+  runner.jobs.set(job.jobId, { handle, ended: ended.promise });
+  try {
+    return await finishJob(runner, started);
+  } finally {
+    job.signal.removeEventListener("abort", onAbort);
+    await started.proxy?.close();
+    runner.jobs.delete(job.jobId);
+    ended.resolve();
+  }
+}
+
+/** Maps the payload and prepares the launch; a refused job gets its failure. */
+function planJob(
+  runner: JobRunnerState,
+  job: DaemonJob,
+): { plan: DaemonJobPlan; launch: AgentLaunch } | undefined {
+  const { environment } = runner;
+  try {
+    const plan = mapRunStart(job.payload, {
+      jobId: job.jobId,
+      fallbackCwd: runner.options.fallbackCwd ?? Deno.cwd(),
+      home: environment.HOME ?? environment.USERPROFILE,
+    });
+    const launch = prepareAgentLaunch(plan.config, { environment });
+    return { plan, launch };
+  } catch (error) {
+    runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
+    emitFailure(job, error);
+    return undefined;
+  }
+}
+
+/** A job whose run was started. */
+interface StartedJob {
+  handle: RunHandle;
+  /** The agent launch, once the engine asked for it. */
+  launched(): Promise<AgentTransport> | undefined;
+  /** Every process group the job's launch registered. */
+  groups: Set<number>;
+  proxy?: McpProxy;
+  log: (entry: Record<string, unknown>) => void;
+}
+
+/** What {@linkcode startJobRun} starts. */
+interface JobStart {
+  job: DaemonJob;
+  plan: DaemonJobPlan;
+  launch: AgentLaunch;
+  log: (entry: Record<string, unknown>) => void;
+}
+
+/** Starts the job's MCP proxy (when assets are on) and its engine run. */
+function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
+  const { job, plan, launch, log } = start;
+  const groups = new Set<number>();
+  const registry: ReaperRegistry = {
+    register(pgid) {
+      groups.add(pgid);
+      return runner.options.registry?.register(pgid) ?? { release() {} };
+    },
+  };
+  let proxy: McpProxy | undefined;
+  if (plan.assetsEnabled) {
+    proxy = startMcpProxy({
+      forward: job.mcp,
+      timeoutMs: plan.mcpRequestTimeoutMs,
+    });
+  }
+  log({
+    msg: "job started",
+    provider: plan.config.provider,
+    cwd: launch.cwd,
+    mcp_proxy: proxy?.url,
+  });
+  let launched: Promise<AgentTransport> | undefined;
+  const handle = startRun({
+    runId: plan.runId,
+    input: plan.input,
+    config: plan.config,
+    storedSessionId: plan.storedSessionId,
+    sessionCwd: plan.sessionCwd,
+    mcpServers: plan.mcpServers,
+    secrets: launch.secrets,
+    log,
+    emit(event) {
+      // After run.cancel the client sends its own daemon_cancelled failure.
+      if (isTerminalEvent(event) && job.signal.aborted) return;
+      job.emit(event as unknown as JsonObject);
+    },
+    launch: () => {
+      launched = launchLocal({
+        launch,
+        registry,
+        killGraceMs: runner.killGraceMs,
+      }).then((transport) => ({
+        ...transport,
+        mcpServers: proxy ? [proxy.serverEntry] : undefined,
+      }));
+      return launched;
+    },
+  });
+  return { handle, launched: () => launched, groups, proxy, log };
+}
+
+/** Waits for the run's end and confirms that its processes are gone. */
+async function finishJob(
+  runner: JobRunnerState,
+  started: StartedJob,
+): Promise<DaemonJobResult> {
+  const result = await started.handle.done;
+  // A launch that finished after a cancel was never handed to the engine.
+  await (await started.launched()?.catch(() => undefined))?.teardown();
+  const confirmed = await confirmGroupsGone(started.groups, {
+    killGraceMs: runner.killGraceMs,
+    registry: runner.options.registry,
+    log: started.log,
+  });
+  started.log({
+    msg: "job ended",
+    status: result.status,
+    code: result.code,
+    cleanup_confirmed: confirmed,
+  });
+  return { cleanupConfirmed: confirmed };
+}
+
+/** Reports a job that never started (the message holds no env values). */
+function emitFailure(job: DaemonJob, error: unknown): void {
+  const runId = job.payload.run_id;
+  const { run_id: _, ...event } = failedBeforeStartEvent(undefined, error);
+  job.emit(
+    (typeof runId === "string"
+      ? { run_id: runId, ...event }
+      : event) as unknown as JsonObject,
+  );
 }
 
 function codeOf(error: unknown): string {

@@ -1,6 +1,7 @@
 /**
- * Locations: where the agent runs. A location only supplies the agent's byte
- * streams and a teardown; the run engine does the rest.
+ * The local location: the agent runs on this machine, in a process group of
+ * its own. Like every location it only supplies the agent's byte streams and
+ * a teardown; the run engine does the rest.
  *
  * @module
  */

@@ -14,7 +14,7 @@ import type { AgentLaunch } from "../agent/launch.ts";
 import { buildAgentEnv } from "../agent/env.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import { spawnAgent } from "../agent/process.ts";
+import { type AgentProcess, spawnAgent } from "../agent/process.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { AgentTransport } from "../run/engine.ts";
 import { quoteCommand, quoteWord } from "../agent/shell_words.ts";
@@ -140,25 +140,14 @@ export async function launchSsh(
     config.sshTarget,
     `bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,
   ];
-  let seen = "";
-  let remotePgid: number | undefined;
-  const pgidKnown = Promise.withResolvers<void>();
-  const marker = new RegExp(`${REMOTE_PGID_MARKER} (\\d+)`);
+  const report = watchRemotePgid();
   const agent = spawnAgent({
     argv,
     cwd: Deno.cwd(),
     env: localEnv,
     secrets: launch.secrets,
     registry: options.registry,
-    onStderr: (text) => {
-      if (remotePgid !== undefined) return;
-      seen = (seen + text).slice(-4096);
-      const match = seen.match(marker);
-      if (match) {
-        remotePgid = Number(match[1]);
-        pgidKnown.resolve();
-      }
-    },
+    onStderr: report.onStderr,
   });
   const envWriter = agent.stdin.getWriter();
   try {
@@ -170,32 +159,7 @@ export async function launchSsh(
   }
   let tornDown: Promise<void> | undefined;
   const teardown = () =>
-    tornDown ??= (async () => {
-      // The wrapper reports its group before the agent runs; if teardown
-      // comes first and ssh is still up, give the report a moment to arrive.
-      if (remotePgid === undefined) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([
-          pgidKnown.promise,
-          agent.exited,
-          new Promise((resolve) => timer = setTimeout(resolve, PGID_WAIT_MS)),
-        ]);
-        clearTimeout(timer);
-      }
-      let sshGone = false;
-      await settleWithin(agent.exited.then(() => sshGone = true), 0);
-      try {
-        if (remotePgid) await killRemoteGroup(options, remotePgid);
-        else if (!sshGone) {
-          throw new RunnerError(
-            "acp.process_exited",
-            `The remote agent on ${config.sshTarget} never reported its process group, so its teardown cannot be confirmed. Check that machine for leftover agent processes.`,
-          );
-        }
-      } finally {
-        await agent.terminate({ graceMs: 1000 });
-      }
-    })();
+    tornDown ??= teardownRemote(options, { agent, report });
   return {
     stdin: agent.stdin,
     stdout: agent.stdout,
@@ -204,6 +168,77 @@ export async function launchSsh(
     teardown,
     mcpServers: forwards.servers.length ? forwards.servers : undefined,
   };
+}
+
+/** The remote wrapper's process-group report, read from ssh's stderr. */
+interface RemotePgidReport {
+  /** Takes ssh's stderr (for `spawnAgent`'s `onStderr`). */
+  onStderr(text: string): void;
+  /** The remote process group, once reported. */
+  pgid(): number | undefined;
+  /** Resolves when the remote process group was reported. */
+  known: Promise<void>;
+}
+
+function watchRemotePgid(): RemotePgidReport {
+  let seen = "";
+  let remotePgid: number | undefined;
+  const pgidKnown = Promise.withResolvers<void>();
+  const marker = new RegExp(`${REMOTE_PGID_MARKER} (\\d+)`);
+  return {
+    onStderr(text) {
+      if (remotePgid !== undefined) return;
+      seen = (seen + text).slice(-4096);
+      const match = seen.match(marker);
+      if (match) {
+        remotePgid = Number(match[1]);
+        pgidKnown.resolve();
+      }
+    },
+    pgid: () => remotePgid,
+    known: pgidKnown.promise,
+  };
+}
+
+/** The ssh connection of a launched remote agent. */
+interface RemoteAgent {
+  /** The local ssh process. */
+  agent: AgentProcess;
+  /** Where the remote process group is reported. */
+  report: RemotePgidReport;
+}
+
+/** Kills the remote process group, then the local ssh process. */
+async function teardownRemote(
+  options: SshLaunchOptions,
+  remote: RemoteAgent,
+): Promise<void> {
+  const { agent, report } = remote;
+  // The wrapper reports its group before the agent runs; if teardown
+  // comes first and ssh is still up, give the report a moment to arrive.
+  if (report.pgid() === undefined) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      report.known,
+      agent.exited,
+      new Promise((resolve) => timer = setTimeout(resolve, PGID_WAIT_MS)),
+    ]);
+    clearTimeout(timer);
+  }
+  let sshGone = false;
+  await settleWithin(agent.exited.then(() => sshGone = true), 0);
+  try {
+    const remotePgid = report.pgid();
+    if (remotePgid) await killRemoteGroup(options, remotePgid);
+    else if (!sshGone) {
+      throw new RunnerError(
+        "acp.process_exited",
+        `The remote agent on ${options.config.sshTarget} never reported its process group, so its teardown cannot be confirmed. Check that machine for leftover agent processes.`,
+      );
+    }
+  } finally {
+    await agent.terminate({ graceMs: 1000 });
+  }
 }
 
 /** Kills the remote process group over a second ssh connection and confirms it is gone. */

@@ -7,25 +7,32 @@
  * @module
  */
 
-import { prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
-import { RunnerError, toRunnerError } from "../errors.ts";
+import { type RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
 import {
   createAgentLaunch,
   prepareLocalWorkspace,
 } from "../locations/launch.ts";
-import { buildPrompt } from "./prompt.ts";
+import {
+  type ActiveRuns,
+  type ManagedRun,
+  steerActiveRun,
+  trackRun,
+} from "./active_runs.ts";
+import { type Admission, admitRun } from "./admission.ts";
+import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
-import { type RunHandle, type RunResult, startRun } from "./engine.ts";
+import { type RunHandle, startRun } from "./engine.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
 export type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
+export type { ManagedRun } from "./active_runs.ts";
 
 /** Options for {@linkcode createRunManager}. */
 export interface RunManagerOptions {
@@ -43,20 +50,6 @@ export interface RunManagerOptions {
   locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
   /** Assets wiring. */
   assets?: RunAssetsHook;
-}
-
-/** An active run as the manager tracks it. */
-export interface ManagedRun {
-  /** The run id. */
-  runId: string;
-  /** The conversation. */
-  conversationId?: string;
-  /** The engine handle. */
-  handle: RunHandle;
-  /** Subscribes to events (past ones are in the store). */
-  subscribe(listener: (event: RunEvent) => void): () => void;
-  /** Resolves when the run has ended and its outcome is stored. */
-  done: Promise<RunResult>;
 }
 
 /** Options for {@linkcode RunManager.start}. */
@@ -121,220 +114,209 @@ export function publicConfig(config: RunConfig): Record<string, unknown> {
   return shown;
 }
 
-/**
- * Checks the input's attachments (decoding, size limits) before anything
- * starts, as if the agent accepted every kind; throws the prompt's error.
- */
-function validateInput(request: RunRequest): void {
-  buildPrompt({
-    input: request.input,
-    capabilities: { image: true, audio: true, embeddedContext: true },
-    limits: {
-      maxAttachmentBytes: request.config.maxAttachmentMb * 1024 * 1024,
-      maxPromptBytes: request.config.maxPromptMb * 1024 * 1024,
-    },
+/** What a run needs resolved before it starts. */
+interface RunSetup {
+  /** The agent's command, environment and directory. */
+  launch: AgentLaunch;
+  /** Every value to redact from the run's config, events and logs. */
+  secrets: string[];
+  /** Where the conversation's agent session id is stored. */
+  sessionKey?: SessionKey;
+  /** The agent session to resume, when reuse is on and one is stored. */
+  storedSessionId?: string;
+}
+
+/** The manager's part in {@linkcode setUpRun}. */
+interface RunSetupContext {
+  store: RunStore;
+  environment: Record<string, string>;
+  /** The runner's own secrets (API and daemon tokens). */
+  secrets?: string[];
+}
+
+/** Resolves the agent launch, the secrets and the session to resume. */
+function setUpRun(request: RunRequest, context: RunSetupContext): RunSetup {
+  const { conversationId, config } = request;
+  const launch = prepareAgentLaunch(config, {
+    environment: context.environment,
   });
+  if (config.location === "local") prepareLocalWorkspace(launch.cwd);
+  const secrets = [
+    ...launch.secrets,
+    ...(context.secrets ?? []),
+    ...runAssetsSecrets(request.assets),
+  ];
+  const sessionKey = conversationId
+    ? sessionKeyOf(conversationId, config, launch.commandText)
+    : undefined;
+  const storedSessionId = sessionKey && config.reuseSession
+    ? context.store.getSession(sessionKey)?.sessionId
+    : undefined;
+  return { launch, secrets, sessionKey, storedSessionId };
+}
+
+/** Options for {@linkcode launchRun}. */
+interface LaunchRunOptions {
+  runId: string;
+  request: RunRequest;
+  launch: AgentLaunch;
+  remote?: RemoteRunner;
+  storedSessionId?: string;
+  secrets: string[];
+  emit: (event: RunEvent) => void;
+  log: (entry: Record<string, unknown>) => void;
+  assets?: RunAssetsHook;
+  registry?: ReaperRegistry;
+}
+
+/** Starts the run on its remote runner, or the agent on this runner or over SSH. */
+function launchRun(options: LaunchRunOptions): RunHandle {
+  const { runId, request, launch, storedSessionId, secrets, emit, log } =
+    options;
+  if (options.remote) {
+    return options.remote({
+      runId,
+      request,
+      storedSessionId,
+      secrets,
+      emit,
+      log,
+    });
+  }
+  const prepared = createAgentLaunch({
+    runId,
+    request,
+    launch,
+    assets: options.assets,
+    registry: options.registry,
+    secrets,
+  });
+  const handle = startRun({
+    runId,
+    conversationId: request.conversationId,
+    input: request.input,
+    config: request.config,
+    storedSessionId,
+    sessionCwd: request.config.sessionCwd ?? launch.cwd,
+    secrets,
+    emit,
+    log,
+    launch: prepared.launch,
+  });
+  handle.done.finally(prepared.release);
+  return handle;
+}
+
+/** What the manager's steps share. */
+interface ManagerState {
+  options: RunManagerOptions;
+  log: (entry: Record<string, unknown>) => void;
+  environment: Record<string, string>;
+  active: ActiveRuns;
+}
+
+/**
+ * Starts an admitted run: stores it, records its events, launches it and
+ * tracks it until it ends. A launch that throws is recorded as failed.
+ */
+function startAdmittedRun(
+  state: ManagerState,
+  request: RunRequest,
+  { runId, remote }: Admission,
+): ManagedRun {
+  const { options, log } = state;
+  const { store } = options;
+  const { conversationId, config } = request;
+  const { launch, secrets, sessionKey, storedSessionId } = setUpRun(
+    request,
+    { store, environment: state.environment, secrets: options.secrets },
+  );
+  store.createRun({
+    runId,
+    conversationId,
+    config: redactDeep(publicConfig(config), secrets),
+    status: "active",
+  });
+  const recorder = createRunRecorder({
+    store,
+    runId,
+    sessionKey,
+    secrets,
+    log,
+  });
+  let handle: RunHandle;
+  try {
+    handle = launchRun({
+      runId,
+      request,
+      launch,
+      remote,
+      storedSessionId,
+      secrets,
+      emit: recorder.emit,
+      log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),
+      assets: options.assets,
+      registry: options.registry,
+    });
+  } catch (error) {
+    recorder.emit(failedBeforeStartEvent(runId, error));
+    throw toRunnerError(error);
+  }
+  const run = trackRun(state.active, {
+    runId,
+    conversationId,
+    handle,
+    subscribe: recorder.subscribe,
+  });
+  log({
+    msg: "run started",
+    run_id: runId,
+    location: config.location,
+    provider: config.provider,
+  });
+  return run;
 }
 
 /** Makes a run manager. */
 export function createRunManager(options: RunManagerOptions): RunManager {
-  const { store } = options;
-  const log = options.log ?? (() => {});
-  const runs = new Map<string, ManagedRun>();
-  const byConversation = new Map<string, ManagedRun>();
-  const environment = options.environment ?? Deno.env.toObject();
+  const state: ManagerState = {
+    options,
+    log: options.log ?? (() => {}),
+    active: { byId: new Map(), byConversation: new Map() },
+    environment: options.environment ?? Deno.env.toObject(),
+  };
+  const { active } = state;
 
   function start(
     request: RunRequest,
     startOptions: StartOptions = {},
   ): StartOutcome {
-    const conversationId = request.conversationId;
-    if (conversationId && startOptions.steer !== false) {
-      const active = byConversation.get(conversationId);
-      if (active) {
-        const outcome = active.handle.steer(request.input);
-        if (outcome === "queued") return { kind: "steered", run: active };
-        if (outcome === "full") {
-          throw new RunnerError(
-            "run.steering_queue_full",
-            "This conversation's run already holds 100 queued follow-ups. Wait for it to finish.",
-          );
-        }
-      }
+    if (startOptions.steer !== false) {
+      const steered = steerActiveRun(request, active);
+      if (steered) return { kind: "steered", run: steered };
     }
-    validateInput(request);
-    const runId = request.runId ?? crypto.randomUUID();
-    if (runs.has(runId) || store.getRun(runId)) {
-      throw new RunnerError(
-        "config.invalid",
-        `run_id ${runId} already exists; use a new run_id.`,
-      );
-    }
-    const location = request.config.location;
-    const remote = location === "local" || location === "remote-ssh"
-      ? undefined
-      : options.locations?.[location];
-    if (location !== "local" && location !== "remote-ssh" && !remote) {
-      throw new RunnerError(
-        "config.invalid",
-        `location=${location} is not available in this runner${
-          location === "daemon"
-            ? " (start runner serve with --daemon-enabled)"
-            : ""
-        }.`,
-      );
-    }
-    if (
-      startOptions.maxActive !== undefined &&
-      runs.size >= startOptions.maxActive
-    ) {
-      throw new RunnerError(
-        "http.too_many_runs",
-        `The runner already runs ${startOptions.maxActive} runs (--max-concurrent-runs). Retry shortly.`,
-      );
-    }
-    const launch = prepareAgentLaunch(request.config, { environment });
-    if (location === "local") prepareLocalWorkspace(launch.cwd);
-    const secrets = [
-      ...launch.secrets,
-      ...(options.secrets ?? []),
-      ...runAssetsSecrets(request.assets),
-    ];
-    const key = conversationId
-      ? sessionKeyOf(conversationId, request.config, launch.commandText)
-      : undefined;
-    const stored = key && request.config.reuseSession
-      ? store.getSession(key)?.sessionId
-      : undefined;
-    store.createRun({
-      runId,
-      conversationId,
-      config: redactDeep(publicConfig(request.config), secrets),
-      status: "active",
+    const admission = admitRun({
+      request,
+      maxActive: startOptions.maxActive,
+      store: options.store,
+      active,
+      locations: options.locations,
     });
-    const listeners = new Set<(event: RunEvent) => void>();
-    const emit = (raw: RunEvent) => {
-      const event = redactDeep(raw, secrets);
-      try {
-        record(event);
-      } catch (error) {
-        // The run goes on for its live listeners even if the store fails.
-        log({
-          msg: "storing a run event failed",
-          run_id: runId,
-          type: event.type,
-          error: toRunnerError(error).message,
-        });
-      }
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch (error) {
-          log({
-            msg: "event listener failed",
-            run_id: runId,
-            error: String(error),
-          });
-        }
-      }
+    return {
+      kind: "started",
+      run: startAdmittedRun(state, request, admission),
     };
-    const record = (event: RunEvent) => {
-      store.appendEvent(runId, event);
-      if (
-        event.type === "state.updated" && key &&
-        event.data.key === "external.acp_session_id"
-      ) {
-        store.putSession(key, String(event.data.value));
-      }
-      if (isTerminalEvent(event)) {
-        store.finishRun(runId, {
-          status: event.type === "run.completed"
-            ? "completed"
-            : event.data.code === "run.cancelled"
-            ? "cancelled"
-            : "failed",
-          code: event.data.code as string | undefined,
-          error: event.data.error as string | undefined,
-        });
-        store.flush();
-      }
-    };
-    const runLog = (entry: Record<string, unknown>) =>
-      log(redactDeep({ run_id: runId, ...entry }, secrets));
-    let handle: RunHandle;
-    try {
-      if (remote) {
-        handle = remote({
-          runId,
-          request,
-          storedSessionId: stored,
-          secrets,
-          emit,
-          log: runLog,
-        });
-      } else {
-        const prepared = createAgentLaunch({
-          runId,
-          request,
-          launch,
-          assets: options.assets,
-          registry: options.registry,
-          secrets,
-        });
-        handle = startRun({
-          runId,
-          conversationId,
-          input: request.input,
-          config: request.config,
-          storedSessionId: stored,
-          sessionCwd: request.config.sessionCwd ?? launch.cwd,
-          secrets,
-          emit,
-          log: runLog,
-          launch: prepared.launch,
-        });
-        handle.done.finally(prepared.release);
-      }
-    } catch (error) {
-      emit(failedBeforeStartEvent(runId, error));
-      throw toRunnerError(error);
-    }
-    const managed: ManagedRun = {
-      runId,
-      conversationId,
-      handle,
-      subscribe(listener) {
-        listeners.add(listener);
-        return () => listeners.delete(listener);
-      },
-      done: handle.done.then((result) => {
-        runs.delete(runId);
-        if (conversationId && byConversation.get(conversationId) === managed) {
-          byConversation.delete(conversationId);
-        }
-        return result;
-      }),
-    };
-    runs.set(runId, managed);
-    if (conversationId) byConversation.set(conversationId, managed);
-    log({
-      msg: "run started",
-      run_id: runId,
-      location,
-      provider: request.config.provider,
-    });
-    return { kind: "started", run: managed };
   }
 
   return {
     start,
-    get: (runId) => runs.get(runId),
-    activeForConversation: (id) => byConversation.get(id),
-    active: () => [...runs.values()],
+    get: (runId) => active.byId.get(runId),
+    activeForConversation: (id) => active.byConversation.get(id),
+    active: () => [...active.byId.values()],
     async shutdown(reason) {
-      const active = [...runs.values()];
-      for (const run of active) run.handle.cancel(reason);
-      await Promise.all(active.map((run) => run.done));
+      const runs = [...active.byId.values()];
+      for (const run of runs) run.handle.cancel(reason);
+      await Promise.all(runs.map((run) => run.done));
     },
   };
 }

@@ -16,6 +16,7 @@ import {
   type ServerContext,
   unauthorized,
 } from "./context.ts";
+import type { ServeConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import { registerMetaRoutes } from "./meta.ts";
@@ -30,11 +31,23 @@ export type {
 
 /** Makes the Hono app of `runner serve`. */
 export function createServerApp(options: ServerAppOptions): Hono {
+  const context = createServerContext(options);
+  const app = new Hono();
+  handleFailures(app, context);
+  guardApiRoutes(app, options.config);
+  registerMetaRoutes(app, context);
+  registerRunRoutes(app, context);
+  registerN8nRoutes(app, context);
+  return app;
+}
+
+/** The context every route group gets: defaults filled, runs started under the limits. */
+function createServerContext(options: ServerAppOptions): ServerContext {
   const { manager, config } = options;
   const secrets = options.secrets ?? [];
   const log = options.log ?? (() => {});
   const isShuttingDown = options.isShuttingDown ?? (() => false);
-  const context: ServerContext = {
+  return {
     ...options,
     log,
     isShuttingDown,
@@ -67,8 +80,11 @@ export function createServerApp(options: ServerAppOptions): Hono {
       return outcome;
     },
   };
+}
 
-  const app = new Hono();
+/** Answers thrown failures and unknown routes in the one error shape. */
+function handleFailures(app: Hono, ctx: ServerContext): void {
+  const { log, secrets } = ctx;
   app.onError((error, c) => {
     const failure = toRunnerError(error);
     if (failure.code === "runner.internal") {
@@ -95,6 +111,10 @@ export function createServerApp(options: ServerAppOptions): Hono {
       ),
     )
   );
+}
+
+/** The body limit and bearer auth on `/v1`. */
+function guardApiRoutes(app: Hono, config: ServeConfig): void {
   app.use(
     "/v1/*",
     bodyLimit({
@@ -119,8 +139,4 @@ export function createServerApp(options: ServerAppOptions): Hono {
     if (!match || !safeEqual(match[1], token)) throw unauthorized();
     await next();
   });
-  registerMetaRoutes(app, context);
-  registerRunRoutes(app, context);
-  registerN8nRoutes(app, context);
-  return app;
 }

@@ -7,11 +7,15 @@
  */
 
 import { secretsOf } from "../secrets.ts";
-import { parseArgs } from "node:util";
-import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
-import { RunnerError } from "../errors.ts";
+import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
 import { defaultDataDir } from "../store/open.ts";
+import {
+  invalidConfig,
+  parseServeFlags,
+  readServeOptions,
+  type ServeOptionValues,
+} from "./config_sources.ts";
 
 /** How the n8n webhook authenticates callers. */
 export type N8nAuthMode = "none" | "basic" | "header" | "jwt";
@@ -109,108 +113,6 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
                               --workspace /srv/work, --env-json '{"K":"v"}'
 `;
 
-interface ServerKey {
-  kind: "string" | "number" | "bool" | "list";
-  default?: unknown;
-  choices?: readonly string[];
-}
-
-const SERVER_KEYS: Record<string, ServerKey> = {
-  "host": { kind: "string", default: "127.0.0.1" },
-  "port": { kind: "number", default: 8080 },
-  "data-dir": { kind: "string" },
-  "api-token": { kind: "string" },
-  "allow-custom-commands": { kind: "bool", default: false },
-  "allow-env-names": { kind: "list", default: [] },
-  "max-concurrent-runs": { kind: "number", default: 16 },
-  "max-body-mb": { kind: "number", default: 50 },
-  "n8n-auth": {
-    kind: "string",
-    default: "none",
-    choices: ["none", "basic", "header", "jwt"],
-  },
-  "n8n-auth-user": { kind: "string" },
-  "n8n-auth-password": { kind: "string" },
-  "n8n-auth-header-name": { kind: "string" },
-  "n8n-auth-header-value": { kind: "string" },
-  "n8n-jwt-secret": { kind: "string" },
-  "n8n-output-key": { kind: "string", default: "response" },
-  "n8n-wait-seconds": { kind: "number", default: 60 },
-  "daemon-enabled": { kind: "bool", default: false },
-  "daemon-host": { kind: "string", default: "127.0.0.1" },
-  "daemon-port": { kind: "number", default: 8766 },
-  "daemon-token": { kind: "string" },
-  "daemon-token-file": { kind: "string" },
-};
-
-function envName(key: string): string {
-  return `RUNNER_${key.toUpperCase().replaceAll("-", "_")}`;
-}
-
-function invalid(message: string): RunnerError {
-  return new RunnerError("config.invalid", message);
-}
-
-function convertServer(key: string, spec: ServerKey, value: unknown): unknown {
-  const text = typeof value === "string" ? value.trim() : value;
-  switch (spec.kind) {
-    case "string":
-      if (typeof text !== "string" && typeof text !== "number") {
-        throw invalid(`${key}: must be a string`);
-      }
-      if (spec.choices && !spec.choices.includes(String(text))) {
-        throw invalid(`${key}: must be one of ${spec.choices.join(", ")}`);
-      }
-      return String(text);
-    case "number": {
-      const number = typeof text === "number" ? text : Number(text);
-      if (!Number.isFinite(number) || number < 0 || text === "") {
-        throw invalid(`${key}: must be a number`);
-      }
-      return number;
-    }
-    case "bool":
-      if (typeof text === "boolean") return text;
-      if (["true", "1", "yes", "on", ""].includes(String(text).toLowerCase())) {
-        return true;
-      }
-      if (["false", "0", "no", "off"].includes(String(text).toLowerCase())) {
-        return false;
-      }
-      throw invalid(`${key}: must be true or false`);
-    case "list":
-      if (Array.isArray(text)) return text.map(String);
-      return String(text).split(",").map((item) => item.trim()).filter(Boolean);
-  }
-}
-
-async function readConfigFile(path: string): Promise<Record<string, unknown>> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    throw invalid(
-      `--config ${path}: cannot read the file (${
-        error instanceof Error ? error.message : error
-      }).`,
-    );
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw invalid(
-      `--config ${path}: not valid JSON. Write one JSON object of option names to values.`,
-    );
-  }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw invalid(
-      `--config ${path}: must be one JSON object of option names to values.`,
-    );
-  }
-  return parsed as Record<string, unknown>;
-}
-
 /** Whether `host` only accepts connections from this machine. */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, "").toLowerCase();
@@ -235,60 +137,26 @@ export async function loadServeConfig(
   args: string[],
   options: LoadServeConfigOptions = {},
 ): Promise<ServeConfig | "help"> {
-  const flagOptions: Record<string, { type: "string" | "boolean" }> = {
-    config: { type: "string" },
-  };
-  for (const [key, spec] of Object.entries(SERVER_KEYS)) {
-    flagOptions[key] = { type: spec.kind === "bool" ? "boolean" : "string" };
-  }
-  for (const key of Object.keys(RUN_CONFIG_KEYS)) {
-    flagOptions[key] = { type: "string" };
-  }
-  flagOptions.help = { type: "boolean" };
-  let values: Record<string, unknown>;
-  try {
-    values = parseArgs({
-      args,
-      options: flagOptions,
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (error) {
-    throw invalid(
-      `${
-        error instanceof Error ? error.message : error
-      } (see runner serve --help)`,
-    );
-  }
-  if (values.help) return "help";
+  const flags = parseServeFlags(args);
+  if (flags.help) return "help";
   const env = options.env ?? Deno.env.toObject();
-  const filePath = (values.config as string | undefined) ?? env.RUNNER_CONFIG;
-  const file = filePath ? await readConfigFile(filePath) : {};
-  for (const key of Object.keys(file)) {
-    if (!(key in SERVER_KEYS) && !(key in RUN_CONFIG_KEYS)) {
-      throw invalid(
-        `--config ${filePath}: unknown option "${key}". See runner serve --help.`,
-      );
-    }
-  }
-  const pick = (key: string): unknown =>
-    values[key] ?? env[envName(key)] ?? file[key];
-
-  const server: Record<string, unknown> = {};
-  for (const [key, spec] of Object.entries(SERVER_KEYS)) {
-    const value = pick(key);
-    server[key] = value === undefined
-      ? spec.default
-      : convertServer(key, spec, value);
-  }
-  const runDefaults: Record<string, unknown> = {};
-  for (const key of Object.keys(RUN_CONFIG_KEYS)) {
-    const value = pick(key);
-    if (value !== undefined) runDefaults[key] = value;
-  }
+  const { server, runDefaults } = await readServeOptions({ flags, env });
   parseRunDefaults(runDefaults);
+  const config = await buildServeConfig({ server, runDefaults, env });
+  validateServeConfig(config);
+  return config;
+}
 
-  const config: ServeConfig = {
+/** What {@linkcode buildServeConfig} assembles a config from. */
+interface ServeConfigParts extends ServeOptionValues {
+  /** The environment, for the default data directory. */
+  env: Record<string, string>;
+}
+
+/** The config from its parts; reads the daemon token file if one is named. */
+async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
+  const { server, runDefaults, env } = parts;
+  return {
     host: server.host as string,
     port: server.port as number,
     dataDir: (server["data-dir"] as string | undefined) ??
@@ -316,8 +184,6 @@ export async function loadServeConfig(
       token: await daemonToken(server),
     },
   };
-  validateServeConfig(config);
-  return config;
 }
 
 async function daemonToken(
@@ -328,7 +194,7 @@ async function daemonToken(
   try {
     return (await Deno.readTextFile(file)).replace(/\r?\n$/, "") || undefined;
   } catch (error) {
-    throw invalid(
+    throw invalidConfig(
       `--daemon-token-file ${file}: cannot read the file (${
         error instanceof Error ? error.message : error
       }).`,
@@ -338,33 +204,35 @@ async function daemonToken(
 
 function validateServeConfig(config: ServeConfig): void {
   if (!Number.isInteger(config.port) || config.port > 65535) {
-    throw invalid(`port: must be a port number 0-65535 (got ${config.port}).`);
+    throw invalidConfig(
+      `port: must be a port number 0-65535 (got ${config.port}).`,
+    );
   }
   if (!isLoopbackHost(config.host) && !config.apiToken) {
-    throw invalid(
+    throw invalidConfig(
       `--host ${config.host} accepts connections from other machines, so an API token is required. ` +
         `Pass --api-token (or set RUNNER_API_TOKEN), e.g. --api-token "$(runner token)", or listen on --host 127.0.0.1.`,
     );
   }
   if (config.maxConcurrentRuns < 1) {
-    throw invalid("max-concurrent-runs: must be at least 1.");
+    throw invalidConfig("max-concurrent-runs: must be at least 1.");
   }
   if (config.maxBodyMb <= 0) {
-    throw invalid("max-body-mb: must be greater than 0.");
+    throw invalidConfig("max-body-mb: must be greater than 0.");
   }
   const n8n = config.n8n;
   if (n8n.auth === "basic" && (!n8n.user || !n8n.password)) {
-    throw invalid(
+    throw invalidConfig(
       "--n8n-auth basic needs --n8n-auth-user and --n8n-auth-password.",
     );
   }
   if (n8n.auth === "header" && (!n8n.headerName || !n8n.headerValue)) {
-    throw invalid(
+    throw invalidConfig(
       "--n8n-auth header needs --n8n-auth-header-name and --n8n-auth-header-value.",
     );
   }
   if (n8n.auth === "jwt" && !n8n.jwtSecret) {
-    throw invalid(
+    throw invalidConfig(
       "--n8n-auth jwt needs --n8n-jwt-secret (the HS256 signing secret).",
     );
   }

@@ -33,7 +33,14 @@ function daemonGauges(ctx: ServerContext): DaemonGauges | undefined {
 
 /** Adds the meta routes. */
 export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
-  const { manager, store } = ctx;
+  registerServiceRoutes(app, ctx);
+  registerDaemonRoutes(app, ctx);
+  registerConversationRoutes(app, ctx);
+}
+
+/** `/healthz`, `/metrics`, `/openapi.json` and `/v1/providers`. */
+function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
+  const { manager } = ctx;
 
   app.get("/healthz", (c) => {
     const shuttingDown = ctx.isShuttingDown();
@@ -62,7 +69,10 @@ export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
   app.get("/v1/providers", (c) => c.json(listProviders()));
+}
 
+/** `/v1/daemons` and `/v1/daemons/:id/unfence`. */
+function registerDaemonRoutes(app: Hono, ctx: ServerContext): void {
   app.get("/v1/daemons", (c) => c.json(ctx.daemons?.list() ?? { daemons: [] }));
 
   app.post("/v1/daemons/:id/unfence", async (c) => {
@@ -79,6 +89,11 @@ export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
       was_fenced: await ctx.daemons.unfence(daemonId),
     });
   });
+}
+
+/** `GET` and `DELETE /v1/conversations/:id`: a conversation's stored sessions. */
+function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
+  const { manager, store } = ctx;
 
   app.get("/v1/conversations/:id", (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;

@@ -82,6 +82,34 @@ function label(value: string): string {
   );
 }
 
+/** The `runner_runs_finished_total` labels of a run's terminal event. */
+function finishedLabels(event: RunEvent): string {
+  const status = event.type === "run.completed"
+    ? "completed"
+    : event.data.code === "run.cancelled"
+    ? "cancelled"
+    : "failed";
+  const code = event.type === "run.completed"
+    ? ""
+    : String(event.data.code ?? "");
+  return `status="${status}",code="${label(code)}"`;
+}
+
+/** The exposition lines of the daemon hub gauges. */
+function daemonLines(daemons: DaemonGauges): string[] {
+  return [
+    "# HELP runner_daemons_connected Daemons connected to the hub.",
+    "# TYPE runner_daemons_connected gauge",
+    `runner_daemons_connected ${daemons.connected}`,
+    "# HELP runner_daemons_fenced Daemon ids fenced until an operator unfences them.",
+    "# TYPE runner_daemons_fenced gauge",
+    `runner_daemons_fenced ${daemons.fenced}`,
+    "# HELP runner_daemon_jobs_active Jobs running on daemons.",
+    "# TYPE runner_daemon_jobs_active gauge",
+    `runner_daemon_jobs_active ${daemons.activeJobs}`,
+  ];
+}
+
 /** Makes an empty {@linkcode Metrics}. */
 export function createMetrics(): Metrics {
   const finished = new Map<string, number>();
@@ -106,15 +134,7 @@ export function createMetrics(): Metrics {
           lastOutputAt = now;
         }
         if (isTerminalEvent(event)) {
-          const status = event.type === "run.completed"
-            ? "completed"
-            : event.data.code === "run.cancelled"
-            ? "cancelled"
-            : "failed";
-          const code = event.type === "run.completed"
-            ? ""
-            : String(event.data.code ?? "");
-          const key = `status="${status}",code="${label(code)}"`;
+          const key = finishedLabels(event);
           finished.set(key, (finished.get(key) ?? 0) + 1);
           unsubscribe();
         }
@@ -158,19 +178,7 @@ export function createMetrics(): Metrics {
           "Time between consecutive message.delta events of a run.",
         ),
       ];
-      if (daemons) {
-        lines.push(
-          "# HELP runner_daemons_connected Daemons connected to the hub.",
-          "# TYPE runner_daemons_connected gauge",
-          `runner_daemons_connected ${daemons.connected}`,
-          "# HELP runner_daemons_fenced Daemon ids fenced until an operator unfences them.",
-          "# TYPE runner_daemons_fenced gauge",
-          `runner_daemons_fenced ${daemons.fenced}`,
-          "# HELP runner_daemon_jobs_active Jobs running on daemons.",
-          "# TYPE runner_daemon_jobs_active gauge",
-          `runner_daemon_jobs_active ${daemons.activeJobs}`,
-        );
-      }
+      if (daemons) lines.push(...daemonLines(daemons));
       return lines.join("\n") + "\n";
     },
   };

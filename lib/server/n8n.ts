@@ -9,6 +9,7 @@
 
 import type { Context, Hono } from "hono";
 import { verify } from "hono/jwt";
+import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { ManagedRun, RunManager } from "../run/manager.ts";
@@ -161,103 +162,142 @@ function n8nItems(
 
 /** Adds `POST /v1/webhooks/n8n`. */
 export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
-  const { config, manager, store } = ctx;
-
   app.post("/v1/webhooks/n8n", async (c) => {
-    await checkN8nAuth(c, config.n8n);
+    await checkN8nAuth(c, ctx.config.n8n);
     const body = await readJsonObject(c);
-    const text = firstString(
-      body.chatInput,
-      body.message,
-      body.user_message_text,
-    );
-    if (!text) {
-      throw new RunnerError(
-        "config.invalid",
-        "The webhook body needs chatInput (or message, or user_message_text).",
-      );
-    }
-    const conversationId = optionalId(
-      firstString(body.conversation_id, body.session_id),
-      "conversation_id",
-    );
-    const query = { ...c.req.query() };
-    delete query.stream;
-    const runConfig = resolveCallerConfig(config, query);
-    const streaming = requestedFormat(c, body.stream) !== "json";
-    const start = () =>
-      ctx.startRun({
-        conversationId,
-        input: { text },
-        config: runConfig,
-      }, { steer: false });
-    const { run } = conversationId
-      ? await startWhenConversationIdle({
-        manager,
-        conversationId,
-        seconds: config.n8n.waitSeconds,
-        start,
-        onWait: (active) =>
-          ctx.log({
-            msg: "n8n webhook waits for the conversation",
-            conversation_id: conversationId,
-            active_run_id: active.runId,
-          }),
-      })
-      : start();
+    const request = parseN8nRequest(c, { body, ctx });
+    const run = await startN8nRun(ctx, request);
     ctx.log({
       msg: "n8n webhook run",
       run_id: run.runId,
-      conversation_id: conversationId,
-      streaming,
+      conversation_id: request.conversationId,
+      streaming: request.streaming,
     });
+    if (!request.streaming) return await n8nJsonReply(c, { ctx, run });
+    return n8nStreamResponse(ctx, run);
+  });
+}
 
-    if (!streaming) {
-      await run.done;
-      const events = store.getEvents(run.runId);
-      const record = store.getRun(run.runId);
-      if (record?.status !== "completed") {
-        const failed = events.find((event) => event.type === "run.failed");
-        return c.json(
-          ctx.redact({
-            error: {
-              code: record?.code ?? "runner.internal",
-              message: record?.error ?? "The run failed.",
-              retryable: Boolean(failed?.data.retryable),
-            },
-            run_id: run.runId,
-          }),
-          502,
-        );
-      }
-      return c.json(
-        ctx.redact({
-          [config.n8n.outputKey]: finalMessage(events),
-          run_id: run.runId,
-        }),
-      );
-    }
+/** What a webhook call asks for. */
+interface N8nRequest {
+  /** The user's message. */
+  text: string;
+  /** The conversation, when the caller names one. */
+  conversationId?: string;
+  /** The run config from the query string over the server defaults. */
+  runConfig: RunConfig;
+  /** Whether to answer with n8n's stream rather than one JSON object. */
+  streaming: boolean;
+}
 
-    const follower = followRunEvents({ store, runId: run.runId, run });
-    const state = { streamed: false };
-    const queued: string[] = [];
-    const body$ = textStream(
-      async () => {
-        while (!queued.length) {
-          const event = await follower.next();
-          if (!event) return undefined;
-          queued.push(...n8nItems(event, state, ctx.secrets));
-        }
-        return queued.shift();
-      },
-      () => follower.close(),
+/** Reads a webhook call's message, conversation, run config and format. */
+function parseN8nRequest(
+  c: Context,
+  { body, ctx }: { body: Record<string, unknown>; ctx: ServerContext },
+): N8nRequest {
+  const text = firstString(
+    body.chatInput,
+    body.message,
+    body.user_message_text,
+  );
+  if (!text) {
+    throw new RunnerError(
+      "config.invalid",
+      "The webhook body needs chatInput (or message, or user_message_text).",
     );
-    return new Response(body$, {
-      headers: {
-        "content-type": "application/json; charset=utf-8",
-        "cache-control": "no-cache",
-        "x-run-id": run.runId,
-      },
-    });
+  }
+  const conversationId = optionalId(
+    firstString(body.conversation_id, body.session_id),
+    "conversation_id",
+  );
+  const query = { ...c.req.query() };
+  delete query.stream;
+  const runConfig = resolveCallerConfig(ctx.config, query);
+  const streaming = requestedFormat(c, body.stream) !== "json";
+  return { text, conversationId, runConfig, streaming };
+}
+
+/** Starts the webhook's run, first waiting for the conversation to be idle. */
+async function startN8nRun(
+  ctx: ServerContext,
+  request: N8nRequest,
+): Promise<ManagedRun> {
+  const { conversationId } = request;
+  const start = () =>
+    ctx.startRun({
+      conversationId,
+      input: { text: request.text },
+      config: request.runConfig,
+    }, { steer: false });
+  const { run } = conversationId
+    ? await startWhenConversationIdle({
+      manager: ctx.manager,
+      conversationId,
+      seconds: ctx.config.n8n.waitSeconds,
+      start,
+      onWait: (active) =>
+        ctx.log({
+          msg: "n8n webhook waits for the conversation",
+          conversation_id: conversationId,
+          active_run_id: active.runId,
+        }),
+    })
+    : start();
+  return run;
+}
+
+/** The `stream=false` answer: the final message, or a 502 if the run failed. */
+async function n8nJsonReply(
+  c: Context,
+  { ctx, run }: { ctx: ServerContext; run: ManagedRun },
+): Promise<Response> {
+  const { store, config } = ctx;
+  await run.done;
+  const events = store.getEvents(run.runId);
+  const record = store.getRun(run.runId);
+  if (record?.status !== "completed") {
+    const failed = events.find((event) => event.type === "run.failed");
+    return c.json(
+      ctx.redact({
+        error: {
+          code: record?.code ?? "runner.internal",
+          message: record?.error ?? "The run failed.",
+          retryable: Boolean(failed?.data.retryable),
+        },
+        run_id: run.runId,
+      }),
+      502,
+    );
+  }
+  return c.json(
+    ctx.redact({
+      [config.n8n.outputKey]: finalMessage(events),
+      run_id: run.runId,
+    }),
+  );
+}
+
+/** The run's output as n8n's stream of concatenated JSON objects. */
+function n8nStreamResponse(ctx: ServerContext, run: ManagedRun): Response {
+  const follower = followRunEvents({ store: ctx.store, runId: run.runId, run });
+  const state = { streamed: false };
+  const queued: string[] = [];
+  const body$ = textStream(
+    async () => {
+      while (!queued.length) {
+        const event = await follower.next();
+        if (!event) return undefined;
+        queued.push(...n8nItems(event, state, ctx.secrets));
+      }
+      return queued.shift();
+    },
+    () => follower.close(),
+  );
+  return new Response(body$, {
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-cache",
+      "x-run-id": run.runId,
+    },
   });
 }

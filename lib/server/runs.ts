@@ -11,14 +11,16 @@ import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { ManagedRun } from "../run/manager.ts";
+import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
+import type { ServeConfig } from "./config.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
 import {
   eventStreamResponse,
   followRunEvents,
   type StreamFormat,
 } from "./stream.ts";
-import type { RunRecord, RunStatus } from "../store/types.ts";
+import type { ListRunsOptions, RunRecord, RunStatus } from "../store/types.ts";
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 const STATUSES: readonly RunStatus[] = [
@@ -132,7 +134,45 @@ function notFound(runId: string): RunnerError {
 
 /** Adds the `/v1/runs` routes. */
 export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
-  const { store, manager, config } = ctx;
+  registerStartRoute(app, ctx);
+  registerReadRoutes(app, ctx);
+  registerControlRoutes(app, ctx);
+}
+
+/** The run request of a `POST /v1/runs` body. */
+function parseStartBody(
+  body: Record<string, unknown>,
+  config: ServeConfig,
+): RunRequest {
+  const runId = optionalId(body.run_id, "run_id");
+  const conversationId = optionalId(body.conversation_id, "conversation_id");
+  if (
+    body.config !== undefined &&
+    (typeof body.config !== "object" || Array.isArray(body.config) ||
+      !body.config)
+  ) {
+    throw new RunnerError(
+      "http.bad_request",
+      "config must be an object of run-config keys.",
+    );
+  }
+  const input = parseRunInput(body.input);
+  const runConfig = resolveCallerConfig(
+    config,
+    body.config as Record<string, unknown> | undefined,
+  );
+  return {
+    runId,
+    conversationId,
+    input,
+    config: runConfig,
+    assets: parseRunAssetsRequest(body.assets),
+  };
+}
+
+/** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
+function registerStartRoute(app: Hono, ctx: ServerContext): void {
+  const { store } = ctx;
 
   async function respondWithRun(
     c: Context,
@@ -165,59 +205,60 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const runId = optionalId(body.run_id, "run_id");
-    const conversationId = optionalId(body.conversation_id, "conversation_id");
-    if (
-      body.config !== undefined &&
-      (typeof body.config !== "object" || Array.isArray(body.config) ||
-        !body.config)
-    ) {
-      throw new RunnerError(
-        "http.bad_request",
-        "config must be an object of run-config keys.",
-      );
-    }
-    const input = parseRunInput(body.input);
-    const runConfig = resolveCallerConfig(
-      config,
-      body.config as Record<string, unknown> | undefined,
-    );
-    const outcome = ctx.startRun({
-      runId,
-      conversationId,
-      input,
-      config: runConfig,
-      assets: parseRunAssetsRequest(body.assets),
-    });
+    const outcome = ctx.startRun(parseStartBody(body, ctx.config));
     if (outcome.kind === "steered") {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
     return await respondWithRun(c, outcome.run, format);
   });
+}
+
+/** The filter of `GET /v1/runs`, from its query. */
+function parseListQuery(c: Context): ListRunsOptions {
+  const status = c.req.query("status");
+  if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
+    throw new RunnerError(
+      "http.bad_request",
+      `status must be one of ${STATUSES.join(", ")}.`,
+    );
+  }
+  const limit = Number(c.req.query("limit") ?? 50);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+    throw new RunnerError(
+      "http.bad_request",
+      "limit must be an integer 1-1000.",
+    );
+  }
+  return {
+    conversationId: optionalId(
+      c.req.query("conversation_id"),
+      "conversation_id",
+    ),
+    status: status as RunStatus | undefined,
+    limit,
+  };
+}
+
+/** The sequence `GET /v1/runs/:id/events` resumes after. */
+function parseAfterSequence(c: Context): number {
+  const afterText = c.req.query("after") ?? c.req.header("last-event-id") ??
+    "0";
+  const after = Number(afterText);
+  if (!Number.isInteger(after) || after < 0) {
+    throw new RunnerError(
+      "http.bad_request",
+      "after (or Last-Event-ID) must be a non-negative integer sequence.",
+    );
+  }
+  return after;
+}
+
+/** `GET /v1/runs`, `GET /v1/runs/:id` and `GET /v1/runs/:id/events`. */
+function registerReadRoutes(app: Hono, ctx: ServerContext): void {
+  const { store, manager } = ctx;
 
   app.get("/v1/runs", (c) => {
-    const status = c.req.query("status");
-    if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
-      throw new RunnerError(
-        "http.bad_request",
-        `status must be one of ${STATUSES.join(", ")}.`,
-      );
-    }
-    const limit = Number(c.req.query("limit") ?? 50);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new RunnerError(
-        "http.bad_request",
-        "limit must be an integer 1-1000.",
-      );
-    }
-    const runs = store.listRuns({
-      conversationId: optionalId(
-        c.req.query("conversation_id"),
-        "conversation_id",
-      ),
-      status: status as RunStatus | undefined,
-      limit,
-    });
+    const runs = store.listRuns(parseListQuery(c));
     return c.json(
       ctx.redact({
         runs: runs.map((record) =>
@@ -241,15 +282,7 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
     const runId = c.req.param("id");
     const record = store.getRun(runId);
     if (!record) throw notFound(runId);
-    const afterText = c.req.query("after") ?? c.req.header("last-event-id") ??
-      "0";
-    const after = Number(afterText);
-    if (!Number.isInteger(after) || after < 0) {
-      throw new RunnerError(
-        "http.bad_request",
-        "after (or Last-Event-ID) must be a non-negative integer sequence.",
-      );
-    }
+    const after = parseAfterSequence(c);
     const format = requestedFormat(c);
     if (format === "json") {
       return c.json(
@@ -265,6 +298,11 @@ export function registerRunRoutes(app: Hono, ctx: ServerContext): void {
       format,
     );
   });
+}
+
+/** `POST /v1/runs/:id/input` and `POST /v1/runs/:id/cancel`. */
+function registerControlRoutes(app: Hono, ctx: ServerContext): void {
+  const { store, manager } = ctx;
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");

@@ -1,0 +1,206 @@
+/**
+ * Serves one run's assets MCP endpoint: an ephemeral bridge of its own, or a
+ * registration on a gateway shared by every run with the same host and port.
+ * Either way the run token stops working when the run's token TTL is up.
+ *
+ * @module
+ */
+
+import {
+  type AssetGateway,
+  type AssetsMcpServer,
+  startAssetGateway,
+  startEphemeralBridge,
+} from "./bridge.ts";
+import type { RunAssetsSpec } from "./grant.ts";
+import type { RunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+
+/** Gateway settings used when a run's config leaves them unset. */
+export interface GatewayDefaults {
+  /** The gateway port (`langbot-assets-gateway-port`); default random. */
+  port?: number;
+  /** The URL given to agents (`langbot-assets-gateway-public-url`). */
+  publicUrl?: string;
+}
+
+/** The gateways and closing bridges the runs of one assets hook share. */
+export interface EndpointPool {
+  /** Gateway settings for runs whose config does not set them. */
+  defaults: GatewayDefaults;
+  /** Deadline of one call forwarded to an upstream or callback. */
+  sourceTimeoutMs?: number;
+  /** Structured log; never receives tokens or upstream credentials. */
+  log: (entry: Record<string, unknown>) => void;
+  /** Started or starting gateways, by `host:port`. */
+  gateways: Map<string, Promise<AssetGateway>>;
+  /** Bridges and gateways still closing. */
+  closing: Set<Promise<void>>;
+}
+
+/** A run's endpoint as served. */
+export interface ServedEndpoint {
+  /** The MCP server entry that reaches the endpoint over HTTP. */
+  entry: AssetsMcpServer;
+  /** The run token the endpoint accepts. */
+  token: string;
+  /** Ends the run's access: closes its bridge or revokes its token. */
+  stop(): void;
+}
+
+/** The longest delay `setTimeout` honours (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Creates an empty pool. */
+export function createEndpointPool(
+  options: Pick<EndpointPool, "defaults" | "sourceTimeoutMs" | "log">,
+): EndpointPool {
+  return { ...options, gateways: new Map(), closing: new Set() };
+}
+
+/**
+ * Serves a run's endpoint as its config says (`langbot-assets-mode`).
+ * Throws `assets.listen_failed`, or `config.invalid` for a bad public URL.
+ */
+export async function serveRunEndpoint(
+  pool: EndpointPool,
+  run: { runId: string; spec: RunAssetsSpec; config: RunConfig },
+): Promise<ServedEndpoint> {
+  const { runId, spec, config } = run;
+  const ttlMs = config.langbotAssetsTokenTtl * 1000;
+  if (config.langbotAssetsTokenTtl < config.timeout) {
+    pool.log({
+      msg: "langbot-assets-token-ttl is shorter than the run timeout; " +
+        "the agent loses asset access when the token expires",
+      run_id: runId,
+      ttl: config.langbotAssetsTokenTtl,
+      timeout: config.timeout,
+    });
+  }
+  if (config.langbotAssetsMode !== "gateway") {
+    return await serveOverBridge(pool, { spec, ttlMs });
+  }
+  return await serveOverGateway(pool, { spec, ttlMs, config });
+}
+
+/** Stops every gateway and waits for everything still closing. */
+export async function closeEndpointPool(pool: EndpointPool): Promise<void> {
+  const started = await Promise.allSettled([...pool.gateways.values()]);
+  pool.gateways.clear();
+  for (const result of started) {
+    if (result.status === "fulfilled") trackClosing(pool, result.value.close());
+  }
+  await Promise.all([...pool.closing]);
+}
+
+function trackClosing(pool: EndpointPool, closed: Promise<void>) {
+  const settled = closed.catch(() => {});
+  pool.closing.add(settled);
+  settled.finally(() => pool.closing.delete(settled));
+}
+
+async function serveOverBridge(
+  pool: EndpointPool,
+  run: { spec: RunAssetsSpec; ttlMs: number },
+): Promise<ServedEndpoint> {
+  let bridge;
+  try {
+    bridge = await startEphemeralBridge(run.spec, {
+      sourceTimeoutMs: pool.sourceTimeoutMs,
+      ttlMs: run.ttlMs,
+    });
+  } catch (error) {
+    throw listenFailed("bridge", error);
+  }
+  return {
+    entry: bridge.mcpServer,
+    token: bridge.token,
+    stop: () => trackClosing(pool, bridge.close()),
+  };
+}
+
+async function serveOverGateway(
+  pool: EndpointPool,
+  run: { spec: RunAssetsSpec; ttlMs: number; config: RunConfig },
+): Promise<ServedEndpoint> {
+  const { config } = run;
+  const publicUrl = publicUrlOf(config, pool.defaults);
+  const port = config.langbotAssetsGatewayPort ?? pool.defaults.port ?? 0;
+  const gateway = await gatewayFor(pool, {
+    hostname: config.langbotAssetsGatewayHost,
+    port,
+  });
+  const registration = gateway.register(run.spec);
+  const expiry = setTimeout(
+    () => registration.revoke(),
+    Math.min(run.ttlMs, MAX_TIMER_MS),
+  );
+  Deno.unrefTimer(expiry);
+  return {
+    entry: { ...registration.mcpServer, url: publicUrl ?? gateway.url },
+    token: registration.token,
+    stop() {
+      clearTimeout(expiry);
+      registration.revoke();
+    },
+  };
+}
+
+function gatewayFor(
+  pool: EndpointPool,
+  address: { hostname: string; port: number },
+): Promise<AssetGateway> {
+  const { hostname, port } = address;
+  const key = `${hostname}:${port}`;
+  let gateway = pool.gateways.get(key);
+  if (!gateway) {
+    // Tokens get no registry TTL: each run's own TTL is enforced by a timer.
+    gateway = Promise.resolve()
+      .then(() =>
+        startAssetGateway({
+          hostname,
+          port,
+          ttlMs: Infinity,
+          sourceTimeoutMs: pool.sourceTimeoutMs,
+        })
+      )
+      .catch((error) => {
+        pool.gateways.delete(key);
+        throw listenFailed(`gateway on ${key}`, error);
+      });
+    pool.gateways.set(key, gateway);
+    gateway.then(
+      (started) =>
+        pool.log({ msg: "assets gateway started", url: started.url }),
+      () => {},
+    );
+  }
+  return gateway;
+}
+
+function listenFailed(what: string, error: unknown): RunnerError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new RunnerError(
+    "assets.listen_failed",
+    `The LangBot assets ${what} could not listen (${reason}). Choose a free ` +
+      "langbot-assets-gateway-port or another host, or set langbot-assets-enabled=false.",
+    { cause: error },
+  );
+}
+
+function publicUrlOf(config: RunConfig, defaults: GatewayDefaults) {
+  const url = config.langbotAssetsGatewayPublicUrl ?? defaults.publicUrl;
+  if (url === undefined) return undefined;
+  let protocol = "";
+  try {
+    protocol = new URL(url).protocol;
+  } catch { /* reported below */ }
+  if (protocol !== "http:" && protocol !== "https:") {
+    throw new RunnerError(
+      "config.invalid",
+      "langbot-assets-gateway-public-url: must be an http:// or https:// URL (the gateway's /mcp endpoint as agents reach it).",
+      { detail: { key: "langbot-assets-gateway-public-url" } },
+    );
+  }
+  return url;
+}

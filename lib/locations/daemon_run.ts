@@ -1,0 +1,302 @@
+/**
+ * One `location=daemon` run on the hub side: the run's hub jobs, one after
+ * another. Follow-ups wait until the current job ends and then run as further
+ * jobs on the newest session; the caller sees one run with increasing
+ * `sequence` numbers and exactly one terminal event, and a run that fails or
+ * is cancelled hands its unprocessed follow-ups back. See `docs/daemon.md`.
+ *
+ * @module
+ */
+
+import type { McpServer } from "@agentclientprotocol/sdk";
+import { parseMcpServersJson } from "../assets/mcp_servers_json.ts";
+import type { AssetsHook, AttachedRunAssets } from "../assets/wiring.ts";
+import { buildRunStartPayload } from "../relay/payload.ts";
+import { RunnerError, toRunnerError } from "../errors.ts";
+import type { RunEvent } from "../events.ts";
+import { isTerminalEvent } from "../events.ts";
+import type { RelayHub, RelayJobOutcome } from "../hub/relay_hub.ts";
+import { buildPrompt, promptText, type RunInput } from "../run/prompt.ts";
+import {
+  type RunHandle,
+  type RunResult,
+  STEERING_QUEUE_LIMIT,
+} from "../run/engine.ts";
+import type { RemoteRunner } from "../run/manager.ts";
+
+/** Options of `createDaemonLocation` (`./daemon.ts`). */
+export interface DaemonLocationOptions {
+  /** The hub daemons connect to. */
+  hub: RelayHub;
+  /**
+   * The assets layer: each run is attached (its `mcp.request`s are then
+   * answered through `hubMcpHandlerFor`) and released at its end.
+   */
+  assets?: Pick<AssetsHook, "attachRun">;
+  /** Structured log (never secrets); default: the run manager's run log. */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+/** What the run manager hands a remote runner for one run. */
+export type DaemonRunContext = Parameters<RemoteRunner>[0];
+
+/** One run's state, shared by the steps below. */
+interface DaemonRun {
+  options: DaemonLocationOptions;
+  context: DaemonRunContext;
+  daemonId: string;
+  log: (entry: Record<string, unknown>) => void;
+  /** Follow-ups waiting for the current job to end. */
+  queue: RunInput[];
+  stop: AbortController;
+  cancelReason?: RunnerError;
+  closed: boolean;
+  terminal?: RunEvent;
+  sequence: number;
+  sessionId?: string;
+  /** A `run.completed` held back while a follow-up job may continue the run. */
+  held?: RunEvent;
+  releaseAssets?: () => void;
+}
+
+/** Starts one run on the daemon `config.daemonId` names. */
+export function startDaemonRun(
+  options: DaemonLocationOptions,
+  context: DaemonRunContext,
+): RunHandle {
+  const { runId, request } = context;
+  const daemonId = request.config.daemonId ?? "";
+  const run: DaemonRun = {
+    options,
+    context,
+    daemonId,
+    log: (entry) =>
+      options.log
+        ? options.log({ run_id: runId, daemon_id: daemonId, ...entry })
+        : context.log({ daemon_id: daemonId, ...entry }),
+    queue: [],
+    stop: new AbortController(),
+    closed: false,
+    sequence: 0,
+    sessionId: context.storedSessionId,
+  };
+  const done = runJobs(run)
+    .then(() => requireTerminal(run))
+    .catch((error) => failRun(run, error))
+    .then(() => finishRun(run));
+  return {
+    runId,
+    steer(input) {
+      if (run.closed || !request.conversationId) return "closed";
+      if (run.queue.length >= STEERING_QUEUE_LIMIT) return "full";
+      run.queue.push(input);
+      return "queued";
+    },
+    cancel(reason) {
+      if (run.terminal || run.cancelReason) return;
+      run.cancelReason = reason ??
+        new RunnerError("run.cancelled", "The run was cancelled.");
+      run.closed = true;
+      run.stop.abort();
+    },
+    done,
+  };
+}
+
+/** Emits an event as the run's next one; a terminal event ends the run. */
+function forward(run: DaemonRun, event: RunEvent): void {
+  if (run.terminal) return;
+  if (isTerminalEvent(event)) {
+    run.closed = true;
+    if (event.type === "run.failed" && run.queue.length) {
+      // Follow-ups the run could not answer go back to the caller.
+      event = {
+        ...event,
+        data: {
+          ...event.data,
+          unprocessed_inputs: run.queue.map((input) => ({
+            text: input.text ?? "",
+          })),
+        },
+      };
+      run.log({ msg: "follow-ups not processed", count: run.queue.length });
+    }
+    run.queue.length = 0;
+    run.terminal = event;
+  }
+  run.context.emit({
+    ...event,
+    run_id: run.context.runId,
+    sequence: ++run.sequence,
+    timestamp: event.timestamp ?? Date.now(),
+  });
+}
+
+/** Takes one event of the current job. */
+function onJobEvent(run: DaemonRun, event: RunEvent): void {
+  if (run.terminal) return;
+  if (
+    event.type === "state.updated" &&
+    event.data.key === "external.acp_session_id" &&
+    typeof event.data.value === "string"
+  ) {
+    run.sessionId = event.data.value;
+  }
+  if (event.type === "run.completed" && run.queue.length && !run.cancelReason) {
+    run.held = event; // folded: a follow-up job continues this run
+    return;
+  }
+  forward(run, event);
+}
+
+/** Runs the first job and then one job per follow-up, until none is left. */
+async function runJobs(run: DaemonRun): Promise<void> {
+  const { runId, request } = run.context;
+  const attached = run.options.assets?.attachRun({ runId, request });
+  run.releaseAssets = attached?.release;
+  const mcpServers = hubMcpServers(run, attached);
+  let input = request.input;
+  let followUp = false;
+  for (;;) {
+    if (run.cancelReason) throw run.cancelReason;
+    run.held = undefined;
+    const outcome = await runOneJob(run, {
+      input,
+      followUp,
+      mcpServers,
+      promptPrefix: followUp ? undefined : attached?.promptPrefix,
+    });
+    run.log({ msg: "daemon job ended", outcome, follow_up: followUp });
+    if (run.terminal) return;
+    throwUnlessEnded(run, outcome);
+    const next = run.held ? run.queue.shift() : undefined;
+    if (!next) {
+      if (run.held) forward(run, run.held);
+      return;
+    }
+    run.log({ msg: "steering: next daemon job", queued: run.queue.length });
+    input = followUpInput(next);
+    followUp = true;
+  }
+}
+
+function hubMcpServers(
+  run: DaemonRun,
+  attached: AttachedRunAssets | undefined,
+): McpServer[] {
+  const { config } = run.context.request;
+  // The agent's MCP capabilities are unknown on the hub: send every server.
+  const transports = { http: true, sse: true };
+  return attached
+    ? attached.sessionMcpServers(transports)
+    : config.mcpServersJson
+    ? parseMcpServersJson(config.mcpServersJson, transports)
+    : [];
+}
+
+/** What one job of the run sends. */
+interface JobSpec {
+  input: RunInput;
+  followUp: boolean;
+  mcpServers: McpServer[];
+  promptPrefix?: string;
+}
+
+/** Runs one hub job; a cancelled run throws its cancel reason instead. */
+async function runOneJob(
+  run: DaemonRun,
+  spec: JobSpec,
+): Promise<RelayJobOutcome> {
+  const { runId, request: { config } } = run.context;
+  try {
+    const { outcome } = await run.options.hub.runJob({
+      daemonId: run.daemonId,
+      runId,
+      payload: buildRunStartPayload({
+        runId,
+        input: spec.input,
+        config,
+        storedSessionId: run.sessionId,
+        reuseSession: spec.followUp ? true : undefined,
+        mcpServers: spec.mcpServers,
+        promptPrefix: spec.promptPrefix,
+      }),
+      onEvent: (event) => onJobEvent(run, event),
+      signal: run.stop.signal,
+      connectTimeoutMs: config.daemonConnectTimeout * 1000,
+    });
+    return outcome;
+  } catch (error) {
+    throw run.cancelReason ?? error;
+  }
+}
+
+/** Throws when a job without a terminal event ended other than normally. */
+function throwUnlessEnded(run: DaemonRun, outcome: RelayJobOutcome): void {
+  if (outcome === "cancel_timeout") {
+    throw new RunnerError(
+      "agent_runtime.daemon_disconnected",
+      `daemon ${run.daemonId} did not confirm the cancel in time; the daemon ID is fenced. Check on its machine that no agent process of this run is left, then run \`runner daemons unfence ${run.daemonId} --yes\`.`,
+    );
+  }
+  if (outcome === "cancelled" || run.cancelReason) {
+    throw run.cancelReason ?? new RunnerError(
+      "runner.shutting_down",
+      "The hub is shutting down; the daemon job was cancelled. Retry the run.",
+    );
+  }
+}
+
+function requireTerminal(run: DaemonRun): void {
+  if (!run.terminal) {
+    throw new RunnerError(
+      "relay.protocol_error",
+      "the daemon job ended without a terminal event; upgrade hub and daemon together",
+    );
+  }
+}
+
+function failRun(run: DaemonRun, error: unknown): void {
+  const failure = toRunnerError(error);
+  forward(run, {
+    run_id: run.context.runId,
+    type: "run.failed",
+    data: {
+      error: failure.message,
+      code: failure.code,
+      retryable: failure.retryable,
+    },
+  });
+}
+
+function finishRun(run: DaemonRun): RunResult {
+  run.closed = true;
+  run.releaseAssets?.();
+  const { terminal, sessionId } = run;
+  if (terminal?.type === "run.completed") {
+    return { status: "completed", sessionId };
+  }
+  const code = String(terminal?.data.code ?? "runner.internal");
+  return {
+    status: code === "run.cancelled" ? "cancelled" : "failed",
+    code,
+    sessionId,
+  };
+}
+
+/**
+ * A follow-up job carries text only, like a follow-up turn of the local
+ * engine: its attachments are named in a note appended to the text.
+ */
+function followUpInput(input: RunInput): RunInput {
+  try {
+    const { blocks } = buildPrompt({
+      input,
+      capabilities: undefined,
+      followUp: true,
+    });
+    return { text: promptText(blocks) };
+  } catch {
+    return { text: input.text ?? "" }; // buildPrompt refuses an empty input
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Admission of a new run: whether it may start at all, decided before
+ * anything is launched or stored.
+ *
+ * @module
+ */
+
+import { RunnerError } from "../errors.ts";
+import type { RunStore } from "../store/types.ts";
+import type { ActiveRuns } from "./active_runs.ts";
+import { buildPrompt } from "./prompt.ts";
+import type { RemoteRunner, RunRequest } from "./request.ts";
+
+/**
+ * Checks the input's attachments (decoding, size limits) before anything
+ * starts, as if the agent accepted every kind; throws the prompt's error.
+ */
+function validateInput(request: RunRequest): void {
+  buildPrompt({
+    input: request.input,
+    capabilities: { image: true, audio: true, embeddedContext: true },
+    limits: {
+      maxAttachmentBytes: request.config.maxAttachmentMb * 1024 * 1024,
+      maxPromptBytes: request.config.maxPromptMb * 1024 * 1024,
+    },
+  });
+}
+
+/** Options for {@linkcode admitRun}. */
+export interface AdmissionOptions {
+  /** The run asked for. */
+  request: RunRequest;
+  /** Refuse (`http.too_many_runs`) when this many runs are already active. */
+  maxActive?: number;
+  /** The store, for run ids of past runs. */
+  store: RunStore;
+  /** The runs already active. */
+  active: ActiveRuns;
+  /** Runners for `remote-ssh` and `daemon` locations. */
+  locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
+}
+
+/** What admitting a run decided. */
+export interface Admission {
+  /** The new run's id. */
+  runId: string;
+  /** The runner of a `daemon` location; undefined for local and SSH runs. */
+  remote?: RemoteRunner;
+}
+
+/**
+ * Checks that a new run may start: a valid input, an unused run id, an
+ * available location and room under `maxActive`; throws why not.
+ */
+export function admitRun(options: AdmissionOptions): Admission {
+  const { request, maxActive, active } = options;
+  validateInput(request);
+  const runId = request.runId ?? crypto.randomUUID();
+  if (active.byId.has(runId) || options.store.getRun(runId)) {
+    throw new RunnerError(
+      "config.invalid",
+      `run_id ${runId} already exists; use a new run_id.`,
+    );
+  }
+  const location = request.config.location;
+  const remote = location === "local" || location === "remote-ssh"
+    ? undefined
+    : options.locations?.[location];
+  if (location !== "local" && location !== "remote-ssh" && !remote) {
+    throw new RunnerError(
+      "config.invalid",
+      `location=${location} is not available in this runner${
+        location === "daemon"
+          ? " (start runner serve with --daemon-enabled)"
+          : ""
+      }.`,
+    );
+  }
+  if (maxActive !== undefined && active.byId.size >= maxActive) {
+    throw new RunnerError(
+      "http.too_many_runs",
+      `The runner already runs ${maxActive} runs (--max-concurrent-runs). Retry shortly.`,
+    );
+  }
+  return { runId, remote };
+}

@@ -1,0 +1,166 @@
+/**
+ * Starting a run's agent: launch it through the location, connect over ACP,
+ * initialize, and choose the session, all within `startup-timeout`.
+ *
+ * @module
+ */
+
+import type { InitializeResponse } from "@agentclientprotocol/sdk";
+import { connectAgent } from "../acp/client.ts";
+import type { AgentConnection } from "../acp/client.ts";
+import { RunnerError } from "../errors.ts";
+import { redactSecrets } from "../secrets.ts";
+import { type RunContext, untilAborted } from "./context.ts";
+import { applyUpdate } from "./events.ts";
+import { answerPermission } from "./permissions.ts";
+import { chooseSession } from "./session.ts";
+import type { AgentTransport } from "./types.ts";
+
+/** Launches and connects the agent and chooses its session; returns the connection. */
+export async function startAgent(run: RunContext): Promise<AgentConnection> {
+  const { config } = run;
+  const startup = AbortSignal.timeout(config.startupTimeout * 1000);
+  const startupAborted = new Promise<never>((_, reject) =>
+    startup.addEventListener("abort", () => reject(startupTimeoutError(run)), {
+      once: true,
+    })
+  );
+  startupAborted.catch(() => {});
+  const transport = await launchAgent(run, startup, startupAborted);
+  const conn = connectTransport(run, transport);
+  run.connection = conn;
+  const initialized = await untilAborted(
+    run,
+    Promise.race([
+      conn.initialize(config.initializeTimeout * 1000),
+      startupAborted,
+    ]),
+  );
+  await openSession({ run, transport, conn, initialized, startupAborted });
+  run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
+  return conn;
+}
+
+/** Handles one `session/update` from the agent. */
+export function handleUpdate(
+  run: RunContext,
+  update: Record<string, unknown>,
+): void {
+  run.lastUpdateAt = performance.now();
+  if (run.replaying) return;
+  if (run.emitter.ended) {
+    run.log({ msg: "update after terminal event", kind: update.sessionUpdate });
+    return;
+  }
+  applyUpdate({
+    update,
+    turn: run.turn,
+    emit: run.emitter.emit,
+    streaming: run.config.streaming,
+    nextMessageSequence: () => ++run.messageSequence,
+    onUsage: (next) => run.usage = { ...run.usage, ...next },
+  });
+}
+
+function startupTimeoutError(run: RunContext): RunnerError {
+  return new RunnerError(
+    "acp.start_timeout",
+    `The agent was not ready within startup-timeout (${run.config.startupTimeout} s). Raise startup-timeout for slow first starts (npx installs), or check the agent's stderr.`,
+  );
+}
+
+async function launchAgent(
+  run: RunContext,
+  startup: AbortSignal,
+  startupAborted: Promise<never>,
+): Promise<AgentTransport> {
+  const signal = AbortSignal.any([run.abort.signal, startup]);
+  const launching = run.options.launch(signal);
+  try {
+    run.transport = await untilAborted(
+      run,
+      Promise.race([launching, startupAborted]),
+    );
+    return run.transport;
+  } catch (error) {
+    // Cancelled or timed out while the location was still starting the
+    // agent: whatever it starts later must still be torn down.
+    run.lateTeardown = launching.then((late) => late.teardown(), () => {});
+    throw error;
+  }
+}
+
+function connectTransport(
+  run: RunContext,
+  transport: AgentTransport,
+): AgentConnection {
+  const { config } = run;
+  return connectAgent({
+    stdin: transport.stdin,
+    stdout: transport.stdout,
+    maxMessageBytes: config.maxMessageMb * 1024 * 1024,
+    onUpdate: ({ update }) => handleUpdate(run, update),
+    onPermission: (request) =>
+      answerPermission({
+        request,
+        wanted: config.permissionDecision,
+        cancelled: run.abort.signal.aborted,
+        emit: run.emitter.emit,
+      }),
+    fs: {
+      read: config.fsRead,
+      write: config.fsWrite,
+      root: run.options.sessionCwd,
+    },
+    onNoise: (line) =>
+      run.log({
+        msg: "agent stdout noise",
+        line: redactSecrets(line, run.secrets),
+      }),
+  });
+}
+
+interface OpenSessionOptions {
+  run: RunContext;
+  transport: AgentTransport;
+  conn: AgentConnection;
+  initialized: InitializeResponse;
+  startupAborted: Promise<never>;
+}
+
+/** Resumes, loads or creates the session, and reports a new session id. */
+async function openSession(
+  { run, transport, conn, initialized, startupAborted }: OpenSessionOptions,
+): Promise<void> {
+  const { options } = run;
+  const choice = await untilAborted(
+    run,
+    Promise.race([
+      chooseSession({
+        connection: conn,
+        initialize: initialized,
+        config: run.config,
+        storedSessionId: options.storedSessionId,
+        cwd: options.sessionCwd,
+        mcpServers: [
+          ...(options.mcpServers ?? []),
+          ...(transport.mcpServers ?? []),
+          ...(transport.sessionMcpServers?.(
+            initialized.agentCapabilities?.mcpCapabilities ?? {},
+          ) ?? []),
+        ],
+        setReplaying: (value) => run.replaying = value,
+        log: run.log,
+      }),
+      startupAborted,
+    ]),
+  );
+  run.sessionId = choice.sessionId;
+  if (run.sessionId !== options.storedSessionId) {
+    run.emitter.emit("state.updated", {
+      scope: "conversation",
+      key: "external.acp_session_id",
+      value: run.sessionId,
+    });
+  }
+}

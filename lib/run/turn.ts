@@ -1,0 +1,153 @@
+/**
+ * Prompt turns: the first input, then each queued follow-up (steering) on
+ * the same session, each turn ending after the agent's late updates.
+ *
+ * @module
+ */
+
+import type { AgentConnection } from "../acp/client.ts";
+import { RunnerError } from "../errors.ts";
+import { settleWithin } from "../timing.ts";
+import { type RunContext, untilAborted } from "./context.ts";
+import type { TurnState } from "./events.ts";
+import { buildPrompt, type RunInput } from "./prompt.ts";
+
+/** What the turns of a run produced. */
+export interface TurnsOutcome {
+  /** The stop reason of the last turn. */
+  stopReason: string;
+  /** The assistant text of each turn that had any. */
+  texts: string[];
+}
+
+/** Runs the first input, then drains the steering queue turn by turn. */
+export async function runTurns(
+  run: RunContext,
+  conn: AgentConnection,
+): Promise<TurnsOutcome> {
+  let input: RunInput = run.options.input;
+  let followUp = false;
+  const texts: string[] = [];
+  let stopReason = "end_turn";
+  for (;;) {
+    const result = await runTurn({ run, conn, input, followUp });
+    // A cancel that lands in the quiet window after the answer still wins.
+    if (run.abort.signal.aborted) throw run.abort.signal.reason;
+    stopReason = result.stopReason;
+    if (result.text) texts.push(result.text);
+    if (stopReason === "cancelled") break;
+    const next = run.queue.shift();
+    if (!next) break;
+    run.log({
+      msg: "steering turn",
+      run_id: run.options.runId,
+      queued: run.queue.length,
+    });
+    input = next;
+    followUp = true;
+  }
+  return { stopReason, texts };
+}
+
+/** The final assistant text, or the error for turns that did not answer. */
+export function finalAnswer({ stopReason, texts }: TurnsOutcome): string {
+  if (stopReason === "refusal") {
+    throw new RunnerError(
+      "acp.refused",
+      "The agent refused to answer this prompt (stop reason: refusal). Rephrase the request.",
+    );
+  }
+  if (stopReason === "cancelled") {
+    throw new RunnerError("run.cancelled", "The agent cancelled the turn.");
+  }
+  if (!texts.length) {
+    throw new RunnerError(
+      "acp.empty_response",
+      "The agent finished without any assistant text. Check the agent's login and model settings; its stderr may say more.",
+    );
+  }
+  return texts[texts.length - 1];
+}
+
+interface TurnOptions {
+  run: RunContext;
+  conn: AgentConnection;
+  input: RunInput;
+  followUp: boolean;
+}
+
+async function runTurn(
+  { run, conn, input, followUp }: TurnOptions,
+): Promise<{ stopReason: string; text: string }> {
+  const { config } = run;
+  const { blocks } = buildPrompt({
+    input,
+    capabilities: run.promptCapabilities,
+    limits: {
+      maxAttachmentBytes: config.maxAttachmentMb * 1024 * 1024,
+      maxPromptBytes: config.maxPromptMb * 1024 * 1024,
+    },
+    prefixText: followUp ? undefined : joinPrefix(
+      run.options.promptPrefix,
+      run.transport?.promptPrefix,
+    ),
+    followUp,
+  });
+  const current: TurnState = { text: "", startedTools: new Map() };
+  run.turn = current;
+  const prompting = conn.prompt({ sessionId: run.sessionId!, prompt: blocks });
+  prompting.catch(() => {});
+  let stopReason: string;
+  try {
+    stopReason = await untilAborted(run, prompting);
+  } catch (error) {
+    if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
+    throw error;
+  }
+  await quietWindow(run);
+  run.turn = undefined;
+  if (current.text) {
+    run.emitter.emit("message.completed", {
+      message: { role: "assistant", content: current.text },
+    });
+  }
+  return { stopReason, text: current.text };
+}
+
+async function cancelTurn(
+  run: RunContext,
+  conn: AgentConnection,
+  prompting: Promise<unknown>,
+) {
+  await conn.cancel(run.sessionId!);
+  await settleWithin(prompting, run.config.cancelGrace * 1000);
+}
+
+async function quietWindow(run: RunContext) {
+  // Stragglers: updates may follow the prompt answer. Wait until the agent
+  // has been quiet for late-update-ms (at most 10 × that), unless it exits
+  // or the run is cancelled.
+  const quiet = run.config.lateUpdateMs;
+  const limit = performance.now() + quiet * 10;
+  const interrupted = Promise.race([
+    run.aborted,
+    run.transport?.exited ?? new Promise<never>(() => {}),
+  ]);
+  interrupted.catch(() => {});
+  let stop = false;
+  interrupted.then(() => stop = true, () => stop = true);
+  run.lastUpdateAt = Math.max(run.lastUpdateAt, performance.now());
+  while (!stop && performance.now() < limit) {
+    const wait = Math.min(
+      run.lastUpdateAt + quiet - performance.now(),
+      limit - performance.now(),
+    );
+    if (wait <= 0) break;
+    await settleWithin(interrupted, wait);
+  }
+}
+
+function joinPrefix(...parts: Array<string | undefined>): string | undefined {
+  const present = parts.filter((part): part is string => Boolean(part));
+  return present.length ? present.join("\n\n") : undefined;
+}

@@ -1,0 +1,70 @@
+/**
+ * What the run engine is given and what it reports: the agent transport a
+ * location supplies, the options of one run, and how a run ended.
+ * `engine.ts` re-exports these; the engine's steps share them from here.
+ *
+ * @module
+ */
+
+import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
+import type { RunConfig } from "../config.ts";
+import type { EventSink } from "../events.ts";
+import type { RunInput } from "./prompt.ts";
+
+/** What a location hands the engine: the agent's byte streams and a teardown. */
+export interface AgentTransport {
+  /** The agent's stdin. */
+  stdin: WritableStream<Uint8Array>;
+  /** The agent's stdout. */
+  stdout: ReadableStream<Uint8Array>;
+  /** Resolves when the agent (or its carrier, e.g. ssh) exits. */
+  exited: Promise<unknown>;
+  /** The redacted stderr tail. */
+  stderrTail(): string;
+  /** Stops the agent and waits until its process group is gone. */
+  teardown(): Promise<void>;
+  /** MCP servers the location contributes (e.g. the daemon's proxy). */
+  mcpServers?: McpServer[];
+  /** More servers, chosen by the agent's `mcpCapabilities` (may throw `config.invalid`). */
+  sessionMcpServers?: (capabilities: McpCapabilities) => McpServer[];
+  /** Text the location prepends to the first prompt (the run-scope note). */
+  promptPrefix?: string;
+}
+
+/** Everything the engine needs for one run. */
+export interface RunEngineOptions {
+  /** The run id. */
+  runId: string;
+  /** The conversation, when the run has one (enables steering). */
+  conversationId?: string;
+  /** The first input. */
+  input: RunInput;
+  /** The validated config. */
+  config: RunConfig;
+  /** The session id stored for this conversation, if any. */
+  storedSessionId?: string;
+  /** The ACP session's working directory. */
+  sessionCwd: string;
+  /** Starts the agent (the location). */
+  launch: (signal: AbortSignal) => Promise<AgentTransport>;
+  /** Receives the run's events in order. */
+  emit: EventSink;
+  /** MCP servers given to the session (sent again on load/resume). */
+  mcpServers?: McpServer[];
+  /** Text prepended to the first prompt (the run-scope note). */
+  promptPrefix?: string;
+  /** Values redacted from anything the engine reports. */
+  secrets?: string[];
+  /** Structured log lines (never secrets). */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+/** How a run ended. */
+export interface RunResult {
+  /** Final status. */
+  status: "completed" | "failed" | "cancelled";
+  /** The failure code, when failed or cancelled. */
+  code?: string;
+  /** The ACP session used, when one was established. */
+  sessionId?: string;
+}
