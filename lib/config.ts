@@ -30,6 +30,7 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  deltaCoalesceMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
@@ -73,6 +74,8 @@ interface KeySpec {
   choices?: readonly string[];
   /** Largest accepted value (seconds keys default to what a timer can hold). */
   max?: number;
+  /** Smallest accepted value of a number key (default: anything over 0). */
+  min?: number;
 }
 
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
@@ -116,6 +119,13 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     kind: "number",
     default: 150,
     max: 5000,
+  },
+  "delta-coalesce-ms": {
+    field: "deltaCoalesceMs",
+    kind: "number",
+    default: 25,
+    min: 0,
+    max: 10_000,
   },
   "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },
   "max-attachment-mb": {
@@ -239,7 +249,9 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
         if (!Number.isInteger(number) || number < 0 || number > 65535) {
           throw invalid(key, "must be a port number 0-65535");
         }
-      } else if (number <= 0) {
+      } else if (spec.min !== undefined && number < spec.min) {
+        throw invalid(key, `must be at least ${spec.min}`);
+      } else if (spec.min === undefined && number <= 0) {
         throw invalid(key, "must be greater than 0");
       }
       const max = spec.max ??

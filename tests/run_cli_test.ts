@@ -46,6 +46,8 @@ Deno.test("run --json prints the run-event shapes with increasing sequences", as
     runArgs(
       ["--text", "abcdefghij", "--chunks", "4", "--rich-updates"],
       "--json",
+      "--delta-coalesce-ms",
+      "0",
       "hi",
     ),
   );
@@ -364,7 +366,13 @@ Deno.test("fs capabilities are advertised only when enabled", async () => {
 Deno.test("all_content rides on deltas only while the message is under 64 KiB; message.completed has it all", async () => {
   const text = "y".repeat(100 * 1024);
   const result = await runCli(
-    runArgs(["--text", text, "--chunks", "4"], "--json", "hi"),
+    runArgs(
+      ["--text", text, "--chunks", "4"],
+      "--json",
+      "--delta-coalesce-ms",
+      "0",
+      "hi",
+    ),
   );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);

@@ -37,12 +37,15 @@ function normalize(events: RunEvent[]) {
 
 Deno.test("SSE, NDJSON and stream=false carry the same events", async () => {
   await withServe({ args: ARGS }, async (serve, dir) => {
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--chunks",
-      "3",
-      "--text",
-      "hello there world",
-    ]);
+    const config = {
+      ...fixtureConfig(join(dir, "ws"), [
+        "--chunks",
+        "3",
+        "--text",
+        "hello there world",
+      ]),
+      "delta-coalesce-ms": 0,
+    };
     const sse = await postJson(`${serve.url}/v1/runs`, {
       input: { text: "hi" },
       config,

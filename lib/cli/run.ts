@@ -18,7 +18,8 @@ import {
 } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { createAllContentTracker, type RunEvent } from "../events.ts";
+import { type BufferedOutput, createBufferedOutput } from "./output.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
@@ -189,14 +190,14 @@ export async function runCommand(args: string[]): Promise<number> {
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
   });
-  const print = eventPrinter(invocation.json);
+  const printer = eventPrinter(invocation.json);
   let result: string | undefined;
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
     const outcome = manager.start(invocation.request);
     const run = outcome.run;
-    run.subscribe(print);
+    run.subscribe(printer.print);
     for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
       const listener = () => {
         signalExit ??= exitCode;
@@ -207,6 +208,7 @@ export async function runCommand(args: string[]): Promise<number> {
     }
     result = (await run.done).status;
   } catch (error) {
+    printer.flush();
     await assets.close();
     store.close();
     return reportFailure(error);
@@ -215,6 +217,7 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.removeSignalListener(signal, listener);
     }
   }
+  printer.flush();
   await assets.close();
   store.close();
   if (result === "completed") return 0;
@@ -222,17 +225,38 @@ export async function runCommand(args: string[]): Promise<number> {
   return result === "cancelled" ? 130 : 1;
 }
 
-/** Prints run events, as JSON lines or for humans. */
-function eventPrinter(json: boolean): (event: RunEvent) => void {
-  const encoder = new TextEncoder();
-  const output: HumanOutput = { textOpen: false, wroteText: false };
-  return (event) => {
-    if (json) {
-      Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
-      return;
-    }
-    printHuman(event, output);
+/** Prints run events, as JSON lines or for humans, in batched writes. */
+interface EventPrinter {
+  /** Prints one event. */
+  print(event: RunEvent): void;
+  /** Writes whatever is still buffered. */
+  flush(): void;
+}
+
+/** How long printed text may wait in the buffer, in ms. */
+const OUTPUT_DELAY_MS = 20;
+
+/** Makes the printer of `runner run`'s events. */
+function eventPrinter(json: boolean): EventPrinter {
+  const stdout = createBufferedOutput({
+    target: Deno.stdout,
+    delayMs: OUTPUT_DELAY_MS,
+    flushOnNewline: !json,
+  });
+  if (json) {
+    const withAllContent = createAllContentTracker();
+    return {
+      print: (event) =>
+        stdout.write(JSON.stringify(withAllContent(event)) + "\n"),
+      flush: stdout.flush,
+    };
+  }
+  const output: HumanOutput = {
+    stdout,
+    textOpen: false,
+    wroteText: false,
   };
+  return { print: (event) => printHuman(event, output), flush: stdout.flush };
 }
 
 /** Exit codes of a run cancelled by a signal (128 + the signal number). */
@@ -243,6 +267,8 @@ const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
 
 /** What human output has written so far. */
 interface HumanOutput {
+  /** Buffered stdout (flushed before anything goes to stderr). */
+  stdout: BufferedOutput;
   /** Agent text on stdout that did not end with a newline. */
   textOpen: boolean;
   /** Whether the current turn's text was streamed as deltas. */
@@ -250,8 +276,11 @@ interface HumanOutput {
 }
 
 function printHuman(event: RunEvent, output: HumanOutput) {
-  const write = (stream: typeof Deno.stdout, text: string) =>
+  const write = (stream: typeof Deno.stdout, text: string) => {
+    if (stream === Deno.stdout) return output.stdout.write(text);
+    output.stdout.flush();
     stream.writeSync(new TextEncoder().encode(text));
+  };
   const writeText = (text: string) => {
     if (!text) return;
     write(Deno.stdout, text);

@@ -12,7 +12,7 @@ import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
-import { isTerminalEvent } from "../events.ts";
+import { createAllContentTracker, isTerminalEvent } from "../events.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import { killGroup } from "../agent/process_group.ts";
@@ -189,6 +189,8 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     mcp_proxy: proxy?.url,
   });
   let launched: Promise<AgentTransport> | undefined;
+  // The hub builds RunnerResult from all_content: the wire keeps it.
+  const withAllContent = createAllContentTracker();
   const handle = startRun({
     runId: plan.runId,
     input: plan.input,
@@ -201,7 +203,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      job.emit(event as unknown as JsonObject);
+      job.emit(withAllContent(event) as unknown as JsonObject);
     },
     launch: () => {
       launched = launchLocal({

@@ -9,8 +9,8 @@
 import type { RunEvent, RunUsage } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 
-/** `all_content` is only carried while the message is smaller than this. */
-export const ALL_CONTENT_LIMIT = 64 * 1024;
+/** The text streams a delta can belong to: the assistant message or thoughts. */
+export type DeltaStream = "message" | "thought";
 
 /** Options for {@linkcode createEventEmitter}. */
 export interface EventEmitterOptions {
@@ -74,10 +74,10 @@ export interface ApplyUpdateOptions {
   turn: TurnState | undefined;
   /** Emits an event. */
   emit: EventEmitter["emit"];
+  /** Hands on a chunk of message or thought text (the coalescing stage). */
+  text: (stream: DeltaStream, text: string) => void;
   /** Whether deltas and progress events are streamed. */
   streaming: boolean;
-  /** Counter shared across the run for `msg_sequence`. */
-  nextMessageSequence: () => number;
   /** Receives usage reports. */
   onUsage: (usage: RunUsage) => void;
 }
@@ -98,21 +98,16 @@ export function applyUpdate(options: ApplyUpdateOptions): void {
         return;
       }
       turn.text += text;
-      if (!streaming) return;
-      const chunk: Record<string, unknown> = {
-        role: "assistant",
-        content: text,
-        msg_sequence: options.nextMessageSequence(),
-      };
-      if (turn.text.length < ALL_CONTENT_LIMIT) chunk.all_content = turn.text;
-      emit("message.delta", { chunk });
+      if (streaming) options.text("message", text);
       return;
     }
-    case "agent_thought_chunk":
-      if (streaming) {
-        emit("thought.delta", { content: contentText(update.content) });
-      }
+    case "agent_thought_chunk": {
+      if (!streaming) return;
+      const text = contentText(update.content);
+      if (text) options.text("thought", text);
+      else emit("agent.update", { kind, update });
       return;
+    }
     case "tool_call":
     case "tool_call_update":
       toolEvents(update, turn, streaming ? emit : undefined);

@@ -1,13 +1,14 @@
 /**
  * Recording one run's events: redacted, stored (with the session mapping and
- * the run's outcome), then handed to the live listeners.
+ * the run's outcome), then handed to the live listeners. Deltas are stored
+ * and handed on without `all_content`.
  *
  * @module
  */
 
 import { toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
+import { isTerminalEvent, withoutAllContent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 
@@ -39,7 +40,8 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   const listeners = new Set<(event: RunEvent) => void>();
   return {
     emit(raw) {
-      const event = redactDeep(raw, options.secrets);
+      // all_content is added back by the consumers that need it.
+      const event = redactDeep(withoutAllContent(raw), options.secrets);
       try {
         storeEvent(options, event);
       } catch (error) {

@@ -56,8 +56,8 @@ export function handleUpdate(
     update,
     turn: run.turn,
     emit: run.emitter.emit,
+    text: run.emitter.text,
     streaming: run.config.streaming,
-    nextMessageSequence: () => ++run.messageSequence,
     onUsage: (next) => run.usage = { ...run.usage, ...next },
   });
 }

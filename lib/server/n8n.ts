@@ -24,6 +24,7 @@ import {
 } from "./context.ts";
 import { finalMessage, optionalId, requestedFormat } from "./runs.ts";
 import { followRunEvents, textStream } from "./stream.ts";
+import { mergeDeltas } from "./delta_merge.ts";
 
 /** Checks the webhook credentials `settings` require; throws `http.unauthorized`. */
 export async function checkN8nAuth(
@@ -279,7 +280,10 @@ async function n8nJsonReply(
 
 /** The run's output as n8n's stream of concatenated JSON objects. */
 function n8nStreamResponse(ctx: ServerContext, run: ManagedRun): Response {
-  const follower = followRunEvents({ store: ctx.store, runId: run.runId, run });
+  const follower = mergeDeltas(
+    followRunEvents({ store: ctx.store, runId: run.runId, run }),
+    ctx.config.n8n.mergeMs,
+  );
   const state = { streamed: false };
   const queued: string[] = [];
   const body$ = textStream(

@@ -16,6 +16,11 @@ import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
 import {
+  followWithAllContent,
+  wantsAllContent,
+  withAllContent,
+} from "./all_content.ts";
+import {
   eventStreamResponse,
   followRunEvents,
   type StreamFormat,
@@ -177,11 +182,17 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   async function respondWithRun(
     c: Context,
     run: ManagedRun,
-    format: StreamFormat | "json",
+    { format, allContent }: {
+      format: StreamFormat | "json";
+      allContent: boolean;
+    },
   ) {
     if (format !== "json") {
+      const follower = followRunEvents({ store, runId: run.runId, run });
       return eventStreamResponse(
-        followRunEvents({ store, runId: run.runId, run }),
+        allContent
+          ? followWithAllContent(follower, { store, runId: run.runId })
+          : follower,
         format,
         {
           headers: { "x-run-id": run.runId },
@@ -189,7 +200,8 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       );
     }
     await run.done;
-    const events = store.getEvents(run.runId);
+    const stored = store.getEvents(run.runId);
+    const events = allContent ? withAllContent(stored) : stored;
     const record = store.getRun(run.runId);
     return c.json(ctx.redact({
       run_id: run.runId,
@@ -205,11 +217,12 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
+    const allContent = wantsAllContent(c, body.all_content);
     const outcome = ctx.startRun(parseStartBody(body, ctx.config));
     if (outcome.kind === "steered") {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
-    return await respondWithRun(c, outcome.run, format);
+    return await respondWithRun(c, outcome.run, { format, allContent });
   });
 }
 
@@ -272,9 +285,10 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const runId = c.req.param("id");
     const record = store.getRun(runId);
     if (!record) throw notFound(runId);
+    const events = store.getEvents(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
-      events: store.getEvents(runId),
+      events: wantsAllContent(c) ? withAllContent(events) : events,
     }));
   });
 
@@ -284,17 +298,27 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
+    const allContent = wantsAllContent(c);
     if (format === "json") {
+      const events = allContent
+        ? withAllContent(store.getEvents(runId)).filter((event) =>
+          (event.sequence ?? 0) > after
+        )
+        : store.getEvents(runId, { after });
       return c.json(
-        ctx.redact({
-          run_id: runId,
-          status: record.status,
-          events: store.getEvents(runId, { after }),
-        }),
+        ctx.redact({ run_id: runId, status: record.status, events }),
       );
     }
+    const follower = followRunEvents({
+      store,
+      runId,
+      run: manager.get(runId),
+      after,
+    });
     return eventStreamResponse(
-      followRunEvents({ store, runId, run: manager.get(runId), after }),
+      allContent
+        ? followWithAllContent(follower, { store, runId, after })
+        : follower,
       format,
     );
   });
