@@ -19,7 +19,7 @@ import {
   reapLeftoverGroups,
 } from "./lib/agent/reaper.ts";
 import { MAX_DAEMON_ID_LENGTH, RECONNECT_DELAY_MS } from "./lib/relay.ts";
-import { defaultDataDir } from "./lib/store/open.ts";
+import { defaultDataDir } from "./lib/store/data_dir.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 

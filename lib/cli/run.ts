@@ -7,7 +7,6 @@
  * @module
  */
 
-import { createAssetsHook } from "../assets/wiring.ts";
 import { basename, extname, join } from "node:path";
 import {
   configFlagOptions,
@@ -22,9 +21,7 @@ import { createAllContentTracker, type RunEvent } from "../events.ts";
 import { type BufferedOutput, createBufferedOutput } from "./output.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
-import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
-import { createRunManager } from "../run/manager.ts";
-import { defaultDataDir, openStore } from "../store/open.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
@@ -182,13 +179,21 @@ export async function runCommand(args: string[]): Promise<number> {
   const invocation = await readRunInvocation(args);
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
-  await reapLeftoverGroups(join(dataDir, "agents"));
+  // The run machinery (store, assets, engine) loads only once there is a run.
+  const [reaper, { openStore }, { createAssetsHook }, { createRunManager }] =
+    await Promise.all([
+      import("../agent/reaper.ts"),
+      import("../store/open.ts"),
+      import("../assets/wiring.ts"),
+      import("../run/manager.ts"),
+    ]);
+  await reaper.reapLeftoverGroups(join(dataDir, "agents"));
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
     store,
-    registry: createReaperRegistry(join(dataDir, "agents")),
+    registry: reaper.createReaperRegistry(join(dataDir, "agents")),
   });
   const printer = eventPrinter(invocation.json);
   let result: string | undefined;

@@ -9,7 +9,7 @@
 import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
-import { defaultDataDir } from "../store/open.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 import {
   invalidConfig,
   parseServeFlags,
