@@ -60,11 +60,24 @@ function deltaChunk(event: RunEvent): Record<string, unknown> | undefined {
     : undefined;
 }
 
-/**
- * Returns `event` without `all_content` (the event log and HTTP streams keep
- * deltas lean); other events are returned as they are.
- */
-export function withoutAllContent(event: RunEvent): RunEvent {
+/** The text of a `message.delta`. */
+function deltaText(event: RunEvent): string {
+  const content = deltaChunk(event)?.content;
+  return typeof content === "string" ? content : "";
+}
+
+/** The `message` of a completion event, when it has one. */
+function messageOf(
+  event: RunEvent,
+): { role?: unknown; content?: unknown } | undefined {
+  const message = event.data.message;
+  return message && typeof message === "object"
+    ? message as { role?: unknown; content?: unknown }
+    : undefined;
+}
+
+/** `event` without `all_content` on its chunk (other events as they are). */
+function withoutAllContent(event: RunEvent): RunEvent {
   const chunk = deltaChunk(event);
   if (!chunk || !("all_content" in chunk)) return event;
   const { all_content: _, ...lean } = chunk;
@@ -72,33 +85,95 @@ export function withoutAllContent(event: RunEvent): RunEvent {
 }
 
 /**
- * Makes a function that adds `all_content` (the message so far) to each
- * `message.delta` of one run's events, handed to it in order, while the
- * message is under {@linkcode ALL_CONTENT_LIMIT}. Each `message.completed`
- * starts a new message. For consumers that need it: the relay wire (the
- * Python hub builds `RunnerResult` from it), `runner run --json`, and HTTP
- * callers that ask for it.
+ * Makes the lean form of one run's events, handed to it in order — the form
+ * the event log keeps and HTTP streams carry: deltas without `all_content`,
+ * and a `message.completed` (or `run.completed`) whose text is exactly the
+ * text its deltas already carried keeps only `message.role` (respectively
+ * drops `message`). Nothing is lost: {@linkcode createEventRestorer} puts
+ * the text back; any completion whose text differs from its deltas stays
+ * whole.
  */
-export function createAllContentTracker(): (event: RunEvent) => RunEvent {
+export function createLeanEvents(): (event: RunEvent) => RunEvent {
   let text = "";
-  let over = false;
-  return (event) => {
-    if (event.type === "message.completed" || isTerminalEvent(event)) {
-      text = "";
-      over = false;
+  let streamedAnswer: string | undefined;
+  return (raw) => {
+    const event = withoutAllContent(raw);
+    if (event.type === "message.delta") {
+      text += deltaText(event);
       return event;
     }
-    const chunk = deltaChunk(event);
-    if (!chunk || typeof chunk.content !== "string") return event;
-    if (!over) {
-      text += chunk.content;
-      over = text.length >= ALL_CONTENT_LIMIT;
-      if (over) text = "";
+    const message = messageOf(event);
+    if (event.type === "message.completed") {
+      const streamed = text !== "" && message?.content === text;
+      text = "";
+      streamedAnswer = streamed ? String(message!.content) : undefined;
+      if (!streamed) return event;
+      return {
+        ...event,
+        data: { ...event.data, message: { role: message!.role } },
+      };
     }
-    if (over) return withoutAllContent(event);
-    return {
-      ...event,
-      data: { ...event.data, chunk: { ...chunk, all_content: text } },
-    };
+    if (
+      event.type === "run.completed" && streamedAnswer !== undefined &&
+      message?.content === streamedAnswer
+    ) {
+      const { message: _, ...rest } = event.data;
+      return { ...event, data: rest };
+    }
+    return event;
+  };
+}
+
+/**
+ * Makes the full form of one run's events (lean or not), handed to it in
+ * order from the first: completions get their text back from their deltas,
+ * and with `allContent` each `message.delta` carries `all_content` (the
+ * message so far) while the message is under {@linkcode ALL_CONTENT_LIMIT}
+ * — what the relay wire, `runner run --json` and HTTP callers that ask get.
+ */
+export function createEventRestorer(
+  options: { allContent: boolean },
+): (event: RunEvent) => RunEvent {
+  let text = "";
+  let answer: string | undefined;
+  return (event) => {
+    const message = messageOf(event);
+    switch (event.type) {
+      case "message.delta": {
+        text += deltaText(event);
+        if (!options.allContent || text.length >= ALL_CONTENT_LIMIT) {
+          return withoutAllContent(event);
+        }
+        const chunk = deltaChunk(event)!;
+        return {
+          ...event,
+          data: { ...event.data, chunk: { ...chunk, all_content: text } },
+        };
+      }
+      case "message.completed": {
+        const whole = typeof message?.content === "string"
+          ? message.content
+          : text;
+        text = "";
+        answer = whole;
+        if (message?.content === whole) return event;
+        const role = message?.role ?? "assistant";
+        return {
+          ...event,
+          data: { ...event.data, message: { role, content: whole } },
+        };
+      }
+      case "run.completed":
+        if (message || answer === undefined) return event;
+        return {
+          ...event,
+          data: {
+            ...event.data,
+            message: { role: "assistant", content: answer },
+          },
+        };
+      default:
+        return event;
+    }
   };
 }

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
-import type { RunEvent } from "../lib/events.ts";
+import { createEventRestorer, type RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
   createRunManager,
@@ -110,11 +110,11 @@ export class EventLog {
     return this.events.filter((event) => event.type === type);
   }
 
-  /** The message texts of each completed turn. */
+  /** The message texts of each completed turn (put back from the deltas where the lean events leave them out). */
   messages(): string[] {
-    return this.ofType("message.completed").map((event) =>
-      (event.data.message as { content: string }).content
-    );
+    return this.events.map(createEventRestorer({ allContent: false }))
+      .filter((event) => event.type === "message.completed")
+      .map((event) => (event.data.message as { content: string }).content);
   }
 }
 

@@ -44,7 +44,9 @@ Deno.test("SSE, NDJSON and stream=false carry the same events", async () => {
         "--text",
         "hello there world",
       ]),
+      // One delta per chunk, and no run token whose first letter could end a chunk.
       "delta-coalesce-ms": 0,
+      "langbot-assets-enabled": false,
     };
     const sse = await postJson(`${serve.url}/v1/runs`, {
       input: { text: "hi" },

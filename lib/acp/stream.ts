@@ -49,7 +49,7 @@ export function createAcpStream(options: AcpStreamOptions): Stream {
   });
   const readable = new ReadableStream<AnyMessage>({
     async start(controller) {
-      const deliver = (line: Uint8Array) => {
+      const deliver = (line: string) => {
         const message = parseLine(line, options.onNoise);
         if (message && !options.tap?.(message)) controller.enqueue(message);
       };
@@ -72,11 +72,10 @@ export function createAcpStream(options: AcpStreamOptions): Stream {
 }
 
 function parseLine(
-  line: Uint8Array,
+  line: string,
   onNoise?: (line: string) => void,
 ): AnyMessage | undefined {
-  let text = new TextDecoder().decode(line);
-  if (text.endsWith("\r")) text = text.slice(0, -1);
+  const text = line.endsWith("\r") ? line.slice(0, -1) : line;
   if (!text.trim()) return undefined;
   try {
     const value = JSON.parse(text);
@@ -88,33 +87,62 @@ function parseLine(
   return undefined;
 }
 
-/** Splits a byte stream into lines without copying until a line is complete. */
+/**
+ * Splits a byte stream into lines. Sizes are checked on bytes; the complete
+ * lines of each chunk are decoded together (a newline byte never occurs
+ * inside a UTF-8 sequence), which is much cheaper than one decode per line.
+ */
 async function readLines(
   input: ReadableStream<Uint8Array>,
   maxBytes: number,
-  onLine: (line: Uint8Array) => void,
+  onLine: (line: string) => void,
 ): Promise<void> {
+  const decoder = new TextDecoder();
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   for await (const chunk of input) {
-    let start = 0;
-    while (start < chunk.length) {
-      const end = chunk.indexOf(NEWLINE, start);
-      if (end < 0) {
-        pending.push(chunk.subarray(start));
-        pendingBytes += chunk.length - start;
-        if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
-        break;
-      }
-      const piece = chunk.subarray(start, end);
-      if (pendingBytes + piece.length > maxBytes) throw tooLarge(maxBytes);
-      onLine(pending.length ? concat([...pending, piece]) : piece);
-      pending = [];
-      pendingBytes = 0;
+    const last = chunk.lastIndexOf(NEWLINE);
+    if (last < 0) {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
+      continue;
+    }
+    if (pendingBytes + last > maxBytes) {
+      checkLineSizes(chunk, last, pendingBytes, maxBytes);
+    }
+    const head = chunk.subarray(0, last);
+    const text = decoder.decode(
+      pending.length ? concat([...pending, head]) : head,
+    );
+    for (let start = 0; start <= text.length;) {
+      let end = text.indexOf("\n", start);
+      if (end < 0) end = text.length;
+      onLine(text.slice(start, end));
       start = end + 1;
     }
+    pending = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : [];
+    pendingBytes = chunk.length - last - 1;
+    if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
   }
-  if (pendingBytes) onLine(concat(pending));
+  if (pendingBytes) onLine(decoder.decode(concat(pending)));
+}
+
+/** Throws `acp.message_too_large` if a line of `chunk` up to `last` is over the cap. */
+function checkLineSizes(
+  chunk: Uint8Array,
+  last: number,
+  pendingBytes: number,
+  maxBytes: number,
+): void {
+  let start = 0;
+  let carried = pendingBytes;
+  while (start <= last) {
+    const end = chunk.indexOf(NEWLINE, start);
+    if (carried + end - start > maxBytes) throw tooLarge(maxBytes);
+    carried = 0;
+    start = end + 1;
+  }
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

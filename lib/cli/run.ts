@@ -17,7 +17,7 @@ import {
 } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import { createAllContentTracker, type RunEvent } from "../events.ts";
+import { createEventRestorer, type RunEvent } from "../events.ts";
 import { type BufferedOutput, createBufferedOutput } from "./output.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
@@ -249,7 +249,7 @@ function eventPrinter(json: boolean): EventPrinter {
     flushOnNewline: !json,
   });
   if (json) {
-    const withAllContent = createAllContentTracker();
+    const withAllContent = createEventRestorer({ allContent: true });
     return {
       print: (event) =>
         stdout.write(JSON.stringify(withAllContent(event)) + "\n"),

@@ -12,7 +12,7 @@ import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
-import { createAllContentTracker, isTerminalEvent } from "../events.ts";
+import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import { killGroup } from "../agent/process_group.ts";
@@ -190,7 +190,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   });
   let launched: Promise<AgentTransport> | undefined;
   // The hub builds RunnerResult from all_content: the wire keeps it.
-  const withAllContent = createAllContentTracker();
+  const withAllContent = createEventRestorer({ allContent: true });
   const handle = startRun({
     runId: plan.runId,
     input: plan.input,

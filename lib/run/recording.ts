@@ -1,14 +1,15 @@
 /**
  * Recording one run's events: redacted, stored (with the session mapping and
- * the run's outcome), then handed to the live listeners. Deltas are stored
- * and handed on without `all_content`.
+ * the run's outcome), then handed to the live listeners — in the lean form
+ * (`createLeanEvents`: no `all_content`, completions do not repeat text their
+ * deltas carried).
  *
  * @module
  */
 
 import { toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isTerminalEvent, withoutAllContent } from "../events.ts";
+import { createLeanEvents, isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 
@@ -28,7 +29,7 @@ export interface RunRecorderOptions {
 
 /** Records one run's events and fans them out to listeners. */
 export interface RunRecorder {
-  /** Redacts, stores and delivers an event to every listener. */
+  /** Redacts, stores and delivers an event (lean) to every listener. */
   emit(event: RunEvent): void;
   /** Subscribes to events emitted from now on. */
   subscribe(listener: (event: RunEvent) => void): () => void;
@@ -38,10 +39,10 @@ export interface RunRecorder {
 export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   const { runId, log } = options;
   const listeners = new Set<(event: RunEvent) => void>();
+  const lean = createLeanEvents();
   return {
     emit(raw) {
-      // all_content is added back by the consumers that need it.
-      const event = redactDeep(withoutAllContent(raw), options.secrets);
+      const event = lean(redactDeep(raw, options.secrets));
       try {
         storeEvent(options, event);
       } catch (error) {

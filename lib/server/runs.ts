@@ -8,18 +8,14 @@
 import { parseRunAssetsRequest } from "../assets/request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { createEventRestorer, type RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { ManagedRun } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
-import {
-  followWithAllContent,
-  wantsAllContent,
-  withAllContent,
-} from "./all_content.ts";
+import { shapeEvents, shapeStream, wantsAllContent } from "./stream_shape.ts";
 import {
   eventStreamResponse,
   followRunEvents,
@@ -118,8 +114,9 @@ export function runView(
   };
 }
 
-/** The final assistant message of an event list. */
-export function finalMessage(events: RunEvent[]): string {
+/** The final assistant message of a run's events (lean or full, from the first). */
+export function finalMessage(stored: RunEvent[]): string {
+  const events = stored.map(createEventRestorer({ allContent: false }));
   for (let index = events.length - 1; index >= 0; index--) {
     const event = events[index];
     if (event.type === "run.completed" || event.type === "message.completed") {
@@ -190,9 +187,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
     if (format !== "json") {
       const follower = followRunEvents({ store, runId: run.runId, run });
       return eventStreamResponse(
-        allContent
-          ? followWithAllContent(follower, { store, runId: run.runId })
-          : follower,
+        shapeStream(follower, { store, runId: run.runId, allContent }),
         format,
         {
           headers: { "x-run-id": run.runId },
@@ -201,7 +196,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
     }
     await run.done;
     const stored = store.getEvents(run.runId);
-    const events = allContent ? withAllContent(stored) : stored;
+    const events = shapeEvents(stored, allContent);
     const record = store.getRun(run.runId);
     return c.json(ctx.redact({
       run_id: run.runId,
@@ -288,7 +283,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const events = store.getEvents(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
-      events: wantsAllContent(c) ? withAllContent(events) : events,
+      events: shapeEvents(events, wantsAllContent(c)),
     }));
   });
 
@@ -301,7 +296,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const allContent = wantsAllContent(c);
     if (format === "json") {
       const events = allContent
-        ? withAllContent(store.getEvents(runId)).filter((event) =>
+        ? shapeEvents(store.getEvents(runId), true).filter((event) =>
           (event.sequence ?? 0) > after
         )
         : store.getEvents(runId, { after });
@@ -316,9 +311,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
       after,
     });
     return eventStreamResponse(
-      allContent
-        ? followWithAllContent(follower, { store, runId, after })
-        : follower,
+      shapeStream(follower, { store, runId, after, allContent }),
       format,
     );
   });
