@@ -205,7 +205,11 @@ export async function benchN8n(context: BenchContext): Promise<BenchRow[]> {
       body: { chatInput: "bench", session_id: crypto.randomUUID() },
       accept: "application/json",
     });
-    return { ...used, cpuMs: used.cpuMs + watch.cpuMs() };
+    return {
+      ...used,
+      cpuMs: used.cpuMs + watch.cpuMs(),
+      peakRssMib: watch.peakRssMib(),
+    };
   };
   try {
     const fastChunks = Math.round(n8nBytes / 32);

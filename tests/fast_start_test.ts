@@ -77,3 +77,11 @@ Deno.test("runner run loads the store and the assets bridge only when it starts 
     "the engine is loaded up front",
   );
 });
+
+Deno.test("the engine loads the ACP SDK only after it has launched the agent", async () => {
+  const loaded = await staticClosure("lib/run/manager.ts");
+  assert.deepEqual(
+    [...loaded].filter((s) => s.includes("agentclientprotocol")),
+    [],
+  );
+});

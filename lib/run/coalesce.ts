@@ -40,7 +40,7 @@ export function createDeltaCoalescer(
 ): DeltaCoalescer {
   const { next, windowMs } = options;
   let stream: DeltaStream | undefined;
-  let pending = "";
+  let pending: string[] = [];
   let redactor: StreamRedactor | undefined;
   let lastDeltaAt = -Infinity;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -67,8 +67,8 @@ export function createDeltaCoalescer(
       timer = undefined;
     }
     if (!stream || !redactor) return;
-    let content = pending ? redactor.push(pending) : "";
-    pending = "";
+    let content = pending.length ? redactor.push(pending.join("")) : "";
+    pending = [];
     if (end) content += redactor.end();
     const kind = stream;
     if (end) {
@@ -85,7 +85,7 @@ export function createDeltaCoalescer(
       if (stream !== kind) flush(true);
       stream = kind;
       redactor ??= createStreamRedactor(options.secrets);
-      pending += text;
+      pending.push(text);
       if (timer !== undefined) return;
       const wait = windowMs - (performance.now() - lastDeltaAt);
       if (wait <= 0) flush(false);

@@ -58,10 +58,37 @@ export function createEventEmitter(options: EventEmitterOptions): EventEmitter {
   };
 }
 
+/**
+ * Text built from many small pieces without keeping every piece alive: the
+ * pieces are joined in batches (a string grown by `+=` from 100 000 chunks
+ * keeps each chunk, and the garbage collector copies them again and again).
+ */
+export class TextBuilder {
+  #text = "";
+  #parts: string[] = [];
+
+  /** Appends `piece`. */
+  append(piece: string): void {
+    this.#parts.push(piece);
+    if (this.#parts.length >= 256) this.#join();
+  }
+
+  /** The whole text. */
+  toString(): string {
+    if (this.#parts.length) this.#join();
+    return this.#text;
+  }
+
+  #join(): void {
+    this.#text += this.#parts.join("");
+    this.#parts = [];
+  }
+}
+
 /** One assistant message being assembled during a turn. */
 export interface TurnState {
   /** The text so far. */
-  text: string;
+  text: TextBuilder;
   /** Tool calls already reported as started. */
   startedTools: Map<string, string>;
 }
@@ -97,7 +124,7 @@ export function applyUpdate(options: ApplyUpdateOptions): void {
         if (streaming) emit("agent.update", { kind, update });
         return;
       }
-      turn.text += text;
+      turn.text.append(text);
       if (streaming) options.text("message", text);
       return;
     }

@@ -6,8 +6,7 @@
  */
 
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
-import { connectAgent } from "../acp/client.ts";
-import type { AgentConnection } from "../acp/client.ts";
+import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
@@ -27,7 +26,9 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
   );
   startupAborted.catch(() => {});
   const transport = await launchAgent(run, startup, startupAborted);
-  const conn = connectTransport(run, transport);
+  // The ACP client (the SDK and its schemas) loads while the agent boots.
+  const { connectAgent } = await import("../acp/client.ts");
+  const conn = connectTransport(run, { transport, connectAgent });
   run.connection = conn;
   const initialized = await untilAborted(
     run,
@@ -92,7 +93,10 @@ async function launchAgent(
 
 function connectTransport(
   run: RunContext,
-  transport: AgentTransport,
+  { transport, connectAgent }: {
+    transport: AgentTransport;
+    connectAgent: (options: ConnectAgentOptions) => AgentConnection;
+  },
 ): AgentConnection {
   const { config } = run;
   return connectAgent({
