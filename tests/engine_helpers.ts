@@ -28,13 +28,17 @@ export interface Harness {
 }
 
 /** Makes a run manager with a real SQLite store in a temp directory. */
-export function harness(dataDir = tempDir()): Harness {
+export function harness(
+  dataDir = tempDir(),
+  options: { environment?: Record<string, string> } = {},
+): Harness {
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
+    environment: options.environment,
   });
   return {
     manager,
