@@ -88,9 +88,10 @@ function parseLine(
 }
 
 /**
- * Splits a byte stream into lines. Sizes are checked on bytes; the complete
- * lines of each chunk are decoded together (a newline byte never occurs
- * inside a UTF-8 sequence), which is much cheaper than one decode per line.
+ * Splits a byte stream into lines. Sizes are checked on bytes; each chunk is
+ * decoded once (a newline byte never occurs inside a UTF-8 sequence), which
+ * is much cheaper than one decode per line, and a line's unfinished tail is
+ * kept as text rather than copied bytes.
  */
 async function readLines(
   input: ReadableStream<Uint8Array>,
@@ -98,12 +99,13 @@ async function readLines(
   onLine: (line: string) => void,
 ): Promise<void> {
   const decoder = new TextDecoder();
-  let pending: Uint8Array[] = [];
+  let pending = "";
   let pendingBytes = 0;
   for await (const chunk of input) {
     const last = chunk.lastIndexOf(NEWLINE);
+    const text = decoder.decode(chunk, { stream: true });
     if (last < 0) {
-      pending.push(chunk);
+      pending += text;
       pendingBytes += chunk.length;
       if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
       continue;
@@ -111,21 +113,19 @@ async function readLines(
     if (pendingBytes + last > maxBytes) {
       checkLineSizes(chunk, last, pendingBytes, maxBytes);
     }
-    const head = chunk.subarray(0, last);
-    const text = decoder.decode(
-      pending.length ? concat([...pending, head]) : head,
-    );
-    for (let start = 0; start <= text.length;) {
-      let end = text.indexOf("\n", start);
-      if (end < 0) end = text.length;
-      onLine(text.slice(start, end));
-      start = end + 1;
+    const all = pending + text;
+    const end = all.lastIndexOf("\n");
+    for (let start = 0; start <= end;) {
+      const next = all.indexOf("\n", start);
+      onLine(all.slice(start, next));
+      start = next + 1;
     }
-    pending = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : [];
+    pending = all.slice(end + 1);
     pendingBytes = chunk.length - last - 1;
     if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
   }
-  if (pendingBytes) onLine(decoder.decode(concat(pending)));
+  pending += decoder.decode();
+  if (pending) onLine(pending);
 }
 
 /** Throws `acp.message_too_large` if a line of `chunk` up to `last` is over the cap. */
@@ -143,17 +143,6 @@ function checkLineSizes(
     carried = 0;
     start = end + 1;
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const size = parts.reduce((sum, part) => sum + part.length, 0);
-  const result = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    result.set(part, offset);
-    offset += part.length;
-  }
-  return result;
 }
 
 function tooLarge(maxBytes: number): RunnerError {

@@ -10,7 +10,7 @@
 
 import type { RunUsage } from "../events.ts";
 import { createStreamRedactor, type StreamRedactor } from "../secrets.ts";
-import type { DeltaStream, EventEmitter } from "./events.ts";
+import { type DeltaStream, type EventEmitter, TextBuilder } from "./events.ts";
 
 /** Options for {@linkcode createDeltaCoalescer}. */
 export interface DeltaCoalescerOptions {
@@ -26,8 +26,14 @@ export interface DeltaCoalescerOptions {
 
 /** An {@linkcode EventEmitter} that also takes text chunks and coalesces them. */
 export interface DeltaCoalescer extends EventEmitter {
-  /** Queues a chunk of `stream`'s text. */
-  text(stream: DeltaStream, text: string): void;
+  /**
+   * Queues a chunk of `stream`'s text. With `keep`, the unredacted text is
+   * also appended there, batch by batch as it is flushed (one copy of the
+   * text for the delta and the message, and chunks that die young).
+   */
+  text(stream: DeltaStream, text: string, keep?: TextBuilder): void;
+  /** Emits the pending text now (and whatever was held back). */
+  flush(): void;
 }
 
 /**
@@ -40,7 +46,9 @@ export function createDeltaCoalescer(
 ): DeltaCoalescer {
   const { next, windowMs } = options;
   let stream: DeltaStream | undefined;
-  let pending: string[] = [];
+  // Joined in batches, the chunks die young instead of outliving the window.
+  let pending = new TextBuilder();
+  let keeper: TextBuilder | undefined;
   let redactor: StreamRedactor | undefined;
   let lastDeltaAt = -Infinity;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -67,30 +75,35 @@ export function createDeltaCoalescer(
       timer = undefined;
     }
     if (!stream || !redactor) return;
-    let content = pending.length ? redactor.push(pending.join("")) : "";
-    pending = [];
+    const text = pending.toString();
+    pending = new TextBuilder();
+    if (text) keeper?.append(text);
+    let content = text ? redactor.push(text) : "";
     if (end) content += redactor.end();
     const kind = stream;
     if (end) {
       stream = undefined;
       redactor = undefined;
+      keeper = undefined;
     }
     lastDeltaAt = performance.now();
     emitDelta(kind, content);
   }
 
   return {
-    text(kind, text) {
+    text(kind, text, keep) {
       if (!text || next.ended) return;
-      if (stream !== kind) flush(true);
+      if (stream !== kind || keeper !== keep) flush(true);
       stream = kind;
+      keeper = keep;
       redactor ??= createStreamRedactor(options.secrets);
-      pending.push(text);
+      pending.append(text);
       if (timer !== undefined) return;
       const wait = windowMs - (performance.now() - lastDeltaAt);
       if (wait <= 0) flush(false);
       else timer = setTimeout(() => flush(false), wait);
     },
+    flush: () => flush(true),
     emit(type: string, data: Record<string, unknown>, usage?: RunUsage) {
       flush(true);
       next.emit(type, data, usage);

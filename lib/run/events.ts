@@ -101,8 +101,8 @@ export interface ApplyUpdateOptions {
   turn: TurnState | undefined;
   /** Emits an event. */
   emit: EventEmitter["emit"];
-  /** Hands on a chunk of message or thought text (the coalescing stage). */
-  text: (stream: DeltaStream, text: string) => void;
+  /** Hands on a chunk of message or thought text (the coalescing stage), appending it to `keep` too. */
+  text: (stream: DeltaStream, text: string, keep?: TextBuilder) => void;
   /** Whether deltas and progress events are streamed. */
   streaming: boolean;
   /** Receives usage reports. */
@@ -124,8 +124,8 @@ export function applyUpdate(options: ApplyUpdateOptions): void {
         if (streaming) emit("agent.update", { kind, update });
         return;
       }
-      turn.text.append(text);
-      if (streaming) options.text("message", text);
+      if (streaming) options.text("message", text, turn.text);
+      else turn.text.append(text);
       return;
     }
     case "agent_thought_chunk": {

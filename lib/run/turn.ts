@@ -109,6 +109,7 @@ async function runTurn(
   }
   await quietWindow(run);
   run.turn = undefined;
+  run.emitter.flush(); // the last text reaches the turn's message
   const text = current.text.toString();
   if (text) {
     run.emitter.emit("message.completed", {
