@@ -69,11 +69,25 @@ function deltaText(event: RunEvent): string {
 /** The `message` of a completion event, when it has one. */
 function messageOf(
   event: RunEvent,
-): { role?: unknown; content?: unknown } | undefined {
+): { role?: unknown; content?: unknown; truncated?: unknown } | undefined {
   const message = event.data.message;
   return message && typeof message === "object"
-    ? message as { role?: unknown; content?: unknown }
+    ? message as { role?: unknown; content?: unknown; truncated?: unknown }
     : undefined;
+}
+
+/**
+ * Whether a completion's `message` is `text`: the same, or cut short on the
+ * relay wire (`truncated`) from it.
+ */
+function messageIs(
+  message: { content?: unknown; truncated?: unknown } | undefined,
+  text: string,
+): boolean {
+  const content = message?.content;
+  if (typeof content !== "string") return false;
+  return content === text ||
+    (message?.truncated === true && text.startsWith(content));
 }
 
 /** `event` without `all_content` on its chunk (other events as they are). */
@@ -88,10 +102,10 @@ function withoutAllContent(event: RunEvent): RunEvent {
  * Makes the lean form of one run's events, handed to it in order — the form
  * the event log keeps and HTTP streams carry: deltas without `all_content`,
  * and a `message.completed` (or `run.completed`) whose text is exactly the
- * text its deltas already carried keeps only `message.role` (respectively
- * drops `message`). Nothing is lost: {@linkcode createEventRestorer} puts
- * the text back; any completion whose text differs from its deltas stays
- * whole.
+ * text its deltas already carried (or a relay frame's truncated prefix of
+ * it) keeps only `message.role` (respectively drops `message`). Nothing is
+ * lost: {@linkcode createEventRestorer} puts the whole text back; any
+ * completion whose text differs from its deltas stays as it is.
  */
 export function createLeanEvents(): (event: RunEvent) => RunEvent {
   let text = "";
@@ -104,9 +118,9 @@ export function createLeanEvents(): (event: RunEvent) => RunEvent {
     }
     const message = messageOf(event);
     if (event.type === "message.completed") {
-      const streamed = text !== "" && message?.content === text;
+      const streamed = text !== "" && messageIs(message, text);
+      streamedAnswer = streamed ? text : undefined;
       text = "";
-      streamedAnswer = streamed ? String(message!.content) : undefined;
       if (!streamed) return event;
       return {
         ...event,
@@ -115,7 +129,7 @@ export function createLeanEvents(): (event: RunEvent) => RunEvent {
     }
     if (
       event.type === "run.completed" && streamedAnswer !== undefined &&
-      message?.content === streamedAnswer
+      messageIs(message, streamedAnswer)
     ) {
       const { message: _, ...rest } = event.data;
       return { ...event, data: rest };

@@ -105,6 +105,28 @@ Deno.test("lean events leave out only text the deltas carried, and the restorer 
   );
 });
 
+Deno.test("completions cut short on the relay wire are made lean, and come back whole", () => {
+  const cut = (event: RunEvent): RunEvent => ({
+    ...event,
+    data: {
+      ...event.data,
+      message: { role: "assistant", content: "long te", truncated: true },
+    },
+  });
+  const events = [
+    delta("long ", 1),
+    delta("text", 2),
+    cut(completed("long text")),
+    cut(runCompleted("long text")),
+  ];
+  const lean = events.map(createLeanEvents());
+  assert.deepEqual(lean[2].data, { message: { role: "assistant" } });
+  assert.deepEqual(lean[3].data, { finish_reason: "end_turn" });
+  const restored = lean.map(createEventRestorer({ allContent: false }));
+  assert.deepEqual(restored[2], completed("long text"));
+  assert.deepEqual(restored[3], runCompleted("long text"));
+});
+
 Deno.test("all_content stops once the message reaches 64 KiB", () => {
   const restore = createEventRestorer({ allContent: true });
   const big = "y".repeat(40 * 1024);
