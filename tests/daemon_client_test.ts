@@ -19,6 +19,7 @@ import {
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
+import { tempDir } from "./helpers.ts";
 
 const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
 const READY =
@@ -182,7 +183,7 @@ function bytesOf(text: string): number {
 }
 
 Deno.test("a 3 MiB answer crosses the hub: every delta (split), a truncated message.completed, one run.completed", async () => {
-  const stateDir = await Deno.makeTempDir();
+  const stateDir = tempDir();
   const hub = createHub({ token: TOKEN, stateDir });
   const server = serveHub({ hub });
   const controller = new AbortController();

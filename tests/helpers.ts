@@ -93,9 +93,32 @@ export function assertAgentGone(pidFile: string): void {
   }
 }
 
-/** A fresh temporary directory. */
+/** Directories made by {@linkcode tempDir} in this test module. */
+const madeDirs: string[] = [];
+
+function removeMadeDirs(): void {
+  for (const dir of madeDirs.splice(0)) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+}
+
+/**
+ * A fresh temporary directory, removed with everything in it when the test
+ * module unloads (after its last test). Tests use this, never
+ * `Deno.makeTempDir` directly, so a run of the suite leaves nothing behind.
+ */
 export function tempDir(prefix = "runner-test-"): string {
-  return Deno.makeTempDirSync({ prefix });
+  if (!madeDirs.length) {
+    globalThis.removeEventListener("unload", removeMadeDirs);
+    globalThis.addEventListener("unload", removeMadeDirs);
+  }
+  const dir = Deno.makeTempDirSync({ prefix });
+  madeDirs.push(dir);
+  return dir;
 }
 
 /** Parses NDJSON output into objects. */

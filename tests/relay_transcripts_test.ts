@@ -29,6 +29,7 @@ import {
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
+import { tempDir } from "./helpers.ts";
 
 const TRANSCRIPTS = "/work/shared/docs/relay-transcripts";
 const TOKEN = "golden-token-7f3a9c2e5b1d4f6a8c0e2b4d6f8a";
@@ -204,7 +205,7 @@ function recordedMcpHandler(transcript: Transcript) {
 
 async function replayAgainstHub(name: string): Promise<void> {
   const transcript = loadTranscript(name);
-  const stateDir = await Deno.makeTempDir();
+  const stateDir = tempDir();
   const makeHub = () =>
     createHub({
       token: TOKEN,

@@ -17,6 +17,7 @@ import {
   postJson,
   withServe,
 } from "./serve_test_helpers.ts";
+import { tempDir } from "./helpers.ts";
 
 function defaults(dir: string, flags: string[] = []): string[] {
   return [
@@ -30,7 +31,7 @@ function defaults(dir: string, flags: string[] = []): string[] {
 }
 
 Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   await withServe({
     args: defaults(dir, ["--chunks", "3", "--text", "one two three"]),
   }, async (serve) => {
@@ -66,7 +67,7 @@ Deno.test("the n8n webhook streams item objects then end, in the n8n shape", asy
 });
 
 Deno.test("the n8n webhook reports a failed run as an error item before end", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   await withServe({
     args: [
       ...defaults(dir, ["--exit-mid-prompt"]),
@@ -94,7 +95,7 @@ Deno.test("the n8n webhook reports a failed run as an error item before end", as
 });
 
 Deno.test("a webhook call for a busy conversation waits for its run, then runs its own", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
@@ -139,7 +140,7 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
 });
 
 Deno.test("webhook calls queued on one busy conversation run one at a time, each with its own answer", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
@@ -211,7 +212,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
 });
 
 Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const base = defaults(dir);
   const body = { chatInput: "hi" };
   await withServe({
