@@ -23,7 +23,11 @@ export interface TestSshd {
 }
 
 /** Where Debian's sshd lives, if installed. */
-export const SSHD_PATH = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find(
+export const SSHD_PATH = [
+  "/usr/sbin/sshd",
+  "/usr/local/sbin/sshd",
+  "/usr/bin/sshd",
+].find(
   (path) => {
     try {
       return Deno.statSync(path).isFile;
@@ -46,7 +50,8 @@ async function run(cmd: string, args: string[]) {
   }
 }
 
-function freePort(): number {
+/** A loopback port that was free a moment ago. */
+export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
