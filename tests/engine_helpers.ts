@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
+import { RunnerError } from "../lib/errors.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
@@ -27,7 +28,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Makes a run manager with a real SQLite store in a temp directory. */
+/** Makes a run manager with a real SQLite store in a temp directory; `close` ends runs still active. */
 export function harness(dataDir = tempDir()): Harness {
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
@@ -41,6 +42,11 @@ export function harness(dataDir = tempDir()): Harness {
     store,
     dataDir,
     async close() {
+      // A test that failed midway may leave runs active: end them (and their
+      // agents) so nothing outlives the test.
+      await manager.shutdown(
+        new RunnerError("runner.shutting_down", "The test ended."),
+      );
       await assets.close();
       store.close();
     },

@@ -131,6 +131,9 @@ export async function startSshd(): Promise<TestSshd> {
         child.kill("SIGTERM");
       } catch { /* gone */ }
       await child.status;
+      // Sessions still open hold sshd's stderr: stop reading instead of
+      // waiting for its end.
+      await reader.cancel().catch(() => {});
       await drained.catch(() => {});
     },
   };
