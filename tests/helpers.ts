@@ -79,16 +79,24 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** The fixture's `--pid-file` (written with `--grandchild`): agent, grandchild and that one's child. */
+export function agentPids(pidFile: string): number[] {
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  const names = ["agent_pid", "grandchild_pid", "grandchild_child_pid"];
+  return names.map((name) => {
+    const pid = pids[name];
+    if (!Number.isInteger(pid) || pid <= 0) {
+      throw new Error(
+        `${pidFile} has no ${name} (run the fixture with --grandchild)`,
+      );
+    }
+    return pid;
+  });
+}
+
 /** Fails unless the fixture's agent, its grandchild and that one's child (from `--pid-file`) are all gone. */
 export function assertAgentGone(pidFile: string): void {
-  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-  for (
-    const pid of [
-      pids.agent_pid,
-      pids.grandchild_pid,
-      pids.grandchild_child_pid,
-    ]
-  ) {
+  for (const pid of agentPids(pidFile)) {
     if (isAlive(pid)) throw new Error(`agent process ${pid} outlived its run`);
   }
 }
