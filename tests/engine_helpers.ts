@@ -28,14 +28,22 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** Options for {@linkcode harness}. */
+export interface HarnessOptions {
+  /** Receives the manager's and the runs' log lines. */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
 /** Makes a run manager with a real SQLite store in a temp directory; `close` ends runs still active. */
-export function harness(dataDir = tempDir()): Harness {
+export function harness(options: HarnessOptions = {}): Harness {
+  const dataDir = tempDir();
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
+    log: options.log,
   });
   return {
     manager,

@@ -65,7 +65,15 @@ Deno.test("run --json prints the run-event shapes with increasing sequences", as
   assert.equal(last.all_content, "abcdefghij");
   const types = events.map((e) => e.type);
   assert.ok(types.includes("tool.call.started"));
+  assert.deepEqual(
+    events.filter((e) => e.type === "tool.call.updated").map((e) => e.data),
+    [{ tool_call_id: "tc-1", status: "in_progress" }],
+  );
   assert.ok(types.includes("tool.call.completed"));
+  assert.deepEqual(
+    events.filter((e) => e.type === "usage.updated").map((e) => e.data),
+    [{ used: 1234, size: 200000, cost: { amount: 0.01, currency: "USD" } }],
+  );
   assert.ok(types.includes("thought.delta"));
   assert.ok(types.includes("plan.updated"));
   assert.equal(types.at(-1), "run.completed");

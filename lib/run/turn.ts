@@ -104,6 +104,7 @@ async function runTurn(
     if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
     throw error;
   }
+  run.log({ msg: "turn answered", stop_reason: stopReason });
   await quietWindow(run);
   run.turn = undefined;
   if (current.text) {
