@@ -113,6 +113,10 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
         chatInput: "second",
         session_id: "busy",
       });
+      await serve.waitForLog((entry) =>
+        entry.msg === "n8n webhook waits for the conversation" &&
+        entry.conversation_id === "busy"
+      );
       await openGate(gate);
       for (;;) {
         const { value, done } = await reader.read();
@@ -137,6 +141,49 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
     },
   );
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds gets 409 http.conversation_busy", async () => {
+  const dir = tempDir();
+  const gate = join(dir, "gate");
+  await makeFifo(gate);
+  await withServe(
+    {
+      args: [
+        ...defaults(dir, ["--gate-fifo", gate]),
+        "--n8n-wait-seconds",
+        "0.2",
+      ],
+    },
+    async (serve) => {
+      const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
+        chatInput: "first",
+        session_id: "held",
+      });
+      const reader = first.body!.pipeThrough(new TextDecoderStream())
+        .getReader();
+      assert.match((await reader.read()).value!, /"type":"item"/);
+      const busy = await postJson(`${serve.url}/v1/webhooks/n8n`, {
+        chatInput: "second",
+        session_id: "held",
+      });
+      assert.equal(busy.status, 409);
+      const body = await busy.json();
+      assert.equal(body.error.code, "http.conversation_busy");
+      assert.equal(body.error.retryable, true);
+      assert.match(body.error.message, /still has an active run .* 0\.2 s/);
+      assert.match(body.error.message, /POST \/v1\/runs\/.+\/cancel/);
+      await openGate(gate);
+      while (!(await reader.read()).done) { /* the first run ends */ }
+      const runs =
+        await (await fetch(`${serve.url}/v1/runs?conversation_id=held`)).json();
+      assert.deepEqual(
+        runs.runs.map((run: { status: string }) => run.status),
+        ["completed"],
+        "the refused call started no run",
+      );
+    },
+  );
 });
 
 Deno.test("webhook calls queued on one busy conversation run one at a time, each with its own answer", async () => {
@@ -232,6 +279,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
       authorization: `Basic ${btoa("bot:nope")}`,
     });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), 'Basic realm="runner"');
     assert.equal((await wrong.json()).error.code, "http.unauthorized");
     const right = await postJson(url, body, {
       authorization: `Basic ${btoa("bot:pw-123456")}`,
@@ -253,6 +301,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
     const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
     const wrong = await postJson(url, body, { "x-key": "nope" });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), "Header");
     await wrong.body?.cancel();
     const right = await postJson(url, body, { "x-key": "hv-123456" });
     assert.equal(right.status, 200);
@@ -273,6 +322,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
       authorization: `Bearer ${forged}`,
     });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), "Bearer");
     await wrong.body?.cancel();
     const token = await sign({ sub: "bot" }, "jwt-secret-123456", "HS256");
     const right = await postJson(url, body, {
