@@ -141,6 +141,60 @@ Deno.test("a follow-up that arrives after the queue closed, while the run is sti
   }
 });
 
+Deno.test("a follow-up sent a few microtasks after the last turn completed is never lost", async () => {
+  const h = harness();
+  try {
+    const config = fixtureConfig([]);
+    /** Resolves after exactly `depth` turns of the microtask queue. */
+    const hops = (depth: number): Promise<void> => {
+      let chain = Promise.resolve();
+      for (let i = 0; i < depth; i++) chain = chain.then(() => {});
+      return chain;
+    };
+    const depths = Array.from({ length: 12 }, (_, depth) => depth);
+    const trials = depths.map(async (depth) => {
+      const conversationId = `hops-${depth}`;
+      const first = h.manager.start({
+        conversationId,
+        input: { text: "one" },
+        config,
+      });
+      const log = new EventLog(first.run);
+      const late = Promise.withResolvers<
+        ReturnType<typeof h.manager.start>
+      >();
+      let sent = false;
+      first.run.subscribe((event) => {
+        if (event.type !== "message.completed" || sent) return;
+        sent = true;
+        hops(depth).then(() =>
+          late.resolve(h.manager.start({
+            conversationId,
+            input: { text: "late" },
+            config,
+          }))
+        );
+      });
+      await first.run.done;
+      const outcome = await late.promise;
+      if (outcome.kind === "steered") {
+        assert.deepEqual(
+          log.messages(),
+          ["echo: one (turn 1)", "echo: late (turn 2)"],
+          `depth ${depth}: steered but not answered`,
+        );
+      } else {
+        const lateLog = new EventLog(outcome.run);
+        await outcome.run.done;
+        assert.deepEqual(lateLog.messages(), ["echo: late (turn 1)"]);
+      }
+    });
+    await Promise.all(trials);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("steering is refused past 100 queued follow-ups", async () => {
   const h = harness();
   try {
