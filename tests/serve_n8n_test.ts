@@ -163,9 +163,13 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
       const reader = first.body!.pipeThrough(new TextDecoderStream())
         .getReader();
       assert.match((await reader.read()).value!, /"type":"item"/);
-      const busy = await postJson(`${serve.url}/v1/webhooks/n8n`, {
-        chatInput: "second",
-        session_id: "held",
+      // A guard, not a measurement: a server that never gives up waiting
+      // would hold this call (and the test) for as long as the first run.
+      const busy = await fetch(`${serve.url}/v1/webhooks/n8n`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chatInput: "second", session_id: "held" }),
+        signal: AbortSignal.timeout(60_000),
       });
       assert.equal(busy.status, 409);
       const body = await busy.json();
