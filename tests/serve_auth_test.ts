@@ -120,6 +120,10 @@ Deno.test("callers cannot set commands or env names the operator did not allow",
     const answer = await ok.json();
     assert.equal(answer.status, "completed", JSON.stringify(answer));
     assert.equal(answer.message, "echo: x (turn 1)");
+    const run = await (await fetch(`${serve.url}/v1/runs/${answer.run_id}`))
+      .json();
+    assert.equal(run.config.workspace, workspace);
+    assert.equal("advanced-settings" in run.config, false);
   });
 });
 
