@@ -214,7 +214,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/meta.ts",
     find: "      was_fenced: await ctx.daemons.unfence(daemonId),",
     replace: "      was_fenced: false,",
-    test: "tests/serve_daemon_test.ts",
+    test: "tests/serve_daemons_admin_test.ts",
     filter: "unfence --url",
   },
   {
