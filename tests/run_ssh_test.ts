@@ -87,8 +87,10 @@ Deno.test({
       await log.waitFor((e) => e.type === "message.delta");
       const lines = commandLines();
       assert.ok(
-        lines.some((line) => line.includes(REMOTE_PGID_MARKER)),
-        "the ssh client's command line (with the remote wrapper) is visible",
+        lines.some((line) =>
+          line.includes(REMOTE_PGID_MARKER) && line.includes(config.workspace!)
+        ),
+        "this run's ssh command line (with the remote wrapper) is visible",
       );
       for (const form of [secret, btoa(`REMOTE_SECRET=${secret}`)]) {
         const carrier = lines.find((line) => line.includes(form));
