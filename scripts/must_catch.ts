@@ -93,9 +93,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "ssh -R port collision not retried",
     file: "lib/locations/ssh.ts",
-    find:
-      "if (attempt === FORWARD_ATTEMPTS || !await forwardPortTaken(started)) break;",
-    replace: "break;",
+    find: "    if (!await forwardPortTaken(started, options.signal)) break;",
+    replace: "    break;",
     test: "tests/run_ssh_test.ts",
     filter: "already taken",
   },

@@ -296,3 +296,30 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "remote-ssh: a remote that never reports in cannot hold a launch with tunnels; the start-up timeout ends it and its ssh",
+  ignore: !SSHD_PATH,
+  async fn() {
+    // Every session just swallows its stdin: the wrapper never runs.
+    const sshd = await startSshd({ forceCommand: "cat >/dev/null" });
+    const h = harness();
+    try {
+      const config = sshConfig(sshd, ["--mcp-http"], { "startup-timeout": 1 });
+      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const log = new EventLog(run);
+      const result = await run.done;
+      assert.equal(result.code, "acp.start_timeout");
+      assert.equal(log.ofType("run.failed").length, 1);
+      assert.deepEqual(
+        [...Deno.readDirSync(join(h.dataDir, "agents"))],
+        [],
+        "the ssh process of the launch is still recorded (alive)",
+      );
+    } finally {
+      await h.close();
+      await sshd.close();
+    }
+  },
+});

@@ -58,8 +58,16 @@ export function freePort(): number {
   return port;
 }
 
+/** Options for {@linkcode startSshd}. */
+export interface StartSshdOptions {
+  /** sshd's `ForceCommand`: every session runs this instead of its command. */
+  forceCommand?: string;
+}
+
 /** Starts sshd on 127.0.0.1 with fresh host and client keys. */
-export async function startSshd(): Promise<TestSshd> {
+export async function startSshd(
+  options: StartSshdOptions = {},
+): Promise<TestSshd> {
   if (!SSHD_PATH) {
     throw new Error("sshd is not installed (apt-get install openssh-server)");
   }
@@ -97,6 +105,7 @@ export async function startSshd(): Promise<TestSshd> {
       "KbdInteractiveAuthentication no",
       "AllowTcpForwarding yes",
       "LogLevel INFO",
+      ...(options.forceCommand ? [`ForceCommand ${options.forceCommand}`] : []),
       "",
     ].join("\n"),
   );

@@ -53,6 +53,11 @@ export interface SshLaunchOptions {
    * pick, up to {@linkcode FORWARD_ATTEMPTS} launches in all.
    */
   remotePort?: () => number;
+  /**
+   * Ends the wait for the remote side (a cancel or the startup timeout): the
+   * launch then returns what it started, for the caller to tear down.
+   */
+  signal?: AbortSignal;
 }
 
 /** How many ssh launches a run tries when a remote forward's port is taken. */
@@ -145,7 +150,8 @@ export async function launchSsh(
   let started: StartedSsh;
   for (let attempt = 1;; attempt++) {
     started = await startSsh(options);
-    if (attempt === FORWARD_ATTEMPTS || !await forwardPortTaken(started)) break;
+    if (attempt === FORWARD_ATTEMPTS) break;
+    if (!await forwardPortTaken(started, options.signal)) break;
   }
   const { remote, forwards } = started;
   let tornDown: Promise<void> | undefined;
@@ -204,15 +210,21 @@ async function startSsh(options: SshLaunchOptions): Promise<StartedSsh> {
 
 /**
  * With remote forwards, waits until the remote wrapper reports in (the
- * forwards are up: sshd answers them before it opens the session) or ssh
- * exits; true, after cleaning up, when ssh exited because a remote port was
- * taken, so the launch can be tried again with other ports.
+ * forwards are up: sshd answers them before it opens the session), ssh
+ * exits, or `signal` aborts; true, after cleaning up, when ssh exited because
+ * a remote port was taken, so the launch can be tried again with other ports.
  */
-async function forwardPortTaken({ remote, forwards }: StartedSsh) {
-  if (!forwards.args.length) return false;
+async function forwardPortTaken(
+  { remote, forwards }: StartedSsh,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  if (!forwards.args.length || signal?.aborted) return false;
   const exitedFirst = await Promise.race([
     remote.report.known.then(() => false),
     remote.agent.exited.then(() => true),
+    new Promise<boolean>((resolve) =>
+      signal?.addEventListener("abort", () => resolve(false), { once: true })
+    ),
   ]);
   if (!exitedFirst) return false;
   await remote.agent.stderrEnded;
