@@ -99,6 +99,14 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "already taken",
   },
   {
+    name: "an ssh launch with tunnels ignores cancel and start-up timeout",
+    file: "lib/locations/launch.ts",
+    find: "          registry,\n          signal,\n",
+    replace: "          registry,\n",
+    test: "tests/run_ssh_test.ts",
+    filter: "never reports in",
+  },
+  {
     name: "a closed run still takes follow-ups",
     file: "lib/run/engine.ts",
     find: "if (run.closed || !run.options.conversationId)",
