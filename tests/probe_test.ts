@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
+import { join } from "node:path";
+import { fixtureCommand, readRecord, runCli, tempDir } from "./helpers.ts";
 
 Deno.test("probe reports ok and the fixture's capabilities", async () => {
   const result = await runCli([
@@ -24,6 +25,36 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.equal(report.capabilities.promptCapabilities.image, true);
   assert.equal(report.capabilities.mcpCapabilities.http, true);
   assert.equal(report.sessionOk, true);
+});
+
+Deno.test("probe --handshake-only initializes but never opens a session", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const result = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--fail-session-new", "--record", record),
+    "--handshake-only",
+    "--json",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const report = JSON.parse(result.stdout);
+  assert.equal(report.outcome, "ok");
+  assert.equal(report.protocolVersion, 1);
+  assert.equal(report.sessionOk, undefined);
+  const methods = readRecord(record).map((line) => line.method)
+    .filter(Boolean);
+  assert.deepEqual(methods, ["initialize"]);
+  // Without the flag the same agent fails at session/new.
+  const full = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--fail-session-new"),
+    "--json",
+  ]);
+  assert.notEqual(full.code, 0);
+  assert.notEqual(JSON.parse(full.stdout).outcome, "ok");
 });
 
 Deno.test("probe human output names the capabilities", async () => {

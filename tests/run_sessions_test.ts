@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { sessionKeyOf } from "../lib/run/manager.ts";
 import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
-import { fixtureCommand, parseJsonLines, runCli, tempDir } from "./helpers.ts";
+import {
+  fixtureCommand,
+  parseJsonLines,
+  readRecord,
+  runCli,
+  tempDir,
+} from "./helpers.ts";
 
 function cliRun(
   flags: string[],
@@ -34,10 +40,18 @@ function messageOf(stdout: string): string {
   return (last.data as { message: { content: string } }).message.content;
 }
 
-Deno.test("a second run of a conversation resumes the first's session in a new process", async () => {
+Deno.test("a second run of a conversation resumes the first's session in a new process, preferring session/resume over session/load", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
-  const flags = ["--resume", "--load-session", "--state-dir", tempDir()];
+  const record = join(tempDir(), "record.jsonl");
+  const flags = [
+    "--resume",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+    "--record",
+    record,
+  ];
   const first = await cliRun(flags, dataDir, workspace, "one");
   assert.equal(first.code, 0, first.stderr);
   assert.equal(messageOf(first.stdout), "echo: one (turn 1)");
@@ -48,6 +62,11 @@ Deno.test("a second run of a conversation resumes the first's session in a new p
     !second.stdout.includes('"state.updated"'),
     "same session: no new state.updated",
   );
+  const sessionMethods = readRecord(record)
+    .map((line) => line.method)
+    .filter((method) => String(method).startsWith("session/"))
+    .filter((method) => method !== "session/prompt");
+  assert.deepEqual(sessionMethods, ["session/new", "session/resume"]);
 });
 
 Deno.test("with a load-only agent the replayed history never appears in the output", async () => {
@@ -116,12 +135,21 @@ Deno.test("reuse-session=false always starts fresh", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
   const flags = ["--resume", "--state-dir", tempDir()];
-  await cliRun(flags, dataDir, workspace, "one");
+  const first = await cliRun(flags, dataDir, workspace, "one");
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(messageOf(first.stdout), "echo: one (turn 1)");
   const second = await cliRun(flags, dataDir, workspace, "two", [
     "--reuse-session",
     "false",
   ]);
+  assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
+  const ids = [first, second].map((r) =>
+    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
+      value: string;
+    }).value
+  );
+  assert.notEqual(ids[0], ids[1]);
 });
 
 Deno.test("a crash mid-turn fails with the stderr tail and keeps the session mapping", async () => {

@@ -47,6 +47,8 @@ export interface AgentProcess {
   readonly exited: Promise<Deno.CommandStatus>;
   /** The last bytes of stderr, decoded, with secrets redacted. */
   stderrTail(): string;
+  /** Resolves once stderr has been read to its end (every writer closed it). */
+  readonly stderrEnded: Promise<void>;
   /** Closes stdin, SIGTERMs the group, SIGKILLs it after the grace period, and waits until no member is left. */
   terminate(options?: TerminateOptions): Promise<void>;
 }
@@ -113,6 +115,7 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     stdout: child.stdout,
     exited,
     stderrTail: () => redactSecrets(tail.text(), secrets),
+    stderrEnded: stderrDrained,
     terminate,
   };
 }

@@ -35,9 +35,13 @@ export async function runTurns(
     if (run.abort.signal.aborted) throw run.abort.signal.reason;
     stopReason = result.stopReason;
     if (result.text) texts.push(result.text);
-    if (stopReason === "cancelled") break;
-    const next = run.queue.shift();
-    if (!next) break;
+    // The queue closes in the same synchronous step that finds it empty (or
+    // ends the turns): a later follow-up gets "closed" and a run of its own.
+    const next = stopReason === "cancelled" ? undefined : run.queue.shift();
+    if (!next) {
+      run.closed = true;
+      break;
+    }
     run.log({
       msg: "steering turn",
       run_id: run.options.runId,
@@ -104,6 +108,7 @@ async function runTurn(
     if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
     throw error;
   }
+  run.log({ msg: "turn answered", stop_reason: stopReason });
   await quietWindow(run);
   run.turn = undefined;
   if (current.text) {
