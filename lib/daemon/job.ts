@@ -178,7 +178,8 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   let proxy: McpProxy | undefined;
   if (plan.assetsEnabled) {
     proxy = startMcpProxy({
-      forward: job.mcp,
+      // The client's request ends with the proxy's: it holds the keep-alive.
+      forward: (payload) => job.mcp(payload, plan.mcpRequestTimeoutMs),
       timeoutMs: plan.mcpRequestTimeoutMs,
     });
   }
