@@ -190,6 +190,25 @@ Deno.test("our hub's payload has the plugin's shape and maps back to the same ru
   assert.deepEqual(plan.ignoredKeys, []);
 });
 
+Deno.test("a preset run's run.start carries the preset's command, as LangBot's hub sends it", () => {
+  const payload = (extra: Record<string, unknown>) =>
+    buildRunStartPayload({
+      runId: "r",
+      input: { text: "hi" },
+      config: parseRunConfig({
+        provider: "codex",
+        location: "daemon",
+        "daemon-id": "laptop",
+        ...extra,
+      }),
+    }).config as JsonObject;
+  assert.equal(payload({}).acp_command, "npx -y @zed-industries/codex-acp");
+  assert.equal(
+    payload({ "acp-command": "codex-acp --fast" }).acp_command,
+    "codex-acp --fast",
+  );
+});
+
 /** A job as runDaemonClient would hand it over, recording what it emits. */
 function fakeJob(payload: JsonObject) {
   const events: JsonObject[] = [];

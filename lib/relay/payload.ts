@@ -18,6 +18,7 @@ import {
   MCP_REQUEST_TIMEOUT_MS,
 } from "../relay.ts";
 import { quoteCommand } from "../agent/shell_words.ts";
+import { resolveProvider } from "../providers.ts";
 
 /** What the hub puts into one `run.start` payload. */
 export interface RunStartSpec {
@@ -50,14 +51,23 @@ const EXTRA_KEYS = [
   "fs-write",
 ] as const;
 
-/** Builds the `run.start` payload (snake_case, the Python plugin's keys). */
+/**
+ * Builds the `run.start` payload (snake_case, the Python plugin's keys).
+ * `acp_command` is always the resolved command (a preset's default or the
+ * custom one), as LangBot's hub sends it: `daemon.py` needs it. Throws the
+ * provider's error for an unknown provider or `custom` without a command.
+ */
 export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
   const { config } = spec;
+  const { commandText } = resolveProvider({
+    provider: config.provider,
+    acpCommand: config.acpCommand,
+  });
   const text = spec.input.text ?? "";
   const workspace = config.workspace ?? null;
   const payloadConfig: JsonObject = {
     provider: config.provider,
-    acp_command: config.acpCommand ?? null,
+    acp_command: commandText,
     workspace,
     cwd: workspace,
     session_cwd: config.sessionCwd ?? workspace,
