@@ -104,6 +104,63 @@ Deno.test("the plugin's snake_case keys map onto the run config", () => {
   }]);
 });
 
+Deno.test("input.contents become attachments when there are none, as daemon.py maps them", () => {
+  const png = "data:image/png;base64,iVBORw0KGgo=";
+  const plan = mapRunStart({
+    prompt_text: "look",
+    input: {
+      text: "look",
+      contents: [
+        { type: "text", text: "look" },
+        { type: "image_base64", image_base64: png },
+        { type: "image_url", image_url: { url: "https://x.test/cat.jpg" } },
+        { type: "file_base64", file_base64: "aGk=", file_name: "a.txt" },
+        { type: "file_url", file_url: "https://x.test/b", file_name: "b.pdf" },
+      ],
+    },
+    config: { provider: "codex" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(plan.input.attachments, [
+    { type: "image", name: "image", content: png },
+    {
+      type: "image",
+      name: "image",
+      url: "https://x.test/cat.jpg",
+      mime_type: "image/jpeg",
+    },
+    { type: "file", name: "a.txt", content: "aGk=" },
+    {
+      type: "file",
+      name: "b.pdf",
+      url: "https://x.test/b",
+      mime_type: "application/pdf",
+    },
+  ]);
+  const listed = mapRunStart({
+    prompt_text: "look",
+    input: {
+      attachments: [{
+        type: "file",
+        file_name: "notes.md",
+        content_type: "text/markdown",
+        path: "/home/al/notes.md",
+        size_bytes: 12,
+      }],
+      contents: [{ type: "image_base64", image_base64: png }],
+    },
+    config: { provider: "codex" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(listed.input.attachments, [{
+    type: "file",
+    mime_type: "text/markdown",
+    name: "notes.md",
+    url: undefined,
+    content: undefined,
+    path: "/home/al/notes.md",
+    size: 12,
+  }], "attachments win over contents; path and size kept");
+});
+
 Deno.test("kebab-case keys are accepted too; no directory falls back to the daemon's", () => {
   const plan = mapRunStart({
     input_text: "hi",

@@ -11,7 +11,8 @@
 import type { McpServer } from "@agentclientprotocol/sdk";
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import type { Attachment, RunInput } from "../run/prompt.ts";
+import type { RunInput } from "../run/prompt.ts";
+import { runInputOf } from "./input.ts";
 import {
   type Json,
   type JsonObject,
@@ -227,22 +228,6 @@ function envOf(value: unknown): Record<string, unknown> | string | undefined {
   );
 }
 
-function inputOf(payload: JsonObject): RunInput {
-  const input = isObject(payload.input) ? payload.input : {};
-  const attachments = Array.isArray(input.attachments)
-    ? input.attachments.filter(isObject).map((item): Attachment => ({
-      type: text(item.type),
-      mime_type: text(item.mime_type),
-      name: text(item.name),
-      url: text(item.url),
-      content: text(item.content),
-    }))
-    : [];
-  const promptText = text(payload.prompt_text) ?? text(payload.input_text) ??
-    text(input.text) ?? "";
-  return { text: promptText, attachments };
-}
-
 /**
  * Maps a `run.start` payload onto a local run. The agent starts in `cwd`,
  * else `workspace`, else `fallbackCwd`; the ACP session's cwd is
@@ -300,7 +285,7 @@ export function mapRunStart(
   return {
     runId: text(payload.run_id) ?? options.jobId,
     config,
-    input: inputOf(payload),
+    input: runInputOf(payload),
     storedSessionId: typeof stored === "string" ? text(stored) : undefined,
     sessionCwd,
     mcpServers: mcpServersOf(given.get("mcp-servers")),
