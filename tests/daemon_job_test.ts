@@ -293,6 +293,30 @@ Deno.test("a refused payload becomes one run.failed and a confirmed cleanup", as
   ]);
 });
 
+Deno.test("an empty prompt is refused before any agent or session work", async () => {
+  const runner = createDaemonJobRunner();
+  const record = join(tempDir(), "record.jsonl");
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "  ",
+    input: { text: "", attachments: [], contents: [] },
+    config: {
+      provider: "custom",
+      acp_command: fixtureCommand("--record", record),
+      cwd: tempDir(),
+    },
+  });
+  assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
+  assert.deepEqual(events.map((e) => e.type), ["run.failed"]);
+  const data = events[0].data as JsonObject;
+  assert.equal(data.runner_code ?? data.code, "config.invalid");
+  assert.match(
+    String(data.error),
+    /input needs text or at least one attachment/,
+  );
+  assert.ok(!existsSync(record), "no agent was started");
+});
+
 Deno.test("run.cancel: the agent group is gone when runJob returns, and the job emits no terminal event", async () => {
   const runner = createDaemonJobRunner();
   const pidFile = join(tempDir(), "pids.json");

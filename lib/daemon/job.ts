@@ -11,6 +11,8 @@ import { failedBeforeStartEvent } from "../run/failure.ts";
 import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
+import { runInputOf } from "../relay/input.ts";
+import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
 import { launchLocal } from "../locations/local.ts";
@@ -132,11 +134,14 @@ function planJob(
 ): { plan: DaemonJobPlan; launch: AgentLaunch } | undefined {
   const { environment } = runner;
   try {
+    // Like daemon.py, an empty prompt is refused before anything else.
+    if (isEmptyInput(runInputOf(job.payload))) throw emptyInputError();
     const plan = mapRunStart(job.payload, {
       jobId: job.jobId,
       fallbackCwd: runner.options.fallbackCwd ?? Deno.cwd(),
       home: environment.HOME ?? environment.USERPROFILE,
     });
+    checkJobInput(plan);
     const launch = prepareAgentLaunch(plan.config, { environment });
     return { plan, launch };
   } catch (error) {
@@ -144,6 +149,21 @@ function planJob(
     emitFailure(job, error);
     return undefined;
   }
+}
+
+/**
+ * Checks the job's attachments (decoding, size limits) before any agent or
+ * session work, as if the agent accepted every kind; throws the prompt's error.
+ */
+function checkJobInput({ input, config }: DaemonJobPlan): void {
+  buildPrompt({
+    input,
+    capabilities: { image: true, audio: true, embeddedContext: true },
+    limits: {
+      maxAttachmentBytes: config.maxAttachmentMb * 1024 * 1024,
+      maxPromptBytes: config.maxPromptMb * 1024 * 1024,
+    },
+  });
 }
 
 /** A job whose run was started. */

@@ -106,12 +106,7 @@ export function buildPrompt(options: BuildPromptOptions): BuiltPrompt {
       DEFAULT_PROMPT_LIMITS.maxPromptBytes,
   };
   const { text, attachments } = checkInput(input);
-  if (text === undefined && attachments.length === 0) {
-    throw new RunnerError(
-      "config.invalid",
-      "input needs text or at least one attachment",
-    );
-  }
+  if (text === undefined && attachments.length === 0) throw emptyInputError();
 
   const notes: string[] = [];
   const attachmentBlocks: ContentBlock[] = [];
@@ -153,6 +148,26 @@ export function buildPrompt(options: BuildPromptOptions): BuiltPrompt {
     text: paragraphs.join("\n\n"),
   };
   return { blocks: [textBlock, ...attachmentBlocks], notes };
+}
+
+/** Whether `input` has neither text (beyond whitespace) nor an attachment. */
+export function isEmptyInput(input: RunInput): boolean {
+  const text = typeof input?.text === "string" ? input.text.trim() : "";
+  return !text && !(Array.isArray(input?.attachments) &&
+    input.attachments.length);
+}
+
+/**
+ * The `config.invalid` error of an input with neither text nor attachments;
+ * `detail.input` is `"empty"` (the relay reports it as daemon.py's
+ * `acp.daemon_empty_prompt`).
+ */
+export function emptyInputError(): RunnerError {
+  return new RunnerError(
+    "config.invalid",
+    "input needs text or at least one attachment",
+    { detail: { input: "empty" } },
+  );
 }
 
 /** The text of every `text` block in `blocks`, joined by newlines (for logs). */
