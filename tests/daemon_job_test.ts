@@ -286,11 +286,20 @@ function fakeJob(payload: JsonObject) {
 
 Deno.test("a refused payload becomes one run.failed and a confirmed cleanup", async () => {
   const runner = createDaemonJobRunner();
-  const { job, events } = fakeJob({ run_id: "r", config: { cwd: "/tmp" } });
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "hi",
+    config: { cwd: "/tmp" },
+  });
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
-  assert.deepEqual(events.map((e) => [e.type, (e.data as JsonObject).code]), [
-    ["run.failed", "config.invalid"],
-  ]);
+  assert.deepEqual(
+    events.map((e) => [
+      e.type,
+      (e.data as JsonObject).code,
+      (e.data as JsonObject).runner_code,
+    ]),
+    [["run.failed", "acp.daemon_config_invalid", "config.invalid"]],
+  );
 });
 
 Deno.test("an empty prompt is refused before any agent or session work", async () => {
@@ -309,12 +318,80 @@ Deno.test("an empty prompt is refused before any agent or session work", async (
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
   assert.deepEqual(events.map((e) => e.type), ["run.failed"]);
   const data = events[0].data as JsonObject;
-  assert.equal(data.runner_code ?? data.code, "config.invalid");
+  assert.deepEqual([data.code, data.runner_code, data.retryable], [
+    "acp.daemon_empty_prompt",
+    "config.invalid",
+    false,
+  ], "daemon.py's code on the wire, ours kept");
   assert.match(
     String(data.error),
     /input needs text or at least one attachment/,
   );
   assert.ok(!existsSync(record), "no agent was started");
+});
+
+/** Runs one job of the fixture agent (or `command`) and returns its events. */
+async function jobEvents(
+  config: JsonObject,
+  command = fixtureCommand(),
+): Promise<JsonObject[]> {
+  const runner = createDaemonJobRunner();
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "hi",
+    config: {
+      provider: "custom",
+      acp_command: command,
+      cwd: tempDir(),
+      ...config,
+    },
+  });
+  assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
+  return events;
+}
+
+Deno.test("job events use the relay's spellings: timestamps in seconds, finish_reason stop with the ACP stop reason kept", async () => {
+  const events = await jobEvents({});
+  assert.deepEqual(events.map((e) => e.type), [
+    "state.updated",
+    "message.delta",
+    "message.completed",
+    "run.completed",
+  ]);
+  for (const event of events) {
+    const seconds = event.timestamp as number;
+    assert.ok(seconds > 1e9 && seconds < 1e11, `seconds: ${seconds}`);
+  }
+  const data = events.at(-1)!.data as JsonObject;
+  assert.deepEqual([data.finish_reason, data.stop_reason], [
+    "stop",
+    "end_turn",
+  ]);
+});
+
+Deno.test("failures daemon.py also reports carry its codes on the wire, ours as runner_code", async () => {
+  const failure = (events: JsonObject[]) => {
+    const data = events.at(-1)!.data as JsonObject;
+    return [data.code, data.runner_code];
+  };
+  assert.deepEqual(
+    failure(await jobEvents({}, "/nonexistent/bin/agent-xyz --acp")),
+    ["acp.command_not_found", "acp.missing_binary"],
+  );
+  assert.deepEqual(
+    failure(
+      await jobEvents({ timeout: 0.3 }, fixtureCommand("--stall-prompt")),
+    ),
+    ["acp.daemon_timeout", "run.timeout"],
+  );
+  assert.deepEqual(
+    failure(await jobEvents({ provider: null, acp_command: null })),
+    ["acp.daemon_config_invalid", "config.invalid"],
+  );
+  assert.deepEqual(
+    failure(await jobEvents({ create_session_if_missing: false })),
+    ["acp.session_missing", undefined],
+  );
 });
 
 Deno.test("run.cancel: the agent group is gone when runJob returns, and the job emits no terminal event", async () => {

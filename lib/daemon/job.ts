@@ -1,7 +1,8 @@
 /**
  * The daemon's jobs: each `run.start` becomes a local run of the engine
  * (`launchLocal`), with a per-job MCP proxy that forwards the agent's MCP
- * requests to the hub. A job reports `cleanupConfirmed` only once every
+ * requests to the hub; its events go out in the relay's spellings
+ * (`relay/wire_events.ts`). A job reports `cleanupConfirmed` only once every
  * process group it started is verified gone. See `docs/daemon.md`.
  *
  * @module
@@ -12,6 +13,7 @@ import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { runInputOf } from "../relay/input.ts";
+import { toRelayEvent } from "../relay/wire_events.ts";
 import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
@@ -222,7 +224,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      job.emit(event as unknown as JsonObject);
+      job.emit(toRelayEvent(event) as unknown as JsonObject);
     },
     launch: () => {
       launched = launchLocal({
@@ -264,7 +266,9 @@ async function finishJob(
 /** Reports a job that never started (the message holds no env values). */
 function emitFailure(job: DaemonJob, error: unknown): void {
   const runId = job.payload.run_id;
-  const { run_id: _, ...event } = failedBeforeStartEvent(undefined, error);
+  const { run_id: _, ...event } = toRelayEvent(
+    failedBeforeStartEvent(undefined, error),
+  );
   job.emit(
     (typeof runId === "string"
       ? { run_id: runId, ...event }
