@@ -518,6 +518,17 @@ Deno.test("runner daemon refuses bad options with exit 2 and a hint", async () =
   ]);
   assert.equal(http.code, 2);
   assert.match(http.stderr, /ws:\/\//);
+  const ping = await runCli([
+    "daemon",
+    "--url",
+    "ws://127.0.0.1:1",
+    "--daemon-id",
+    "a",
+    "--ping-timeout",
+    "0",
+  ]);
+  assert.equal(ping.code, 2);
+  assert.match(ping.stderr, /--ping-timeout must be a number of seconds > 0/);
 });
 
 Deno.test("runner daemons unfence --yes removes the marker; list shows markers", async () => {
