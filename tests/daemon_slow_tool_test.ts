@@ -21,9 +21,9 @@ import { fixtureCommand, readRecord, spawnCli, tempDir } from "./helpers.ts";
 const TOKEN = "slow-tool-token-Vq8Lm3Zx6Rt1Hb9Nc4Kw7Ys2";
 
 /** Pings the daemon sends while the relay holds the tool call. */
-const PINGS_DURING_CALL = 20;
-/** The daemon's keep-alive: a ping every 50 ms, dead after 250 ms of silence. */
-const KEEPALIVE_FLAGS = ["--ping-interval", "0.05", "--ping-timeout", "0.25"];
+const PINGS_DURING_CALL = 30;
+/** The daemon's keep-alive: a ping every 50 ms, dead after 500 ms of silence. */
+const KEEPALIVE_FLAGS = ["--ping-interval", "0.05", "--ping-timeout", "0.5"];
 
 /**
  * A WebSocket relay between a daemon and a hub that, once the daemon sends a

@@ -192,7 +192,7 @@ async function replayOnDaemon(scenario: Scenario): Promise<void> {
     runJob: runner.runJob,
     reconnectDelayMs: 20,
     pingIntervalMs: 20,
-    pingTimeoutMs: 100,
+    pingTimeoutMs: 300,
     signal: controller.signal,
   });
   const side = await hub.accept();
