@@ -57,7 +57,7 @@ export const ERROR_CODES = {
   "acp.session_missing": {
     retryable: false,
     meaning:
-      "The stored session is unknown to the agent and `create-session-if-missing` is false.",
+      "`create-session-if-missing` is false and there is no session to continue: none is stored, or the agent cannot restore the stored one.",
   },
   "acp.session_failed": {
     retryable: true,

@@ -182,6 +182,125 @@ Deno.test("keep-alive: answered pings keep the connection", async () => {
   }
 });
 
+/** The next frame of `side`; throws with the close code once it closed. */
+function nextOrClose(side: HubSide): Promise<JsonObject> {
+  return Promise.race([
+    side.next(),
+    side.closed.then(({ code, reason }) => {
+      throw new Error(`the daemon closed the connection: ${code} ${reason}`);
+    }),
+  ]);
+}
+
+Deno.test("keep-alive: a hub that answers no ping while it works on a tool call is not given up", async () => {
+  const hub = new RawHub();
+  const controller = new AbortController();
+  const client = runDaemonClient({
+    url: hub.url,
+    daemonId: "quiet",
+    token: TOKEN,
+    reconnectDelayMs: 10,
+    pingIntervalMs: 20,
+    pingTimeoutMs: 300,
+    signal: controller.signal,
+    runJob: async (job) => {
+      const answer = await job.mcp({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "slow_tool" },
+      });
+      job.emit({
+        type: "run.completed",
+        data: { finish_reason: "stop", answer },
+      });
+      return { cleanupConfirmed: true };
+    },
+  });
+  try {
+    const side = await hub.accept();
+    assert.equal((await side.next()).type, "daemon.hello");
+    side.ws.send(READY);
+    side.ws.send(
+      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
+    );
+    const request = await nextOrClose(side);
+    assert.equal(request.type, "mcp.request");
+    // Like the Python hub, which runs the tool inside its reader loop: no
+    // frame at all while the tool works. 30 pings 20 ms apart span
+    // almost two ping timeouts after the first one.
+    for (let pings = 0; pings < 30; pings++) {
+      assert.deepEqual(await nextOrClose(side), { type: "daemon.ping" });
+    }
+    side.ws.send(
+      `{"type": "mcp.response", "request_id": "${request.request_id}", "job_id": "j1", "payload": {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}}`,
+    );
+    let frame = await nextOrClose(side);
+    while (frame.type === "daemon.ping") frame = await nextOrClose(side);
+    assert.deepEqual(frame, {
+      type: "run.event",
+      job_id: "j1",
+      event: {
+        type: "run.completed",
+        data: {
+          finish_reason: "stop",
+          answer: { jsonrpc: "2.0", id: 1, result: { content: [] } },
+        },
+      },
+    });
+    assert.equal(side.ws.readyState, WebSocket.OPEN);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+});
+
+Deno.test("keep-alive: a hub that never answers a tool call is given up once the MCP timeout passed", async () => {
+  const hub = new RawHub();
+  const controller = new AbortController();
+  let mcpFailure: unknown;
+  const client = runDaemonClient({
+    url: hub.url,
+    daemonId: "quiet",
+    token: TOKEN,
+    reconnectDelayMs: 10,
+    pingIntervalMs: 20,
+    pingTimeoutMs: 300,
+    mcpTimeoutMs: 200,
+    signal: controller.signal,
+    runJob: async (job) => {
+      await job.mcp({ jsonrpc: "2.0", id: 1, method: "tools/call" }).catch(
+        (error) => mcpFailure = error,
+      );
+      if (!job.signal.aborted) {
+        await new Promise((resolve) =>
+          job.signal.addEventListener("abort", resolve, { once: true })
+        );
+      }
+      return { cleanupConfirmed: true };
+    },
+  });
+  try {
+    const side = await hub.accept();
+    assert.equal((await side.next()).type, "daemon.hello");
+    side.ws.send(READY);
+    side.ws.send(
+      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
+    );
+    assert.deepEqual(await side.closed, {
+      code: CLOSE_KEEPALIVE_TIMEOUT,
+      reason: REFUSAL_REASONS.keepaliveTimeout,
+    });
+    assert.equal((mcpFailure as { code?: string })?.code, "relay.mcp_failed");
+    assert.match(String((mcpFailure as Error).message), /within 200 ms/);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+});
+
 function bytesOf(text: string): number {
   return new TextEncoder().encode(text).length;
 }

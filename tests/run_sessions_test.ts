@@ -131,6 +131,24 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   );
 });
 
+Deno.test("create-session-if-missing=false without a stored session fails with acp.session_missing before any session is made", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const flags = ["--resume", "--state-dir", tempDir(), "--record", record];
+  const result = await cliRun(flags, tempDir(), tempDir(), "hello", [
+    "--create-session-if-missing",
+    "false",
+  ]);
+  assert.equal(result.code, 1, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  assert.deepEqual(events.map((event) => event.type), ["run.failed"]);
+  const data = events[0].data as { code: string; error: string };
+  assert.equal(data.code, "acp.session_missing");
+  assert.match(data.error, /no stored session to continue/);
+  const methods = parseJsonLines(Deno.readTextFileSync(record))
+    .flatMap((line) => line.method ? [line.method] : []);
+  assert.deepEqual(methods, ["initialize"]);
+});
+
 Deno.test("reuse-session=false always starts fresh", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();

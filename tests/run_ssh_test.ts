@@ -323,3 +323,36 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "remote-ssh: create-session-if-missing=false on a new conversation fails with acp.session_missing, no session made",
+  ignore: !SSHD_PATH,
+  async fn() {
+    const sshd = await startSshd();
+    const h = harness();
+    try {
+      const record = join(tempDir(), "record.jsonl");
+      const config = sshConfig(sshd, ["--resume", "--record", record], {
+        "create-session-if-missing": false,
+      });
+      const { run } = h.manager.start({
+        conversationId: "ssh-new",
+        input: { text: "one" },
+        config,
+      });
+      const log = new EventLog(run);
+      const result = await run.done;
+      assert.equal(result.status, "failed");
+      assert.deepEqual(log.events.map((event) => event.type), ["run.failed"]);
+      assert.equal(log.events[0].data.code, "acp.session_missing");
+      const methods = readRecord(record).flatMap((line) =>
+        line.method ? [line.method] : []
+      );
+      assert.deepEqual(methods, ["initialize"]);
+    } finally {
+      await h.close();
+      await sshd.close();
+    }
+  },
+});

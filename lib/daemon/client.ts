@@ -57,7 +57,8 @@ export interface DaemonClientOptions {
   pingIntervalMs?: number;
   /**
    * How long to wait for any hub frame after a ping, or after the hello,
-   * before the connection counts as dead and is closed (default 20 s).
+   * before the connection counts as dead and is closed (default 60 s). The
+   * clock stands still while an MCP request to the hub is outstanding.
    */
   pingTimeoutMs?: number;
   /** Stops the client: open jobs are cancelled and awaited first. */
@@ -141,6 +142,8 @@ async function connectOnce(
     mcp: createMcpRequests({
       send: (text) => send(session, text),
       timeoutMs: options.mcpTimeoutMs ?? MCP_REQUEST_TIMEOUT_MS,
+      // A hub answering a tool call answers no ping meanwhile (Python).
+      hold: () => keepAlive.hold(),
     }),
     cleanupFailed: false,
   };

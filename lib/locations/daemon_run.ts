@@ -12,6 +12,7 @@ import type { McpServer } from "@agentclientprotocol/sdk";
 import { parseMcpServersJson } from "../assets/mcp_servers_json.ts";
 import type { AssetsHook, AttachedRunAssets } from "../assets/wiring.ts";
 import { buildRunStartPayload } from "../relay/payload.ts";
+import { fromRelayEvent } from "../relay/wire_events.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
@@ -132,9 +133,10 @@ function forward(run: DaemonRun, event: RunEvent): void {
   });
 }
 
-/** Takes one event of the current job. */
-function onJobEvent(run: DaemonRun, event: RunEvent): void {
+/** Takes one event of the current job (from our daemon or daemon.py). */
+function onJobEvent(run: DaemonRun, wireEvent: RunEvent): void {
   if (run.terminal) return;
+  const event = fromRelayEvent(wireEvent);
   if (
     event.type === "state.updated" &&
     event.data.key === "external.acp_session_id" &&

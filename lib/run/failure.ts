@@ -74,6 +74,7 @@ export function failedBeforeStartEvent(
       error: failure.message,
       code: failure.code,
       retryable: failure.retryable,
+      ...(failure.detail ? { detail: failure.detail } : {}),
     },
     sequence: 1,
     timestamp: Date.now(),

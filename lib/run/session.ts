@@ -83,7 +83,19 @@ export async function chooseSession(
       msg: "stored session not restored; starting a new one",
       reason: failure?.message ?? "agent cannot resume or load",
     });
+  } else if (!config.createSessionIfMissing) {
+    throw noSessionToContinue(Boolean(storedSessionId));
   }
   const sessionId = await connection.newSession({ cwd, mcpServers });
   return { sessionId, method: "new" };
+}
+
+/** `acp.session_missing` for a run with no stored session it may use. */
+function noSessionToContinue(storedButNotReused: boolean): RunnerError {
+  return new RunnerError(
+    "acp.session_missing",
+    storedButNotReused
+      ? "reuse-session is false, so the stored session is not used, and create-session-if-missing is false, so no new session may start. Set reuse-session=true to continue the stored session, or create-session-if-missing=true to start a fresh one."
+      : "There is no stored session to continue, and create-session-if-missing is false, so no new session may start. Set create-session-if-missing=true to start a fresh session.",
+  );
 }
