@@ -161,22 +161,24 @@ Deno.test("a follow-up sent a few microtasks after the last turn completed is ne
       });
       const log = new EventLog(first.run);
       const late = Promise.withResolvers<
-        ReturnType<typeof h.manager.start>
+        { outcome: ReturnType<typeof h.manager.start>; log: EventLog }
       >();
       let sent = false;
       first.run.subscribe((event) => {
         if (event.type !== "message.completed" || sent) return;
         sent = true;
-        hops(depth).then(() =>
-          late.resolve(h.manager.start({
+        hops(depth).then(() => {
+          const outcome = h.manager.start({
             conversationId,
             input: { text: "late" },
             config,
-          }))
-        );
+          });
+          // Subscribe at once: a new run may finish before the test looks.
+          late.resolve({ outcome, log: new EventLog(outcome.run) });
+        });
       });
       await first.run.done;
-      const outcome = await late.promise;
+      const { outcome, log: lateLog } = await late.promise;
       if (outcome.kind === "steered") {
         assert.deepEqual(
           log.messages(),
@@ -184,9 +186,14 @@ Deno.test("a follow-up sent a few microtasks after the last turn completed is ne
           `depth ${depth}: steered but not answered`,
         );
       } else {
-        const lateLog = new EventLog(outcome.run);
-        await outcome.run.done;
-        assert.deepEqual(lateLog.messages(), ["echo: late (turn 1)"]);
+        const result = await outcome.run.done;
+        assert.deepEqual(
+          lateLog.messages(),
+          ["echo: late (turn 1)"],
+          `depth ${depth}: ${JSON.stringify(result)} ${
+            JSON.stringify(lateLog.events.map((e) => [e.type, e.data.code]))
+          }`,
+        );
       }
     });
     await Promise.all(trials);
