@@ -16,6 +16,8 @@ export interface AgentLaunch {
   argv: string[];
   /** The command as configured (for logs and store keys). */
   commandText: string;
+  /** Where the command came from: `acp-command`, the preset agent's own executable, or its pinned fallback. */
+  commandSource?: "configured" | "executable" | "fallback";
   /** The agent's whole environment. */
   env: Record<string, string>;
   /** The agent's working directory. */
