@@ -30,6 +30,7 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  replayQuietMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
@@ -115,6 +116,12 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     field: "lateUpdateMs",
     kind: "number",
     default: 150,
+    max: 5000,
+  },
+  "replay-quiet-ms": {
+    field: "replayQuietMs",
+    kind: "number",
+    default: 200,
     max: 5000,
   },
   "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },

@@ -43,6 +43,7 @@ export interface RunStartSpec {
 const EXTRA_KEYS = [
   "cancel-grace",
   "late-update-ms",
+  "replay-quiet-ms",
   "max-message-mb",
   "max-attachment-mb",
   "max-prompt-mb",

@@ -24,7 +24,10 @@ export interface ChooseSessionOptions {
   cwd: string;
   /** MCP servers for the session. */
   mcpServers: McpServer[];
-  /** Switches replay suppression on and off around `session/load`. */
+  /**
+   * Switches replay suppression on before `session/load`; it stays on until
+   * the engine sends the prompt (agents replay past their answer).
+   */
   setReplaying: (replaying: boolean) => void;
   /** Structured log. */
   log: (entry: Record<string, unknown>) => void;
@@ -56,11 +59,7 @@ export async function chooseSession(
           return { sessionId: storedSessionId, method: "resume" };
         }
         options.setReplaying(true);
-        try {
-          await connection.loadSession(params);
-        } finally {
-          options.setReplaying(false);
-        }
+        await connection.loadSession(params);
         return { sessionId: storedSessionId, method: "load" };
       } catch (error) {
         if (

@@ -47,7 +47,10 @@ export function handleUpdate(
   update: Record<string, unknown>,
 ): void {
   run.lastUpdateAt = performance.now();
-  if (run.replaying) return;
+  if (run.replaying) {
+    run.replayedUpdates++;
+    return;
+  }
   if (run.emitter.ended) {
     run.log({ msg: "update after terminal event", kind: update.sessionUpdate });
     return;

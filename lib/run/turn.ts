@@ -93,6 +93,7 @@ async function runTurn(
     ),
     followUp,
   });
+  if (run.replaying) await endReplay(run);
   const current: TurnState = { text: "", startedTools: new Map() };
   run.turn = current;
   const prompting = conn.prompt({ sessionId: run.sessionId!, prompt: blocks });
@@ -104,7 +105,7 @@ async function runTurn(
     if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
     throw error;
   }
-  await quietWindow(run);
+  await quietWindow(run, config.lateUpdateMs);
   run.turn = undefined;
   if (current.text) {
     run.emitter.emit("message.completed", {
@@ -123,11 +124,25 @@ async function cancelTurn(
   await settleWithin(prompting, run.config.cancelGrace * 1000);
 }
 
-async function quietWindow(run: RunContext) {
-  // Stragglers: updates may follow the prompt answer. Wait until the agent
-  // has been quiet for late-update-ms (at most 10 × that), unless it exits
-  // or the run is cancelled.
-  const quiet = run.config.lateUpdateMs;
+/**
+ * Agents may answer `session/load` while still replaying history (gemini-cli
+ * does): nothing before our prompt belongs to the turn, so the replay stays
+ * suppressed until it has gone quiet; the prompt is sent right after.
+ */
+async function endReplay(run: RunContext) {
+  await quietWindow(run, run.config.replayQuietMs);
+  if (run.abort.signal.aborted) throw run.abort.signal.reason;
+  run.replaying = false;
+  if (run.replayedUpdates) {
+    run.log({ msg: "replayed updates dropped", count: run.replayedUpdates });
+  }
+}
+
+/**
+ * Waits until the agent has sent nothing for `quiet` ms (at most 10 × that),
+ * unless it exits or the run is cancelled.
+ */
+async function quietWindow(run: RunContext, quiet: number) {
   const limit = performance.now() + quiet * 10;
   const interrupted = Promise.race([
     run.aborted,
