@@ -56,3 +56,33 @@ Deno.test("a tool call's input that arrives in a later tool_call_update is carri
     result: { stdout: "total 0" },
   }]);
 });
+
+Deno.test("an agent that ends its turn as cancelled after a rejected permission is run.agent_cancelled, exit 3, not 130", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--permission", "--cancel-on-reject"],
+      "--permission-decision",
+      "reject_once",
+      "--json",
+      "write the file",
+    ),
+  );
+  assert.equal(result.code, 3, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  assert.equal(dataOf(events, "permission.decided")[0].kind, "reject_once");
+  const failed = events.at(-1)!;
+  assert.equal(failed.type, "run.failed");
+  const data = failed.data as { code: string; error: string };
+  assert.equal(data.code, "run.agent_cancelled");
+  assert.match(data.error, /after a permission request was rejected/);
+  const human = await runCli(
+    runArgs(
+      ["--permission", "--cancel-on-reject"],
+      "--permission-decision",
+      "reject_once",
+      "write the file",
+    ),
+  );
+  assert.equal(human.code, 3);
+  assert.match(human.stderr, /^error \[run\.agent_cancelled\]: /m);
+});

@@ -49,6 +49,8 @@ export interface RunContext {
   replaying: boolean;
   /** How many replayed updates were dropped. */
   replayedUpdates: number;
+  /** Whether a permission request was answered reject or cancelled. */
+  permissionRejected?: boolean;
   /** Usage the agent reported so far. */
   usage?: RunUsage;
   /** The last `msg_sequence` handed out. */

@@ -5,7 +5,11 @@
  * @module
  */
 
-import type { InitializeResponse } from "@agentclientprotocol/sdk";
+import type {
+  InitializeResponse,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+} from "@agentclientprotocol/sdk";
 import { connectAgent } from "../acp/client.ts";
 import type { AgentConnection } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
@@ -65,6 +69,19 @@ export function handleUpdate(
   });
 }
 
+/** Whether a permission answer refuses the tool (a reject option, or cancelled). */
+function isRejection(
+  request: RequestPermissionRequest,
+  answer: RequestPermissionResponse,
+): boolean {
+  const { outcome } = answer;
+  if (outcome.outcome !== "selected") return true;
+  const chosen = request.options?.find((option) =>
+    option.optionId === outcome.optionId
+  );
+  return Boolean(chosen?.kind.startsWith("reject"));
+}
+
 function startupTimeoutError(run: RunContext): RunnerError {
   return new RunnerError(
     "acp.start_timeout",
@@ -103,13 +120,16 @@ function connectTransport(
     stdout: transport.stdout,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
-    onPermission: (request) =>
-      answerPermission({
+    onPermission: async (request) => {
+      const answer = await answerPermission({
         request,
         wanted: config.permissionDecision,
         cancelled: run.abort.signal.aborted,
         emit: run.emitter.emit,
-      }),
+      });
+      if (isRejection(request, answer)) run.permissionRejected = true;
+      return answer;
+    },
     fs: {
       read: config.fsRead,
       write: config.fsWrite,

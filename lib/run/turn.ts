@@ -18,6 +18,8 @@ export interface TurnsOutcome {
   stopReason: string;
   /** The assistant text of each turn that had any. */
   texts: string[];
+  /** Whether a permission request of the run was answered reject or cancelled. */
+  permissionRejected?: boolean;
 }
 
 /** Runs the first input, then drains the steering queue turn by turn. */
@@ -46,11 +48,13 @@ export async function runTurns(
     input = next;
     followUp = true;
   }
-  return { stopReason, texts };
+  return { stopReason, texts, permissionRejected: run.permissionRejected };
 }
 
 /** The final assistant text, or the error for turns that did not answer. */
-export function finalAnswer({ stopReason, texts }: TurnsOutcome): string {
+export function finalAnswer(
+  { stopReason, texts, permissionRejected }: TurnsOutcome,
+): string {
   if (stopReason === "refusal") {
     throw new RunnerError(
       "acp.refused",
@@ -58,7 +62,13 @@ export function finalAnswer({ stopReason, texts }: TurnsOutcome): string {
     );
   }
   if (stopReason === "cancelled") {
-    throw new RunnerError("run.cancelled", "The agent cancelled the turn.");
+    // Nobody asked for it (a cancel of ours ends the run before this).
+    throw new RunnerError(
+      "run.agent_cancelled",
+      permissionRejected
+        ? "The agent ended the turn as cancelled after a permission request was rejected. Allow the tool (permission-decision=allow_once or allow_always), or ask for something that needs no permission."
+        : "The agent ended the turn as cancelled without being asked to. Its stderr may say why; retry, or rephrase the request.",
+    );
   }
   if (!texts.length) {
     throw new RunnerError(
