@@ -22,6 +22,7 @@ export interface RunConfig {
   sessionCwd?: string;
   acpCommand?: string;
   envJson: Record<string, string>;
+  secretEnvNames: string[];
   reuseSession: boolean;
   createSessionIfMissing: boolean;
   streaming: boolean;
@@ -92,6 +93,7 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
   "session-cwd": { field: "sessionCwd", kind: "path" },
   "acp-command": { field: "acpCommand", kind: "string" },
   "env-json": { field: "envJson", kind: "json", default: {} },
+  "secret-env-names": { field: "secretEnvNames", kind: "list", default: [] },
   "reuse-session": { field: "reuseSession", kind: "bool", default: true },
   "create-session-if-missing": {
     field: "createSessionIfMissing",

@@ -54,6 +54,10 @@ export function prepareAgentLaunch(
     commandText: provider.commandText,
     env,
     cwd: config.workspace ?? options.fallbackCwd ?? Deno.cwd(),
-    secrets: secretsOf({ envJson: config.envJson, environment }),
+    secrets: secretsOf({
+      envJson: config.envJson,
+      environment,
+      secretNames: config.secretEnvNames,
+    }),
   };
 }

@@ -44,6 +44,7 @@ const EXTRA_KEYS = [
   "cancel-grace",
   "late-update-ms",
   "replay-quiet-ms",
+  "secret-env-names",
   "max-message-mb",
   "max-attachment-mb",
   "max-prompt-mb",
