@@ -86,3 +86,71 @@ Deno.test("an agent that ends its turn as cancelled after a rejected permission 
   assert.equal(human.code, 3);
   assert.match(human.stderr, /^error \[run\.agent_cancelled\]: /m);
 });
+
+/** A PATH holding a fake `npx` that fails as it does without a registry, and optionally a `codex-acp` that is the fixture agent. */
+function lockedDownPath(withCodex: boolean): string {
+  const bin = tempDir();
+  const script = (path: string, body: string) => {
+    Deno.writeTextFileSync(path, `#!/bin/sh\n${body}\n`);
+    Deno.chmodSync(path, 0o755);
+  };
+  script(
+    join(bin, "npx"),
+    'echo "npm error code ENOTCACHED" >&2; echo "npm error request to the registry failed: cache mode is only-if-cached" >&2; exit 1',
+  );
+  if (withCodex) {
+    script(join(bin, "codex-acp"), `exec ${fixtureCommand()} "$@"`);
+  }
+  return `${bin}:${Deno.env.get("PATH")}`;
+}
+
+Deno.test("a preset runs the agent's own executable from PATH when the registry is out of reach; probe and providers say so", async () => {
+  const env = { PATH: lockedDownPath(true) };
+  const probe = await runCli(
+    ["probe", "codex", "--workspace", tempDir(), "--json"],
+    { env },
+  );
+  assert.equal(probe.code, 0, probe.stdout);
+  const report = JSON.parse(probe.stdout);
+  assert.equal(report.command, "codex-acp");
+  assert.equal(report.commandSource, "executable");
+  const human = await runCli(["probe", "codex", "--workspace", tempDir()], {
+    env,
+  });
+  assert.match(
+    human.stdout,
+    /command: codex-acp \(the agent's own executable, found on PATH\)/,
+  );
+  const run = await runCli(
+    ["run", "codex", "--workspace", tempDir(), "--data-dir", tempDir(), "hi"],
+    { env },
+  );
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stdout, "echo: hi (turn 1)\n");
+  const providers = await runCli(["providers"], { env });
+  assert.match(providers.stdout, /codex +own executable +codex-acp /);
+  const listed = await runCli(["providers", "--json"], { env });
+  const codex = JSON.parse(listed.stdout).presets.find((
+    preset: { name: string },
+  ) => preset.name === "codex");
+  assert.equal(codex.uses, "executable");
+  assert.equal(codex.fallback, "npx -y @zed-industries/codex-acp@0.16.0");
+});
+
+Deno.test("without the executable on PATH a preset falls back to its pinned npx command, and probe names it", async () => {
+  const env = { PATH: lockedDownPath(false) };
+  const probe = await runCli(
+    ["probe", "codex", "--workspace", tempDir(), "--json"],
+    { env },
+  );
+  const report = JSON.parse(probe.stdout);
+  assert.equal(report.command, "npx -y @zed-industries/codex-acp@0.16.0");
+  assert.equal(report.commandSource, "fallback");
+  assert.equal(report.outcome, "agent_exited");
+  assert.match(report.stderrTail, /ENOTCACHED/);
+  const providers = await runCli(["providers"], { env });
+  assert.match(
+    providers.stdout,
+    /codex +fallback \(codex-acp not on PATH\) +npx -y @zed-industries\/codex-acp@0\.16\.0 /,
+  );
+});

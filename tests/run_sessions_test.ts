@@ -142,7 +142,7 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
     const key = sessionKeyOf(
       "crash",
       config,
-      prepareAgentLaunch(config).commandText,
+      prepareAgentLaunch(config).sessionCommand!,
     );
     const stored = h.store.getSession(key);
     const state = log.ofType("state.updated")[0];

@@ -185,6 +185,8 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   log({
     msg: "job started",
     provider: plan.config.provider,
+    command: launch.commandText,
+    command_source: launch.commandSource,
     cwd: launch.cwd,
     mcp_proxy: proxy?.url,
   });

@@ -147,7 +147,11 @@ function setUpRun(request: RunRequest, context: RunSetupContext): RunSetup {
     ...runAssetsSecrets(request.assets),
   ];
   const sessionKey = conversationId
-    ? sessionKeyOf(conversationId, config, launch.commandText)
+    ? sessionKeyOf(
+      conversationId,
+      config,
+      launch.sessionCommand ?? launch.commandText,
+    )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
     ? context.store.getSession(sessionKey)?.sessionId
@@ -273,6 +277,8 @@ function startAdmittedRun(
     run_id: runId,
     location: config.location,
     provider: config.provider,
+    command: launch.commandText,
+    command_source: launch.commandSource,
   });
   return run;
 }
