@@ -8,7 +8,14 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureCommand, parseJsonLines, runCli, tempDir } from "./helpers.ts";
+import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
+import {
+  assertAgentGone,
+  fixtureCommand,
+  parseJsonLines,
+  runCli,
+  tempDir,
+} from "./helpers.ts";
 
 function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
   return [
@@ -153,4 +160,90 @@ Deno.test("without the executable on PATH a preset falls back to its pinned npx 
     providers.stdout,
     /codex +fallback \(codex-acp not on PATH\) +npx -y @zed-industries\/codex-acp@0\.16\.0 /,
   );
+});
+
+Deno.test("when a stored session cannot be restored and a new one starts, session.reset says so (streaming or not)", async () => {
+  const dataDir = tempDir();
+  const workspace = tempDir();
+  const state = tempDir();
+  const run = (text: string, ...extra: string[]) =>
+    runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      fixtureCommand("--resume", "--state-dir", state),
+      "--workspace",
+      workspace,
+      "--data-dir",
+      dataDir,
+      "--conversation",
+      "c1",
+      "--json",
+      ...extra,
+      text,
+    ]);
+  const first = await run("one");
+  assert.equal(first.code, 0, first.stderr);
+  const firstId = dataOf(parseJsonLines(first.stdout), "state.updated")[0]
+    .value;
+  assert.deepEqual(dataOf(parseJsonLines(first.stdout), "session.reset"), []);
+  for (const entry of Deno.readDirSync(state)) {
+    Deno.removeSync(join(state, entry.name));
+  }
+  const second = await run("two", "--streaming", "false");
+  assert.equal(second.code, 0, second.stderr);
+  const events = parseJsonLines(second.stdout);
+  const newId = dataOf(events, "state.updated")[0].value;
+  assert.notEqual(newId, firstId);
+  const [reset] = dataOf(events, "session.reset");
+  assert.equal(reset.stored_session_id, firstId);
+  assert.equal(reset.session_id, newId);
+  assert.match(String(reset.reason), /session\/resume with error -32002/);
+  const types = events.map((event) => event.type);
+  assert.ok(types.indexOf("session.reset") < types.indexOf("state.updated"));
+});
+
+Deno.test("an agent that dies during initialize fails the run with acp.process_exited and its stderr, without colour codes", async () => {
+  const result = await runCli(
+    runArgs(["--exit-during-initialize"], "--json", "hi"),
+  );
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  const data = failed.data as Record<string, string>;
+  assert.equal(data.code, "acp.process_exited");
+  assert.match(data.stderr_tail, /Error: fixture could not start/);
+  assert.match(data.error, /during initialize/);
+  assert.ok(!result.stdout.includes("\\u001b"), "ANSI codes in the events");
+});
+
+Deno.test("a cancelled run leaves no defunct agent process behind: the runner has reaped its child when the run ends", async () => {
+  const h = harness();
+  try {
+    const pidFile = join(tempDir(), "pids.json");
+    const { run } = h.manager.start({
+      input: { text: "hi" },
+      config: fixtureConfig([
+        "--text",
+        "held",
+        "--stall-prompt",
+        "--pid-file",
+        pidFile,
+      ]),
+    });
+    const log = new EventLog(run);
+    await log.waitFor((event) => event.type === "message.delta");
+    run.handle.cancel();
+    await run.done;
+    assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
+    assertAgentGone(pidFile);
+    const { agent_pid } = JSON.parse(Deno.readTextFileSync(pidFile));
+    // Not even a zombie: the runner waited for its own child.
+    assert.equal(
+      await Deno.stat(`/proc/${agent_pid}`).then(() => true, () => false),
+      false,
+      `agent ${agent_pid} is still in the process table`,
+    );
+  } finally {
+    await h.close();
+  }
 });

@@ -39,6 +39,8 @@ export interface SessionChoice {
   sessionId: string;
   /** How it was obtained. */
   method: "resume" | "load" | "new";
+  /** Why the stored session was not restored, when a new one replaced it. */
+  reset?: string;
 }
 
 /** Picks and establishes the run's session. */
@@ -49,6 +51,7 @@ export async function chooseSession(
   const caps = options.initialize.agentCapabilities ?? {};
   const canResume = Boolean(caps.sessionCapabilities?.resume);
   const canLoad = Boolean(caps.loadSession);
+  let reset: string | undefined;
   if (storedSessionId && config.reuseSession) {
     const params = { sessionId: storedSessionId, cwd, mcpServers };
     let failure: RunnerError | undefined;
@@ -78,11 +81,13 @@ export async function chooseSession(
           : "The agent supports neither session/resume nor session/load, so the stored session cannot be restored. Set create-session-if-missing=true to start a fresh session.",
       );
     }
+    reset = failure?.message ??
+      "The agent supports neither session/resume nor session/load.";
     options.log({
       msg: "stored session not restored; starting a new one",
-      reason: failure?.message ?? "agent cannot resume or load",
+      reason: reset,
     });
   }
   const sessionId = await connection.newSession({ cwd, mcpServers });
-  return { sessionId, method: "new" };
+  return { sessionId, method: "new", ...(reset ? { reset } : {}) };
 }

@@ -179,6 +179,13 @@ async function openSession(
     ]),
   );
   run.sessionId = choice.sessionId;
+  if (choice.reset !== undefined) {
+    run.emitter.emit("session.reset", {
+      stored_session_id: options.storedSessionId ?? null,
+      session_id: choice.sessionId,
+      reason: choice.reset,
+    });
+  }
   if (run.sessionId !== options.storedSessionId) {
     run.emitter.emit("state.updated", {
       scope: "conversation",
