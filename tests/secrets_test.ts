@@ -8,7 +8,10 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { RunnerError } from "../lib/errors.ts";
 import { secretsOf } from "../lib/secrets.ts";
+import { resolveCallerConfig } from "../lib/server/policy.ts";
+import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
 
 /** One name per fragment of the rule (`*KEY*`, `*TOKEN*`, …), any case. */
@@ -172,5 +175,37 @@ Deno.test("a run's answer keeps HOME paths and ordinary values, and redacts secr
   assert.equal(
     result.stdout,
     `echo: see ${home}/proj plain-long-value-99 [REDACTED] [REDACTED] (turn 1)\n`,
+  );
+});
+
+Deno.test("secret-env-names is the operator's: a serve default applies to every run, and a caller cannot change it", () => {
+  const serve = {
+    allowCustomCommands: false,
+    allowEnvNames: ["CORP_THING"],
+    runDefaults: { "secret-env-names": "CORP_THING" },
+  };
+  const config = resolveCallerConfig(serve, {
+    provider: "codex",
+    workspace: tempDir(),
+    "env-json": { CORP_THING: "corp-value-123" },
+  });
+  assert.deepEqual(config.secretEnvNames, ["CORP_THING"]);
+  assert.ok(prepareAgentLaunch(config).secrets.includes("corp-value-123"));
+  assert.throws(
+    () =>
+      resolveCallerConfig(serve, {
+        provider: "codex",
+        workspace: tempDir(),
+        "secret-env-names": [],
+      }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "http.forbidden");
+      assert.match(
+        error.message,
+        /secret-env-names can only be set by the operator/,
+      );
+      return true;
+    },
   );
 });

@@ -22,7 +22,6 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "workspace",
   "session-cwd",
   "env-json",
-  "secret-env-names",
   "reuse-session",
   "create-session-if-missing",
   "streaming",
