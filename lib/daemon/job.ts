@@ -13,6 +13,7 @@ import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
+import { redactSecrets } from "../secrets.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import { killGroup } from "../agent/process_group.ts";
@@ -185,7 +186,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   log({
     msg: "job started",
     provider: plan.config.provider,
-    command: launch.commandText,
+    command: redactSecrets(launch.commandText, launch.secrets),
     command_source: launch.commandSource,
     cwd: launch.cwd,
     mcp_proxy: proxy?.url,

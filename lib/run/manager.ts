@@ -27,7 +27,7 @@ import { type Admission, admitRun } from "./admission.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, startRun } from "./engine.ts";
-import { redactDeep } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
@@ -277,7 +277,7 @@ function startAdmittedRun(
     run_id: runId,
     location: config.location,
     provider: config.provider,
-    command: launch.commandText,
+    command: redactSecrets(launch.commandText, secrets),
     command_source: launch.commandSource,
   });
   return run;
