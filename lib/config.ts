@@ -22,6 +22,7 @@ export interface RunConfig {
   sessionCwd?: string;
   acpCommand?: string;
   envJson: Record<string, string>;
+  secretEnvNames: string[];
   reuseSession: boolean;
   createSessionIfMissing: boolean;
   streaming: boolean;
@@ -30,6 +31,7 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  replayQuietMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
@@ -91,6 +93,7 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
   "session-cwd": { field: "sessionCwd", kind: "path" },
   "acp-command": { field: "acpCommand", kind: "string" },
   "env-json": { field: "envJson", kind: "json", default: {} },
+  "secret-env-names": { field: "secretEnvNames", kind: "list", default: [] },
   "reuse-session": { field: "reuseSession", kind: "bool", default: true },
   "create-session-if-missing": {
     field: "createSessionIfMissing",
@@ -115,6 +118,12 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     field: "lateUpdateMs",
     kind: "number",
     default: 150,
+    max: 5000,
+  },
+  "replay-quiet-ms": {
+    field: "replayQuietMs",
+    kind: "number",
+    default: 200,
     max: 5000,
   },
   "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },

@@ -91,6 +91,11 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: "The run was cancelled.",
   },
+  "run.agent_cancelled": {
+    retryable: false,
+    meaning:
+      "The agent ended the turn with stop reason `cancelled` without being asked to (often after a rejected permission request).",
+  },
   "run.steering_queue_full": {
     retryable: true,
     meaning: "A run already holds 100 queued follow-ups.",

@@ -188,7 +188,7 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
     const key = sessionKeyOf(
       "crash",
       config,
-      prepareAgentLaunch(config).commandText,
+      prepareAgentLaunch(config).sessionCommand!,
     );
     const stored = h.store.getSession(key);
     const state = log.ofType("state.updated")[0];
@@ -197,4 +197,43 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
   } finally {
     await h.close();
   }
+});
+
+Deno.test("an agent that answers session/load mid-replay leaks nothing of the old turn into the new one", async () => {
+  const dataDir = tempDir();
+  const workspace = tempDir();
+  // gemini-cli: the load answer comes halfway through the replay.
+  const flags = [
+    "--load-session",
+    "--replay-after-load",
+    "--state-dir",
+    tempDir(),
+  ];
+  const first = await cliRun(flags, dataDir, workspace, "alpha");
+  assert.equal(first.code, 0, first.stderr);
+  const second = await cliRun(flags, dataDir, workspace, "beta");
+  assert.equal(second.code, 0, second.stderr);
+  assert.equal(messageOf(second.stdout), "echo: beta (turn 2)");
+  const events = parseJsonLines(second.stdout);
+  assert.deepEqual(
+    events.filter((event) => event.type === "agent.update"),
+    [],
+    "replayed updates shown",
+  );
+  assert.ok(!second.stdout.includes("alpha"), "the old turn leaked");
+  const human = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...flags),
+    "--workspace",
+    workspace,
+    "--data-dir",
+    dataDir,
+    "--conversation",
+    "c1",
+    "gamma",
+  ]);
+  assert.equal(human.code, 0, human.stderr);
+  assert.equal(human.stdout, "echo: gamma (turn 3)\n");
 });

@@ -356,3 +356,51 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "remote-ssh: a preset runs its own executable when the remote PATH has it, else its pinned npx fallback",
+  ignore: !SSHD_PATH,
+  async fn() {
+    const sshd = await startSshd();
+    const h = harness();
+    try {
+      const bin = tempDir();
+      const record = join(tempDir(), "record.jsonl");
+      const script = (name: string, body: string) => {
+        Deno.writeTextFileSync(join(bin, name), `#!/bin/sh\n${body}\n`);
+        Deno.chmodSync(join(bin, name), 0o755);
+      };
+      script("npx", 'echo "npm error code ENOTCACHED: $*" >&2; exit 1');
+      const base = {
+        provider: "codex",
+        "acp-command": undefined,
+        "env-json": { PATH: `${bin}:${Deno.env.get("PATH")}` },
+      };
+      const fallback = h.manager.start({
+        input: { text: "hi" },
+        config: sshConfig(sshd, [], base),
+      });
+      await fallback.run.done;
+      const failed = h.store.getEvents(fallback.run.runId).at(-1)!;
+      assert.match(
+        String(failed.data.stderr_tail),
+        /ENOTCACHED: -y @zed-industries\/codex-acp@0\.16\.0/,
+        JSON.stringify(failed),
+      );
+      script("codex-acp", `exec ${fixtureCommand("--record", record)} "$@"`);
+      const own = h.manager.start({
+        input: { text: "hi" },
+        config: sshConfig(sshd, [], base),
+      });
+      const log = new EventLog(own.run);
+      const result = await own.run.done;
+      assert.equal(result.status, "completed", JSON.stringify(log.events));
+      assert.deepEqual(log.messages(), ["echo: hi (turn 1)"]);
+      assert.ok(readRecord(record).some((line) => line.event === "start"));
+    } finally {
+      await h.close();
+      await sshd.close();
+    }
+  },
+});

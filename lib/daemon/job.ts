@@ -17,6 +17,7 @@ import { toRelayEvent } from "../relay/wire_events.ts";
 import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
+import { redactSecrets } from "../secrets.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import { killGroup } from "../agent/process_group.ts";
@@ -208,6 +209,8 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   log({
     msg: "job started",
     provider: plan.config.provider,
+    command: redactSecrets(launch.commandText, launch.secrets),
+    command_source: launch.commandSource,
     cwd: launch.cwd,
     mcp_proxy: proxy?.url,
   });

@@ -88,8 +88,14 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
   return args;
 }
 
-/** The remote bash script: workspace, env from stdin, report pgid, exec agent. */
-export function remoteScript(workspace: string, argv: string[]): string {
+/**
+ * The remote bash script: workspace, env from stdin, report pgid, exec agent
+ * (a preset's own executable when the remote PATH has it, else its fallback).
+ */
+export function remoteScript(
+  workspace: string,
+  launch: Pick<AgentLaunch, "argv" | "choices">,
+): string {
   const dir = workspace === "~"
     ? '"$HOME"'
     : workspace.startsWith("~/")
@@ -99,8 +105,16 @@ export function remoteScript(workspace: string, argv: string[]): string {
     `mkdir -p -- ${dir} && cd -- ${dir} || exit 126`,
     'while IFS= read -r __runner_env && [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
     `echo "${REMOTE_PGID_MARKER} $(ps -o pgid= -p $$ | tr -d ' ')" >&2`,
-    `exec ${quoteCommand(argv)}`,
+    execLine(launch),
   ].join("\n");
+}
+
+function execLine({ argv, choices }: Pick<AgentLaunch, "argv" | "choices">) {
+  if (!choices) return `exec ${quoteCommand(argv)}`;
+  const program = quoteWord(choices.executable[0]);
+  return `if command -v -- ${program} >/dev/null 2>&1; then exec ${
+    quoteCommand(choices.executable)
+  }; else exec ${quoteCommand(choices.fallback)}; fi`;
 }
 
 function encodeEnvLines(env: Record<string, string>): Uint8Array {
@@ -186,7 +200,7 @@ async function startSsh(options: SshLaunchOptions): Promise<StartedSsh> {
     ...forwards.args,
     "--",
     config.sshTarget!,
-    `bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,
+    `bash -lc ${quoteWord(remoteScript(workspace, launch))}`,
   ];
   const report = watchRemotePgid();
   const agent = spawnAgent({

@@ -45,6 +45,8 @@ export interface RunStartSpec {
 const EXTRA_KEYS = [
   "cancel-grace",
   "late-update-ms",
+  "replay-quiet-ms",
+  "secret-env-names",
   "max-message-mb",
   "max-attachment-mb",
   "max-prompt-mb",

@@ -247,7 +247,10 @@ export function serveSecrets(config: ServeConfig): string[] {
     config.n8n.headerValue,
     config.n8n.jwtSecret,
     config.daemon.token,
-    ...secretsOf({ envJson: defaults.envJson }),
+    ...secretsOf({
+      envJson: defaults.envJson,
+      secretNames: defaults.secretEnvNames,
+    }),
   ].filter((value): value is string => Boolean(value));
 }
 
