@@ -259,11 +259,26 @@ Deno.test("a preset run's run.start carries the preset's command, as LangBot's h
         ...extra,
       }),
     }).config as JsonObject;
-  assert.equal(payload({}).acp_command, "npx -y @zed-industries/codex-acp");
+  assert.equal(
+    payload({}).acp_command,
+    "npx -y @zed-industries/codex-acp@0.16.0",
+  );
   assert.equal(
     payload({ "acp-command": "codex-acp --fast" }).acp_command,
     "codex-acp --fast",
   );
+});
+
+Deno.test("a preset's default command from any hub leaves the choice to this daemon's PATH", () => {
+  const plan = (command: string) =>
+    mapRunStart({
+      prompt_text: "hi",
+      config: { provider: "codex", acp_command: command, cwd: "/w" },
+    }, { jobId: "j", fallbackCwd: "/w" }).config.acpCommand;
+  assert.equal(plan("npx -y @zed-industries/codex-acp@0.16.0"), undefined);
+  assert.equal(plan("npx -y @zed-industries/codex-acp"), undefined);
+  assert.equal(plan("codex-acp"), undefined);
+  assert.equal(plan("codex-acp --fast"), "codex-acp --fast");
 });
 
 /** A job as runDaemonClient would hand it over, recording what it emits. */

@@ -226,6 +226,7 @@ Deno.test("a cancelled run leaves no defunct agent process behind: the runner ha
         "--text",
         "held",
         "--stall-prompt",
+        "--grandchild",
         "--pid-file",
         pidFile,
       ]),

@@ -20,6 +20,11 @@ import {
 } from "../relay.ts";
 import { quoteCommand } from "../agent/shell_words.ts";
 import { resolveProvider } from "../providers.ts";
+import {
+  executableArgv,
+  fallbackArgv,
+  PRESET_PINS,
+} from "../agent/preset_pins.ts";
 
 /** What the hub puts into one `run.start` payload. */
 export interface RunStartSpec {
@@ -259,7 +264,10 @@ export function mapRunStart(
   };
   const cwd = path("cwd") ?? path("workspace") ?? options.fallbackCwd;
   const sessionCwd = path("session-cwd") ?? cwd;
-  const acpCommand = acpCommandOf(given.get("acp-command"));
+  const acpCommand = presetDefaultDropped(
+    text(given.get("provider")),
+    acpCommandOf(given.get("acp-command")),
+  );
   const layer: Record<string, unknown> = {};
   for (const key of PASSED_KEYS) {
     if (given.has(key)) layer[key] = given.get(key);
@@ -295,4 +303,26 @@ export function mapRunStart(
     mcpRequestTimeoutMs,
     ignoredKeys,
   };
+}
+
+/**
+ * A hub sends a preset's default command in every `run.start` (`daemon.py`
+ * needs one): ours the pinned fallback, LangBot's the unpinned `npx` line, or
+ * the agent's own program name. Any of those means "the preset's default", so
+ * it is dropped and this daemon picks by its own `PATH` like a local run.
+ */
+function presetDefaultDropped(
+  provider: string | undefined,
+  acpCommand: string | undefined,
+): string | undefined {
+  const pin = provider ? PRESET_PINS[provider] : undefined;
+  if (!pin || acpCommand === undefined) return acpCommand;
+  const defaults = [
+    fallbackArgv(pin),
+    fallbackArgv({ ...pin, version: null }),
+    executableArgv(pin),
+  ].map((argv) => argv.join(" "));
+  return defaults.includes(acpCommand.trim().replace(/\s+/g, " "))
+    ? undefined
+    : acpCommand;
 }
