@@ -75,6 +75,9 @@ interface KeySpec {
   max?: number;
 }
 
+/** A plain decimal number, as text (no hex, exponent, sign or `Infinity`). */
+export const DECIMAL_PATTERN = /^\d+(\.\d+)?$/;
+
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
 const MAX_TIMER_SECONDS = 2_147_483;
 
@@ -231,10 +234,13 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
     case "seconds":
     case "number":
     case "port": {
-      const number = typeof value === "number" ? value : Number(String(value));
-      if (!Number.isFinite(number) || String(value).trim() === "") {
-        throw invalid(key, "must be a number");
+      if (
+        typeof value !== "number" && !DECIMAL_PATTERN.test(String(value).trim())
+      ) {
+        throw invalid(key, `must be a number, written in decimal (got "${value}")`);
       }
+      const number = typeof value === "number" ? value : Number(String(value));
+      if (!Number.isFinite(number)) throw invalid(key, "must be a number");
       if (spec.kind === "port") {
         if (!Number.isInteger(number) || number < 0 || number > 65535) {
           throw invalid(key, "must be a port number 0-65535");
@@ -313,7 +319,7 @@ export function parseRunConfig(
       if (value === undefined || value === null) continue;
       const key = rawKey.replaceAll("_", "-");
       if (IGNORED_KEYS.has(key)) continue;
-      if (!(key in RUN_CONFIG_KEYS)) {
+      if (!Object.hasOwn(RUN_CONFIG_KEYS, key)) {
         throw invalid(
           key,
           `unknown config key. Known keys: ${

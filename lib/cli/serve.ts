@@ -1,9 +1,10 @@
 /**
  * `runner serve`: reaps agents a crashed predecessor left, fails its
- * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT stops
- * accepting, cancels active runs (`runner.shutting_down`) so their streams
- * end with a terminal event, waits for every agent to be torn down, closes
- * the store and exits 0.
+ * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT refuses new
+ * runs (`/healthz` answers 503 while runs drain), cancels active runs
+ * (`runner.shutting_down`) so their streams end with a terminal event, waits
+ * for every agent to be torn down, stops listening, closes the store and
+ * exits 0.
  *
  * @module
  */
@@ -30,8 +31,23 @@ import {
   serveSecrets,
 } from "../server/config.ts";
 import { createServerApp } from "../server/app.ts";
+import {
+  failOrphanedRuns,
+  ORPHANED_RUN_MESSAGE,
+} from "../server/context.ts";
 import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
+import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
+import { fitConnectionCap, raiseFileLimit } from "./file_limit.ts";
+import {
+  type ConnectionLimits,
+  type HttpListener,
+  startHttpListener,
+} from "../http_listener.ts";
+import { bridgeRequest } from "../server/node_bridge.ts";
+
+/** How often runs owned by a process that is gone are looked for while serving. */
+const ORPHAN_SWEEP_MS = 10_000;
 
 function listenUrl(hostname: string, port: number): string {
   return `http://${
@@ -43,6 +59,8 @@ async function openForServe(
   config: ServeConfig,
   log: Logger,
 ): Promise<RunStore> {
+  // Before listening (in parallel, so at most one grace period): a new run
+  // must not meet a predecessor's agent still working in its workspace.
   const reaped = await reapLeftoverGroups(join(config.dataDir, "agents"));
   if (reaped.killed.length) {
     log({ msg: "reaped leftover agent groups", pgids: reaped.killed });
@@ -59,7 +77,7 @@ async function openForServe(
   });
   const failed = store.markActiveRunsFailed(
     "runner.restarted",
-    "The runner stopped while this run was active; start the run again.",
+    ORPHANED_RUN_MESSAGE,
   );
   if (failed.length) {
     log({ msg: "failed runs interrupted by a restart", run_ids: failed });
@@ -103,8 +121,34 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(SERVE_HELP);
     return 0;
   }
+  try {
+    if (!isLoopbackHost(config.host)) {
+      checkListenerToken({
+        token: config.apiToken,
+        host: config.host,
+        purpose: "--api-token",
+      });
+    }
+  } catch (error) {
+    return reportFailure(error);
+  }
   const secrets = serveSecrets(config);
   const log = createLogger({ secrets: () => secrets });
+  const stopCatching = catchStrayRejections(log);
+  try {
+    return await serveWithLog(config, secrets, log);
+  } finally {
+    stopCatching();
+  }
+}
+
+/** Opens the store and serves until a stop signal; returns the exit code. */
+async function serveWithLog(
+  config: ServeConfig,
+  secrets: string[],
+  log: Logger,
+): Promise<number> {
+  await fitLimits(config, log);
   let store: RunStore;
   try {
     store = await openForServe(config, log);
@@ -189,67 +233,128 @@ async function serveUntilSignal(
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
     },
   });
-  let server: Deno.HttpServer;
+  let listener: HttpListener;
   try {
-    server = listen(config, app.fetch, log);
+    listener = await listen(config, app.fetch, log);
   } catch (error) {
     await hub?.close();
     await assets.close();
     store.close();
     return reportFailure(error);
   }
+  const sweep = setInterval(() => {
+    const ended = failOrphanedRuns(store);
+    if (ended.length) log({ msg: "ended runs of a gone process", run_ids: ended });
+  }, ORPHAN_SWEEP_MS);
 
   const stopSignals = listenForStopSignals(log);
   const signal = await stopSignals.first;
 
+  // Still listening while runs drain: /healthz answers 503, new runs are refused.
   shuttingDown = true;
+  clearInterval(sweep);
   log({ msg: "shutting down", signal, active_runs: manager.active().length });
-  const closing = server.shutdown();
   await manager.shutdown(
     new RunnerError(
       "runner.shutting_down",
       "The runner is shutting down; start the run again once it is back.",
     ),
   );
-  await closing;
+  await listener.close();
   await hub?.close();
   await assets.close();
-  store.close();
+  closeStore(store, log);
   stopSignals.remove();
   log({ msg: "stopped" });
   return 0;
 }
 
-/** Starts the HTTP server; throws `config.invalid` when it cannot listen. */
-function listen(
-  config: ServeConfig,
-  handler: Deno.ServeHandler,
-  log: Logger,
-): Deno.HttpServer {
+/** Closes the store; a final flush that fails is logged, not thrown. */
+function closeStore(store: RunStore, log: Logger): void {
   try {
-    return Deno.serve({
+    store.close();
+  } catch (error) {
+    log({
+      msg: "closing the store failed; unwritten events are lost",
+      level: "error",
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+/** The listener's limits, in milliseconds. */
+function connectionLimits(config: ServeConfig): ConnectionLimits {
+  const { limits } = config;
+  return {
+    maxConnections: limits.maxConnections,
+    headerTimeoutMs: limits.headerTimeout * 1000,
+    requestTimeoutMs: limits.requestTimeout * 1000,
+    keepAliveTimeoutMs: limits.keepAliveTimeout * 1000,
+  };
+}
+
+/**
+ * Raises the open-file limit where possible and fits the connection cap
+ * under it (logged when lowered).
+ */
+async function fitLimits(config: ServeConfig, log: Logger): Promise<void> {
+  const limit = await raiseFileLimit();
+  if (limit.raisedFrom !== undefined || limit.note) {
+    log({
+      msg: "open-file limit",
+      soft: limit.soft,
+      hard: limit.hard,
+      raised_from: limit.raisedFrom,
+      note: limit.note,
+      level: limit.note ? "warn" : "info",
+    });
+  }
+  const cap = fitConnectionCap(config.limits.maxConnections, limit);
+  if (cap < config.limits.maxConnections) {
+    log({
+      msg: "max-connections lowered to fit the open-file limit",
+      level: "warn",
+      wanted: config.limits.maxConnections,
+      max_connections: cap,
+      open_file_limit: limit.soft,
+    });
+    config.limits.maxConnections = cap;
+  }
+}
+
+/** Starts the HTTP listener; throws `config.invalid` when it cannot listen. */
+async function listen(
+  config: ServeConfig,
+  handler: (request: Request) => Response | Promise<Response>,
+  log: Logger,
+): Promise<HttpListener> {
+  const onError = (error: unknown) =>
+    log({
+      msg: "request failed",
+      level: "error",
+      error: error instanceof Error ? error.message : String(error),
+    });
+  const origin = listenUrl(config.host, config.port || 80);
+  let listener: HttpListener;
+  try {
+    listener = await startHttpListener({
       hostname: config.host,
       port: config.port,
-      onListen: ({ hostname, port }) =>
-        log({ msg: "listening", url: listenUrl(hostname, port) }),
-      onError: (error) => {
+      limits: connectionLimits(config),
+      onRequest: (request, response) =>
+        void bridgeRequest(request, response, {
+          handler,
+          origin,
+          onError,
+          errorResponse: internalErrorResponse,
+        }),
+      onError: (message, error) =>
         log({
-          msg: "request failed",
+          msg: message,
           level: "error",
           error: error instanceof Error ? error.message : String(error),
-        });
-        return Response.json(
-          {
-            error: {
-              code: "runner.internal",
-              message: "Internal error.",
-              retryable: true,
-            },
-          },
-          { status: 500 },
-        );
-      },
-    }, handler);
+        }),
+    });
   } catch (error) {
     throw new RunnerError(
       "config.invalid",
@@ -258,6 +363,39 @@ function listen(
       }). Choose another --host/--port.`,
     );
   }
+  log({ msg: "listening", url: listenUrl(config.host, listener.port) });
+  return listener;
+}
+
+function internalErrorResponse(): Response {
+  return Response.json(
+    {
+      error: {
+        code: "runner.internal",
+        message: "Internal error.",
+        retryable: true,
+      },
+    },
+    { status: 500 },
+  );
+}
+
+/**
+ * Logs a promise rejection nobody handled instead of letting it end the
+ * process (an active run's stream would end without its terminal event).
+ */
+function catchStrayRejections(log: Logger): () => void {
+  const onRejection = (event: PromiseRejectionEvent) => {
+    event.preventDefault();
+    const reason = event.reason;
+    log({
+      msg: "unhandled rejection",
+      level: "error",
+      error: reason instanceof Error ? reason.message : String(reason),
+    });
+  };
+  globalThis.addEventListener("unhandledrejection", onRejection);
+  return () => globalThis.removeEventListener("unhandledrejection", onRejection);
 }
 
 /** Listening for SIGTERM and SIGINT. */

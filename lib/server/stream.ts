@@ -15,6 +15,9 @@ import { settleWithin } from "../timing.ts";
 /** Live events buffered for one reader before it falls back to the store. */
 const MAX_PENDING_EVENTS = 10_000;
 
+/** Stored events read at once while a reader catches up. */
+const CATCH_UP_PAGE = 1_000;
+
 /** How often a run active in another process is looked at again. */
 const OTHER_PROCESS_POLL_MS = 250;
 
@@ -36,27 +39,42 @@ export interface FollowOptions {
   run?: ManagedRun;
   /** Only events with a greater sequence. */
   after?: number;
+  /** Live events held for a reader that lags before it catches up from the store (default 10 000). */
+  maxPendingEvents?: number;
+  /**
+   * For a run active in another process: ends it when its owner is gone
+   * (see `RunStore.failRunIfOrphaned`), so the stream ends with its failure.
+   */
+  failIfOrphaned?: (runId: string) => void;
 }
 
-/** Follows a run's events from `after`: stored ones, then live ones until the terminal event. */
+/**
+ * Follows a run's events from `after`: stored ones, then live ones until the
+ * terminal event. A reader that falls more than `maxPendingEvents` behind
+ * drops its live buffer, reads the store page by page from its last
+ * sequence, and rejoins live delivery: it may lag, never skip.
+ */
 export function followRunEvents(options: FollowOptions): RunEventFollower {
   const { store, runId, run } = options;
-  const pending: RunEvent[] = [];
+  const maxPending = options.maxPendingEvents ?? MAX_PENDING_EVENTS;
+  const live: RunEvent[] = [];
+  let backlog: RunEvent[] = [];
   let last = options.after ?? 0;
   let wake: (() => void) | undefined;
   let finished = false;
   let runDone = !run;
-  // Subscribing before reading the store is what makes the hand-over gapless.
-  let overflowed = false;
+  // Start by catching up: the first read of the store happens only after live
+  // delivery has been switched on, which is what makes the hand-over gapless.
+  let catchingUp = true;
   const unsubscribe = run?.subscribe((event) => {
-    // A client that does not read would grow this without bound: past the
-    // cap, drop the buffer and catch up from the store (it holds every event
-    // a listener has seen).
-    if (pending.length >= MAX_PENDING_EVENTS) {
-      overflowed = true;
-      pending.length = 0;
-    } else {
-      pending.push(event);
+    if (!catchingUp) {
+      if (live.length < maxPending) live.push(event);
+      else {
+        // Every event a listener sees is already in the store (stored before
+        // delivery): drop the buffer and catch up from there.
+        catchingUp = true;
+        live.length = 0;
+      }
     }
     wake?.();
   }) ?? (() => {});
@@ -64,7 +82,6 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
     runDone = true;
     wake?.();
   });
-  pending.unshift(...store.getEvents(runId, { after: last }));
 
   function finish() {
     finished = true;
@@ -72,42 +89,55 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
     wake?.();
   }
 
+  /** Rejoins live delivery, then reads the next page of stored events. */
+  function readStoredPage(): void {
+    catchingUp = false;
+    live.length = 0;
+    backlog = store.getEvents(runId, { after: last, limit: CATCH_UP_PAGE });
+    // Still a full page behind: keep reading the store, not buffering.
+    if (backlog.length === CATCH_UP_PAGE) catchingUp = true;
+  }
+
+  async function sleep(ms?: number): Promise<void> {
+    const woken = new Promise<void>((resolve) => wake = resolve);
+    await (ms === undefined ? woken : settleWithin(woken, ms));
+    wake = undefined;
+  }
+
+  function take(): RunEvent | undefined {
+    return backlog.shift() ?? (catchingUp ? undefined : live.shift());
+  }
+
   return {
     async next() {
       for (;;) {
         if (finished) return undefined;
-        if (overflowed && !pending.length) {
-          overflowed = false;
-          pending.push(...store.getEvents(runId, { after: last }));
-        }
-        const event = pending.shift();
+        const event = take();
         if (event) {
           if ((event.sequence ?? 0) <= last) continue;
           last = event.sequence ?? last;
           if (isTerminalEvent(event)) finish();
           return event;
         }
-        if (runDone) {
-          const rest = store.getEvents(runId, { after: last });
-          if (rest.length) {
-            pending.push(...rest);
-            continue;
-          }
-          if (!run && store.getRun(runId)?.status === "active") {
-            // Active in another process sharing the store (a `runner run`):
-            // nothing here can notify us, so look again shortly.
-            await settleWithin(
-              new Promise<void>((resolve) => wake = resolve),
-              OTHER_PROCESS_POLL_MS,
-            );
-            wake = undefined;
-            continue;
-          }
-          finish();
-          return undefined;
+        if (catchingUp) {
+          readStoredPage();
+          continue;
         }
-        await new Promise<void>((resolve) => wake = resolve);
-        wake = undefined;
+        if (!runDone) {
+          await sleep();
+          continue;
+        }
+        backlog = store.getEvents(runId, { after: last, limit: CATCH_UP_PAGE });
+        if (backlog.length) continue;
+        if (!run && store.getRun(runId)?.status === "active") {
+          // Active in another process sharing the store (a `runner run`):
+          // nothing here can notify us, so look again shortly.
+          options.failIfOrphaned?.(runId);
+          await sleep(OTHER_PROCESS_POLL_MS);
+          continue;
+        }
+        finish();
+        return undefined;
       }
     },
     close: finish,

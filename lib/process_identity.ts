@@ -1,0 +1,124 @@
+/**
+ * Telling a live process from a gone one, a zombie or a reused pid: the
+ * process's state and start time, read synchronously (`/proc` on Linux, `ps`
+ * elsewhere). Shared by the reaper and the store's owner checks.
+ *
+ * @module
+ */
+
+import process from "node:process";
+
+/** One process as the process table shows it. */
+export interface ProcessStat {
+  /** Process id. */
+  pid: number;
+  /** Process group id. */
+  pgid: number;
+  /** Single-letter state (`Z` = zombie). */
+  state: string;
+  /** Opaque start time; equal values mean the same process. */
+  startTime: string;
+}
+
+/** Whether `/proc` describes processes here (Linux). */
+export const HAS_PROC: boolean = (() => {
+  try {
+    return Deno.build.os === "linux" && Deno.statSync("/proc/self").isDirectory;
+  } catch {
+    return false;
+  }
+})();
+
+/** Parses the text of `/proc/<pid>/stat`. */
+export function parseProcStat(
+  pid: number,
+  text: string,
+): ProcessStat | undefined {
+  // The command name may contain spaces and parentheses: split after the last ")".
+  const close = text.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const fields = text.slice(close + 2).split(" ");
+  // fields[0] = state (field 3), fields[2] = pgrp (field 5), fields[19] = starttime (field 22)
+  return {
+    pid,
+    state: fields[0],
+    pgid: Number(fields[2]),
+    startTime: fields[19],
+  };
+}
+
+/** `/proc/<pid>/stat`, parsed; undefined when there is no such process. */
+export function readProcStat(pid: number): ProcessStat | undefined {
+  try {
+    return parseProcStat(pid, Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return undefined;
+  }
+}
+
+function psStat(pid: number): ProcessStat | undefined | "unknown" {
+  let output: Deno.CommandOutput;
+  try {
+    output = new Deno.Command("ps", {
+      args: ["-p", String(pid), "-o", "pgid=,stat=,lstart="],
+      stdout: "piped",
+      stderr: "null",
+    }).outputSync();
+  } catch {
+    return "unknown";
+  }
+  const match = new TextDecoder().decode(output.stdout).trim().match(
+    /^(\d+)\s+(\S+)\s+(.*)$/,
+  );
+  if (!match) return undefined;
+  return {
+    pid,
+    pgid: Number(match[1]),
+    state: match[2][0],
+    startTime: match[3],
+  };
+}
+
+/** What {@linkcode processIdentity} knows about a pid. */
+export interface ProcessIdentity {
+  /** Whether a live (non-zombie) process has this pid. */
+  alive: boolean;
+  /** Its start time, when known. */
+  startTime?: string;
+}
+
+/**
+ * Whether `pid` is a live, non-zombie process, with its start time. Without
+ * `/proc` and `ps`, a signal-0 probe decides and the start time is unknown.
+ */
+export function processIdentity(pid: number): ProcessIdentity {
+  const stat = HAS_PROC ? readProcStat(pid) : psStat(pid);
+  if (stat === "unknown") return { alive: signalProbe(pid) };
+  if (!stat || stat.state === "Z") return { alive: false };
+  return { alive: true, startTime: stat.startTime };
+}
+
+/** Whether `pid` is a live process, by sending it signal 0. */
+function signalProbe(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
+  }
+}
+
+/**
+ * Whether the process recorded as `pid` started at `startTime` is still
+ * alive: false for a gone pid, a zombie, or a pid reused by another process.
+ */
+export function isSameProcessAlive(pid: number, startTime?: string): boolean {
+  const identity = processIdentity(pid);
+  if (!identity.alive) return false;
+  return startTime === undefined || identity.startTime === undefined ||
+    identity.startTime === startTime;
+}
+
+/** This process's start time, when the process table shows it. */
+export const OWN_START_TIME: string | undefined = processIdentity(Deno.pid)
+  .startTime;
