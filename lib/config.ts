@@ -237,7 +237,10 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
       if (
         typeof value !== "number" && !DECIMAL_PATTERN.test(String(value).trim())
       ) {
-        throw invalid(key, `must be a number, written in decimal (got "${value}")`);
+        throw invalid(
+          key,
+          `must be a number, written in decimal (got "${value}")`,
+        );
       }
       const number = typeof value === "number" ? value : Number(String(value));
       if (!Number.isFinite(number)) throw invalid(key, "must be a number");

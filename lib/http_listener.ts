@@ -36,7 +36,11 @@ export interface HttpListenerOptions {
   /** Answers a request (must not throw). */
   onRequest(request: http.IncomingMessage, response: http.ServerResponse): void;
   /** Takes over an `Upgrade` request's socket; without it upgrades are refused. */
-  onUpgrade?(request: http.IncomingMessage, socket: Duplex, head: Uint8Array): void;
+  onUpgrade?(
+    request: http.IncomingMessage,
+    socket: Duplex,
+    head: Uint8Array,
+  ): void;
   /** Receives failures of the listener and of sockets. */
   onError(message: string, error: unknown): void;
 }

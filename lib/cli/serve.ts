@@ -31,10 +31,7 @@ import {
   serveSecrets,
 } from "../server/config.ts";
 import { createServerApp } from "../server/app.ts";
-import {
-  failOrphanedRuns,
-  ORPHANED_RUN_MESSAGE,
-} from "../server/context.ts";
+import { failOrphanedRuns, ORPHANED_RUN_MESSAGE } from "../server/context.ts";
 import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
 import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
@@ -244,7 +241,9 @@ async function serveUntilSignal(
   }
   const sweep = setInterval(() => {
     const ended = failOrphanedRuns(store);
-    if (ended.length) log({ msg: "ended runs of a gone process", run_ids: ended });
+    if (ended.length) {
+      log({ msg: "ended runs of a gone process", run_ids: ended });
+    }
   }, ORPHAN_SWEEP_MS);
 
   const stopSignals = listenForStopSignals(log);
@@ -395,7 +394,8 @@ function catchStrayRejections(log: Logger): () => void {
     });
   };
   globalThis.addEventListener("unhandledrejection", onRejection);
-  return () => globalThis.removeEventListener("unhandledrejection", onRejection);
+  return () =>
+    globalThis.removeEventListener("unhandledrejection", onRejection);
 }
 
 /** Listening for SIGTERM and SIGINT. */

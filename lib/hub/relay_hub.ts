@@ -12,6 +12,10 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { FenceStore } from "./fences.ts";
 import { answerMcp, type McpHandler } from "./mcp.ts";
 import {
+  listenForWebSockets,
+  type WebSocketListenerLimits,
+} from "./ws_listener.ts";
+import {
   deliverEvent,
   failDisconnectedJobs,
   fencedError,
@@ -33,6 +37,7 @@ import {
   isOversizedFrame,
   type JsonObject,
   MAX_DAEMONS,
+  MAX_FRAME_BYTES,
   parseFrame,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
@@ -347,29 +352,50 @@ export interface HubServer {
   close(): Promise<void>;
 }
 
-/** Serves `hub` on `hostname:port` (default 127.0.0.1, random port), upgrading every request. */
-export function serveHub(
-  options: { hostname?: string; port?: number; hub: RelayHub },
-): HubServer {
+/** Options of {@linkcode serveHub}. */
+export interface ServeHubOptions {
+  /** The listen address (default 127.0.0.1). */
+  hostname?: string;
+  /** The listen port (default: any free port). */
+  port?: number;
+  /** The hub the sockets are handed to. */
+  hub: RelayHub;
+  /** Connection limits (defaults: 256 sockets, 10 s for the upgrade request). */
+  limits?: Partial<WebSocketListenerLimits>;
+  /** Receives accept failures. */
+  onError?: (message: string, error: unknown) => void;
+}
+
+/** Default connection limits of the hub listener. */
+export const HUB_LISTENER_LIMITS: WebSocketListenerLimits = {
+  maxConnections: 2 * MAX_DAEMONS,
+  headerTimeoutMs: 10_000,
+  maxMessageBytes: MAX_FRAME_BYTES,
+  idleTimeoutMs: 30_000,
+  tooBigReason: REFUSAL_REASONS.frameTooLarge,
+};
+
+/**
+ * Serves `hub` on `hostname:port` (default 127.0.0.1, random port): every
+ * connection must upgrade to a WebSocket; frames over {@linkcode MAX_FRAME_BYTES}
+ * are refused from their header.
+ */
+export function serveHub(options: ServeHubOptions): HubServer {
   const hostname = options.hostname ?? "127.0.0.1";
-  const server = Deno.serve({
+  const listener = listenForWebSockets({
     hostname,
     port: options.port ?? 0,
-    onListen() {},
-  }, (request) => {
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return new Response("coding-relay-v1 hub: WebSocket upgrade required\n", {
-        status: 426,
-      });
-    }
-    const { socket, response } = Deno.upgradeWebSocket(request);
-    options.hub.handleSocket(socket);
-    return response;
+    limits: { ...HUB_LISTENER_LIMITS, ...options.limits },
+    // The hub types its sockets as the browser API; ServerWebSocket is that subset.
+    onSocket: (socket) =>
+      options.hub.handleSocket(socket as unknown as WebSocket),
+    onError: options.onError,
   });
-  const port = server.addr.port;
   return {
-    url: `ws://${hostname}:${port}`,
-    port,
-    close: () => server.shutdown(),
+    url: `ws://${
+      hostname.includes(":") ? `[${hostname}]` : hostname
+    }:${listener.port}`,
+    port: listener.port,
+    close: () => listener.close(),
   };
 }

@@ -335,7 +335,9 @@ function validateLimits(config: ServeConfig): void {
     ] as const
   ) {
     if (value <= 0 || value > 86_400) {
-      throw invalidConfig(`${key}: must be more than 0 and at most 86400 seconds.`);
+      throw invalidConfig(
+        `${key}: must be more than 0 and at most 86400 seconds.`,
+      );
     }
   }
   if (!Number.isInteger(daemon.maxJobsPerId) || daemon.maxJobsPerId < 1) {

@@ -78,7 +78,9 @@ function convertServer(key: string, spec: ServerKey, value: unknown): unknown {
       return String(text);
     case "number": {
       if (typeof text === "string" && !DECIMAL_PATTERN.test(text)) {
-        throw invalidConfig(`${key}: must be a number, written in decimal (got "${text}")`);
+        throw invalidConfig(
+          `${key}: must be a number, written in decimal (got "${text}")`,
+        );
       }
       const number = typeof text === "number" ? text : Number(text);
       if (!Number.isFinite(number) || number < 0) {
@@ -183,7 +185,9 @@ export async function readServeOptions(
   const filePath = (flags.config as string | undefined) ?? env.RUNNER_CONFIG;
   const file = filePath ? await readConfigFile(filePath) : {};
   for (const key of Object.keys(file)) {
-    if (!Object.hasOwn(SERVER_KEYS, key) && !Object.hasOwn(RUN_CONFIG_KEYS, key)) {
+    if (
+      !Object.hasOwn(SERVER_KEYS, key) && !Object.hasOwn(RUN_CONFIG_KEYS, key)
+    ) {
       throw invalidConfig(
         `--config ${filePath}: unknown option "${key}". See runner serve --help.`,
       );

@@ -127,9 +127,13 @@ export const ORPHANED_RUN_MESSAGE =
  */
 export function failOrphanedRuns(store: RunStore, runId?: string): string[] {
   try {
-    return store.markActiveRunsFailed("runner.restarted", ORPHANED_RUN_MESSAGE, {
-      runId,
-    });
+    return store.markActiveRunsFailed(
+      "runner.restarted",
+      ORPHANED_RUN_MESSAGE,
+      {
+        runId,
+      },
+    );
   } catch {
     return [];
   }

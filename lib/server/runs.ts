@@ -334,7 +334,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
 /** `POST /v1/runs/:id/input` and `POST /v1/runs/:id/cancel`. */
 function registerControlRoutes(app: Hono, ctx: ServerContext): void {
-  const { store, manager } = ctx;
+  const { manager } = ctx;
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");

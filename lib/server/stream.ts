@@ -48,6 +48,24 @@ export interface FollowOptions {
   failIfOrphaned?: (runId: string) => void;
 }
 
+/** What one reader of a run's events holds. */
+interface FollowState {
+  options: FollowOptions;
+  maxPending: number;
+  /** Live events delivered while not catching up, not yet read. */
+  live: RunEvent[];
+  /** Stored events read, not yet handed out. */
+  backlog: RunEvent[];
+  /** The last sequence handed out. */
+  last: number;
+  /** Reading the store rather than buffering live events. */
+  catchingUp: boolean;
+  runDone: boolean;
+  finished: boolean;
+  wake?: () => void;
+  unsubscribe: () => void;
+}
+
 /**
  * Follows a run's events from `after`: stored ones, then live ones until the
  * terminal event. A reader that falls more than `maxPendingEvents` behind
@@ -55,93 +73,111 @@ export interface FollowOptions {
  * sequence, and rejoins live delivery: it may lag, never skip.
  */
 export function followRunEvents(options: FollowOptions): RunEventFollower {
-  const { store, runId, run } = options;
-  const maxPending = options.maxPendingEvents ?? MAX_PENDING_EVENTS;
-  const live: RunEvent[] = [];
-  let backlog: RunEvent[] = [];
-  let last = options.after ?? 0;
-  let wake: (() => void) | undefined;
-  let finished = false;
-  let runDone = !run;
-  // Start by catching up: the first read of the store happens only after live
-  // delivery has been switched on, which is what makes the hand-over gapless.
-  let catchingUp = true;
-  const unsubscribe = run?.subscribe((event) => {
-    if (!catchingUp) {
-      if (live.length < maxPending) live.push(event);
-      else {
-        // Every event a listener sees is already in the store (stored before
-        // delivery): drop the buffer and catch up from there.
-        catchingUp = true;
-        live.length = 0;
-      }
-    }
-    wake?.();
-  }) ?? (() => {});
-  run?.done.finally(() => {
-    runDone = true;
-    wake?.();
-  });
-
-  function finish() {
-    finished = true;
-    unsubscribe();
-    wake?.();
-  }
-
-  /** Rejoins live delivery, then reads the next page of stored events. */
-  function readStoredPage(): void {
-    catchingUp = false;
-    live.length = 0;
-    backlog = store.getEvents(runId, { after: last, limit: CATCH_UP_PAGE });
-    // Still a full page behind: keep reading the store, not buffering.
-    if (backlog.length === CATCH_UP_PAGE) catchingUp = true;
-  }
-
-  async function sleep(ms?: number): Promise<void> {
-    const woken = new Promise<void>((resolve) => wake = resolve);
-    await (ms === undefined ? woken : settleWithin(woken, ms));
-    wake = undefined;
-  }
-
-  function take(): RunEvent | undefined {
-    return backlog.shift() ?? (catchingUp ? undefined : live.shift());
-  }
-
-  return {
-    async next() {
-      for (;;) {
-        if (finished) return undefined;
-        const event = take();
-        if (event) {
-          if ((event.sequence ?? 0) <= last) continue;
-          last = event.sequence ?? last;
-          if (isTerminalEvent(event)) finish();
-          return event;
-        }
-        if (catchingUp) {
-          readStoredPage();
-          continue;
-        }
-        if (!runDone) {
-          await sleep();
-          continue;
-        }
-        backlog = store.getEvents(runId, { after: last, limit: CATCH_UP_PAGE });
-        if (backlog.length) continue;
-        if (!run && store.getRun(runId)?.status === "active") {
-          // Active in another process sharing the store (a `runner run`):
-          // nothing here can notify us, so look again shortly.
-          options.failIfOrphaned?.(runId);
-          await sleep(OTHER_PROCESS_POLL_MS);
-          continue;
-        }
-        finish();
-        return undefined;
-      }
-    },
-    close: finish,
+  const { run } = options;
+  const state: FollowState = {
+    options,
+    maxPending: options.maxPendingEvents ?? MAX_PENDING_EVENTS,
+    live: [],
+    backlog: [],
+    last: options.after ?? 0,
+    // Start by catching up: the first read of the store happens only after
+    // live delivery is on, which is what makes the hand-over gapless.
+    catchingUp: true,
+    runDone: !run,
+    finished: false,
+    unsubscribe: () => {},
   };
+  state.unsubscribe = run?.subscribe((event) => onLiveEvent(state, event)) ??
+    (() => {});
+  run?.done.finally(() => {
+    state.runDone = true;
+    state.wake?.();
+  });
+  return {
+    next: () => nextEvent(state),
+    close: () => finishFollowing(state),
+  };
+}
+
+/** Buffers a live event, or switches to catching up when the buffer is full. */
+function onLiveEvent(state: FollowState, event: RunEvent): void {
+  if (!state.catchingUp) {
+    if (state.live.length < state.maxPending) state.live.push(event);
+    else {
+      // Every event a listener sees is already in the store (stored before
+      // delivery): drop the buffer and catch up from there.
+      state.catchingUp = true;
+      state.live.length = 0;
+    }
+  }
+  state.wake?.();
+}
+
+function finishFollowing(state: FollowState): void {
+  state.finished = true;
+  state.unsubscribe();
+  state.wake?.();
+}
+
+/** Rejoins live delivery, then reads the next page of stored events. */
+function readStoredPage(state: FollowState): void {
+  const { store, runId } = state.options;
+  state.catchingUp = false;
+  state.live.length = 0;
+  state.backlog = store.getEvents(runId, {
+    after: state.last,
+    limit: CATCH_UP_PAGE,
+  });
+  // Still a full page behind: keep reading the store, not buffering.
+  if (state.backlog.length === CATCH_UP_PAGE) state.catchingUp = true;
+}
+
+async function sleep(state: FollowState, ms?: number): Promise<void> {
+  const woken = new Promise<void>((resolve) => state.wake = resolve);
+  await (ms === undefined ? woken : settleWithin(woken, ms));
+  state.wake = undefined;
+}
+
+function take(state: FollowState): RunEvent | undefined {
+  return state.backlog.shift() ??
+    (state.catchingUp ? undefined : state.live.shift());
+}
+
+/** The next event in sequence, waiting for it; undefined once the run is over. */
+async function nextEvent(state: FollowState): Promise<RunEvent | undefined> {
+  const { store, runId, run } = state.options;
+  for (;;) {
+    if (state.finished) return undefined;
+    const event = take(state);
+    if (event) {
+      if ((event.sequence ?? 0) <= state.last) continue;
+      state.last = event.sequence ?? state.last;
+      if (isTerminalEvent(event)) finishFollowing(state);
+      return event;
+    }
+    if (state.catchingUp) {
+      readStoredPage(state);
+      continue;
+    }
+    if (!state.runDone) {
+      await sleep(state);
+      continue;
+    }
+    state.backlog = store.getEvents(runId, {
+      after: state.last,
+      limit: CATCH_UP_PAGE,
+    });
+    if (state.backlog.length) continue;
+    if (!run && store.getRun(runId)?.status === "active") {
+      // Active in another process sharing the store (a `runner run`): nothing
+      // here can notify us, so look again shortly; end it if its owner is gone.
+      state.options.failIfOrphaned?.(runId);
+      await sleep(state, OTHER_PROCESS_POLL_MS);
+      continue;
+    }
+    finishFollowing(state);
+    return undefined;
+  }
 }
 
 /** Wire formats of an event stream. */

@@ -51,11 +51,12 @@ function outcomeOf(event: RunEvent): {
 export function findOrphanedRuns(context: OrphanedRunsContext): string[] {
   const { statement } = context;
   const columns = "run_id, owner_pid, owner_instance, owner_start_time";
-  const rows = (context.runId === undefined
-    ? statement(`SELECT ${columns} FROM runs WHERE status = 'active'`).all()
-    : statement(
-      `SELECT ${columns} FROM runs WHERE status = 'active' AND run_id = ?`,
-    ).all(context.runId)) as Row[];
+  const rows =
+    (context.runId === undefined
+      ? statement(`SELECT ${columns} FROM runs WHERE status = 'active'`).all()
+      : statement(
+        `SELECT ${columns} FROM runs WHERE status = 'active' AND run_id = ?`,
+      ).all(context.runId)) as Row[];
   return rows.filter((row) => !context.ownerIsAlive(row))
     .map((row) => String(row.run_id));
 }

@@ -23,12 +23,11 @@ import type {
   OpenStoreOptions,
   RunOutcome,
   RunRecord,
-  RunStatus,
   RunStore,
   SessionKey,
   SessionRecord,
-  StoreHealth,
   StoredSession,
+  StoreHealth,
 } from "./types.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
@@ -59,7 +58,9 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): RunStore {
   }
   try {
     // busy_timeout first, so the WAL switch and migrations wait for another process.
-    db.exec(`PRAGMA busy_timeout = ${Math.floor(options.busyTimeoutMs ?? 5000)}`);
+    db.exec(
+      `PRAGMA busy_timeout = ${Math.floor(options.busyTimeoutMs ?? 5000)}`,
+    );
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
     migrateSchema(db, options.path);
@@ -241,8 +242,10 @@ class SqliteRunStore implements RunStore {
   }
 
   getRun(runId: string): RunRecord | undefined {
-    const row = this.#read("read the run", () =>
-      this.#statement("SELECT * FROM runs WHERE run_id = ?").get(runId)) as
+    const row = this.#read(
+      "read the run",
+      () => this.#statement("SELECT * FROM runs WHERE run_id = ?").get(runId),
+    ) as
       | Row
       | undefined;
     return row === undefined ? undefined : toRunRecord(row);
