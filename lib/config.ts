@@ -360,6 +360,12 @@ export function parseRunConfig(
   if (result.sshTarget?.startsWith("-")) {
     throw invalid("ssh-target", "must not start with -");
   }
+  if (result.location === "remote-ssh" && (result.fsRead || result.fsWrite)) {
+    throw invalid(
+      result.fsRead ? "fs-read" : "fs-write",
+      "is not available with location=remote-ssh: the runner would serve its own files, not the remote machine's. Leave fs-read and fs-write off (the agent reads and writes the remote workspace itself)",
+    );
+  }
   if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
     throw invalid(
       "remote-shell",

@@ -292,7 +292,10 @@ export type HelloCheck =
  */
 export function checkHello(
   text: string,
-  options: { hasToken: boolean; tokenMatches: (given: string) => boolean },
+  options: {
+    hasToken: boolean;
+    tokenMatches: (given: string, daemonId: string) => boolean;
+  },
 ): HelloCheck {
   let raw: unknown;
   try {
@@ -313,7 +316,7 @@ export function checkHello(
   }
   if (options.hasToken) {
     const given = typeof raw.token === "string" ? raw.token : "";
-    if (!options.tokenMatches(given)) {
+    if (!options.tokenMatches(given, daemonId)) {
       return { ok: false, reason: REFUSAL_REASONS.invalidToken };
     }
   }

@@ -38,6 +38,7 @@ import {
   type JsonObject,
   MAX_DAEMONS,
   MAX_FRAME_BYTES,
+  MAX_JOBS,
   parseFrame,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
@@ -53,8 +54,16 @@ export type { McpHandler, McpJobContext } from "./mcp.ts";
 
 /** Options of {@linkcode createHub}. */
 export interface HubOptions {
-  /** Shared secret daemons must present; no check when empty or absent. */
+  /** Shared secret daemons must present; no check when empty or absent (and no `tokens`). */
   token?: string;
+  /**
+   * Per-daemon tokens by daemon ID: a listed ID must present its own token
+   * (the shared one does not admit it); with these set and no shared token,
+   * only listed IDs may connect.
+   */
+  tokens?: Record<string, string>;
+  /** Jobs one daemon ID may run at once (default: the hub's whole capacity). */
+  maxJobsPerDaemon?: number;
   /** Where `.pending` markers live; fences are reloaded from it. */
   stateDir: string;
   /** How long to wait for `run.finished` after `run.cancel` (default 10 s). */
@@ -92,6 +101,7 @@ function tokenDigest(value: string): Uint8Array {
 /** A coding-relay-v1 hub. Make one with {@linkcode createHub}. */
 export class RelayHub {
   readonly #token: Uint8Array | undefined;
+  readonly #tokens: Map<string, Uint8Array>;
   readonly #helloTimeoutMs: number;
   readonly #mcpHandler?: McpHandler;
   readonly #onLog?: (entry: HubLogEntry) => void;
@@ -104,6 +114,11 @@ export class RelayHub {
   /** Makes a hub; prefer {@linkcode createHub}. */
   constructor(options: HubOptions) {
     this.#token = options.token ? tokenDigest(options.token) : undefined;
+    this.#tokens = new Map(
+      Object.entries(options.tokens ?? {}).map((
+        [id, token],
+      ) => [id, tokenDigest(token)]),
+    );
     this.#helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
     this.#mcpHandler = options.mcpHandler;
     this.#onLog = options.onLog;
@@ -112,6 +127,7 @@ export class RelayHub {
       jobs: new Map(),
       fences: new FenceStore(options.stateDir),
       cancelTimeoutMs: options.cancelTimeoutMs ?? CANCEL_TIMEOUT_MS,
+      maxJobsPerDaemon: options.maxJobsPerDaemon ?? MAX_JOBS,
       closed: false,
       send: (connection, frame) => this.#send(connection.ws, frame),
       log: (entry) => this.#log(entry),
@@ -230,11 +246,14 @@ export class RelayHub {
   }
 
   #accept(ws: WebSocket, text: string): HubConnection | undefined {
-    const token = this.#token;
+    const shared = this.#token;
     const hello = checkHello(text, {
-      hasToken: token !== undefined,
-      tokenMatches: (given) =>
-        token !== undefined && timingSafeEqual(tokenDigest(given), token),
+      hasToken: shared !== undefined || this.#tokens.size > 0,
+      tokenMatches: (given, daemonId) => {
+        const expected = this.#tokens.get(daemonId) ?? shared;
+        return expected !== undefined &&
+          timingSafeEqual(tokenDigest(given), expected);
+      },
     });
     if (!hello.ok) {
       this.#log({ level: "warn", message: `daemon refused: ${hello.reason}` });
