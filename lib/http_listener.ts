@@ -126,7 +126,9 @@ export async function startHttpListener(
     socket.once("close", () => sockets.delete(socket));
   });
   server.on("request", (request, response) => {
-    if (refused.has(request.socket as Socket)) return void response.destroy();
+    // A refused socket already has its 503 and closes soon; resetting it now
+    // could make the client lose that answer.
+    if (refused.has(request.socket as Socket)) return;
     options.onRequest(request, response);
   });
   server.on("upgrade", (request, socket, head) => {

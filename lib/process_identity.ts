@@ -1,7 +1,8 @@
 /**
  * Telling a live process from a gone one, a zombie or a reused pid: the
- * process's state and start time, read synchronously (`/proc` on Linux, `ps`
- * elsewhere). Shared by the reaper and the store's owner checks.
+ * process's state and start time, read synchronously (`/proc` where it is
+ * readable — Deno wants `--allow-all` for it — else `ps`, which the runtime
+ * permission set allows). Shared by the reaper and the store's owner checks.
  *
  * @module
  */
@@ -115,8 +116,12 @@ function signalProbe(pid: number): boolean {
 export function isSameProcessAlive(pid: number, startTime?: string): boolean {
   const identity = processIdentity(pid);
   if (!identity.alive) return false;
-  return startTime === undefined || identity.startTime === undefined ||
-    identity.startTime === startTime;
+  if (startTime === undefined || identity.startTime === undefined) return true;
+  // `/proc` (clock ticks) and `ps` (a date) spell start times differently;
+  // a process that read the other kind cannot compare them.
+  const comparable = /^\d+$/.test(startTime) ===
+    /^\d+$/.test(identity.startTime);
+  return !comparable || identity.startTime === startTime;
 }
 
 /** This process's start time, when the process table shows it. */

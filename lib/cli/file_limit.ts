@@ -3,8 +3,10 @@
  * runtime permission set has no `--allow-ffi`; but `--allow-run` lets the
  * runner ask util-linux `prlimit` to raise its own soft limit to the hard
  * limit (`prlimit(2)` on a process of the same user needs no privilege).
- * Where that is impossible (no `prlimit`, macOS) the limit stays as it is and
- * the connection cap is fitted under it. See `docs/http-api.md` ("Limits").
+ * (The `deno` CLI itself already raises it at start; this covers runtimes that
+ * do not.) Where raising is impossible (no `prlimit`, macOS) the limit stays
+ * as it is and the connection cap is fitted under it. See `docs/http-api.md`
+ * ("Limits").
  *
  * @module
  */
@@ -27,13 +29,21 @@ function parseLimit(text: string): number | undefined {
   return Number.isInteger(value) ? value : undefined;
 }
 
-/** Reads `Max open files` of `/proc/<pid>/limits` (Linux). */
-export function readFileLimit(pid = Deno.pid): FileLimit {
+/**
+ * Reads this process's open-file limits from a shell it starts (a child
+ * inherits them; Deno wants `--allow-all` for `/proc/<pid>/limits`).
+ */
+export function readFileLimit(): FileLimit {
   try {
-    const text = Deno.readTextFileSync(`/proc/${pid}/limits`);
-    const match = text.match(/^Max open files\s+(\S+)\s+(\S+)/m);
-    if (!match) return {};
-    return { soft: parseLimit(match[1]), hard: parseLimit(match[2]) };
+    const output = new Deno.Command("sh", {
+      args: ["-c", "ulimit -Sn; ulimit -Hn"],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).outputSync();
+    const [soft, hard] = new TextDecoder().decode(output.stdout).trim()
+      .split(/\s+/);
+    return { soft: parseLimit(soft), hard: parseLimit(hard) };
   } catch {
     return {};
   }
@@ -57,7 +67,7 @@ export async function raiseFileLimit(): Promise<FileLimit> {
   const before = readFileLimit();
   const { soft, hard } = before;
   if (soft === undefined || hard === undefined) {
-    return { note: "the open-file limit is not readable here (no /proc)" };
+    return { note: "the open-file limit is not readable here (no sh)" };
   }
   if (soft >= hard) return before;
   const target = targetLimit(hard);
