@@ -111,8 +111,10 @@ export async function startHttpListener(
       Math.min(1000, limits.headerTimeoutMs / 4),
     ),
   });
-  const sockets = new Set<Socket>();
+  /** Open sockets, with how many requests each is answering. */
+  const sockets = new Map<Socket, number>();
   const refused = new WeakSet<Socket>();
+  let closing = false;
   // Runs before http's own connection handler: count, or refuse cleanly.
   server.prependListener("connection", (socket: Socket) => {
     socket.on("error", () => {}); // resets of hostile clients are routine
@@ -121,14 +123,22 @@ export async function startHttpListener(
       refuse(socket, TOO_MANY_CONNECTIONS);
       return;
     }
-    sockets.add(socket);
+    sockets.set(socket, 0);
     socket.setNoDelay(true);
     socket.once("close", () => sockets.delete(socket));
   });
   server.on("request", (request, response) => {
     // A refused socket already has its 503 and closes soon; resetting it now
     // could make the client lose that answer.
-    if (refused.has(request.socket as Socket)) return;
+    const socket = request.socket as Socket;
+    if (refused.has(socket)) return;
+    sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
+    response.once("close", () => {
+      const busy = (sockets.get(socket) ?? 1) - 1;
+      if (sockets.has(socket)) sockets.set(socket, busy);
+      // While closing, a connection ends once its last answer is out.
+      if (closing && busy === 0) socket.end();
+    });
     options.onRequest(request, response);
   });
   server.on("upgrade", (request, socket, head) => {
@@ -154,24 +164,30 @@ export async function startHttpListener(
     hostname: options.hostname,
     port,
     connections: () => sockets.size,
-    close: (graceMs = 5000) => closeServer(server, sockets, graceMs),
+    close: (graceMs = 5000) => {
+      closing = true;
+      return closeServer(server, sockets, graceMs);
+    },
   };
 }
 
+/**
+ * Stops accepting, ends idle connections at once and busy ones as their
+ * answers finish, and destroys whatever is left after `graceMs`.
+ */
 async function closeServer(
   server: http.Server,
-  sockets: Set<Socket>,
+  sockets: Map<Socket, number>,
   graceMs: number,
 ): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+  for (const [socket, busy] of sockets) if (busy === 0) socket.end();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const grace = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, graceMs);
   });
   await Promise.race([closed, grace]);
   clearTimeout(timer);
-  for (const socket of sockets) socket.destroy();
-  server.closeAllConnections();
+  for (const socket of sockets.keys()) socket.destroy();
   await closed;
 }

@@ -40,7 +40,9 @@ export function toRequest(
     } catch { /* a header value fetch cannot hold: dropped */ }
   }
   const method = incoming.method ?? "GET";
-  const hasBody = method !== "GET" && method !== "HEAD";
+  const hasBody = method !== "GET" && method !== "HEAD" &&
+    (incoming.headers["transfer-encoding"] !== undefined ||
+      Number(incoming.headers["content-length"] ?? 0) > 0);
   return new Request(new URL(incoming.url ?? "/", origin), {
     method,
     headers,
@@ -126,4 +128,6 @@ export async function bridgeRequest(
     if (!outgoing.destroyed) options.onError(error);
     outgoing.destroy();
   }
+  // A body the handler never read keeps the connection busy: end it instead.
+  if (!incoming.complete) incoming.socket?.end();
 }
