@@ -28,7 +28,10 @@ export interface InProcessServe {
   manager: RunManager;
   /** Every log entry so far. */
   logs: Record<string, unknown>[];
-  /** Resolves once a log entry satisfies `predicate`. */
+  /**
+   * Resolves once a log entry satisfies `predicate`; rejects after 30 s (a
+   * bound so a log line that never comes fails the test instead of hanging it).
+   */
   waitForLog(
     predicate: (entry: Record<string, unknown>) => boolean,
   ): Promise<Record<string, unknown>>;
@@ -63,7 +66,17 @@ export async function startInProcessServe(
     waiters = [];
     woken.forEach((wake) => wake());
   };
-  const store = openStore({ dataDir: options.dataDir, ...options.store });
+  const store = openStore({
+    dataDir: options.dataDir,
+    onFlushError: (error) =>
+      log({
+        msg: "store flush failed",
+        level: "error",
+        code: error.code,
+        error: error.message,
+      }),
+    ...options.store,
+  });
   const assets = createAssetsHook({ log });
   const manager = createRunManager({
     assets,
@@ -104,10 +117,17 @@ export async function startInProcessServe(
     manager,
     logs,
     async waitForLog(predicate) {
+      const deadline = Date.now() + 30_000;
       for (;;) {
         const found = logs.find(predicate);
         if (found) return found;
-        await new Promise<void>((resolve) => waiters.push(resolve));
+        if (Date.now() > deadline) throw new Error("the log line never came");
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          timer = setTimeout(resolve, deadline - Date.now() + 1);
+        });
+        clearTimeout(timer);
       }
     },
     async close() {
