@@ -73,7 +73,8 @@ export function resolveCallerConfig(
   >,
   caller: Record<string, unknown> = {},
 ): RunConfig {
-  const normalized: Record<string, unknown> = {};
+  // No prototype: a caller's "__proto__" or "constructor" is just an unknown key.
+  const normalized: Record<string, unknown> = Object.create(null);
   for (const [rawKey, value] of Object.entries(caller)) {
     if (value === undefined || value === null) continue;
     normalized[rawKey.replaceAll("_", "-")] = value;
