@@ -75,8 +75,8 @@ interface KeySpec {
   max?: number;
 }
 
-/** A plain decimal number, as text (no hex, exponent, sign or `Infinity`). */
-export const DECIMAL_PATTERN = /^\d+(\.\d+)?$/;
+/** A plain decimal number, as text (no hex, exponent, `+` or `Infinity`). */
+export const DECIMAL_PATTERN = /^-?\d+(\.\d+)?$/;
 
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
 const MAX_TIMER_SECONDS = 2_147_483;

@@ -11,7 +11,10 @@ import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { RunnerError } from "../lib/errors.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
-import { type HttpListener, startHttpListener } from "../lib/http_listener.ts";
+import {
+  type HttpListener,
+  startHttpListener,
+} from "../lib/server/http_listener.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { createServerApp } from "../lib/server/app.ts";
 import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";

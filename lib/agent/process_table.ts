@@ -5,18 +5,47 @@
  * @module
  */
 
-import {
-  HAS_PROC,
-  parseProcStat,
-  type ProcessStat,
-  readProcStat,
-} from "../process_identity.ts";
-
 /** One row of the process table. */
-export type ProcessRow = ProcessStat;
+export interface ProcessRow {
+  /** Process id. */
+  pid: number;
+  /** Process group id. */
+  pgid: number;
+  /** Single-letter state (`Z` = zombie). */
+  state: string;
+  /** Opaque start time; equal values mean the same process. */
+  startTime: string;
+}
 
-const hasProc = HAS_PROC;
-const readProcRow = readProcStat;
+const hasProc = (() => {
+  try {
+    return Deno.build.os === "linux" && Deno.statSync("/proc/self").isDirectory;
+  } catch {
+    return false;
+  }
+})();
+
+function parseProcStat(pid: number, text: string): ProcessRow | undefined {
+  // The command name may contain spaces and parentheses: split after the last ")".
+  const close = text.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const fields = text.slice(close + 2).split(" ");
+  // fields[0] = state (field 3), fields[2] = pgrp (field 5), fields[19] = starttime (field 22)
+  return {
+    pid,
+    state: fields[0],
+    pgid: Number(fields[2]),
+    startTime: fields[19],
+  };
+}
+
+function readProcRow(pid: number): ProcessRow | undefined {
+  try {
+    return parseProcStat(pid, Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return undefined;
+  }
+}
 
 async function readProcRowAsync(pid: number): Promise<ProcessRow | undefined> {
   try {

@@ -35,7 +35,7 @@ import { failOrphanedRuns, ORPHANED_RUN_MESSAGE } from "../server/context.ts";
 import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
 import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
-import type { HttpListener } from "../http_listener.ts";
+import type { HttpListener } from "../server/http_listener.ts";
 import { catchStrayRejections, fitLimits, listen } from "./serve_listen.ts";
 
 /** Sockets the daemon hub holds at most (each daemon needs one). */

@@ -14,7 +14,7 @@ import {
   type ConnectionLimits,
   type HttpListener,
   startHttpListener,
-} from "../http_listener.ts";
+} from "../server/http_listener.ts";
 import { fitConnectionCap, raiseFileLimit } from "./file_limit.ts";
 
 /** The `http://host:port` of a listen address. */

@@ -11,7 +11,7 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { type ErrorCode, RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isSameProcessAlive, OWN_START_TIME } from "../process_identity.ts";
+import { isSameProcessAlive, OWN_START_TIME } from "./owner_liveness.ts";
 import { EventQueue, type QueuedEvent } from "./event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "./orphaned_runs.ts";
 import { sessionKeyValues, toRunRecord, unavailable } from "./rows.ts";

@@ -1,8 +1,9 @@
 /**
- * Telling a live process from a gone one, a zombie or a reused pid: the
- * process's state and start time, read synchronously (`/proc` where it is
- * readable — Deno wants `--allow-all` for it — else `ps`, which the runtime
- * permission set allows). Shared by the reaper and the store's owner checks.
+ * Whether a run's owning process still lives: a live process is told from a
+ * gone one, a zombie or a reused pid by its state and start time, read
+ * synchronously (`/proc` where it is readable — Deno wants `--allow-all` for
+ * it — else `ps`, which the runtime permission set allows). The reaper
+ * (`agent/process_table.ts`) reads the same table for process groups.
  *
  * @module
  */
@@ -10,7 +11,7 @@
 import process from "node:process";
 
 /** One process as the process table shows it. */
-export interface ProcessStat {
+interface ProcessStat {
   /** Process id. */
   pid: number;
   /** Process group id. */
@@ -22,7 +23,7 @@ export interface ProcessStat {
 }
 
 /** Whether `/proc` describes processes here (Linux). */
-export const HAS_PROC: boolean = (() => {
+const HAS_PROC: boolean = (() => {
   try {
     return Deno.build.os === "linux" && Deno.statSync("/proc/self").isDirectory;
   } catch {
@@ -31,7 +32,7 @@ export const HAS_PROC: boolean = (() => {
 })();
 
 /** Parses the text of `/proc/<pid>/stat`. */
-export function parseProcStat(
+function parseProcStat(
   pid: number,
   text: string,
 ): ProcessStat | undefined {
@@ -49,7 +50,7 @@ export function parseProcStat(
 }
 
 /** `/proc/<pid>/stat`, parsed; undefined when there is no such process. */
-export function readProcStat(pid: number): ProcessStat | undefined {
+function readProcStat(pid: number): ProcessStat | undefined {
   try {
     return parseProcStat(pid, Deno.readTextFileSync(`/proc/${pid}/stat`));
   } catch {
