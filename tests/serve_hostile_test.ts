@@ -11,6 +11,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import {
+  checkRequestSource,
+  hostAllowed,
+} from "../lib/server/request_guard.ts";
+import {
   connectTo,
   parseAnswer,
   rawRequest,
@@ -244,4 +248,39 @@ Deno.test("/healthz answers 503 shutting_down while runs drain, then the server 
     // Already stopping: wait for the exit (another signal would force it).
     assert.equal((await serve.child.status).code, 0);
   });
+});
+
+Deno.test("Host rules: IP addresses, localhost, the listen name and allowed names; not checked behind a token without a list", () => {
+  const settings = {
+    checkHost: true,
+    listenHost: "devbox.lan",
+    allowedHosts: ["runner.internal", "*.corp.example"],
+    allowedOrigins: [],
+  };
+  for (
+    const host of [
+      "127.0.0.1:8080",
+      "[::1]:8080",
+      "10.1.2.3",
+      "LOCALHOST:8080",
+      "devbox.lan:8080",
+      "runner.internal.",
+      "ci.corp.example:443",
+    ]
+  ) {
+    assert.ok(hostAllowed(host, settings), host);
+  }
+  for (const host of ["rebind.evil.example", "corp.example.evil", "", "[::1"]) {
+    assert.ok(!hostAllowed(host, settings), host);
+  }
+  // With an API token and no --allowed-hosts the Host is not checked:
+  // a rebinding page cannot present the token, and service names keep working.
+  checkRequestSource({ host: "runner:8080" }, {
+    ...settings,
+    checkHost: false,
+  });
+  assert.throws(
+    () => checkRequestSource({ host: "runner:8080" }, settings),
+    /http.host_not_allowed|DNS rebinding/,
+  );
 });

@@ -121,6 +121,7 @@ function handleFailures(app: Hono, ctx: ServerContext): void {
  */
 function guardRequestSources(app: Hono, config: ServeConfig): void {
   const settings = {
+    checkHost: !config.apiToken || config.allowedHosts.length > 0,
     listenHost: config.host,
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.allowedOrigins,

@@ -13,6 +13,13 @@ import { RunnerError } from "../errors.ts";
 
 /** What the guard allows beyond its built-in rules. */
 export interface RequestGuardSettings {
+  /**
+   * Whether `Host` is checked: without an API token (a rebinding page could
+   * use the API), or when the operator listed hosts. With a token and no
+   * list, a page cannot authenticate anyway, and service names such as
+   * `runner:8080` keep working.
+   */
+  checkHost: boolean;
   /** The listen address (a name given here is an accepted `Host`). */
   listenHost: string;
   /** Extra accepted `Host` names (`*` any, `*.example.com` its subdomains). */
@@ -34,8 +41,9 @@ export interface GuardedHeaders {
 /** The host name of a `Host` header value (no port, no brackets, lower case). */
 export function hostName(host: string): string {
   const value = host.trim().toLowerCase();
+  if (value.startsWith("[") && !value.includes("]")) return "";
   const bare = value.startsWith("[")
-    ? value.slice(1, value.indexOf("]") >>> 0)
+    ? value.slice(1, value.indexOf("]"))
     : value.replace(/:\d*$/, "");
   return bare.replace(/\.$/, "");
 }
@@ -109,7 +117,9 @@ export function checkRequestSource(
   settings: RequestGuardSettings,
 ): void {
   const { host, origin } = headers;
-  if (host !== undefined && !hostAllowed(host, settings)) {
+  if (
+    settings.checkHost && host !== undefined && !hostAllowed(host, settings)
+  ) {
     throw new RunnerError(
       "http.host_not_allowed",
       `Requests for host "${

@@ -128,3 +128,42 @@ export function isSameProcessAlive(pid: number, startTime?: string): boolean {
 /** This process's start time, when the process table shows it. */
 export const OWN_START_TIME: string | undefined = processIdentity(Deno.pid)
   .startTime;
+
+/** What {@linkcode createOwnerCheck} asks. */
+export interface OwnerCheckOptions {
+  /** Whether the process `pid` (started at `startTime`, if known) lives. */
+  isProcessAlive: (pid: number, startTime?: string) => boolean;
+  /** Whether a store instance id is open in this process. */
+  isOpenHere: (instance: string) => boolean;
+}
+
+/** How long an owner seen alive counts as alive without asking again. */
+const OWNER_RECHECK_MS = 1000;
+
+/**
+ * Whether the owner of a runs-table row (`owner_pid`, `owner_start_time`,
+ * `owner_instance`) is alive. Many readers may poll one run, so an owner seen
+ * alive is asked about again at most once a second.
+ */
+export function createOwnerCheck(
+  options: OwnerCheckOptions,
+): (row: Record<string, unknown>) => boolean {
+  const seenAlive = new Map<string, number>();
+  return (row) => {
+    if (options.isOpenHere(String(row.owner_instance))) return true;
+    const pid = Number(row.owner_pid);
+    // Same pid but not one of our open instances: an earlier incarnation (e.g. pid 1 in a container).
+    if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid) return false;
+    const startTime = row.owner_start_time === null ||
+        row.owner_start_time === undefined
+      ? undefined
+      : String(row.owner_start_time);
+    const key = `${pid}@${startTime}`;
+    const seen = seenAlive.get(key);
+    if (seen !== undefined && Date.now() - seen < OWNER_RECHECK_MS) return true;
+    const alive = options.isProcessAlive(pid, startTime);
+    if (alive) seenAlive.set(key, Date.now());
+    else seenAlive.delete(key);
+    return alive;
+  };
+}

@@ -11,7 +11,11 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { type ErrorCode, RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isSameProcessAlive, OWN_START_TIME } from "./owner_liveness.ts";
+import {
+  createOwnerCheck,
+  isSameProcessAlive,
+  OWN_START_TIME,
+} from "./owner_liveness.ts";
 import { EventQueue, type QueuedEvent } from "./event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "./orphaned_runs.ts";
 import { sessionKeyValues, toRunRecord, unavailable } from "./rows.ts";
@@ -75,7 +79,7 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): RunStore {
 class SqliteRunStore implements RunStore {
   readonly #db: DatabaseSync;
   readonly #instanceId = crypto.randomUUID();
-  readonly #isProcessAlive: (pid: number, startTime?: string) => boolean;
+  readonly #ownerIsAlive: (row: Record<string, unknown>) => boolean;
   readonly #statements: Record<string, StatementSync> = {};
   readonly #queue: EventQueue;
   readonly #lastSequence = new Map<string, number>();
@@ -85,7 +89,10 @@ class SqliteRunStore implements RunStore {
 
   constructor(db: DatabaseSync, options: OpenSqliteStoreOptions) {
     this.#db = db;
-    this.#isProcessAlive = options.isProcessAlive ?? isSameProcessAlive;
+    this.#ownerIsAlive = createOwnerCheck({
+      isProcessAlive: options.isProcessAlive ?? isSameProcessAlive,
+      isOpenHere: (instance) => openInstances.has(instance),
+    });
     const onFlushError = options.onFlushError ??
       ((error: RunnerError) =>
         console.error(`runner store [${error.code}]: ${error.message}`));
@@ -384,18 +391,6 @@ class SqliteRunStore implements RunStore {
       "fail the interrupted runs",
       () => inTransaction(this.#db, () => failOrphanedRuns(context)),
     );
-  }
-
-  #ownerIsAlive(row: Row): boolean {
-    if (openInstances.has(String(row.owner_instance))) return true;
-    const pid = Number(row.owner_pid);
-    // Same pid but not one of our open instances: an earlier incarnation (e.g. pid 1 in a container).
-    if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid) return false;
-    const startTime = row.owner_start_time === null ||
-        row.owner_start_time === undefined
-      ? undefined
-      : String(row.owner_start_time);
-    return this.#isProcessAlive(pid, startTime);
   }
 
   close(): void {
