@@ -125,9 +125,13 @@ export function isSameProcessAlive(pid: number, startTime?: string): boolean {
   return !comparable || identity.startTime === startTime;
 }
 
-/** This process's start time, when the process table shows it. */
-export const OWN_START_TIME: string | undefined = processIdentity(Deno.pid)
-  .startTime;
+let cachedOwn: { value?: string } | undefined;
+
+/** This process's start time, when the process table shows it (asked once). */
+export function ownStartTime(): string | undefined {
+  cachedOwn ??= { value: processIdentity(Deno.pid).startTime };
+  return cachedOwn.value;
+}
 
 /** What {@linkcode createOwnerCheck} asks. */
 export interface OwnerCheckOptions {

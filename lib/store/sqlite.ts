@@ -14,7 +14,7 @@ import type { RunEvent } from "../events.ts";
 import {
   createOwnerCheck,
   isSameProcessAlive,
-  OWN_START_TIME,
+  ownStartTime,
 } from "./owner_liveness.ts";
 import { EventQueue, type QueuedEvent } from "./event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "./orphaned_runs.ts";
@@ -221,7 +221,7 @@ class SqliteRunStore implements RunStore {
         JSON.stringify(run.config),
         Deno.pid,
         this.#instanceId,
-        OWN_START_TIME ?? null,
+        ownStartTime() ?? null,
         now,
         now,
       );
