@@ -38,7 +38,7 @@ function refusal(code: string, pattern: RegExp) {
 Deno.test('numbers are decimal only: 0x10, 1e3 and Infinity are refused, 16 and "16" are not', async () => {
   const serve = await serveConfig([]);
   const base = { provider: "codex", workspace: "/srv/w" };
-  for (const bad of ["0x10", "1e3", "Infinity", "-5", "16s"]) {
+  for (const bad of ["0x10", "1e3", "Infinity", "+5", "16s", " "]) {
     assert.throws(
       () => resolveCallerConfig(serve, { ...base, timeout: bad }),
       refusal("config.invalid", /^timeout: must be a number/),

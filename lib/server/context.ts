@@ -139,6 +139,30 @@ export function failOrphanedRuns(store: RunStore, runId?: string): string[] {
   }
 }
 
+/** When each store's runs were last checked for a gone owner while followed. */
+const orphanChecks = new WeakMap<RunStore, Map<string, number>>();
+
+/** How often one followed run's owner is looked at, however many read it. */
+const ORPHAN_CHECK_MS = 1000;
+
+/**
+ * {@linkcode failOrphanedRuns} for one run that streams are polling, at most
+ * once a second per run (each check may ask the process table).
+ */
+export function failIfOrphaned(store: RunStore, runId: string): void {
+  let checked = orphanChecks.get(store);
+  if (!checked) orphanChecks.set(store, checked = new Map());
+  const now = Date.now();
+  if (now - (checked.get(runId) ?? 0) < ORPHAN_CHECK_MS) return;
+  if (checked.size > 1000) {
+    for (const [id, at] of checked) {
+      if (now - at > 60_000) checked.delete(id);
+    }
+  }
+  checked.set(runId, now);
+  if (failOrphanedRuns(store, runId).length) checked.delete(runId);
+}
+
 /** The 401 answer (no detail about what was wrong). */
 export function unauthorized(scheme = "Bearer"): RunnerError {
   return new RunnerError("http.unauthorized", "Unauthorized.", {

@@ -15,6 +15,7 @@ import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
 import {
+  failIfOrphaned,
   failOrphanedRuns,
   readJsonObject,
   type ServerContext,
@@ -325,7 +326,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
         run: manager.get(runId),
         after,
         maxPendingEvents: ctx.maxPendingEvents,
-        failIfOrphaned: (id) => failOrphanedRuns(store, id),
+        failIfOrphaned: (id) => failIfOrphaned(store, id),
       }),
       format,
     );

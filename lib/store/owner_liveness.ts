@@ -141,18 +141,13 @@ export interface OwnerCheckOptions {
   isOpenHere: (instance: string) => boolean;
 }
 
-/** How long an owner seen alive counts as alive without asking again. */
-const OWNER_RECHECK_MS = 1000;
-
 /**
  * Whether the owner of a runs-table row (`owner_pid`, `owner_start_time`,
- * `owner_instance`) is alive. Many readers may poll one run, so an owner seen
- * alive is asked about again at most once a second.
+ * `owner_instance`) is alive.
  */
 export function createOwnerCheck(
   options: OwnerCheckOptions,
 ): (row: Record<string, unknown>) => boolean {
-  const seenAlive = new Map<string, number>();
   return (row) => {
     if (options.isOpenHere(String(row.owner_instance))) return true;
     const pid = Number(row.owner_pid);
@@ -162,12 +157,6 @@ export function createOwnerCheck(
         row.owner_start_time === undefined
       ? undefined
       : String(row.owner_start_time);
-    const key = `${pid}@${startTime}`;
-    const seen = seenAlive.get(key);
-    if (seen !== undefined && Date.now() - seen < OWNER_RECHECK_MS) return true;
-    const alive = options.isProcessAlive(pid, startTime);
-    if (alive) seenAlive.set(key, Date.now());
-    else seenAlive.delete(key);
-    return alive;
+    return options.isProcessAlive(pid, startTime);
   };
 }
