@@ -223,6 +223,29 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: "The request body exceeds `--max-body-mb`.",
   },
+  "http.host_not_allowed": {
+    retryable: false,
+    meaning:
+      "The request's `Host` is not an IP address, localhost, the listen name or an `--allowed-hosts` name (DNS rebinding guard).",
+  },
+  "http.origin_not_allowed": {
+    retryable: false,
+    meaning:
+      "A browser page of another origin sent the request and `--allowed-origins` does not list it.",
+  },
+  "http.unsupported_media_type": {
+    retryable: false,
+    meaning: "A request body was not sent as `application/json`.",
+  },
+  "http.too_many_connections": {
+    retryable: true,
+    meaning: "The server already holds `--max-connections` open connections.",
+  },
+  "http.request_timeout": {
+    retryable: true,
+    meaning:
+      "The request's headers or body did not arrive within `--header-timeout` / `--request-timeout`.",
+  },
   "http.conversation_busy": {
     retryable: true,
     meaning:

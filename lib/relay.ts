@@ -297,7 +297,10 @@ export type HelloCheck =
  */
 export function checkHello(
   text: string,
-  options: { hasToken: boolean; tokenMatches: (given: string) => boolean },
+  options: {
+    hasToken: boolean;
+    tokenMatches: (given: string, daemonId: string) => boolean;
+  },
 ): HelloCheck {
   let raw: unknown;
   try {
@@ -318,7 +321,7 @@ export function checkHello(
   }
   if (options.hasToken) {
     const given = typeof raw.token === "string" ? raw.token : "";
-    if (!options.tokenMatches(given)) {
+    if (!options.tokenMatches(given, daemonId)) {
       return { ok: false, reason: REFUSAL_REASONS.invalidToken };
     }
   }

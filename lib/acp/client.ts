@@ -330,7 +330,7 @@ function mapRequestError(what: string, error: unknown): RunnerError {
   }
   return new RunnerError(
     "acp.process_exited",
-    `The agent connection closed during ${what}. See the agent's stderr below; check that the agent is installed and logged in.`,
+    `The agent connection closed during ${what}; check that the agent is installed and logged in.`,
     { cause: error },
   );
 }
