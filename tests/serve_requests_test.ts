@@ -61,6 +61,7 @@ Deno.test("malformed run requests get 400 http.bad_request and store nothing", a
     }
     const input = await fetch(`${serve.url}/v1/runs/nope/input`, {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: "{broken",
     });
     assert.deepEqual(await errorOf(input), [400, "http.bad_request", false]);
