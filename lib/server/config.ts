@@ -58,6 +58,8 @@ export interface ServeConfig {
   maxConcurrentRuns: number;
   /** Request bodies at most this many MiB. */
   maxBodyMb: number;
+  /** Seconds between keep-alives on a silent stream (SSE, NDJSON, n8n). */
+  keepaliveSeconds: number;
   /** The n8n webhook settings. */
   n8n: N8nSettings;
   /** Server-wide run defaults (kebab-case run-config keys). */
@@ -95,6 +97,7 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --allow-env-names A,B       env-json names callers may set (default none)
   --max-concurrent-runs N     active runs at most (default 16)
   --max-body-mb N             request body limit (default 50)
+  --keepalive-seconds N       keep-alive on silent SSE/NDJSON/n8n streams (default 15)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
@@ -166,6 +169,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
     allowEnvNames: server["allow-env-names"] as string[],
     maxConcurrentRuns: server["max-concurrent-runs"] as number,
     maxBodyMb: server["max-body-mb"] as number,
+    keepaliveSeconds: server["keepalive-seconds"] as number,
     n8n: {
       auth: server["n8n-auth"] as N8nAuthMode,
       user: server["n8n-auth-user"] as string | undefined,
@@ -219,6 +223,9 @@ function validateServeConfig(config: ServeConfig): void {
   }
   if (config.maxBodyMb <= 0) {
     throw invalidConfig("max-body-mb: must be greater than 0.");
+  }
+  if (config.keepaliveSeconds <= 0) {
+    throw invalidConfig("keepalive-seconds: must be greater than 0.");
   }
   const n8n = config.n8n;
   if (n8n.auth === "basic" && (!n8n.user || !n8n.password)) {

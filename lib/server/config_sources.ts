@@ -25,6 +25,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "allow-env-names": { kind: "list", default: [] },
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
+  "keepalive-seconds": { kind: "number", default: 15 },
   "n8n-auth": {
     kind: "string",
     default: "none",

@@ -185,6 +185,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
         format,
         {
           headers: { "x-run-id": run.runId },
+          keepaliveMs: ctx.config.keepaliveSeconds * 1000,
         },
       );
     }
@@ -239,18 +240,25 @@ function parseListQuery(c: Context): ListRunsOptions {
   };
 }
 
-/** The sequence `GET /v1/runs/:id/events` resumes after. */
-function parseAfterSequence(c: Context): number {
-  const afterText = c.req.query("after") ?? c.req.header("last-event-id") ??
-    "0";
-  const after = Number(afterText);
-  if (!Number.isInteger(after) || after < 0) {
-    throw new RunnerError(
-      "http.bad_request",
-      "after (or Last-Event-ID) must be a non-negative integer sequence.",
-    );
-  }
-  return after;
+/**
+ * The sequence a read resumes after: the larger of `?after=` and the
+ * `Last-Event-ID` header, so an `EventSource` whose URL carries `?after=0`
+ * repeats nothing when it reconnects.
+ */
+export function parseAfterSequence(c: Context): number {
+  const sequences = [c.req.query("after"), c.req.header("last-event-id")]
+    .filter((text): text is string => text !== undefined && text !== "")
+    .map((text) => {
+      const after = Number(text);
+      if (!Number.isInteger(after) || after < 0) {
+        throw new RunnerError(
+          "http.bad_request",
+          "after (or Last-Event-ID) must be a non-negative integer sequence.",
+        );
+      }
+      return after;
+    });
+  return Math.max(0, ...sequences);
 }
 
 /** `GET /v1/runs`, `GET /v1/runs/:id` and `GET /v1/runs/:id/events`. */
@@ -293,9 +301,19 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
         }),
       );
     }
+    const run = manager.get(runId);
+    if (
+      !run && record.status !== "active" &&
+      !store.getEvents(runId, { after }).length
+    ) {
+      // Everything up to the terminal event was delivered: 204 tells an
+      // EventSource to stop reconnecting.
+      return c.body(null, 204);
+    }
     return eventStreamResponse(
-      followRunEvents({ store, runId, run: manager.get(runId), after }),
+      followRunEvents({ store, runId, run, after }),
       format,
+      { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
     );
   });
 }

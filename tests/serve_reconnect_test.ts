@@ -1,0 +1,178 @@
+/**
+ * What reconnecting and retrying clients see from a real `runner serve`:
+ * `Last-Event-ID` beats `?after=`, a finished run answers 204 so an
+ * EventSource stops, SSE carries `retry:`, NDJSON streams keep alive while
+ * the agent is silent, and a retried POST re-attaches instead of answering
+ * the prompt twice.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../lib/events.ts";
+import {
+  fixtureConfig,
+  jsonLines,
+  makeFifo,
+  openGate,
+  postJson,
+  readSse,
+  readUntil,
+  sseEvents,
+  terminals,
+  withServe,
+} from "./serve_test_helpers.ts";
+
+/** Fails instead of hanging when `promise` does not settle in `ms` (a safety net, not a timing check). */
+export async function within<T>(
+  promise: Promise<T>,
+  what: string,
+  ms = 30_000,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) =>
+        timer = setTimeout(() => reject(new Error(`never saw ${what}`)), ms)
+      ),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads a body's text until `done(text)` holds; returns the text so far and the reader. */
+async function readUntilText(
+  body: ReadableStream<Uint8Array>,
+  done: (text: string) => boolean,
+) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!done(text)) {
+    const { value, done: ended } = await reader.read();
+    if (ended) throw new Error(`the stream ended early: ${text}`);
+    text += value;
+  }
+  return { text, reader };
+}
+
+async function readRest(
+  reader: ReadableStreamDefaultReader<string>,
+): Promise<string> {
+  let text = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return text;
+    text += value;
+  }
+}
+
+Deno.test("Last-Event-ID beats ?after=0, and a finished run answers 204 once everything was delivered", async () => {
+  await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
+    const gate = join(dir, "gate");
+    await makeFifo(gate);
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "reconnect" },
+      config: fixtureConfig(join(dir, "ws"), [
+        "--chunks",
+        "3",
+        "--gate-fifo",
+        gate,
+      ]),
+    });
+    const runId = response.headers.get("x-run-id")!;
+    const first: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(messages, first, (m) => m.event === "message.delta");
+    await messages.return(undefined);
+    const seen = first.at(-1)!.sequence!;
+
+    // An EventSource created with ?after=0 reconnects with Last-Event-ID.
+    const resumed = await fetch(
+      `${serve.url}/v1/runs/${runId}/events?after=0`,
+      { headers: { "last-event-id": String(seen) } },
+    );
+    assert.equal(resumed.status, 200);
+    const rest = readSse(resumed.body!);
+    const second: RunEvent[] = [];
+    await readUntil(rest, second, () => true);
+    assert.equal(second[0].sequence, seen + 1, "nothing is repeated");
+    await openGate(gate);
+    for await (const message of rest) second.push(JSON.parse(message.data));
+    const all = [...first, ...second];
+    assert.deepEqual(all.map((e) => e.sequence), all.map((_, i) => i + 1));
+    assert.equal(terminals(all).length, 1);
+
+    // The terminal event was delivered: the reconnect gets 204, no body.
+    const last = String(all.at(-1)!.sequence);
+    for (const accept of ["text/event-stream", "application/x-ndjson"]) {
+      const done = await fetch(
+        `${serve.url}/v1/runs/${runId}/events?after=0`,
+        { headers: { "last-event-id": last, accept } },
+      );
+      assert.equal(done.status, 204, accept);
+      assert.equal(await done.text(), "");
+    }
+    // Events still to deliver are sent, then the stream ends.
+    const tail = await sseEvents(
+      await fetch(`${serve.url}/v1/runs/${runId}/events`, {
+        headers: { "last-event-id": String(all.length - 1) },
+      }),
+    );
+    assert.deepEqual(tail, all.slice(-1));
+  });
+});
+
+Deno.test("an SSE stream tells EventSource when to reconnect (retry:) and names every event", async () => {
+  await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "retry" },
+      config: fixtureConfig(join(dir, "ws")),
+    });
+    const text = await response.text();
+    const blocks = text.split("\n\n").filter((block) => block.trim());
+    assert.match(blocks[0], /^retry: \d+\n/);
+    for (const block of blocks.filter((b) => !b.startsWith(":"))) {
+      assert.match(block, /^(retry: \d+\n)?id: \d+\nevent: [a-z.]+\ndata: /m);
+    }
+  });
+});
+
+Deno.test("NDJSON streams send an empty line while the agent is silent", async () => {
+  await withServe({
+    args: ["--allow-custom-commands", "--keepalive-seconds", "0.05"],
+  }, async (serve, dir) => {
+    const gate = join(dir, "gate");
+    await makeFifo(gate);
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "quiet" },
+      config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),
+    }, { accept: "application/x-ndjson" });
+    assert.equal(response.status, 200);
+    // The agent holds its turn at the gate: only keep-alives can arrive.
+    const { text, reader } = await within(
+      readUntilText(
+        response.body!,
+        (sofar) => sofar.includes('"message.delta"') && /\n\n/.test(sofar),
+      ),
+      "an empty keep-alive line",
+    );
+    await openGate(gate);
+    const lines = (text + await readRest(reader)).split("\n");
+    const events = lines.filter((line) => line.trim()).map((line) =>
+      JSON.parse(line) as RunEvent
+    );
+    assert.ok(lines.some((line) => line === ""));
+    assert.equal(events.at(-1)!.type, "run.completed");
+    assert.deepEqual(
+      await jsonLines(
+        await fetch(`${serve.url}/v1/runs/${events[0].run_id}/events`, {
+          headers: { accept: "application/x-ndjson" },
+        }),
+      ),
+      events,
+    );
+  });
+});
