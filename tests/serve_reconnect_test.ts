@@ -176,3 +176,107 @@ Deno.test("NDJSON streams send an empty line while the agent is silent", async (
     );
   });
 });
+
+/** The assistant messages of a run's events. */
+function completedMessages(events: RunEvent[]): string[] {
+  return events.filter((event) => event.type === "message.completed")
+    .map((event) => (event.data.message as { content: string }).content);
+}
+
+Deno.test("a retried POST with the same run_id re-attaches to the run and never answers the prompt twice", async () => {
+  await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
+    const gate = join(dir, "gate");
+    await makeFifo(gate);
+    const body = {
+      run_id: "retry-1",
+      conversation_id: "chat-retry",
+      input: { text: "only once" },
+      config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),
+    };
+    const response = await postJson(`${serve.url}/v1/runs`, body);
+    const first: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(messages, first, (m) => m.event === "message.delta");
+    await messages.return(undefined); // the connection drops
+
+    // fetch-event-source sends the same POST again, with Last-Event-ID.
+    const retried = await postJson(`${serve.url}/v1/runs`, body, {
+      "last-event-id": String(first.at(-1)!.sequence),
+    });
+    assert.equal(retried.status, 200);
+    assert.equal(retried.headers.get("x-run-id"), "retry-1");
+    await openGate(gate);
+    const second = await sseEvents(retried);
+    const all = [...first, ...second];
+    assert.deepEqual(all.map((e) => e.sequence), all.map((_, i) => i + 1));
+    assert.deepEqual(completedMessages(all), ["echo: only once (turn 1)"]);
+
+    // Once it ended, the same POST answers the stored run (stream=false too).
+    const again = await postJson(`${serve.url}/v1/runs?stream=false`, body);
+    assert.equal(again.status, 200);
+    const document = await again.json();
+    assert.equal(document.run_id, "retry-1");
+    assert.deepEqual(document.events, all);
+    const runs = await (await fetch(
+      `${serve.url}/v1/runs?conversation_id=chat-retry`,
+    )).json();
+    assert.equal(runs.runs.length, 1);
+
+    // The same run_id in another conversation is a conflict, not a new run.
+    const other = await postJson(`${serve.url}/v1/runs`, {
+      ...body,
+      conversation_id: "chat-other",
+    });
+    assert.equal(other.status, 409);
+    assert.equal((await other.json()).error.code, "http.conflict");
+  });
+});
+
+Deno.test("Idempotency-Key: a repeated POST re-attaches, and a repeated follow-up is queued once", async () => {
+  await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
+    const gate = join(dir, "gate");
+    await makeFifo(gate);
+    const config = fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]);
+    const start = {
+      conversation_id: "chat-key",
+      input: { text: "first" },
+      config,
+    };
+    const response = await postJson(`${serve.url}/v1/runs`, start, {
+      "idempotency-key": "msg-1",
+    });
+    const runId = response.headers.get("x-run-id")!;
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(messages, events, (m) => m.event === "message.delta");
+
+    const repeat = await postJson(`${serve.url}/v1/runs`, start, {
+      "idempotency-key": "msg-1",
+      "last-event-id": String(events.at(-1)!.sequence),
+    });
+    assert.equal(repeat.headers.get("x-run-id"), runId);
+    await repeat.body!.cancel();
+
+    const followUp = { ...start, input: { text: "second" } };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const steered = await postJson(`${serve.url}/v1/runs`, followUp, {
+        "idempotency-key": "msg-2",
+      });
+      assert.equal(steered.status, 202);
+      assert.deepEqual(await steered.json(), { run_id: runId, steered: true });
+    }
+    await openGate(gate);
+    await openGate(gate);
+    for await (const message of messages) events.push(JSON.parse(message.data));
+    assert.deepEqual(completedMessages(events), [
+      "echo: first (turn 1)",
+      "echo: second (turn 2)",
+    ]);
+    assert.equal(terminals(events).length, 1);
+
+    const bad = await postJson(`${serve.url}/v1/runs`, start, {
+      "idempotency-key": "x".repeat(300),
+    });
+    assert.equal(bad.status, 400);
+  });
+});

@@ -16,6 +16,12 @@ import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
 import {
+  answerRepeat,
+  createSteeredPosts,
+  requestedRunId,
+  type RunToAnswer,
+} from "./idempotency.ts";
+import {
   eventStreamResponse,
   followRunEvents,
   type StreamFormat,
@@ -173,28 +179,30 @@ function parseStartBody(
 /** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
 function registerStartRoute(app: Hono, ctx: ServerContext): void {
   const { store } = ctx;
+  const steeredPosts = createSteeredPosts();
 
   async function respondWithRun(
     c: Context,
-    run: ManagedRun,
+    answer: RunToAnswer,
     format: StreamFormat | "json",
   ) {
+    const { runId, run, after } = answer;
     if (format !== "json") {
       return eventStreamResponse(
-        followRunEvents({ store, runId: run.runId, run }),
+        followRunEvents({ store, runId, run, after }),
         format,
         {
-          headers: { "x-run-id": run.runId },
+          headers: { "x-run-id": runId },
           keepaliveMs: ctx.config.keepaliveSeconds * 1000,
         },
       );
     }
-    await run.done;
-    const events = store.getEvents(run.runId);
-    const record = store.getRun(run.runId);
+    await run?.done;
+    const events = store.getEvents(runId);
+    const record = store.getRun(runId);
     return c.json(ctx.redact({
-      run_id: run.runId,
-      conversation_id: run.conversationId ?? null,
+      run_id: runId,
+      conversation_id: answer.conversationId ?? null,
       status: record?.status ?? "failed",
       code: record?.code ?? null,
       error: record?.error ?? null,
@@ -206,11 +214,32 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const outcome = ctx.startRun(parseStartBody(body, ctx.config));
+    const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
+    const repeat = runId
+      ? answerRepeat(c, {
+        ctx,
+        steeredPosts,
+        runId,
+        conversationId: optionalId(body.conversation_id, "conversation_id"),
+        after: c.req.header("last-event-id") ? parseAfterSequence(c) : 0,
+      })
+      : undefined;
+    if (repeat instanceof Response) return repeat;
+    if (repeat) return await respondWithRun(c, repeat, format);
+    const outcome = ctx.startRun({
+      ...parseStartBody(body, ctx.config),
+      runId,
+    });
     if (outcome.kind === "steered") {
+      if (runId) steeredPosts.remember(runId, outcome.run.runId);
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
-    return await respondWithRun(c, outcome.run, format);
+    const { run } = outcome;
+    return await respondWithRun(c, {
+      runId: run.runId,
+      conversationId: run.conversationId,
+      run,
+    }, format);
   });
 }
 
