@@ -10,7 +10,6 @@ import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
-import type { ManagedRun } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
