@@ -23,51 +23,12 @@ import {
   terminals,
   withServe,
 } from "./serve_test_helpers.ts";
-
-/** Fails instead of hanging when `promise` does not settle in `ms` (a safety net, not a timing check). */
-export async function within<T>(
-  promise: Promise<T>,
-  what: string,
-  ms = 30_000,
-): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) =>
-        timer = setTimeout(() => reject(new Error(`never saw ${what}`)), ms)
-      ),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Reads a body's text until `done(text)` holds; returns the text so far and the reader. */
-async function readUntilText(
-  body: ReadableStream<Uint8Array>,
-  done: (text: string) => boolean,
-) {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!done(text)) {
-    const { value, done: ended } = await reader.read();
-    if (ended) throw new Error(`the stream ended early: ${text}`);
-    text += value;
-  }
-  return { text, reader };
-}
-
-async function readRest(
-  reader: ReadableStreamDefaultReader<string>,
-): Promise<string> {
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return text;
-    text += value;
-  }
-}
+import {
+  readRest,
+  readUntilText,
+  textReader,
+  within,
+} from "./stream_helpers.ts";
 
 Deno.test("Last-Event-ID beats ?after=0, and a finished run answers 204 once everything was delivered", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
@@ -152,9 +113,10 @@ Deno.test("NDJSON streams send an empty line while the agent is silent", async (
     }, { accept: "application/x-ndjson" });
     assert.equal(response.status, 200);
     // The agent holds its turn at the gate: only keep-alives can arrive.
-    const { text, reader } = await within(
+    const reader = textReader(response);
+    const text = await within(
       readUntilText(
-        response.body!,
+        reader,
         (sofar) => sofar.includes('"message.delta"') && /\n\n/.test(sofar),
       ),
       "an empty keep-alive line",

@@ -32,7 +32,7 @@ export interface N8nSettings {
   headerName?: string;
   /** Header-auth header value. */
   headerValue?: string;
-  /** HS256 secret for JWT auth. */
+  /** The shared secret JWTs are signed with (HS256, HS384 or HS512). */
   jwtSecret?: string;
   /** The key holding the answer text in `stream=false` replies. */
   outputKey: string;
@@ -103,7 +103,7 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --n8n-auth-password PASS    basic auth password
   --n8n-auth-header-name H    header auth name
   --n8n-auth-header-value V   header auth value
-  --n8n-jwt-secret SECRET     HS256 secret for jwt auth
+  --n8n-jwt-secret SECRET     shared secret for jwt auth (HS256/HS384/HS512)
   --n8n-output-key KEY        answer key for stream=false (default response)
   --n8n-wait-seconds N        wait for a busy conversation (default 60)
   --daemon-enabled            listen for runner daemons (coding-relay-v1)
@@ -240,7 +240,7 @@ function validateServeConfig(config: ServeConfig): void {
   }
   if (n8n.auth === "jwt" && !n8n.jwtSecret) {
     throw invalidConfig(
-      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256 signing secret).",
+      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256/HS384/HS512 signing secret).",
     );
   }
 }
