@@ -199,15 +199,19 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
     await run?.done;
     const events = store.getEvents(runId);
     const record = store.getRun(runId);
-    return c.json(ctx.redact({
-      run_id: runId,
-      conversation_id: answer.conversationId ?? null,
-      status: record?.status ?? "failed",
-      code: record?.code ?? null,
-      error: record?.error ?? null,
-      message: finalMessage(events),
-      events,
-    }));
+    return c.json(
+      ctx.redact({
+        run_id: runId,
+        conversation_id: answer.conversationId ?? null,
+        status: record?.status ?? "failed",
+        code: record?.code ?? null,
+        error: record?.error ?? null,
+        message: finalMessage(events),
+        events,
+      }),
+      200,
+      { "x-run-id": runId },
+    );
   }
 
   app.post("/v1/runs", async (c) => {
