@@ -104,7 +104,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     return 0;
   }
   const secrets = serveSecrets(config);
-  const log = createLogger({ secrets: () => secrets });
+  const log = createLogger({
+    secrets: () => secrets,
+    level: config.logLevel,
+    format: config.logFormat,
+  });
   let store: RunStore;
   try {
     store = await openForServe(config, log);
@@ -203,7 +207,12 @@ async function serveUntilSignal(
   const signal = await stopSignals.first;
 
   shuttingDown = true;
-  log({ msg: "shutting down", signal, active_runs: manager.active().length });
+  log({
+    msg: "shutting down",
+    always: true,
+    signal,
+    active_runs: manager.active().length,
+  });
   const closing = server.shutdown();
   await manager.shutdown(
     new RunnerError(
@@ -216,7 +225,7 @@ async function serveUntilSignal(
   await assets.close();
   store.close();
   stopSignals.remove();
-  log({ msg: "stopped" });
+  log({ msg: "stopped", always: true });
   return 0;
 }
 
@@ -231,7 +240,7 @@ function listen(
       hostname: config.host,
       port: config.port,
       onListen: ({ hostname, port }) =>
-        log({ msg: "listening", url: listenUrl(hostname, port) }),
+        log({ msg: "listening", always: true, url: listenUrl(hostname, port) }),
       onError: (error) => {
         log({
           msg: "request failed",

@@ -271,6 +271,7 @@ function startAdmittedRun(
   log({
     msg: "run started",
     run_id: runId,
+    conversation_id: conversationId,
     location: config.location,
     provider: config.provider,
   });

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { LogFormat, LogLevel } from "../log.ts";
 import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
@@ -60,6 +61,10 @@ export interface ServeConfig {
   maxBodyMb: number;
   /** Seconds between keep-alives on a silent stream (SSE, NDJSON, n8n). */
   keepaliveSeconds: number;
+  /** The least severe log level written. */
+  logLevel: LogLevel;
+  /** The log line format; undefined: text on a terminal, else JSON. */
+  logFormat?: LogFormat;
   /** The n8n webhook settings. */
   n8n: N8nSettings;
   /** Server-wide run defaults (kebab-case run-config keys). */
@@ -98,6 +103,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --max-concurrent-runs N     active runs at most (default 16)
   --max-body-mb N             request body limit (default 50)
   --keepalive-seconds N       keep-alive on silent SSE/NDJSON/n8n streams (default 15)
+  --log-level LEVEL           debug | info | warn | error (default info)
+  --log-format FORMAT         json | text (default: text on a terminal, else json)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
@@ -170,6 +177,8 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
     maxConcurrentRuns: server["max-concurrent-runs"] as number,
     maxBodyMb: server["max-body-mb"] as number,
     keepaliveSeconds: server["keepalive-seconds"] as number,
+    logLevel: server["log-level"] as LogLevel,
+    logFormat: server["log-format"] as LogFormat | undefined,
     n8n: {
       auth: server["n8n-auth"] as N8nAuthMode,
       user: server["n8n-auth-user"] as string | undefined,

@@ -26,6 +26,12 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
   "keepalive-seconds": { kind: "number", default: 15 },
+  "log-level": {
+    kind: "string",
+    default: "info",
+    choices: ["debug", "info", "warn", "error"],
+  },
+  "log-format": { kind: "string", choices: ["json", "text"] },
   "n8n-auth": {
     kind: "string",
     default: "none",
