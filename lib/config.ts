@@ -8,6 +8,7 @@
 
 import { join } from "node:path";
 import { RunnerError } from "./errors.ts";
+import { closestName } from "./providers.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
 import {
   type ConfigKind,
@@ -197,11 +198,12 @@ export function parseRunConfig(
       const key = rawKey.replaceAll("_", "-");
       if (IGNORED_KEYS.has(key)) continue;
       if (!(key in RUN_CONFIG_KEYS)) {
+        const meant = closestName(key, Object.keys(RUN_CONFIG_KEYS));
         throw invalid(
           key,
-          `unknown config key. Known keys: ${
-            Object.keys(RUN_CONFIG_KEYS).join(", ")
-          }`,
+          `unknown config key${
+            meant ? ` (did you mean ${meant}?)` : ""
+          }. Known keys: ${Object.keys(RUN_CONFIG_KEYS).join(", ")}`,
         );
       }
       merged[key] = value;

@@ -10,7 +10,12 @@ import { defaultDataDir } from "../store/open.ts";
 import { prepareAgentLaunch } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
-import { formatProbeReport, PROBE_OUTCOMES, probeAgent } from "../probe.ts";
+import {
+  formatProbeReport,
+  PROBE_OUTCOMES,
+  probeAgent,
+  type ProbeReport,
+} from "../probe.ts";
 
 /** Help text of `runner probe`. */
 export const PROBE_HELP = `Usage: runner probe <provider> [options]
@@ -87,7 +92,29 @@ export async function probeCommand(args: string[]): Promise<number> {
     recovery: values.recovery,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
   });
-  if (values.json) console.log(JSON.stringify(report, null, 2));
-  else console.log(formatProbeReport(report));
+  if (values.json) {
+    console.log(JSON.stringify(probeReportJson(report), null, 2));
+  } else console.log(formatProbeReport(report));
   return report.exitCode;
+}
+
+/**
+ * The report as `--json` prints it: snake_case keys like every other JSON
+ * the runner prints; the agent's own ACP objects (`agent_info`,
+ * `capabilities`, `auth_methods`) as the agent sent them.
+ */
+export function probeReportJson(report: ProbeReport): Record<string, unknown> {
+  return {
+    outcome: report.outcome,
+    exit_code: report.exitCode,
+    command: report.command,
+    agent_info: report.agentInfo,
+    protocol_version: report.protocolVersion,
+    capabilities: report.capabilities,
+    auth_methods: report.authMethods,
+    session_ok: report.sessionOk,
+    recovery: report.recovery,
+    error: report.error,
+    stderr_tail: report.stderrTail,
+  };
 }

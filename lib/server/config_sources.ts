@@ -9,6 +9,7 @@
 import { parseArgs } from "node:util";
 import { RUN_CONFIG_KEYS } from "../config.ts";
 import { RunnerError } from "../errors.ts";
+import { closestName } from "../providers.ts";
 
 interface ServerKey {
   kind: "string" | "number" | "bool" | "list";
@@ -142,9 +143,15 @@ export function parseServeFlags(args: string[]): Record<string, unknown> {
       allowPositionals: false,
     }).values;
   } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const flag = /'--([^' =]+)/.exec(message)?.[1];
+    const meant = (error as { code?: string }).code ===
+          "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag
+      ? closestName(flag, Object.keys(flagOptions))
+      : undefined;
     throw invalidConfig(
-      `${
-        error instanceof Error ? error.message : error
+      `${message.split("\n")[0]}${
+        meant ? ` (did you mean --${meant}?)` : ""
       } (see runner serve --help)`,
     );
   }
