@@ -23,6 +23,7 @@ import {
 import {
   eventStreamResponse,
   followRunEvents,
+  parseAfterSequence,
   type StreamFormat,
 } from "./stream.ts";
 import type { ListRunsOptions, RunRecord, RunStatus } from "../store/types.ts";
@@ -270,27 +271,6 @@ function parseListQuery(c: Context): ListRunsOptions {
     status: status as RunStatus | undefined,
     limit,
   };
-}
-
-/**
- * The sequence a read resumes after: the larger of `?after=` and the
- * `Last-Event-ID` header, so an `EventSource` whose URL carries `?after=0`
- * repeats nothing when it reconnects.
- */
-export function parseAfterSequence(c: Context): number {
-  const sequences = [c.req.query("after"), c.req.header("last-event-id")]
-    .filter((text): text is string => text !== undefined && text !== "")
-    .map((text) => {
-      const after = Number(text);
-      if (!Number.isInteger(after) || after < 0) {
-        throw new RunnerError(
-          "http.bad_request",
-          "after (or Last-Event-ID) must be a non-negative integer sequence.",
-        );
-      }
-      return after;
-    });
-  return Math.max(0, ...sequences);
 }
 
 /** `GET /v1/runs`, `GET /v1/runs/:id` and `GET /v1/runs/:id/events`. */

@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { Context } from "hono";
+import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import type { ManagedRun } from "../run/manager.ts";
@@ -243,4 +245,25 @@ export function eventStreamResponse(
       ...options.headers,
     },
   });
+}
+
+/**
+ * The sequence a read resumes after: the larger of `?after=` and the
+ * `Last-Event-ID` header, so an `EventSource` whose URL carries `?after=0`
+ * repeats nothing when it reconnects.
+ */
+export function parseAfterSequence(c: Context): number {
+  const sequences = [c.req.query("after"), c.req.header("last-event-id")]
+    .filter((text): text is string => text !== undefined && text !== "")
+    .map((text) => {
+      const after = Number(text);
+      if (!Number.isInteger(after) || after < 0) {
+        throw new RunnerError(
+          "http.bad_request",
+          "after (or Last-Event-ID) must be a non-negative integer sequence.",
+        );
+      }
+      return after;
+    });
+  return Math.max(0, ...sequences);
 }
