@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { RUN_CONFIG_KEYS } from "../lib/config.ts";
+import { configTableRows } from "../lib/config_schema.ts";
 import { ROOT } from "./helpers.ts";
 
 Deno.test("docs/config.md documents every run-config key", () => {
@@ -10,6 +11,19 @@ Deno.test("docs/config.md documents every run-config key", () => {
       `${key} is missing from docs/config.md`,
     );
   }
+});
+
+Deno.test("docs/config.md's key table is exactly the run-config schema's keys, defaults and descriptions", () => {
+  const text = Deno.readTextFileSync(`${ROOT}docs/config.md`);
+  const table = text.slice(text.indexOf("| key "));
+  const rows = table.split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .map((line) => line.slice(1, -1).split(" | ").map((cell) => cell.trim()));
+  assert.deepEqual(
+    rows,
+    configTableRows(),
+    "regenerate the table with `deno task config-table` (then deno fmt)",
+  );
 });
 
 Deno.test("the README's commands exist in deno.json and main.ts", () => {

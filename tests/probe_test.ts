@@ -16,8 +16,8 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
-  assert.equal(report.protocolVersion, 1);
-  assert.deepEqual(report.agentInfo, {
+  assert.equal(report.protocol_version, 1);
+  assert.deepEqual(report.agent_info, {
     name: "fixture-agent",
     version: "1.0.0",
   });
@@ -25,7 +25,12 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.ok(report.capabilities.sessionCapabilities.resume);
   assert.equal(report.capabilities.promptCapabilities.image, true);
   assert.equal(report.capabilities.mcpCapabilities.http, true);
-  assert.equal(report.sessionOk, true);
+  assert.equal(report.session_ok, true);
+  assert.equal(report.exit_code, 0);
+  assert.ok(
+    Object.keys(report).every((key) => /^[a-z0-9_]+$/.test(key)),
+    `not snake_case: ${Object.keys(report)}`,
+  );
 });
 
 Deno.test("probe --handshake-only initializes but never opens a session", async () => {
@@ -99,7 +104,7 @@ Deno.test("probe of a stalling agent reports handshake_timeout (124)", async () 
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "handshake_timeout");
   assert.equal(report.error.code, "acp.initialize_timeout");
-  assert.match(report.stderrTail, /FIXTURE_SECRET_MARKER/);
+  assert.match(report.stderr_tail, /FIXTURE_SECRET_MARKER/);
 });
 
 Deno.test("probe of a wrong protocol version reports incompatible_protocol (3)", async () => {
