@@ -58,3 +58,14 @@ Deno.test("deno task start uses exactly the runtime permission flags", async () 
     `deno run ${RUNTIME_PERMISSION_FLAGS.join(" ")} main.ts`,
   );
 });
+
+Deno.test("docs/events.md's table lists exactly the run event types", async () => {
+  const { RUN_EVENT_TYPES } = await import("../lib/events.ts");
+  const text = await Deno.readTextFile(
+    new URL("../docs/events.md", import.meta.url),
+  );
+  const documented = [...text.matchAll(/^\| `([a-z_.]+)`\s*\|/gm)].map((m) =>
+    m[1]
+  );
+  assert.deepEqual(documented, [...RUN_EVENT_TYPES]);
+});

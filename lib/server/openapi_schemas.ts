@@ -8,6 +8,7 @@
 
 import { runConfigJsonSchema } from "../config_schema.ts";
 import { ERROR_CODES } from "../errors.ts";
+import { RUN_EVENT_TYPES } from "../events.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -26,21 +27,7 @@ const timestamp = {
 const RUN_STATUSES = ["active", "completed", "failed", "cancelled"];
 
 /** The event types of `docs/events.md`. */
-export const EVENT_TYPES = [
-  "message.delta",
-  "message.completed",
-  "thought.delta",
-  "tool.call.started",
-  "tool.call.updated",
-  "tool.call.completed",
-  "plan.updated",
-  "usage.updated",
-  "permission.decided",
-  "agent.update",
-  "state.updated",
-  "run.completed",
-  "run.failed",
-];
+export const EVENT_TYPES = RUN_EVENT_TYPES;
 
 function object(
   properties: Record<string, Schema>,
