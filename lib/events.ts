@@ -191,3 +191,21 @@ export function createEventRestorer(
     }
   };
 }
+
+/** Every run event type, in the order of `docs/events.md`'s table. */
+export const RUN_EVENT_TYPES: readonly string[] = [
+  "message.delta",
+  "message.completed",
+  "thought.delta",
+  "tool.call.started",
+  "tool.call.updated",
+  "tool.call.completed",
+  "plan.updated",
+  "usage.updated",
+  "permission.decided",
+  "agent.update",
+  "state.updated",
+  "session.reset",
+  "run.completed",
+  "run.failed",
+];

@@ -83,7 +83,7 @@ function assertGapFree(events: RunEvent[]) {
 }
 
 Deno.test("deltas around plans, tool calls, thoughts and permission requests keep the agent's text and order", async () => {
-  const h = harness(undefined, { environment: PLAIN_ENVIRONMENT });
+  const h = harness({ environment: PLAIN_ENVIRONMENT });
   try {
     const script = [
       ["text", "Hel"],
@@ -138,7 +138,7 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
 });
 
 Deno.test("chunks within the window become one delta, flushed before the turn ends and the terminal event", async () => {
-  const h = harness(undefined, { environment: PLAIN_ENVIRONMENT });
+  const h = harness({ environment: PLAIN_ENVIRONMENT });
   try {
     const { run } = h.manager.start({
       input: { text: "go" },
@@ -169,7 +169,7 @@ Deno.test("chunks within the window become one delta, flushed before the turn en
 });
 
 Deno.test("a cancel in the middle of a pending batch loses no text and ends with one run.failed", async () => {
-  const h = harness(undefined, { environment: PLAIN_ENVIRONMENT });
+  const h = harness({ environment: PLAIN_ENVIRONMENT });
   const gate = await makeGate();
   try {
     const { run } = h.manager.start({
@@ -212,7 +212,7 @@ Deno.test("a cancel in the middle of a pending batch loses no text and ends with
 });
 
 Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
-  const h = harness(undefined, { environment: PLAIN_ENVIRONMENT });
+  const h = harness({ environment: PLAIN_ENVIRONMENT });
   try {
     const parts = ["one ", "two ", "three ", "four ", "five"];
     const { run } = h.manager.start({
@@ -232,7 +232,7 @@ Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
 });
 
 Deno.test("five slow chunks still show as five deltas with the default window", async () => {
-  const h = harness(undefined, { environment: PLAIN_ENVIRONMENT });
+  const h = harness({ environment: PLAIN_ENVIRONMENT });
   const gate = await makeGate();
   try {
     const parts = ["1", "2", "3", "4", "5"];
