@@ -154,3 +154,44 @@ Deno.test("runner serve: a secret split over two or three chunks is redacted on 
     }
   });
 });
+
+Deno.test("runner run: values are secrets by their names (secret-env-names too), also when split over chunks", async () => {
+  // ORBIT_CODE looks harmless, so only the operator's list makes it secret;
+  // REGION's value is an ordinary word and stays in the answer.
+  const declared = "orbit-7f3a-9c1e-4b2d";
+  const region = "europe-north-42";
+  const parts = ["say orbit-7f3a", "-9c1e-4b2d in europe-", "north-42 now"];
+  const dataDir = tempDir();
+  const args = cliArgs(dataDir, parts, "--json").map((arg) =>
+    arg === ENV_JSON
+      ? JSON.stringify({ ORBIT_CODE: declared, REGION: region })
+      : arg
+  );
+  const shown = `say [REDACTED] in ${region} now`;
+  const plain = await runCli(args);
+  assert.equal(plain.code, 0, plain.stderr);
+  const leaked = parseJsonLines(plain.stdout) as unknown as RunEvent[];
+  assert.equal(deltaText(leaked), `say ${declared} in ${region} now`);
+
+  const declaredArgs = [...args];
+  declaredArgs.splice(
+    args.indexOf("hi"),
+    0,
+    "--secret-env-names",
+    "ORBIT_CODE",
+  );
+  const json = await runCli(declaredArgs);
+  assert.equal(json.code, 0, json.stderr);
+  assert.ok(!json.stdout.includes("orbit-7f3a"), "a piece of the secret");
+  const events = parseJsonLines(json.stdout) as unknown as RunEvent[];
+  assert.equal(deltaText(events), shown);
+  const store = openStore({ dataDir });
+  try {
+    const [latest] = store.listRuns({ limit: 1 });
+    const stored = store.getEvents(latest.runId);
+    assert.ok(!JSON.stringify(stored).includes("orbit-7f3a"), "the store");
+    assert.equal(deltaText(stored), shown);
+  } finally {
+    store.close();
+  }
+});
