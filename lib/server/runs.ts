@@ -8,7 +8,6 @@
 import { parseRunAssetsRequest } from "../assets/request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
-import { createEventRestorer, type RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
@@ -25,7 +24,12 @@ import {
   requestedRunId,
   type RunToAnswer,
 } from "./idempotency.ts";
-import { shapeEvents, shapeStream, wantsAllContent } from "./stream_shape.ts";
+import {
+  finalMessage,
+  shapeEvents,
+  shapeStream,
+  wantsAllContent,
+} from "./stream_shape.ts";
 import {
   eventStreamResponse,
   followRunEvents,
@@ -123,19 +127,6 @@ export function runView(
       ? new Date(record.finishedAt).toISOString()
       : null,
   };
-}
-
-/** The final assistant message of a run's events (lean or full, from the first). */
-export function finalMessage(stored: RunEvent[]): string {
-  const events = stored.map(createEventRestorer({ allContent: false }));
-  for (let index = events.length - 1; index >= 0; index--) {
-    const event = events[index];
-    if (event.type === "run.completed" || event.type === "message.completed") {
-      const message = event.data.message as { content?: unknown } | undefined;
-      if (typeof message?.content === "string") return message.content;
-    }
-  }
-  return "";
 }
 
 /**

@@ -72,3 +72,16 @@ export function shapeStream(
     close: () => follower.close(),
   };
 }
+
+/** The final assistant message of a run's events (lean or full, from the first). */
+export function finalMessage(stored: RunEvent[]): string {
+  const events = stored.map(createEventRestorer({ allContent: false }));
+  for (let index = events.length - 1; index >= 0; index--) {
+    const event = events[index];
+    if (event.type === "run.completed" || event.type === "message.completed") {
+      const message = event.data.message as { content?: unknown } | undefined;
+      if (typeof message?.content === "string") return message.content;
+    }
+  }
+  return "";
+}
