@@ -24,7 +24,7 @@ import {
   PING_TIMEOUT_MS,
   RECONNECT_DELAY_MS,
 } from "./lib/relay.ts";
-import { defaultDataDir } from "./lib/store/open.ts";
+import { defaultDataDir } from "./lib/store/data_dir.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 

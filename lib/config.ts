@@ -36,6 +36,7 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  deltaCoalesceMs: number;
   replayQuietMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;

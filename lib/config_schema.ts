@@ -202,6 +202,15 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
       "after `session/load`: the replay counts as over once the agent has sent nothing for this long (ms; at most 10 × that in all); at most 5000",
     ),
   },
+  "delta-coalesce-ms": {
+    kind: "number",
+    schema: z.number({ error: "must be a number" })
+      .min(0, { error: "must be at least 0" })
+      .max(10_000, { error: "must be at most 10000" })
+      .default(25).describe(
+        "chunks arriving within this many ms after a delta become one delta; `0` = one delta per chunk; at most 10000 (`docs/events.md`)",
+      ),
+  },
   "max-message-mb": {
     kind: "number",
     schema: positive().default(64).describe(

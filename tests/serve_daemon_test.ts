@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import { fixtureCommand, isAlive, spawnCli, tempDir } from "./helpers.ts";
 import {
+  deltaText,
   postJson,
   sseEvents,
   startServe,
@@ -109,8 +110,9 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       "run.completed",
       JSON.stringify(events.at(-1)),
     );
-    const message =
-      (events.at(-1)!.data.message as { content: string }).content;
+    // The lean stream: the text came as deltas, the completion does not repeat it.
+    assert.equal(events.at(-1)!.data.message, undefined);
+    const message = deltaText(events);
     assert.match(message, /^echo: through the daemon \(turn 1\)\nmcp: 6 tools/);
     const sequences = events.map((e) => e.sequence);
     assert.deepEqual(sequences, sequences.map((_, i) => i + 1));

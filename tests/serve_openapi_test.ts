@@ -134,11 +134,21 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     await contract.check("GET /v1/runs", await call("/v1/runs?status=nope"));
     await contract.check("GET /v1/runs/{id}", await call("/v1/runs/c-1"));
     await contract.check("GET /v1/runs/{id}", await call("/v1/runs/none"));
+    await contract.check(
+      "GET /v1/runs/{id}",
+      await call("/v1/runs/c-1?all_content=true"),
+    );
+    await contract.check(
+      "GET /v1/runs/{id}",
+      await call("/v1/runs/c-1?all_content=maybe"),
+    );
     for (
       const [query, headers] of [
         ["", {}],
         ["", { accept: "application/x-ndjson" }],
         ["?stream=false", {}],
+        ["?stream=false&all_content=true", {}],
+        ["?after=1&all_content=true", {}],
         ["?after=-1", {}],
       ] as Array<[string, Record<string, string>]>
     ) {

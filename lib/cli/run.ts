@@ -8,7 +8,6 @@
  * @module
  */
 
-import { createAssetsHook } from "../assets/wiring.ts";
 import { basename, extname, join } from "node:path";
 import {
   configFlagOptions,
@@ -19,15 +18,14 @@ import {
 } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { createEventRestorer, type RunEvent } from "../events.ts";
+import { type BufferedOutput, createBufferedOutput } from "./output.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { RunResult } from "../run/types.ts";
-import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
-import { createRunManager } from "../run/manager.ts";
-import { defaultDataDir, openStore } from "../store/open.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
@@ -204,7 +202,15 @@ export async function runCommand(args: string[]): Promise<number> {
   const invocation = await readRunInvocation(args);
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
-  await reapLeftoverGroups(join(dataDir, "agents"));
+  // The run machinery (store, assets, engine) loads only once there is a run.
+  const [reaper, { openStore }, { createAssetsHook }, { createRunManager }] =
+    await Promise.all([
+      import("../agent/reaper.ts"),
+      import("../store/open.ts"),
+      import("../assets/wiring.ts"),
+      import("../run/manager.ts"),
+    ]);
+  await reaper.reapLeftoverGroups(join(dataDir, "agents"));
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
   const progress = createProgress({
@@ -215,17 +221,17 @@ export async function runCommand(args: string[]): Promise<number> {
   const manager = createRunManager({
     assets,
     store,
-    registry: createReaperRegistry(join(dataDir, "agents")),
+    registry: reaper.createReaperRegistry(join(dataDir, "agents")),
     log: progress.log,
   });
-  const print = eventPrinter(invocation.json, progress.done);
+  const printer = eventPrinter(invocation.json, progress.done);
   let result: RunResult | undefined;
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
     const outcome = manager.start(invocation.request);
     const run = outcome.run;
-    run.subscribe(print);
+    run.subscribe(printer.print);
     for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
       const listener = () => {
         signalExit ??= exitCode;
@@ -236,6 +242,7 @@ export async function runCommand(args: string[]): Promise<number> {
     }
     result = await run.done;
   } catch (error) {
+    printer.flush();
     await assets.close();
     store.close();
     return reportFailure(error);
@@ -245,6 +252,7 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.removeSignalListener(signal, listener);
     }
   }
+  printer.flush();
   await assets.close();
   store.close();
   if (result?.status === "completed") return 0;
@@ -267,23 +275,49 @@ const SILENT_EVENTS = new Set([
   "thought.delta",
 ]);
 
+/** Prints run events, as JSON lines or for humans, in batched writes. */
+interface EventPrinter {
+  /** Prints one event. */
+  print(event: RunEvent): void;
+  /** Writes whatever is still buffered. */
+  flush(): void;
+}
+
+/** How long printed text may wait in the buffer, in ms. */
+const OUTPUT_DELAY_MS = 20;
+
 /**
- * Prints run events, as JSON lines or for humans; `beforeOutput` runs before
- * the first event that prints (it erases the progress line).
+ * Makes the printer of `runner run`'s events; `beforeOutput` runs before the
+ * first event that prints for humans (it erases the progress line).
  */
 function eventPrinter(
   json: boolean,
   beforeOutput: () => void,
-): (event: RunEvent) => void {
-  const encoder = new TextEncoder();
-  const output: HumanOutput = { textOpen: false, wroteText: false };
-  return (event) => {
-    if (json) {
-      Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
-      return;
-    }
-    if (!SILENT_EVENTS.has(event.type)) beforeOutput();
-    printHuman(event, output);
+): EventPrinter {
+  const stdout = createBufferedOutput({
+    target: Deno.stdout,
+    delayMs: OUTPUT_DELAY_MS,
+    flushOnNewline: !json,
+  });
+  if (json) {
+    const withAllContent = createEventRestorer({ allContent: true });
+    return {
+      print: (event) =>
+        stdout.write(JSON.stringify(withAllContent(event)) + "\n"),
+      flush: stdout.flush,
+    };
+  }
+  const output: HumanOutput = {
+    stdout,
+    textOpen: false,
+    wroteText: false,
+  };
+  return {
+    print: (event) => {
+      if (!SILENT_EVENTS.has(event.type)) beforeOutput();
+      printHuman(event, output);
+    },
+    flush: stdout.flush,
   };
 }
 
@@ -298,6 +332,8 @@ const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
 
 /** What human output has written so far. */
 interface HumanOutput {
+  /** Buffered stdout (flushed before anything goes to stderr). */
+  stdout: BufferedOutput;
   /** Agent text on stdout that did not end with a newline. */
   textOpen: boolean;
   /** Whether the current turn's text was streamed as deltas. */
@@ -305,8 +341,11 @@ interface HumanOutput {
 }
 
 function printHuman(event: RunEvent, output: HumanOutput) {
-  const write = (stream: typeof Deno.stdout, text: string) =>
+  const write = (stream: typeof Deno.stdout, text: string) => {
+    if (stream === Deno.stdout) return output.stdout.write(text);
+    output.stdout.flush();
     stream.writeSync(new TextEncoder().encode(text));
+  };
   const writeText = (text: string) => {
     if (!text) return;
     write(Deno.stdout, text);

@@ -16,7 +16,7 @@ import { runInputOf } from "../relay/input.ts";
 import { toRelayEvent } from "../relay/wire_events.ts";
 import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
-import { isTerminalEvent } from "../events.ts";
+import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import { redactSecrets } from "../secrets.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
@@ -215,6 +215,8 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     mcp_proxy: proxy?.url,
   });
   let launched: Promise<AgentTransport> | undefined;
+  // The hub builds RunnerResult from all_content: the wire keeps it.
+  const withAllContent = createEventRestorer({ allContent: true });
   const handle = startRun({
     runId: plan.runId,
     input: plan.input,
@@ -227,7 +229,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      job.emit(toRelayEvent(event) as unknown as JsonObject);
+      job.emit(toRelayEvent(withAllContent(event)) as unknown as JsonObject);
     },
     launch: () => {
       launched = launchLocal({

@@ -50,6 +50,7 @@ export interface RunStartSpec {
 const EXTRA_KEYS = [
   "cancel-grace",
   "late-update-ms",
+  "delta-coalesce-ms",
   "replay-quiet-ms",
   "secret-env-names",
   "max-message-mb",

@@ -10,11 +10,8 @@ import type { AgentConnection } from "../acp/client.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunUsage } from "../events.ts";
-import {
-  createEventEmitter,
-  type EventEmitter,
-  type TurnState,
-} from "./events.ts";
+import { createEventEmitter, type TurnState } from "./events.ts";
+import { createDeltaCoalescer, type DeltaCoalescer } from "./coalesce.ts";
 import type { RunInput } from "./prompt.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
 
@@ -28,8 +25,11 @@ export interface RunContext {
   readonly secrets: string[];
   /** Structured log lines (never secrets). */
   readonly log: (entry: Record<string, unknown>) => void;
-  /** Numbers the run's events and lets only one terminal event through. */
-  readonly emitter: EventEmitter;
+  /**
+   * Where the run's events go: text chunks are coalesced into deltas, then
+   * events are numbered and only one terminal event is let through.
+   */
+  readonly emitter: DeltaCoalescer;
   /** Follow-ups waiting for the next turn. */
   readonly queue: RunInput[];
   /** Whether the run takes no more follow-ups. */
@@ -53,8 +53,6 @@ export interface RunContext {
   permissionRejected?: boolean;
   /** Usage the agent reported so far. */
   usage?: RunUsage;
-  /** The last `msg_sequence` handed out. */
-  messageSequence: number;
   /** When the agent last sent an update (`performance.now()`). */
   lastUpdateAt: number;
   /** The ACP session, once chosen. */
@@ -73,11 +71,18 @@ export interface RunContext {
 export function createRunContext(options: RunEngineOptions): RunContext {
   const { config } = options;
   const log = options.log ?? (() => {});
-  const emitter = createEventEmitter({
-    runId: options.runId,
-    sink: options.emit,
-    onDropped: (event) =>
-      log({ msg: "event after terminal event dropped", type: event.type }),
+  const secrets = options.secrets ?? [];
+  let messageSequence = 0;
+  const emitter = createDeltaCoalescer({
+    next: createEventEmitter({
+      runId: options.runId,
+      sink: options.emit,
+      onDropped: (event) =>
+        log({ msg: "event after terminal event dropped", type: event.type }),
+    }),
+    windowMs: config.deltaCoalesceMs,
+    secrets,
+    nextMessageSequence: () => ++messageSequence,
   });
   const abort = new AbortController();
   const runTimer = setTimeout(() =>
@@ -96,7 +101,7 @@ export function createRunContext(options: RunEngineOptions): RunContext {
   return {
     options,
     config,
-    secrets: options.secrets ?? [],
+    secrets,
     log,
     emitter,
     queue: [],
@@ -106,7 +111,6 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     runTimer,
     replaying: false,
     replayedUpdates: 0,
-    messageSequence: 0,
     lastUpdateAt: 0,
   };
 }

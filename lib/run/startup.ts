@@ -10,8 +10,7 @@ import type {
   RequestPermissionRequest,
   RequestPermissionResponse,
 } from "@agentclientprotocol/sdk";
-import { connectAgent } from "../acp/client.ts";
-import type { AgentConnection } from "../acp/client.ts";
+import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
@@ -32,7 +31,9 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
   startupAborted.catch(() => {});
   const transport = await launchAgent(run, startup, startupAborted);
   run.log({ msg: "agent started", level: "debug" });
-  const conn = connectTransport(run, transport);
+  // The ACP client (the SDK and its schemas) loads while the agent boots.
+  const { connectAgent } = await import("../acp/client.ts");
+  const conn = connectTransport(run, { transport, connectAgent });
   run.connection = conn;
   const initialized = await untilAborted(
     run,
@@ -66,8 +67,8 @@ export function handleUpdate(
     update,
     turn: run.turn,
     emit: run.emitter.emit,
+    text: run.emitter.text,
     streaming: run.config.streaming,
-    nextMessageSequence: () => ++run.messageSequence,
     onUsage: (next) => run.usage = { ...run.usage, ...next },
   });
 }
@@ -115,7 +116,10 @@ async function launchAgent(
 
 function connectTransport(
   run: RunContext,
-  transport: AgentTransport,
+  { transport, connectAgent }: {
+    transport: AgentTransport;
+    connectAgent: (options: ConnectAgentOptions) => AgentConnection;
+  },
 ): AgentConnection {
   const { config } = run;
   return connectAgent({

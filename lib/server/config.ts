@@ -10,7 +10,7 @@ import type { LogFormat, LogLevel } from "../log.ts";
 import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
-import { defaultDataDir } from "../store/open.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 import {
   invalidConfig,
   parseServeFlags,
@@ -39,6 +39,8 @@ export interface N8nSettings {
   outputKey: string;
   /** How long a webhook call waits for the conversation's previous run, in seconds. */
   waitSeconds: number;
+  /** Deltas arriving within this many ms of the last item are sent as one item. */
+  mergeMs: number;
 }
 
 /** Everything `runner serve` is configured with. */
@@ -144,6 +146,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --n8n-jwt-secret SECRET     shared secret for jwt auth (HS256/HS384/HS512)
   --n8n-output-key KEY        answer key for stream=false (default response)
   --n8n-wait-seconds N        wait for a busy conversation (default 60)
+  --n8n-merge-ms MS           send deltas within MS of the last item as one
+                              item (default 250; 0 = one item per delta)
   --daemon-enabled            listen for runner daemons (coding-relay-v1)
   --daemon-host ADDR          daemon hub address (default 127.0.0.1)
   --daemon-port N             daemon hub port (default 8766)
@@ -231,6 +235,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       jwtSecret: server["n8n-jwt-secret"] as string | undefined,
       outputKey: server["n8n-output-key"] as string,
       waitSeconds: server["n8n-wait-seconds"] as number,
+      mergeMs: server["n8n-merge-ms"] as number,
     },
     runDefaults,
     daemon: {

@@ -53,6 +53,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "n8n-jwt-secret": { kind: "string" },
   "n8n-output-key": { kind: "string", default: "response" },
   "n8n-wait-seconds": { kind: "number", default: 60 },
+  "n8n-merge-ms": { kind: "number", default: 250 },
   "daemon-enabled": { kind: "bool", default: false },
   "daemon-host": { kind: "string", default: "127.0.0.1" },
   "daemon-port": { kind: "number", default: 8766 },

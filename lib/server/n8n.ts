@@ -30,6 +30,7 @@ import { resolveCallerConfig } from "./policy.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
 import { optionalId, requestedFormat } from "./runs.ts";
 import { followRunEvents, textStream } from "./stream.ts";
+import { mergeDeltas } from "./delta_merge.ts";
 
 /** Options for {@linkcode startWhenConversationIdle}. */
 export interface StartWhenIdleOptions<T> {
@@ -282,7 +283,10 @@ const END_LINE = JSON.stringify({ type: "end" }) + "\n";
 /** The run's output as n8n's stream of JSON objects, one per line. */
 function n8nStreamResponse(answer: N8nAnswer): Response {
   const { ctx, run } = answer;
-  const follower = followRunEvents({ store: ctx.store, runId: run.runId, run });
+  const follower = mergeDeltas(
+    followRunEvents({ store: ctx.store, runId: run.runId, run }),
+    ctx.config.n8n.mergeMs,
+  );
   const state: N8nItemState = {
     streamed: false,
     wrote: false,

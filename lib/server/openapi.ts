@@ -34,6 +34,13 @@ function parameters(): Record<string, Schema> {
       description: "false: answer with one JSON document after the run ends.",
       schema: { type: "boolean" },
     },
+    AllContent: {
+      name: "all_content",
+      in: "query",
+      description:
+        "true: events in the full form (docs/events.md): all_content on deltas while the message is under 64 KiB, the text on completions. Default: the lean, stored form.",
+      schema: { type: "boolean" },
+    },
     After: {
       name: "after",
       in: "query",

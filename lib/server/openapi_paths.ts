@@ -134,6 +134,7 @@ export function runCollectionPaths(): Record<string, Schema> {
           "Start a run (or steer the conversation's active run); a repeated run_id or Idempotency-Key re-attaches",
         parameters: [
           param("Stream"),
+          param("AllContent"),
           param("IdempotencyKey"),
           param("LastEventId"),
         ],
@@ -152,6 +153,10 @@ export function runCollectionPaths(): Record<string, Schema> {
             config: ref("RunConfig"),
             assets: { type: "object", description: "docs/assets.md" },
             stream: { type: "boolean" },
+            all_content: {
+              type: "boolean",
+              description: "Like ?all_content=true (the query wins).",
+            },
           },
         }),
         responses: {
@@ -196,8 +201,8 @@ export function singleRunPaths(): Record<string, Schema> {
       get: {
         operationId: "getRun",
         summary: "A run with its events so far",
-        parameters: [param("RunId")],
-        responses: { "200": json(ref("Run")), ...errors(401, 404) },
+        parameters: [param("RunId"), param("AllContent")],
+        responses: { "200": json(ref("Run")), ...errors(400, 401, 404) },
       },
     },
     "/v1/runs/{id}/events": {
@@ -210,6 +215,7 @@ export function singleRunPaths(): Record<string, Schema> {
           param("After"),
           param("LastEventId"),
           param("Stream"),
+          param("AllContent"),
         ],
         responses: {
           "200": eventStream("RunEvents", false),

@@ -30,6 +30,7 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "timeout",
   "cancel-grace",
   "late-update-ms",
+  "delta-coalesce-ms",
   "replay-quiet-ms",
   "max-message-mb",
   "max-attachment-mb",

@@ -8,7 +8,6 @@
 import { parseRunAssetsRequest } from "../assets/request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
@@ -25,6 +24,12 @@ import {
   requestedRunId,
   type RunToAnswer,
 } from "./idempotency.ts";
+import {
+  finalMessage,
+  shapeEvents,
+  shapeStream,
+  wantsAllContent,
+} from "./stream_shape.ts";
 import {
   eventStreamResponse,
   followRunEvents,
@@ -124,18 +129,6 @@ export function runView(
   };
 }
 
-/** The final assistant message of an event list. */
-export function finalMessage(events: RunEvent[]): string {
-  for (let index = events.length - 1; index >= 0; index--) {
-    const event = events[index];
-    if (event.type === "run.completed" || event.type === "message.completed") {
-      const message = event.data.message as { content?: unknown } | undefined;
-      if (typeof message?.content === "string") return message.content;
-    }
-  }
-  return "";
-}
-
 /**
  * The stored run; one the store shows active while no process owns it any
  * more (crashed, a zombie, a reused pid) is ended with `runner.restarted`
@@ -205,18 +198,22 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   async function respondWithRun(
     c: Context,
     answer: RunToAnswer,
-    format: StreamFormat | "json",
+    { format, allContent }: {
+      format: StreamFormat | "json";
+      allContent: boolean;
+    },
   ) {
     const { runId, run, after } = answer;
     if (format !== "json") {
+      const follower = followRunEvents({
+        store,
+        runId,
+        run,
+        after,
+        maxPendingEvents: ctx.maxPendingEvents,
+      });
       return eventStreamResponse(
-        followRunEvents({
-          store,
-          runId,
-          run,
-          after,
-          maxPendingEvents: ctx.maxPendingEvents,
-        }),
+        shapeStream(follower, { store, runId, after, allContent }),
         format,
         {
           headers: { "x-run-id": runId },
@@ -225,7 +222,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       );
     }
     await run?.done;
-    const events = store.getEvents(runId);
+    const events = shapeEvents(store.getEvents(runId), allContent);
     const record = store.getRun(runId);
     return c.json(
       ctx.redact({
@@ -245,6 +242,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
+    const allContent = wantsAllContent(c, body.all_content);
     const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
     const repeat = runId
       ? answerRepeat(c, {
@@ -256,7 +254,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       })
       : undefined;
     if (repeat instanceof Response) return repeat;
-    if (repeat) return await respondWithRun(c, repeat, format);
+    if (repeat) return await respondWithRun(c, repeat, { format, allContent });
     const outcome = ctx.startRun({
       ...parseStartBody(body, ctx.config),
       runId,
@@ -270,7 +268,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       runId: run.runId,
       conversationId: run.conversationId,
       run,
-    }, format);
+    }, { format, allContent });
   });
 }
 
@@ -319,9 +317,10 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const runId = c.req.param("id");
     const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
+    const events = store.getEvents(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
-      events: store.getEvents(runId),
+      events: shapeEvents(events, wantsAllContent(c)),
     }));
   });
 
@@ -331,13 +330,15 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
+    const allContent = wantsAllContent(c);
     if (format === "json") {
+      const events = allContent
+        ? shapeEvents(store.getEvents(runId), true).filter((event) =>
+          (event.sequence ?? 0) > after
+        )
+        : store.getEvents(runId, { after });
       return c.json(
-        ctx.redact({
-          run_id: runId,
-          status: record.status,
-          events: store.getEvents(runId, { after }),
-        }),
+        ctx.redact({ run_id: runId, status: record.status, events }),
       );
     }
     const run = manager.get(runId);
@@ -349,15 +350,16 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
       // EventSource to stop reconnecting.
       return c.body(null, 204);
     }
+    const follower = followRunEvents({
+      store,
+      runId,
+      run,
+      after,
+      maxPendingEvents: ctx.maxPendingEvents,
+      failIfOrphaned: (id) => failIfOrphaned(store, id),
+    });
     return eventStreamResponse(
-      followRunEvents({
-        store,
-        runId,
-        run: manager.get(runId),
-        after,
-        maxPendingEvents: ctx.maxPendingEvents,
-        failIfOrphaned: (id) => failIfOrphaned(store, id),
-      }),
+      shapeStream(follower, { store, runId, after, allContent }),
       format,
       { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
     );
