@@ -56,6 +56,14 @@ const streamParam = {
   description: "false: answer with one JSON document after the run ends.",
 };
 
+const allContentParam = {
+  name: "all_content",
+  in: "query",
+  schema: { type: "boolean" },
+  description:
+    "true: the full event form (all_content on deltas, the text on completions) instead of the lean one.",
+};
+
 const eventStream = {
   description:
     "The run's events: SSE (`event:` type, `id:` sequence) or NDJSON with `Accept: application/x-ndjson`.",
@@ -193,7 +201,7 @@ function runCollectionPaths(): Record<string, Schema> {
     "/v1/runs": {
       post: {
         summary: "Start a run (or steer the conversation's active run)",
-        parameters: [streamParam],
+        parameters: [streamParam, allContentParam],
         requestBody: {
           required: true,
           content: {
@@ -207,6 +215,7 @@ function runCollectionPaths(): Record<string, Schema> {
                   input: ref("RunInput"),
                   config: ref("RunConfig"),
                   stream: { type: "boolean" },
+                  all_content: { type: "boolean" },
                 },
               },
             },
@@ -253,18 +262,23 @@ function singleRunPaths(): Record<string, Schema> {
     "/v1/runs/{id}": {
       get: {
         summary: "A run with its events so far",
-        parameters: [runIdParam],
+        parameters: [runIdParam, allContentParam],
         responses: { "200": json(ref("Run")), ...errors(401, 404) },
       },
     },
     "/v1/runs/{id}/events": {
       get: {
         summary: "Resume reading a run's events (honours Last-Event-ID)",
-        parameters: [runIdParam, {
-          name: "after",
-          in: "query",
-          schema: { type: "integer" },
-        }, streamParam],
+        parameters: [
+          runIdParam,
+          {
+            name: "after",
+            in: "query",
+            schema: { type: "integer" },
+          },
+          streamParam,
+          allContentParam,
+        ],
         responses: { "200": eventStream, ...errors(400, 401, 404) },
       },
     },
