@@ -127,14 +127,12 @@ export function createLeanEvents(): (event: RunEvent) => RunEvent {
         data: { ...event.data, message: { role: message!.role } },
       };
     }
-    if (
-      event.type === "run.completed" && streamedAnswer !== undefined &&
-      messageIs(message, streamedAnswer)
-    ) {
-      const { message: _, ...rest } = event.data;
-      return { ...event, data: rest };
-    }
-    return event;
+    const lean = event.type === "run.completed" &&
+      streamedAnswer !== undefined && messageIs(message, streamedAnswer);
+    if (isTerminalEvent(event)) streamedAnswer = undefined;
+    if (!lean) return event;
+    const { message: _, ...rest } = event.data;
+    return { ...event, data: rest };
   };
 }
 
@@ -177,16 +175,20 @@ export function createEventRestorer(
           data: { ...event.data, message: { role, content: whole } },
         };
       }
-      case "run.completed":
-        if (message || answer === undefined) return event;
+      case "run.completed": {
+        const whole = answer;
+        answer = undefined;
+        if (message || whole === undefined) return event;
         return {
           ...event,
           data: {
             ...event.data,
-            message: { role: "assistant", content: answer },
+            message: { role: "assistant", content: whole },
           },
         };
+      }
       default:
+        if (isTerminalEvent(event)) answer = undefined;
         return event;
     }
   };

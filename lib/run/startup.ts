@@ -23,30 +23,35 @@ import type { AgentTransport } from "./types.ts";
 export async function startAgent(run: RunContext): Promise<AgentConnection> {
   const { config } = run;
   const startup = AbortSignal.timeout(config.startupTimeout * 1000);
-  const startupAborted = new Promise<never>((_, reject) =>
-    startup.addEventListener("abort", () => reject(startupTimeoutError(run)), {
-      once: true,
-    })
-  );
+  const timeout = Promise.withResolvers<never>();
+  const timedOut = () => timeout.reject(startupTimeoutError(run));
+  startup.addEventListener("abort", timedOut, { once: true });
+  const startupAborted = timeout.promise;
   startupAborted.catch(() => {});
-  const transport = await launchAgent(run, startup, startupAborted);
-  run.log({ msg: "agent started", level: "debug" });
-  // The ACP client (the SDK and its schemas) loads while the agent boots.
-  const { connectAgent } = await import("../acp/client.ts");
-  const conn = connectTransport(run, { transport, connectAgent });
-  run.connection = conn;
-  const initialized = await untilAborted(
-    run,
-    Promise.race([
-      conn.initialize(config.initializeTimeout * 1000),
-      startupAborted,
-    ]),
-  );
-  run.log({ msg: "agent initialized", level: "debug" });
-  await openSession({ run, transport, conn, initialized, startupAborted });
-  run.log({ msg: "session ready", level: "debug" });
-  run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
-  return conn;
+  try {
+    const transport = await launchAgent(run, startup, startupAborted);
+    run.log({ msg: "agent started", level: "debug" });
+    // The ACP client (the SDK and its schemas) loads while the agent boots.
+    const { connectAgent } = await import("../acp/client.ts");
+    const conn = connectTransport(run, { transport, connectAgent });
+    run.connection = conn;
+    const initialized = await untilAborted(
+      run,
+      Promise.race([
+        conn.initialize(config.initializeTimeout * 1000),
+        startupAborted,
+      ]),
+    );
+    run.log({ msg: "agent initialized", level: "debug" });
+    await openSession({ run, transport, conn, initialized, startupAborted });
+    run.log({ msg: "session ready", level: "debug" });
+    run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
+    return conn;
+  } finally {
+    // The timer lives on for startup-timeout; it must not keep the run (and
+    // its text) alive that long.
+    startup.removeEventListener("abort", timedOut);
+  }
 }
 
 /** Handles one `session/update` from the agent. */
