@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sign } from "hono/jwt";
+import { tempDir } from "./helpers.ts";
 import {
   agentCommand,
   jsonLines,
@@ -76,7 +77,7 @@ function itemText(lines: Record<string, unknown>[]): string {
 }
 
 Deno.test("the n8n stream sends a newline while the agent is silent", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -106,7 +107,7 @@ Deno.test("the n8n stream sends a newline while the agent is silent", async () =
 });
 
 Deno.test("an answer whose LangBot caller timed out goes ahead of the conversation's next answer", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -165,7 +166,7 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
 });
 
 Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next one", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -215,7 +216,7 @@ function base64url(value: unknown): string {
 }
 
 Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 with a reason", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const secret = "jwt-secret-123456";
   await withServe({
     args: [...defaults(dir), "--n8n-auth", "jwt", "--n8n-jwt-secret", secret],
