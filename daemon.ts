@@ -21,6 +21,7 @@ import {
 import { MAX_DAEMON_ID_LENGTH, RECONNECT_DELAY_MS } from "./lib/relay.ts";
 import { defaultDataDir } from "./lib/store/open.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
+import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm_pool.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 
 const HELP = `Usage: runner daemon --url ws://HOST:PORT --daemon-id ID [options]
@@ -40,6 +41,10 @@ Options:
                          data dir, $RUNNER_DATA_DIR)
   --reconnect-delay S    first reconnect delay in seconds (default 5;
                          doubles per failed attempt up to 60)
+  --agent-idle-timeout S keep a session's agent warm this many seconds
+                         between jobs (default 300; 0 = never)
+  --max-warm-agents N    warm agents at most, least recently used stopped
+                         first (default 16; 0 = none)
   -h, --help             this text
 
 Exit codes: 0 stopped by SIGINT/SIGTERM, 1 cleanup unconfirmed or another
@@ -53,6 +58,10 @@ interface DaemonSettings {
   tokenFromFlag: boolean;
   dataDir: string;
   reconnectDelayMs: number;
+  /** Seconds a warm agent may stay idle (0: off). */
+  agentIdleTimeout: number;
+  /** Warm agents at most (0: off). */
+  maxWarmAgents: number;
 }
 
 function invalid(message: string): RunnerError {
@@ -107,16 +116,41 @@ async function settingsFrom(
   if (!Number.isFinite(seconds) || seconds <= 0) {
     throw invalid("--reconnect-delay must be a number of seconds > 0");
   }
+  const warm = warmPoolSettings(values);
   return {
     url,
     daemonId,
     token,
+    ...warm,
     tokenFromFlag: values.token !== undefined,
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
       : defaultDataDir(),
     reconnectDelayMs: seconds * 1000,
   };
+}
+
+/** `--agent-idle-timeout` and `--max-warm-agents`, checked. */
+function warmPoolSettings(
+  values: Record<string, string | boolean | undefined>,
+): Pick<DaemonSettings, "agentIdleTimeout" | "maxWarmAgents"> {
+  const number = (name: string, fallback: number) => {
+    const raw = values[name];
+    const value = raw === undefined ? fallback : Number(raw);
+    if (raw === "" || !Number.isFinite(value)) {
+      throw invalid(`--${name} must be a number`);
+    }
+    return value;
+  };
+  const settings = {
+    agentIdleTimeout: number("agent-idle-timeout", 300),
+    maxWarmAgents: number("max-warm-agents", 16),
+  };
+  checkWarmPoolOptions({
+    idleTimeout: settings.agentIdleTimeout,
+    maxAgents: settings.maxWarmAgents,
+  });
+  return settings;
 }
 
 function warnAboutToken(settings: DaemonSettings, log: Logger): void {
@@ -168,6 +202,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "token-file": { type: "string" },
         "data-dir": { type: "string" },
         "reconnect-delay": { type: "string" },
+        "agent-idle-timeout": { type: "string" },
+        "max-warm-agents": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -195,8 +231,14 @@ export async function daemonCommand(args: string[]): Promise<number> {
       pgids: reaped.killed,
     });
   }
+  const warmPool = createWarmPool({
+    idleTimeout: settings.agentIdleTimeout,
+    maxAgents: settings.maxWarmAgents,
+    log,
+  });
   const runner = createDaemonJobRunner({
     registry: createReaperRegistry(agentsDir),
+    warmPool,
     log,
   });
   const stop = new AbortController();
@@ -213,6 +255,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "The daemon was stopped on its machine; the run was cancelled. Retry once the daemon is back.",
       ),
     ).then(async () => {
+      // Idle agents go too: none outlives the daemon.
+      await warmPool.close();
       // Let the client send each job's run.finished before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 0));
       stop.abort();
@@ -244,6 +288,7 @@ export async function daemonCommand(args: string[]): Promise<number> {
     return 1;
   } finally {
     removeSignals();
+    await warmPool.close();
   }
   log({ msg: "daemon stopped" });
   return 0;

@@ -2,8 +2,8 @@
  * `runner serve`: reaps agents a crashed predecessor left, fails its
  * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT stops
  * accepting, cancels active runs (`runner.shutting_down`) so their streams
- * end with a terminal event, waits for every agent to be torn down, closes
- * the store and exits 0.
+ * end with a terminal event, stops the warm agents, waits for every agent to
+ * be torn down, closes the store and exits 0.
  *
  * @module
  */
@@ -23,6 +23,7 @@ import { createLogger, type Logger } from "../log.ts";
 import { createMetrics, type Metrics } from "../server/metrics.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager, type RunManager } from "../run/manager.ts";
+import { createWarmPool, type WarmPool } from "../run/warm_pool.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
@@ -89,6 +90,8 @@ interface RunServices {
   hub?: HubListener;
   /** The run manager. */
   manager: RunManager;
+  /** Conversations' agents kept warm between runs. */
+  warmPool: WarmPool;
 }
 
 /** Runs `runner serve`; returns the exit code. */
@@ -126,6 +129,7 @@ async function startRunServices(
 ): Promise<RunServices | number> {
   const metrics = createMetrics();
   const assets = createAssetsHook({ log });
+  const warmPool = createWarmPool({ ...config.warmAgents, log });
   let hub: HubListener | undefined;
   if (config.daemon.enabled) {
     try {
@@ -161,8 +165,9 @@ async function startRunServices(
     ),
     secrets,
     log,
+    warmPool,
   });
-  return { metrics, assets, hub, manager };
+  return { metrics, assets, hub, manager, warmPool };
 }
 
 /**
@@ -174,7 +179,7 @@ async function serveUntilSignal(
   services: RunServices,
 ): Promise<number> {
   const { config, secrets, log, store } = context;
-  const { metrics, assets, hub, manager } = services;
+  const { metrics, assets, hub, manager, warmPool } = services;
   let shuttingDown = false;
   const app = createServerApp({
     manager,
@@ -184,6 +189,7 @@ async function serveUntilSignal(
     log,
     secrets,
     isShuttingDown: () => shuttingDown,
+    warmAgents: warmPool,
     daemons: hub && {
       list: () => describeDaemons(hub!.hub),
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
@@ -193,6 +199,7 @@ async function serveUntilSignal(
   try {
     server = listen(config, app.fetch, log);
   } catch (error) {
+    await warmPool.close();
     await hub?.close();
     await assets.close();
     store.close();
@@ -211,6 +218,8 @@ async function serveUntilSignal(
       "The runner is shutting down; start the run again once it is back.",
     ),
   );
+  // Idle agents go too: none outlives the runner.
+  await warmPool.close();
   await closing;
   await hub?.close();
   await assets.close();

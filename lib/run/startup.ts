@@ -90,7 +90,8 @@ async function launchAgent(
   }
 }
 
-function connectTransport(
+/** Opens the run's ACP connection over a launched (or warm) agent's streams. */
+export function connectTransport(
   run: RunContext,
   transport: AgentTransport,
 ): AgentConnection {

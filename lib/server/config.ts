@@ -10,6 +10,7 @@ import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
 import { defaultDataDir } from "../store/open.ts";
+import { checkWarmPoolOptions } from "../run/warm_pool.ts";
 import {
   invalidConfig,
   parseServeFlags,
@@ -64,6 +65,16 @@ export interface ServeConfig {
   runDefaults: Record<string, unknown>;
   /** The daemon hub (coding-relay-v1 WebSocket listener). */
   daemon: DaemonHubSettings;
+  /** The warm pool (`docs/runs.md`, "Warm agents"). */
+  warmAgents: WarmAgentSettings;
+}
+
+/** How long and how many agents `runner serve` keeps warm between runs. */
+export interface WarmAgentSettings {
+  /** Seconds an agent may stay idle (`agent-idle-timeout`; 0 turns the pool off). */
+  idleTimeout: number;
+  /** Idle agents at most (`max-warm-agents`; 0 turns the pool off). */
+  maxAgents: number;
 }
 
 /** Daemon hub settings of `runner serve`. */
@@ -95,6 +106,10 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --allow-env-names A,B       env-json names callers may set (default none)
   --max-concurrent-runs N     active runs at most (default 16)
   --max-body-mb N             request body limit (default 50)
+  --agent-idle-timeout S      keep a conversation's agent warm this many seconds
+                              between runs (default 300; 0 = never)
+  --max-warm-agents N         warm agents at most, least recently used stopped
+                              first (default 16; 0 = none)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
@@ -183,6 +198,10 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       port: server["daemon-port"] as number,
       token: await daemonToken(server),
     },
+    warmAgents: {
+      idleTimeout: server["agent-idle-timeout"] as number,
+      maxAgents: server["max-warm-agents"] as number,
+    },
   };
 }
 
@@ -220,6 +239,10 @@ function validateServeConfig(config: ServeConfig): void {
   if (config.maxBodyMb <= 0) {
     throw invalidConfig("max-body-mb: must be greater than 0.");
   }
+  checkWarmPoolOptions({
+    idleTimeout: config.warmAgents.idleTimeout,
+    maxAgents: config.warmAgents.maxAgents,
+  });
   const n8n = config.n8n;
   if (n8n.auth === "basic" && (!n8n.user || !n8n.password)) {
     throw invalidConfig(

@@ -25,6 +25,8 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "allow-env-names": { kind: "list", default: [] },
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
+  "agent-idle-timeout": { kind: "number", default: 300 },
+  "max-warm-agents": { kind: "number", default: 16 },
   "n8n-auth": {
     kind: "string",
     default: "none",

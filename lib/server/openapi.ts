@@ -86,6 +86,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...runCollectionPaths(),
       ...singleRunPaths(),
       ...operatorPaths(),
+      ...warmAgentPaths(),
       ...n8nPaths(),
     },
   };
@@ -332,6 +333,48 @@ function operatorPaths(): Record<string, Schema> {
         summary: "Forget a conversation's sessions",
         parameters: [runIdParam],
         responses: { "200": json({ type: "object" }), ...errors(401, 409) },
+      },
+    },
+  };
+}
+
+/** `/v1/agents`: the warm pool. */
+function warmAgentPaths(): Record<string, Schema> {
+  return {
+    "/v1/agents": {
+      get: {
+        summary:
+          "Warm agents idle between a conversation's runs (conversation, provider, idle since)",
+        responses: {
+          "200": json({
+            type: "object",
+            properties: {
+              agents: {
+                type: "array",
+                items: {
+                  type: "object",
+                  properties: {
+                    agent_id: { type: "string" },
+                    conversation_id: { type: "string" },
+                    provider: { type: "string" },
+                    location: { type: "string" },
+                    session_id: { type: "string" },
+                    idle_since: { type: "string", format: "date-time" },
+                  },
+                },
+              },
+            },
+          }),
+          ...errors(401),
+        },
+      },
+    },
+    "/v1/agents/{id}": {
+      delete: {
+        summary:
+          "Stop an idle warm agent (the conversation's next run starts cold)",
+        parameters: [runIdParam],
+        responses: { "200": json({ type: "object" }), ...errors(401, 404) },
       },
     },
   };
