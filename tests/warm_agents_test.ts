@@ -88,3 +88,124 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     ]);
   });
 });
+
+Deno.test("with a 1 s initialize and a 1 s load, the second message's first chunk comes at least 10× sooner warm than cold", async () => {
+  await withServe({ args: SERVE }, async (serve, dir) => {
+    const config = fixtureConfig(join(dir, "ws"), [
+      "--load-session",
+      "--state-dir",
+      join(dir, "sessions"),
+      "--initialize-delay-ms",
+      "1000",
+      "--load-delay-ms",
+      "1000",
+    ]);
+    const message = (conversation: string, text: string) =>
+      sendMessage(serve, { conversation_id: conversation, text, config });
+
+    await message("kept", "one");
+    const warm = await message("kept", "two");
+    assert.equal(warm.agent, "warm");
+    assert.deepEqual(answers(warm), ["echo: two (turn 2)"]);
+
+    await message("dropped", "one");
+    const idle = (await listAgents(serve)).find((agent) =>
+      agent.conversation_id === "dropped"
+    )!;
+    await (await fetch(`${serve.url}/v1/agents/${idle.agent_id}`, {
+      method: "DELETE",
+    })).body?.cancel();
+    const cold = await message("dropped", "two");
+    assert.equal(cold.agent, "cold");
+    assert.deepEqual(answers(cold), ["echo: two (turn 2)"]);
+
+    assert.ok(
+      cold.firstChunkMs >= 10 * warm.firstChunkMs,
+      `first chunk warm ${warm.firstChunkMs.toFixed(0)} ms, cold ${
+        cold.firstChunkMs.toFixed(0)
+      } ms`,
+    );
+  });
+});
+
+Deno.test("agent-idle-timeout stops an idle agent: gone from the process table and the list", async () => {
+  await withServe(
+    { args: [...SERVE, "--agent-idle-timeout", "0.3"] },
+    async (serve, dir) => {
+      const record = join(dir, "record.jsonl");
+      const config = fixtureConfig(join(dir, "ws"), ["--record", record]);
+      const first = await sendMessage(serve, {
+        conversation_id: "chat",
+        text: "one",
+        config,
+      });
+      assert.equal(ending(first).type, "run.completed");
+      const [agent] = recordByProcess(record);
+      await serve.waitForLog((entry) =>
+        entry.msg === "warm agent stopped" && entry.reason === "idle_timeout"
+      );
+      await serve.waitForLog((entry) => entry.msg === "warm agent gone");
+      assert.ok(!isAlive(agent.pid), `idle agent ${agent.pid} still alive`);
+      assert.deepEqual(await listAgents(serve), []);
+      assert.equal(
+        await metric(
+          serve,
+          'runner_warm_agent_evictions_total{reason="idle_timeout"}',
+        ),
+        1,
+      );
+      const second = await sendMessage(serve, {
+        conversation_id: "chat",
+        text: "two",
+        config,
+      });
+      assert.equal(second.agent, "cold");
+    },
+  );
+});
+
+Deno.test("at max-warm-agents the least recently used agent is stopped first", async () => {
+  await withServe(
+    { args: [...SERVE, "--max-warm-agents", "2"] },
+    async (serve, dir) => {
+      const pids: Record<string, number> = {};
+      const configs: Record<string, unknown> = {};
+      for (const chat of ["a", "b", "c"]) {
+        const record = join(dir, `${chat}.jsonl`);
+        configs[chat] = fixtureConfig(join(dir, "ws"), ["--record", record]);
+        await sendMessage(serve, {
+          conversation_id: chat,
+          text: "hi",
+          config: configs[chat],
+        });
+        pids[chat] = recordByProcess(record)[0].pid;
+        // "a" is used again before "c" arrives, so "b" is the least recent.
+        if (chat === "b") {
+          const again = await sendMessage(serve, {
+            conversation_id: "a",
+            text: "again",
+            config: configs.a,
+          });
+          assert.equal(again.agent, "warm");
+        }
+      }
+      await serve.waitForLog((entry) => entry.msg === "warm agent gone");
+      assert.ok(!isAlive(pids.b), "the least recently used agent survived");
+      assert.ok(isAlive(pids.a) && isAlive(pids.c));
+      assert.deepEqual(
+        (await listAgents(serve)).map((agent) => agent.conversation_id),
+        ["a", "c"],
+      );
+      assert.equal(
+        await metric(serve, 'runner_warm_agent_evictions_total{reason="lru"}'),
+        1,
+      );
+      const b = await sendMessage(serve, {
+        conversation_id: "b",
+        text: "back",
+        config: configs.b,
+      });
+      assert.equal(b.agent, "cold");
+    },
+  );
+});

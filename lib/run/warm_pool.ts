@@ -104,7 +104,9 @@ export interface WarmPool extends WarmAgentsView {
   /** Adds an agent (evicting the least recently used past the limit). */
   keep(spec: IdleAgentSpec): void;
   /** Tears down an agent a run took but could not keep. */
-  discard(agent: Pick<IdleAgentSpec, "agent" | "companion">): Promise<void>;
+  discard(
+    agent: Pick<IdleAgentSpec, "agent" | "companion" | "id">,
+  ): Promise<void>;
   /** Stops every idle agent and refuses new ones; resolves when all are gone. */
   close(): Promise<void>;
 }
@@ -222,6 +224,10 @@ async function takeAgent(
 ): Promise<IdleAgent | undefined> {
   const agent = state.idle.get(key);
   if (agent) removeIdle(state, agent);
+  // Another target holding this session would miss what this run adds to it.
+  for (const other of [...state.idle.values()]) {
+    if (other.sessionId === sessionId) evict(state, other, "stale");
+  }
   // Let an exit or end of output that already happened be noticed first.
   await new Promise((resolve) => setTimeout(resolve, 0));
   const problem = !agent
@@ -312,7 +318,7 @@ function evict(
 /** Tears the agent down like a finished run's, then stops its companion. */
 function stopAgent(
   state: PoolState,
-  agent: Pick<IdleAgentSpec, "agent" | "companion">,
+  agent: Pick<IdleAgentSpec, "agent" | "companion" | "id">,
 ): Promise<void> {
   const stopped = (async () => {
     try {
@@ -320,6 +326,7 @@ function stopAgent(
     } finally {
       await agent.companion?.stop();
     }
+    state.log({ msg: "warm agent gone", agent_id: agent.id });
   })().catch((error) =>
     state.log({ msg: "warm agent teardown failed", error: String(error) })
   );
