@@ -74,7 +74,7 @@ export function ending(message: Message): RunEvent {
   return terminals(message.events)[0];
 }
 
-/** What the fixture recorded, split by agent process (one list per `start`). */
+/** The ACP methods the fixture received, split by agent process (one list per `start`). */
 export function recordByProcess(
   path: string,
 ): Array<{ pid: number; methods: string[] }> {
@@ -82,7 +82,7 @@ export function recordByProcess(
   for (const line of readRecord(path)) {
     if (line.event === "start") {
       processes.push({ pid: Number(line.pid), methods: [] });
-    } else if (typeof line.method === "string") {
+    } else if (typeof line.method === "string" && line.event === undefined) {
       processes.at(-1)?.methods.push(line.method);
     }
   }
