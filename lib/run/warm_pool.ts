@@ -99,8 +99,16 @@ export interface WarmPool extends WarmAgentsView {
   readonly enabled: boolean;
   /** Takes the idle agent of `key` if it is still alive and holds `sessionId`. */
   take(key: string, sessionId: string): Promise<IdleAgent | undefined>;
-  /** Whether {@linkcode keep} would take an agent now. */
-  accepts(): boolean;
+  /**
+   * Marks a session as opened by a run until the returned release is called:
+   * no other agent holding it is kept meanwhile (it would miss that run).
+   */
+  claim(sessionId: string): () => void;
+  /**
+   * Whether {@linkcode keep} would take an agent holding `sessionId` now
+   * (`claimed`: the asking run holds a claim on it itself).
+   */
+  accepts(sessionId: string, claimed: boolean): boolean;
   /** Adds an agent (evicting the least recently used past the limit). */
   keep(spec: IdleAgentSpec): void;
   /** Tears down an agent a run took but could not keep. */
@@ -129,6 +137,8 @@ interface PoolState {
   idle: Map<string, IdleAgent>;
   timers: Map<string, ReturnType<typeof setTimeout>>;
   stopping: Set<Promise<void>>;
+  /** Runs that opened each session, by session id. */
+  claims: Map<string, number>;
   stats: Omit<WarmPoolStats, "size">;
   closed: boolean;
 }
@@ -172,6 +182,7 @@ export function createWarmPool(options: WarmPoolOptions): WarmPool {
     idle: new Map(),
     timers: new Map(),
     stopping: new Set(),
+    claims: new Map(),
     stats: { hits: 0, misses: 0, evictions: {} },
     closed: false,
   };
@@ -179,7 +190,10 @@ export function createWarmPool(options: WarmPoolOptions): WarmPool {
   return {
     enabled,
     take: (key, sessionId) => takeAgent(state, key, sessionId),
-    accepts: () => enabled && !state.closed,
+    claim: (sessionId) => claimSession(state, sessionId),
+    accepts: (sessionId, claimed) =>
+      enabled && !state.closed &&
+      (state.claims.get(sessionId) ?? 0) <= (claimed ? 1 : 0),
     keep: (spec) => keepAgent(state, spec),
     discard: (agent) => stopAgent(state, agent),
     list: () => [...state.idle.values()].map(describe),
@@ -203,6 +217,19 @@ export function createWarmPool(options: WarmPoolOptions): WarmPool {
       await Promise.all(agents.map((agent) => evict(state, agent, "shutdown")));
       await Promise.all([...state.stopping]);
     },
+  };
+}
+
+function claimSession(state: PoolState, sessionId: string): () => void {
+  const { claims } = state;
+  claims.set(sessionId, (claims.get(sessionId) ?? 0) + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (claims.get(sessionId) ?? 1) - 1;
+    if (left > 0) claims.set(sessionId, left);
+    else claims.delete(sessionId);
   };
 }
 

@@ -65,10 +65,12 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
   let taken: IdleAgent | undefined;
   let adopted: AdoptedCompanion | undefined;
   let kept = false;
+  let claim: { sessionId: string; release(): void } | undefined;
   const slot: WarmSlot = {
     async take() {
       const sessionId = options.storedSessionId;
       if (!sessionId || !pool.enabled) return undefined;
+      claim = { sessionId, release: pool.claim(sessionId) };
       const agent = await pool.take(keyOf(sessionId), sessionId);
       if (!agent) return undefined;
       try {
@@ -92,9 +94,9 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
       };
     },
     keep({ sessionId, promptCapabilities }) {
-      if (!shared || shared.gone || shared.unusable || !pool.accepts()) {
-        return false;
-      }
+      const claimed = claim?.sessionId === sessionId;
+      if (!shared || shared.gone || shared.unusable) return false;
+      if (!pool.accepts(sessionId, claimed)) return false;
       const companion = taken ? taken.companion : options.keepCompanion?.();
       shared.detach();
       pool.keep({
@@ -120,6 +122,9 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
     get kept() {
       return kept;
     },
-    release: () => adopted?.release(),
+    release() {
+      adopted?.release();
+      claim?.release();
+    },
   };
 }
