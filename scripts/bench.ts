@@ -6,6 +6,10 @@
  *   prompt — with the bare SDK client (baseline) vs the run engine.
  * - streaming: 5 000 chunks through the bare SDK client vs through the engine's
  *   event pipeline (events numbered and delivered to a sink).
+ * - 2nd message: time to the first chunk of a conversation's second message
+ *   with the fixture taking 1 s to initialize and 1 s to load its session,
+ *   cold (pool off: spawn, initialize, session/load, prompt) vs warm (the
+ *   agent kept from the first message: prompt only). `docs/performance.md`.
  *
  * @module
  */
@@ -16,6 +20,9 @@ import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { launchLocal } from "../lib/locations/local.ts";
 import { startRun } from "../lib/run/engine.ts";
+import { createRunManager } from "../lib/run/manager.ts";
+import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { openStore } from "../lib/store/open.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURE = [
@@ -115,3 +122,72 @@ await compare("streaming 5000", [
   "--chunks",
   "5000",
 ]);
+
+/** Milliseconds from starting a conversation's second message to its first chunk. */
+async function secondMessage(warm: boolean): Promise<number> {
+  const dataDir = await Deno.makeTempDir({ prefix: "runner_bench_" });
+  const store = openStore({ dataDir });
+  const pool = createWarmPool({ idleTimeout: warm ? 60 : 0, maxAgents: 4 });
+  const manager = createRunManager({ store, warmPool: pool });
+  const config = parseRunConfig({
+    provider: "custom",
+    "acp-command": [
+      ...FIXTURE,
+      "--load-session",
+      "--state-dir",
+      `${dataDir}/sessions`,
+      "--initialize-delay-ms",
+      "1000",
+      "--load-delay-ms",
+      "1000",
+    ].join(" "),
+    workspace: dataDir,
+    "langbot-assets-enabled": false,
+    "late-update-ms": 1,
+  });
+  const send = async (text: string) => {
+    const started = performance.now();
+    let firstChunk = -1;
+    const { run } = manager.start({
+      conversationId: "bench",
+      input: { text },
+      config,
+    });
+    run.subscribe((event) => {
+      if (event.type === "message.delta" && firstChunk < 0) {
+        firstChunk = performance.now() - started;
+      }
+    });
+    const result = await run.done;
+    if (result.status !== "completed") {
+      throw new Error(`bench run failed: ${result.code}`);
+    }
+    return firstChunk;
+  };
+  try {
+    await send("one");
+    return await send("two");
+  } finally {
+    await pool.close();
+    store.close();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+}
+
+async function compareSecondMessage() {
+  const cold: number[] = [];
+  const warm: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    cold.push(await secondMessage(false));
+    warm.push(await secondMessage(true));
+  }
+  const c = median(cold);
+  const w = median(warm);
+  console.log(
+    `${"2nd message".padEnd(16)} first chunk cold ${c.toFixed(1)} ms  warm ${
+      w.toFixed(1)
+    } ms  ${(c / w).toFixed(0)}x sooner warm`,
+  );
+}
+
+await compareSecondMessage();
