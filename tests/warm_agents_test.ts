@@ -98,6 +98,14 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
       "session/load",
       "session/prompt",
     ]);
+
+    // Forgetting the conversation's sessions stops its warm agent too.
+    const forgotten = await fetch(`${serve.url}/v1/conversations/chat`, {
+      method: "DELETE",
+    });
+    assert.equal((await forgotten.json()).deleted_sessions, 1);
+    assert.deepEqual(await listAgents(serve), []);
+    assert.ok(!isAlive(recordByProcess(record)[1].pid));
   });
 });
 

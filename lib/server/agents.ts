@@ -40,7 +40,7 @@ export function warmAgentMetricLines(ctx: ServerContext): string[] {
     "# HELP runner_warm_agent_hits_total Runs that took a warm agent (no spawn, initialize or session call).",
     "# TYPE runner_warm_agent_hits_total counter",
     `runner_warm_agent_hits_total ${stats.hits}`,
-    "# HELP runner_warm_agent_misses_total Runs of a conversation that found no warm agent for their target and started one.",
+    "# HELP runner_warm_agent_misses_total Runs that continue a stored session but found no warm agent for their target, and started one.",
     "# TYPE runner_warm_agent_misses_total counter",
     `runner_warm_agent_misses_total ${stats.misses}`,
     "# HELP runner_warm_agent_evictions_total Warm agents stopped, by reason.",
