@@ -97,7 +97,10 @@ export interface WarmAgentsView {
 export interface WarmPool extends WarmAgentsView {
   /** False when `agent-idle-timeout` or `max-warm-agents` is 0. */
   readonly enabled: boolean;
-  /** Takes the idle agent of `key` if it is still alive and holds `sessionId`. */
+  /**
+   * Takes the idle agent of `key` (the target and `sessionId`) if it is still
+   * alive; other idle agents holding `sessionId` are stopped as stale.
+   */
   take(key: string, sessionId: string): Promise<IdleAgent | undefined>;
   /**
    * Marks a session as opened by a run until the returned release is called:
@@ -257,17 +260,15 @@ async function takeAgent(
   }
   // Let an exit or end of output that already happened be noticed first.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  const problem = !agent
+  const problem: EvictionReason | undefined = !agent
     ? undefined
     : agent.agent.gone
     ? "exited"
     : agent.agent.unusable
     ? "unusable"
-    : agent.sessionId !== sessionId
-    ? "stale"
     : undefined;
   if (agent && problem) {
-    count(state, problem as EvictionReason);
+    count(state, problem);
     state.log({
       msg: "warm agent dropped",
       agent_id: agent.id,

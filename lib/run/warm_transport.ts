@@ -70,7 +70,10 @@ interface Shared {
   /** The agent has written a protocol line (banners before it are tolerated). */
   spokeProtocol: boolean;
   unusable?: string;
+  /** The agent exited or its stdout ended: it cannot serve another run. */
   gone: boolean;
+  /** Its stdout ended: a view lent now gets nothing. */
+  ended: boolean;
   spoiled: PromiseWithResolvers<void>;
   tornDown?: Promise<void>;
 }
@@ -87,6 +90,7 @@ export function shareAgent(
     line: newLine(),
     spokeProtocol: false,
     gone: false,
+    ended: false,
     spoiled: Promise.withResolvers<void>(),
   };
   pump(shared);
@@ -120,7 +124,7 @@ function lendView(
   const stdout = new ReadableStream<Uint8Array>({
     start(controller) {
       view.controller = controller;
-      if (shared.gone) closeView(view);
+      if (shared.ended) closeView(view);
     },
     cancel() {
       if (shared.view === view) detachView(shared);
@@ -160,10 +164,13 @@ function closeView(view: View): void {
   } catch { /* already closed by its reader */ }
 }
 
+/**
+ * Notes that the agent cannot serve another run. The current view still
+ * gets whatever the agent wrote before it exited: it closes at end of output.
+ */
 function markGone(shared: Shared): void {
   if (shared.gone) return;
   shared.gone = true;
-  if (shared.view) closeView(shared.view);
   shared.spoiled.resolve();
 }
 
@@ -193,6 +200,8 @@ async function pump(shared: Shared): Promise<void> {
     // The pipe closed under us (teardown): the agent is gone either way.
   }
   if (shared.line.owner === "idle") finishIdleLine(shared);
+  shared.ended = true;
+  if (shared.view) closeView(shared.view);
   markGone(shared);
 }
 
