@@ -10,7 +10,13 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureCommand, isAlive, spawnCli, tempDir } from "./helpers.ts";
+import {
+  assertAgentGone,
+  fixtureCommand,
+  isAlive,
+  spawnCli,
+  tempDir,
+} from "./helpers.ts";
 import { startServe } from "./serve_test_helpers.ts";
 import {
   answers,
@@ -86,6 +92,7 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
   try {
     await daemon.connected;
     const record = join(tempDir(), "record.jsonl");
+    const pidFile = join(tempDir(), "pids.json");
     const config = {
       provider: "custom",
       location: "daemon",
@@ -98,6 +105,9 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
         "langbot_get_current_event",
         "--record",
         record,
+        "--grandchild",
+        "--pid-file",
+        pidFile,
       ),
     };
     const send = (text: string) =>
@@ -136,7 +146,8 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
     assert.ok(isAlive(processes[0].pid), "the warm agent idles on the daemon");
     assert.equal(await daemon.stop(), 0);
     stopped = true;
-    assert.ok(!isAlive(processes[0].pid), "the daemon's SIGTERM left an agent");
+    // Its TERM-ignoring grandchild too: the warm agent's group was torn down.
+    assertAgentGone(pidFile);
   } finally {
     if (!stopped) await daemon.stop();
     await serve.stop("SIGTERM");
