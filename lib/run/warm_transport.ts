@@ -36,6 +36,8 @@ export interface ShareAgentOptions {
 
 /** Longest idle line kept for a look at what it is; longer ones are dropped unread. */
 const IDLE_LINE_LIMIT = 64 * 1024;
+/** Idle lines logged one by one before the log thins out. */
+const IDLE_LOG_LINES = 20;
 const NEWLINE = 0x0a;
 const OPEN_BRACE = 0x7b;
 
@@ -69,6 +71,8 @@ interface Shared {
   line: LineState;
   /** The agent has written a protocol line (banners before it are tolerated). */
   spokeProtocol: boolean;
+  /** Idle lines discarded so far. */
+  discarded: number;
   unusable?: string;
   /** The agent exited or its stdout ended: it cannot serve another run. */
   gone: boolean;
@@ -89,6 +93,7 @@ export function shareAgent(
     writer: raw.stdin.getWriter(),
     line: newLine(),
     spokeProtocol: false,
+    discarded: 0,
     gone: false,
     ended: false,
     spoiled: Promise.withResolvers<void>(),
@@ -272,10 +277,7 @@ function finishIdleLine(shared: Shared): void {
   const { line } = shared;
   if (line.idleSize <= 0) return;
   if (line.idleSize > IDLE_LINE_LIMIT) {
-    shared.log({
-      msg: "agent output while idle discarded",
-      bytes: line.idleSize,
-    });
+    logDiscard(shared, { bytes: line.idleSize });
     return;
   }
   const text = new TextDecoder().decode(joinBytes(line.idleBytes)).trim();
@@ -298,11 +300,14 @@ function finishIdleLine(shared: Shared): void {
   }
   const update = (message.params as { update?: { sessionUpdate?: unknown } })
     ?.update;
-  shared.log({
-    msg: "agent output while idle discarded",
-    method: message.method,
-    kind: update?.sessionUpdate,
-  });
+  logDiscard(shared, { method: message.method, kind: update?.sessionUpdate });
+}
+
+/** Logs a discarded idle line; past a few, only every hundredth (a chatty agent). */
+function logDiscard(shared: Shared, what: Record<string, unknown>): void {
+  const count = ++shared.discarded;
+  if (count > IDLE_LOG_LINES && count % 100 !== 0) return;
+  shared.log({ msg: "agent output while idle discarded", ...what, count });
 }
 
 function joinBytes(parts: Uint8Array[]): Uint8Array {
