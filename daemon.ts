@@ -13,12 +13,18 @@ import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
+import { DECIMAL_PATTERN } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
 import {
   createReaperRegistry,
   reapLeftoverGroups,
 } from "./lib/agent/reaper.ts";
-import { MAX_DAEMON_ID_LENGTH, RECONNECT_DELAY_MS } from "./lib/relay.ts";
+import {
+  MAX_DAEMON_ID_LENGTH,
+  PING_INTERVAL_MS,
+  PING_TIMEOUT_MS,
+  RECONNECT_DELAY_MS,
+} from "./lib/relay.ts";
 import { defaultDataDir } from "./lib/store/open.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
 import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm_pool.ts";
@@ -41,6 +47,10 @@ Options:
                          data dir, $RUNNER_DATA_DIR)
   --reconnect-delay S    first reconnect delay in seconds (default 5;
                          doubles per failed attempt up to 60)
+  --ping-interval S      seconds between keep-alive pings (default 20)
+  --ping-timeout S       seconds without any hub frame after a ping before
+                         the connection counts as dead (default 60; the
+                         clock stands still while a tool call is outstanding)
   --agent-idle-timeout S keep a session's agent warm this many seconds
                          between jobs (default 300; 0 = never)
   --max-warm-agents N    warm agents at most, least recently used stopped
@@ -58,6 +68,8 @@ interface DaemonSettings {
   tokenFromFlag: boolean;
   dataDir: string;
   reconnectDelayMs: number;
+  pingIntervalMs: number;
+  pingTimeoutMs: number;
   /** Seconds a warm agent may stay idle (0: off). */
   agentIdleTimeout: number;
   /** Warm agents at most (0: off). */
@@ -109,13 +121,6 @@ async function settingsFrom(
     }
   }
   token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") ?? "";
-  const delay = values["reconnect-delay"];
-  const seconds = delay === undefined
-    ? RECONNECT_DELAY_MS / 1000
-    : Number(delay);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw invalid("--reconnect-delay must be a number of seconds > 0");
-  }
   const warm = warmPoolSettings(values);
   return {
     url,
@@ -126,7 +131,13 @@ async function settingsFrom(
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
       : defaultDataDir(),
-    reconnectDelayMs: seconds * 1000,
+    reconnectDelayMs: secondsFlag(
+      values,
+      "reconnect-delay",
+      RECONNECT_DELAY_MS,
+    ),
+    pingIntervalMs: secondsFlag(values, "ping-interval", PING_INTERVAL_MS),
+    pingTimeoutMs: secondsFlag(values, "ping-timeout", PING_TIMEOUT_MS),
   };
 }
 
@@ -136,11 +147,11 @@ function warmPoolSettings(
 ): Pick<DaemonSettings, "agentIdleTimeout" | "maxWarmAgents"> {
   const number = (name: string, fallback: number) => {
     const raw = values[name];
-    const value = raw === undefined ? fallback : Number(raw);
-    if (raw === "" || !Number.isFinite(value)) {
-      throw invalid(`--${name} must be a number`);
+    if (raw === undefined) return fallback;
+    if (typeof raw !== "string" || !DECIMAL_PATTERN.test(raw.trim())) {
+      throw invalid(`--${name} must be a number, written in decimal`);
     }
-    return value;
+    return Number(raw);
   };
   const settings = {
     agentIdleTimeout: number("agent-idle-timeout", 300),
@@ -151,6 +162,21 @@ function warmPoolSettings(
     maxAgents: settings.maxWarmAgents,
   });
   return settings;
+}
+
+/** A flag in seconds (> 0) as milliseconds; `defaultMs` when absent. */
+function secondsFlag(
+  values: Record<string, string | boolean | undefined>,
+  name: string,
+  defaultMs: number,
+): number {
+  const value = values[name];
+  if (value === undefined) return defaultMs;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw invalid(`--${name} must be a number of seconds > 0`);
+  }
+  return seconds * 1000;
 }
 
 function warnAboutToken(settings: DaemonSettings, log: Logger): void {
@@ -202,6 +228,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "token-file": { type: "string" },
         "data-dir": { type: "string" },
         "reconnect-delay": { type: "string" },
+        "ping-interval": { type: "string" },
+        "ping-timeout": { type: "string" },
         "agent-idle-timeout": { type: "string" },
         "max-warm-agents": { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -276,6 +304,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
       version: RUNNER_VERSION,
       runJob: runner.runJob,
       reconnectDelayMs: settings.reconnectDelayMs,
+      pingIntervalMs: settings.pingIntervalMs,
+      pingTimeoutMs: settings.pingTimeoutMs,
       signal: stop.signal,
       onLog: (entry) =>
         log({ level: entry.level, msg: entry.message, job_id: entry.jobId }),

@@ -70,7 +70,8 @@ function startWarmProxy(job: DaemonJob, timeoutMs: number): WarmProxy {
       if (!holder) {
         return Promise.reject(new Error("no run holds this agent now"));
       }
-      return holder.mcp(payload);
+      // The client's request ends with the proxy's: it holds the keep-alive.
+      return holder.mcp(payload, timeoutMs);
     },
   });
   return {

@@ -122,12 +122,16 @@ export interface WarmPool extends WarmAgentsView {
   close(): Promise<void>;
 }
 
-/** Options for {@linkcode createWarmPool}. */
-export interface WarmPoolOptions {
-  /** Seconds an agent may stay idle (0: the pool is off). */
+/** How long and how many agents a runner keeps warm. */
+export interface WarmPoolSettings {
+  /** Seconds an agent may stay idle (`agent-idle-timeout`; 0: the pool is off). */
   idleTimeout: number;
-  /** Idle agents at most (0: the pool is off). */
+  /** Idle agents at most (`max-warm-agents`; 0: the pool is off). */
   maxAgents: number;
+}
+
+/** Options for {@linkcode createWarmPool}. */
+export interface WarmPoolOptions extends WarmPoolSettings {
   /** Structured log. */
   log?: (entry: Record<string, unknown>) => void;
 }
@@ -154,7 +158,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * `runner daemon`); throws `config.invalid` naming the option.
  */
 export function checkWarmPoolOptions(
-  options: Pick<WarmPoolOptions, "idleTimeout" | "maxAgents">,
+  options: WarmPoolSettings,
 ): void {
   const { idleTimeout, maxAgents } = options;
   if (!Number.isFinite(idleTimeout) || idleTimeout < 0) {
