@@ -196,6 +196,7 @@ export function createEventRestorer(
 
 /** Every run event type, in the order of `docs/events.md`'s table. */
 export const RUN_EVENT_TYPES: readonly string[] = [
+  "run.started",
   "message.delta",
   "message.completed",
   "thought.delta",

@@ -24,6 +24,7 @@ import {
   type Usage,
 } from "./bench_measure.ts";
 import { curlClient } from "./bench_serve.ts";
+import { benchSecondMessage } from "./bench_warm.ts";
 import {
   benchConcurrentRuns,
   benchDaemon,
@@ -231,6 +232,13 @@ try {
     } s\n`,
   );
   console.log(table(rows));
+  console.log(
+    "\n" +
+      await benchSecondMessage(
+        values.short ? 1 : 3,
+        values.short ? 100 : 1000,
+      ),
+  );
 } finally {
   Deno.removeSync(work, { recursive: true });
 }

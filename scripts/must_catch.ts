@@ -78,14 +78,14 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "run.completed before teardown",
     file: "lib/run/engine.ts",
-    find: '  await shutdown(run);\n  run.emitter.emit("run.completed", {\n' +
+    find: '  await finishAgent(run);\n  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
       '    message: { role: "assistant", content: answer },\n' +
       "  }, run.usage);",
     replace: '  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
       '    message: { role: "assistant", content: answer },\n' +
-      "  }, run.usage);\n  await shutdown(run);",
+      "  }, run.usage);\n  await finishAgent(run);",
     test: "tests/run_engine_edges_test.ts",
     filter: "terminal event comes after teardown",
   },

@@ -368,6 +368,7 @@ async function jobEvents(
 Deno.test("job events use the relay's spellings: timestamps in seconds, finish_reason stop with the ACP stop reason kept", async () => {
   const events = await jobEvents({});
   assert.deepEqual(events.map((e) => e.type), [
+    "run.started",
     "state.updated",
     "message.delta",
     "message.completed",

@@ -166,12 +166,26 @@ function fill(text: string, vars: Record<string, string>): string {
   );
 }
 
-/** The next daemon frame that is not a ping; pings get their pong. */
-async function nextAnswered(side: FrameSocket): Promise<JsonObject> {
+/**
+ * Events only our daemon sends (`docs/relay.md`, "Remaining differences"):
+ * `daemon.py` has no `run.started`; a hub passes run events on unchanged.
+ */
+const OURS_ALONE = new Set(["run.started"]);
+
+/**
+ * The next daemon frame that is not a ping (pings get their pong) nor an
+ * event of {@linkcode OURS_ALONE} (collected in `extra`).
+ */
+async function nextAnswered(
+  side: FrameSocket,
+  extra: JsonObject[],
+): Promise<JsonObject> {
   for (;;) {
     const frame = await side.next();
-    if (frame.type !== "daemon.ping") return frame;
-    side.ws.send(PONG);
+    const event = frame.event as JsonObject | undefined;
+    if (frame.type === "daemon.ping") side.ws.send(PONG);
+    else if (OURS_ALONE.has(String(event?.type))) extra.push(event!);
+    else return frame;
   }
 }
 
@@ -203,6 +217,7 @@ async function replayOnDaemon(scenario: Scenario): Promise<void> {
     CWD: tempDir(),
   };
   let held = 0;
+  const extra: JsonObject[] = [];
   try {
     assert.equal((await side.next()).type, "daemon.hello");
     side.ws.send(
@@ -224,11 +239,15 @@ async function replayOnDaemon(scenario: Scenario): Promise<void> {
           }),
         );
       } else {
-        const actual = await nextAnswered(side);
+        const actual = await nextAnswered(side, extra);
         if (actual.type === "mcp.request") vars.REQ = String(actual.request_id);
         const expected = JSON.parse(fill(frame.text!, vars));
         assertCompatible(expected, actual, frame.free ?? [], "");
       }
+    }
+    // A run whose agent started says so first; this daemon keeps none warm.
+    for (const event of extra) {
+      assert.deepEqual(event.data, { agent: "cold" }, "run.started");
     }
     const lines = readRecord(record);
     if (scenario.agent_methods) {

@@ -372,6 +372,7 @@ Deno.test("streaming=false emits only the final message", async () => {
   assert.equal(result.code, 0, result.stderr);
   const types = parseJsonLines(result.stdout).map((e) => e.type);
   assert.deepEqual(types, [
+    "run.started",
     "state.updated",
     "message.completed",
     "run.completed",

@@ -344,8 +344,11 @@ Deno.test({
       const log = new EventLog(run);
       const result = await run.done;
       assert.equal(result.status, "failed");
-      assert.deepEqual(log.events.map((event) => event.type), ["run.failed"]);
-      assert.equal(log.events[0].data.code, "acp.session_missing");
+      assert.deepEqual(log.events.map((event) => event.type), [
+        "run.started",
+        "run.failed",
+      ]);
+      assert.equal(log.events[1].data.code, "acp.session_missing");
       const methods = readRecord(record).flatMap((line) =>
         line.method ? [line.method] : []
       );

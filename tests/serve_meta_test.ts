@@ -30,6 +30,8 @@ const EXPECTED: Array<[string, string]> = [
   ["/v1/webhooks/n8n", "post"],
   ["/v1/daemons", "get"],
   ["/v1/daemons/{id}/unfence", "post"],
+  ["/v1/agents", "get"],
+  ["/v1/agents/{id}", "delete"],
 ];
 
 type Doc = {

@@ -51,8 +51,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 15);
-    assert.equal(new Set(operationIds).size, 15);
+    assert.equal(operationIds.length, 17);
+    assert.equal(new Set(operationIds).size, 17);
     assert.ok(operationIds.every(Boolean));
   });
 });
@@ -290,6 +290,20 @@ Deno.test("every route's real answers match /openapi.json", async () => {
       "GET /v1/conversations/{id}",
       await call("/v1/conversations/bad%20id"),
     );
+    // The warm pool: conv-c's agent stayed warm after its second run.
+    const { agents } = await contract.check(
+      "GET /v1/agents",
+      await call("/v1/agents"),
+    ) as { agents: Array<{ agent_id: string; conversation_id: string }> };
+    const warm = agents.find((agent) => agent.conversation_id === "conv-c");
+    assert.ok(warm, `no warm agent of conv-c in ${JSON.stringify(agents)}`);
+    for (const status of [200, 404]) {
+      const stop = await call(`/v1/agents/${warm.agent_id}`, {
+        method: "DELETE",
+      });
+      assert.equal(stop.status, status, "stopped, then gone");
+      await contract.check("DELETE /v1/agents/{id}", stop);
+    }
     await contract.check(
       "DELETE /v1/conversations/{id}",
       await call("/v1/conversations/conv-c", { method: "DELETE" }),

@@ -12,6 +12,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { RunAssetsSpec } from "./grant.ts";
 import {
   answerCommonMethod,
+  answersNow,
   type AssetBackend,
   createAssetBackend,
 } from "./mcp_server.ts";
@@ -172,6 +173,8 @@ export interface EphemeralBridgeOptions {
   ttlMs?: number;
   /** The clock for token expiry (tests inject one). */
   now?: () => number;
+  /** Serve this backend instead of one made from the spec (a warm agent's). */
+  backend?: AssetBackend;
 }
 
 /** A running per-run bridge. */
@@ -198,14 +201,14 @@ export function startEphemeralBridge(
     ttlMs: options.ttlMs ?? Infinity,
     now: options.now,
   });
-  const backend = createAssetBackend(spec, {
+  const backend = options.backend ?? createAssetBackend(spec, {
     sourceTimeoutMs: options.sourceTimeoutMs,
     listGrantedTools: true,
   });
   const token = registry.issue(spec.runId, backend);
   const { server, url } = serve(async (message, presented) => {
     const resolved = registry.resolve(presented);
-    if (!resolved) return { unauthorized: true };
+    if (!resolved || !answersNow(resolved)) return { unauthorized: true };
     return { reply: await resolved.handle(message, { runToken: presented }) };
   }, options);
   let closed: Promise<void> | undefined;
@@ -253,8 +256,8 @@ export interface GatewayRegistration {
 export interface AssetGateway {
   /** The MCP endpoint (the public URL when configured). */
   url: string;
-  /** Registers a run and issues its short-lived token. */
-  register(spec: RunAssetsSpec): GatewayRegistration;
+  /** Registers a run (or a warm agent's `backend`) and issues its token. */
+  register(spec: RunAssetsSpec, backend?: AssetBackend): GatewayRegistration;
   /** Revokes every token and stops the server. */
   close(): Promise<void>;
 }
@@ -269,7 +272,14 @@ function argumentToken(message: unknown): string | undefined {
   return typeof token === "string" && token !== "" ? token : undefined;
 }
 
-function gatewayRoute(registry: TokenRegistry<AssetBackend>): Route {
+function gatewayRoute(tokens: TokenRegistry<AssetBackend>): Route {
+  // A warm agent's token between its runs is answered like an unknown one.
+  const registry = {
+    resolve: (token: string | undefined) => {
+      const backend = tokens.resolve(token);
+      return answersNow(backend) ? backend : undefined;
+    },
+  };
   return async (message, presented) => {
     const headerBackend = registry.resolve(presented);
     if (presented !== undefined && !headerBackend) {
@@ -319,8 +329,8 @@ export function startAssetGateway(
   let closed: Promise<void> | undefined;
   return Promise.resolve({
     url,
-    register(spec) {
-      const backend = createAssetBackend(spec, {
+    register(spec, warmBackend) {
+      const backend = warmBackend ?? createAssetBackend(spec, {
         gateway: true,
         sourceTimeoutMs: options.sourceTimeoutMs,
       });

@@ -13,6 +13,7 @@ import {
   startEphemeralBridge,
 } from "./bridge.ts";
 import type { RunAssetsSpec } from "./grant.ts";
+import type { AssetBackend } from "./mcp_server.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 
@@ -64,10 +65,19 @@ export function createEndpointPool(
  */
 export async function serveRunEndpoint(
   pool: EndpointPool,
-  run: { runId: string; spec: RunAssetsSpec; config: RunConfig },
+  run: {
+    runId: string;
+    spec: RunAssetsSpec;
+    config: RunConfig;
+    /**
+     * A warm agent's backend: the endpoint then lives until `stop()`, and
+     * each run's hold on it expires by itself (`./warm_endpoint.ts`).
+     */
+    backend?: AssetBackend;
+  },
 ): Promise<ServedEndpoint> {
-  const { runId, spec, config } = run;
-  const ttlMs = config.langbotAssetsTokenTtl * 1000;
+  const { runId, spec, config, backend } = run;
+  const ttlMs = backend ? Infinity : config.langbotAssetsTokenTtl * 1000;
   if (config.langbotAssetsTokenTtl < config.timeout) {
     pool.log({
       msg: "langbot-assets-token-ttl is shorter than the run timeout; " +
@@ -78,9 +88,9 @@ export async function serveRunEndpoint(
     });
   }
   if (config.langbotAssetsMode !== "gateway") {
-    return await serveOverBridge(pool, { spec, ttlMs });
+    return await serveOverBridge(pool, { spec, ttlMs, backend });
   }
-  return await serveOverGateway(pool, { spec, ttlMs, config });
+  return await serveOverGateway(pool, { spec, ttlMs, config, backend });
 }
 
 /** Stops every gateway and waits for everything still closing. */
@@ -101,13 +111,14 @@ function trackClosing(pool: EndpointPool, closed: Promise<void>) {
 
 async function serveOverBridge(
   pool: EndpointPool,
-  run: { spec: RunAssetsSpec; ttlMs: number },
+  run: { spec: RunAssetsSpec; ttlMs: number; backend?: AssetBackend },
 ): Promise<ServedEndpoint> {
   let bridge;
   try {
     bridge = await startEphemeralBridge(run.spec, {
       sourceTimeoutMs: pool.sourceTimeoutMs,
       ttlMs: run.ttlMs,
+      backend: run.backend,
     });
   } catch (error) {
     throw listenFailed("bridge", error);
@@ -121,7 +132,12 @@ async function serveOverBridge(
 
 async function serveOverGateway(
   pool: EndpointPool,
-  run: { spec: RunAssetsSpec; ttlMs: number; config: RunConfig },
+  run: {
+    spec: RunAssetsSpec;
+    ttlMs: number;
+    config: RunConfig;
+    backend?: AssetBackend;
+  },
 ): Promise<ServedEndpoint> {
   const { config } = run;
   const publicUrl = publicUrlOf(config, pool.defaults);
@@ -130,12 +146,13 @@ async function serveOverGateway(
     hostname: config.langbotAssetsGatewayHost,
     port,
   });
-  const registration = gateway.register(run.spec);
-  const expiry = setTimeout(
+  const registration = gateway.register(run.spec, run.backend);
+  // A warm agent's registration (no TTL) lives until stop().
+  const expiry = run.ttlMs === Infinity ? undefined : setTimeout(
     () => registration.revoke(),
     Math.min(run.ttlMs, MAX_TIMER_MS),
   );
-  Deno.unrefTimer(expiry);
+  if (expiry !== undefined) Deno.unrefTimer(expiry);
   return {
     entry: { ...registration.mcpServer, url: publicUrl ?? gateway.url },
     token: registration.token,

@@ -269,6 +269,7 @@ function progressDelayMs(): number {
 
 /** Events that print nothing for humans (they leave the progress line up). */
 const SILENT_EVENTS = new Set([
+  "run.started",
   "state.updated",
   "usage.updated",
   "agent.update",

@@ -2,9 +2,9 @@
  * `runner serve`: reaps agents a crashed predecessor left, fails its
  * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT refuses new
  * runs (`/healthz` answers 503 while runs drain), cancels active runs
- * (`runner.shutting_down`) so their streams end with a terminal event, waits
- * for every agent to be torn down, stops listening, closes the store and
- * exits 0.
+ * (`runner.shutting_down`) so their streams end with a terminal event, stops
+ * the warm agents, waits for every agent to be torn down, stops listening,
+ * closes the store and exits 0.
  *
  * @module
  */
@@ -24,6 +24,7 @@ import { createLogger, type Logger } from "../log.ts";
 import { createMetrics, type Metrics } from "../server/metrics.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager, type RunManager } from "../run/manager.ts";
+import { createWarmPool, type WarmPool } from "../run/warm_pool.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
@@ -96,6 +97,8 @@ interface RunServices {
   hub?: HubListener;
   /** The run manager. */
   manager: RunManager;
+  /** Conversations' agents kept warm between runs. */
+  warmPool: WarmPool;
 }
 
 /** Runs `runner serve`; returns the exit code. */
@@ -163,6 +166,7 @@ async function startRunServices(
 ): Promise<RunServices | number> {
   const metrics = createMetrics();
   const assets = createAssetsHook({ log });
+  const warmPool = createWarmPool({ ...config.warmAgents, log });
   let hub: HubListener | undefined;
   if (config.daemon.enabled) {
     try {
@@ -207,8 +211,9 @@ async function startRunServices(
     ),
     secrets,
     log,
+    warmPool,
   });
-  return { metrics, assets, hub, manager };
+  return { metrics, assets, hub, manager, warmPool };
 }
 
 /**
@@ -220,7 +225,7 @@ async function serveUntilSignal(
   services: RunServices,
 ): Promise<number> {
   const { config, secrets, log, store } = context;
-  const { metrics, assets, hub, manager } = services;
+  const { metrics, assets, hub, manager, warmPool } = services;
   let shuttingDown = false;
   const app = createServerApp({
     manager,
@@ -230,6 +235,7 @@ async function serveUntilSignal(
     log,
     secrets,
     isShuttingDown: () => shuttingDown,
+    warmAgents: warmPool,
     daemons: hub && {
       list: () => describeDaemons(hub!.hub),
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
@@ -239,6 +245,7 @@ async function serveUntilSignal(
   try {
     listener = await listen(config, app.fetch, log);
   } catch (error) {
+    await warmPool.close();
     await hub?.close();
     await assets.close();
     store.close();
@@ -269,6 +276,8 @@ async function serveUntilSignal(
       "The runner is shutting down; start the run again once it is back.",
     ),
   );
+  // Idle agents go too: none outlives the runner.
+  await warmPool.close();
   await listener.close();
   await hub?.close();
   await assets.close();

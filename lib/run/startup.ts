@@ -119,7 +119,8 @@ async function launchAgent(
   }
 }
 
-function connectTransport(
+/** Opens the run's ACP connection over a launched (or warm) agent's streams. */
+export function connectTransport(
   run: RunContext,
   { transport, connectAgent }: {
     transport: AgentTransport;

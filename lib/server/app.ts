@@ -20,6 +20,7 @@ import {
 import type { ServeConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
+import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerRunRoutes } from "./runs.ts";
@@ -40,6 +41,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   guardRequestSources(app, options.config);
   guardApiRoutes(app, options.config);
   registerMetaRoutes(app, context);
+  registerAgentRoutes(app, context);
   registerRunRoutes(app, context);
   registerN8nRoutes(app, context);
   return app;

@@ -12,6 +12,10 @@ import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 import {
+  checkWarmPoolOptions,
+  type WarmPoolSettings,
+} from "../run/warm_pool.ts";
+import {
   invalidConfig,
   parseServeFlags,
   readServeOptions,
@@ -79,6 +83,8 @@ export interface ServeConfig {
   allowedOrigins: string[];
   /** Connection limits of the HTTP listener (and the hub's). */
   limits: ListenerLimits;
+  /** The warm pool's bounds (`agent-idle-timeout`, `max-warm-agents`; `docs/runs.md`). */
+  warmAgents: WarmPoolSettings;
 }
 
 /** Connection limits, in the units of the flags. */
@@ -138,6 +144,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --keepalive-seconds N       keep-alive on silent SSE/NDJSON/n8n streams (default 15)
   --log-level LEVEL           debug | info | warn | error (default info)
   --log-format FORMAT         json | text (default: text on a terminal, else json)
+  --agent-idle-timeout S      seconds an agent stays warm between runs (default 300; 0 off)
+  --max-warm-agents N         warm agents at most, LRU stopped first (default 16)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
@@ -254,6 +262,10 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       requestTimeout: server["request-timeout"] as number,
       keepAliveTimeout: server["keep-alive-timeout"] as number,
     },
+    warmAgents: {
+      idleTimeout: server["agent-idle-timeout"] as number,
+      maxAgents: server["max-warm-agents"] as number,
+    },
   };
 }
 
@@ -321,6 +333,7 @@ function validateServeConfig(config: ServeConfig): void {
   if (config.maxBodyMb <= 0) {
     throw invalidConfig("max-body-mb: must be greater than 0.");
   }
+  checkWarmPoolOptions(config.warmAgents);
   validateLimits(config);
   if (config.keepaliveSeconds <= 0) {
     throw invalidConfig("keepalive-seconds: must be greater than 0.");

@@ -41,6 +41,8 @@ const SERVER_KEYS: Record<string, ServerKey> = {
     choices: ["debug", "info", "warn", "error"],
   },
   "log-format": { kind: "string", choices: ["json", "text"] },
+  "agent-idle-timeout": { kind: "number", default: 300 },
+  "max-warm-agents": { kind: "number", default: 16 },
   "n8n-auth": {
     kind: "string",
     default: "none",

@@ -13,6 +13,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { RunManager, StartOutcome } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
+import type { WarmAgentsView } from "../run/warm_pool.ts";
 import { redactSecrets } from "../secrets.ts";
 import type { ServeConfig } from "./config.ts";
 import type { RunStore } from "../store/types.ts";
@@ -35,6 +36,8 @@ export interface ServerAppOptions {
   isShuttingDown?: () => boolean;
   /** The daemon hub's view, when `--daemon-enabled`. */
   daemons?: DaemonsView;
+  /** The warm pool (`GET`/`DELETE /v1/agents`, `/metrics`). */
+  warmAgents?: WarmAgentsView;
   /** Live events held per stream reader before it catches up from the store. */
   maxPendingEvents?: number;
 }
@@ -50,9 +53,14 @@ export interface DaemonsView {
 /** What every route module gets. */
 export interface ServerContext extends
   Required<
-    Omit<ServerAppOptions, "secrets" | "daemons" | "maxPendingEvents">
+    Omit<
+      ServerAppOptions,
+      "secrets" | "daemons" | "warmAgents" | "maxPendingEvents"
+    >
   > {
   daemons?: DaemonsView;
+  /** The warm pool, when the runner keeps one. */
+  warmAgents?: WarmAgentsView;
   /** Live events held per stream reader (default: the stream's own). */
   maxPendingEvents?: number;
   /** Values never returned in a response. */

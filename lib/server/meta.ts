@@ -7,6 +7,7 @@
 
 import type { Hono } from "hono";
 import { RunnerError } from "../errors.ts";
+import { warmAgentMetricLines } from "./agents.ts";
 import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { listProviders } from "../providers.ts";
@@ -65,7 +66,8 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
     "/metrics",
     async (c) =>
       c.body(
-        await ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
+        await ctx.metrics.render(manager.active().length, daemonGauges(ctx)) +
+          warmAgentMetricLines(ctx).map((line) => `${line}\n`).join(""),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",
@@ -128,7 +130,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     }));
   });
 
-  app.delete("/v1/conversations/:id", (c) => {
+  app.delete("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
     const active = manager.activeForConversation(conversationId);
     if (active) {
@@ -137,9 +139,12 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
         `Conversation ${conversationId} has an active run (${active.runId}); cancel it first (POST /v1/runs/${active.runId}/cancel).`,
       );
     }
+    const deletedSessions = store.deleteSessions(conversationId);
+    // The conversation's warm agents hold the forgotten sessions: stop them.
+    await ctx.warmAgents?.forgetConversation(conversationId);
     return c.json({
       conversation_id: conversationId,
-      deleted_sessions: store.deleteSessions(conversationId),
+      deleted_sessions: deletedSessions,
     });
   });
 }

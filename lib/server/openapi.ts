@@ -14,6 +14,7 @@ import {
   operatorPaths,
   runCollectionPaths,
   singleRunPaths,
+  warmAgentPaths,
 } from "./openapi_paths.ts";
 import { componentSchemas } from "./openapi_schemas.ts";
 
@@ -117,6 +118,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...runCollectionPaths(),
       ...singleRunPaths(),
       ...operatorPaths(),
+      ...warmAgentPaths(),
       ...n8nPaths(),
     },
   };

@@ -22,7 +22,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     "Invalid request or run config (`http.bad_request`, `config.invalid`, `provider.*`, `prompt.attachment_invalid`).",
   401: "Missing or wrong credentials (`http.unauthorized`).",
   403: "A run setting the operator did not allow (`http.forbidden`).",
-  404: "Unknown run, conversation or daemon hub (`http.not_found`).",
+  404:
+    "Unknown run, conversation, daemon hub or idle warm agent (`http.not_found`).",
   409:
     "The run or conversation does not allow this now (`http.conflict`, `http.conversation_busy`).",
   413:
@@ -307,6 +308,37 @@ export function operatorPaths(): Record<string, Schema> {
         responses: {
           "200": json(ref("ConversationForgotten")),
           ...errors(400, 401, 409),
+        },
+      },
+    },
+  };
+}
+
+/** `/v1/agents`: the warm pool (`docs/runs.md`, "Warm agents"). */
+export function warmAgentPaths(): Record<string, Schema> {
+  return {
+    "/v1/agents": {
+      get: {
+        operationId: "listWarmAgents",
+        summary:
+          "Warm agents idle between a conversation's runs (conversation, provider, idle since)",
+        responses: { "200": json(ref("WarmAgents")), ...errors(401) },
+      },
+    },
+    "/v1/agents/{id}": {
+      delete: {
+        operationId: "stopWarmAgent",
+        summary:
+          "Stop an idle warm agent (the conversation's next run starts cold)",
+        parameters: [{
+          name: "id",
+          in: "path",
+          required: true,
+          schema: { type: "string" },
+        }],
+        responses: {
+          "200": json(ref("WarmAgentStopped")),
+          ...errors(401, 404),
         },
       },
     },

@@ -173,6 +173,27 @@ function serviceSchemas(): Record<string, Schema> {
   };
 }
 
+/** `GET`/`DELETE /v1/agents`: the warm pool. */
+function warmAgentSchemas(): Record<string, Schema> {
+  return {
+    WarmAgents: object({
+      agents: {
+        type: "array",
+        description: "Least recently used first.",
+        items: object({
+          agent_id: string,
+          conversation_id: string,
+          provider: string,
+          location: string,
+          session_id: string,
+          idle_since: timestamp,
+        }),
+      },
+    }),
+    WarmAgentStopped: object({ agent_id: string, stopped: { const: true } }),
+  };
+}
+
 function n8nSchemas(): Record<string, Schema> {
   return {
     N8nRequest: {
@@ -222,5 +243,10 @@ function n8nSchemas(): Record<string, Schema> {
 
 /** Every component schema of the document. */
 export function componentSchemas(): Record<string, Schema> {
-  return { ...serviceSchemas(), ...runSchemas(), ...n8nSchemas() };
+  return {
+    ...serviceSchemas(),
+    ...runSchemas(),
+    ...warmAgentSchemas(),
+    ...n8nSchemas(),
+  };
 }
