@@ -33,7 +33,9 @@ export interface RunConfig {
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
-  permissionDecision: PermissionKind;
+  permissionDecision: PermissionKind | "ask";
+  permissionTimeout: number;
+  permissionFallback: PermissionKind;
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;
@@ -128,6 +130,16 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     field: "permissionDecision",
     kind: "string",
     default: "allow_once",
+  },
+  "permission-timeout": {
+    field: "permissionTimeout",
+    kind: "seconds",
+    default: 120,
+  },
+  "permission-fallback": {
+    field: "permissionFallback",
+    kind: "string",
+    default: "reject_once",
   },
   "fs-read": { field: "fsRead", kind: "bool", default: false },
   "fs-write": { field: "fsWrite", kind: "bool", default: false },
@@ -333,7 +345,12 @@ export function parseRunConfig(
   const result = config as unknown as RunConfig;
   result.permissionDecision = parsePermissionDecision(
     result.permissionDecision,
+    { allowAsk: true },
   );
+  result.permissionFallback = parsePermissionDecision(
+    result.permissionFallback,
+    { key: "permission-fallback", fallback: "reject_once" },
+  ) as PermissionKind;
   if (!result.provider) {
     throw invalid("provider", "is required (a preset name or custom)");
   }

@@ -23,6 +23,10 @@ import {
   STEERING_QUEUE_LIMIT,
 } from "../run/engine.ts";
 import type { RemoteRunner } from "../run/manager.ts";
+import type {
+  AnswerOutcome,
+  PermissionAnswer,
+} from "../run/permission_desk.ts";
 
 /** Options of `createDaemonLocation` (`./daemon.ts`). */
 export interface DaemonLocationOptions {
@@ -57,6 +61,11 @@ interface DaemonRun {
   /** A `run.completed` held back while a follow-up job may continue the run. */
   held?: RunEvent;
   releaseAssets?: () => void;
+  /** Sends a permission answer to the current job, when its daemon can take one. */
+  answerPermission?: (
+    requestId: string,
+    answer: PermissionAnswer,
+  ) => AnswerOutcome;
 }
 
 /** Starts one run on the daemon `config.daemonId` names. */
@@ -99,6 +108,8 @@ export function startDaemonRun(
       run.closed = true;
       run.stop.abort();
     },
+    answerPermission: (requestId, answer) =>
+      answerDaemonPermission(run, requestId, answer),
     done,
   };
 }
@@ -299,4 +310,16 @@ function followUpInput(input: RunInput): RunInput {
   } catch {
     return { text: input.text ?? "" }; // buildPrompt refuses an empty input
   }
+}
+
+/**
+ * Forwards a person's permission answer to the daemon running the current
+ * job; "unknown" unless that job is waiting on that request.
+ */
+function answerDaemonPermission(
+  run: DaemonRun,
+  requestId: string,
+  answer: PermissionAnswer,
+): AnswerOutcome {
+  return run.answerPermission?.(requestId, answer) ?? "unknown";
 }

@@ -15,6 +15,10 @@ import {
   type EventEmitter,
   type TurnState,
 } from "./events.ts";
+import {
+  createPermissionDesk,
+  type PermissionDesk,
+} from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
 
@@ -60,6 +64,8 @@ export interface RunContext {
   connection?: AgentConnection;
   /** What prompt content the agent accepts, from `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** Open permission requests, when `permission-decision=ask`. */
+  readonly permissions?: PermissionDesk;
 }
 
 /** Sets up a run's state and starts its timeout. */
@@ -86,7 +92,20 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     });
   });
   aborted.catch(() => {});
+  const permissions = config.permissionDecision === "ask"
+    ? createPermissionDesk({
+      emit: emitter.emit,
+      timeoutSeconds: config.permissionTimeout,
+      fallback: config.permissionFallback,
+    })
+    : undefined;
+  if (permissions) {
+    abort.signal.addEventListener("abort", () => permissions.cancelAll(), {
+      once: true,
+    });
+  }
   return {
+    permissions,
     options,
     config,
     secrets: options.secrets ?? [],

@@ -101,12 +101,16 @@ function connectTransport(
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
     onPermission: (request) =>
-      answerPermission({
-        request,
-        wanted: config.permissionDecision,
-        cancelled: run.abort.signal.aborted,
-        emit: run.emitter.emit,
-      }),
+      run.permissions && !run.abort.signal.aborted
+        ? run.permissions.ask(request)
+        : answerPermission({
+          request,
+          wanted: config.permissionDecision === "ask"
+            ? config.permissionFallback
+            : config.permissionDecision,
+          cancelled: run.abort.signal.aborted,
+          emit: run.emitter.emit,
+        }),
     fs: {
       read: config.fsRead,
       write: config.fsWrite,

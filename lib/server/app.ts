@@ -21,6 +21,7 @@ import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerN8nRoutes } from "./n8n.ts";
+import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
 
 export type {
@@ -37,6 +38,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   guardApiRoutes(app, options.config);
   registerMetaRoutes(app, context);
   registerRunRoutes(app, context);
+  registerPermissionRoutes(app, context);
   registerN8nRoutes(app, context);
   return app;
 }

@@ -85,6 +85,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...metaPaths(),
       ...runCollectionPaths(),
       ...singleRunPaths(),
+      ...permissionPaths(),
       ...operatorPaths(),
       ...n8nPaths(),
     },
@@ -369,6 +370,48 @@ function n8nPaths(): Record<string, Schema> {
             content: { "application/json": { schema: { type: "object" } } },
           },
           ...errors(400, 401, 403, 409, 429, 502),
+        },
+      },
+    },
+  };
+}
+
+function permissionPaths(): Record<string, Schema> {
+  return {
+    "/v1/runs/{id}/permissions/{request_id}": {
+      post: {
+        summary: "Answer a permission request (permission-decision=ask)",
+        parameters: [runIdParam, {
+          name: "request_id",
+          in: "path",
+          required: true,
+          schema: { type: "string" },
+        }],
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: {
+                  option_id: { type: "string" },
+                  decision: {
+                    type: "string",
+                    enum: [
+                      "allow_once",
+                      "allow_always",
+                      "reject_once",
+                      "reject_always",
+                    ],
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          "200": json({ type: "object" }, "Answered"),
+          ...errors(400, 401, 404, 409),
         },
       },
     },
