@@ -24,6 +24,7 @@ const EXPECTED: Array<[string, string]> = [
   ["/v1/runs/{id}/events", "get"],
   ["/v1/runs/{id}/input", "post"],
   ["/v1/runs/{id}/cancel", "post"],
+  ["/v1/runs/{id}/permissions/{request_id}", "post"],
   ["/v1/providers", "get"],
   ["/v1/conversations/{id}", "get"],
   ["/v1/conversations/{id}", "delete"],

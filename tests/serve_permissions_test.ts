@@ -197,3 +197,39 @@ Deno.test("ask: cancelling the run answers the open request cancelled", async ()
     await late.body?.cancel();
   });
 });
+
+Deno.test("ask through the n8n webhook, where nobody can answer, takes the fallback at once", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const config = fixtureConfig(join(dir, "ws"), ["--permission"]);
+    const query = new URLSearchParams({
+      "acp-command": config["acp-command"] as string,
+      provider: "custom",
+      workspace: config.workspace as string,
+      "permission-decision": "ask",
+      "permission-fallback": "reject_always",
+      "permission-timeout": "1",
+    });
+    const response = await postJson(
+      `${serve.url}/v1/webhooks/n8n?stream=false&${query}`,
+      { chatInput: "write the file", session_id: "n8n-ask" },
+    );
+    assert.equal(response.status, 200);
+    const body = await response.json();
+    assert.equal(
+      body.response,
+      "permission: reject_always\necho: write the file (turn 1)",
+    );
+    const runs = await (await fetch(
+      `${serve.url}/v1/runs?conversation_id=n8n-ask`,
+    )).json();
+    const run = await (await fetch(
+      `${serve.url}/v1/runs/${runs.runs[0].run_id}`,
+    )).json();
+    const types = (run.events as RunEvent[]).map((event) => event.type);
+    assert.ok(!types.includes("permission.requested"));
+    const decided = (run.events as RunEvent[]).find((event) =>
+      event.type === "permission.decided"
+    )!;
+    assert.equal(decided.data.by, "policy");
+  });
+});

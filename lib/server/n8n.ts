@@ -213,6 +213,10 @@ function parseN8nRequest(
   const query = { ...c.req.query() };
   delete query.stream;
   const runConfig = resolveCallerConfig(ctx.config, query);
+  // Nobody can answer a permission request through the webhook.
+  if (runConfig.permissionDecision === "ask") {
+    runConfig.permissionDecision = runConfig.permissionFallback;
+  }
   const streaming = requestedFormat(c, body.stream) !== "json";
   return { text, conversationId, runConfig, streaming };
 }
