@@ -15,6 +15,7 @@ import { openStore } from "../lib/store/open.ts";
 import { tempDir, withServe } from "./serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [
+  ["/", "get"],
   ["/healthz", "get"],
   ["/metrics", "get"],
   ["/openapi.json", "get"],

@@ -20,6 +20,7 @@ import type { ServeConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import { registerMetaRoutes } from "./meta.ts";
+import { registerConsoleRoutes } from "./console.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
@@ -36,6 +37,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const app = new Hono();
   handleFailures(app, context);
   guardApiRoutes(app, options.config);
+  registerConsoleRoutes(app);
   registerMetaRoutes(app, context);
   registerRunRoutes(app, context);
   registerPermissionRoutes(app, context);

@@ -378,6 +378,18 @@ function n8nPaths(): Record<string, Schema> {
 
 function permissionPaths(): Record<string, Schema> {
   return {
+    "/": {
+      get: {
+        summary:
+          "The operator console (an HTML page; its data comes from /v1 with the same auth)",
+        responses: {
+          "200": {
+            description: "The console page",
+            content: { "text/html": { schema: { type: "string" } } },
+          },
+        },
+      },
+    },
     "/v1/runs/{id}/permissions/{request_id}": {
       post: {
         summary: "Answer a permission request (permission-decision=ask)",
