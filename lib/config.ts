@@ -22,6 +22,7 @@ export interface RunConfig {
   sessionCwd?: string;
   acpCommand?: string;
   envJson: Record<string, string>;
+  secretEnvNames: string[];
   reuseSession: boolean;
   createSessionIfMissing: boolean;
   streaming: boolean;
@@ -30,6 +31,7 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  replayQuietMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
@@ -77,6 +79,9 @@ interface KeySpec {
   max?: number;
 }
 
+/** A plain decimal number, as text (no hex, exponent, `+` or `Infinity`). */
+export const DECIMAL_PATTERN = /^-?\d+(\.\d+)?$/;
+
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
 const MAX_TIMER_SECONDS = 2_147_483;
 
@@ -93,6 +98,7 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
   "session-cwd": { field: "sessionCwd", kind: "path" },
   "acp-command": { field: "acpCommand", kind: "string" },
   "env-json": { field: "envJson", kind: "json", default: {} },
+  "secret-env-names": { field: "secretEnvNames", kind: "list", default: [] },
   "reuse-session": { field: "reuseSession", kind: "bool", default: true },
   "create-session-if-missing": {
     field: "createSessionIfMissing",
@@ -117,6 +123,12 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     field: "lateUpdateMs",
     kind: "number",
     default: 150,
+    max: 5000,
+  },
+  "replay-quiet-ms": {
+    field: "replayQuietMs",
+    kind: "number",
+    default: 200,
     max: 5000,
   },
   "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },
@@ -243,10 +255,16 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
     case "seconds":
     case "number":
     case "port": {
-      const number = typeof value === "number" ? value : Number(String(value));
-      if (!Number.isFinite(number) || String(value).trim() === "") {
-        throw invalid(key, "must be a number");
+      if (
+        typeof value !== "number" && !DECIMAL_PATTERN.test(String(value).trim())
+      ) {
+        throw invalid(
+          key,
+          `must be a number, written in decimal (got "${value}")`,
+        );
       }
+      const number = typeof value === "number" ? value : Number(String(value));
+      if (!Number.isFinite(number)) throw invalid(key, "must be a number");
       if (spec.kind === "port") {
         if (!Number.isInteger(number) || number < 0 || number > 65535) {
           throw invalid(key, "must be a port number 0-65535");
@@ -325,7 +343,7 @@ export function parseRunConfig(
       if (value === undefined || value === null) continue;
       const key = rawKey.replaceAll("_", "-");
       if (IGNORED_KEYS.has(key)) continue;
-      if (!(key in RUN_CONFIG_KEYS)) {
+      if (!Object.hasOwn(RUN_CONFIG_KEYS, key)) {
         throw invalid(
           key,
           `unknown config key. Known keys: ${
@@ -367,6 +385,12 @@ export function parseRunConfig(
   }
   if (result.sshTarget?.startsWith("-")) {
     throw invalid("ssh-target", "must not start with -");
+  }
+  if (result.location === "remote-ssh" && (result.fsRead || result.fsWrite)) {
+    throw invalid(
+      result.fsRead ? "fs-read" : "fs-write",
+      "is not available with location=remote-ssh: the runner would serve its own files, not the remote machine's. Leave fs-read and fs-write off (the agent reads and writes the remote workspace itself)",
+    );
   }
   if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
     throw invalid(

@@ -1,8 +1,9 @@
 /**
  * `runner run <provider> "prompt"`: one local run from the command line,
  * agent text streamed to stdout, progress on stderr, or one event per line
- * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 130 cancelled
- * by SIGINT, 143 cancelled by SIGTERM.
+ * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 3 the agent
+ * ended the turn as cancelled itself, 130 cancelled by SIGINT, 143 cancelled
+ * by SIGTERM.
  *
  * @module
  */
@@ -21,6 +22,7 @@ import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
+import type { RunResult } from "../run/types.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager } from "../run/manager.ts";
 import { defaultDataDir, openStore } from "../store/open.ts";
@@ -50,8 +52,9 @@ Options:
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
 
-Exit codes: 0 completed, 1 failed, 2 bad input, 130 cancelled by SIGINT (Ctrl-C),
-143 cancelled by SIGTERM.
+Exit codes: 0 completed, 1 failed, 2 bad input, 3 the agent ended the turn as
+cancelled on its own (run.agent_cancelled, e.g. after a rejected permission),
+130 cancelled by SIGINT (Ctrl-C), 143 cancelled by SIGTERM.
 `;
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -204,7 +207,7 @@ export async function runCommand(args: string[]): Promise<number> {
     registry: createReaperRegistry(join(dataDir, "agents")),
   });
   const print = eventPrinter(invocation.json);
-  let result: string | undefined;
+  let result: RunResult | undefined;
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
@@ -224,7 +227,7 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.addSignalListener(signal, listener);
       listeners.push([signal, listener]);
     }
-    result = (await run.done).status;
+    result = await run.done;
   } catch (error) {
     await assets.close();
     store.close();
@@ -236,9 +239,10 @@ export async function runCommand(args: string[]): Promise<number> {
   }
   await assets.close();
   store.close();
-  if (result === "completed") return 0;
+  if (result?.status === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
-  return result === "cancelled" ? 130 : 1;
+  if (result?.code === "run.agent_cancelled") return AGENT_CANCELLED_EXIT;
+  return result?.status === "cancelled" ? 130 : 1;
 }
 
 /** Prints run events, as JSON lines or for humans. */
@@ -253,6 +257,9 @@ function eventPrinter(json: boolean): (event: RunEvent) => void {
     printHuman(event, output);
   };
 }
+
+/** Exit code of a run whose agent ended the turn as cancelled on its own. */
+const AGENT_CANCELLED_EXIT = 3;
 
 /** Exit codes of a run cancelled by a signal (128 + the signal number). */
 const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [

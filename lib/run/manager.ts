@@ -27,7 +27,7 @@ import { type Admission, admitRun } from "./admission.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, startRun } from "./engine.ts";
-import { redactDeep } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
@@ -147,7 +147,11 @@ function setUpRun(request: RunRequest, context: RunSetupContext): RunSetup {
     ...runAssetsSecrets(request.assets),
   ];
   const sessionKey = conversationId
-    ? sessionKeyOf(conversationId, config, launch.commandText)
+    ? sessionKeyOf(
+      conversationId,
+      config,
+      launch.sessionCommand ?? launch.commandText,
+    )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
     ? context.store.getSession(sessionKey)?.sessionId
@@ -273,6 +277,8 @@ function startAdmittedRun(
     run_id: runId,
     location: config.location,
     provider: config.provider,
+    command: redactSecrets(launch.commandText, secrets),
+    command_source: launch.commandSource,
   });
   return run;
 }

@@ -24,6 +24,7 @@ import { registerConsoleRoutes } from "./console.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
+import { checkRequestSource, originListed } from "./request_guard.ts";
 
 export type {
   DaemonsView,
@@ -36,6 +37,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const context = createServerContext(options);
   const app = new Hono();
   handleFailures(app, context);
+  guardRequestSources(app, options.config);
   guardApiRoutes(app, options.config);
   registerConsoleRoutes(app);
   registerMetaRoutes(app, context);
@@ -115,6 +117,45 @@ function handleFailures(app: Hono, ctx: ServerContext): void {
       ),
     )
   );
+}
+
+/**
+ * The `Host` and `Origin` rules on every route, and CORS answers for the
+ * origins the operator allowed (`--allowed-origins`).
+ */
+function guardRequestSources(app: Hono, config: ServeConfig): void {
+  const settings = {
+    checkHost: !config.apiToken || config.allowedHosts.length > 0,
+    listenHost: config.host,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  };
+  app.use("*", async (c, next) => {
+    const origin = c.req.header("origin");
+    checkRequestSource({
+      host: c.req.header("host"),
+      origin,
+      secFetchSite: c.req.header("sec-fetch-site"),
+    }, settings);
+    const cors = origin !== undefined && originListed(origin, settings);
+    if (cors && c.req.method === "OPTIONS") {
+      return c.body(null, 204, {
+        "access-control-allow-origin": origin,
+        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+        "access-control-allow-headers": c.req.header(
+          "access-control-request-headers",
+        ) ?? "authorization, content-type, last-event-id",
+        "access-control-max-age": "600",
+        "vary": "Origin",
+      });
+    }
+    await next();
+    if (cors) {
+      c.res.headers.set("access-control-allow-origin", origin);
+      c.res.headers.set("access-control-expose-headers", "x-run-id");
+      c.res.headers.append("vary", "Origin");
+    }
+  });
 }
 
 /** The body limit and bearer auth on `/v1`. */

@@ -44,13 +44,20 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/healthz", (c) => {
     const shuttingDown = ctx.isShuttingDown();
+    const store = ctx.store.health();
+    const status = shuttingDown
+      ? "shutting_down"
+      : store.ok
+      ? "ok"
+      : "degraded";
     return c.json(
-      {
-        status: shuttingDown ? "shutting_down" : "ok",
+      ctx.redact({
+        status,
         version: RUNNER_VERSION,
         active_runs: manager.active().length,
-      },
-      shuttingDown ? 503 : 200,
+        store: store.ok ? { ok: true } : { ok: false, error: store.error },
+      }),
+      status === "ok" ? 200 : 503,
     );
   });
 

@@ -14,7 +14,12 @@ import type { ManagedRun } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
-import { readJsonObject, type ServerContext } from "./context.ts";
+import {
+  failIfOrphaned,
+  failOrphanedRuns,
+  readJsonObject,
+  type ServerContext,
+} from "./context.ts";
 import {
   eventStreamResponse,
   followRunEvents,
@@ -125,6 +130,22 @@ export function finalMessage(events: RunEvent[]): string {
   return "";
 }
 
+/**
+ * The stored run; one the store shows active while no process owns it any
+ * more (crashed, a zombie, a reused pid) is ended with `runner.restarted`
+ * first.
+ */
+function currentRecord(
+  ctx: ServerContext,
+  runId: string,
+): RunRecord | undefined {
+  const record = ctx.store.getRun(runId);
+  if (record?.status !== "active" || ctx.manager.get(runId)) return record;
+  return failOrphanedRuns(ctx.store, runId).length
+    ? ctx.store.getRun(runId)
+    : record;
+}
+
 function notFound(runId: string): RunnerError {
   return new RunnerError(
     "http.not_found",
@@ -181,7 +202,12 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   ) {
     if (format !== "json") {
       return eventStreamResponse(
-        followRunEvents({ store, runId: run.runId, run }),
+        followRunEvents({
+          store,
+          runId: run.runId,
+          run,
+          maxPendingEvents: ctx.maxPendingEvents,
+        }),
         format,
         {
           headers: { "x-run-id": run.runId },
@@ -270,7 +296,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id", (c) => {
     const runId = c.req.param("id");
-    const record = store.getRun(runId);
+    const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
@@ -280,7 +306,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id/events", (c) => {
     const runId = c.req.param("id");
-    const record = store.getRun(runId);
+    const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
@@ -294,7 +320,14 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
       );
     }
     return eventStreamResponse(
-      followRunEvents({ store, runId, run: manager.get(runId), after }),
+      followRunEvents({
+        store,
+        runId,
+        run: manager.get(runId),
+        after,
+        maxPendingEvents: ctx.maxPendingEvents,
+        failIfOrphaned: (id) => failIfOrphaned(store, id),
+      }),
       format,
     );
   });
@@ -302,7 +335,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
 /** `POST /v1/runs/:id/input` and `POST /v1/runs/:id/cancel`. */
 function registerControlRoutes(app: Hono, ctx: ServerContext): void {
-  const { store, manager } = ctx;
+  const { manager } = ctx;
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
@@ -313,7 +346,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
     );
     const run = manager.get(runId);
     if (!run) {
-      const record = store.getRun(runId);
+      const record = currentRecord(ctx, runId);
       if (!record) throw notFound(runId);
       throw new RunnerError(
         "http.conflict",
@@ -353,7 +386,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
       run.handle.cancel();
       await run.done;
     }
-    const record = store.getRun(runId);
+    const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(
       ctx.redact({
