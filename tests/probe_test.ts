@@ -16,8 +16,8 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
-  assert.equal(report.protocolVersion, 1);
-  assert.deepEqual(report.agentInfo, {
+  assert.equal(report.protocol_version, 1);
+  assert.deepEqual(report.agent_info, {
     name: "fixture-agent",
     version: "1.0.0",
   });
@@ -25,7 +25,12 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.ok(report.capabilities.sessionCapabilities.resume);
   assert.equal(report.capabilities.promptCapabilities.image, true);
   assert.equal(report.capabilities.mcpCapabilities.http, true);
-  assert.equal(report.sessionOk, true);
+  assert.equal(report.session_ok, true);
+  assert.equal(report.exit_code, 0);
+  assert.ok(
+    Object.keys(report).every((key) => /^[a-z0-9_]+$/.test(key)),
+    `not snake_case: ${Object.keys(report)}`,
+  );
 });
 
 Deno.test("probe --handshake-only initializes but never opens a session", async () => {
@@ -41,8 +46,8 @@ Deno.test("probe --handshake-only initializes but never opens a session", async 
   assert.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
-  assert.equal(report.protocolVersion, 1);
-  assert.equal(report.sessionOk, undefined);
+  assert.equal(report.protocol_version, 1);
+  assert.equal(report.session_ok, undefined);
   const methods = readRecord(record).map((line) => line.method)
     .filter(Boolean);
   assert.deepEqual(methods, ["initialize"]);
@@ -99,7 +104,7 @@ Deno.test("probe of a stalling agent reports handshake_timeout (124)", async () 
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "handshake_timeout");
   assert.equal(report.error.code, "acp.initialize_timeout");
-  assert.match(report.stderrTail, /FIXTURE_SECRET_MARKER/);
+  assert.match(report.stderr_tail, /FIXTURE_SECRET_MARKER/);
 });
 
 Deno.test("probe of a wrong protocol version reports incompatible_protocol (3)", async () => {
@@ -165,7 +170,7 @@ Deno.test("probe --recovery says resume, load, or fails for a broken load", asyn
       assert.equal(result.code, 6);
       const report = JSON.parse(result.stdout);
       assert.equal(report.outcome, "recovery_failed");
-      assert.equal(report.recoveryPrompted, true);
+      assert.equal(report.recovery_prompted, true);
       assert.match(
         report.error.message,
         /could not restore a prompted session created by another process/,
@@ -203,7 +208,7 @@ Deno.test("probe --recovery prompts once, so agents that save only prompted sess
     assert.equal(code, 0, JSON.stringify(report));
     assert.equal(report.outcome, "ok");
     assert.equal(report.recovery, "resume");
-    assert.equal(report.recoveryPrompted, true);
+    assert.equal(report.recovery_prompted, true);
     assert.equal(prompts.length, 1);
     assert.deepEqual((prompts[0].params as { prompt: unknown }).prompt, [
       { type: "text", text: RECOVERY_PROMPT },
@@ -230,7 +235,7 @@ Deno.test("probe --recovery --no-prompt is inconclusive, not failed, for an unpr
     );
     assert.equal(code, 7);
     assert.equal(report.outcome, "inconclusive");
-    assert.equal(report.recoveryPrompted, false);
+    assert.equal(report.recovery_prompted, false);
     assert.equal(prompts.length, 0);
     assert.match(report.error.message, /never prompted/);
     assert.match(report.error.message, /session\/resume with error -32002/);
@@ -273,10 +278,10 @@ Deno.test("an agent that dies during initialize is agent_exited (8) with its std
   assert.equal(report.outcome, "agent_exited");
   assert.equal(report.error.code, "acp.process_exited");
   assert.match(
-    report.stderrTail,
+    report.stderr_tail,
     /Error: fixture could not start: no model configured/,
   );
-  assert.ok(!report.stderrTail.includes("\x1b"), "ANSI codes in stderr tail");
+  assert.ok(!report.stderr_tail.includes("\x1b"), "ANSI codes in stderr tail");
 });
 
 Deno.test("probe goose fails with the seed's reason and the custom hint", async () => {

@@ -120,7 +120,7 @@ Deno.test("a preset runs the agent's own executable from PATH when the registry 
   assert.equal(probe.code, 0, probe.stdout);
   const report = JSON.parse(probe.stdout);
   assert.equal(report.command, "codex-acp");
-  assert.equal(report.commandSource, "executable");
+  assert.equal(report.command_source, "executable");
   const human = await runCli(["probe", "codex", "--workspace", tempDir()], {
     env,
   });
@@ -152,9 +152,9 @@ Deno.test("without the executable on PATH a preset falls back to its pinned npx 
   );
   const report = JSON.parse(probe.stdout);
   assert.equal(report.command, "npx -y @zed-industries/codex-acp@0.16.0");
-  assert.equal(report.commandSource, "fallback");
+  assert.equal(report.command_source, "fallback");
   assert.equal(report.outcome, "agent_exited");
-  assert.match(report.stderrTail, /ENOTCACHED/);
+  assert.match(report.stderr_tail, /ENOTCACHED/);
   const providers = await runCli(["providers"], { env });
   assert.match(
     providers.stdout,

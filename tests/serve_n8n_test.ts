@@ -66,7 +66,7 @@ Deno.test("the n8n webhook streams item objects then end, in the n8n shape", asy
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("the n8n webhook reports a failed run as an error item before end", async () => {
+Deno.test("the n8n webhook reports a failed run as a readable item before end, or as an error object with ?errors=json", async () => {
   const dir = tempDir();
   await withServe({
     args: [
@@ -81,15 +81,40 @@ Deno.test("the n8n webhook reports a failed run as an error item before end", as
       }),
     );
     assert.deepEqual(items.at(-1), { type: "end" });
-    const error = items.at(-2)!;
-    assert.equal(error.type, "error");
-    assert.match(String(error.content), /fixture crashing/);
+    const failure = items.at(-2)!;
+    assert.equal(failure.type, "item");
+    assert.match(
+      String(failure.content),
+      /^(\n\n)?⚠ The agent run failed: .*fixture crashing.* \(acp\.process_exited\)$/s,
+    );
+    assert.ok(
+      items.every((item) => item.type === "item" || item.type === "end"),
+    );
+
+    const machine = await jsonLines(
+      await postJson(`${serve.url}/v1/webhooks/n8n?errors=json`, {
+        chatInput: "boom",
+      }),
+    );
+    assert.deepEqual(machine.at(-1), { type: "end" });
+    assert.equal(machine.at(-2)!.type, "error");
+    assert.equal(machine.at(-2)!.code, "acp.process_exited");
+    assert.match(String(machine.at(-2)!.content), /fixture crashing/);
 
     const whole = await postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
       chatInput: "boom",
     });
-    assert.equal(whole.status, 502);
-    assert.equal((await whole.json()).error.code, "acp.process_exited");
+    assert.equal(whole.status, 200);
+    const readable = JSON.parse(await whole.text());
+    assert.match(readable.output, /^⚠ The agent run failed: /);
+    assert.equal(readable.error.code, "acp.process_exited");
+
+    const strict = await postJson(
+      `${serve.url}/v1/webhooks/n8n?stream=false&errors=json`,
+      { chatInput: "boom" },
+    );
+    assert.equal(strict.status, 502);
+    assert.equal((await strict.json()).error.code, "acp.process_exited");
   });
   await Deno.remove(dir, { recursive: true });
 });

@@ -105,8 +105,9 @@ export async function probeCommand(args: string[]): Promise<number> {
     promptTimeoutMs: promptTimeout * 1000,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
   });
-  if (values.json) console.log(JSON.stringify(report, null, 2));
-  else console.log(formatProbeReport(report));
+  if (values.json) {
+    console.log(JSON.stringify(probeReportJson(report), null, 2));
+  } else console.log(formatProbeReport(report));
   return report.exitCode;
 }
 
@@ -180,4 +181,27 @@ function capabilityLines(report: ProbeReport): string[] {
     `mcpCapabilities: ${JSON.stringify(caps.mcpCapabilities ?? {})}`,
     `authMethods: ${methods.join(", ") || "none"}`,
   ];
+}
+
+/**
+ * The report as `--json` prints it: snake_case keys like every other JSON
+ * the runner prints; the agent's own ACP objects (`agent_info`,
+ * `capabilities`, `auth_methods`) as the agent sent them.
+ */
+export function probeReportJson(report: ProbeReport): Record<string, unknown> {
+  return {
+    outcome: report.outcome,
+    exit_code: report.exitCode,
+    command: report.command,
+    agent_info: report.agentInfo,
+    protocol_version: report.protocolVersion,
+    capabilities: report.capabilities,
+    auth_methods: report.authMethods,
+    command_source: report.commandSource,
+    session_ok: report.sessionOk,
+    recovery_prompted: report.recoveryPrompted,
+    recovery: report.recovery,
+    error: report.error,
+    stderr_tail: report.stderrTail,
+  };
 }

@@ -24,6 +24,8 @@ import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { RunResult } from "../run/types.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
+import { createProgress } from "./progress.ts";
+import { readPromptText } from "./prompt_input.ts";
 import { createRunManager } from "../run/manager.ts";
 import { defaultDataDir, openStore } from "../store/open.ts";
 import {
@@ -33,10 +35,14 @@ import {
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
+       runner run <provider> [options] -        (the prompt from standard input)
+       some-command | runner run <provider> [options]
 
 Runs one prompt with an ACP agent on this machine and streams its answer.
+On a terminal a progress line shows while the agent starts.
 
 Options:
+  --prompt-file PATH     read the prompt from a file
   --workspace DIR        the agent's working directory (default: the current
                          directory; absolute or ~/…; created if missing)
   --acp-command CMD      the agent command (required for provider=custom)
@@ -114,6 +120,7 @@ function parseRunFlags(args: string[]) {
       json: { type: "boolean" },
       "data-dir": { type: "string" },
       "run-id": { type: "string" },
+      "prompt-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -154,8 +161,16 @@ async function readRunInvocation(
     return 0;
   }
   const [provider, ...words] = positionals;
-  const text = words.join(" ");
-  let config;
+  if (!provider && !values.provider) {
+    return reportUsageError(
+      new RunnerError(
+        "config.invalid",
+        'Give a provider: runner run <provider> "prompt" (runner providers lists them).',
+      ),
+      "run",
+    );
+  }
+  let config, text;
   const attachments: Attachment[] = [];
   try {
     config = parseRunConfig({
@@ -172,10 +187,15 @@ async function readRunInvocation(
     for (const spec of values.attach ?? []) {
       attachments.push(await attachmentFrom(spec));
     }
+    text = await readPromptText({
+      words,
+      promptFile: values["prompt-file"],
+      hasAttachments: attachments.length > 0,
+    });
     if (!text && !attachments.length) {
       throw new RunnerError(
         "config.invalid",
-        'Give a prompt: runner run <provider> "prompt".',
+        'Give a prompt: runner run <provider> "prompt", - for standard input, or --prompt-file.',
       );
     }
   } catch (error) {
@@ -201,12 +221,18 @@ export async function runCommand(args: string[]): Promise<number> {
   await reapLeftoverGroups(join(dataDir, "agents"));
   const store = openStore({ dataDir });
   const assets = createAssetsHook({ log: () => {} });
+  const progress = createProgress({
+    enabled: !invocation.json && Deno.stdout.isTerminal() &&
+      Deno.stderr.isTerminal(),
+    delayMs: progressDelayMs(),
+  });
   const manager = createRunManager({
     assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
+    log: progress.log,
   });
-  const print = eventPrinter(invocation.json);
+  const print = eventPrinter(invocation.json, progress.done);
   let result: RunResult | undefined;
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
@@ -233,6 +259,7 @@ export async function runCommand(args: string[]): Promise<number> {
     store.close();
     return reportFailure(error);
   } finally {
+    progress.done();
     for (const [signal, listener] of listeners) {
       Deno.removeSignalListener(signal, listener);
     }
@@ -245,8 +272,28 @@ export async function runCommand(args: string[]): Promise<number> {
   return result?.status === "cancelled" ? 130 : 1;
 }
 
-/** Prints run events, as JSON lines or for humans. */
-function eventPrinter(json: boolean): (event: RunEvent) => void {
+/** How long the agent may take before the progress line shows (`RUNNER_PROGRESS_DELAY_MS`, default 1 s). */
+function progressDelayMs(): number {
+  const value = Number(Deno.env.get("RUNNER_PROGRESS_DELAY_MS"));
+  return Number.isFinite(value) && value >= 0 ? value : 1000;
+}
+
+/** Events that print nothing for humans (they leave the progress line up). */
+const SILENT_EVENTS = new Set([
+  "state.updated",
+  "usage.updated",
+  "agent.update",
+  "thought.delta",
+]);
+
+/**
+ * Prints run events, as JSON lines or for humans; `beforeOutput` runs before
+ * the first event that prints (it erases the progress line).
+ */
+function eventPrinter(
+  json: boolean,
+  beforeOutput: () => void,
+): (event: RunEvent) => void {
   const encoder = new TextEncoder();
   const output: HumanOutput = { textOpen: false, wroteText: false };
   return (event) => {
@@ -254,6 +301,7 @@ function eventPrinter(json: boolean): (event: RunEvent) => void {
       Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
       return;
     }
+    if (!SILENT_EVENTS.has(event.type)) beforeOutput();
     printHuman(event, output);
   };
 }

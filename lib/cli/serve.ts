@@ -122,7 +122,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     return reportFailure(error);
   }
   const secrets = serveSecrets(config);
-  const log = createLogger({ secrets: () => secrets });
+  const log = createLogger({
+    secrets: () => secrets,
+    level: config.logLevel,
+    format: config.logFormat,
+  });
   const stopCatching = catchStrayRejections(log);
   try {
     return await serveWithLog(config, secrets, log);
@@ -253,7 +257,12 @@ async function serveUntilSignal(
   // Still listening while runs drain: /healthz answers 503, new runs are refused.
   shuttingDown = true;
   clearInterval(sweep);
-  log({ msg: "shutting down", signal, active_runs: manager.active().length });
+  log({
+    msg: "shutting down",
+    always: true,
+    signal,
+    active_runs: manager.active().length,
+  });
   await manager.shutdown(
     new RunnerError(
       "runner.shutting_down",
@@ -265,7 +274,7 @@ async function serveUntilSignal(
   await assets.close();
   closeStore(store, log);
   stopSignals.remove();
-  log({ msg: "stopped" });
+  log({ msg: "stopped", always: true });
   return 0;
 }
 

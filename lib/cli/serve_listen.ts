@@ -108,7 +108,11 @@ export async function listen(
       }). Choose another --host/--port.`,
     );
   }
-  log({ msg: "listening", url: listenUrl(config.host, listener.port) });
+  log({
+    msg: "listening",
+    always: true,
+    url: listenUrl(config.host, listener.port),
+  });
   return listener;
 }
 

@@ -23,7 +23,7 @@ import {
   steerActiveRun,
   trackRun,
 } from "./active_runs.ts";
-import { type Admission, admitRun } from "./admission.ts";
+import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, startRun } from "./engine.ts";
@@ -275,6 +275,7 @@ function startAdmittedRun(
   log({
     msg: "run started",
     run_id: runId,
+    conversation_id: conversationId,
     location: config.location,
     provider: config.provider,
     command: redactSecrets(launch.commandText, secrets),
@@ -297,6 +298,8 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     request: RunRequest,
     startOptions: StartOptions = {},
   ): StartOutcome {
+    // A request naming an existing run is a repeat, never a follow-up.
+    assertRunIdUnused(request.runId, { store: options.store, active });
     if (startOptions.steer !== false) {
       const steered = steerActiveRun(request, active);
       if (steered) return { kind: "steered", run: steered };

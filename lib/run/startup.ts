@@ -31,6 +31,7 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
   );
   startupAborted.catch(() => {});
   const transport = await launchAgent(run, startup, startupAborted);
+  run.log({ msg: "agent started", level: "debug" });
   const conn = connectTransport(run, transport);
   run.connection = conn;
   const initialized = await untilAborted(
@@ -40,7 +41,9 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
       startupAborted,
     ]),
   );
+  run.log({ msg: "agent initialized", level: "debug" });
   await openSession({ run, transport, conn, initialized, startupAborted });
+  run.log({ msg: "session ready", level: "debug" });
   run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
   return conn;
 }

@@ -8,7 +8,8 @@
  */
 
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { accessLog } from "./access_log.ts";
+import { limitBody } from "./body_limit.ts";
 import {
   errorResponse,
   safeEqual,
@@ -36,6 +37,7 @@ export type {
 export function createServerApp(options: ServerAppOptions): Hono {
   const context = createServerContext(options);
   const app = new Hono();
+  app.use("*", accessLog(context));
   handleFailures(app, context);
   guardRequestSources(app, options.config);
   guardApiRoutes(app, options.config);
@@ -72,7 +74,10 @@ function createServerContext(options: ServerAppOptions): ServerContext {
       });
       if (outcome.kind === "started") {
         const startedAt = performance.now();
-        options.metrics.trackRun(outcome.run.subscribe);
+        options.metrics.trackRun(outcome.run.subscribe, {
+          provider: request.config.provider,
+          location: request.config.location,
+        });
         outcome.run.done.then((result) =>
           log({
             msg: "run finished",
@@ -162,16 +167,13 @@ function guardRequestSources(app: Hono, config: ServeConfig): void {
 function guardApiRoutes(app: Hono, config: ServeConfig): void {
   app.use(
     "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyMb * 1024 * 1024,
-      onError: () =>
-        errorResponse(
-          new RunnerError(
-            "http.body_too_large",
-            `The request body exceeds ${config.maxBodyMb} MiB (--max-body-mb). Send smaller attachments or links.`,
-          ),
+    limitBody(config.maxBodyMb * 1024 * 1024, () =>
+      errorResponse(
+        new RunnerError(
+          "http.body_too_large",
+          `The request body exceeds ${config.maxBodyMb} MiB (--max-body-mb). Send smaller attachments or links.`,
         ),
-    }),
+      )),
   );
   app.use("/v1/*", async (c, next) => {
     const token = config.apiToken;

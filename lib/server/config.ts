@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { LogFormat, LogLevel } from "../log.ts";
 import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
@@ -32,7 +33,7 @@ export interface N8nSettings {
   headerName?: string;
   /** Header-auth header value. */
   headerValue?: string;
-  /** HS256 secret for JWT auth. */
+  /** The shared secret JWTs are signed with (HS256, HS384 or HS512). */
   jwtSecret?: string;
   /** The key holding the answer text in `stream=false` replies. */
   outputKey: string;
@@ -58,6 +59,12 @@ export interface ServeConfig {
   maxConcurrentRuns: number;
   /** Request bodies at most this many MiB. */
   maxBodyMb: number;
+  /** Seconds between keep-alives on a silent stream (SSE, NDJSON, n8n). */
+  keepaliveSeconds: number;
+  /** The least severe log level written. */
+  logLevel: LogLevel;
+  /** The log line format; undefined: text on a terminal, else JSON. */
+  logFormat?: LogFormat;
   /** The n8n webhook settings. */
   n8n: N8nSettings;
   /** Server-wide run defaults (kebab-case run-config keys). */
@@ -126,12 +133,15 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --header-timeout S          seconds to send a request's headers (default 10)
   --request-timeout S         seconds to send a whole request (default 300)
   --keep-alive-timeout S      idle seconds between requests (default 5)
+  --keepalive-seconds N       keep-alive on silent SSE/NDJSON/n8n streams (default 15)
+  --log-level LEVEL           debug | info | warn | error (default info)
+  --log-format FORMAT         json | text (default: text on a terminal, else json)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
   --n8n-auth-header-name H    header auth name
   --n8n-auth-header-value V   header auth value
-  --n8n-jwt-secret SECRET     HS256 secret for jwt auth
+  --n8n-jwt-secret SECRET     shared secret for jwt auth (HS256/HS384/HS512)
   --n8n-output-key KEY        answer key for stream=false (default response)
   --n8n-wait-seconds N        wait for a busy conversation (default 60)
   --daemon-enabled            listen for runner daemons (coding-relay-v1)
@@ -209,6 +219,9 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
     allowEnvNames: server["allow-env-names"] as string[],
     maxConcurrentRuns: server["max-concurrent-runs"] as number,
     maxBodyMb: server["max-body-mb"] as number,
+    keepaliveSeconds: server["keepalive-seconds"] as number,
+    logLevel: server["log-level"] as LogLevel,
+    logFormat: server["log-format"] as LogFormat | undefined,
     n8n: {
       auth: server["n8n-auth"] as N8nAuthMode,
       user: server["n8n-auth-user"] as string | undefined,
@@ -304,6 +317,9 @@ function validateServeConfig(config: ServeConfig): void {
     throw invalidConfig("max-body-mb: must be greater than 0.");
   }
   validateLimits(config);
+  if (config.keepaliveSeconds <= 0) {
+    throw invalidConfig("keepalive-seconds: must be greater than 0.");
+  }
   const n8n = config.n8n;
   if (n8n.auth === "basic" && (!n8n.user || !n8n.password)) {
     throw invalidConfig(
@@ -317,7 +333,7 @@ function validateServeConfig(config: ServeConfig): void {
   }
   if (n8n.auth === "jwt" && !n8n.jwtSecret) {
     throw invalidConfig(
-      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256 signing secret).",
+      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256/HS384/HS512 signing secret).",
     );
   }
 }

@@ -9,6 +9,7 @@
 import { parseArgs } from "node:util";
 import { DECIMAL_PATTERN, RUN_CONFIG_KEYS } from "../config.ts";
 import { RunnerError } from "../errors.ts";
+import { closestName } from "../providers.ts";
 
 interface ServerKey {
   kind: "string" | "number" | "bool" | "list";
@@ -33,6 +34,13 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "allow-env-names": { kind: "list", default: [] },
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
+  "keepalive-seconds": { kind: "number", default: 15 },
+  "log-level": {
+    kind: "string",
+    default: "info",
+    choices: ["debug", "info", "warn", "error"],
+  },
+  "log-format": { kind: "string", choices: ["json", "text"] },
   "n8n-auth": {
     kind: "string",
     default: "none",
@@ -150,9 +158,15 @@ export function parseServeFlags(args: string[]): Record<string, unknown> {
       allowPositionals: false,
     }).values;
   } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const flag = /'--([^' =]+)/.exec(message)?.[1];
+    const meant = (error as { code?: string }).code ===
+          "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag
+      ? closestName(flag, Object.keys(flagOptions))
+      : undefined;
     throw invalidConfig(
-      `${
-        error instanceof Error ? error.message : error
+      `${message.split("\n")[0]}${
+        meant ? ` (did you mean --${meant}?)` : ""
       } (see runner serve --help)`,
     );
   }

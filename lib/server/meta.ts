@@ -63,9 +63,9 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get(
     "/metrics",
-    (c) =>
+    async (c) =>
       c.body(
-        ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
+        await ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",

@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { Context } from "hono";
+import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import type { ManagedRun } from "../run/manager.ts";
@@ -191,9 +193,22 @@ export const STREAM_CONTENT_TYPES: Record<StreamFormat, string> = {
 
 const KEEPALIVE_MS = 15_000;
 
-/** Options for {@linkcode streamBody}. */
+/** How long an `EventSource` waits before it reconnects (the SSE `retry:` field). */
+export const SSE_RETRY_MS = 3_000;
+
+/**
+ * What a stream sends while the run is silent, so proxies with idle timeouts
+ * keep the connection: an SSE comment, or an empty line for NDJSON (NDJSON
+ * and n8n readers skip blank lines).
+ */
+export const KEEPALIVES: Record<StreamFormat, string> = {
+  sse: ": keepalive\n\n",
+  ndjson: "\n",
+};
+
+/** Options for {@linkcode eventStreamResponse}. */
 export interface StreamBodyOptions {
-  /** Sends an SSE comment this often so proxies keep the connection (SSE only). */
+  /** Sends a keep-alive this often while the run is silent (default 15 s). */
   keepaliveMs?: number;
   /** Called once the stream has ended or the client went away. */
   onEnd?: () => void;
@@ -244,11 +259,22 @@ export function textStream(
   });
 }
 
-/** Formats one event for `format`. */
-export function formatEvent(event: RunEvent, format: StreamFormat): string {
+/**
+ * Formats one event for `format`. SSE messages are named by the event type
+ * (`event:`), so a browser's `EventSource.onmessage` sees none of them;
+ * `retryMs` adds a `retry:` field (sent with a stream's first message).
+ */
+export function formatEvent(
+  event: RunEvent,
+  format: StreamFormat,
+  retryMs?: number,
+): string {
   const json = JSON.stringify(event);
   if (format === "ndjson") return json + "\n";
-  return `id: ${event.sequence ?? ""}\nevent: ${event.type}\ndata: ${json}\n\n`;
+  const retry = retryMs === undefined ? "" : `retry: ${retryMs}\n`;
+  return `${retry}id: ${
+    event.sequence ?? ""
+  }\nevent: ${event.type}\ndata: ${json}\n\n`;
 }
 
 /** A streaming response of a run's events in `format`. */
@@ -260,14 +286,18 @@ export function eventStreamResponse(
     headers?: Record<string, string>;
   } = {},
 ): Response {
+  let first = true;
   const body = textStream(
     async () => {
       const event = await follower.next();
-      return event ? formatEvent(event, format) : undefined;
+      if (!event) return undefined;
+      const retry = first ? SSE_RETRY_MS : undefined;
+      first = false;
+      return formatEvent(event, format, retry);
     },
     () => follower.close(),
     {
-      keepalive: format === "sse" ? ": keepalive\n\n" : undefined,
+      keepalive: KEEPALIVES[format],
       keepaliveMs: options.keepaliveMs,
       onEnd: options.onEnd,
     },
@@ -281,4 +311,25 @@ export function eventStreamResponse(
       ...options.headers,
     },
   });
+}
+
+/**
+ * The sequence a read resumes after: the larger of `?after=` and the
+ * `Last-Event-ID` header, so an `EventSource` whose URL carries `?after=0`
+ * repeats nothing when it reconnects.
+ */
+export function parseAfterSequence(c: Context): number {
+  const sequences = [c.req.query("after"), c.req.header("last-event-id")]
+    .filter((text): text is string => text !== undefined && text !== "")
+    .map((text) => {
+      const after = Number(text);
+      if (!Number.isInteger(after) || after < 0) {
+        throw new RunnerError(
+          "http.bad_request",
+          "after (or Last-Event-ID) must be a non-negative integer sequence.",
+        );
+      }
+      return after;
+    });
+  return Math.max(0, ...sequences);
 }
