@@ -56,6 +56,7 @@ export const RUN_EVENT_TYPES: readonly string[] = [
   "plan.updated",
   "usage.updated",
   "permission.requested",
+  "permission.unavailable",
   "permission.decided",
   "agent.update",
   "state.updated",

@@ -227,6 +227,11 @@ Deno.test("ask through the n8n webhook, where nobody can answer, takes the fallb
     )).json();
     const types = (run.events as RunEvent[]).map((event) => event.type);
     assert.ok(!types.includes("permission.requested"));
+    assert.equal(types[0], "permission.unavailable");
+    assert.deepEqual(run.events[0].data, {
+      reason: "the n8n webhook has no way to answer permission requests",
+      fallback: "reject_always",
+    });
     const decided = (run.events as RunEvent[]).find((event) =>
       event.type === "permission.decided"
     )!;

@@ -99,7 +99,16 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     });
   });
   aborted.catch(() => {});
-  const permissions = config.permissionDecision === "ask"
+  const askUnavailable = config.permissionDecision === "ask"
+    ? options.permissionAskUnavailable
+    : undefined;
+  if (askUnavailable) {
+    emitter.emit("permission.unavailable", {
+      reason: askUnavailable,
+      fallback: config.permissionFallback,
+    });
+  }
+  const permissions = config.permissionDecision === "ask" && !askUnavailable
     ? createPermissionDesk({
       emit: emitter.emit,
       timeoutSeconds: config.permissionTimeout,

@@ -206,6 +206,7 @@ function launchRun(options: LaunchRunOptions): RunHandle {
     emit,
     log,
     launch: prepared.launch,
+    permissionAskUnavailable: request.permissionAskUnavailable,
   });
   handle.done.finally(prepared.release);
   return handle;

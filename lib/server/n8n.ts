@@ -244,10 +244,6 @@ function parseN8nRequest(
     );
   }
   const runConfig = resolveCallerConfig(ctx.config, query);
-  // Nobody can answer a permission request through the webhook.
-  if (runConfig.permissionDecision === "ask") {
-    runConfig.permissionDecision = runConfig.permissionFallback;
-  }
   const streaming = requestedFormat(c, body.stream) !== "json";
   return { text, conversationId, runConfig, streaming, errors };
 }
@@ -263,6 +259,8 @@ async function startN8nRun(
       conversationId,
       input: { text: request.text },
       config: request.runConfig,
+      permissionAskUnavailable:
+        "the n8n webhook has no way to answer permission requests",
     }, { steer: false });
   const { run } = conversationId
     ? await startWhenConversationIdle({
