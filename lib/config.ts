@@ -41,7 +41,9 @@ export interface RunConfig {
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
-  permissionDecision: PermissionKind;
+  permissionDecision: PermissionKind | "ask";
+  permissionTimeout: number;
+  permissionFallback: PermissionKind;
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;

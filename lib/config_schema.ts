@@ -230,6 +230,26 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "permission-decision": {
     kind: "permission",
     schema: z.enum([
+      "ask",
+      "allow_once",
+      "allow_always",
+      "reject_once",
+      "reject_always",
+    ], {
+      error:
+        "must be one of ask, allow_once, allow_always, reject_once or reject_always",
+    }).default("allow_once").describe(
+      "`ask` (a person answers: `permission.requested`, then `POST /v1/runs/{id}/permissions/{request_id}`, the console or the `runner run` terminal prompt), `allow_once`, `allow_always`, `reject_once`, `reject_always`",
+    ),
+  },
+  "permission-timeout": seconds(
+    120,
+    "seconds an `ask` request waits for an answer before `permission-fallback` decides it" +
+      AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "permission-fallback": {
+    kind: "permission",
+    schema: z.enum([
       "allow_once",
       "allow_always",
       "reject_once",
@@ -237,8 +257,8 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     ], {
       error:
         "must be one of allow_once, allow_always, reject_once or reject_always",
-    }).default("allow_once").describe(
-      "`allow_once`, `allow_always`, `reject_once`, `reject_always`",
+    }).default("reject_once").describe(
+      "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
     ),
   },
   "fs-read": bool(

@@ -205,6 +205,8 @@ export const RUN_EVENT_TYPES: readonly string[] = [
   "tool.call.completed",
   "plan.updated",
   "usage.updated",
+  "permission.requested",
+  "permission.unavailable",
   "permission.decided",
   "agent.update",
   "state.updated",

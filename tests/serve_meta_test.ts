@@ -15,6 +15,7 @@ import { openStore } from "../lib/store/open.ts";
 import { tempDir, withServe } from "./serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [
+  ["/", "get"],
   ["/healthz", "get"],
   ["/metrics", "get"],
   ["/openapi.json", "get"],
@@ -24,6 +25,7 @@ const EXPECTED: Array<[string, string]> = [
   ["/v1/runs/{id}/events", "get"],
   ["/v1/runs/{id}/input", "post"],
   ["/v1/runs/{id}/cancel", "post"],
+  ["/v1/runs/{id}/permissions/{request_id}", "post"],
   ["/v1/providers", "get"],
   ["/v1/conversations/{id}", "get"],
   ["/v1/conversations/{id}", "delete"],

@@ -15,6 +15,7 @@ import {
   fixtureConfig,
   makeFifo,
   openGate,
+  readSse,
   type ServeProcess,
   withServe,
 } from "./serve_test_helpers.ts";
@@ -269,6 +270,50 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     await contract.check(
       "POST /v1/runs/{id}/cancel",
       await call("/v1/runs/none/cancel", { method: "POST" }),
+    );
+
+    // For people: the console page and permission answers.
+    await contract.check("GET /", await fetch(`${serve.url}/`));
+    const asked = await call("/v1/runs", {
+      json: {
+        input: "write",
+        config: {
+          ...fixtureConfig(join(dir, "ws"), ["--permission"]),
+          "permission-decision": "ask",
+        },
+      },
+    });
+    const askedEvents = readSse(asked.body!);
+    let requested: { run_id: string; data: { request_id: string } } | undefined;
+    for await (const message of askedEvents) {
+      if (message.event === "permission.requested") {
+        requested = JSON.parse(message.data);
+        break;
+      }
+    }
+    const answerPath = (runId: string, requestId: string) =>
+      `/v1/runs/${runId}/permissions/${requestId}`;
+    const answerRoute = "POST /v1/runs/{id}/permissions/{request_id}";
+    await contract.check(
+      answerRoute,
+      await call(answerPath(requested!.run_id, requested!.data.request_id), {
+        json: { decision: "allow_once" },
+      }),
+    );
+    for await (const _ of askedEvents) { /* to the terminal event */ }
+    await contract.check(
+      answerRoute,
+      await call(answerPath(requested!.run_id, "gone"), {
+        json: { decision: "allow_once" },
+      }),
+    );
+    await contract.check(
+      answerRoute,
+      await call(answerPath("none", "x"), { json: { decision: "allow_once" } }),
+    );
+    await contract.check(
+      answerRoute,
+      await call(answerPath("none", "x"), { json: {} }),
     );
 
     // Operator routes.

@@ -26,6 +26,10 @@ import type { RunResult } from "../run/types.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
+import {
+  createTerminalApprover,
+  terminalPermissionDecision,
+} from "./terminal_approvals.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
@@ -44,6 +48,10 @@ Options:
   --conversation ID      keep the agent's session across invocations
   --attach PATH|URL      attach a file or URL (repeatable)
   --reuse-session BOOL   reuse the stored session (default true)
+  --permission-decision  ask | allow_once | allow_always | reject_once |
+                         reject_always (default: ask on a terminal, where you
+                         answer [y]es once / [a]lways / [n]o / [N]ever;
+                         allow_once otherwise)
   --json                 print one run event per line (JSON)
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
@@ -165,6 +173,12 @@ async function readRunInvocation(
   try {
     config = parseRunConfig({
       ...configFromFlags(values),
+      "permission-decision": terminalPermissionDecision({
+        flag: values["permission-decision"],
+        fallback: values["permission-fallback"],
+        json: Boolean(values.json),
+        interactive: Deno.stdin.isTerminal() && Deno.stderr.isTerminal(),
+      }),
       provider: provider ?? values.provider,
       workspace: values.workspace ?? Deno.cwd(),
     });
@@ -232,6 +246,11 @@ export async function runCommand(args: string[]): Promise<number> {
     const outcome = manager.start(invocation.request);
     const run = outcome.run;
     run.subscribe(printer.print);
+    run.subscribe(createTerminalApprover({
+      answer: (requestId, answer) => {
+        run.handle.answerPermission(requestId, answer);
+      },
+    }));
     for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
       const listener = () => {
         signalExit ??= exitCode;

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
+import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
 import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
@@ -213,8 +215,10 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   });
   // The hub builds RunnerResult from all_content: the wire keeps it.
   const withAllContent = createEventRestorer({ allContent: true });
+  const hubAnswers = job.hubCapabilities.includes(PERMISSION_ASK_CAPABILITY);
   const handle = startRun({
     runId: plan.runId,
+    permissionAskUnavailable: hubAnswers ? undefined : ASK_UNAVAILABLE_HERE,
     input: plan.input,
     config: plan.config,
     storedSessionId: plan.storedSessionId,
@@ -230,8 +234,21 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     launch: agent.launch,
     warm: agent.warm,
   });
+  if (hubAnswers) {
+    job.onPermissionAnswer((requestId, answer) => {
+      try {
+        handle.answerPermission(requestId, answer as PermissionAnswer);
+      } catch (error) {
+        log({ msg: "permission answer refused", error: String(error) });
+      }
+    });
+  }
   return { handle, agent, groups, log };
 }
+
+/** Why `ask` falls back on a daemon whose hub cannot carry answers. */
+const ASK_UNAVAILABLE_HERE =
+  "the hub this daemon serves cannot carry permission answers (no permission.ask capability, e.g. LangBot's Python hub)";
 
 /** Waits for the run's end and confirms that its processes are gone. */
 async function finishJob(

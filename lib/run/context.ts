@@ -12,6 +12,10 @@ import { RunnerError } from "../errors.ts";
 import type { RunUsage } from "../events.ts";
 import { createEventEmitter, type TurnState } from "./events.ts";
 import { createDeltaCoalescer, type DeltaCoalescer } from "./coalesce.ts";
+import {
+  createPermissionDesk,
+  type PermissionDesk,
+} from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
 
@@ -65,6 +69,8 @@ export interface RunContext {
   connection?: AgentConnection;
   /** What prompt content the agent accepts, from `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** Open permission requests, when `permission-decision=ask`. */
+  readonly permissions?: PermissionDesk;
 }
 
 /** Sets up a run's state and starts its timeout. */
@@ -98,7 +104,29 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     });
   });
   aborted.catch(() => {});
+  const askUnavailable = config.permissionDecision === "ask"
+    ? options.permissionAskUnavailable
+    : undefined;
+  if (askUnavailable) {
+    emitter.emit("permission.unavailable", {
+      reason: askUnavailable,
+      fallback: config.permissionFallback,
+    });
+  }
+  const permissions = config.permissionDecision === "ask" && !askUnavailable
+    ? createPermissionDesk({
+      emit: emitter.emit,
+      timeoutSeconds: config.permissionTimeout,
+      fallback: config.permissionFallback,
+    })
+    : undefined;
+  if (permissions) {
+    abort.signal.addEventListener("abort", () => permissions.cancelAll(), {
+      once: true,
+    });
+  }
   return {
+    permissions,
     options,
     config,
     secrets,

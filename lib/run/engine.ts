@@ -11,6 +11,7 @@
 
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { createRunContext, type RunContext } from "./context.ts";
+import type { AnswerOutcome, PermissionAnswer } from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
 import { failRun, shutdown } from "./teardown.ts";
 import { finalAnswer, runTurns } from "./turn.ts";
@@ -36,6 +37,11 @@ export interface RunHandle {
   steer(input: RunInput): SteerOutcome;
   /** Cancels the run (`run.cancelled`), or ends it with another code. */
   cancel(reason?: RunnerError): void;
+  /**
+   * Answers an open permission request (`permission-decision=ask`); throws
+   * `http.bad_request` for an option the agent did not offer.
+   */
+  answerPermission(requestId: string, answer: PermissionAnswer): AnswerOutcome;
   /** Resolves once the terminal event has been emitted. */
   readonly done: Promise<RunResult>;
 }
@@ -57,6 +63,9 @@ export function startRun(options: RunEngineOptions): RunHandle {
       run.abort.abort(
         reason ?? new RunnerError("run.cancelled", "The run was cancelled."),
       );
+    },
+    answerPermission(requestId, answer) {
+      return run.permissions?.answer(requestId, answer) ?? "unknown";
     },
     done,
   };

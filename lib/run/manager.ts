@@ -212,6 +212,7 @@ function launchRun(options: LaunchRunOptions): RunHandle {
     log,
     launch: prepared.launch,
     warm: prepared.warm,
+    permissionAskUnavailable: request.permissionAskUnavailable,
   });
   handle.done.finally(prepared.release);
   return handle;

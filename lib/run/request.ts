@@ -29,6 +29,11 @@ export interface RunRequest {
    * upstream header values and the callback secret are redacted.
    */
   assets?: RunAssetsRequest;
+  /**
+   * Why nobody can answer this run's permission requests (e.g. the n8n
+   * webhook): `permission-decision=ask` then means `permission-fallback`.
+   */
+  permissionAskUnavailable?: string;
 }
 
 /** Launches a run at a location other than local (set by serve). */

@@ -134,12 +134,16 @@ export function connectTransport(
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
     onPermission: async (request) => {
-      const answer = await answerPermission({
-        request,
-        wanted: config.permissionDecision,
-        cancelled: run.abort.signal.aborted,
-        emit: run.emitter.emit,
-      });
+      const answer = run.permissions && !run.abort.signal.aborted
+        ? await run.permissions.ask(request)
+        : await answerPermission({
+          request,
+          wanted: config.permissionDecision === "ask"
+            ? config.permissionFallback
+            : config.permissionDecision,
+          cancelled: run.abort.signal.aborted,
+          emit: run.emitter.emit,
+        });
       if (isRejection(request, answer)) run.permissionRejected = true;
       return answer;
     },

@@ -61,6 +61,12 @@ export interface RunEngineOptions {
   secrets?: string[];
   /** Structured log lines (never secrets). */
   log?: (entry: Record<string, unknown>) => void;
+  /**
+   * Why nobody can answer a permission request here (n8n, a hub or daemon
+   * without `permission.ask`): `ask` then means `permission-fallback`, said
+   * once in a `permission.unavailable` event.
+   */
+  permissionAskUnavailable?: string;
   /** The conversation's warm agent, and where this run's agent goes when it completes. */
   warm?: WarmSlot;
 }

@@ -22,7 +22,9 @@ import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";
+import { registerConsoleRoutes } from "./console.ts";
 import { registerN8nRoutes } from "./n8n.ts";
+import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
 import { checkRequestSource, originListed } from "./request_guard.ts";
 
@@ -40,9 +42,11 @@ export function createServerApp(options: ServerAppOptions): Hono {
   handleFailures(app, context);
   guardRequestSources(app, options.config);
   guardApiRoutes(app, options.config);
+  registerConsoleRoutes(app);
   registerMetaRoutes(app, context);
   registerAgentRoutes(app, context);
   registerRunRoutes(app, context);
+  registerPermissionRoutes(app, context);
   registerN8nRoutes(app, context);
   return app;
 }

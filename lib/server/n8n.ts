@@ -260,6 +260,8 @@ async function startN8nRun(
       conversationId,
       input: { text: request.text },
       config: request.runConfig,
+      permissionAskUnavailable:
+        "the n8n webhook has no way to answer permission requests",
     }, { steer: false });
   const { run } = conversationId
     ? await startWhenConversationIdle({

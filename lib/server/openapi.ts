@@ -17,6 +17,7 @@ import {
   warmAgentPaths,
 } from "./openapi_paths.ts";
 import { componentSchemas } from "./openapi_schemas.ts";
+import { approvalPaths } from "./openapi_approval_paths.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -120,6 +121,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...operatorPaths(),
       ...warmAgentPaths(),
       ...n8nPaths(),
+      ...approvalPaths(),
     },
   };
 }

@@ -41,7 +41,7 @@ const ERROR_HEADERS: Record<number, Record<string, Schema>> = {
 };
 
 /** Error responses in the one error shape, for `statuses`, plus `default`. */
-function errors(...statuses: number[]): Record<string, Schema> {
+export function errors(...statuses: number[]): Record<string, Schema> {
   const error = { "application/json": { schema: ref("Error") } };
   return {
     ...Object.fromEntries(statuses.map((status) => [String(status), {
@@ -54,7 +54,11 @@ function errors(...statuses: number[]): Record<string, Schema> {
 }
 
 /** A JSON response. */
-function json(schema: Schema, description = "OK", headers?: Schema): Schema {
+export function json(
+  schema: Schema,
+  description = "OK",
+  headers?: Schema,
+): Schema {
   return {
     description,
     ...(headers ? { headers } : {}),

@@ -96,6 +96,11 @@ function runSchemas(): Record<string, Schema> {
     Steered: object({ run_id: string, steered: { const: true } }),
     Queued: object({ run_id: string, queued: { const: true } }),
     Cancelled: object({ run_id: string, status: string, code: nullableString }),
+    PermissionAnswered: object({
+      run_id: string,
+      request_id: string,
+      answered: { const: true },
+    }),
   };
 }
 

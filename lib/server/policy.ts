@@ -36,6 +36,8 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "max-attachment-mb",
   "max-prompt-mb",
   "permission-decision",
+  "permission-timeout",
+  "permission-fallback",
   "fs-read",
   "fs-write",
   "append-run-scope-prompt",
