@@ -52,8 +52,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 17);
-    assert.equal(new Set(operationIds).size, 17);
+    assert.equal(operationIds.length, 19);
+    assert.equal(new Set(operationIds).size, 19);
     assert.ok(operationIds.every(Boolean));
   });
 });
