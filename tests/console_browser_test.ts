@@ -105,6 +105,14 @@ Deno.test("console: sign in, watch a run stream, approve its permission request"
       assert.match(text, /permission: allow_once\necho: write the file/);
       assert.match(text, /Decided: allow_once \(by caller\)/);
       await run.drained;
+      // The run had no conversation, so no agent is kept warm.
+      assert.equal(
+        await page.$eval(
+          "#agents-empty",
+          (n) => (n as { hidden: boolean }).hidden,
+        ),
+        false,
+      );
       const screenshot = Deno.env.get("RUNNER_CONSOLE_SCREENSHOT") ??
         join(dir, "console.png");
       await page.screenshot({ path: screenshot, fullPage: true });

@@ -107,6 +107,26 @@ async function refreshDaemons() {
   $("daemons-empty").hidden = body.daemons.length > 0;
 }
 
+async function refreshAgents() {
+  const response = await api("/v1/agents");
+  if (!response.ok) { $("agents-panel").hidden = true; return; }
+  const body = await response.json();
+  const list = $("agents"); list.textContent = "";
+  for (const agent of body.agents) {
+    const item = el("li", { class: "run", "data-agent-id": agent.agent_id });
+    item.append(el("strong", {}, agent.provider));
+    item.append(el("span", { class: "meta" }, agent.location + " · " + agent.conversation_id + " · idle since " + new Date(agent.idle_since).toLocaleTimeString()));
+    const stop = el("button", {}, "Stop");
+    stop.onclick = async () => {
+      await api("/v1/agents/" + encodeURIComponent(agent.agent_id), { method: "DELETE" });
+      refreshAgents();
+    };
+    item.append(stop);
+    list.append(item);
+  }
+  $("agents-empty").hidden = body.agents.length > 0;
+}
+
 function appendText(text, cls) {
   const transcript = $("transcript");
   const last = transcript.lastChild;
@@ -184,10 +204,10 @@ async function start() {
   try {
     const health = await (await fetch("/healthz")).json();
     $("version").textContent = "v" + health.version;
-    await refreshRuns(); await refreshDaemons();
+    await refreshRuns(); await refreshDaemons(); await refreshAgents();
     $("login").hidden = true; $("app").hidden = false;
   } catch (error) { if (error.message !== "unauthorized") throw error; return; }
-  setInterval(() => { refreshRuns().catch(() => {}); refreshDaemons().catch(() => {}); }, 1500);
+  setInterval(() => { refreshRuns().catch(() => {}); refreshDaemons().catch(() => {}); refreshAgents().catch(() => {}); }, 1500);
 }
 
 $("login").onsubmit = (event) => {
@@ -222,6 +242,7 @@ export function consolePage(nonce: string): string {
 <main id="app" hidden>
 <section><h2>Runs</h2><p id="runs-empty" class="meta">No runs yet.</p><ul id="runs"></ul></section>
 <section id="run-panel" hidden><h2>Run <span id="run-title" class="meta"></span> <span id="run-status" class="badge"></span></h2><div id="transcript"></div></section>
+<section id="agents-panel"><h2>Warm agents</h2><p id="agents-empty" class="meta">No agent is kept warm.</p><ul id="agents"></ul></section>
 <section><h2>Daemons</h2><p id="daemons-empty" class="meta">No daemon connected or fenced.</p><ul id="daemons"></ul></section>
 </main>
 <script nonce="${nonce}">${SCRIPT}</script>
