@@ -6,7 +6,7 @@
  * @module
  */
 
-import { isAbsolute, join } from "node:path";
+import { isAbsolute, join, win32 } from "node:path";
 import { RunnerError } from "./errors.ts";
 import { parsePermissionDecision } from "./acp/permission_options.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
@@ -44,6 +44,10 @@ export interface RunConfig {
   langbotAssetsGatewayPort?: number;
   langbotAssetsGatewayPublicUrl?: string;
   langbotAssetsTokenTtl: number;
+  mcpBridgeTransport: "ssh-tunnel" | "http";
+  mcpBridgeHost: string;
+  mcpBridgePort?: number;
+  mcpPublicUrl?: string;
   knowledgeBases: string[];
   sshTarget?: string;
   sshPort: number;
@@ -166,6 +170,19 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
     kind: "seconds",
     default: 3600,
   },
+  "mcp-bridge-transport": {
+    field: "mcpBridgeTransport",
+    kind: "string",
+    default: "ssh-tunnel",
+    choices: ["ssh-tunnel", "http"],
+  },
+  "mcp-bridge-host": {
+    field: "mcpBridgeHost",
+    kind: "string",
+    default: "127.0.0.1",
+  },
+  "mcp-bridge-port": { field: "mcpBridgePort", kind: "port" },
+  "mcp-public-url": { field: "mcpPublicUrl", kind: "string" },
   "knowledge-bases": { field: "knowledgeBases", kind: "list", default: [] },
   "ssh-target": { field: "sshTarget", kind: "string" },
   "ssh-port": { field: "sshPort", kind: "port", default: 22 },
@@ -216,10 +233,10 @@ function convert(key: string, spec: KeySpec, value: unknown): unknown {
         throw invalid(key, "must be a non-empty path");
       }
       const path = value.trim();
-      if (!isAbsolute(path) && path !== "~" && !path.startsWith("~/")) {
+      if (!isPosixStylePath(path) && !isWindowsStylePath(path)) {
         throw invalid(key, `must be an absolute path (got "${value}")`);
       }
-      return value.trim();
+      return path;
     }
     case "bool": {
       if (typeof value === "boolean") return value;
@@ -351,12 +368,8 @@ export function parseRunConfig(
   if (result.sshTarget?.startsWith("-")) {
     throw invalid("ssh-target", "must not start with -");
   }
-  if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
-    throw invalid(
-      "remote-shell",
-      "only bash is supported so far; use a remote with bash (Linux, macOS) or run runner daemon on that machine",
-    );
-  }
+  checkPaths(result);
+  checkMcpBridge(result);
   if (result.location === "daemon" && !result.daemonId) {
     throw invalid("daemon-id", "is required when location=daemon");
   }
@@ -368,6 +381,58 @@ export function parseRunConfig(
     if (result.sessionCwd) result.sessionCwd = expandHome(result.sessionCwd);
   }
   return result;
+}
+
+/** An absolute path of this machine's kind, `~` or `~/…`. */
+function isPosixStylePath(path: string): boolean {
+  return isAbsolute(path) || path === "~" || path.startsWith("~/");
+}
+
+/** A Windows absolute path (`C:\…`, `C:/…`, `\\server\share`) or `~\…`. */
+function isWindowsStylePath(path: string): boolean {
+  return win32.isAbsolute(path) || path.startsWith("~\\");
+}
+
+/** Windows paths are for a PowerShell remote only; elsewhere paths are this machine's kind. */
+function checkPaths(config: RunConfig): void {
+  if (config.location === "remote-ssh" && config.remoteShell === "powershell") {
+    return;
+  }
+  for (const key of ["workspace", "session-cwd"] as const) {
+    const path = key === "workspace" ? config.workspace : config.sessionCwd;
+    if (path !== undefined && !isPosixStylePath(path)) {
+      throw invalid(key, `must be an absolute path (got "${path}")`);
+    }
+  }
+}
+
+/** `mcp-bridge-transport=http` needs the URL agents reach and, for a bridge, its port. */
+function checkMcpBridge(config: RunConfig): void {
+  if (config.mcpPublicUrl !== undefined) {
+    let protocol = "";
+    try {
+      protocol = new URL(config.mcpPublicUrl).protocol;
+    } catch { /* reported below */ }
+    if (protocol !== "http:" && protocol !== "https:") {
+      throw invalid(
+        "mcp-public-url",
+        "must be an http:// or https:// URL (the bridge's /mcp endpoint as the agent's machine reaches it)",
+      );
+    }
+  }
+  if (config.mcpBridgeTransport !== "http") return;
+  if (config.mcpPublicUrl === undefined) {
+    throw invalid(
+      "mcp-public-url",
+      "is required when mcp-bridge-transport=http: the URL of this runner's MCP bridge as the agent's machine reaches it, e.g. http://runner-host:8770/mcp",
+    );
+  }
+  if (config.langbotAssetsMode !== "gateway" && !config.mcpBridgePort) {
+    throw invalid(
+      "mcp-bridge-port",
+      "is required when mcp-bridge-transport=http (a fixed port, 1-65535, that mcp-public-url leads to; runs share it)",
+    );
+  }
 }
 
 /** `~` and `~/x` mean the runner user's home for paths on this machine. */

@@ -46,15 +46,24 @@ async function run(cmd: string, args: string[]) {
   }
 }
 
-function freePort(): number {
+/** A port nothing listens on right now (127.0.0.1). */
+export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   return port;
 }
 
+/** Options for {@linkcode startSshd}. */
+export interface StartSshdOptions {
+  /** `AllowTcpForwarding` (default true); false refuses every `ssh -R`. */
+  allowTcpForwarding?: boolean;
+}
+
 /** Starts sshd on 127.0.0.1 with fresh host and client keys. */
-export async function startSshd(): Promise<TestSshd> {
+export async function startSshd(
+  options: StartSshdOptions = {},
+): Promise<TestSshd> {
   if (!SSHD_PATH) {
     throw new Error("sshd is not installed (apt-get install openssh-server)");
   }
@@ -90,7 +99,9 @@ export async function startSshd(): Promise<TestSshd> {
       "PermitRootLogin yes",
       "PasswordAuthentication no",
       "KbdInteractiveAuthentication no",
-      "AllowTcpForwarding yes",
+      `AllowTcpForwarding ${
+        options.allowTcpForwarding === false ? "no" : "yes"
+      }`,
       "LogLevel INFO",
       "",
     ].join("\n"),

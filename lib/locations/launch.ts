@@ -78,9 +78,11 @@ export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
           config: request.config,
           mcpServers: prepared?.mcpServers,
           registry,
+          signal,
         });
         // The tunnelled servers are offered like any other: http/sse only
-        // when the agent advertises them.
+        // when the agent advertises them (with mcp-bridge-transport=http
+        // nothing is tunnelled: the assets entry comes from the session list).
         const forwarded = transport.mcpServers ?? [];
         return {
           ...transport,

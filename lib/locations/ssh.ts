@@ -2,9 +2,10 @@
  * The remote-ssh location: the agent runs on another machine, started over
  * `ssh` with ACP on the ssh channel's stdio. Environment variables do not
  * cross ssh, so env-json travels as base64 lines on stdin ahead of the ACP
- * stream (never on a command line); the remote shell reports its process
- * group so teardown can kill the whole remote group over a second ssh
- * connection. See `docs/teardown.md` and `docs/transport.md`.
+ * stream (never on a command line); the remote wrapper (bash, or PowerShell
+ * on Windows) reports its process group (or process id) so teardown can kill
+ * the whole remote group (or tree) over a second ssh connection. See
+ * `docs/teardown.md` and `docs/transport.md`.
  *
  * @module
  */
@@ -19,12 +20,21 @@ import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { AgentTransport } from "../run/engine.ts";
 import { quoteCommand, quoteWord } from "../agent/shell_words.ts";
 import { settleWithin } from "../timing.ts";
+import {
+  checkPowerShellArgv,
+  powerShellCommandLine,
+  powerShellKillScript,
+  powerShellWrapper,
+} from "./powershell.ts";
+import {
+  awaitReport,
+  REMOTE_PGID_MARKER,
+  type RemoteReport,
+  watchRemoteReport,
+} from "./remote_report.ts";
 
 /** How long teardown waits for the remote group report of a fresh connection. */
 const PGID_WAIT_MS = 3000;
-
-/** The marker line the remote wrapper prints on stderr. */
-export const REMOTE_PGID_MARKER = "__RUNNER_REMOTE_PGID__";
 
 /** Options for {@linkcode launchSsh}. */
 export interface SshLaunchOptions {
@@ -40,6 +50,7 @@ export interface SshLaunchOptions {
     | "sshExtraOptions"
     | "workspace"
     | "envJson"
+    | "remoteShell"
   >;
   /** Local MCP servers to reach from the remote through `ssh -R`. */
   mcpServers?: McpServer[];
@@ -47,6 +58,8 @@ export interface SshLaunchOptions {
   registry?: ReaperRegistry;
   /** SIGTERM→SIGKILL grace for the remote group, in ms. */
   killGraceMs?: number;
+  /** Aborts a launch still waiting for the remote wrapper (cancel, startup timeout). */
+  signal?: AbortSignal;
 }
 
 /** The ssh argv common to the agent connection and the teardown connection. */
@@ -71,7 +84,10 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
   return args;
 }
 
-/** The remote bash script: workspace, env from stdin, report pgid, exec agent. */
+/**
+ * The remote bash script: workspace, report pgid, env from stdin (end of
+ * input before the empty line that ends env-json: exit), exec agent.
+ */
 export function remoteScript(workspace: string, argv: string[]): string {
   const dir = workspace === "~"
     ? '"$HOME"'
@@ -80,8 +96,8 @@ export function remoteScript(workspace: string, argv: string[]): string {
     : quoteWord(workspace);
   return [
     `mkdir -p -- ${dir} && cd -- ${dir} || exit 126`,
-    'while IFS= read -r __runner_env && [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
     `echo "${REMOTE_PGID_MARKER} $(ps -o pgid= -p $$ | tr -d ' ')" >&2`,
+    'while IFS= read -r __runner_env || exit 125; [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
     `exec ${quoteCommand(argv)}`,
   ].join("\n");
 }
@@ -95,6 +111,19 @@ function encodeEnvLines(env: Record<string, string>): Uint8Array {
 
 function randomRemotePort(): number {
   return 20000 + Math.floor(Math.random() * 40000);
+}
+
+/** The command ssh runs on the remote: the bash or the PowerShell wrapper. */
+function remoteCommandLine(
+  config: SshLaunchOptions["config"],
+  argv: string[],
+): string {
+  const workspace = config.workspace ?? ".";
+  if (config.remoteShell !== "powershell") {
+    return `bash -lc ${quoteWord(remoteScript(workspace, argv))}`;
+  }
+  checkPowerShellArgv(argv);
+  return powerShellCommandLine(powerShellWrapper(workspace, argv));
 }
 
 /** Rewrites loopback MCP URLs to forwarded remote ports; returns the `-R` args. */
@@ -129,7 +158,7 @@ export async function launchSsh(
       "ssh-target: is required when location=remote-ssh",
     );
   }
-  const workspace = config.workspace ?? ".";
+  const remoteCommand = remoteCommandLine(config, launch.argv);
   const forwards = forwardMcpServers(options.mcpServers ?? []);
   const localEnv = buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] });
   const argv = [
@@ -138,9 +167,9 @@ export async function launchSsh(
     ...forwards.args,
     "--",
     config.sshTarget,
-    `bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,
+    remoteCommand,
   ];
-  const report = watchRemotePgid();
+  const report = watchRemoteReport();
   const agent = spawnAgent({
     argv,
     cwd: Deno.cwd(),
@@ -149,14 +178,7 @@ export async function launchSsh(
     registry: options.registry,
     onStderr: report.onStderr,
   });
-  const envWriter = agent.stdin.getWriter();
-  try {
-    await envWriter.write(encodeEnvLines(config.envJson));
-  } catch {
-    // ssh already exited; the run fails on the closed stream with its stderr.
-  } finally {
-    envWriter.releaseLock();
-  }
+  await startRemote(options, { agent, report });
   let tornDown: Promise<void> | undefined;
   const teardown = () =>
     tornDown ??= teardownRemote(options, { agent, report });
@@ -170,42 +192,61 @@ export async function launchSsh(
   };
 }
 
-/** The remote wrapper's process-group report, read from ssh's stderr. */
-interface RemotePgidReport {
-  /** Takes ssh's stderr (for `spawnAgent`'s `onStderr`). */
-  onStderr(text: string): void;
-  /** The remote process group, once reported. */
-  pgid(): number | undefined;
-  /** Resolves when the remote process group was reported. */
-  known: Promise<void>;
-}
-
-function watchRemotePgid(): RemotePgidReport {
-  let seen = "";
-  let remotePgid: number | undefined;
-  const pgidKnown = Promise.withResolvers<void>();
-  const marker = new RegExp(`${REMOTE_PGID_MARKER} (\\d+)`);
-  return {
-    onStderr(text) {
-      if (remotePgid !== undefined) return;
-      seen = (seen + text).slice(-4096);
-      const match = seen.match(marker);
-      if (match) {
-        remotePgid = Number(match[1]);
-        pgidKnown.resolve();
-      }
-    },
-    pgid: () => remotePgid,
-    known: pgidKnown.promise,
-  };
-}
-
 /** The ssh connection of a launched remote agent. */
 interface RemoteAgent {
   /** The local ssh process. */
   agent: AgentProcess;
   /** Where the remote process group is reported. */
-  report: RemotePgidReport;
+  report: RemoteReport;
+}
+
+/**
+ * Hands env-json to the remote wrapper once it has reported its process
+ * group: ssh settles a `-R` tunnel before any session output arrives, so a
+ * refused tunnel ends ssh first and the wrapper exits on end-of-input
+ * without starting the agent. A PowerShell wrapper reads env-json through a
+ * buffered reader, so nothing more is written until it reports it has read
+ * it. A refused tunnel is `assets.tunnel_refused`; any other early exit is
+ * left to the engine, which reports it with ssh's stderr.
+ */
+async function startRemote(
+  options: SshLaunchOptions,
+  remote: RemoteAgent,
+): Promise<void> {
+  const { agent, report } = remote;
+  const { config, signal } = options;
+  const reported = await awaitReport(report.known, agent, signal);
+  if (reported === "reported") {
+    const envWriter = agent.stdin.getWriter();
+    try {
+      await envWriter.write(encodeEnvLines(config.envJson));
+    } catch {
+      // ssh already exited; the run fails on the closed stream with its stderr.
+    } finally {
+      envWriter.releaseLock();
+    }
+    if (config.remoteShell !== "powershell") return;
+    const ready = await awaitReport(report.ready, agent, signal);
+    if (ready === "reported") return;
+    if (ready === "exited") return;
+    await agent.terminate({ graceMs: 1000 });
+    throw signal!.reason;
+  }
+  // ssh is gone (or must go): this also waits until its stderr is read.
+  await agent.terminate({ graceMs: 1000 });
+  if (reported === "aborted") throw signal!.reason;
+  const refused = agent.stderrTail().match(
+    /remote port forwarding failed for listen port (\d+)/,
+  );
+  if (refused) throw tunnelRefused(config.sshTarget!, refused[1]);
+}
+
+function tunnelRefused(target: string, port: string): RunnerError {
+  return new RunnerError(
+    "assets.tunnel_refused",
+    `The SSH server on ${target} refused the reverse tunnel (ssh -R, remote port ${port}) that brings this run's LangBot assets to the agent: its policy forbids forwarding (AllowTcpForwarding/PermitListen) or that port was taken. Set mcp-bridge-transport=http with mcp-public-url (a URL of this runner's MCP bridge that ${target} can reach; see docs/config.md), or set langbot-assets-enabled=false.`,
+    { detail: { remote_port: Number(port) } },
+  );
 }
 
 /** Kills the remote process group, then the local ssh process. */
@@ -246,20 +287,14 @@ async function killRemoteGroup(
   options: SshLaunchOptions,
   pgid: number,
 ): Promise<void> {
-  const grace = Math.max(1, Math.ceil((options.killGraceMs ?? 2000) / 100));
-  const script = [
-    `kill -TERM -${pgid} 2>/dev/null || exit 0`,
-    `i=0; while [ $i -lt ${grace} ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
-    `kill -KILL -${pgid} 2>/dev/null`,
-    `i=0; while [ $i -lt 50 ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
-    "exit 1",
-  ].join("\n");
   const result = await new Deno.Command("ssh", {
     args: [
       ...sshBaseArgs(options.config),
       "--",
       options.config.sshTarget!,
-      `sh -c ${quoteWord(script)}`,
+      options.config.remoteShell === "powershell"
+        ? powerShellCommandLine(powerShellKillScript(pgid))
+        : `sh -c ${quoteWord(posixKillScript(pgid, options.killGraceMs))}`,
     ],
     env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
     clearEnv: true,
@@ -273,4 +308,16 @@ async function killRemoteGroup(
       `Could not confirm that the remote agent's process group ${pgid} on ${options.config.sshTarget} is gone. Check that machine for leftover agent processes.`,
     );
   }
+}
+
+/** SIGTERM to the remote group, SIGKILL after the grace; exits 0 once it is gone. */
+function posixKillScript(pgid: number, killGraceMs = 2000): string {
+  const grace = Math.max(1, Math.ceil(killGraceMs / 100));
+  return [
+    `kill -TERM -${pgid} 2>/dev/null || exit 0`,
+    `i=0; while [ $i -lt ${grace} ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
+    `kill -KILL -${pgid} 2>/dev/null`,
+    `i=0; while [ $i -lt 50 ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
+    "exit 1",
+  ].join("\n");
 }
