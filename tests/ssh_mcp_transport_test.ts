@@ -182,3 +182,40 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "remote-ssh: a cancel while ssh is still connecting stops ssh before the run ends",
+  ignore: !SSHD_PATH,
+  async fn() {
+    // A port that accepts and never speaks SSH: ssh waits for the banner.
+    const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const h = harness();
+    try {
+      const config = parseRunConfig({
+        provider: "custom",
+        location: "remote-ssh",
+        "acp-command": "agent --acp",
+        workspace: "/tmp/never",
+        "ssh-target": "nobody@127.0.0.1",
+        "ssh-port": (silent.addr as Deno.NetAddr).port,
+        "ssh-connect-timeout": 600,
+      });
+      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const log = new EventLog(run);
+      const connection = await silent.accept();
+      run.handle.cancel();
+      await run.done;
+      assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
+      // ssh's process group was ended and its reaper record dropped.
+      assert.deepEqual([...Deno.readDirSync(join(h.dataDir, "agents"))], []);
+      // Its end closed the connection (after ssh's own banner).
+      const buffer = new Uint8Array(1024);
+      while (await connection.read(buffer) !== null) { /* banner */ }
+      connection.close();
+    } finally {
+      silent.close();
+      await h.close();
+    }
+  },
+});
