@@ -129,10 +129,14 @@ Deno.test("the PowerShell wrapper keeps hostile workspaces and commands inside t
     for (const argv of HOSTILE_COMMANDS) {
       // The same script with harmless values of the same shape.
       const plainArgv = argv.map((_, index) => `ARG${index}`);
-      const plain = tokenize(powerShellWrapper("WORKSPACE", plainArgv));
-      const line = powerShellCommandLine(powerShellWrapper(workspace, argv));
+      const plain = tokenize(
+        powerShellWrapper("WORKSPACE", { argv: plainArgv }),
+      );
+      const line = powerShellCommandLine(
+        powerShellWrapper(workspace, { argv }),
+      );
       const script = decodeEncodedCommand(line);
-      assert.equal(script, powerShellWrapper(workspace, argv));
+      assert.equal(script, powerShellWrapper(workspace, { argv }));
       const hostile = tokenize(script);
       const where = `${JSON.stringify(workspace)} ${JSON.stringify(argv)}`;
       // The code between the literals is exactly the plain script's ...
@@ -149,15 +153,46 @@ Deno.test("the PowerShell wrapper keeps hostile workspaces and commands inside t
     }
   }
   // The agent runs as `& 'program' 'arg' …` after env-json is read.
-  const { skeleton } = tokenize(powerShellWrapper("C:\\w", ["a", "b"]));
+  const { skeleton } = tokenize(
+    powerShellWrapper("C:\\w", { argv: ["a", "b"] }),
+  );
   assert.match(skeleton, /\n& <S> <S>\nexit \$LASTEXITCODE$/);
   assert.match(skeleton, /\$workspace = <S>\n/);
   assert.match(skeleton, /Set-Location -LiteralPath \$workspace/);
 });
 
+Deno.test("for a preset the PowerShell wrapper runs the agent's own executable when the remote PATH has it, else the fallback, both quoted", () => {
+  for (const workspace of HOSTILE_WORKSPACES) {
+    for (const argv of HOSTILE_COMMANDS) {
+      const choices = { executable: argv, fallback: ["npx", "-y", ...argv] };
+      const script = decodeEncodedCommand(
+        powerShellCommandLine(powerShellWrapper(workspace, { argv, choices })),
+      );
+      const { skeleton, values } = tokenize(script);
+      const where = `${JSON.stringify(workspace)} ${JSON.stringify(argv)}`;
+      const run = (words: string[]) => `& ${words.map(() => "<S>").join(" ")}`;
+      assert.ok(
+        skeleton.endsWith(
+          "\nif (Get-Command -Name <S> -CommandType Application -ErrorAction SilentlyContinue) {\n" +
+            `  ${run(argv)}\n} else {\n  ${run(choices.fallback)}\n}\n` +
+            "exit $LASTEXITCODE",
+        ),
+        where,
+      );
+      assert.deepEqual(
+        values.slice(-(1 + argv.length + choices.fallback.length)),
+        [argv[0], ...argv, ...choices.fallback],
+        where,
+      );
+    }
+  }
+});
+
 Deno.test("the ssh command line is base64 only: nothing of the config reaches a shell or a command line as text", () => {
   const line = powerShellCommandLine(
-    powerShellWrapper("C:\\w\\a b", ["agent", "--x", "SECRET-LIKE-ARG"]),
+    powerShellWrapper("C:\\w\\a b", {
+      argv: ["agent", "--x", "SECRET-LIKE-ARG"],
+    }),
   );
   assert.match(
     line,
@@ -166,7 +201,10 @@ Deno.test("the ssh command line is base64 only: nothing of the config reaches a 
   assert.ok(!line.includes("SECRET-LIKE-ARG"));
   const long = Array.from({ length: 2000 }, (_, i) => `--flag-${i}`);
   assert.throws(
-    () => powerShellCommandLine(powerShellWrapper("C:\\w", ["agent", ...long])),
+    () =>
+      powerShellCommandLine(
+        powerShellWrapper("C:\\w", { argv: ["agent", ...long] }),
+      ),
     (error) =>
       error instanceof RunnerError && error.code === "config.invalid" &&
       /over the 8191 Windows accepts/.test(error.message),

@@ -23,7 +23,11 @@ export interface TestSshd {
 }
 
 /** Where Debian's sshd lives, if installed. */
-export const SSHD_PATH = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find(
+export const SSHD_PATH = [
+  "/usr/sbin/sshd",
+  "/usr/local/sbin/sshd",
+  "/usr/bin/sshd",
+].find(
   (path) => {
     try {
       return Deno.statSync(path).isFile;
@@ -46,7 +50,7 @@ async function run(cmd: string, args: string[]) {
   }
 }
 
-/** A port nothing listens on right now (127.0.0.1). */
+/** A loopback port that was free a moment ago. */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
@@ -58,6 +62,8 @@ export function freePort(): number {
 export interface StartSshdOptions {
   /** `AllowTcpForwarding` (default true); false refuses every `ssh -R`. */
   allowTcpForwarding?: boolean;
+  /** sshd's `ForceCommand`: every session runs this instead of its command. */
+  forceCommand?: string;
 }
 
 /** Starts sshd on 127.0.0.1 with fresh host and client keys. */
@@ -103,6 +109,7 @@ export async function startSshd(
         options.allowTcpForwarding === false ? "no" : "yes"
       }`,
       "LogLevel INFO",
+      ...(options.forceCommand ? [`ForceCommand ${options.forceCommand}`] : []),
       "",
     ].join("\n"),
   );
@@ -137,6 +144,9 @@ export async function startSshd(
         child.kill("SIGTERM");
       } catch { /* gone */ }
       await child.status;
+      // Sessions still open hold sshd's stderr: stop reading instead of
+      // waiting for its end.
+      await reader.cancel().catch(() => {});
       await drained.catch(() => {});
     },
   };

@@ -1,14 +1,19 @@
 /**
  * The two ways a remote-ssh agent reaches its LangBot assets, over a real
  * sshd that refuses TCP forwarding (`AllowTcpForwarding no`): the default
- * `ssh -R` tunnel fails with `assets.tunnel_refused` naming the fix, and
+ * `ssh -R` tunnel fails with `assets.tunnel_refused` naming the fix (after
+ * the bounded retries a taken remote port gets; also shown here with forwarding
+ * allowed but the port taken on every try), and
  * `mcp-bridge-transport=http` gives the agent its six tools at the public URL
  * (the tunnel with forwarding allowed is in run_ssh_test.ts).
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
+import { RunnerError } from "../lib/errors.ts";
+import { FORWARD_ATTEMPTS, launchSsh } from "../lib/locations/ssh.ts";
 import { EventLog, harness } from "./engine_helpers.ts";
 import { fixtureCommand, readRecord, tempDir } from "./helpers.ts";
 import {
@@ -81,6 +86,11 @@ Deno.test({
       assert.equal(failed.type, "run.failed");
       assert.equal(failed.data.code, "assets.tunnel_refused");
       assert.equal(failed.data.retryable, false);
+      // Refused outright: every one of the bounded tries was refused.
+      assert.equal(
+        (failed.data.detail as { attempts: number }).attempts,
+        FORWARD_ATTEMPTS,
+      );
       assert.match(String(failed.data.error), /refused the reverse tunnel/);
       assert.match(
         String(failed.data.error),
@@ -216,6 +226,51 @@ Deno.test({
     } finally {
       silent.close();
       await h.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "remote-ssh: a remote port taken on every try fails after the bounded launches with assets.tunnel_refused, the agent never started",
+  ignore: !SSHD_PATH,
+  async fn() {
+    const sshd = await startSshd();
+    const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    try {
+      const busyPort = (busy.addr as Deno.NetAddr).port;
+      const record = join(tempDir(), "record.jsonl");
+      const config = remoteConfig(sshd, record);
+      let picks = 0;
+      const outcome = await launchSsh({
+        launch: prepareAgentLaunch(config),
+        config,
+        mcpServers: [{
+          type: "http",
+          name: "assets",
+          url: `http://127.0.0.1:${freePort()}/mcp`,
+          headers: [],
+        }],
+        remotePort: () => {
+          picks++;
+          return busyPort;
+        },
+      }).then(async (transport) => {
+        await transport.teardown();
+        return "launched";
+      }, (error: unknown) => error);
+      assert.ok(outcome instanceof RunnerError, String(outcome));
+      assert.equal(outcome.code, "assets.tunnel_refused");
+      assert.equal(picks, FORWARD_ATTEMPTS);
+      assert.match(
+        outcome.message,
+        new RegExp(`${FORWARD_ATTEMPTS} times .*last ${busyPort}`),
+      );
+      assert.match(outcome.message, /mcp-bridge-transport=http/);
+      assert.deepEqual(readRecord(record), []);
+    } finally {
+      busy.close();
+      await sshd.close();
     }
   },
 });

@@ -10,12 +10,13 @@ import {
   STORE_FILE_NAME,
 } from "../lib/store/open.ts";
 import { SCHEMA_VERSION } from "../lib/store/schema.ts";
+import { tempDir } from "./helpers.ts";
 
 /** Runs `body` with a fresh data directory, closing every store it opened. */
 async function withDataDir(
   body: (dataDir: string, open: () => RunStore) => void | Promise<void>,
 ): Promise<void> {
-  const dataDir = await Deno.makeTempDir({ prefix: "runner-store-test-" });
+  const dataDir = tempDir("runner-store-test-");
   const stores: RunStore[] = [];
   try {
     await body(dataDir, () => {

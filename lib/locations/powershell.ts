@@ -12,6 +12,7 @@
  * @module
  */
 
+import type { AgentLaunch } from "../agent/launch.ts";
 import { RunnerError } from "../errors.ts";
 import { REMOTE_PGID_MARKER, REMOTE_READY_MARKER } from "./remote_report.ts";
 
@@ -52,10 +53,13 @@ export function checkPowerShellArgv(argv: string[]): void {
 /**
  * The wrapper script: workspace, report the pid, env from stdin (end of
  * input before the empty line that ends env-json: exit), report that env is
- * read, run the agent. `workspace` is absolute, `~`, `~/…` or `~\…`.
+ * read, run the agent (a preset's own executable when the remote PATH has
+ * it, else its fallback). `workspace` is absolute, `~`, `~/…` or `~\…`.
  */
-export function powerShellWrapper(workspace: string, argv: string[]): string {
-  const [program, ...args] = argv.map(quotePowerShell);
+export function powerShellWrapper(
+  workspace: string,
+  launch: Pick<AgentLaunch, "argv" | "choices">,
+): string {
   return [
     "$ErrorActionPreference = 'Stop'",
     "$ProgressPreference = 'SilentlyContinue'",
@@ -82,9 +86,26 @@ export function powerShellWrapper(workspace: string, argv: string[]): string {
     "}",
     `[Console]::Error.WriteLine('${REMOTE_READY_MARKER}')`,
     "[Console]::Error.Flush()",
-    `& ${[program, ...args].join(" ")}`,
+    ...runLines(launch),
     "exit $LASTEXITCODE",
   ].join("\n");
+}
+
+function runLines(
+  { argv, choices }: Pick<AgentLaunch, "argv" | "choices">,
+): string[] {
+  const call = (command: string[]) =>
+    `& ${command.map(quotePowerShell).join(" ")}`;
+  if (!choices) return [call(argv)];
+  return [
+    `if (Get-Command -Name ${
+      quotePowerShell(choices.executable[0])
+    } -CommandType Application -ErrorAction SilentlyContinue) {`,
+    `  ${call(choices.executable)}`,
+    "} else {",
+    `  ${call(choices.fallback)}`,
+    "}",
+  ];
 }
 
 /**

@@ -58,9 +58,24 @@ export interface SshLaunchOptions {
   registry?: ReaperRegistry;
   /** SIGTERM→SIGKILL grace for the remote group, in ms. */
   killGraceMs?: number;
+  /**
+   * Picks the remote listen port of each `ssh -R` forward (default: random in
+   * 20000–59999). A forward the remote refuses (its port taken) is tried
+   * again with another pick, up to {@linkcode FORWARD_ATTEMPTS} launches in all.
+   */
+  remotePort?: () => number;
   /** Aborts a launch still waiting for the remote wrapper (cancel, startup timeout). */
   signal?: AbortSignal;
 }
+
+/**
+ * How many ssh launches a run tries while the remote refuses a `-R` forward
+ * (a taken port gets another; a server that forbids forwarding refuses all).
+ */
+export const FORWARD_ATTEMPTS = 5;
+
+/** What ssh prints (with ExitOnForwardFailure) when the remote refuses a forward. */
+const FORWARD_FAILED = /remote port forwarding failed for listen port (\d+)/;
 
 /** The ssh argv common to the agent connection and the teardown connection. */
 export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
@@ -86,9 +101,13 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
 
 /**
  * The remote bash script: workspace, report pgid, env from stdin (end of
- * input before the empty line that ends env-json: exit), exec agent.
+ * input before the empty line that ends env-json: exit), exec agent (a
+ * preset's own executable when the remote PATH has it, else its fallback).
  */
-export function remoteScript(workspace: string, argv: string[]): string {
+export function remoteScript(
+  workspace: string,
+  launch: Pick<AgentLaunch, "argv" | "choices">,
+): string {
   const dir = workspace === "~"
     ? '"$HOME"'
     : workspace.startsWith("~/")
@@ -98,8 +117,16 @@ export function remoteScript(workspace: string, argv: string[]): string {
     `mkdir -p -- ${dir} && cd -- ${dir} || exit 126`,
     `echo "${REMOTE_PGID_MARKER} $(ps -o pgid= -p $$ | tr -d ' ')" >&2`,
     'while IFS= read -r __runner_env || exit 125; [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
-    `exec ${quoteCommand(argv)}`,
+    execLine(launch),
   ].join("\n");
+}
+
+function execLine({ argv, choices }: Pick<AgentLaunch, "argv" | "choices">) {
+  if (!choices) return `exec ${quoteCommand(argv)}`;
+  const program = quoteWord(choices.executable[0]);
+  return `if command -v -- ${program} >/dev/null 2>&1; then exec ${
+    quoteCommand(choices.executable)
+  }; else exec ${quoteCommand(choices.fallback)}; fi`;
 }
 
 function encodeEnvLines(env: Record<string, string>): Uint8Array {
@@ -116,20 +143,27 @@ function randomRemotePort(): number {
 /** The command ssh runs on the remote: the bash or the PowerShell wrapper. */
 function remoteCommandLine(
   config: SshLaunchOptions["config"],
-  argv: string[],
+  launch: Pick<AgentLaunch, "argv" | "choices">,
 ): string {
   const workspace = config.workspace ?? ".";
   if (config.remoteShell !== "powershell") {
-    return `bash -lc ${quoteWord(remoteScript(workspace, argv))}`;
+    return `bash -lc ${quoteWord(remoteScript(workspace, launch))}`;
   }
-  checkPowerShellArgv(argv);
-  return powerShellCommandLine(powerShellWrapper(workspace, argv));
+  for (const argv of commandsOf(launch)) checkPowerShellArgv(argv);
+  return powerShellCommandLine(powerShellWrapper(workspace, launch));
+}
+
+function commandsOf(
+  { argv, choices }: Pick<AgentLaunch, "argv" | "choices">,
+): string[][] {
+  return choices ? [choices.executable, choices.fallback] : [argv];
 }
 
 /** Rewrites loopback MCP URLs to forwarded remote ports; returns the `-R` args. */
 function forwardMcpServers(
   servers: McpServer[],
-): { servers: McpServer[]; args: string[] } {
+  pickPort: () => number,
+): Forwards {
   const args: string[] = [];
   const rewritten = servers.map((server) => {
     if (!("url" in server)) return server;
@@ -137,7 +171,7 @@ function forwardMcpServers(
     if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") {
       return server;
     }
-    const remotePort = randomRemotePort();
+    const remotePort = pickPort();
     args.push("-R", `127.0.0.1:${remotePort}:127.0.0.1:${url.port}`);
     url.hostname = "127.0.0.1";
     url.port = String(remotePort);
@@ -147,7 +181,17 @@ function forwardMcpServers(
   return { servers: rewritten, args };
 }
 
-/** Starts the agent on the SSH target. */
+/** The `-R` arguments of one ssh launch and the MCP servers as the remote reaches them. */
+interface Forwards {
+  servers: McpServer[];
+  args: string[];
+}
+
+/**
+ * Starts the agent on the SSH target. A `-R` forward the remote refuses is
+ * tried again with new ports, up to {@linkcode FORWARD_ATTEMPTS} launches;
+ * when every one is refused the run fails with `assets.tunnel_refused`.
+ */
 export async function launchSsh(
   options: SshLaunchOptions,
 ): Promise<AgentTransport> {
@@ -158,35 +202,61 @@ export async function launchSsh(
       "ssh-target: is required when location=remote-ssh",
     );
   }
-  const remoteCommand = remoteCommandLine(config, launch.argv);
-  const forwards = forwardMcpServers(options.mcpServers ?? []);
-  const localEnv = buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] });
+  const remoteCommand = remoteCommandLine(config, launch);
+  for (let attempt = 1;; attempt++) {
+    if (options.signal?.aborted) throw options.signal.reason;
+    const forwards = forwardMcpServers(
+      options.mcpServers ?? [],
+      options.remotePort ?? randomRemotePort,
+    );
+    const remote = spawnSsh(options, { remoteCommand, forwards });
+    const refusedPort = await startRemote(options, remote);
+    if (refusedPort === undefined) {
+      return transportOf(options, remote, forwards);
+    }
+    if (attempt === FORWARD_ATTEMPTS) {
+      throw tunnelRefused(config.sshTarget, { port: refusedPort, attempt });
+    }
+  }
+}
+
+/** Spawns ssh with the remote wrapper and the forwards' `-R` arguments. */
+function spawnSsh(
+  options: SshLaunchOptions,
+  { remoteCommand, forwards }: { remoteCommand: string; forwards: Forwards },
+): RemoteAgent {
   const argv = [
     "ssh",
-    ...sshBaseArgs(config),
+    ...sshBaseArgs(options.config),
     ...forwards.args,
     "--",
-    config.sshTarget,
+    options.config.sshTarget!,
     remoteCommand,
   ];
   const report = watchRemoteReport();
   const agent = spawnAgent({
     argv,
     cwd: Deno.cwd(),
-    env: localEnv,
-    secrets: launch.secrets,
+    env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
+    secrets: options.launch.secrets,
     registry: options.registry,
     onStderr: report.onStderr,
   });
-  await startRemote(options, { agent, report });
+  return { agent, report };
+}
+
+function transportOf(
+  options: SshLaunchOptions,
+  remote: RemoteAgent,
+  forwards: Forwards,
+): AgentTransport {
   let tornDown: Promise<void> | undefined;
-  const teardown = () =>
-    tornDown ??= teardownRemote(options, { agent, report });
+  const teardown = () => tornDown ??= teardownRemote(options, remote);
   return {
-    stdin: agent.stdin,
-    stdout: agent.stdout,
-    exited: agent.exited,
-    stderrTail: agent.stderrTail,
+    stdin: remote.agent.stdin,
+    stdout: remote.agent.stdout,
+    exited: remote.agent.exited,
+    stderrTail: remote.agent.stderrTail,
     teardown,
     mcpServers: forwards.servers.length ? forwards.servers : undefined,
   };
@@ -202,17 +272,18 @@ interface RemoteAgent {
 
 /**
  * Hands env-json to the remote wrapper once it has reported its process
- * group: ssh settles a `-R` tunnel before any session output arrives, so a
- * refused tunnel ends ssh first and the wrapper exits on end-of-input
- * without starting the agent. A PowerShell wrapper reads env-json through a
- * buffered reader, so nothing more is written until it reports it has read
- * it. A refused tunnel is `assets.tunnel_refused`; any other early exit is
- * left to the engine, which reports it with ssh's stderr.
+ * group: ssh settles its `-R` forwards before any session output arrives, so
+ * a refused forward ends ssh first and the wrapper exits on end-of-input
+ * without starting the agent; then the refused remote port is returned, for
+ * another try. A PowerShell wrapper reads env-json through a buffered reader,
+ * so nothing more is written until it reports it has read it. Any other
+ * early exit is left to the engine, which reports it with ssh's stderr; an
+ * abort ends what was started and throws its reason.
  */
 async function startRemote(
   options: SshLaunchOptions,
   remote: RemoteAgent,
-): Promise<void> {
+): Promise<number | undefined> {
   const { agent, report } = remote;
   const { config, signal } = options;
   const reported = await awaitReport(report.known, agent, signal);
@@ -225,27 +296,28 @@ async function startRemote(
     } finally {
       envWriter.releaseLock();
     }
-    if (config.remoteShell !== "powershell") return;
+    if (config.remoteShell !== "powershell") return undefined;
     const ready = await awaitReport(report.ready, agent, signal);
-    if (ready === "reported") return;
-    if (ready === "exited") return;
-    await agent.terminate({ graceMs: 1000 });
+    if (ready !== "aborted") return undefined;
+    // The wrapper's process id is known: stop its tree, not just ssh.
+    await teardownRemote(options, remote).catch(() => {});
     throw signal!.reason;
   }
   // ssh is gone (or must go): this also waits until its stderr is read.
   await agent.terminate({ graceMs: 1000 });
   if (reported === "aborted") throw signal!.reason;
-  const refused = agent.stderrTail().match(
-    /remote port forwarding failed for listen port (\d+)/,
-  );
-  if (refused) throw tunnelRefused(config.sshTarget!, refused[1]);
+  const refused = agent.stderrTail().match(FORWARD_FAILED);
+  return refused ? Number(refused[1]) : undefined;
 }
 
-function tunnelRefused(target: string, port: string): RunnerError {
+function tunnelRefused(
+  target: string,
+  { port, attempt }: { port: number; attempt: number },
+): RunnerError {
   return new RunnerError(
     "assets.tunnel_refused",
-    `The SSH server on ${target} refused the reverse tunnel (ssh -R, remote port ${port}) that brings this run's LangBot assets to the agent: its policy forbids forwarding (AllowTcpForwarding/PermitListen) or that port was taken. Set mcp-bridge-transport=http with mcp-public-url (a URL of this runner's MCP bridge that ${target} can reach; see docs/config.md), or set langbot-assets-enabled=false.`,
-    { detail: { remote_port: Number(port) } },
+    `The SSH server on ${target} refused the reverse tunnel (ssh -R) that brings this run's LangBot assets to the agent, ${attempt} times with different remote ports (last ${port}): its policy forbids forwarding (AllowTcpForwarding/PermitListen) or those ports were taken. Set mcp-bridge-transport=http with mcp-public-url (a URL of this runner's MCP bridge that ${target} can reach; see docs/config.md), or set langbot-assets-enabled=false.`,
+    { detail: { remote_port: port, attempts: attempt } },
   );
 }
 

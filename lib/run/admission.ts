@@ -49,6 +49,22 @@ export interface Admission {
 }
 
 /**
+ * Throws `config.invalid` when the request names a run id that is already
+ * active or stored: such a request is never a new run, nor a follow-up.
+ */
+export function assertRunIdUnused(
+  runId: string | undefined,
+  { store, active }: Pick<AdmissionOptions, "store" | "active">,
+): void {
+  if (runId && (active.byId.has(runId) || store.getRun(runId))) {
+    throw new RunnerError(
+      "config.invalid",
+      `run_id ${runId} already exists; use a new run_id.`,
+    );
+  }
+}
+
+/**
  * Checks that a new run may start: a valid input, an unused run id, an
  * available location and room under `maxActive`; throws why not.
  */
@@ -56,12 +72,7 @@ export function admitRun(options: AdmissionOptions): Admission {
   const { request, maxActive, active } = options;
   validateInput(request);
   const runId = request.runId ?? crypto.randomUUID();
-  if (active.byId.has(runId) || options.store.getRun(runId)) {
-    throw new RunnerError(
-      "config.invalid",
-      `run_id ${runId} already exists; use a new run_id.`,
-    );
-  }
+  assertRunIdUnused(runId, options);
   const location = request.config.location;
   const remote = location === "local" || location === "remote-ssh"
     ? undefined

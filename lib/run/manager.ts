@@ -23,11 +23,11 @@ import {
   steerActiveRun,
   trackRun,
 } from "./active_runs.ts";
-import { type Admission, admitRun } from "./admission.ts";
+import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, startRun } from "./engine.ts";
-import { redactDeep } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
@@ -147,7 +147,11 @@ function setUpRun(request: RunRequest, context: RunSetupContext): RunSetup {
     ...runAssetsSecrets(request.assets),
   ];
   const sessionKey = conversationId
-    ? sessionKeyOf(conversationId, config, launch.commandText)
+    ? sessionKeyOf(
+      conversationId,
+      config,
+      launch.sessionCommand ?? launch.commandText,
+    )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
     ? context.store.getSession(sessionKey)?.sessionId
@@ -271,8 +275,11 @@ function startAdmittedRun(
   log({
     msg: "run started",
     run_id: runId,
+    conversation_id: conversationId,
     location: config.location,
     provider: config.provider,
+    command: redactSecrets(launch.commandText, secrets),
+    command_source: launch.commandSource,
   });
   return run;
 }
@@ -291,6 +298,8 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     request: RunRequest,
     startOptions: StartOptions = {},
   ): StartOutcome {
+    // A request naming an existing run is a repeat, never a follow-up.
+    assertRunIdUnused(request.runId, { store: options.store, active });
     if (startOptions.steer !== false) {
       const steered = steerActiveRun(request, active);
       if (steered) return { kind: "steered", run: steered };

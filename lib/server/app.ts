@@ -8,7 +8,8 @@
  */
 
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { accessLog } from "./access_log.ts";
+import { limitBody } from "./body_limit.ts";
 import {
   errorResponse,
   safeEqual,
@@ -22,6 +23,7 @@ import { redactDeep } from "../secrets.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerRunRoutes } from "./runs.ts";
+import { checkRequestSource, originListed } from "./request_guard.ts";
 
 export type {
   DaemonsView,
@@ -33,7 +35,9 @@ export type {
 export function createServerApp(options: ServerAppOptions): Hono {
   const context = createServerContext(options);
   const app = new Hono();
+  app.use("*", accessLog(context));
   handleFailures(app, context);
+  guardRequestSources(app, options.config);
   guardApiRoutes(app, options.config);
   registerMetaRoutes(app, context);
   registerRunRoutes(app, context);
@@ -66,7 +70,10 @@ function createServerContext(options: ServerAppOptions): ServerContext {
       });
       if (outcome.kind === "started") {
         const startedAt = performance.now();
-        options.metrics.trackRun(outcome.run.subscribe);
+        options.metrics.trackRun(outcome.run.subscribe, {
+          provider: request.config.provider,
+          location: request.config.location,
+        });
         outcome.run.done.then((result) =>
           log({
             msg: "run finished",
@@ -113,20 +120,56 @@ function handleFailures(app: Hono, ctx: ServerContext): void {
   );
 }
 
+/**
+ * The `Host` and `Origin` rules on every route, and CORS answers for the
+ * origins the operator allowed (`--allowed-origins`).
+ */
+function guardRequestSources(app: Hono, config: ServeConfig): void {
+  const settings = {
+    checkHost: !config.apiToken || config.allowedHosts.length > 0,
+    listenHost: config.host,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  };
+  app.use("*", async (c, next) => {
+    const origin = c.req.header("origin");
+    checkRequestSource({
+      host: c.req.header("host"),
+      origin,
+      secFetchSite: c.req.header("sec-fetch-site"),
+    }, settings);
+    const cors = origin !== undefined && originListed(origin, settings);
+    if (cors && c.req.method === "OPTIONS") {
+      return c.body(null, 204, {
+        "access-control-allow-origin": origin,
+        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+        "access-control-allow-headers": c.req.header(
+          "access-control-request-headers",
+        ) ?? "authorization, content-type, last-event-id",
+        "access-control-max-age": "600",
+        "vary": "Origin",
+      });
+    }
+    await next();
+    if (cors) {
+      c.res.headers.set("access-control-allow-origin", origin);
+      c.res.headers.set("access-control-expose-headers", "x-run-id");
+      c.res.headers.append("vary", "Origin");
+    }
+  });
+}
+
 /** The body limit and bearer auth on `/v1`. */
 function guardApiRoutes(app: Hono, config: ServeConfig): void {
   app.use(
     "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyMb * 1024 * 1024,
-      onError: () =>
-        errorResponse(
-          new RunnerError(
-            "http.body_too_large",
-            `The request body exceeds ${config.maxBodyMb} MiB (--max-body-mb). Send smaller attachments or links.`,
-          ),
+    limitBody(config.maxBodyMb * 1024 * 1024, () =>
+      errorResponse(
+        new RunnerError(
+          "http.body_too_large",
+          `The request body exceeds ${config.maxBodyMb} MiB (--max-body-mb). Send smaller attachments or links.`,
         ),
-    }),
+      )),
   );
   app.use("/v1/*", async (c, next) => {
     const token = config.apiToken;

@@ -44,21 +44,28 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/healthz", (c) => {
     const shuttingDown = ctx.isShuttingDown();
+    const store = ctx.store.health();
+    const status = shuttingDown
+      ? "shutting_down"
+      : store.ok
+      ? "ok"
+      : "degraded";
     return c.json(
-      {
-        status: shuttingDown ? "shutting_down" : "ok",
+      ctx.redact({
+        status,
         version: RUNNER_VERSION,
         active_runs: manager.active().length,
-      },
-      shuttingDown ? 503 : 200,
+        store: store.ok ? { ok: true } : { ok: false, error: store.error },
+      }),
+      status === "ok" ? 200 : 503,
     );
   });
 
   app.get(
     "/metrics",
-    (c) =>
+    async (c) =>
       c.body(
-        ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
+        await ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",

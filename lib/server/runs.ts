@@ -10,14 +10,25 @@ import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
-import type { ManagedRun } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
-import { readJsonObject, type ServerContext } from "./context.ts";
+import {
+  failIfOrphaned,
+  failOrphanedRuns,
+  readJsonObject,
+  type ServerContext,
+} from "./context.ts";
+import {
+  answerRepeat,
+  createSteeredPosts,
+  requestedRunId,
+  type RunToAnswer,
+} from "./idempotency.ts";
 import {
   eventStreamResponse,
   followRunEvents,
+  parseAfterSequence,
   type StreamFormat,
 } from "./stream.ts";
 import type { ListRunsOptions, RunRecord, RunStatus } from "../store/types.ts";
@@ -125,6 +136,22 @@ export function finalMessage(events: RunEvent[]): string {
   return "";
 }
 
+/**
+ * The stored run; one the store shows active while no process owns it any
+ * more (crashed, a zombie, a reused pid) is ended with `runner.restarted`
+ * first.
+ */
+function currentRecord(
+  ctx: ServerContext,
+  runId: string,
+): RunRecord | undefined {
+  const record = ctx.store.getRun(runId);
+  if (record?.status !== "active" || ctx.manager.get(runId)) return record;
+  return failOrphanedRuns(ctx.store, runId).length
+    ? ctx.store.getRun(runId)
+    : record;
+}
+
 function notFound(runId: string): RunnerError {
   return new RunnerError(
     "http.not_found",
@@ -173,43 +200,77 @@ function parseStartBody(
 /** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
 function registerStartRoute(app: Hono, ctx: ServerContext): void {
   const { store } = ctx;
+  const steeredPosts = createSteeredPosts();
 
   async function respondWithRun(
     c: Context,
-    run: ManagedRun,
+    answer: RunToAnswer,
     format: StreamFormat | "json",
   ) {
+    const { runId, run, after } = answer;
     if (format !== "json") {
       return eventStreamResponse(
-        followRunEvents({ store, runId: run.runId, run }),
+        followRunEvents({
+          store,
+          runId,
+          run,
+          after,
+          maxPendingEvents: ctx.maxPendingEvents,
+        }),
         format,
         {
-          headers: { "x-run-id": run.runId },
+          headers: { "x-run-id": runId },
+          keepaliveMs: ctx.config.keepaliveSeconds * 1000,
         },
       );
     }
-    await run.done;
-    const events = store.getEvents(run.runId);
-    const record = store.getRun(run.runId);
-    return c.json(ctx.redact({
-      run_id: run.runId,
-      conversation_id: run.conversationId ?? null,
-      status: record?.status ?? "failed",
-      code: record?.code ?? null,
-      error: record?.error ?? null,
-      message: finalMessage(events),
-      events,
-    }));
+    await run?.done;
+    const events = store.getEvents(runId);
+    const record = store.getRun(runId);
+    return c.json(
+      ctx.redact({
+        run_id: runId,
+        conversation_id: answer.conversationId ?? null,
+        status: record?.status ?? "failed",
+        code: record?.code ?? null,
+        error: record?.error ?? null,
+        message: finalMessage(events),
+        events,
+      }),
+      200,
+      { "x-run-id": runId },
+    );
   }
 
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const outcome = ctx.startRun(parseStartBody(body, ctx.config));
+    const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
+    const repeat = runId
+      ? answerRepeat(c, {
+        ctx,
+        steeredPosts,
+        runId,
+        conversationId: optionalId(body.conversation_id, "conversation_id"),
+        after: c.req.header("last-event-id") ? parseAfterSequence(c) : 0,
+      })
+      : undefined;
+    if (repeat instanceof Response) return repeat;
+    if (repeat) return await respondWithRun(c, repeat, format);
+    const outcome = ctx.startRun({
+      ...parseStartBody(body, ctx.config),
+      runId,
+    });
     if (outcome.kind === "steered") {
+      if (runId) steeredPosts.remember(runId, outcome.run.runId);
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
-    return await respondWithRun(c, outcome.run, format);
+    const { run } = outcome;
+    return await respondWithRun(c, {
+      runId: run.runId,
+      conversationId: run.conversationId,
+      run,
+    }, format);
   });
 }
 
@@ -239,20 +300,6 @@ function parseListQuery(c: Context): ListRunsOptions {
   };
 }
 
-/** The sequence `GET /v1/runs/:id/events` resumes after. */
-function parseAfterSequence(c: Context): number {
-  const afterText = c.req.query("after") ?? c.req.header("last-event-id") ??
-    "0";
-  const after = Number(afterText);
-  if (!Number.isInteger(after) || after < 0) {
-    throw new RunnerError(
-      "http.bad_request",
-      "after (or Last-Event-ID) must be a non-negative integer sequence.",
-    );
-  }
-  return after;
-}
-
 /** `GET /v1/runs`, `GET /v1/runs/:id` and `GET /v1/runs/:id/events`. */
 function registerReadRoutes(app: Hono, ctx: ServerContext): void {
   const { store, manager } = ctx;
@@ -270,7 +317,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id", (c) => {
     const runId = c.req.param("id");
-    const record = store.getRun(runId);
+    const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
@@ -280,7 +327,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id/events", (c) => {
     const runId = c.req.param("id");
-    const record = store.getRun(runId);
+    const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
@@ -293,16 +340,33 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
         }),
       );
     }
+    const run = manager.get(runId);
+    if (
+      !run && record.status !== "active" &&
+      !store.getEvents(runId, { after }).length
+    ) {
+      // Everything up to the terminal event was delivered: 204 tells an
+      // EventSource to stop reconnecting.
+      return c.body(null, 204);
+    }
     return eventStreamResponse(
-      followRunEvents({ store, runId, run: manager.get(runId), after }),
+      followRunEvents({
+        store,
+        runId,
+        run: manager.get(runId),
+        after,
+        maxPendingEvents: ctx.maxPendingEvents,
+        failIfOrphaned: (id) => failIfOrphaned(store, id),
+      }),
       format,
+      { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
     );
   });
 }
 
 /** `POST /v1/runs/:id/input` and `POST /v1/runs/:id/cancel`. */
 function registerControlRoutes(app: Hono, ctx: ServerContext): void {
-  const { store, manager } = ctx;
+  const { manager } = ctx;
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
@@ -313,7 +377,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
     );
     const run = manager.get(runId);
     if (!run) {
-      const record = store.getRun(runId);
+      const record = currentRecord(ctx, runId);
       if (!record) throw notFound(runId);
       throw new RunnerError(
         "http.conflict",
@@ -353,7 +417,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
       run.handle.cancel();
       await run.done;
     }
-    const record = store.getRun(runId);
+    const record = currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(
       ctx.redact({

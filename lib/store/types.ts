@@ -107,6 +107,16 @@ export interface ListRunsOptions {
 export interface GetEventsOptions {
   /** Only events with a sequence greater than this. */
   after?: number;
+  /** At most this many events (default: all). */
+  limit?: number;
+}
+
+/** Whether the store can serve, as {@linkcode RunStore.health} reports it. */
+export interface StoreHealth {
+  /** False while reads or writes fail (until a write succeeds again). */
+  ok: boolean;
+  /** The last failure, when not ok. */
+  error?: string;
 }
 
 /** Session ids, runs and run events, behind an interface a networked database can also implement. */
@@ -141,17 +151,29 @@ export interface RunStore {
   appendEvent(runId: string, event: RunEvent): RunEvent;
   /** Writes queued events now, in one transaction. */
   flush(): void;
-  /** A run's events ordered by sequence (queued events are flushed first). */
+  /**
+   * A run's events ordered by sequence (queued events are flushed first; while
+   * writes fail, the queued ones are included from memory).
+   */
   getEvents(runId: string, options?: GetEventsOptions): RunEvent[];
 
   /**
    * Ends every run the store shows as active whose owning process is gone
-   * (crashed or restarted): marks it failed with `code` and `message` and
-   * appends a final `run.failed` event. Runs owned by a live process (another
-   * `runner run`, or a store still open in this process) are left alone.
-   * Returns the ids of the runs it failed.
+   * (crashed, restarted, a zombie, or its pid reused by another process):
+   * marks it failed with `code` and `message` and appends a final
+   * `run.failed` event — unless the run's terminal event is already stored,
+   * whose outcome is then recorded instead (a run never holds two). Runs
+   * owned by a live process (another `runner run`, or a store still open in
+   * this process) are left alone. Returns the ids of the runs it ended.
    */
-  markActiveRunsFailed(code: ErrorCode, message: string): string[];
+  markActiveRunsFailed(
+    code: ErrorCode,
+    message: string,
+    options?: { runId?: string },
+  ): string[];
+
+  /** Whether reads and writes currently succeed. */
+  health(): StoreHealth;
 
   /** Flushes queued events and closes the store. Safe to call twice. */
   close(): void;
@@ -162,12 +184,14 @@ export interface OpenStoreOptions {
   /** The directory that holds the store file; created when missing. */
   dataDir: string;
   /**
-   * Whether a process id belongs to a live process; decides which active runs
-   * {@linkcode RunStore.markActiveRunsFailed} may fail. Defaults to a
-   * signal-0 probe (needs `--allow-run`; without it every other process
-   * counts as gone).
+   * Whether the process recorded as `pid` (started at `startTime`, when
+   * known) is still alive; decides which active runs
+   * {@linkcode RunStore.markActiveRunsFailed} may end. Defaults to the
+   * process table: a gone pid, a zombie or a reused pid counts as dead.
    */
-  isProcessAlive?: (pid: number) => boolean;
+  isProcessAlive?: (pid: number, startTime?: string) => boolean;
+  /** How long a write waits for another process's lock, in ms (default 5000). */
+  busyTimeoutMs?: number;
   /** Called when a background event flush fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
 }
