@@ -17,6 +17,7 @@ import {
   makeFifo,
   openGate,
   postJson,
+  tempDir,
   withServe,
 } from "./serve_test_helpers.ts";
 import {
@@ -76,7 +77,7 @@ function itemText(lines: Record<string, unknown>[]): string {
 }
 
 Deno.test("the n8n stream sends a newline while the agent is silent", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -102,11 +103,10 @@ Deno.test("the n8n stream sends a newline while the agent is silent", async () =
     assert.deepEqual(lines.at(-1), { type: "end" });
     assert.equal(itemText(lines), "echo: quiet (turn 1)");
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("an answer whose LangBot caller timed out goes ahead of the conversation's next answer", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -161,11 +161,10 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
       "echo: third (turn 1)",
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next one", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -206,7 +205,6 @@ Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next 
         "echo: first (turn 1)\n\n---\n\necho: second (turn 1)",
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 function base64url(value: unknown): string {
@@ -215,7 +213,7 @@ function base64url(value: unknown): string {
 }
 
 Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 with a reason", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await tempDir();
   const secret = "jwt-secret-123456";
   await withServe({
     args: [...defaults(dir), "--n8n-auth", "jwt", "--n8n-jwt-secret", secret],
@@ -265,5 +263,4 @@ Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 wi
       /"RS256" is not accepted.*HS256, HS384 or HS512/,
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
