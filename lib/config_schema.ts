@@ -8,7 +8,7 @@
  * @module
  */
 
-import { isAbsolute } from "node:path";
+import { isAbsolute, win32 } from "node:path";
 import { z } from "zod";
 
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
@@ -99,13 +99,24 @@ function port(description: string, fallback?: number): ConfigKeySpec {
   };
 }
 
+/** An absolute path of this machine's kind, `~` or `~/…`. */
+export function isPosixStylePath(path: string): boolean {
+  return isAbsolute(path) || path === "~" || path.startsWith("~/");
+}
+
+/** A Windows absolute path (`C:\…`, `C:/…`, `\\server\share`) or `~\…`. */
+export function isWindowsStylePath(path: string): boolean {
+  return win32.isAbsolute(path) || path.startsWith("~\\");
+}
+
+/** Windows-style paths pass here; `parseRunConfig` keeps them to PowerShell remotes. */
 function path(description: string, docDefault: string): ConfigKeySpec {
   return {
     kind: "string",
     schema: z.string({ error: "must be a non-empty path" })
       .min(1, { error: "must be a non-empty path" })
       .refine(
-        (value) => isAbsolute(value) || value === "~" || value.startsWith("~/"),
+        (value) => isPosixStylePath(value) || isWindowsStylePath(value),
         { error: (issue) => `must be an absolute path (got "${issue.input}")` },
       ).optional().describe(description),
     docDefault,
@@ -304,6 +315,24 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     3600,
     "seconds a run token lives" + AT_MOST(MAX_TIMER_SECONDS),
   ),
+  "mcp-bridge-transport": choice(
+    ["ssh-tunnel", "http"],
+    "ssh-tunnel",
+    "how a remote-ssh agent reaches its assets: `ssh-tunnel` (`ssh -R`) or `http` (`mcp-public-url`; see below; operator only)",
+  ),
+  "mcp-bridge-host": {
+    kind: "string",
+    schema: z.string({ error: "must be a string" }).default("127.0.0.1")
+      .describe(
+        "with `http`: the shared bridge's listen host, e.g. `0.0.0.0` (operator only)",
+      ),
+  },
+  "mcp-bridge-port": port(
+    "with `http`: the shared bridge's fixed port (required unless `langbot-assets-mode=gateway`; operator only)",
+  ),
+  "mcp-public-url": text(
+    "with `http`: the bridge's `/mcp` URL as the agent's machine reaches it (required; operator only)",
+  ),
   "knowledge-bases": list("knowledge base ids granted for retrieval"),
   "ssh-target": text("`user@host` for remote-ssh"),
   "ssh-port": port("SSH port", 22),
@@ -318,7 +347,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "remote-shell": choice(
     ["bash", "powershell"],
     "bash",
-    "the remote wrapper shell (`bash`; `powershell` is accepted but not yet implemented)",
+    "the remote wrapper: `bash` (Linux, macOS) or `powershell` (Windows; see `docs/transport.md`)",
   ),
   "daemon-id": text("the daemon to run on, for `location=daemon`"),
   "daemon-connect-timeout": seconds(

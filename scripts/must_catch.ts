@@ -69,9 +69,9 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "env-json exported on the ssh command line",
     file: "lib/locations/ssh.ts",
-    find: "`bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,",
+    find: "return `bash -lc ${quoteWord(remoteScript(workspace, launch))}`;",
     replace:
-      "`bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch.argv))}`,",
+      "return `bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch))}`;",
     test: "tests/run_ssh_test.ts",
     filter: "a run streams over a real sshd",
   },
@@ -92,10 +92,26 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "ssh -R port collision not retried",
     file: "lib/locations/ssh.ts",
-    find: "    if (!await forwardPortTaken(started, options.signal)) break;",
-    replace: "    break;",
+    find: "    if (attempt === FORWARD_ATTEMPTS) {",
+    replace: "    if (attempt >= 1) {",
     test: "tests/run_ssh_test.ts",
     filter: "already taken",
+  },
+  {
+    name: "ssh -R retried without bound",
+    file: "lib/locations/ssh.ts",
+    find: "    if (attempt === FORWARD_ATTEMPTS) {",
+    replace: "    if (attempt === FORWARD_ATTEMPTS + 1) {",
+    test: "tests/ssh_mcp_transport_test.ts",
+    filter: "taken on every try",
+  },
+  {
+    name: "a refused ssh -R not reported as assets.tunnel_refused",
+    file: "lib/locations/ssh.ts",
+    find: "  return refused ? Number(refused[1]) : undefined;",
+    replace: "  return undefined;",
+    test: "tests/ssh_mcp_transport_test.ts",
+    filter: "forwarding refused: the ssh -R tunnel fails",
   },
   {
     name: "an ssh launch with tunnels ignores cancel and start-up timeout",

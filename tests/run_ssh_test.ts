@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import type { AgentTransport } from "../lib/run/engine.ts";
-import { launchSsh, REMOTE_PGID_MARKER } from "../lib/locations/ssh.ts";
+import { launchSsh } from "../lib/locations/ssh.ts";
+import { REMOTE_PGID_MARKER } from "../lib/locations/remote_report.ts";
 import { EventLog, harness, makeGate } from "./engine_helpers.ts";
 import {
   assertAgentGone,

@@ -103,7 +103,6 @@ Deno.test("the n8n stream sends a newline while the agent is silent", async () =
     assert.deepEqual(lines.at(-1), { type: "end" });
     assert.equal(itemText(lines), "echo: quiet (turn 1)");
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("an answer whose LangBot caller timed out goes ahead of the conversation's next answer", async () => {
@@ -163,7 +162,6 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
       "echo: third (turn 3)",
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next one", async () => {
@@ -208,7 +206,6 @@ Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next 
         "echo: first (turn 1)\n\n---\n\necho: second (turn 2)",
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 function base64url(value: unknown): string {
@@ -270,5 +267,4 @@ Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 wi
       /"RS256" is not accepted.*HS256, HS384 or HS512/,
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });

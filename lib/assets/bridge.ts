@@ -206,16 +206,67 @@ export function startEphemeralBridge(
     listGrantedTools: true,
   });
   const token = registry.issue(spec.runId, backend);
-  const { server, url } = serve(async (message, presented) => {
-    const resolved = registry.resolve(presented);
-    if (!resolved || !answersNow(resolved)) return { unauthorized: true };
-    return { reply: await resolved.handle(message, { runToken: presented }) };
-  }, options);
+  const { server, url } = serve(bridgeRoute(registry), options);
   let closed: Promise<void> | undefined;
   return Promise.resolve({
     url,
     token,
     mcpServer: mcpServerEntry(url, token),
+    close() {
+      registry.clear();
+      closed ??= server.shutdown();
+      return closed;
+    },
+  });
+}
+
+/** Every request needs a run token; it selects the run's backend. */
+function bridgeRoute(registry: TokenRegistry<AssetBackend>): Route {
+  return async (message, presented) => {
+    const resolved = registry.resolve(presented);
+    if (!resolved || !answersNow(resolved)) return { unauthorized: true };
+    return { reply: await resolved.handle(message, { runToken: presented }) };
+  };
+}
+
+/** Options for {@linkcode startSharedBridge}. */
+export interface SharedBridgeOptions {
+  /** Interface to bind (`mcp-bridge-host`). */
+  hostname: string;
+  /** Port (`mcp-bridge-port`). */
+  port: number;
+  /** Request body limit in bytes; default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Deadline of one call forwarded to a run's upstream or callback. */
+  sourceTimeoutMs?: number;
+}
+
+/**
+ * Starts one listener that serves many runs as per-run bridges do (each run
+ * by its own token, `tools/list` narrowed to its grant), for
+ * `mcp-bridge-transport=http`: the operator's fixed address that a public URL
+ * leads to. Registrations live until revoked; `close()` stops it.
+ */
+export function startSharedBridge(
+  options: SharedBridgeOptions,
+): Promise<AssetGateway> {
+  const registry = createTokenRegistry<AssetBackend>({ ttlMs: Infinity });
+  const { server, url } = serve(bridgeRoute(registry), options);
+  let closed: Promise<void> | undefined;
+  return Promise.resolve({
+    url,
+    register(spec) {
+      const backend = createAssetBackend(spec, {
+        sourceTimeoutMs: options.sourceTimeoutMs,
+        listGrantedTools: true,
+      });
+      const token = registry.issue(spec.runId, backend);
+      return {
+        token,
+        mcpServer: mcpServerEntry(url, token),
+        revoke: () => registry.revokeToken(token),
+      };
+    },
     close() {
       registry.clear();
       closed ??= server.shutdown();
@@ -252,7 +303,7 @@ export interface GatewayRegistration {
   revoke(): void;
 }
 
-/** A running long-lived gateway. */
+/** A running long-lived gateway (or shared bridge): one listener for many runs. */
 export interface AssetGateway {
   /** The MCP endpoint (the public URL when configured). */
   url: string;

@@ -11,6 +11,7 @@ import {
   type AssetsMcpServer,
   startAssetGateway,
   startEphemeralBridge,
+  startSharedBridge,
 } from "./bridge.ts";
 import type { RunAssetsSpec } from "./grant.ts";
 import type { AssetBackend } from "./mcp_server.ts";
@@ -25,7 +26,7 @@ export interface GatewayDefaults {
   publicUrl?: string;
 }
 
-/** The gateways and closing bridges the runs of one assets hook share. */
+/** The gateways, shared bridges and closing bridges the runs of one assets hook share. */
 export interface EndpointPool {
   /** Gateway settings for runs whose config does not set them. */
   defaults: GatewayDefaults;
@@ -33,7 +34,7 @@ export interface EndpointPool {
   sourceTimeoutMs?: number;
   /** Structured log; never receives tokens or upstream credentials. */
   log: (entry: Record<string, unknown>) => void;
-  /** Started or starting gateways, by `host:port`. */
+  /** Started or starting gateways by `host:port`, shared bridges by `bridge host:port`. */
   gateways: Map<string, Promise<AssetGateway>>;
   /** Bridges and gateways still closing. */
   closing: Set<Promise<void>>;
@@ -87,6 +88,9 @@ export async function serveRunEndpoint(
       timeout: config.timeout,
     });
   }
+  if (config.mcpBridgeTransport === "http") {
+    return await serveOverHttpTransport(pool, { spec, ttlMs, config, backend });
+  }
   if (config.langbotAssetsMode !== "gateway") {
     return await serveOverBridge(pool, { spec, ttlMs, backend });
   }
@@ -130,23 +134,60 @@ async function serveOverBridge(
   };
 }
 
+/** A run whose endpoint is a registration on a shared listener. */
+interface SharedRun {
+  spec: RunAssetsSpec;
+  ttlMs: number;
+  config: RunConfig;
+  /** A warm agent's backend, whose grant follows the current run. */
+  backend?: AssetBackend;
+}
+
 async function serveOverGateway(
   pool: EndpointPool,
-  run: {
-    spec: RunAssetsSpec;
-    ttlMs: number;
-    config: RunConfig;
-    backend?: AssetBackend;
-  },
+  run: SharedRun,
 ): Promise<ServedEndpoint> {
   const { config } = run;
   const publicUrl = publicUrlOf(config, pool.defaults);
-  const port = config.langbotAssetsGatewayPort ?? pool.defaults.port ?? 0;
-  const gateway = await gatewayFor(pool, {
+  const gateway = await listenerFor(pool, gatewayAddress(pool, config));
+  return registerOn(gateway, run, publicUrl ?? gateway.url);
+}
+
+/**
+ * `mcp-bridge-transport=http`: the run registers on the gateway or on the
+ * shared bridge at `mcp-bridge-host`/`mcp-bridge-port`, and the agent is
+ * given `mcp-public-url` (the token travels in a header, never in the URL).
+ */
+async function serveOverHttpTransport(
+  pool: EndpointPool,
+  run: SharedRun,
+): Promise<ServedEndpoint> {
+  const { config } = run;
+  const listener = await listenerFor(
+    pool,
+    config.langbotAssetsMode === "gateway" ? gatewayAddress(pool, config) : {
+      kind: "bridge",
+      hostname: config.mcpBridgeHost,
+      port: config.mcpBridgePort ?? 0,
+    },
+  );
+  return registerOn(listener, run, config.mcpPublicUrl ?? listener.url);
+}
+
+function gatewayAddress(pool: EndpointPool, config: RunConfig): Address {
+  return {
+    kind: "gateway",
     hostname: config.langbotAssetsGatewayHost,
-    port,
-  });
-  const registration = gateway.register(run.spec, run.backend);
+    port: config.langbotAssetsGatewayPort ?? pool.defaults.port ?? 0,
+  };
+}
+
+function registerOn(
+  listener: AssetGateway,
+  run: SharedRun,
+  url: string,
+): ServedEndpoint {
+  const registration = listener.register(run.spec, run.backend);
   // A warm agent's registration (no TTL) lives until stop().
   const expiry = run.ttlMs === Infinity ? undefined : setTimeout(
     () => registration.revoke(),
@@ -154,7 +195,7 @@ async function serveOverGateway(
   );
   if (expiry !== undefined) Deno.unrefTimer(expiry);
   return {
-    entry: { ...registration.mcpServer, url: publicUrl ?? gateway.url },
+    entry: { ...registration.mcpServer, url },
     token: registration.token,
     stop() {
       clearTimeout(expiry);
@@ -163,36 +204,42 @@ async function serveOverGateway(
   };
 }
 
-function gatewayFor(
+/** Where a shared listener binds, and which kind it is. */
+interface Address {
+  kind: "gateway" | "bridge";
+  hostname: string;
+  port: number;
+}
+
+function listenerFor(
   pool: EndpointPool,
-  address: { hostname: string; port: number },
+  address: Address,
 ): Promise<AssetGateway> {
-  const { hostname, port } = address;
-  const key = `${hostname}:${port}`;
-  let gateway = pool.gateways.get(key);
-  if (!gateway) {
+  const { kind, hostname, port } = address;
+  const where = `${hostname}:${port}`;
+  const key = kind === "gateway" ? where : `${kind} ${where}`;
+  let listener = pool.gateways.get(key);
+  if (!listener) {
+    const options = { hostname, port, sourceTimeoutMs: pool.sourceTimeoutMs };
     // Tokens get no registry TTL: each run's own TTL is enforced by a timer.
-    gateway = Promise.resolve()
+    listener = Promise.resolve()
       .then(() =>
-        startAssetGateway({
-          hostname,
-          port,
-          ttlMs: Infinity,
-          sourceTimeoutMs: pool.sourceTimeoutMs,
-        })
+        kind === "gateway"
+          ? startAssetGateway({ ...options, ttlMs: Infinity })
+          : startSharedBridge(options)
       )
       .catch((error) => {
         pool.gateways.delete(key);
-        throw listenFailed(`gateway on ${key}`, error);
+        throw listenFailed(`${kind} on ${where}`, error);
       });
-    pool.gateways.set(key, gateway);
-    gateway.then(
+    pool.gateways.set(key, listener);
+    listener.then(
       (started) =>
-        pool.log({ msg: "assets gateway started", url: started.url }),
+        pool.log({ msg: `assets ${kind} started`, url: started.url }),
       () => {},
     );
   }
-  return gateway;
+  return listener;
 }
 
 function listenFailed(what: string, error: unknown): RunnerError {
@@ -200,7 +247,7 @@ function listenFailed(what: string, error: unknown): RunnerError {
   return new RunnerError(
     "assets.listen_failed",
     `The LangBot assets ${what} could not listen (${reason}). Choose a free ` +
-      "langbot-assets-gateway-port or another host, or set langbot-assets-enabled=false.",
+      "langbot-assets-gateway-port or mcp-bridge-port, or another host, or set langbot-assets-enabled=false.",
     { cause: error },
   );
 }

@@ -160,17 +160,17 @@ async function prepareRun(
   });
   // ACP lets a client send an http server only to an agent advertising
   // mcpCapabilities.http, so the entry is chosen once those are known. Over
-  // ssh the static list is what the location forwards with `ssh -R`; the
-  // location offers it only to agents with MCP over HTTP.
-  const overSsh = config.location === "remote-ssh";
+  // an ssh tunnel the static list is what the location forwards with
+  // `ssh -R`; the location offers it only to agents with MCP over HTTP.
+  const reach = reachOf(config);
   let kept = false;
   return {
-    mcpServers: overSsh ? [served.entry] : [],
+    mcpServers: reach === "tunnel" ? [served.entry] : [],
     sessionMcpServers: (capabilities) =>
       sessionServersWithAssets(state, {
         runId,
         served,
-        overSsh,
+        reach,
         user: userServers(capabilities),
         capabilities,
       }),
@@ -219,22 +219,34 @@ function keptEndpoint(
   };
 }
 
+/**
+ * How the agent reaches the run's endpoint: on this machine, from a remote
+ * machine through the location's `ssh -R` tunnel, or from a remote machine
+ * over plain HTTP (`mcp-bridge-transport=http`, the public URL).
+ */
+type Reach = "local" | "tunnel" | "remote";
+
+function reachOf(config: RunConfig): Reach {
+  if (config.location !== "remote-ssh") return "local";
+  return config.mcpBridgeTransport === "http" ? "remote" : "tunnel";
+}
+
 /** The servers a prepared run's session gets once the agent's capabilities are known. */
 function sessionServersWithAssets(
   state: HookState,
   session: {
     runId: string;
     served: ServedEndpoint;
-    overSsh: boolean;
+    reach: Reach;
     user: McpServer[];
     capabilities: McpCapabilities;
   },
 ): McpServer[] {
-  const { runId, served, overSsh, user, capabilities } = session;
+  const { runId, served, reach, user, capabilities } = session;
   if (capabilities.http === true) {
-    return overSsh ? user : [served.entry, ...user];
+    return reach === "tunnel" ? user : [served.entry, ...user];
   }
-  if (overSsh) {
+  if (reach !== "local") {
     state.log({
       msg: "assets not injected: the agent does not advertise MCP over HTTP",
       run_id: runId,

@@ -96,7 +96,8 @@ export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
           signal,
         });
         // The tunnelled servers are offered like any other: http/sse only
-        // when the agent advertises them.
+        // when the agent advertises them (with mcp-bridge-transport=http
+        // nothing is tunnelled: the assets entry comes from the session list).
         const forwarded = transport.mcpServers ?? [];
         return {
           ...transport,
