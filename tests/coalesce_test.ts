@@ -8,7 +8,11 @@
  */
 
 import assert from "node:assert/strict";
-import { createEventRestorer, type RunEvent } from "../lib/events.ts";
+import {
+  createEventRestorer,
+  isTerminalEvent,
+  type RunEvent,
+} from "../lib/events.ts";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { EventLog, harness, makeGate } from "./engine_helpers.ts";
@@ -108,6 +112,7 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
     const log = new EventLog(run);
     assert.equal((await run.done).status, "completed");
     assert.deepEqual(collapsedTypes(log.events), [
+      "run.started",
       "state.updated",
       "message.delta",
       "plan.updated",
@@ -256,7 +261,7 @@ Deno.test("five slow chunks still show as five deltas with the default window", 
         deltaTexts(log.events).join("") === parts.slice(0, i).join("")
       );
       assert.ok(
-        !log.events.some((event) => event.type.startsWith("run.")),
+        !log.events.some(isTerminalEvent),
         `chunk ${i} came out only with the end of the run`,
       );
       if (i < parts.length) await gate.release();

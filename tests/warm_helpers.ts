@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import type { RunEvent } from "../lib/events.ts";
+import { createEventRestorer, type RunEvent } from "../lib/events.ts";
 import { readRecord } from "./helpers.ts";
 import {
   postJson,
@@ -62,9 +62,12 @@ async function peekError(response: Response): Promise<string> {
   return await response.text();
 }
 
-/** The text of a message's `message.completed` events. */
+/**
+ * The text of a message's `message.completed` events, as the agent wrote it
+ * (stored and streamed completions are lean: the text is in the deltas).
+ */
 export function answers(message: Message): string[] {
-  return message.events
+  return message.events.map(createEventRestorer({ allContent: false }))
     .filter((event) => event.type === "message.completed")
     .map((event) => (event.data.message as { content: string }).content);
 }
