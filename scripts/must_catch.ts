@@ -53,7 +53,7 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "reaper kills a live runner's agents",
     file: "lib/agent/reaper.ts",
-    find: "if (await ownerAlive(record)) continue;",
+    find: "if (await ownerAlive(record)) return undefined;",
     replace: "",
     test: "tests/reaper_test.ts",
     filter: "live runner",
