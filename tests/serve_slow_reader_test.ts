@@ -58,7 +58,10 @@ Deno.test("a follower that reads nothing until the run has ended gets all 600 ev
       input: { text: "burst" },
       // One delta per chunk, so the 600 events overflow the buffer.
       config: fixtureConfig(["--text-kb", "60", "--chunks", "600"], {
+        // One delta per chunk, and no run token whose first letter could
+        // end a chunk (it would be held back into the next delta).
         "delta-coalesce-ms": 0,
+        "langbot-assets-enabled": false,
       }),
     });
     const run = outcome.run;
@@ -103,8 +106,10 @@ async function stalledSseRun(kb: number, query = ""): Promise<RunEvent[]> {
           "500",
         ]),
         workspace: tempDir(),
-        // One delta per chunk, so the 500 events overflow the buffer.
+        // One delta per chunk, so the 500 events overflow the buffer; no run
+        // token whose first letter could hold a chunk's tail back.
         "delta-coalesce-ms": 0,
+        "langbot-assets-enabled": false,
       },
     });
     await writeAll(
