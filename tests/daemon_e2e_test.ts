@@ -283,7 +283,7 @@ Deno.test("a location=daemon run streams the agent's text from the daemon's mach
         "laptop",
         ["--chunks", "3", "--record", record],
         undefined,
-        { "delta-coalesce-ms": 0, "langbot-assets-enabled": false },
+        { "delta-coalesce-ms": 0 },
       ),
     });
     const log = new EventLog(run);
