@@ -35,7 +35,7 @@ async function withSteeringHub(
   ) => Promise<void>,
 ): Promise<void> {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
   const server = serveHub({ hub });
   const manager = createRunManager({
@@ -87,7 +87,7 @@ async function withSteeringHub(
     await client;
     await hub.close();
     await server.close();
-    store.close();
+    await store.close();
   }
 }
 
@@ -111,14 +111,17 @@ Deno.test("a failing follow-up job ends the run with its failure and hands back 
   await withSteeringHub(async ({ manager, nextJob }) => {
     const start = (input: { text: string; attachments?: JsonObject[] }) =>
       manager.start({ conversationId: "c", input, config });
-    const { run } = start({ text: "first" });
+    const { run } = await start({ text: "first" });
     const log = new EventLog(run);
     const first = await nextJob();
     assert.equal(first.payload.prompt_text, "first");
     const image = { type: "image", name: "a.png", content: "iVBORw0KGgo=" };
-    assert.equal(start({ text: "f1", attachments: [image] }).kind, "steered");
-    assert.equal(start({ text: "f2" }).kind, "steered");
-    assert.equal(start({ text: "f3" }).kind, "steered");
+    assert.equal(
+      (await start({ text: "f1", attachments: [image] })).kind,
+      "steered",
+    );
+    assert.equal((await start({ text: "f2" })).kind, "steered");
+    assert.equal((await start({ text: "f3" })).kind, "steered");
     first.end(completed("one"));
 
     const second = await nextJob();
@@ -161,7 +164,7 @@ Deno.test("a failing follow-up job ends the run with its failure and hands back 
 
 Deno.test("a cancelled run hands back its queued follow-ups", async () => {
   await withSteeringHub(async ({ manager, nextJob }) => {
-    const { run } = manager.start({
+    const { run } = await manager.start({
       conversationId: "c",
       input: { text: "first" },
       config,
@@ -169,8 +172,11 @@ Deno.test("a cancelled run hands back its queued follow-ups", async () => {
     const log = new EventLog(run);
     const job = await nextJob();
     assert.equal(
-      manager.start({ conversationId: "c", input: { text: "later" }, config })
-        .kind,
+      (await manager.start({
+        conversationId: "c",
+        input: { text: "later" },
+        config,
+      })).kind,
       "steered",
     );
     run.handle.cancel();

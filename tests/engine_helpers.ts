@@ -16,7 +16,7 @@ import {
   type RunManager,
 } from "../lib/run/manager.ts";
 import { type RunStore } from "../lib/store/types.ts";
-import { openStore } from "../lib/store/open.ts";
+import { openStoreNow } from "./helpers.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
 
 /** A manager over a fresh data directory. */
@@ -29,7 +29,7 @@ export interface Harness {
 
 /** Makes a run manager with a real SQLite store in a temp directory. */
 export function harness(dataDir = tempDir()): Harness {
-  const store = openStore({ dataDir });
+  const store = openStoreNow(dataDir);
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
@@ -42,7 +42,7 @@ export function harness(dataDir = tempDir()): Harness {
     dataDir,
     async close() {
       await assets.close();
-      store.close();
+      await store.close();
     },
   };
 }

@@ -190,10 +190,10 @@ Deno.test("the agent gets only allow-listed env plus env-json; secrets never rea
     assert.ok(!result.stdout.includes(secret), "secret in events");
     assert.ok(!result.stderr.includes(secret), "secret in logs");
   }
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   try {
-    const [run] = store.listRuns({ limit: 1 });
-    const stored = JSON.stringify([run, store.getEvents(run.runId)]);
+    const [run] = await store.listRuns({ limit: 1 });
+    const stored = JSON.stringify([run, await store.getEvents(run.runId)]);
     assert.ok(stored.includes("acp.process_exited"));
     for (
       const secret of ["envjson-secret-value-123", "runner-env-secret-456"]
@@ -201,7 +201,7 @@ Deno.test("the agent gets only allow-listed env plus env-json; secrets never rea
       assert.ok(!stored.includes(secret), "secret in the stored run");
     }
   } finally {
-    store.close();
+    await store.close();
   }
 });
 

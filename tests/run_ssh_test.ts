@@ -52,7 +52,7 @@ Deno.test({
       const config = sshConfig(sshd, flags, {
         "env-json": { REMOTE_SECRET: "remote-secret-value" },
       });
-      const first = h.manager.start({
+      const first = await h.manager.start({
         conversationId: "ssh",
         input: { text: "one" },
         config,
@@ -73,7 +73,7 @@ Deno.test({
       assert.equal(start.argv !== undefined, true);
       assertAgentGone(pidFile);
       assert.ok(!JSON.stringify(log.events).includes("remote-secret-value"));
-      const second = h.manager.start({
+      const second = await h.manager.start({
         conversationId: "ssh",
         input: { text: "two" },
         config,
@@ -107,7 +107,7 @@ Deno.test({
         ],
         { "cancel-grace": "0.5" },
       );
-      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const { run } = await h.manager.start({ input: { text: "hi" }, config });
       const log = new EventLog(run);
       await log.waitFor((e) => e.type === "message.delta");
       run.handle.cancel();
@@ -140,7 +140,7 @@ Deno.test({
         "ssh-port": port,
         "ssh-connect-timeout": 2,
       });
-      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const { run } = await h.manager.start({ input: { text: "hi" }, config });
       const log = new EventLog(run);
       await run.done;
       const failed = log.events.at(-1)!;
@@ -175,7 +175,7 @@ Deno.test({
         "--record",
         record,
       ]);
-      const { run } = h.manager.start({
+      const { run } = await h.manager.start({
         input: { text: "event over ssh" },
         config,
       });

@@ -19,7 +19,7 @@ Deno.test("three follow-ups during a run become four turns on one session with o
       "--record",
       record,
     ]);
-    const started = h.manager.start({
+    const started = await h.manager.start({
       conversationId: "c",
       input: { text: "first" },
       config,
@@ -28,7 +28,7 @@ Deno.test("three follow-ups during a run become four turns on one session with o
     const log = new EventLog(started.run);
     await log.waitFor((e) => e.type === "message.delta");
     for (const text of ["f1", "f2", "f3"]) {
-      const steered = h.manager.start({
+      const steered = await h.manager.start({
         conversationId: "c",
         input: { text },
         config,
@@ -71,7 +71,7 @@ Deno.test("a follow-up arriving after the queue closed starts a new run and is n
       "--state-dir",
       tempDir(),
     ]);
-    const first = h.manager.start({
+    const first = await h.manager.start({
       conversationId: "race",
       input: { text: "one" },
       config,
@@ -81,7 +81,7 @@ Deno.test("a follow-up arriving after the queue closed starts a new run and is n
     // message.completed is emitted just before the engine looks at its queue
     // for the last time; one macrotask later that look has happened.
     await new Promise((resolve) => setTimeout(resolve, 0));
-    const late = h.manager.start({
+    const late = await h.manager.start({
       conversationId: "race",
       input: { text: "late" },
       config,
@@ -113,7 +113,7 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
     const config = fixtureConfig(["--gate-fifo", gate.path, "--text", "x"], {
       "reuse-session": "false",
     });
-    const first = h.manager.start({
+    const first = await h.manager.start({
       conversationId: "cap",
       input: { text: "one" },
       config,
@@ -122,15 +122,15 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
     await log.waitFor((e) => e.type === "message.delta");
     for (let i = 0; i < 100; i++) {
       assert.equal(
-        h.manager.start({
+        (await h.manager.start({
           conversationId: "cap",
           input: { text: `q${i}` },
           config,
-        }).kind,
+        })).kind,
         "steered",
       );
     }
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           conversationId: "cap",
@@ -161,7 +161,7 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
       ],
       { "cancel-grace": "0.5" },
     );
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
     run.handle.cancel();
@@ -173,7 +173,7 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
     assert.equal(terminal.length, 1);
     assert.equal(terminal[0].data.code, "run.cancelled");
     assertAgentGone(pidFile);
-    assert.equal(h.store.getRun(run.runId)?.status, "cancelled");
+    assert.equal((await h.store.getRun(run.runId))?.status, "cancelled");
   } finally {
     await h.close();
   }
@@ -184,7 +184,7 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
   try {
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig(["--stall-prompt", "--record", record]);
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
     run.handle.cancel();
@@ -205,7 +205,7 @@ Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
       timeout: "1",
       "cancel-grace": "0.5",
     });
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.timeout");
@@ -240,7 +240,10 @@ Deno.test("permission-decision picks the wanted option, or the nearest of its fa
         ], {
           "permission-decision": wanted,
         });
-        const { run } = h.manager.start({ input: { text: "hi" }, config });
+        const { run } = await h.manager.start({
+          input: { text: "hi" },
+          config,
+        });
         const log = new EventLog(run);
         await run.done;
         assert.ok(

@@ -24,6 +24,7 @@ import type { RunRequest } from "../run/request.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager } from "../run/manager.ts";
 import { defaultDataDir, openStore } from "../store/open.ts";
+import type { RunStore } from "../store/types.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
@@ -182,7 +183,12 @@ export async function runCommand(args: string[]): Promise<number> {
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
   await reapLeftoverGroups(join(dataDir, "agents"));
-  const store = openStore({ dataDir });
+  let store: RunStore;
+  try {
+    store = await openStore({ dataDir });
+  } catch (error) {
+    return reportFailure(error);
+  }
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
@@ -194,9 +200,10 @@ export async function runCommand(args: string[]): Promise<number> {
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
-    const outcome = manager.start(invocation.request);
+    const outcome = await manager.start(invocation.request, {
+      onEvent: print,
+    });
     const run = outcome.run;
-    run.subscribe(print);
     for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
       const listener = () => {
         signalExit ??= exitCode;
@@ -208,7 +215,7 @@ export async function runCommand(args: string[]): Promise<number> {
     result = (await run.done).status;
   } catch (error) {
     await assets.close();
-    store.close();
+    await store.close();
     return reportFailure(error);
   } finally {
     for (const [signal, listener] of listeners) {
@@ -216,7 +223,7 @@ export async function runCommand(args: string[]): Promise<number> {
     }
   }
   await assets.close();
-  store.close();
+  await store.close();
   if (result === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
   return result === "cancelled" ? 130 : 1;

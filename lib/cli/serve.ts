@@ -47,7 +47,7 @@ async function openForServe(
   if (reaped.killed.length) {
     log({ msg: "reaped leftover agent groups", pgids: reaped.killed });
   }
-  const store = openStore({
+  const store = await openStore({
     dataDir: config.dataDir,
     onFlushError: (error) =>
       log({
@@ -57,7 +57,7 @@ async function openForServe(
         error: error.message,
       }),
   });
-  const failed = store.markActiveRunsFailed(
+  const failed = await store.markActiveRunsFailed(
     "runner.restarted",
     "The runner stopped while this run was active; start the run again.",
   );
@@ -145,7 +145,7 @@ async function startRunServices(
       });
     } catch (error) {
       await assets.close();
-      store.close();
+      await store.close();
       return reportFailure(error);
     }
     log({ msg: "daemon hub listening", url: hub.server.url });
@@ -195,7 +195,7 @@ async function serveUntilSignal(
   } catch (error) {
     await hub?.close();
     await assets.close();
-    store.close();
+    await store.close();
     return reportFailure(error);
   }
 
@@ -214,7 +214,7 @@ async function serveUntilSignal(
   await closing;
   await hub?.close();
   await assets.close();
-  store.close();
+  await store.close();
   stopSignals.remove();
   log({ msg: "stopped" });
   return 0;

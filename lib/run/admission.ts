@@ -50,18 +50,36 @@ export interface Admission {
 
 /**
  * Checks that a new run may start: a valid input, an unused run id, an
- * available location and room under `maxActive`; throws why not.
+ * available location and room under `maxActive`; rejects with why not.
+ * An admitted run holds its place in `active.starting` until the caller
+ * tracks it (or gives up) and deletes it from there.
  */
-export function admitRun(options: AdmissionOptions): Admission {
-  const { request, maxActive, active } = options;
+export async function admitRun(options: AdmissionOptions): Promise<Admission> {
+  const { request, active } = options;
   validateInput(request);
   const runId = request.runId ?? crypto.randomUUID();
-  if (active.byId.has(runId) || options.store.getRun(runId)) {
-    throw new RunnerError(
+  const taken = () =>
+    new RunnerError(
       "config.invalid",
       `run_id ${runId} already exists; use a new run_id.`,
     );
+  if (active.byId.has(runId) || active.starting.has(runId)) throw taken();
+  const remote = checkLocationAndRoom(options);
+  active.starting.add(runId);
+  try {
+    if (await options.store.getRun(runId)) throw taken();
+  } catch (error) {
+    active.starting.delete(runId);
+    throw error;
   }
+  return { runId, remote };
+}
+
+/** The runner of the run's location, after checking it exists and there is room. */
+function checkLocationAndRoom(
+  options: AdmissionOptions,
+): RemoteRunner | undefined {
+  const { request, maxActive, active } = options;
   const location = request.config.location;
   const remote = location === "local" || location === "remote-ssh"
     ? undefined
@@ -76,11 +94,14 @@ export function admitRun(options: AdmissionOptions): Admission {
       }.`,
     );
   }
-  if (maxActive !== undefined && active.byId.size >= maxActive) {
+  if (
+    maxActive !== undefined &&
+    active.byId.size + active.starting.size >= maxActive
+  ) {
     throw new RunnerError(
       "http.too_many_runs",
       `The runner already runs ${maxActive} runs (--max-concurrent-runs). Retry shortly.`,
     );
   }
-  return { runId, remote };
+  return remote;
 }

@@ -19,6 +19,8 @@ import {
 import type { ServeConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
+import type { RunEvent } from "../events.ts";
+import type { Metrics } from "./metrics.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerRunRoutes } from "./runs.ts";
@@ -53,20 +55,20 @@ function createServerContext(options: ServerAppOptions): ServerContext {
     isShuttingDown,
     secrets,
     redact: (value) => redactDeep(value, secrets),
-    startRun(request, startOptions) {
+    async startRun(request, startOptions) {
       if (isShuttingDown()) {
         throw new RunnerError(
           "runner.shutting_down",
           "The runner is shutting down; retry against the restarted service.",
         );
       }
-      const outcome = manager.start(request, {
+      const startedAt = performance.now();
+      const outcome = await manager.start(request, {
         ...startOptions,
         maxActive: config.maxConcurrentRuns,
+        onEvent: metricsListener(options.metrics),
       });
       if (outcome.kind === "started") {
-        const startedAt = performance.now();
-        options.metrics.trackRun(outcome.run.subscribe);
         outcome.run.done.then((result) =>
           log({
             msg: "run finished",
@@ -80,6 +82,16 @@ function createServerContext(options: ServerAppOptions): ServerContext {
       return outcome;
     },
   };
+}
+
+/** A listener that feeds one started run's events to the metrics. */
+function metricsListener(metrics: Metrics): (event: RunEvent) => void {
+  let listener: ((event: RunEvent) => void) | undefined;
+  metrics.trackRun((receive) => {
+    listener = receive;
+    return () => listener = undefined;
+  });
+  return (event) => listener?.(event);
 }
 
 /** Answers thrown failures and unknown routes in the one error shape. */

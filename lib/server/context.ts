@@ -52,7 +52,10 @@ export interface ServerContext
   /** Values never returned in a response. */
   secrets: string[];
   /** Starts a run (or steers) after the shutdown and concurrency checks. */
-  startRun(request: RunRequest, options?: { steer?: boolean }): StartOutcome;
+  startRun(
+    request: RunRequest,
+    options?: { steer?: boolean },
+  ): Promise<StartOutcome>;
   /** Redacts secrets from a response value. */
   redact<T>(value: T): T;
 }

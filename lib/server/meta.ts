@@ -95,11 +95,11 @@ function registerDaemonRoutes(app: Hono, ctx: ServerContext): void {
 function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
   const { manager, store } = ctx;
 
-  app.get("/v1/conversations/:id", (c) => {
+  app.get("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
-    const sessions = store.listSessions(conversationId);
+    const sessions = await store.listSessions(conversationId);
     const active = manager.activeForConversation(conversationId);
-    const runs = store.listRuns({ conversationId, limit: 1 });
+    const runs = await store.listRuns({ conversationId, limit: 1 });
     if (!sessions.length && !active && !runs.length) {
       throw new RunnerError(
         "http.not_found",
@@ -121,7 +121,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     }));
   });
 
-  app.delete("/v1/conversations/:id", (c) => {
+  app.delete("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
     const active = manager.activeForConversation(conversationId);
     if (active) {
@@ -132,7 +132,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     }
     return c.json({
       conversation_id: conversationId,
-      deleted_sessions: store.deleteSessions(conversationId),
+      deleted_sessions: await store.deleteSessions(conversationId),
     });
   });
 }

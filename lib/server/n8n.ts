@@ -71,43 +71,66 @@ export interface StartWhenIdleOptions<T> {
   conversationId: string;
   /** The overall deadline, in seconds, however often the wait restarts. */
   seconds: number;
-  /** Starts the run; called synchronously right after the idle check. */
-  start: () => T;
+  /**
+   * Starts the run once the conversation looks idle; rejects with
+   * `http.conversation_busy` when another caller started one first.
+   */
+  start: () => Promise<T>;
   /** Called each time the caller starts waiting for another run. */
   onWait?: (active: ManagedRun) => void;
 }
 
 /**
  * Calls `start` once the conversation has no active run, waiting for at most
- * `seconds` overall; throws `http.conversation_busy` past that. The idle
- * check and `start` happen without yielding, so of several callers woken by
- * the same run's end one starts and the others wait for that new run.
+ * `seconds` overall; throws `http.conversation_busy` past that. Of several
+ * callers woken by the same run's end one starts (the manager starts one
+ * conversation's runs one at a time) and the others wait for that new run.
  */
 export async function startWhenConversationIdle<T>(
   options: StartWhenIdleOptions<T>,
 ): Promise<T> {
   const { manager, conversationId, seconds } = options;
   const deadline = Date.now() + seconds * 1000;
-  let active: ManagedRun | undefined;
-  while ((active = manager.activeForConversation(conversationId))) {
-    options.onWait?.(active);
-    const left = deadline - Date.now();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = await Promise.race([
-      active.done.then(() => false),
-      new Promise<boolean>((resolve) =>
-        timer = setTimeout(() => resolve(true), Math.max(0, left))
-      ),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
-      throw new RunnerError(
-        "http.conversation_busy",
-        `Conversation ${conversationId} still has an active run (${active.runId}) after ${seconds} s; retry later or cancel it (POST /v1/runs/${active.runId}/cancel).`,
-      );
+  for (;;) {
+    let active: ManagedRun | undefined;
+    while ((active = manager.activeForConversation(conversationId))) {
+      options.onWait?.(active);
+      await waitForRunEnd({ active, deadline, conversationId, seconds });
+    }
+    try {
+      return await options.start();
+    } catch (error) {
+      const busy = error instanceof RunnerError &&
+        error.code === "http.conversation_busy";
+      if (!busy || Date.now() >= deadline) throw error;
     }
   }
-  return options.start();
+}
+
+/** Waits for `active` to end; throws `http.conversation_busy` at the deadline. */
+async function waitForRunEnd(
+  { active, deadline, conversationId, seconds }: {
+    active: ManagedRun;
+    deadline: number;
+    conversationId: string;
+    seconds: number;
+  },
+): Promise<void> {
+  const left = deadline - Date.now();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = await Promise.race([
+    active.done.then(() => false),
+    new Promise<boolean>((resolve) =>
+      timer = setTimeout(() => resolve(true), Math.max(0, left))
+    ),
+  ]);
+  clearTimeout(timer);
+  if (timedOut) {
+    throw new RunnerError(
+      "http.conversation_busy",
+      `Conversation ${conversationId} still has an active run (${active.runId}) after ${seconds} s; retry later or cancel it (POST /v1/runs/${active.runId}/cancel).`,
+    );
+  }
 }
 
 function firstString(...values: unknown[]): string | undefined {
@@ -242,7 +265,7 @@ async function startN8nRun(
           active_run_id: active.runId,
         }),
     })
-    : start();
+    : await start();
   return run;
 }
 
@@ -253,8 +276,8 @@ async function n8nJsonReply(
 ): Promise<Response> {
   const { store, config } = ctx;
   await run.done;
-  const events = store.getEvents(run.runId);
-  const record = store.getRun(run.runId);
+  const events = await store.getEvents(run.runId);
+  const record = await store.getRun(run.runId);
   if (record?.status !== "completed") {
     const failed = events.find((event) => event.type === "run.failed");
     return c.json(

@@ -189,8 +189,8 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       );
     }
     await run.done;
-    const events = store.getEvents(run.runId);
-    const record = store.getRun(run.runId);
+    const events = await store.getEvents(run.runId);
+    const record = await store.getRun(run.runId);
     return c.json(ctx.redact({
       run_id: run.runId,
       conversation_id: run.conversationId ?? null,
@@ -205,7 +205,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const outcome = ctx.startRun(parseStartBody(body, ctx.config));
+    const outcome = await ctx.startRun(parseStartBody(body, ctx.config));
     if (outcome.kind === "steered") {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
@@ -257,8 +257,8 @@ function parseAfterSequence(c: Context): number {
 function registerReadRoutes(app: Hono, ctx: ServerContext): void {
   const { store, manager } = ctx;
 
-  app.get("/v1/runs", (c) => {
-    const runs = store.listRuns(parseListQuery(c));
+  app.get("/v1/runs", async (c) => {
+    const runs = await store.listRuns(parseListQuery(c));
     return c.json(
       ctx.redact({
         runs: runs.map((record) =>
@@ -268,19 +268,19 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     );
   });
 
-  app.get("/v1/runs/:id", (c) => {
+  app.get("/v1/runs/:id", async (c) => {
     const runId = c.req.param("id");
-    const record = store.getRun(runId);
+    const record = await store.getRun(runId);
     if (!record) throw notFound(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
-      events: store.getEvents(runId),
+      events: await store.getEvents(runId),
     }));
   });
 
-  app.get("/v1/runs/:id/events", (c) => {
+  app.get("/v1/runs/:id/events", async (c) => {
     const runId = c.req.param("id");
-    const record = store.getRun(runId);
+    const record = await store.getRun(runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
@@ -289,7 +289,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
         ctx.redact({
           run_id: runId,
           status: record.status,
-          events: store.getEvents(runId, { after }),
+          events: await store.getEvents(runId, { after }),
         }),
       );
     }
@@ -313,7 +313,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
     );
     const run = manager.get(runId);
     if (!run) {
-      const record = store.getRun(runId);
+      const record = await store.getRun(runId);
       if (!record) throw notFound(runId);
       throw new RunnerError(
         "http.conflict",
@@ -353,7 +353,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
       run.handle.cancel();
       await run.done;
     }
-    const record = store.getRun(runId);
+    const record = await store.getRun(runId);
     if (!record) throw notFound(runId);
     return c.json(
       ctx.redact({

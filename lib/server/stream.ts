@@ -64,7 +64,10 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
     runDone = true;
     wake?.();
   });
-  pending.unshift(...store.getEvents(runId, { after: last }));
+  // Read right after subscribing; live events meanwhile are deduplicated.
+  let stored: Promise<() => RunEvent[]> | undefined = settledEvents(
+    store.getEvents(runId, { after: last }),
+  );
 
   function finish() {
     finished = true;
@@ -74,11 +77,13 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
 
   return {
     async next() {
+      if (stored) pending.unshift(...await stored.then((read) => read()));
+      stored = undefined;
       for (;;) {
         if (finished) return undefined;
         if (overflowed && !pending.length) {
           overflowed = false;
-          pending.push(...store.getEvents(runId, { after: last }));
+          pending.push(...await store.getEvents(runId, { after: last }));
         }
         const event = pending.shift();
         if (event) {
@@ -88,12 +93,12 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
           return event;
         }
         if (runDone) {
-          const rest = store.getEvents(runId, { after: last });
+          const rest = await store.getEvents(runId, { after: last });
           if (rest.length) {
             pending.push(...rest);
             continue;
           }
-          if (!run && store.getRun(runId)?.status === "active") {
+          if (!run && (await store.getRun(runId))?.status === "active") {
             // Active in another process sharing the store (a `runner run`):
             // nothing here can notify us, so look again shortly.
             await settleWithin(
@@ -112,6 +117,15 @@ export function followRunEvents(options: FollowOptions): RunEventFollower {
     },
     close: finish,
   };
+}
+
+/** A read whose failure is only thrown when it is looked at. */
+function settledEvents(
+  read: Promise<RunEvent[]>,
+): Promise<() => RunEvent[]> {
+  return read.then((events) => () => events, (error) => () => {
+    throw error;
+  });
 }
 
 /** Wire formats of an event stream. */

@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { openSqliteStore } from "./sqlite.ts";
+import { asyncRunStore } from "./sync_adapter.ts";
 import type { OpenStoreOptions, RunStore } from "./types.ts";
 
 /** The store file's name inside the data directory. */
@@ -20,11 +21,15 @@ export const STORE_FILE_NAME = "runner.db";
  * @throws {RunnerError} `store.unavailable` when the directory or file cannot
  * be created or opened; `store.schema_too_new` when a newer runner wrote it.
  */
-export function openStore(options: OpenStoreOptions): RunStore {
-  return openSqliteStore({
-    ...options,
-    path: join(options.dataDir, STORE_FILE_NAME),
-  });
+export function openStore(options: OpenStoreOptions): Promise<RunStore> {
+  try {
+    return Promise.resolve(asyncRunStore(openSqliteStore({
+      ...options,
+      path: join(options.dataDir, STORE_FILE_NAME),
+    })));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** Options for {@linkcode defaultDataDir}; tests pass their own environment. */

@@ -22,10 +22,10 @@ import type {
   RunOutcome,
   RunRecord,
   RunStatus,
-  RunStore,
   SessionKey,
   SessionRecord,
   StoredSession,
+  SyncRunStore,
 } from "./types.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
@@ -46,7 +46,9 @@ type Row = Record<string, unknown>;
  *
  * @throws {RunnerError} `store.unavailable` or `store.schema_too_new`.
  */
-export function openSqliteStore(options: OpenSqliteStoreOptions): RunStore {
+export function openSqliteStore(
+  options: OpenSqliteStoreOptions,
+): SyncRunStore {
   let db: DatabaseSync;
   try {
     Deno.mkdirSync(dirname(options.path), { recursive: true });
@@ -92,7 +94,7 @@ function probeProcess(pid: number): boolean {
   }
 }
 
-class SqliteRunStore implements RunStore {
+class SqliteRunStore implements SyncRunStore {
   readonly #db: DatabaseSync;
   readonly #instanceId = crypto.randomUUID();
   readonly #isProcessAlive: (pid: number) => boolean;

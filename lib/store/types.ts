@@ -109,53 +109,68 @@ export interface GetEventsOptions {
   after?: number;
 }
 
-/** Session ids, runs and run events, behind an interface a networked database can also implement. */
+/**
+ * Session ids, runs and run events, behind an interface a networked database
+ * also implements: reads and writes are asynchronous, except
+ * {@linkcode RunStore.appendEvent}, which only queues (writes are batched).
+ */
 export interface RunStore {
   /** The stored session for exactly this key, if any. */
-  getSession(key: SessionKey): StoredSession | undefined;
+  getSession(key: SessionKey): Promise<StoredSession | undefined>;
   /** Stores (or replaces) the session id for this key. */
-  putSession(key: SessionKey, sessionId: string): void;
-  /** Forgets every session of a conversation; returns how many were removed. */
-  deleteSessions(conversationId: string): number;
+  putSession(key: SessionKey, sessionId: string): Promise<void>;
+  /** Forgets every session of a conversation; resolves to how many were removed. */
+  deleteSessions(conversationId: string): Promise<number>;
   /** Every session of a conversation, most recently stored first. */
-  listSessions(conversationId: string): SessionRecord[];
+  listSessions(conversationId: string): Promise<SessionRecord[]>;
 
-  /** Records a run that has just started. */
-  createRun(run: NewRun): void;
+  /** Records a run that has just started (owned by this store's process or replica). */
+  createRun(run: NewRun): Promise<void>;
   /**
    * Records how an active run ended (queued events are flushed first).
-   * Returns false when the run is unknown or already ended; the first end wins.
+   * Resolves to false when the run is unknown or already ended; the first end wins.
    */
-  finishRun(runId: string, outcome: RunOutcome): boolean;
+  finishRun(runId: string, outcome: RunOutcome): Promise<boolean>;
   /** One run, if it exists. */
-  getRun(runId: string): RunRecord | undefined;
+  getRun(runId: string): Promise<RunRecord | undefined>;
   /** Runs, newest first. */
-  listRuns(options: ListRunsOptions): RunRecord[];
+  listRuns(options: ListRunsOptions): Promise<RunRecord[]>;
 
   /**
    * Queues one event for the run's log and returns it as stored: `run_id`
    * set, `sequence` assigned (next after the run's last) unless given,
    * `timestamp` defaulted to now. Writes are batched; an event whose
-   * sequence is already stored is ignored.
+   * sequence is already stored is ignored. A networked store assigns
+   * sequences only for runs it created, appended to or read the events of.
    */
   appendEvent(runId: string, event: RunEvent): RunEvent;
   /** Writes queued events now, in one transaction. */
-  flush(): void;
+  flush(): Promise<void>;
   /** A run's events ordered by sequence (queued events are flushed first). */
-  getEvents(runId: string, options?: GetEventsOptions): RunEvent[];
+  getEvents(runId: string, options?: GetEventsOptions): Promise<RunEvent[]>;
 
   /**
-   * Ends every run the store shows as active whose owning process is gone
-   * (crashed or restarted): marks it failed with `code` and `message` and
-   * appends a final `run.failed` event. Runs owned by a live process (another
-   * `runner run`, or a store still open in this process) are left alone.
-   * Returns the ids of the runs it failed.
+   * Ends every run the store shows as active whose owner is gone (a crashed
+   * or restarted process; in a fleet, a replica whose lease expired): marks
+   * it failed with `code` and `message` and appends a final `run.failed`
+   * event, exactly once however many callers race. Runs owned by a live
+   * owner are left alone. Resolves to the ids of the runs it failed.
    */
-  markActiveRunsFailed(code: ErrorCode, message: string): string[];
+  markActiveRunsFailed(code: ErrorCode, message: string): Promise<string[]>;
 
   /** Flushes queued events and closes the store. Safe to call twice. */
-  close(): void;
+  close(): Promise<void>;
 }
+
+/**
+ * The synchronous shape of {@linkcode RunStore} that the embedded SQLite
+ * store implements (`node:sqlite` is synchronous); `open.ts` wraps it.
+ */
+export type SyncRunStore = {
+  [K in keyof RunStore]: RunStore[K] extends
+    (...args: infer A) => Promise<infer R> ? (...args: A) => R
+    : RunStore[K];
+};
 
 /** Options for {@linkcode openStore}. */
 export interface OpenStoreOptions {
