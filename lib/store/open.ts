@@ -1,12 +1,14 @@
 /**
- * Opens a run store: the embedded SQLite file under a data directory, and the
- * default data directory for this machine.
+ * Opens a run store: the embedded SQLite file under a data directory (or a
+ * fleet's shared PostgreSQL database), and the default data directory for
+ * this machine.
  *
  * @module
  */
 
 import { join } from "node:path";
 import { RunnerError } from "../errors.ts";
+import { openPostgresStore } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
 import { asyncRunStore } from "./sync_adapter.ts";
 import type { OpenStoreOptions, RunStore } from "./types.ts";
@@ -16,12 +18,19 @@ export const STORE_FILE_NAME = "runner.db";
 
 /**
  * Opens (creating and migrating if needed) the SQLite store in
- * `options.dataDir`.
+ * `options.dataDir`, or the shared PostgreSQL store of `options.shared`.
  *
- * @throws {RunnerError} `store.unavailable` when the directory or file cannot
- * be created or opened; `store.schema_too_new` when a newer runner wrote it.
+ * @throws {RunnerError} `store.unavailable` when the directory or file (or
+ * the database) cannot be created or opened; `store.schema_too_new` when a
+ * newer runner wrote it.
  */
 export function openStore(options: OpenStoreOptions): Promise<RunStore> {
+  if (options.shared) {
+    return openPostgresStore({
+      ...options.shared,
+      onFlushError: options.onFlushError,
+    });
+  }
   try {
     return Promise.resolve(asyncRunStore(openSqliteStore({
       ...options,

@@ -11,6 +11,7 @@
 import type { ErrorCode } from "../errors.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
+import type { FleetStore, SharedStoreOptions } from "./fleet.ts";
 
 /**
  * Everything a stored ACP session id depends on: a session is only reused
@@ -160,6 +161,9 @@ export interface RunStore {
 
   /** Flushes queued events and closes the store. Safe to call twice. */
   close(): Promise<void>;
+
+  /** The fleet's shared state, when replicas share this store (PostgreSQL). */
+  readonly fleet?: FleetStore;
 }
 
 /**
@@ -185,4 +189,6 @@ export interface OpenStoreOptions {
   isProcessAlive?: (pid: number) => boolean;
   /** Called when a background event flush fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
+  /** Opens the fleet's shared PostgreSQL store instead of the data directory's SQLite file. */
+  shared?: SharedStoreOptions;
 }

@@ -1,0 +1,150 @@
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { RunnerError } from "../lib/errors.ts";
+import { openStore } from "../lib/store/open.ts";
+import { POSTGRES_SCHEMA_VERSION } from "../lib/store/postgres_schema.ts";
+import type { RunStore } from "../lib/store/types.ts";
+import { clusterForThisFile } from "./pg_helpers.ts";
+import { defineStoreSuite, event } from "./store_suite.ts";
+
+const cluster = clusterForThisFile();
+
+/** Opens a replica's store on `url`. */
+function openReplica(
+  url: string,
+  replicaId: string,
+  options: { leaseMs?: number; holdEvents?: boolean } = {},
+): Promise<RunStore> {
+  return openStore({
+    dataDir: "/nonexistent",
+    shared: {
+      url,
+      replicaId,
+      advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
+      leaseMs: options.leaseMs ?? 60_000,
+      eventDelayMs: options.holdEvents ? -1 : undefined,
+    },
+  });
+}
+
+defineStoreSuite({
+  name: "postgres",
+  async fresh() {
+    const url = await cluster().newDatabase();
+    let opened = 0;
+    return {
+      open: (options) => openReplica(url, `replica-${++opened}`, options),
+      remove: () => Promise.resolve(),
+    };
+  },
+});
+
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+
+test("[postgres] a new database is migrated and the version is recorded once", async () => {
+  const url = await cluster().newDatabase();
+  await (await openReplica(url, "a")).close();
+  await (await openReplica(url, "b")).close();
+  const sql = postgres(url, { onnotice: () => {} });
+  try {
+    const rows = await sql`SELECT version FROM runner_schema_version`;
+    assert.deepEqual(
+      rows.map((row) => row.version),
+      Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1),
+    );
+    await sql`INSERT INTO runner_schema_version (version)
+      VALUES (${POSTGRES_SCHEMA_VERSION + 1})`;
+  } finally {
+    await sql.end();
+  }
+  await assert.rejects(() => openReplica(url, "c"), (error) => {
+    assert.ok(error instanceof RunnerError);
+    assert.equal(error.code, "store.schema_too_new");
+    return true;
+  });
+});
+
+test("[postgres] an unreachable database fails with store.unavailable", async () => {
+  const url = await cluster().newDatabase();
+  const wrongPort = url.replace(`:${cluster().port}/`, ":1/");
+  await assert.rejects(() => openReplica(wrongPort, "a"), (error) => {
+    assert.ok(error instanceof RunnerError);
+    assert.equal(error.code, "store.unavailable");
+    assert.equal(error.retryable, true);
+    return true;
+  });
+});
+
+test("[postgres] runs of a replica whose lease lapsed are failed exactly once", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost", { leaseMs: 300 });
+  await lost.createRun({ runId: "orphan", config: {}, status: "active" });
+  lost.appendEvent("orphan", event("message.delta", { text: "hi" }));
+  await lost.flush();
+  // The replica dies without closing: its lease is never renewed again.
+  await (lost.fleet as unknown as { stop(release: boolean): Promise<void> })
+    .stop(false);
+  const sweepers = await Promise.all(
+    ["a", "b", "c"].map((id) => openReplica(url, id)),
+  );
+  try {
+    await sweepers[0].createRun({
+      runId: "alive",
+      config: {},
+      status: "active",
+    });
+    const sql = postgres(url, { onnotice: () => {} });
+    try {
+      await sql`UPDATE replicas SET expires_at = now() WHERE replica_id = 'lost'`;
+    } finally {
+      await sql.end();
+    }
+    const failed = await Promise.all(
+      sweepers.map((store) =>
+        store.markActiveRunsFailed("runner.replica_lost", "lost")
+      ),
+    );
+    assert.deepEqual(failed.flat(), ["orphan"]);
+    const events = await sweepers[1].getEvents("orphan");
+    assert.deepEqual(events.map((e) => [e.sequence, e.type]), [
+      [1, "message.delta"],
+      [2, "run.failed"],
+    ]);
+    assert.equal(events[1].data.code, "runner.replica_lost");
+    assert.equal((await sweepers[2].getRun("orphan"))?.status, "failed");
+    assert.equal((await sweepers[2].getRun("alive"))?.status, "active");
+  } finally {
+    for (const store of sweepers) await store.close();
+    await lost.close();
+  }
+});
+
+test("[postgres] a conversation has one owner until its lease lapses", async () => {
+  const url = await cluster().newDatabase();
+  const a = await openReplica(url, "a");
+  const b = await openReplica(url, "b");
+  try {
+    const claims = await Promise.all([
+      a.fleet!.claimConversation("conv"),
+      b.fleet!.claimConversation("conv"),
+    ]);
+    const owners = new Set(claims.map((claim) => claim.replicaId));
+    assert.equal(owners.size, 1);
+    const [owner] = owners;
+    const other = owner === "a" ? b : a;
+    const seen = await other.fleet!.claimConversation("conv");
+    assert.deepEqual([seen.replicaId, seen.self, seen.alive], [
+      owner,
+      false,
+      true,
+    ]);
+    const forced = await other.fleet!.claimConversation("conv", {
+      force: true,
+    });
+    assert.equal(forced.self, true);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
