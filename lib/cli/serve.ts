@@ -32,6 +32,11 @@ import {
 import { createServerApp } from "../server/app.ts";
 import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
+import {
+  type FleetDuties,
+  REPLICA_LOST_MESSAGE,
+  startFleetDuties,
+} from "./serve_fleet.ts";
 
 function listenUrl(hostname: string, port: number): string {
   return `http://${
@@ -47,8 +52,16 @@ async function openForServe(
   if (reaped.killed.length) {
     log({ msg: "reaped leftover agent groups", pgids: reaped.killed });
   }
+  const fleet = config.fleet;
   const store = await openStore({
     dataDir: config.dataDir,
+    shared: fleet && {
+      url: fleet.storeUrl,
+      replicaId: fleet.replicaId,
+      advertiseUrl: fleet.advertiseUrl,
+      leaseMs: fleet.leaseMs,
+      log,
+    },
     onFlushError: (error) =>
       log({
         msg: "store flush failed",
@@ -57,10 +70,22 @@ async function openForServe(
         error: error.message,
       }),
   });
-  const failed = await store.markActiveRunsFailed(
-    "runner.restarted",
-    "The runner stopped while this run was active; start the run again.",
-  );
+  const failed = fleet
+    ? await store.markActiveRunsFailed(
+      "runner.replica_lost",
+      REPLICA_LOST_MESSAGE,
+    )
+    : await store.markActiveRunsFailed(
+      "runner.restarted",
+      "The runner stopped while this run was active; start the run again.",
+    );
+  if (fleet) {
+    log({
+      msg: "joined the fleet",
+      replica_id: fleet.replicaId,
+      url: fleet.advertiseUrl,
+    });
+  }
   if (failed.length) {
     log({ msg: "failed runs interrupted by a restart", run_ids: failed });
   }
@@ -89,6 +114,8 @@ interface RunServices {
   hub?: HubListener;
   /** The run manager. */
   manager: RunManager;
+  /** The fleet duties, when the store is shared. */
+  fleet?: FleetDuties;
 }
 
 /** Runs `runner serve`; returns the exit code. */
@@ -127,6 +154,7 @@ async function startRunServices(
   const metrics = createMetrics();
   const assets = createAssetsHook({ log });
   let hub: HubListener | undefined;
+  let fleet: FleetDuties | undefined;
   if (config.daemon.enabled) {
     try {
       hub = startHubListener({
@@ -135,6 +163,7 @@ async function startRunServices(
         token: config.daemon.token,
         dataDir: config.dataDir,
         mcpHandler: hubMcpHandlerFor((runId) => assets.backendForRun(runId)),
+        onChange: () => fleet?.syncSoon(),
         onLog: (entry) =>
           log({
             msg: entry.message,
@@ -162,7 +191,16 @@ async function startRunServices(
     secrets,
     log,
   });
-  return { metrics, assets, hub, manager };
+  if (store.fleet) {
+    fleet = startFleetDuties({
+      store,
+      fleet: store.fleet,
+      manager,
+      hub: hub?.hub,
+      log,
+    });
+  }
+  return { metrics, assets, hub, manager, fleet };
 }
 
 /**
@@ -174,7 +212,7 @@ async function serveUntilSignal(
   services: RunServices,
 ): Promise<number> {
   const { config, secrets, log, store } = context;
-  const { metrics, assets, hub, manager } = services;
+  const { metrics, assets, hub, manager, fleet } = services;
   let shuttingDown = false;
   const app = createServerApp({
     manager,
@@ -184,10 +222,10 @@ async function serveUntilSignal(
     log,
     secrets,
     isShuttingDown: () => shuttingDown,
-    daemons: hub && {
-      list: () => describeDaemons(hub!.hub),
+    daemons: hub && (fleet?.daemons ?? {
+      list: () => Promise.resolve(describeDaemons(hub!.hub)),
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
-    },
+    }),
   });
   let server: Deno.HttpServer;
   try {
@@ -212,6 +250,7 @@ async function serveUntilSignal(
     ),
   );
   await closing;
+  await fleet?.stop();
   await hub?.close();
   await assets.close();
   await store.close();

@@ -16,7 +16,6 @@ import {
   type ServerContext,
   unauthorized,
 } from "./context.ts";
-import type { ServeConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunEvent } from "../events.ts";
@@ -24,6 +23,7 @@ import type { Metrics } from "./metrics.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerRunRoutes } from "./runs.ts";
+import { createFleetRouter } from "./fleet_router.ts";
 
 export type {
   DaemonsView,
@@ -36,7 +36,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   const context = createServerContext(options);
   const app = new Hono();
   handleFailures(app, context);
-  guardApiRoutes(app, options.config);
+  guardApiRoutes(app, context);
   registerMetaRoutes(app, context);
   registerRunRoutes(app, context);
   registerN8nRoutes(app, context);
@@ -49,8 +49,16 @@ function createServerContext(options: ServerAppOptions): ServerContext {
   const secrets = options.secrets ?? [];
   const log = options.log ?? (() => {});
   const isShuttingDown = options.isShuttingDown ?? (() => false);
+  const fleetStore = options.store.fleet;
   return {
     ...options,
+    fleet: fleetStore && config.fleet
+      ? createFleetRouter({
+        fleet: fleetStore,
+        clusterToken: config.fleet.clusterToken,
+        log,
+      })
+      : undefined,
     log,
     isShuttingDown,
     secrets,
@@ -125,8 +133,9 @@ function handleFailures(app: Hono, ctx: ServerContext): void {
   );
 }
 
-/** The body limit and bearer auth on `/v1`. */
-function guardApiRoutes(app: Hono, config: ServeConfig): void {
+/** The body limit and bearer auth on `/v1` (or, between replicas, the cluster token). */
+function guardApiRoutes(app: Hono, ctx: ServerContext): void {
+  const { config } = ctx;
   app.use(
     "/v1/*",
     bodyLimit({
@@ -146,6 +155,7 @@ function guardApiRoutes(app: Hono, config: ServeConfig): void {
     if (c.req.path === "/v1/webhooks/n8n" && config.n8n.auth !== "none") {
       return await next();
     }
+    if (ctx.fleet?.isForwarded(c)) return await next();
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());
     if (!match || !safeEqual(match[1], token)) throw unauthorized();

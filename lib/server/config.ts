@@ -64,6 +64,22 @@ export interface ServeConfig {
   runDefaults: Record<string, unknown>;
   /** The daemon hub (coding-relay-v1 WebSocket listener). */
   daemon: DaemonHubSettings;
+  /** Fleet settings, when `--store` names a shared PostgreSQL database. */
+  fleet?: FleetSettings;
+}
+
+/** How this replica joins a fleet sharing one PostgreSQL store. */
+export interface FleetSettings {
+  /** The PostgreSQL URL (`--store`, `RUNNER_STORE_URL`). */
+  storeUrl: string;
+  /** This replica's id (`--replica-id`, default the host name). */
+  replicaId: string;
+  /** Where other replicas reach this one (`--advertise-url`). */
+  advertiseUrl: string;
+  /** The secret replicas send each other (`--cluster-token`). */
+  clusterToken: string;
+  /** The replica lease, in milliseconds (`--lease-seconds`). */
+  leaseMs: number;
 }
 
 /** Daemon hub settings of `runner serve`. */
@@ -109,6 +125,14 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --daemon-token TOKEN        shared secret daemons must send (required off loopback;
                               make one with runner token)
   --daemon-token-file FILE    read the daemon token from a file
+  --store postgres://…        share runs, sessions, events, leases and daemon
+                              fences with other replicas in PostgreSQL
+                              (RUNNER_STORE_URL; default: SQLite in --data-dir)
+  --replica-id ID             this replica's id in the fleet (default: host name)
+  --advertise-url URL         where other replicas reach this one
+                              (default http://HOST:PORT)
+  --cluster-token TOKEN       secret replicas send each other (required with --store)
+  --lease-seconds N           replica and conversation lease (default 15)
   --<config-key> VALUE        server-wide run default, e.g. --provider codex,
                               --workspace /srv/work, --env-json '{"K":"v"}'
 `;
@@ -183,7 +207,71 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       port: server["daemon-port"] as number,
       token: await daemonToken(server),
     },
+    fleet: fleetSettings(server),
   };
+}
+
+/** The fleet settings, when `--store` is given. */
+function fleetSettings(
+  server: Record<string, unknown>,
+): FleetSettings | undefined {
+  const storeUrl = (server.store as string | undefined)?.trim();
+  if (!storeUrl) return undefined;
+  if (!/^postgres(ql)?:\/\//.test(storeUrl)) {
+    throw invalidConfig(
+      "--store must be a postgres:// URL (leave it out for the embedded SQLite store).",
+    );
+  }
+  const clusterToken = server["cluster-token"] as string | undefined;
+  if (!clusterToken) {
+    throw invalidConfig(
+      '--store joins a fleet: give every replica the same --cluster-token (e.g. "$(runner token)").',
+    );
+  }
+  const leaseSeconds = server["lease-seconds"] as number;
+  if (!(leaseSeconds > 0) || leaseSeconds > 3600) {
+    throw invalidConfig(
+      "lease-seconds: must be greater than 0 and at most 3600.",
+    );
+  }
+  return {
+    storeUrl,
+    replicaId: (server["replica-id"] as string | undefined) || hostName(),
+    advertiseUrl: advertiseUrl(server),
+    clusterToken,
+    leaseMs: Math.round(leaseSeconds * 1000),
+  };
+}
+
+/** This machine's name, without needing --allow-sys. */
+function hostName(): string {
+  const fromEnv = Deno.env.get("HOSTNAME")?.trim();
+  if (fromEnv) return fromEnv;
+  try {
+    return Deno.readTextFileSync("/etc/hostname").trim() || "runner";
+  } catch {
+    return "runner";
+  }
+}
+
+function advertiseUrl(server: Record<string, unknown>): string {
+  const given = server["advertise-url"] as string | undefined;
+  if (given) {
+    if (!/^https?:\/\//.test(given)) {
+      throw invalidConfig(
+        "--advertise-url must be an http:// or https:// URL.",
+      );
+    }
+    return given.replace(/\/+$/, "");
+  }
+  const host = String(server.host);
+  const port = server.port as number;
+  if (port === 0 || ["0.0.0.0", "::", "[::]"].includes(host)) {
+    throw invalidConfig(
+      "--store needs --advertise-url (the URL other replicas reach this one at) when --host is a wildcard or --port is 0.",
+    );
+  }
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
 async function daemonToken(
@@ -247,8 +335,20 @@ export function serveSecrets(config: ServeConfig): string[] {
     config.n8n.headerValue,
     config.n8n.jwtSecret,
     config.daemon.token,
+    config.fleet?.clusterToken,
+    storePassword(config.fleet?.storeUrl),
     ...secretsOf({ envJson: defaults.envJson }),
   ].filter((value): value is string => Boolean(value));
+}
+
+/** The password in a store URL, if any. */
+function storePassword(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -14,6 +14,8 @@ interface ServerKey {
   kind: "string" | "number" | "bool" | "list";
   default?: unknown;
   choices?: readonly string[];
+  /** The environment variable, when not `RUNNER_<KEY>`. */
+  env?: string;
 }
 
 const SERVER_KEYS: Record<string, ServerKey> = {
@@ -42,10 +44,16 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "daemon-port": { kind: "number", default: 8766 },
   "daemon-token": { kind: "string" },
   "daemon-token-file": { kind: "string" },
+  "store": { kind: "string", env: "RUNNER_STORE_URL" },
+  "replica-id": { kind: "string" },
+  "advertise-url": { kind: "string" },
+  "cluster-token": { kind: "string" },
+  "lease-seconds": { kind: "number", default: 15 },
 };
 
 function envName(key: string): string {
-  return `RUNNER_${key.toUpperCase().replaceAll("-", "_")}`;
+  return SERVER_KEYS[key]?.env ??
+    `RUNNER_${key.toUpperCase().replaceAll("-", "_")}`;
 }
 
 /** The `config.invalid` failure with `message`. */

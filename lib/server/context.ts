@@ -16,6 +16,7 @@ import type { RunRequest } from "../run/request.ts";
 import { redactSecrets } from "../secrets.ts";
 import type { ServeConfig } from "./config.ts";
 import type { RunStore } from "../store/types.ts";
+import type { FleetRouter } from "./fleet_router.ts";
 
 /** Options for {@linkcode createServerApp}. */
 export interface ServerAppOptions {
@@ -37,10 +38,10 @@ export interface ServerAppOptions {
   daemons?: DaemonsView;
 }
 
-/** What the HTTP API shows of the daemon hub. */
+/** What the HTTP API shows of the daemon hub (in a fleet: of every replica's). */
 export interface DaemonsView {
   /** Connected and fenced daemons. */
-  list(): { daemons: Record<string, unknown>[] };
+  list(): Promise<{ daemons: Record<string, unknown>[] }>;
   /** Lifts a fence; true when the id was fenced. */
   unfence(daemonId: string): Promise<boolean>;
 }
@@ -49,6 +50,8 @@ export interface DaemonsView {
 export interface ServerContext
   extends Required<Omit<ServerAppOptions, "secrets" | "daemons">> {
   daemons?: DaemonsView;
+  /** Routes requests to the replica owning them, when this replica is in a fleet. */
+  fleet?: FleetRouter;
   /** Values never returned in a response. */
   secrets: string[];
   /** Starts a run (or steers) after the shutdown and concurrency checks. */

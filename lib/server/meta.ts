@@ -14,9 +14,11 @@ import type { ServerContext } from "./context.ts";
 import { optionalId } from "./runs.ts";
 import { RUNNER_VERSION } from "../version.ts";
 
-function daemonGauges(ctx: ServerContext): DaemonGauges | undefined {
+async function daemonGauges(
+  ctx: ServerContext,
+): Promise<DaemonGauges | undefined> {
   if (!ctx.daemons) return undefined;
-  const daemons = ctx.daemons.list().daemons;
+  const daemons = (await ctx.daemons.list()).daemons;
   return {
     connected: daemons.filter((d) => d.connected).length,
     fenced: daemons.filter((d) => d.fenced).length,
@@ -44,21 +46,24 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/healthz", (c) => {
     const shuttingDown = ctx.isShuttingDown();
+    // In a fleet: the database is unreachable, so this replica cannot take runs.
+    const degraded = ctx.fleet !== undefined && !ctx.fleet.fleet.healthy();
     return c.json(
       {
-        status: shuttingDown ? "shutting_down" : "ok",
+        status: shuttingDown ? "shutting_down" : degraded ? "degraded" : "ok",
         version: RUNNER_VERSION,
         active_runs: manager.active().length,
+        ...(ctx.fleet ? { replica_id: ctx.fleet.fleet.replicaId } : {}),
       },
-      shuttingDown ? 503 : 200,
+      shuttingDown || degraded ? 503 : 200,
     );
   });
 
   app.get(
     "/metrics",
-    (c) =>
+    async (c) =>
       c.body(
-        ctx.metrics.render(manager.active().length, daemonGauges(ctx)),
+        ctx.metrics.render(manager.active().length, await daemonGauges(ctx)),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",
@@ -73,7 +78,10 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
 
 /** `/v1/daemons` and `/v1/daemons/:id/unfence`. */
 function registerDaemonRoutes(app: Hono, ctx: ServerContext): void {
-  app.get("/v1/daemons", (c) => c.json(ctx.daemons?.list() ?? { daemons: [] }));
+  app.get(
+    "/v1/daemons",
+    async (c) => c.json(await ctx.daemons?.list() ?? { daemons: [] }),
+  );
 
   app.post("/v1/daemons/:id/unfence", async (c) => {
     const daemonId = c.req.param("id");
@@ -91,14 +99,29 @@ function registerDaemonRoutes(app: Hono, ctx: ServerContext): void {
   });
 }
 
+/** The id of the conversation's active run, here or (in a fleet) on any replica. */
+async function activeRunOf(
+  ctx: ServerContext,
+  conversationId: string,
+): Promise<string | undefined> {
+  const here = ctx.manager.activeForConversation(conversationId)?.runId;
+  if (here || !ctx.fleet) return here;
+  const [run] = await ctx.store.listRuns({
+    conversationId,
+    status: "active",
+    limit: 1,
+  });
+  return run?.runId;
+}
+
 /** `GET` and `DELETE /v1/conversations/:id`: a conversation's stored sessions. */
 function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
-  const { manager, store } = ctx;
+  const { store } = ctx;
 
   app.get("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
     const sessions = await store.listSessions(conversationId);
-    const active = manager.activeForConversation(conversationId);
+    const active = await activeRunOf(ctx, conversationId);
     const runs = await store.listRuns({ conversationId, limit: 1 });
     if (!sessions.length && !active && !runs.length) {
       throw new RunnerError(
@@ -108,7 +131,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     }
     return c.json(ctx.redact({
       conversation_id: conversationId,
-      active_run_id: active?.runId ?? null,
+      active_run_id: active ?? null,
       sessions: sessions.map((session) => ({
         session_id: session.sessionId,
         provider: session.provider,
@@ -123,11 +146,11 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
 
   app.delete("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
-    const active = manager.activeForConversation(conversationId);
+    const active = await activeRunOf(ctx, conversationId);
     if (active) {
       throw new RunnerError(
         "http.conflict",
-        `Conversation ${conversationId} has an active run (${active.runId}); cancel it first (POST /v1/runs/${active.runId}/cancel).`,
+        `Conversation ${conversationId} has an active run (${active}); cancel it first (POST /v1/runs/${active}/cancel).`,
       );
     }
     return c.json({

@@ -189,6 +189,11 @@ export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
     await checkN8nAuth(c, ctx.config.n8n);
     const body = await readJsonObject(c);
     const request = parseN8nRequest(c, { body, ctx });
+    const forwarded = await ctx.fleet?.forConversation(
+      c,
+      request.conversationId,
+    );
+    if (forwarded) return forwarded;
     const run = await startN8nRun(ctx, request);
     ctx.log({
       msg: "n8n webhook run",

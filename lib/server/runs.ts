@@ -205,12 +205,46 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const outcome = await ctx.startRun(parseStartBody(body, ctx.config));
+    const request = parseStartBody(body, ctx.config);
+    const forwarded = await routeStart(c, ctx, request);
+    if (forwarded) return forwarded;
+    const outcome = await ctx.startRun(request);
     if (outcome.kind === "steered") {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
     return await respondWithRun(c, outcome.run, format);
   });
+}
+
+/**
+ * In a fleet: forwards a new run to the replica holding its daemon or owning
+ * its conversation (claiming the conversation here otherwise); undefined:
+ * start it here.
+ */
+async function routeStart(
+  c: Context,
+  ctx: ServerContext,
+  request: RunRequest,
+): Promise<Response | undefined> {
+  if (!ctx.fleet) return undefined;
+  const { config, conversationId } = request;
+  if (config.location === "daemon" && config.daemonId) {
+    const forwarded = await ctx.fleet.forDaemon(c, config.daemonId);
+    if (forwarded) return forwarded;
+    // The daemon's machine holds the agent session: the conversation follows it.
+    return await ctx.fleet.forConversation(c, conversationId, { force: true });
+  }
+  return await ctx.fleet.forConversation(c, conversationId);
+}
+
+/** In a fleet: forwards a request about a run active on another replica. */
+async function routeRun(
+  c: Context,
+  ctx: ServerContext,
+  runId: string,
+): Promise<Response | undefined> {
+  if (!ctx.fleet || ctx.manager.get(runId)) return undefined;
+  return await ctx.fleet.forRun(c, runId);
 }
 
 /** The filter of `GET /v1/runs`, from its query. */
@@ -270,6 +304,8 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id", async (c) => {
     const runId = c.req.param("id");
+    const forwarded = await routeRun(c, ctx, runId);
+    if (forwarded) return forwarded;
     const record = await store.getRun(runId);
     if (!record) throw notFound(runId);
     return c.json(ctx.redact({
@@ -280,6 +316,8 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id/events", async (c) => {
     const runId = c.req.param("id");
+    const forwarded = await routeRun(c, ctx, runId);
+    if (forwarded) return forwarded;
     const record = await store.getRun(runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
@@ -306,6 +344,8 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
+    const forwarded = await routeRun(c, ctx, runId);
+    if (forwarded) return forwarded;
     const body = await readJsonObject(c);
     const input = parseRunInput(
       body.input ??
@@ -348,6 +388,8 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
 
   app.post("/v1/runs/:id/cancel", async (c) => {
     const runId = c.req.param("id");
+    const forwarded = await routeRun(c, ctx, runId);
+    if (forwarded) return forwarded;
     const run = manager.get(runId);
     if (run) {
       run.handle.cancel();

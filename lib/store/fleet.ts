@@ -73,8 +73,8 @@ export interface FleetStore {
   ): Promise<ReplicaRef>;
   /** The conversation's owner, if it has one (alive or not). */
   conversationOwner(conversationId: string): Promise<ReplicaRef | undefined>;
-  /** The replica that started a run, if the run exists. */
-  runOwner(runId: string): Promise<ReplicaRef | undefined>;
+  /** The replica running a run, if the run exists and is still active. */
+  activeRunOwner(runId: string): Promise<ReplicaRef | undefined>;
   /** Replaces the daemons this replica holds with `daemons`. */
   syncDaemons(daemons: FleetDaemon[]): Promise<void>;
   /** Daemons held by live replicas, sorted by id. */

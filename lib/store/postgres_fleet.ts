@@ -173,13 +173,13 @@ export class PostgresFleet implements FleetStore {
     return row ? this.#ref(row) : undefined;
   }
 
-  async runOwner(runId: string): Promise<ReplicaRef | undefined> {
+  async activeRunOwner(runId: string): Promise<ReplicaRef | undefined> {
     const [row] = await this.#sql`SELECT r.owner_replica AS replica_id,
       COALESCE(p.url, '') AS url,
       COALESCE(p.instance_id = r.owner_instance AND p.expires_at > now(), false)
         AS alive
       FROM runs r LEFT JOIN replicas p ON p.replica_id = r.owner_replica
-      WHERE r.run_id = ${runId}`;
+      WHERE r.run_id = ${runId} AND r.status = 'active'`;
     return row ? this.#ref(row) : undefined;
   }
 

@@ -1,0 +1,169 @@
+/**
+ * Conversation affinity over HTTP: in a fleet, a request about a
+ * conversation, run or daemon that another live replica owns is forwarded
+ * to that replica (its `--advertise-url`), carrying the shared
+ * `--cluster-token`; the owner's answer, streams included, is passed back
+ * unchanged. A forwarded request is always served where it lands, so a
+ * request is forwarded at most once. See `docs/fleet.md`.
+ *
+ * @module
+ */
+
+import type { Context } from "hono";
+import { RunnerError } from "../errors.ts";
+import type { FleetStore, ReplicaRef } from "../store/fleet.ts";
+import { createHash, timingSafeEqual } from "node:crypto";
+
+/** The header carrying the cluster token between replicas. */
+export const CLUSTER_TOKEN_HEADER = "x-runner-cluster-token";
+/** The header naming the replica that forwarded a request. */
+export const FORWARDED_FROM_HEADER = "x-runner-forwarded-from";
+
+/** Request headers not passed on to the owner. */
+const DROPPED_REQUEST_HEADERS = [
+  "host",
+  "content-length",
+  "connection",
+  CLUSTER_TOKEN_HEADER,
+  FORWARDED_FROM_HEADER,
+];
+/** Response headers not passed back to the client. */
+const DROPPED_RESPONSE_HEADERS = [
+  "content-length",
+  "content-encoding",
+  "transfer-encoding",
+  "connection",
+];
+
+/** Routes requests to the replica that owns their conversation, run or daemon. */
+export interface FleetRouter {
+  /** The fleet's shared state. */
+  fleet: FleetStore;
+  /** Whether the request comes from another replica (a valid cluster token). */
+  isForwarded(c: Context): boolean;
+  /**
+   * Claims the conversation for this replica, or forwards the request to
+   * its live owner; `force` takes the conversation (runs on a daemon held
+   * here). Undefined: serve it here.
+   */
+  forConversation(
+    c: Context,
+    conversationId: string | undefined,
+    options?: { force?: boolean },
+  ): Promise<Response | undefined>;
+  /** Forwards a request about a run active on another live replica; undefined: serve it here. */
+  forRun(c: Context, runId: string): Promise<Response | undefined>;
+  /**
+   * Forwards a run for a daemon whose socket another live replica holds;
+   * refuses a daemon fenced anywhere in the fleet; undefined: serve it here.
+   */
+  forDaemon(c: Context, daemonId: string): Promise<Response | undefined>;
+}
+
+/** Options of {@linkcode createFleetRouter}. */
+export interface FleetRouterOptions {
+  /** The fleet's shared state. */
+  fleet: FleetStore;
+  /** The secret replicas share. */
+  clusterToken: string;
+  /** Structured log. */
+  log: (entry: Record<string, unknown>) => void;
+}
+
+/** Compares two strings in time independent of where they differ. */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** Makes the router of one replica. */
+export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
+  const { fleet, clusterToken } = options;
+  const isForwarded = (c: Context) => {
+    const given = c.req.header(CLUSTER_TOKEN_HEADER);
+    return given !== undefined && sameSecret(given, clusterToken);
+  };
+  const forward = (c: Context, owner: ReplicaRef) =>
+    forwardRequest(c, { owner, ...options });
+  return {
+    fleet,
+    isForwarded,
+    async forConversation(c, conversationId, claim = {}) {
+      if (!conversationId || isForwarded(c)) {
+        if (conversationId) {
+          await fleet.claimConversation(conversationId, claim);
+        }
+        return undefined;
+      }
+      const owner = await fleet.claimConversation(conversationId, claim);
+      return owner.self ? undefined : await forward(c, owner);
+    },
+    async forRun(c, runId) {
+      if (isForwarded(c)) return undefined;
+      const owner = await fleet.activeRunOwner(runId);
+      if (!owner || owner.self || !owner.alive) return undefined;
+      return await forward(c, owner);
+    },
+    async forDaemon(c, daemonId) {
+      if (isForwarded(c)) return undefined;
+      const holder = await fleet.daemonHolder(daemonId);
+      if (holder && !holder.self) return await forward(c, holder);
+      if ((await fleet.listFences()).includes(daemonId)) {
+        throw new RunnerError(
+          "agent_runtime.daemon_fenced",
+          `daemon ${daemonId} fenced: cleanup unconfirmed; stop remote jobs before restarting this worker`,
+        );
+      }
+      return undefined;
+    },
+  };
+}
+
+/** Sends the request to `owner` and passes its answer back as it streams. */
+async function forwardRequest(
+  c: Context,
+  { owner, fleet, clusterToken, log }: FleetRouterOptions & {
+    owner: ReplicaRef;
+  },
+): Promise<Response> {
+  const incoming = new URL(c.req.url);
+  const target = new URL(
+    incoming.pathname + incoming.search,
+    owner.url.endsWith("/") ? owner.url : `${owner.url}/`,
+  );
+  const headers = new Headers(c.req.raw.headers);
+  for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
+  headers.set(CLUSTER_TOKEN_HEADER, clusterToken);
+  headers.set(FORWARDED_FROM_HEADER, fleet.replicaId);
+  const method = c.req.method;
+  const body = method === "GET" || method === "HEAD"
+    ? undefined
+    : await c.req.text();
+  let answer: Response;
+  try {
+    answer = await fetch(target, {
+      method,
+      headers,
+      body,
+      signal: c.req.raw.signal,
+    });
+  } catch (error) {
+    throw new RunnerError(
+      "runner.replica_unreachable",
+      `Replica ${owner.replicaId} owns this request but did not answer at ${owner.url} (${
+        error instanceof Error ? error.message : error
+      }); retry shortly (another replica takes over once its lease expires).`,
+    );
+  }
+  log({
+    msg: "request forwarded",
+    method,
+    path: incoming.pathname,
+    replica_id: owner.replicaId,
+    status: answer.status,
+  });
+  const passed = new Headers(answer.headers);
+  for (const name of DROPPED_RESPONSE_HEADERS) passed.delete(name);
+  passed.set("x-runner-replica", owner.replicaId);
+  return new Response(answer.body, { status: answer.status, headers: passed });
+}
