@@ -214,7 +214,9 @@ async function serveUntilSignal(
   const { config, secrets, log, store } = context;
   const { metrics, assets, hub, manager, fleet } = services;
   let shuttingDown = false;
+  const stopping = new AbortController();
   const app = createServerApp({
+    stopping: stopping.signal,
     manager,
     store,
     config,
@@ -242,6 +244,7 @@ async function serveUntilSignal(
 
   shuttingDown = true;
   log({ msg: "shutting down", signal, active_runs: manager.active().length });
+  stopping.abort();
   const closing = server.shutdown();
   await manager.shutdown(
     new RunnerError(

@@ -57,6 +57,7 @@ function createServerContext(options: ServerAppOptions): ServerContext {
         fleet: fleetStore,
         clusterToken: config.fleet.clusterToken,
         log,
+        stopping: options.stopping,
       })
       : undefined,
     log,

@@ -36,6 +36,8 @@ export interface ServerAppOptions {
   isShuttingDown?: () => boolean;
   /** The daemon hub's view, when `--daemon-enabled`. */
   daemons?: DaemonsView;
+  /** Aborted when the server stops: ends requests forwarded to other replicas. */
+  stopping?: AbortSignal;
 }
 
 /** What the HTTP API shows of the daemon hub (in a fleet: of every replica's). */
@@ -48,7 +50,7 @@ export interface DaemonsView {
 
 /** What every route module gets. */
 export interface ServerContext
-  extends Required<Omit<ServerAppOptions, "secrets" | "daemons">> {
+  extends Required<Omit<ServerAppOptions, "secrets" | "daemons" | "stopping">> {
   daemons?: DaemonsView;
   /** Routes requests to the replica owning them, when this replica is in a fleet. */
   fleet?: FleetRouter;
@@ -77,6 +79,8 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   "http.conversation_busy": 409,
   "http.body_too_large": 413,
   "http.too_many_runs": 429,
+  "agent_runtime.daemon_fenced": 409,
+  "runner.replica_unreachable": 503,
   "run.steering_queue_full": 429,
   "runner.shutting_down": 503,
   "store.unavailable": 503,

@@ -68,6 +68,8 @@ export interface FleetRouterOptions {
   clusterToken: string;
   /** Structured log. */
   log: (entry: Record<string, unknown>) => void;
+  /** Aborted when this replica stops: ends the requests it forwarded. */
+  stopping?: AbortSignal;
 }
 
 /** Compares two strings in time independent of where they differ. */
@@ -122,7 +124,7 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
 /** Sends the request to `owner` and passes its answer back as it streams. */
 async function forwardRequest(
   c: Context,
-  { owner, fleet, clusterToken, log }: FleetRouterOptions & {
+  { owner, fleet, clusterToken, log, stopping }: FleetRouterOptions & {
     owner: ReplicaRef;
   },
 ): Promise<Response> {
@@ -145,7 +147,9 @@ async function forwardRequest(
       method,
       headers,
       body,
-      signal: c.req.raw.signal,
+      signal: stopping
+        ? AbortSignal.any([c.req.raw.signal, stopping])
+        : c.req.raw.signal,
     });
   } catch (error) {
     throw new RunnerError(

@@ -1,0 +1,214 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../lib/events.ts";
+import { assertAgentGone, isAlive } from "./helpers.ts";
+import { clusterForThisFile } from "./pg_helpers.ts";
+import {
+  deltaText,
+  fixtureConfig,
+  makeFifo,
+  openGate,
+  postJson,
+  readSse,
+  readUntil,
+  tempDir,
+  terminals,
+} from "./serve_test_helpers.ts";
+import { eventually, type Replica, startReplica } from "./fleet_helpers.ts";
+
+const cluster = clusterForThisFile();
+
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+
+/** Two replicas on a fresh database; stops them after `body`. */
+async function withFleet(
+  body: (a: Replica, b: Replica) => Promise<void>,
+  extraArgs: string[] = [],
+): Promise<void> {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a", extraArgs);
+  const b = await startReplica(url, "b", extraArgs);
+  try {
+    await body(a, b);
+  } finally {
+    await b.stop();
+    await a.stop();
+  }
+}
+
+/** Kills whatever of a fixture's processes (from `--pid-file`) is still alive. */
+function killAgent(pidFile: string): void {
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    if (isAlive(pid)) Deno.kill(pid, "SIGKILL");
+  }
+}
+
+test("a run started on A is streamed, steered, resumed and cancelled from B", async () => {
+  await withFleet(async (a, b) => {
+    const dir = await tempDir();
+    const gate = join(dir, "gate");
+    const pidFile = join(dir, "pids.json");
+    await makeFifo(gate);
+    const started = await postJson(`${a.url}/v1/runs`, {
+      conversation_id: "conv-live",
+      input: { text: "first" },
+      config: fixtureConfig(join(dir, "ws"), [
+        "--gate-fifo",
+        gate,
+        "--pid-file",
+        pidFile,
+      ]),
+    });
+    const runId = started.headers.get("x-run-id")!;
+    const fromA = readSse(started.body!);
+    await readUntil(fromA, [], (message) => message.event === "message.delta");
+
+    const streamed = await fetch(`${b.url}/v1/runs/${runId}/events`);
+    assert.equal(streamed.status, 200);
+    assert.equal(streamed.headers.get("x-runner-replica"), "a");
+    const fromB = readSse(streamed.body!);
+    const seenOnB: RunEvent[] = [];
+    await readUntil(fromB, seenOnB, (m) => m.event === "message.delta");
+
+    const queued = await postJson(`${b.url}/v1/runs/${runId}/input`, {
+      input: { text: "second" },
+    });
+    assert.equal(queued.status, 202);
+    assert.deepEqual(await queued.json(), { run_id: runId, queued: true });
+    await openGate(gate);
+    await readUntil(
+      fromB,
+      seenOnB,
+      (m) => m.event === "message.delta" && m.data.includes("second"),
+    );
+    assert.match(deltaText(seenOnB), /echo: first \(turn 1\)/);
+
+    // Last-Event-ID is exact from any replica.
+    const after = seenOnB[1].sequence!;
+    const resumed = await fetch(`${b.url}/v1/runs/${runId}/events`, {
+      headers: { "last-event-id": String(after) },
+    });
+    const replayed: RunEvent[] = [];
+    const replay = readSse(resumed.body!);
+    await readUntil(
+      replay,
+      replayed,
+      (m) => Number(m.id) === seenOnB.at(-1)!.sequence,
+    );
+    assert.deepEqual(
+      replayed.map((event) => event.sequence),
+      seenOnB.slice(2).map((event) => event.sequence),
+    );
+    await replay.return(undefined);
+
+    const cancelled = await postJson(`${b.url}/v1/runs/${runId}/cancel`, {});
+    assert.equal(cancelled.status, 200);
+    assert.equal((await cancelled.json()).status, "cancelled");
+    for await (const message of fromB) seenOnB.push(JSON.parse(message.data));
+    const ends = terminals(seenOnB);
+    assert.equal(ends.length, 1);
+    assert.equal(ends[0].data.code, "run.cancelled");
+    for await (const _ of fromA) { /* drain */ }
+    assertAgentGone(pidFile);
+  });
+});
+
+test("a conversation's second run posted to B is forwarded to A and reuses the session", async () => {
+  await withFleet(async (a, b) => {
+    const dir = await tempDir();
+    const config = fixtureConfig(join(dir, "ws"), [
+      "--resume",
+      "--load-session",
+      "--state-dir",
+      join(dir, "state"),
+    ]);
+    const first = await postJson(`${a.url}/v1/runs?stream=false`, {
+      conversation_id: "conv-affinity",
+      input: { text: "one" },
+      config,
+    });
+    assert.equal((await first.json()).message, "echo: one (turn 1)");
+    const second = await postJson(`${b.url}/v1/runs?stream=false`, {
+      conversation_id: "conv-affinity",
+      input: { text: "two" },
+      config,
+    });
+    assert.equal(second.headers.get("x-runner-replica"), "a");
+    const body = await second.json();
+    assert.equal(body.status, "completed");
+    assert.equal(body.message, "echo: two (turn 2)");
+    assert.ok(
+      !body.events.some((event: RunEvent) => event.type === "state.updated"),
+      "the session was reused, not replaced",
+    );
+    await a.waitForLog((entry) =>
+      entry.msg === "run started" && entry.run_id === body.run_id
+    );
+    const onB = await (await fetch(`${b.url}/v1/conversations/conv-affinity`))
+      .json();
+    assert.equal(onB.sessions.length, 1);
+  });
+});
+
+test("kill -9 of A mid-run: B fails the run once with runner.replica_lost and the conversation goes on on B", async () => {
+  await withFleet(async (a, b) => {
+    const dir = await tempDir();
+    const gate = join(dir, "gate");
+    const pidFile = join(dir, "pids.json");
+    await makeFifo(gate);
+    const started = await postJson(`${a.url}/v1/runs`, {
+      conversation_id: "conv-lost",
+      input: { text: "doomed" },
+      config: fixtureConfig(join(dir, "ws"), [
+        "--gate-fifo",
+        gate,
+        "--pid-file",
+        pidFile,
+      ]),
+    });
+    const runId = started.headers.get("x-run-id")!;
+    const stream = readSse(started.body!);
+    await readUntil(stream, [], (message) => message.event === "message.delta");
+    a.child.kill("SIGKILL");
+    await a.child.status;
+    await stream.return(undefined).catch(() => {}); // A died mid-stream
+    killAgent(pidFile); // nothing is left to reap A's agent in this test
+
+    const failed = await eventually(async () => {
+      const response = await fetch(`${b.url}/v1/runs/${runId}`);
+      if (response.status !== 200) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      const run = await response.json();
+      return run.status === "active" ? undefined : run;
+    }, "B to fail A's run");
+    assert.equal(failed.status, "failed");
+    assert.equal(failed.code, "runner.replica_lost");
+    const ends = terminals(failed.events);
+    assert.equal(ends.length, 1);
+    assert.equal(ends[0].data.code, "runner.replica_lost");
+    assert.equal(ends[0].data.retryable, true);
+
+    const next = await postJson(`${b.url}/v1/runs?stream=false`, {
+      conversation_id: "conv-lost",
+      input: { text: "again" },
+      config: fixtureConfig(join(dir, "ws")),
+    });
+    assert.equal(next.headers.get("x-runner-replica"), null);
+    const body = await next.json();
+    assert.equal(body.status, "completed", JSON.stringify(body));
+    const sweeps = b.logs().split("\n").filter((line) =>
+      line.includes("failed runs of a lost replica") && line.includes(runId)
+    );
+    assert.equal(sweeps.length, 1);
+  });
+});
