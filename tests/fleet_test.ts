@@ -212,3 +212,34 @@ test("kill -9 of A mid-run: B fails the run once with runner.replica_lost and th
     assert.equal(sweeps.length, 1);
   });
 });
+
+test("without its database a replica reports degraded, refuses runs with store.unavailable, and recovers", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  try {
+    const dir = await tempDir();
+    await cluster().stop();
+    const health = await eventually(async () => {
+      const response = await fetch(`${a.url}/healthz`);
+      const body = await response.json();
+      return body.status === "degraded" ? [response.status, body] : undefined;
+    }, "the replica to notice the lost database");
+    assert.equal(health[0], 503);
+    const refused = await postJson(`${a.url}/v1/runs`, {
+      conversation_id: "conv-down",
+      input: { text: "hi" },
+      config: fixtureConfig(join(dir, "ws")),
+    });
+    assert.equal(refused.status, 503);
+    const error = (await refused.json()).error;
+    assert.equal(error.code, "store.unavailable");
+    assert.equal(error.retryable, true);
+    await cluster().start();
+    await eventually(async () => {
+      const body = await (await fetch(`${a.url}/healthz`)).json();
+      return body.status === "ok" ? true : undefined;
+    }, "the replica to recover");
+  } finally {
+    await a.stop();
+  }
+});

@@ -20,8 +20,8 @@ export interface PgCluster {
   port: number;
   /** A URL of a new, empty database. */
   newDatabase(): Promise<string>;
-  /** Stops the cluster at once (`immediate`), as if its machine died; start() brings it back. */
-  kill(): Promise<void>;
+  /** Stops the cluster (`fast`: connections cut, data kept); start() brings it back. */
+  stop(): Promise<void>;
   /** Starts the stopped cluster again on the same port. */
   start(): Promise<void>;
   /** Stops the cluster and removes its directory. */
@@ -110,7 +110,7 @@ export async function startPgCluster(): Promise<PgCluster> {
       }
       return `postgres://runner@127.0.0.1:${port}/${name}`;
     },
-    kill: () => pgCommand("pg_ctl", ["-D", data, "-m", "immediate", "stop"]),
+    stop: () => pgCommand("pg_ctl", ["-D", data, "-m", "fast", "stop"]),
     start,
     async remove() {
       await pgCommand("pg_ctl", ["-D", data, "-m", "immediate", "stop"])

@@ -78,6 +78,22 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+/** A fleet lookup whose driver failure becomes `store.unavailable`. */
+async function lookup<T>(query: Promise<T>): Promise<T> {
+  try {
+    return await query;
+  } catch (error) {
+    if (error instanceof RunnerError) throw error;
+    throw new RunnerError(
+      "store.unavailable",
+      `The fleet's database did not answer (${
+        error instanceof Error ? error.message : error
+      }); retry shortly, or check PostgreSQL at --store.`,
+      { cause: error },
+    );
+  }
+}
+
 /** Makes the router of one replica. */
 export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
   const { fleet, clusterToken } = options;
@@ -93,24 +109,26 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
     async forConversation(c, conversationId, claim = {}) {
       if (!conversationId || isForwarded(c)) {
         if (conversationId) {
-          await fleet.claimConversation(conversationId, claim);
+          await lookup(fleet.claimConversation(conversationId, claim));
         }
         return undefined;
       }
-      const owner = await fleet.claimConversation(conversationId, claim);
+      const owner = await lookup(
+        fleet.claimConversation(conversationId, claim),
+      );
       return owner.self ? undefined : await forward(c, owner);
     },
     async forRun(c, runId) {
       if (isForwarded(c)) return undefined;
-      const owner = await fleet.activeRunOwner(runId);
+      const owner = await lookup(fleet.activeRunOwner(runId));
       if (!owner || owner.self || !owner.alive) return undefined;
       return await forward(c, owner);
     },
     async forDaemon(c, daemonId) {
       if (isForwarded(c)) return undefined;
-      const holder = await fleet.daemonHolder(daemonId);
+      const holder = await lookup(fleet.daemonHolder(daemonId));
       if (holder && !holder.self) return await forward(c, holder);
-      if ((await fleet.listFences()).includes(daemonId)) {
+      if ((await lookup(fleet.listFences())).includes(daemonId)) {
         throw new RunnerError(
           "agent_runtime.daemon_fenced",
           `daemon ${daemonId} fenced: cleanup unconfirmed; stop remote jobs before restarting this worker`,
