@@ -18,7 +18,12 @@ import {
   createReaperRegistry,
   reapLeftoverGroups,
 } from "./lib/agent/reaper.ts";
-import { MAX_DAEMON_ID_LENGTH, RECONNECT_DELAY_MS } from "./lib/relay.ts";
+import {
+  MAX_DAEMON_ID_LENGTH,
+  PING_INTERVAL_MS,
+  PING_TIMEOUT_MS,
+  RECONNECT_DELAY_MS,
+} from "./lib/relay.ts";
 import { defaultDataDir } from "./lib/store/open.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
@@ -40,6 +45,10 @@ Options:
                          data dir, $RUNNER_DATA_DIR)
   --reconnect-delay S    first reconnect delay in seconds (default 5;
                          doubles per failed attempt up to 60)
+  --ping-interval S      seconds between keep-alive pings (default 20)
+  --ping-timeout S       seconds without any hub frame after a ping before
+                         the connection counts as dead (default 60; the
+                         clock stands still while a tool call is outstanding)
   -h, --help             this text
 
 Exit codes: 0 stopped by SIGINT/SIGTERM, 1 cleanup unconfirmed or another
@@ -53,6 +62,8 @@ interface DaemonSettings {
   tokenFromFlag: boolean;
   dataDir: string;
   reconnectDelayMs: number;
+  pingIntervalMs: number;
+  pingTimeoutMs: number;
 }
 
 function invalid(message: string): RunnerError {
@@ -100,13 +111,6 @@ async function settingsFrom(
     }
   }
   token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") ?? "";
-  const delay = values["reconnect-delay"];
-  const seconds = delay === undefined
-    ? RECONNECT_DELAY_MS / 1000
-    : Number(delay);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw invalid("--reconnect-delay must be a number of seconds > 0");
-  }
   return {
     url,
     daemonId,
@@ -115,8 +119,29 @@ async function settingsFrom(
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
       : defaultDataDir(),
-    reconnectDelayMs: seconds * 1000,
+    reconnectDelayMs: secondsFlag(
+      values,
+      "reconnect-delay",
+      RECONNECT_DELAY_MS,
+    ),
+    pingIntervalMs: secondsFlag(values, "ping-interval", PING_INTERVAL_MS),
+    pingTimeoutMs: secondsFlag(values, "ping-timeout", PING_TIMEOUT_MS),
   };
+}
+
+/** A flag in seconds (> 0) as milliseconds; `defaultMs` when absent. */
+function secondsFlag(
+  values: Record<string, string | boolean | undefined>,
+  name: string,
+  defaultMs: number,
+): number {
+  const value = values[name];
+  if (value === undefined) return defaultMs;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw invalid(`--${name} must be a number of seconds > 0`);
+  }
+  return seconds * 1000;
 }
 
 function warnAboutToken(settings: DaemonSettings, log: Logger): void {
@@ -168,6 +193,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "token-file": { type: "string" },
         "data-dir": { type: "string" },
         "reconnect-delay": { type: "string" },
+        "ping-interval": { type: "string" },
+        "ping-timeout": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -232,6 +259,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
       version: RUNNER_VERSION,
       runJob: runner.runJob,
       reconnectDelayMs: settings.reconnectDelayMs,
+      pingIntervalMs: settings.pingIntervalMs,
+      pingTimeoutMs: settings.pingTimeoutMs,
       signal: stop.signal,
       onLog: (entry) =>
         log({ level: entry.level, msg: entry.message, job_id: entry.jobId }),

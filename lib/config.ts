@@ -1,15 +1,20 @@
 /**
  * The run config: the seed's kebab-case keys, parsed and validated in one
- * place. Every location, the CLI, the HTTP API and the daemon use this parser.
- * See `docs/config.md`.
+ * place against their one description (`config_schema.ts`). Every location,
+ * the CLI, the HTTP API and the daemon use this parser. See `docs/config.md`.
  *
  * @module
  */
 
-import { isAbsolute, join } from "node:path";
+import { join } from "node:path";
 import { RunnerError } from "./errors.ts";
-import { parsePermissionDecision } from "./acp/permission_options.ts";
+import { closestName } from "./providers.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
+import {
+  type ConfigKind,
+  RUN_CONFIG_SPEC,
+  schemaDefault,
+} from "./config_schema.ts";
 
 /** Where the agent runs. */
 export type Location = "local" | "remote-ssh" | "daemon";
@@ -22,6 +27,7 @@ export interface RunConfig {
   sessionCwd?: string;
   acpCommand?: string;
   envJson: Record<string, string>;
+  secretEnvNames: string[];
   reuseSession: boolean;
   createSessionIfMissing: boolean;
   streaming: boolean;
@@ -30,6 +36,7 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  replayQuietMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
@@ -55,140 +62,34 @@ export interface RunConfig {
   daemonConnectTimeout: number;
 }
 
-type Kind =
-  | "string"
-  | "bool"
-  | "seconds"
-  | "number"
-  | "port"
-  | "path"
-  | "json"
-  | "list"
-  | "json-text";
-
-interface KeySpec {
+/** How an accepted key maps onto {@linkcode RunConfig}. */
+export interface KeySpec {
+  /** The camelCase field of {@linkcode RunConfig}. */
   field: keyof RunConfig;
-  kind: Kind;
+  /** How a text value is read. */
+  kind: ConfigKind;
+  /** The default, when the key has one. */
   default?: unknown;
-  choices?: readonly string[];
-  /** Largest accepted value (seconds keys default to what a timer can hold). */
-  max?: number;
 }
 
-/** The longest duration a JavaScript timer can wait, in whole seconds. */
-const MAX_TIMER_SECONDS = 2_147_483;
+/** A plain decimal number, as text (no hex, exponent, `+` or `Infinity`). */
+export const DECIMAL_PATTERN = /^-?\d+(\.\d+)?$/;
 
-/** Every accepted run-config key with its kind and default. */
-export const RUN_CONFIG_KEYS: Record<string, KeySpec> = {
-  "provider": { field: "provider", kind: "string" },
-  "location": {
-    field: "location",
-    kind: "string",
-    default: "local",
-    choices: ["local", "remote-ssh", "daemon"],
-  },
-  "workspace": { field: "workspace", kind: "path" },
-  "session-cwd": { field: "sessionCwd", kind: "path" },
-  "acp-command": { field: "acpCommand", kind: "string" },
-  "env-json": { field: "envJson", kind: "json", default: {} },
-  "reuse-session": { field: "reuseSession", kind: "bool", default: true },
-  "create-session-if-missing": {
-    field: "createSessionIfMissing",
-    kind: "bool",
-    default: true,
-  },
-  "streaming": { field: "streaming", kind: "bool", default: true },
-  "startup-timeout": { field: "startupTimeout", kind: "seconds", default: 60 },
-  "initialize-timeout": {
-    field: "initializeTimeout",
-    kind: "seconds",
-    default: 30,
-  },
-  "timeout": { field: "timeout", kind: "seconds", default: 600 },
-  "cancel-grace": {
-    field: "cancelGrace",
-    kind: "seconds",
-    default: 3,
-    max: 5,
-  },
-  "late-update-ms": {
-    field: "lateUpdateMs",
-    kind: "number",
-    default: 150,
-    max: 5000,
-  },
-  "max-message-mb": { field: "maxMessageMb", kind: "number", default: 64 },
-  "max-attachment-mb": {
-    field: "maxAttachmentMb",
-    kind: "number",
-    default: 10,
-  },
-  "max-prompt-mb": { field: "maxPromptMb", kind: "number", default: 25 },
-  "permission-decision": {
-    field: "permissionDecision",
-    kind: "string",
-    default: "allow_once",
-  },
-  "fs-read": { field: "fsRead", kind: "bool", default: false },
-  "fs-write": { field: "fsWrite", kind: "bool", default: false },
-  "append-run-scope-prompt": {
-    field: "appendRunScopePrompt",
-    kind: "bool",
-    default: false,
-  },
-  "mcp-servers-json": { field: "mcpServersJson", kind: "json-text" },
-  "langbot-assets-enabled": {
-    field: "langbotAssetsEnabled",
-    kind: "bool",
-    default: true,
-  },
-  "langbot-assets-mode": {
-    field: "langbotAssetsMode",
-    kind: "string",
-    default: "auto",
-    choices: ["auto", "ephemeral", "gateway"],
-  },
-  "langbot-assets-gateway-host": {
-    field: "langbotAssetsGatewayHost",
-    kind: "string",
-    default: "127.0.0.1",
-  },
-  "langbot-assets-gateway-port": {
-    field: "langbotAssetsGatewayPort",
-    kind: "port",
-  },
-  "langbot-assets-gateway-public-url": {
-    field: "langbotAssetsGatewayPublicUrl",
-    kind: "string",
-  },
-  "langbot-assets-token-ttl": {
-    field: "langbotAssetsTokenTtl",
-    kind: "seconds",
-    default: 3600,
-  },
-  "knowledge-bases": { field: "knowledgeBases", kind: "list", default: [] },
-  "ssh-target": { field: "sshTarget", kind: "string" },
-  "ssh-port": { field: "sshPort", kind: "port", default: 22 },
-  "ssh-identity-file": { field: "sshIdentityFile", kind: "string" },
-  "ssh-connect-timeout": {
-    field: "sshConnectTimeout",
-    kind: "seconds",
-    default: 15,
-  },
-  "ssh-extra-options": { field: "sshExtraOptions", kind: "list", default: [] },
-  "remote-shell": {
-    field: "remoteShell",
-    kind: "string",
-    default: "bash",
-    choices: ["bash", "powershell"],
-  },
-  "daemon-id": { field: "daemonId", kind: "string" },
-  "daemon-connect-timeout": {
-    field: "daemonConnectTimeout",
-    kind: "seconds",
-    default: 30,
-  },
-};
+function camelCase(key: string): keyof RunConfig {
+  return key.replace(
+    /-([a-z])/g,
+    (_, letter: string) => letter.toUpperCase(),
+  ) as keyof RunConfig;
+}
+
+/** Every accepted run-config key with its field and default (from `RUN_CONFIG_SPEC`). */
+export const RUN_CONFIG_KEYS: Record<string, KeySpec> = Object.fromEntries(
+  Object.entries(RUN_CONFIG_SPEC).map(([key, spec]) => [key, {
+    field: camelCase(key),
+    kind: spec.kind,
+    default: schemaDefault(spec.schema),
+  }]),
+);
 
 /** Keys accepted for compatibility that change nothing (form visibility). */
 const IGNORED_KEYS = new Set(["advanced-settings"]);
@@ -199,79 +100,61 @@ function invalid(key: string, message: string): RunnerError {
   });
 }
 
-function convert(key: string, spec: KeySpec, value: unknown): unknown {
-  switch (spec.kind) {
-    case "string": {
-      if (typeof value !== "string" && typeof value !== "number") {
-        throw invalid(key, "must be a string");
-      }
-      const text = String(value).trim();
-      if (spec.choices && !spec.choices.includes(text)) {
-        throw invalid(key, `must be one of ${spec.choices.join(", ")}`);
-      }
-      return text;
-    }
-    case "path": {
-      if (typeof value !== "string" || !value.trim()) {
-        throw invalid(key, "must be a non-empty path");
-      }
-      const path = value.trim();
-      if (!isAbsolute(path) && path !== "~" && !path.startsWith("~/")) {
-        throw invalid(key, `must be an absolute path (got "${value}")`);
-      }
-      return value.trim();
-    }
+/** Reads a text (or JSON-typed) value as the type `kind` names; leaves the rest to the schema. */
+function fromText(key: string, kind: ConfigKind, value: unknown): unknown {
+  switch (kind) {
+    case "string":
+      return typeof value === "string"
+        ? value.trim()
+        : typeof value === "number"
+        ? String(value)
+        : value;
+    case "permission":
+      return typeof value === "string"
+        ? value.trim().toLowerCase().replaceAll("-", "_")
+        : value;
     case "bool": {
       if (typeof value === "boolean") return value;
       const text = String(value).trim().toLowerCase();
       if (["true", "1", "yes", "on"].includes(text)) return true;
       if (["false", "0", "no", "off"].includes(text)) return false;
-      throw invalid(key, "must be true or false");
+      return value;
     }
-    case "seconds":
-    case "number":
-    case "port": {
-      const number = typeof value === "number" ? value : Number(String(value));
-      if (!Number.isFinite(number) || String(value).trim() === "") {
-        throw invalid(key, "must be a number");
+    case "number": {
+      if (typeof value !== "string") return value;
+      if (!DECIMAL_PATTERN.test(value.trim())) {
+        throw invalid(
+          key,
+          `must be a number, written in decimal (got "${value}")`,
+        );
       }
-      if (spec.kind === "port") {
-        if (!Number.isInteger(number) || number < 0 || number > 65535) {
-          throw invalid(key, "must be a port number 0-65535");
-        }
-      } else if (number <= 0) {
-        throw invalid(key, "must be greater than 0");
-      }
-      const max = spec.max ??
-        (spec.kind === "seconds" ? MAX_TIMER_SECONDS : undefined);
-      if (max !== undefined && number > max) {
-        throw invalid(key, `must be at most ${max}`);
-      }
-      return number;
+      return Number(value);
     }
-    case "json-text": {
+    case "json-text":
       if (typeof value === "string") return value;
       if (value && typeof value === "object") return JSON.stringify(value);
       throw invalid(key, "must be JSON (an array or object, or its text)");
-    }
-    case "json":
-      return parseEnvJson(key, value);
-    case "list": {
-      if (Array.isArray(value)) return value.map(String);
-      const text = String(value).trim();
-      if (text.startsWith("[")) {
-        try {
-          const parsed = JSON.parse(text);
-          if (Array.isArray(parsed)) return parsed.map(String);
-        } catch { /* fall through */ }
-        throw invalid(key, "must be a JSON array or a comma-separated list");
-      }
-      return text ? text.split(",").map((item) => item.trim()) : [];
-    }
+    case "env":
+      return envFromText(key, value);
+    case "list":
+      return listFromText(key, value);
   }
 }
 
-function parseEnvJson(key: string, value: unknown): Record<string, string> {
+function listFromText(key: string, value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(String);
+  const text = String(value).trim();
+  if (text.startsWith("[")) {
+    try {
+      const parsed = JSON.parse(text);
+      if (Array.isArray(parsed)) return parsed.map(String);
+    } catch { /* fall through */ }
+    throw invalid(key, "must be a JSON array or a comma-separated list");
+  }
+  return text ? text.split(",").map((item) => item.trim()) : [];
+}
+
+function envFromText(key: string, value: unknown): unknown {
   let parsed = value;
   if (typeof value === "string") {
     if (!value.trim()) return {};
@@ -284,20 +167,32 @@ function parseEnvJson(key: string, value: unknown): Record<string, string> {
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw invalid(key, "must be a JSON object of NAME: value strings");
   }
-  const env: Record<string, string> = {};
-  for (const [name, inner] of Object.entries(parsed)) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      throw invalid(key, `"${name}" is not a valid environment variable name`);
-    }
-    if (
-      typeof inner !== "string" && typeof inner !== "number" &&
-      typeof inner !== "boolean"
-    ) {
-      throw invalid(key, `the value of ${name} must be a string`);
-    }
-    env[name] = String(inner);
-  }
-  return env;
+  // Numbers and booleans are written as the agent will see them.
+  return Object.fromEntries(
+    Object.entries(parsed).map(([name, inner]) => [
+      name,
+      typeof inner === "number" || typeof inner === "boolean"
+        ? String(inner)
+        : inner,
+    ]),
+  );
+}
+
+/** A key's value read and checked against its schema; throws `config.invalid` with the schema's message. */
+function convert(key: string, value: unknown): unknown {
+  const spec = RUN_CONFIG_SPEC[key];
+  const result = spec.schema.safeParse(fromText(key, spec.kind, value));
+  if (result.success) return result.data;
+  const issue = result.error.issues[0] as {
+    message: string;
+    path: PropertyKey[];
+    issues?: Array<{ message: string }>;
+  };
+  const message = issue.issues?.[0]?.message ?? issue.message;
+  const where = issue.path.length && !issue.issues
+    ? `${String(issue.path[0])}: `
+    : "";
+  throw invalid(key, where + message);
 }
 
 /**
@@ -313,12 +208,13 @@ export function parseRunConfig(
       if (value === undefined || value === null) continue;
       const key = rawKey.replaceAll("_", "-");
       if (IGNORED_KEYS.has(key)) continue;
-      if (!(key in RUN_CONFIG_KEYS)) {
+      if (!Object.hasOwn(RUN_CONFIG_KEYS, key)) {
+        const meant = closestName(key, Object.keys(RUN_CONFIG_KEYS));
         throw invalid(
           key,
-          `unknown config key. Known keys: ${
-            Object.keys(RUN_CONFIG_KEYS).join(", ")
-          }`,
+          `unknown config key${
+            meant ? ` (did you mean ${meant}?)` : ""
+          }. Known keys: ${Object.keys(RUN_CONFIG_KEYS).join(", ")}`,
         );
       }
       merged[key] = value;
@@ -328,12 +224,9 @@ export function parseRunConfig(
   for (const [key, spec] of Object.entries(RUN_CONFIG_KEYS)) {
     const value = merged[key] ?? spec.default;
     if (value === undefined) continue;
-    config[spec.field] = key in merged ? convert(key, spec, value) : value;
+    config[spec.field] = key in merged ? convert(key, value) : value;
   }
   const result = config as unknown as RunConfig;
-  result.permissionDecision = parsePermissionDecision(
-    result.permissionDecision,
-  );
   if (!result.provider) {
     throw invalid("provider", "is required (a preset name or custom)");
   }
@@ -350,6 +243,12 @@ export function parseRunConfig(
   }
   if (result.sshTarget?.startsWith("-")) {
     throw invalid("ssh-target", "must not start with -");
+  }
+  if (result.location === "remote-ssh" && (result.fsRead || result.fsWrite)) {
+    throw invalid(
+      result.fsRead ? "fs-read" : "fs-write",
+      "is not available with location=remote-ssh: the runner would serve its own files, not the remote machine's. Leave fs-read and fs-write off (the agent reads and writes the remote workspace itself)",
+    );
   }
   if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
     throw invalid(

@@ -57,7 +57,7 @@ export const ERROR_CODES = {
   "acp.session_missing": {
     retryable: false,
     meaning:
-      "The stored session is unknown to the agent and `create-session-if-missing` is false.",
+      "`create-session-if-missing` is false and there is no session to continue: none is stored, or the agent cannot restore the stored one.",
   },
   "acp.session_failed": {
     retryable: true,
@@ -90,6 +90,11 @@ export const ERROR_CODES = {
   "run.cancelled": {
     retryable: false,
     meaning: "The run was cancelled.",
+  },
+  "run.agent_cancelled": {
+    retryable: false,
+    meaning:
+      "The agent ended the turn with stop reason `cancelled` without being asked to (often after a rejected permission request).",
   },
   "run.steering_queue_full": {
     retryable: true,
@@ -227,6 +232,29 @@ export const ERROR_CODES = {
   "http.body_too_large": {
     retryable: false,
     meaning: "The request body exceeds `--max-body-mb`.",
+  },
+  "http.host_not_allowed": {
+    retryable: false,
+    meaning:
+      "The request's `Host` is not an IP address, localhost, the listen name or an `--allowed-hosts` name (DNS rebinding guard).",
+  },
+  "http.origin_not_allowed": {
+    retryable: false,
+    meaning:
+      "A browser page of another origin sent the request and `--allowed-origins` does not list it.",
+  },
+  "http.unsupported_media_type": {
+    retryable: false,
+    meaning: "A request body was not sent as `application/json`.",
+  },
+  "http.too_many_connections": {
+    retryable: true,
+    meaning: "The server already holds `--max-connections` open connections.",
+  },
+  "http.request_timeout": {
+    retryable: true,
+    meaning:
+      "The request's headers or body did not arrive within `--header-timeout` / `--request-timeout`.",
   },
   "http.conversation_busy": {
     retryable: true,

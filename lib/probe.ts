@@ -2,7 +2,9 @@
  * `runner probe`: is this agent usable, and what does it support? Readiness
  * is the `initialize` handshake plus one `session/new` (many agents only
  * refuse at `session/new`); `--recovery` proves cross-process session
- * recovery without sending a prompt. See `docs/readiness.md`.
+ * recovery the way a real conversation needs it: one short prompt, a fresh
+ * agent process, then `session/resume` or `session/load`. See
+ * `docs/readiness.md`.
  *
  * @module
  */
@@ -25,10 +27,15 @@ export const PROBE_OUTCOMES = {
   unauthenticated: 4,
   session_error: 5,
   recovery_failed: 6,
+  inconclusive: 7,
+  agent_exited: 8,
 } as const;
 
 /** One probe outcome name. */
 export type ProbeOutcome = keyof typeof PROBE_OUTCOMES;
+
+/** The prompt `--recovery` sends so that the agent saves the session. */
+export const RECOVERY_PROMPT = "Reply with the single word OK.";
 
 /** What a probe found. */
 export interface ProbeReport {
@@ -38,6 +45,8 @@ export interface ProbeReport {
   exitCode: number;
   /** The command probed. */
   command: string;
+  /** Where the command came from: acp-command, the agent's own executable, or the preset's pinned fallback. */
+  commandSource?: AgentLaunch["commandSource"];
   /** Agent name and version, when the handshake completed. */
   agentInfo?: unknown;
   /** The protocol version the agent answered. */
@@ -48,6 +57,8 @@ export interface ProbeReport {
   authMethods?: InitializeResponse["authMethods"];
   /** Whether `session/new` succeeded (undefined when skipped). */
   sessionOk?: boolean;
+  /** With `--recovery`: whether the session was prompted before the restart. */
+  recoveryPrompted?: boolean;
   /** With `--recovery`: "resume", "load", or undefined when it failed. */
   recovery?: "resume" | "load";
   /** The failure, when the outcome is not ok. */
@@ -66,6 +77,10 @@ export interface ProbeOptions {
   handshakeOnly?: boolean;
   /** Prove cross-process recovery. */
   recovery?: boolean;
+  /** Prompt the session once before the restart (default true; costs one small model call). */
+  recoveryPrompt?: boolean;
+  /** Deadline of that prompt in ms (default 120 s). */
+  promptTimeoutMs?: number;
   /** Largest inbound message. */
   maxMessageBytes?: number;
   /** Records agent groups so a SIGKILLed probe's agents are reaped later. */
@@ -76,6 +91,13 @@ interface Started {
   transport: AgentTransport;
   connection: AgentConnection;
   init: InitializeResponse;
+}
+
+/** A recovery check whose result says nothing about real conversations. */
+class Inconclusive extends Error {
+  constructor(readonly failure: RunnerError) {
+    super(failure.message);
+  }
 }
 
 async function start(options: ProbeOptions): Promise<Started> {
@@ -95,9 +117,10 @@ async function start(options: ProbeOptions): Promise<Started> {
     const init = await connection.initialize(options.initializeTimeoutMs);
     return { transport, connection, init };
   } catch (error) {
-    (error as { stderrTail?: string }).stderrTail = transport.stderrTail();
     connection.close();
+    // After teardown stderr is drained: the tail holds the agent's last words.
     await transport.teardown();
+    (error as { stderrTail?: string }).stderrTail = transport.stderrTail();
     throw error;
   }
 }
@@ -113,6 +136,7 @@ export async function probeAgent(options: ProbeOptions): Promise<ProbeReport> {
     outcome: "ok",
     exitCode: 0,
     command: options.launch.commandText,
+    commandSource: options.launch.commandSource,
   };
   let started: Started | undefined;
   try {
@@ -128,55 +152,114 @@ export async function probeAgent(options: ProbeOptions): Promise<ProbeReport> {
     });
     report.sessionOk = true;
     if (!options.recovery) return finish(report);
+    report.recoveryPrompted = options.recoveryPrompt !== false;
+    if (report.recoveryPrompted) {
+      await promptOnce(started.connection, sessionId, options);
+    }
     await stop(started);
     started = await start(options);
-    report.recovery = await recover(started, sessionId, options.launch.cwd);
+    report.recovery = await recover(started, {
+      sessionId,
+      cwd: options.launch.cwd,
+      prompted: report.recoveryPrompted,
+    });
     return finish(report);
   } catch (error) {
+    // Stopped first, so the stderr tail holds everything the agent wrote.
+    if (started) await stop(started);
     return fail(report, error, started);
   } finally {
     if (started) await stop(started);
   }
 }
 
+/** Sends {@linkcode RECOVERY_PROMPT}; a failure makes the check inconclusive. */
+async function promptOnce(
+  connection: AgentConnection,
+  sessionId: string,
+  options: ProbeOptions,
+): Promise<void> {
+  const timeoutMs = options.promptTimeoutMs ?? 120_000;
+  try {
+    await connection.prompt(
+      { sessionId, prompt: [{ type: "text", text: RECOVERY_PROMPT }] },
+      AbortSignal.timeout(timeoutMs),
+    );
+  } catch (error) {
+    const failure = toRunnerError(error);
+    if (!["acp.prompt_failed", "run.cancelled"].includes(failure.code)) {
+      throw failure;
+    }
+    throw new Inconclusive(
+      new RunnerError(
+        failure.code,
+        `The recovery check's prompt ${
+          failure.code === "run.cancelled"
+            ? `got no answer within ${timeoutMs / 1000} s`
+            : `failed (${failure.message})`
+        }, so recovery was not tested. Check the agent's model access (its stderr may say more) and raise --prompt-timeout, or use --no-prompt.`,
+        { detail: failure.detail },
+      ),
+    );
+  }
+}
+
+interface RecoverTarget {
+  sessionId: string;
+  cwd: string;
+  /** Whether the session was prompted before the restart. */
+  prompted: boolean;
+}
+
 async function recover(
   started: Started,
-  sessionId: string,
-  cwd: string,
+  { sessionId, cwd, prompted }: RecoverTarget,
 ): Promise<"resume" | "load"> {
   const caps = started.init.agentCapabilities ?? {};
   const params = { sessionId, cwd, mcpServers: [] };
-  if (!caps.sessionCapabilities?.resume && !caps.loadSession) {
+  const attempts: Array<["resume" | "load", () => Promise<void>]> = [];
+  if (caps.sessionCapabilities?.resume) {
+    attempts.push(["resume", () => started.connection.resumeSession(params)]);
+  }
+  if (caps.loadSession) {
+    attempts.push(["load", () => started.connection.loadSession(params)]);
+  }
+  if (!attempts.length) {
     throw new RunnerError(
       "acp.session_missing",
       "The agent advertises neither session/resume nor loadSession: it cannot recover sessions across processes. Use it with reuse-session=false.",
     );
   }
-  let resumeFailure: unknown;
-  if (caps.sessionCapabilities?.resume) {
+  const answers: string[] = [];
+  for (const [method, attempt] of attempts) {
     try {
-      await started.connection.resumeSession(params);
-      return "resume";
+      await attempt();
+      return method;
     } catch (error) {
-      if (!caps.loadSession) resumeFailure = error;
+      const failure = toRunnerError(error);
+      if (failure.code !== "acp.session_failed") throw failure;
+      answers.push(failure.message);
     }
   }
-  try {
-    if (resumeFailure) throw resumeFailure;
-    await started.connection.loadSession(params);
-    return "load";
-  } catch (error) {
-    const failure = toRunnerError(error);
-    throw new RunnerError(
-      "acp.session_missing",
-      `The agent advertises ${
-        [
-          caps.sessionCapabilities?.resume ? "session/resume" : "",
-          caps.loadSession ? "loadSession" : "",
-        ].filter(Boolean).join(" and ")
-      } but could not restore a session created by another process (${failure.message}). Use it with reuse-session=false.`,
+  const advertised = attempts.map(([method]) =>
+    method === "resume" ? "session/resume" : "loadSession"
+  ).join(" and ");
+  if (!prompted) {
+    throw new Inconclusive(
+      new RunnerError(
+        "acp.session_failed",
+        `The agent could not restore a session that was never prompted (${
+          answers.join("; ")
+        }). Many agents save a session only once it has been prompted, so this says nothing about real conversations: run probe --recovery without --no-prompt (one short prompt).`,
+      ),
     );
   }
+  throw new RunnerError(
+    "acp.session_missing",
+    `The agent advertises ${advertised} but could not restore a prompted session created by another process (${
+      answers.join("; ")
+    }). Use it with reuse-session=false.`,
+  );
 }
 
 function finish(report: ProbeReport): ProbeReport {
@@ -184,69 +267,30 @@ function finish(report: ProbeReport): ProbeReport {
   return report;
 }
 
+const OUTCOME_BY_CODE: Record<string, ProbeOutcome> = {
+  "acp.missing_binary": "missing_binary",
+  "acp.spawn_error": "spawn_error",
+  "config.invalid": "spawn_error",
+  "acp.initialize_timeout": "handshake_timeout",
+  "acp.incompatible_protocol": "incompatible_protocol",
+  "acp.unauthenticated": "unauthenticated",
+  "acp.process_exited": "agent_exited",
+};
+
 function fail(
   report: ProbeReport,
   error: unknown,
   started: Started | undefined,
 ): ProbeReport {
-  const failure = toRunnerError(error);
-  const outcomes: Record<string, ProbeOutcome> = {
-    "acp.missing_binary": "missing_binary",
-    "acp.spawn_error": "spawn_error",
-    "config.invalid": "spawn_error",
-    "acp.initialize_timeout": "handshake_timeout",
-    "acp.incompatible_protocol": "incompatible_protocol",
-    "acp.unauthenticated": "unauthenticated",
-  };
-  report.outcome = outcomes[failure.code] ??
-    (report.sessionOk ? "recovery_failed" : "session_error");
+  const inconclusive = error instanceof Inconclusive;
+  const failure = inconclusive ? error.failure : toRunnerError(error);
+  report.outcome = inconclusive
+    ? "inconclusive"
+    : OUTCOME_BY_CODE[failure.code] ??
+      (report.sessionOk ? "recovery_failed" : "session_error");
   report.error = { code: failure.code, message: failure.message };
   const tail = started?.transport.stderrTail() ??
     (error as { stderrTail?: string }).stderrTail;
   if (tail?.trim()) report.stderrTail = tail.slice(-4096);
   return finish(report);
-}
-
-/** Human-readable probe report. */
-export function formatProbeReport(report: ProbeReport): string {
-  const lines = [`outcome: ${report.outcome}`, `command: ${report.command}`];
-  if (report.agentInfo !== undefined) {
-    lines.push(`agent: ${JSON.stringify(report.agentInfo)}`);
-    lines.push(`protocol version: ${report.protocolVersion}`);
-    const caps = report.capabilities ?? {};
-    lines.push(`loadSession: ${Boolean(caps.loadSession)}`);
-    lines.push(
-      `sessionCapabilities: ${
-        Object.keys(caps.sessionCapabilities ?? {}).filter((key) =>
-          key !== "_meta"
-        ).join(", ") || "none"
-      }`,
-    );
-    lines.push(
-      `promptCapabilities: ${JSON.stringify(caps.promptCapabilities ?? {})}`,
-    );
-    lines.push(
-      `mcpCapabilities: ${JSON.stringify(caps.mcpCapabilities ?? {})}`,
-    );
-    lines.push(
-      `authMethods: ${
-        (report.authMethods ?? []).map((method) => method.name ?? method.id)
-          .join(", ") || "none"
-      }`,
-    );
-  }
-  if (report.sessionOk) lines.push("session/new: ok");
-  if (report.recovery) lines.push(`recovery: ${report.recovery}`);
-  if (report.error) {
-    lines.push(`error [${report.error.code}]: ${report.error.message}`);
-    if (report.outcome === "unauthenticated" && report.authMethods?.length) {
-      lines.push(
-        `the agent lists these auth methods: ${
-          report.authMethods.map((m) => `${m.id} (${m.name})`).join(", ")
-        }`,
-      );
-    }
-  }
-  if (report.stderrTail) lines.push("stderr (tail):", report.stderrTail);
-  return lines.join("\n");
 }

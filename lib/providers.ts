@@ -2,7 +2,9 @@
  * The built-in provider presets (ACP agents whose session recovery has been
  * verified), the ACP agents that are deliberately not presets, and
  * {@linkcode resolveProvider}, which turns `provider` + `acp-command` into the
- * argv to launch.
+ * argv to launch: `acp-command` when given, else the preset agent's own
+ * executable when it is on the agent's `PATH`, else its pinned `npx`
+ * fallback (`agent/preset_pins.ts`).
  *
  * `envNames` lists the extra environment variables a preset lets through to
  * the agent (credentials, endpoints, config locations its docs name). The
@@ -14,16 +16,21 @@
 
 import { RunnerError } from "./errors.ts";
 import { splitCommand } from "./agent/shell_words.ts";
+import { findOnPath } from "./agent/find_executable.ts";
+import {
+  executableArgv,
+  fallbackArgv,
+  PRESET_PINS,
+  type PresetPin,
+} from "./agent/preset_pins.ts";
 
 /** A session-recovery signal an agent advertises. */
 export type RecoverySignal = "loadSession" | "session/resume";
 
-/** A built-in provider preset. */
+/** A built-in provider preset (its commands are in `agent/preset_pins.ts`). */
 export interface ProviderPreset {
   /** The `provider` value. */
   name: string;
-  /** The default ACP command line (split with `splitCommand`). */
-  command: string;
   /** The session-recovery signals verified for this agent. */
   recovery: readonly RecoverySignal[];
   /** Extra environment variable names passed through to the agent. */
@@ -47,18 +54,15 @@ const OPENAI = ["OPENAI_API_KEY", "OPENAI_BASE_URL"] as const;
 export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "auggie",
-    command: "npx -y @augmentcode/auggie --acp",
     recovery: ["loadSession"],
     envNames: ["AUGMENT_SESSION_AUTH"],
   },
   {
     name: "autohand",
-    command: "npx -y @autohandai/autohand-acp",
     recovery: ["loadSession", "session/resume"],
   },
   {
     name: "claude-code",
-    command: "npx -y @agentclientprotocol/claude-agent-acp@0.62.0",
     recovery: ["loadSession", "session/resume"],
     envNames: [
       ...ANTHROPIC,
@@ -79,41 +83,34 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   },
   {
     name: "codebuddy-code",
-    command: "npx -y @tencent-ai/codebuddy-code --acp",
     recovery: ["loadSession"],
     envNames: ["CODEBUDDY_API_KEY"],
   },
   {
     name: "codex",
-    command: "npx -y @zed-industries/codex-acp",
     recovery: ["loadSession", "session/resume"],
     envNames: [...OPENAI, "CODEX_HOME"],
   },
   {
     name: "deepagents",
-    command: "npx -y deepagents-acp",
     recovery: ["loadSession"],
     envNames: [...ANTHROPIC, ...OPENAI],
   },
   {
     name: "dimcode",
-    command: "npx -y dimcode acp",
     recovery: ["loadSession", "session/resume"],
   },
   {
     name: "dirac",
-    command: "npx -y dirac-cli --acp",
     recovery: ["loadSession"],
   },
   {
     name: "factory-droid",
-    command: "npx -y droid exec --output-format acp-daemon",
     recovery: ["loadSession", "session/resume"],
     envNames: ["FACTORY_API_KEY"],
   },
   {
     name: "gemini",
-    command: "npx -y @google/gemini-cli --acp",
     recovery: ["loadSession"],
     envNames: [
       "GEMINI_API_KEY",
@@ -127,17 +124,14 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   },
   {
     name: "glm-agent",
-    command: "npx -y glm-acp-agent",
     recovery: ["loadSession", "session/resume"],
   },
   {
     name: "kilo",
-    command: "npx -y @kilocode/cli acp",
     recovery: ["loadSession", "session/resume"],
   },
   {
     name: "opencode",
-    command: "opencode acp",
     recovery: ["loadSession", "session/resume"],
     envNames: [
       "OPENCODE_CONFIG",
@@ -150,13 +144,11 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   },
   {
     name: "pi-acp",
-    command: "npx -y pi-acp",
     recovery: ["loadSession"],
     envNames: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"],
   },
   {
     name: "qwen-code",
-    command: "npx -y @qwen-code/qwen-code --acp --experimental-skills",
     recovery: ["loadSession", "session/resume"],
     envNames: ["DASHSCOPE_API_KEY", ...OPENAI, "OPENAI_MODEL"],
   },
@@ -231,16 +223,30 @@ export interface ResolveProviderOptions {
   provider: string;
   /** The `acp-command` config value; overrides a preset's command. */
   acpCommand?: string;
+  /**
+   * The agent's `PATH`: a preset's own executable found there is used
+   * instead of its fallback. Undefined: never look (the fallback).
+   */
+  path?: string;
 }
+
+/** Where a resolved command came from. */
+export type CommandSource = "configured" | "executable" | "fallback";
 
 /** A provider resolved to the command to launch. */
 export interface ResolvedProvider {
   /** The provider name (`custom` for custom commands). */
   name: string;
-  /** The command split into words. */
+  /** The command split into words (the program as found on PATH). */
   argv: string[];
-  /** The command as configured (or the preset default). */
+  /** The command as configured, or the preset's executable or fallback. */
   commandText: string;
+  /** Where the command came from. */
+  source: CommandSource;
+  /** A preset's own executable and pinned fallback (absent with acp-command). */
+  choices?: { executable: string[]; fallback: string[] };
+  /** Names the agent whichever command runs: acp-command, or the preset's own executable (for session keys). */
+  sessionCommand: string;
   /** Extra environment variable names to pass through (empty for `custom`). */
   envNames: string[];
   /** Verified session-recovery signals (empty for `custom`: the agent's `initialize` answer decides). */
@@ -271,19 +277,33 @@ export function resolveProvider(
       name,
       argv: splitCommand(override),
       commandText: override,
+      source: "configured",
+      sessionCommand: override,
       envNames: [],
       recovery: [],
     };
   }
   const preset = PROVIDER_PRESETS.find((candidate) => candidate.name === name);
   if (preset !== undefined) {
-    const commandText = override ?? preset.command;
+    const envNames = [...(preset.envNames ?? [])];
+    const recovery = [...preset.recovery];
+    if (override !== undefined) {
+      const argv = splitCommand(override);
+      return {
+        name,
+        argv,
+        commandText: override,
+        source: "configured",
+        sessionCommand: override,
+        envNames,
+        recovery,
+      };
+    }
     return {
       name,
-      argv: splitCommand(commandText),
-      commandText,
-      envNames: [...(preset.envNames ?? [])],
-      recovery: [...preset.recovery],
+      ...presetCommand(PRESET_PINS[name], options.path),
+      envNames,
+      recovery,
     };
   }
   const unsupported = UNSUPPORTED_PROVIDERS.find((candidate) =>
@@ -298,13 +318,79 @@ export function resolveProvider(
       { detail: { provider: name } },
     );
   }
+  const meant = closestName(name, providerNames());
   throw new RunnerError(
     "provider.unknown",
-    `Unknown provider ${JSON.stringify(name)}; use one of ${
+    `Unknown provider ${JSON.stringify(name)}${
+      meant ? ` (did you mean ${meant}?)` : ""
+    }; use one of ${
       providerNames().join(", ")
     }, or provider=custom with acp-command.`,
     { detail: { provider: name } },
   );
+}
+
+/** A preset's command on a machine whose agent `PATH` is `path`. */
+function presetCommand(
+  pin: PresetPin,
+  path: string | undefined,
+): Pick<
+  ResolvedProvider,
+  "argv" | "commandText" | "source" | "choices" | "sessionCommand"
+> {
+  const executable = executableArgv(pin);
+  const fallback = fallbackArgv(pin);
+  const found = path === undefined ? undefined : findOnPath(pin.bin, path);
+  const chosen = found ? executable : fallback;
+  return {
+    argv: found ? [found, ...pin.args] : fallback,
+    commandText: chosen.join(" "),
+    source: found ? "executable" : "fallback",
+    choices: { executable, fallback },
+    sessionCommand: executable.join(" "),
+  };
+}
+
+/** Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from(
+    { length: a.length + 1 },
+    (_, i) => Array.from({ length: b.length + 1 }, (_, j) => i || j),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      rows[i][j] = Math.min(
+        rows[i - 1][j] + 1,
+        rows[i][j - 1] + 1,
+        rows[i - 1][j - 1] + cost,
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        rows[i][j] = Math.min(rows[i][j], rows[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return rows[a.length][b.length];
+}
+
+/**
+ * The candidate a mistyped `name` most likely meant: the closest by edit
+ * distance, if it is within a third of its length (at least 1, at most 3).
+ */
+export function closestName(
+  name: string,
+  candidates: readonly string[],
+): string | undefined {
+  const typed = name.toLowerCase();
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = editDistance(typed, candidate.toLowerCase());
+    if (!best || distance < best.distance) best = { candidate, distance };
+  }
+  const limit = Math.min(3, Math.max(1, Math.floor(typed.length / 3)));
+  return best && best.distance > 0 && best.distance <= limit
+    ? best.candidate
+    : undefined;
 }
 
 /** Every valid `provider` value: the presets, then `custom`. */
@@ -312,44 +398,49 @@ export function providerNames(): string[] {
   return [...PROVIDER_PRESETS.map((preset) => preset.name), CUSTOM_PROVIDER];
 }
 
+/** One preset as `runner providers --json` and the HTTP API show it. */
+export interface PresetListing {
+  /** The `provider` value. */
+  name: string;
+  /** The command this machine would run (with the runner's `PATH`). */
+  command: string;
+  /** `executable` (the agent's own, found on PATH) or `fallback`. */
+  uses: CommandSource;
+  /** The agent's own command. */
+  executable: string;
+  /** The pinned npx command used when the executable is not on PATH. */
+  fallback: string;
+  /** The pin: package, exact version (null: unpinned), date checked, how. */
+  pin: Omit<PresetPin, "bin" | "args">;
+  /** Verified session-recovery signals. */
+  recovery: readonly RecoverySignal[];
+  /** Extra environment variable names passed through. */
+  envNames: readonly string[];
+}
+
 /** Both provider tables, for `runner providers --json` and the HTTP API. */
-export function listProviders(): {
-  presets: readonly ProviderPreset[];
+export function listProviders(path = Deno.env.get("PATH")): {
+  presets: PresetListing[];
   unsupported: readonly UnsupportedProvider[];
 } {
-  return { presets: PROVIDER_PRESETS, unsupported: UNSUPPORTED_PROVIDERS };
-}
-
-/** The human-readable text `runner providers` prints. */
-export function formatProvidersTable(): string {
-  const presetRows = PROVIDER_PRESETS.map((preset) => [
-    preset.name,
-    preset.command,
-    preset.recovery.join(", "),
-  ]);
-  const lines = [
-    "Built-in providers (provider=<name>):",
-    ...alignColumns([
-      ["NAME", "DEFAULT ACP COMMAND", "SESSION RECOVERY"],
-      ...presetRows,
-    ]),
-    "",
-    `Any other ACP agent: provider=${CUSTOM_PROVIDER} with acp-command="<command>".`,
-    "",
-    "Not built in (usable with provider=custom, without verified session recovery):",
-    ...UNSUPPORTED_PROVIDERS.map((entry) => `  ${entry.name}: ${entry.reason}`),
-  ];
-  return lines.join("\n") + "\n";
-}
-
-function alignColumns(rows: string[][]): string[] {
-  const widths = rows[0].map((_, column) =>
-    Math.max(...rows.map((row) => row[column].length))
-  );
-  return rows.map((row) =>
-    "  " +
-    row.map((cell, column) =>
-      column === row.length - 1 ? cell : cell.padEnd(widths[column])
-    ).join("  ")
-  );
+  const presets = PROVIDER_PRESETS.map((preset) => {
+    const pin = PRESET_PINS[preset.name];
+    const resolved = presetCommand(pin, path ?? "");
+    return {
+      name: preset.name,
+      command: resolved.commandText,
+      uses: resolved.source,
+      executable: executableArgv(pin).join(" "),
+      fallback: fallbackArgv(pin).join(" "),
+      pin: {
+        package: pin.package,
+        version: pin.version,
+        checked: pin.checked,
+        evidence: pin.evidence,
+      },
+      recovery: preset.recovery,
+      envNames: preset.envNames ?? [],
+    };
+  });
+  return { presets, unsupported: UNSUPPORTED_PROVIDERS };
 }

@@ -45,8 +45,13 @@ export const MCP_REQUEST_TIMEOUT_MS = 60_000;
 export const RECONNECT_DELAY_MS = 5_000;
 /** How often a connected daemon sends `daemon.ping`. */
 export const PING_INTERVAL_MS = 20_000;
-/** How long the daemon waits for any hub frame after a ping before it gives the connection up. */
-export const PING_TIMEOUT_MS = 20_000;
+/**
+ * How long the daemon waits for any hub frame after a ping before it gives
+ * the connection up. Generous, so that a hub that is merely slow (a busy event
+ * loop, a slow disk) is not cut off; the clock does not run while an MCP
+ * request to the hub is outstanding (the Python hub answers no ping then).
+ */
+export const PING_TIMEOUT_MS = 60_000;
 
 /** The exact close reasons of the Python hub (and ours). */
 export const REFUSAL_REASONS = {
@@ -292,7 +297,10 @@ export type HelloCheck =
  */
 export function checkHello(
   text: string,
-  options: { hasToken: boolean; tokenMatches: (given: string) => boolean },
+  options: {
+    hasToken: boolean;
+    tokenMatches: (given: string, daemonId: string) => boolean;
+  },
 ): HelloCheck {
   let raw: unknown;
   try {
@@ -313,7 +321,7 @@ export function checkHello(
   }
   if (options.hasToken) {
     const given = typeof raw.token === "string" ? raw.token : "";
-    if (!options.tokenMatches(given)) {
+    if (!options.tokenMatches(given, daemonId)) {
       return { ok: false, reason: REFUSAL_REASONS.invalidToken };
     }
   }

@@ -38,30 +38,114 @@ export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
   return walk(value) as T;
 }
 
-const SECRET_NAME =
-  /(TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)/i;
-
-/** env-json values at least this long are secrets whatever their name. */
-const LONG_VALUE = 8;
+/**
+ * Name fragments that make a variable a secret (matched anywhere in the name,
+ * any case): `OPENAI_API_KEY`, `GH_TOKEN`, `DB_PASSWORD`, `SSH_PASSPHRASE`, …
+ */
+export const SECRET_NAME_PARTS: readonly string[] = [
+  "KEY",
+  "TOKEN",
+  "SECRET",
+  "PASSWORD",
+  "PASSWD",
+  "PASSPHRASE",
+  "AUTH",
+  "CREDENTIAL",
+  "PRIVATE",
+  "COOKIE",
+  "SESSION",
+];
 
 /**
- * The secrets of an environment: env-json values (the user put them there for
- * the agent only) that are long enough to be credentials or whose names look
- * secret, plus runner variables whose names look secret. Short values under
- * harmless names (`MODE=echo`, `DEBUG=true`) are not treated as secrets, so
- * they cannot blank out ordinary words in the agent's answer.
+ * Names whose values are never secrets, even when listed by the operator:
+ * they hold paths and words that appear in ordinary answers.
  */
-export function secretsOf(options: {
-  envJson?: Record<string, string>;
-  environment?: Record<string, string>;
-  extra?: Array<string | undefined>;
-}): string[] {
-  const found = new Set<string>();
-  for (const [name, value] of Object.entries(options.envJson ?? {})) {
-    if (value.length >= LONG_VALUE || SECRET_NAME.test(name)) found.add(value);
+export const NEVER_SECRET_NAMES: readonly string[] = [
+  "HOME",
+  "PATH",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "TERM",
+  "TMPDIR",
+  "TMP",
+  "TEMP",
+  "PWD",
+];
+
+/** Values that are switches, not credentials. */
+const PLAIN_VALUES = new Set(["true", "false", "null", "none"]);
+
+/**
+ * Whether the variable `name` holds a secret: its name contains one of
+ * {@linkcode SECRET_NAME_PARTS} or the operator listed it, and it is not one
+ * of {@linkcode NEVER_SECRET_NAMES} (nor `LC_*`).
+ */
+export function isSecretName(
+  name: string,
+  operatorNames: readonly string[] = [],
+): boolean {
+  if (NEVER_SECRET_NAMES.includes(name) || name.startsWith("LC_")) {
+    return false;
   }
-  for (const [name, value] of Object.entries(options.environment ?? {})) {
-    if (SECRET_NAME.test(name)) found.add(value);
+  if (operatorNames.includes(name)) return true;
+  const upper = name.toUpperCase();
+  return SECRET_NAME_PARTS.some((part) => upper.includes(part));
+}
+
+/**
+ * Whether a value names an existing file or directory on this machine (such
+ * as `GOOGLE_APPLICATION_CREDENTIALS=/home/me/key.json`): a path, not a
+ * secret. Only existing paths count, so a credential that merely starts with
+ * `/` (base64 may) is still redacted.
+ */
+function isExistingPath(value: string, home: string | undefined): boolean {
+  const path = value.startsWith("~/") && home
+    ? `${home}${value.slice(1)}`
+    : value;
+  if (!path.startsWith("/")) return false;
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Options for {@linkcode secretsOf}. */
+export interface SecretsOfOptions {
+  /** The user's env-json (it goes to the agent only). */
+  envJson?: Record<string, string>;
+  /** The runner's own environment (presets pass some of it to the agent). */
+  environment?: Record<string, string>;
+  /** Names the operator declared secret (`secret-env-names`). */
+  secretNames?: readonly string[];
+  /** The runner's own tokens and other values that are always secret. */
+  extra?: Array<string | undefined>;
+}
+
+/**
+ * The values to redact: env-json and runner variables whose names are
+ * secret by {@linkcode isSecretName} (unless the value is an existing path
+ * or a plain switch such as `true`), plus `extra`. Values under other names
+ * (`HOME=/home/me`, `MODE=echo`, `REGION=europe-west1`) are not secrets, so
+ * they cannot blank out paths and words in the agent's answer.
+ */
+export function secretsOf(options: SecretsOfOptions): string[] {
+  const found = new Set<string>();
+  const home = options.environment?.HOME ?? options.envJson?.HOME;
+  for (
+    const [name, value] of [
+      ...Object.entries(options.envJson ?? {}),
+      ...Object.entries(options.environment ?? {}),
+    ]
+  ) {
+    if (!isSecretName(name, options.secretNames)) continue;
+    if (PLAIN_VALUES.has(value.trim().toLowerCase())) continue;
+    if (isExistingPath(value, home)) continue;
+    found.add(value);
   }
   for (const value of options.extra ?? []) if (value) found.add(value);
   return [...found].filter((s) => s.length >= MIN_SECRET_LENGTH);

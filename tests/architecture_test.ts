@@ -219,7 +219,8 @@ Deno.test("lib/ keeps few files at its top and no folder repeats its name as a f
   for await (const entry of Deno.readDir(LIB)) {
     (entry.isDirectory ? folders : top).push(entry.name);
   }
-  assert.ok(top.length <= 12, `lib/ has ${top.length} files: ${top.sort()}`);
+  // 13: config_schema.ts, the run config described once, sits beside config.ts.
+  assert.ok(top.length <= 13, `lib/ has ${top.length} files: ${top.sort()}`);
   assert.ok(folders.length <= 11, `lib/ has ${folders.length} folders`);
   const prefixed = (await libFiles())
     .map((file) => relative(LIB, file))

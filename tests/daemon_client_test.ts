@@ -8,8 +8,11 @@ import assert from "node:assert/strict";
 import {
   type DaemonJob,
   type DaemonLogEntry,
+  MAX_RECONNECT_DELAY_MS,
+  reconnectDelay,
   runDaemonClient,
 } from "../lib/daemon/client.ts";
+import { RunnerError } from "../lib/errors.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
 import {
@@ -19,6 +22,8 @@ import {
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
+import { startMcpProxy } from "../lib/mcp_proxy.ts";
+import { tempDir } from "./helpers.ts";
 
 const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
 const READY =
@@ -177,12 +182,131 @@ Deno.test("keep-alive: answered pings keep the connection", async () => {
   }
 });
 
+/** The next frame of `side`; throws with the close code once it closed. */
+function nextOrClose(side: HubSide): Promise<JsonObject> {
+  return Promise.race([
+    side.next(),
+    side.closed.then(({ code, reason }) => {
+      throw new Error(`the daemon closed the connection: ${code} ${reason}`);
+    }),
+  ]);
+}
+
+Deno.test("keep-alive: a hub that answers no ping while it works on a tool call is not given up", async () => {
+  const hub = new RawHub();
+  const controller = new AbortController();
+  const client = runDaemonClient({
+    url: hub.url,
+    daemonId: "quiet",
+    token: TOKEN,
+    reconnectDelayMs: 10,
+    pingIntervalMs: 20,
+    pingTimeoutMs: 300,
+    signal: controller.signal,
+    runJob: async (job) => {
+      const answer = await job.mcp({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "slow_tool" },
+      });
+      job.emit({
+        type: "run.completed",
+        data: { finish_reason: "stop", answer },
+      });
+      return { cleanupConfirmed: true };
+    },
+  });
+  try {
+    const side = await hub.accept();
+    assert.equal((await side.next()).type, "daemon.hello");
+    side.ws.send(READY);
+    side.ws.send(
+      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
+    );
+    const request = await nextOrClose(side);
+    assert.equal(request.type, "mcp.request");
+    // Like the Python hub, which runs the tool inside its reader loop: no
+    // frame at all while the tool works. 30 pings 20 ms apart span
+    // almost two ping timeouts after the first one.
+    for (let pings = 0; pings < 30; pings++) {
+      assert.deepEqual(await nextOrClose(side), { type: "daemon.ping" });
+    }
+    side.ws.send(
+      `{"type": "mcp.response", "request_id": "${request.request_id}", "job_id": "j1", "payload": {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}}`,
+    );
+    let frame = await nextOrClose(side);
+    while (frame.type === "daemon.ping") frame = await nextOrClose(side);
+    assert.deepEqual(frame, {
+      type: "run.event",
+      job_id: "j1",
+      event: {
+        type: "run.completed",
+        data: {
+          finish_reason: "stop",
+          answer: { jsonrpc: "2.0", id: 1, result: { content: [] } },
+        },
+      },
+    });
+    assert.equal(side.ws.readyState, WebSocket.OPEN);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+});
+
+Deno.test("keep-alive: a hub that never answers a tool call is given up once the MCP timeout passed", async () => {
+  const hub = new RawHub();
+  const controller = new AbortController();
+  let mcpFailure: unknown;
+  const client = runDaemonClient({
+    url: hub.url,
+    daemonId: "quiet",
+    token: TOKEN,
+    reconnectDelayMs: 10,
+    pingIntervalMs: 20,
+    pingTimeoutMs: 300,
+    mcpTimeoutMs: 200,
+    signal: controller.signal,
+    runJob: async (job) => {
+      await job.mcp({ jsonrpc: "2.0", id: 1, method: "tools/call" }).catch(
+        (error) => mcpFailure = error,
+      );
+      if (!job.signal.aborted) {
+        await new Promise((resolve) =>
+          job.signal.addEventListener("abort", resolve, { once: true })
+        );
+      }
+      return { cleanupConfirmed: true };
+    },
+  });
+  try {
+    const side = await hub.accept();
+    assert.equal((await side.next()).type, "daemon.hello");
+    side.ws.send(READY);
+    side.ws.send(
+      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
+    );
+    assert.deepEqual(await side.closed, {
+      code: CLOSE_KEEPALIVE_TIMEOUT,
+      reason: REFUSAL_REASONS.keepaliveTimeout,
+    });
+    assert.equal((mcpFailure as { code?: string })?.code, "relay.mcp_failed");
+    assert.match(String((mcpFailure as Error).message), /within 200 ms/);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+});
+
 function bytesOf(text: string): number {
   return new TextEncoder().encode(text).length;
 }
 
 Deno.test("a 3 MiB answer crosses the hub: every delta (split), a truncated message.completed, one run.completed", async () => {
-  const stateDir = await Deno.makeTempDir();
+  const stateDir = tempDir();
   const hub = createHub({ token: TOKEN, stateDir });
   const server = serveHub({ hub });
   const controller = new AbortController();
@@ -323,4 +447,97 @@ Deno.test("codec: an oversized event loses only the largest strings, each marked
     value: null,
     truncated: true,
   });
+});
+
+Deno.test("reconnect back-off: the base after a ready connection, doubling per failed attempt up to 60 s, plus at most 20% jitter", () => {
+  const none = () => 0;
+  const most = () => 0.999999;
+  assert.deepEqual(
+    Array.from(
+      { length: 9 },
+      (_, failures) => reconnectDelay(5000, failures, none),
+    ),
+    [5000, 10000, 20000, 40000, 60000, 60000, 60000, 60000, 60000],
+  );
+  assert.equal(reconnectDelay(5000, 10_000, none), MAX_RECONNECT_DELAY_MS);
+  for (let failures = 0; failures < 9; failures++) {
+    const plain = reconnectDelay(5000, failures, none);
+    const jittered = reconnectDelay(5000, failures, most);
+    assert.ok(jittered > plain && jittered < plain * 1.2, `${failures}`);
+  }
+  assert.equal(reconnectDelay(90_000, 3, none), 90_000, "a longer base wins");
+  assert.equal(reconnectDelay(100, 2, none), 400, "a test's short base");
+});
+
+Deno.test("an MCP request the hub never answers fails with relay.mcp_failed: on timeout, and when the connection drops", async (t) => {
+  const post = (url: string) =>
+    fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}',
+    });
+  const cases = [
+    { name: "no answer within the timeout", timeoutMs: 100, drop: false },
+    { name: "the connection drops first", timeoutMs: 60_000, drop: true },
+  ];
+  for (const { name, timeoutMs, drop } of cases) {
+    await t.step(name, async () => {
+      const hub = new RawHub();
+      const controller = new AbortController();
+      const failure = Promise.withResolvers<unknown>();
+      const proxied = Promise.withResolvers<string>();
+      const client = runDaemonClient({
+        url: hub.url,
+        daemonId: "quiet",
+        token: TOKEN,
+        reconnectDelayMs: 10,
+        mcpTimeoutMs: timeoutMs,
+        signal: controller.signal,
+        runJob: async (job) => {
+          const proxy = startMcpProxy({ forward: job.mcp });
+          try {
+            const asked = post(proxy.url).then((answer) => answer.text());
+            await job.mcp({ jsonrpc: "2.0", id: 1, method: "tools/list" })
+              .then(failure.resolve, failure.resolve);
+            proxied.resolve(await asked);
+          } finally {
+            await proxy.close();
+          }
+          return { cleanupConfirmed: true };
+        },
+      });
+      try {
+        const side = await hub.accept();
+        assert.equal((await side.next()).type, "daemon.hello");
+        side.ws.send(READY);
+        side.ws.send(
+          '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
+        );
+        const requests = [await side.next(), await side.next()];
+        assert.deepEqual(requests.map((frame) => frame.type), [
+          "mcp.request",
+          "mcp.request",
+        ]);
+        if (drop) side.ws.close(1001);
+        const error = await failure.promise;
+        assert.ok(error instanceof RunnerError, String(error));
+        assert.equal(error.code, "relay.mcp_failed");
+        assert.equal(error.retryable, true);
+        const expected = drop
+          ? "the hub connection closed before the MCP answer came"
+          : "the hub did not answer the MCP request within 100 ms";
+        assert.equal(error.message, expected);
+        // What the agent sees through the daemon's MCP endpoint.
+        assert.deepEqual(JSON.parse(await proxied.promise), {
+          jsonrpc: "2.0",
+          id: 5,
+          error: { code: -32000, message: expected },
+        });
+      } finally {
+        controller.abort();
+        await client;
+        await hub.close();
+      }
+    });
+  }
 });

@@ -104,6 +104,63 @@ Deno.test("the plugin's snake_case keys map onto the run config", () => {
   }]);
 });
 
+Deno.test("input.contents become attachments when there are none, as daemon.py maps them", () => {
+  const png = "data:image/png;base64,iVBORw0KGgo=";
+  const plan = mapRunStart({
+    prompt_text: "look",
+    input: {
+      text: "look",
+      contents: [
+        { type: "text", text: "look" },
+        { type: "image_base64", image_base64: png },
+        { type: "image_url", image_url: { url: "https://x.test/cat.jpg" } },
+        { type: "file_base64", file_base64: "aGk=", file_name: "a.txt" },
+        { type: "file_url", file_url: "https://x.test/b", file_name: "b.pdf" },
+      ],
+    },
+    config: { provider: "codex" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(plan.input.attachments, [
+    { type: "image", name: "image", content: png },
+    {
+      type: "image",
+      name: "image",
+      url: "https://x.test/cat.jpg",
+      mime_type: "image/jpeg",
+    },
+    { type: "file", name: "a.txt", content: "aGk=" },
+    {
+      type: "file",
+      name: "b.pdf",
+      url: "https://x.test/b",
+      mime_type: "application/pdf",
+    },
+  ]);
+  const listed = mapRunStart({
+    prompt_text: "look",
+    input: {
+      attachments: [{
+        type: "file",
+        file_name: "notes.md",
+        content_type: "text/markdown",
+        path: "/home/al/notes.md",
+        size_bytes: 12,
+      }],
+      contents: [{ type: "image_base64", image_base64: png }],
+    },
+    config: { provider: "codex" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(listed.input.attachments, [{
+    type: "file",
+    mime_type: "text/markdown",
+    name: "notes.md",
+    url: undefined,
+    content: undefined,
+    path: "/home/al/notes.md",
+    size: 12,
+  }], "attachments win over contents; path and size kept");
+});
+
 Deno.test("kebab-case keys are accepted too; no directory falls back to the daemon's", () => {
   const plan = mapRunStart({
     input_text: "hi",
@@ -190,6 +247,40 @@ Deno.test("our hub's payload has the plugin's shape and maps back to the same ru
   assert.deepEqual(plan.ignoredKeys, []);
 });
 
+Deno.test("a preset run's run.start carries the preset's command, as LangBot's hub sends it", () => {
+  const payload = (extra: Record<string, unknown>) =>
+    buildRunStartPayload({
+      runId: "r",
+      input: { text: "hi" },
+      config: parseRunConfig({
+        provider: "codex",
+        location: "daemon",
+        "daemon-id": "laptop",
+        ...extra,
+      }),
+    }).config as JsonObject;
+  assert.equal(
+    payload({}).acp_command,
+    "npx -y @zed-industries/codex-acp@0.16.0",
+  );
+  assert.equal(
+    payload({ "acp-command": "codex-acp --fast" }).acp_command,
+    "codex-acp --fast",
+  );
+});
+
+Deno.test("a preset's default command from any hub leaves the choice to this daemon's PATH", () => {
+  const plan = (command: string) =>
+    mapRunStart({
+      prompt_text: "hi",
+      config: { provider: "codex", acp_command: command, cwd: "/w" },
+    }, { jobId: "j", fallbackCwd: "/w" }).config.acpCommand;
+  assert.equal(plan("npx -y @zed-industries/codex-acp@0.16.0"), undefined);
+  assert.equal(plan("npx -y @zed-industries/codex-acp"), undefined);
+  assert.equal(plan("codex-acp"), undefined);
+  assert.equal(plan("codex-acp --fast"), "codex-acp --fast");
+});
+
 /** A job as runDaemonClient would hand it over, recording what it emits. */
 function fakeJob(payload: JsonObject) {
   const events: JsonObject[] = [];
@@ -210,11 +301,112 @@ function fakeJob(payload: JsonObject) {
 
 Deno.test("a refused payload becomes one run.failed and a confirmed cleanup", async () => {
   const runner = createDaemonJobRunner();
-  const { job, events } = fakeJob({ run_id: "r", config: { cwd: "/tmp" } });
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "hi",
+    config: { cwd: "/tmp" },
+  });
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
-  assert.deepEqual(events.map((e) => [e.type, (e.data as JsonObject).code]), [
-    ["run.failed", "config.invalid"],
+  assert.deepEqual(
+    events.map((e) => [
+      e.type,
+      (e.data as JsonObject).code,
+      (e.data as JsonObject).runner_code,
+    ]),
+    [["run.failed", "acp.daemon_config_invalid", "config.invalid"]],
+  );
+});
+
+Deno.test("an empty prompt is refused before any agent or session work", async () => {
+  const runner = createDaemonJobRunner();
+  const record = join(tempDir(), "record.jsonl");
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "  ",
+    input: { text: "", attachments: [], contents: [] },
+    config: {
+      provider: "custom",
+      acp_command: fixtureCommand("--record", record),
+      cwd: tempDir(),
+    },
+  });
+  assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
+  assert.deepEqual(events.map((e) => e.type), ["run.failed"]);
+  const data = events[0].data as JsonObject;
+  assert.deepEqual([data.code, data.runner_code, data.retryable], [
+    "acp.daemon_empty_prompt",
+    "config.invalid",
+    false,
+  ], "daemon.py's code on the wire, ours kept");
+  assert.match(
+    String(data.error),
+    /input needs text or at least one attachment/,
+  );
+  assert.ok(!existsSync(record), "no agent was started");
+});
+
+/** Runs one job of the fixture agent (or `command`) and returns its events. */
+async function jobEvents(
+  config: JsonObject,
+  command = fixtureCommand(),
+): Promise<JsonObject[]> {
+  const runner = createDaemonJobRunner();
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "hi",
+    config: {
+      provider: "custom",
+      acp_command: command,
+      cwd: tempDir(),
+      ...config,
+    },
+  });
+  assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
+  return events;
+}
+
+Deno.test("job events use the relay's spellings: timestamps in seconds, finish_reason stop with the ACP stop reason kept", async () => {
+  const events = await jobEvents({});
+  assert.deepEqual(events.map((e) => e.type), [
+    "state.updated",
+    "message.delta",
+    "message.completed",
+    "run.completed",
   ]);
+  for (const event of events) {
+    const seconds = event.timestamp as number;
+    assert.ok(seconds > 1e9 && seconds < 1e11, `seconds: ${seconds}`);
+  }
+  const data = events.at(-1)!.data as JsonObject;
+  assert.deepEqual([data.finish_reason, data.stop_reason], [
+    "stop",
+    "end_turn",
+  ]);
+});
+
+Deno.test("failures daemon.py also reports carry its codes on the wire, ours as runner_code", async () => {
+  const failure = (events: JsonObject[]) => {
+    const data = events.at(-1)!.data as JsonObject;
+    return [data.code, data.runner_code];
+  };
+  assert.deepEqual(
+    failure(await jobEvents({}, "/nonexistent/bin/agent-xyz --acp")),
+    ["acp.command_not_found", "acp.missing_binary"],
+  );
+  assert.deepEqual(
+    failure(
+      await jobEvents({ timeout: 0.3 }, fixtureCommand("--stall-prompt")),
+    ),
+    ["acp.daemon_timeout", "run.timeout"],
+  );
+  assert.deepEqual(
+    failure(await jobEvents({ provider: null, acp_command: null })),
+    ["acp.daemon_config_invalid", "config.invalid"],
+  );
+  assert.deepEqual(
+    failure(await jobEvents({ create_session_if_missing: false })),
+    ["acp.session_missing", undefined],
+  );
 });
 
 Deno.test("run.cancel: the agent group is gone when runJob returns, and the job emits no terminal event", async () => {
@@ -341,6 +533,17 @@ Deno.test("runner daemon refuses bad options with exit 2 and a hint", async () =
   ]);
   assert.equal(http.code, 2);
   assert.match(http.stderr, /ws:\/\//);
+  const ping = await runCli([
+    "daemon",
+    "--url",
+    "ws://127.0.0.1:1",
+    "--daemon-id",
+    "a",
+    "--ping-timeout",
+    "0",
+  ]);
+  assert.equal(ping.code, 2);
+  assert.match(ping.stderr, /--ping-timeout must be a number of seconds > 0/);
 });
 
 Deno.test("runner daemons unfence --yes removes the marker; list shows markers", async () => {

@@ -1,21 +1,26 @@
 /**
  * Hub-side steering of `location=daemon` runs, with a real hub, run manager
- * and store and an in-process `runDaemonClient` whose jobs the test ends:
- * follow-ups carry text only, and a run that fails or is cancelled hands its
- * unprocessed follow-ups back in `unprocessed_inputs`.
+ * and store and an in-process `runDaemonClient`: first with jobs the test
+ * ends by hand (follow-ups carry text only, and a run that fails or is
+ * cancelled hands its unprocessed follow-ups back in `unprocessed_inputs`),
+ * then with the daemon's real job runner and the fixture agent crashing on a
+ * follow-up.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
+import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import { type DaemonJob, runDaemonClient } from "../lib/daemon/client.ts";
+import { createDaemonJobRunner } from "../lib/daemon/job.ts";
 import { createDaemonLocation } from "../lib/locations/daemon.ts";
 import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
+import { RunnerError } from "../lib/errors.ts";
 import type { JsonObject } from "../lib/relay.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { openStore } from "../lib/store/open.ts";
-import { EventLog } from "./engine_helpers.ts";
-import { tempDir } from "./helpers.ts";
+import { EventLog, makeGate } from "./engine_helpers.ts";
+import { fixtureCommand, tempDir } from "./helpers.ts";
 
 const TOKEN = "daemon-steering-test-token-4b8e1c7d2a";
 
@@ -189,4 +194,81 @@ Deno.test("a cancelled run hands back its queued follow-ups", async () => {
     assert.equal(terminal.data.code, "run.cancelled");
     assert.deepEqual(terminal.data.unprocessed_inputs, [{ text: "later" }]);
   });
+});
+
+Deno.test("through the daemon's real job runner, an agent crash on a follow-up ends the run and hands back the follow-ups after it", async () => {
+  const dataDir = tempDir();
+  const store = await openStore({ dataDir });
+  const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
+  const server = serveHub({ hub });
+  const manager = createRunManager({
+    store,
+    locations: { daemon: createDaemonLocation({ hub, log: () => {} }) },
+  });
+  const jobs = createDaemonJobRunner({
+    registry: createReaperRegistry(join(tempDir(), "agents")),
+  });
+  const controller = new AbortController();
+  const client = runDaemonClient({
+    url: server.url,
+    daemonId: "real",
+    token: TOKEN,
+    runJob: jobs.runJob,
+    signal: controller.signal,
+  });
+  try {
+    const gate = await makeGate();
+    const crashing = parseRunConfig({
+      provider: "custom",
+      "acp-command": fixtureCommand(
+        "--gate-fifo",
+        gate.path,
+        "--exit-on-prompt",
+        "crash-now",
+      ),
+      location: "daemon",
+      "daemon-id": "real",
+      workspace: tempDir(),
+    });
+    const start = (text: string) =>
+      manager.start({ conversationId: "c", input: { text }, config: crashing });
+    const { run } = await start("first");
+    const log = new EventLog(run);
+    await log.waitFor((event) => event.type === "message.delta");
+    for (const text of ["crash-now", "f2", "f3"]) {
+      assert.equal((await start(text)).kind, "steered", text);
+    }
+    await gate.release();
+    const result = await run.done;
+    assert.deepEqual([result.status, result.code], [
+      "failed",
+      "acp.process_exited",
+    ]);
+    assert.deepEqual(log.messages(), ["echo: first (turn 1)"]);
+    const terminal = log.events.filter((event) =>
+      event.type === "run.completed" || event.type === "run.failed"
+    );
+    assert.equal(terminal.length, 1, JSON.stringify(terminal));
+    assert.equal(log.events.at(-1), terminal[0]);
+    assert.equal(terminal[0].data.code, "acp.process_exited");
+    assert.match(String(terminal[0].data.stderr_tail), /fixture crashing/);
+    assert.deepEqual(terminal[0].data.unprocessed_inputs, [
+      { text: "f2" },
+      { text: "f3" },
+    ]);
+    assert.deepEqual(
+      log.events.map((event) => event.sequence),
+      log.events.map((_, index) => index + 1),
+    );
+    assert.equal((await store.getRun(run.runId))?.status, "failed");
+  } finally {
+    await manager.shutdown(
+      new RunnerError("runner.shutting_down", "The test ended."),
+    );
+    controller.abort();
+    await client;
+    await hub.close();
+    await server.close();
+    await store.close();
+  }
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { RUN_CONFIG_KEYS } from "../lib/config.ts";
+import { configTableRows } from "../lib/config_schema.ts";
 import { ROOT } from "./helpers.ts";
 
 Deno.test("docs/config.md documents every run-config key", () => {
@@ -10,6 +11,19 @@ Deno.test("docs/config.md documents every run-config key", () => {
       `${key} is missing from docs/config.md`,
     );
   }
+});
+
+Deno.test("docs/config.md's key table is exactly the run-config schema's keys, defaults and descriptions", () => {
+  const text = Deno.readTextFileSync(`${ROOT}docs/config.md`);
+  const table = text.slice(text.indexOf("| key "));
+  const rows = table.split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .map((line) => line.slice(1, -1).split(" | ").map((cell) => cell.trim()));
+  assert.deepEqual(
+    rows,
+    configTableRows(),
+    "regenerate the table with `deno task config-table` (then deno fmt)",
+  );
 });
 
 Deno.test("the README's commands exist in deno.json and main.ts", () => {
@@ -43,4 +57,15 @@ Deno.test("deno task start uses exactly the runtime permission flags", async () 
     tasks.runner,
     `deno run ${RUNTIME_PERMISSION_FLAGS.join(" ")} main.ts`,
   );
+});
+
+Deno.test("docs/events.md's table lists exactly the run event types", async () => {
+  const { RUN_EVENT_TYPES } = await import("../lib/events.ts");
+  const text = await Deno.readTextFile(
+    new URL("../docs/events.md", import.meta.url),
+  );
+  const documented = [...text.matchAll(/^\| `([a-z_.]+)`\s*\|/gm)].map((m) =>
+    m[1]
+  );
+  assert.deepEqual(documented, [...RUN_EVENT_TYPES]);
 });

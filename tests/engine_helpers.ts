@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
+import { RunnerError } from "../lib/errors.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
@@ -27,20 +28,33 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Makes a run manager with a real SQLite store in a temp directory. */
-export function harness(dataDir = tempDir()): Harness {
+/** Options for {@linkcode harness}. */
+export interface HarnessOptions {
+  /** Receives the manager's and the runs' log lines. */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+/** Makes a run manager with a real SQLite store in a temp directory; `close` ends runs still active. */
+export function harness(options: HarnessOptions = {}): Harness {
+  const dataDir = tempDir();
   const store = openStoreNow(dataDir);
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
+    log: options.log,
   });
   return {
     manager,
     store,
     dataDir,
     async close() {
+      // A test that failed midway may leave runs active: end them (and their
+      // agents) so nothing outlives the test.
+      await manager.shutdown(
+        new RunnerError("runner.shutting_down", "The test ended."),
+      );
       await assets.close();
       await store.close();
     },

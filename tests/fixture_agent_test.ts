@@ -7,6 +7,7 @@
 
 import * as acp from "@agentclientprotocol/sdk";
 import assert from "node:assert/strict";
+import { tempDir } from "./helpers.ts";
 
 const AGENT = new URL("./fixtures/agent.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
@@ -148,7 +149,7 @@ Deno.test("--auth-required rejects session/new with -32000", async () => {
 });
 
 Deno.test("session/load replays history across processes", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   try {
     const a = start(["--state-dir", dir]);
     let sid: string;
@@ -205,7 +206,7 @@ Deno.test("session/load replays history across processes", async () => {
 });
 
 Deno.test("session/resume works across processes without replay", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   try {
     const a = start(["--state-dir", dir]);
     let sid: string;
@@ -241,7 +242,7 @@ Deno.test("session/resume works across processes without replay", async () => {
 });
 
 Deno.test("--record captures prompt blocks, env and cancel", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const record = `${dir}/record.jsonl`;
   const f = start(["--record", record, "--stall-prompt"], {
     FIXTURE_PROBE: "probe-1",
@@ -276,7 +277,7 @@ Deno.test("--record captures prompt blocks, env and cancel", async () => {
 });
 
 Deno.test("--permission and --gate-fifo hold and shape the turn", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const fifo = `${dir}/gate`;
   const mk = await new Deno.Command("mkfifo", { args: [fifo] }).output();
   assert.ok(mk.success);

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureCommand, isAlive, runCli, spawnCli } from "./helpers.ts";
+import {
+  fixtureCommand,
+  isAlive,
+  runCli,
+  spawnCli,
+  tempDir as tempDirNow,
+} from "./helpers.ts";
 import { clusterForThisFile } from "./pg_helpers.ts";
 import {
   makeFifo,
@@ -25,7 +31,7 @@ function startDaemon(hubUrl: string, daemonId: string, tokenFile: string) {
     "--token-file",
     tokenFile,
     "--data-dir",
-    Deno.makeTempDirSync(),
+    tempDirNow(),
   ]);
   let text = "";
   const ready = Promise.withResolvers<void>();
@@ -94,7 +100,7 @@ Deno.test({
         provider: "custom",
         location: "daemon",
         "daemon-id": "laptop-9",
-        workspace: Deno.makeTempDirSync(),
+        workspace: tempDirNow(),
         "acp-command": fixtureCommand(...flags),
       });
       const served = await postJson(`${b.url}/v1/runs?stream=false`, {

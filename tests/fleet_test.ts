@@ -65,6 +65,7 @@ test("a run started on A is streamed, steered, resumed and cancelled from B", as
         gate,
         "--pid-file",
         pidFile,
+        "--grandchild",
       ]),
     });
     const runId = started.headers.get("x-run-id")!;
@@ -172,6 +173,7 @@ test("kill -9 of A mid-run: B fails the run once with runner.replica_lost and th
         gate,
         "--pid-file",
         pidFile,
+        "--grandchild",
       ]),
     });
     const runId = started.headers.get("x-run-id")!;

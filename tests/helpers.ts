@@ -84,23 +84,54 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** The fixture's `--pid-file` (written with `--grandchild`): agent, grandchild and that one's child. */
+export function agentPids(pidFile: string): number[] {
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  const names = ["agent_pid", "grandchild_pid", "grandchild_child_pid"];
+  return names.map((name) => {
+    const pid = pids[name];
+    if (!Number.isInteger(pid) || pid <= 0) {
+      throw new Error(
+        `${pidFile} has no ${name} (run the fixture with --grandchild)`,
+      );
+    }
+    return pid;
+  });
+}
+
 /** Fails unless the fixture's agent, its grandchild and that one's child (from `--pid-file`) are all gone. */
 export function assertAgentGone(pidFile: string): void {
-  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-  for (
-    const pid of [
-      pids.agent_pid,
-      pids.grandchild_pid,
-      pids.grandchild_child_pid,
-    ]
-  ) {
+  for (const pid of agentPids(pidFile)) {
     if (isAlive(pid)) throw new Error(`agent process ${pid} outlived its run`);
   }
 }
 
-/** A fresh temporary directory. */
+/** Directories made by {@linkcode tempDir} in this test module. */
+const madeDirs: string[] = [];
+
+function removeMadeDirs(): void {
+  for (const dir of madeDirs.splice(0)) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+}
+
+/**
+ * A fresh temporary directory, removed with everything in it when the test
+ * module unloads (after its last test). Tests use this, never
+ * `Deno.makeTempDir` directly, so a run of the suite leaves nothing behind.
+ */
 export function tempDir(prefix = "runner-test-"): string {
-  return Deno.makeTempDirSync({ prefix });
+  if (!madeDirs.length) {
+    globalThis.removeEventListener("unload", removeMadeDirs);
+    globalThis.addEventListener("unload", removeMadeDirs);
+  }
+  const dir = Deno.makeTempDirSync({ prefix });
+  madeDirs.push(dir);
+  return dir;
 }
 
 /** Parses NDJSON output into objects. */

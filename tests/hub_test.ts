@@ -21,6 +21,7 @@ import {
   MAX_JOBS,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
+import { tempDir } from "./helpers.ts";
 
 const TOKEN = "hub-test-token-5c1e9a7b3d";
 
@@ -99,7 +100,7 @@ async function withHub(
     mcpHandler?: (job: unknown, payload: unknown) => Promise<unknown>;
   } = {},
 ): Promise<void> {
-  const stateDir = await Deno.makeTempDir();
+  const stateDir = tempDir();
   const logs: HubLogEntry[] = [];
   const hub = createHub({
     token: TOKEN,
@@ -184,7 +185,7 @@ Deno.test("a socket that never says hello is refused after the hello timeout", a
 });
 
 Deno.test("a drop mid-job fails the run, fences the ID across hub restarts, and unfence lifts it", async () => {
-  const stateDir = await Deno.makeTempDir();
+  const stateDir = tempDir();
   try {
     const hub = createHub({ token: TOKEN, stateDir });
     const server = serveHub({ hub });

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
+import { join } from "node:path";
+import { RECOVERY_PROMPT } from "../lib/probe.ts";
+import { fixtureCommand, readRecord, runCli, tempDir } from "./helpers.ts";
 
 Deno.test("probe reports ok and the fixture's capabilities", async () => {
   const result = await runCli([
@@ -14,8 +16,8 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
-  assert.equal(report.protocolVersion, 1);
-  assert.deepEqual(report.agentInfo, {
+  assert.equal(report.protocol_version, 1);
+  assert.deepEqual(report.agent_info, {
     name: "fixture-agent",
     version: "1.0.0",
   });
@@ -23,7 +25,42 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
   assert.ok(report.capabilities.sessionCapabilities.resume);
   assert.equal(report.capabilities.promptCapabilities.image, true);
   assert.equal(report.capabilities.mcpCapabilities.http, true);
-  assert.equal(report.sessionOk, true);
+  assert.equal(report.session_ok, true);
+  assert.equal(report.exit_code, 0);
+  assert.ok(
+    Object.keys(report).every((key) => /^[a-z0-9_]+$/.test(key)),
+    `not snake_case: ${Object.keys(report)}`,
+  );
+});
+
+Deno.test("probe --handshake-only initializes but never opens a session", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const result = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--fail-session-new", "--record", record),
+    "--handshake-only",
+    "--json",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const report = JSON.parse(result.stdout);
+  assert.equal(report.outcome, "ok");
+  assert.equal(report.protocol_version, 1);
+  assert.equal(report.session_ok, undefined);
+  const methods = readRecord(record).map((line) => line.method)
+    .filter(Boolean);
+  assert.deepEqual(methods, ["initialize"]);
+  // Without the flag the same agent fails at session/new.
+  const full = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--fail-session-new"),
+    "--json",
+  ]);
+  assert.notEqual(full.code, 0);
+  assert.notEqual(JSON.parse(full.stdout).outcome, "ok");
 });
 
 Deno.test("probe human output names the capabilities", async () => {
@@ -67,7 +104,7 @@ Deno.test("probe of a stalling agent reports handshake_timeout (124)", async () 
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "handshake_timeout");
   assert.equal(report.error.code, "acp.initialize_timeout");
-  assert.match(report.stderrTail, /FIXTURE_SECRET_MARKER/);
+  assert.match(report.stderr_tail, /FIXTURE_SECRET_MARKER/);
 });
 
 Deno.test("probe of a wrong protocol version reports incompatible_protocol (3)", async () => {
@@ -133,12 +170,118 @@ Deno.test("probe --recovery says resume, load, or fails for a broken load", asyn
       assert.equal(result.code, 6);
       const report = JSON.parse(result.stdout);
       assert.equal(report.outcome, "recovery_failed");
+      assert.equal(report.recovery_prompted, true);
       assert.match(
         report.error.message,
-        /could not restore a session created by another process/,
+        /could not restore a prompted session created by another process/,
       );
     },
   );
+});
+
+/** Runs `probe --recovery --json` on the fixture; returns exit code, report and what the agent received. */
+async function probeRecovery(flags: string[], ...extra: string[]) {
+  const record = join(tempDir(), "record.jsonl");
+  const result = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...flags, "--state-dir", tempDir(), "--record", record),
+    "--recovery",
+    "--json",
+    ...extra,
+  ]);
+  const prompts = readRecord(record).filter((line) =>
+    line.method === "session/prompt"
+  );
+  return { code: result.code, report: JSON.parse(result.stdout), prompts };
+}
+
+Deno.test("probe --recovery prompts once, so agents that save only prompted sessions recover", async (t) => {
+  // claude and codex: an unprompted session is unknown (-32002) to a new process.
+  await t.step("resume (claude, codex)", async () => {
+    const { code, report, prompts } = await probeRecovery([
+      "--lazy-sessions",
+      "--resume",
+      "--load-session",
+    ]);
+    assert.equal(code, 0, JSON.stringify(report));
+    assert.equal(report.outcome, "ok");
+    assert.equal(report.recovery, "resume");
+    assert.equal(report.recovery_prompted, true);
+    assert.equal(prompts.length, 1);
+    assert.deepEqual((prompts[0].params as { prompt: unknown }).prompt, [
+      { type: "text", text: RECOVERY_PROMPT },
+    ]);
+  });
+  // gemini: load only, and a plain error explains an unknown session.
+  await t.step("load (gemini)", async () => {
+    const { code, report } = await probeRecovery([
+      "--lazy-sessions",
+      "--load-session",
+      "--not-found-message",
+      "'No previous sessions found for this project.'",
+    ]);
+    assert.equal(code, 0, JSON.stringify(report));
+    assert.equal(report.recovery, "load");
+  });
+});
+
+Deno.test("probe --recovery --no-prompt is inconclusive, not failed, for an unprompted session, and keeps the agent's words", async (t) => {
+  await t.step("claude, codex: -32002", async () => {
+    const { code, report, prompts } = await probeRecovery(
+      ["--lazy-sessions", "--resume", "--load-session"],
+      "--no-prompt",
+    );
+    assert.equal(code, 7);
+    assert.equal(report.outcome, "inconclusive");
+    assert.equal(report.recovery_prompted, false);
+    assert.equal(prompts.length, 0);
+    assert.match(report.error.message, /never prompted/);
+    assert.match(report.error.message, /session\/resume with error -32002/);
+    assert.match(report.error.message, /session\/load with error -32002/);
+  });
+  await t.step("gemini: -32603 with its explanation", async () => {
+    const result = await runCli([
+      "probe",
+      "custom",
+      "--acp-command",
+      fixtureCommand(
+        "--lazy-sessions",
+        "--load-session",
+        "--not-found-message",
+        "'No previous sessions found for this project.'",
+      ),
+      "--recovery",
+      "--no-prompt",
+    ]);
+    assert.equal(result.code, 7);
+    assert.match(result.stdout, /outcome: inconclusive/);
+    assert.match(result.stdout, /recovery check: no prompt/);
+    assert.match(
+      result.stdout,
+      /-32603: .*No previous sessions found for this project\./,
+    );
+  });
+});
+
+Deno.test("an agent that dies during initialize is agent_exited (8) with its stderr, without colour codes", async () => {
+  const result = await runCli([
+    "probe",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--exit-during-initialize"),
+    "--json",
+  ]);
+  assert.equal(result.code, 8, result.stdout);
+  const report = JSON.parse(result.stdout);
+  assert.equal(report.outcome, "agent_exited");
+  assert.equal(report.error.code, "acp.process_exited");
+  assert.match(
+    report.stderr_tail,
+    /Error: fixture could not start: no model configured/,
+  );
+  assert.ok(!report.stderr_tail.includes("\x1b"), "ANSI codes in stderr tail");
 });
 
 Deno.test("probe goose fails with the seed's reason and the custom hint", async () => {

@@ -479,9 +479,50 @@ Deno.test("buildPrompt notes attachments with no content or an unusable URL", ()
     { name: "rel", url: "/relative/path" },
   ]);
   assert.deepEqual(result.notes, [
-    "[Attachment not sent: empty.png (image/png) — it has neither content nor a URL.]",
+    "[Attachment not sent: empty.png (image/png) — it has neither content nor a URL or path.]",
     "[Attachment not sent: rel — its URL is not a valid absolute URL.]",
   ]);
+});
+
+Deno.test("buildPrompt links an attachment's path as it is, with its size, like daemon.py", () => {
+  const result = build([
+    { type: "file", path: "/home/al/report.pdf", size: 2048 },
+    {
+      type: "image",
+      name: "shot.png",
+      path: "/tmp/shot.png",
+      content: PNG_BASE64,
+      mime_type: "image/png",
+    },
+    { url: "https://example.com/a.txt", path: "/ignored/when/url.txt" },
+  ]);
+  assert.deepEqual(result, {
+    blocks: [
+      { type: "text", text: "Look at this" },
+      {
+        type: "resource_link",
+        uri: "/home/al/report.pdf",
+        name: "report.pdf",
+        size: 2048,
+      },
+      {
+        type: "resource_link",
+        uri: "/tmp/shot.png",
+        name: "shot.png",
+        mimeType: "image/png",
+      },
+      {
+        type: "resource_link",
+        uri: "https://example.com/a.txt",
+        name: "a.txt",
+      },
+    ],
+    notes: [],
+  });
+  assert.throws(
+    () => build([{ path: "/x", size: "12" as unknown as number }]),
+    /size must be a whole number of bytes/,
+  );
 });
 
 Deno.test("buildPrompt sends only text on follow-ups and names the attachments", () => {

@@ -1,70 +1,149 @@
 import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
+import { join } from "node:path";
+import { PRESET_PINS } from "../lib/agent/preset_pins.ts";
+import { formatProvidersTable } from "../lib/cli/providers.ts";
 import {
-  formatProvidersTable,
   listProviders,
   providerNames,
   resolveProvider,
 } from "../lib/providers.ts";
+import { tempDir } from "./helpers.ts";
 
-/** The preset table of the Python product's README, copied by hand. */
-const SEED_PRESETS: [string, string, string[]][] = [
-  ["auggie", "npx -y @augmentcode/auggie --acp", ["loadSession"]],
-  ["autohand", "npx -y @autohandai/autohand-acp", [
+/**
+ * The presets of the Python product's README, with each agent's own command
+ * and the pinned npx fallback (unpinned where the registry had no package on
+ * the check date), copied by hand.
+ */
+const SEED_PRESETS: [string, string, string, string[]][] = [
+  ["auggie", "auggie --acp", "npx -y @augmentcode/auggie@0.36.0 --acp", [
+    "loadSession",
+  ]],
+  ["autohand", "autohand-acp", "npx -y @autohandai/autohand-acp", [
     "loadSession",
     "session/resume",
   ]],
   [
     "claude-code",
+    "claude-agent-acp",
     "npx -y @agentclientprotocol/claude-agent-acp@0.62.0",
     ["loadSession", "session/resume"],
   ],
-  ["codebuddy-code", "npx -y @tencent-ai/codebuddy-code --acp", [
-    "loadSession",
-  ]],
-  ["codex", "npx -y @zed-industries/codex-acp", [
+  [
+    "codebuddy-code",
+    "codebuddy-code --acp",
+    "npx -y @tencent-ai/codebuddy-code --acp",
+    ["loadSession"],
+  ],
+  ["codex", "codex-acp", "npx -y @zed-industries/codex-acp@0.16.0", [
     "loadSession",
     "session/resume",
   ]],
-  ["deepagents", "npx -y deepagents-acp", ["loadSession"]],
-  ["dimcode", "npx -y dimcode acp", ["loadSession", "session/resume"]],
-  ["dirac", "npx -y dirac-cli --acp", ["loadSession"]],
+  ["deepagents", "deepagents-acp", "npx -y deepagents-acp", ["loadSession"]],
+  ["dimcode", "dimcode acp", "npx -y dimcode acp", [
+    "loadSession",
+    "session/resume",
+  ]],
+  ["dirac", "dirac-cli --acp", "npx -y dirac-cli --acp", ["loadSession"]],
   [
     "factory-droid",
-    "npx -y droid exec --output-format acp-daemon",
+    "droid exec --output-format acp-daemon",
+    "npx -y droid@0.215.0 exec --output-format acp-daemon",
     ["loadSession", "session/resume"],
   ],
-  ["gemini", "npx -y @google/gemini-cli --acp", ["loadSession"]],
-  ["glm-agent", "npx -y glm-acp-agent", ["loadSession", "session/resume"]],
-  ["kilo", "npx -y @kilocode/cli acp", ["loadSession", "session/resume"]],
-  ["opencode", "opencode acp", ["loadSession", "session/resume"]],
-  ["pi-acp", "npx -y pi-acp", ["loadSession"]],
+  ["gemini", "gemini --acp", "npx -y @google/gemini-cli@0.61.0 --acp", [
+    "loadSession",
+  ]],
+  ["glm-agent", "glm-acp-agent", "npx -y glm-acp-agent", [
+    "loadSession",
+    "session/resume",
+  ]],
+  ["kilo", "kilo acp", "npx -y @kilocode/cli@7.8.1 acp", [
+    "loadSession",
+    "session/resume",
+  ]],
+  ["opencode", "opencode acp", "npx -y opencode-ai@1.18.33 acp", [
+    "loadSession",
+    "session/resume",
+  ]],
+  ["pi-acp", "pi-acp", "npx -y pi-acp@0.0.34", ["loadSession"]],
   [
     "qwen-code",
-    "npx -y @qwen-code/qwen-code --acp --experimental-skills",
+    "qwen --acp --experimental-skills",
+    "npx -y @qwen-code/qwen-code@0.24.4 --acp --experimental-skills",
     ["loadSession", "session/resume"],
   ],
 ];
 
-const NOT_PRESETS = [
-  "agoragentic",
-  "cline",
-  "cursor",
-  "github-copilot",
-  "goose",
-  "kimi",
-  "langcli",
-  "nova",
-  "qoder",
-  "sigit",
+/**
+ * The not-presets of the Python product's README with its reasons, copied by
+ * hand, and the command our message suggests for each (our own addition).
+ */
+const NOT_PRESETS: [string, string, string | undefined][] = [
+  [
+    "agoragentic",
+    "`initialize` reports `loadSession: false` and no `session/resume`.",
+    undefined,
+  ],
+  [
+    "cline",
+    "Headless `initialize` did not complete during verification, so session recovery could not be confirmed.",
+    "cline --acp",
+  ],
+  [
+    "cursor",
+    "Public reports show `loadSession: true` is advertised, but `session/load` fails for ACP-created sessions.",
+    "agent acp",
+  ],
+  [
+    "github-copilot",
+    "Registry npx launch did not start a usable ACP binary during verification.",
+    "copilot --acp",
+  ],
+  [
+    "goose",
+    "Upstream docs say ACP providers do not support session resume or fork yet.",
+    "goose acp",
+  ],
+  [
+    "kimi",
+    "Public issue reports ACP load/switch starts with blank history even though CLI history exists.",
+    "kimi acp",
+  ],
+  [
+    "langcli",
+    "No registry/npm-verifiable ACP stdio package was available during verification.",
+    undefined,
+  ],
+  [
+    "nova",
+    "Headless `initialize` did not complete during verification, so session recovery could not be confirmed.",
+    undefined,
+  ],
+  [
+    "qoder",
+    "Public report shows ACP-created sessions cannot be loaded across process restarts despite `loadSession: true`.",
+    "qodercli --acp",
+  ],
+  [
+    "sigit",
+    "Packaged binary could not be verified in the test environment and no public session recovery evidence was found.",
+    undefined,
+  ],
 ];
 
-Deno.test("every preset resolves to its default command and recovery signals", () => {
-  for (const [name, command, recovery] of SEED_PRESETS) {
+Deno.test("every preset resolves to its own executable and pinned fallback, and its recovery signals", () => {
+  for (const [name, executable, fallback, recovery] of SEED_PRESETS) {
     const resolved = resolveProvider({ provider: name });
     assert.equal(resolved.name, name);
-    assert.equal(resolved.commandText, command, name);
-    assert.deepEqual(resolved.argv, command.split(" "), name);
+    assert.equal(resolved.commandText, fallback, name);
+    assert.equal(resolved.source, "fallback", name);
+    assert.deepEqual(resolved.argv, fallback.split(" "), name);
+    assert.deepEqual(resolved.choices, {
+      executable: executable.split(" "),
+      fallback: fallback.split(" "),
+    });
+    assert.equal(resolved.sessionCommand, executable, name);
     assert.deepEqual(resolved.recovery, recovery, name);
     assert.equal(Array.isArray(resolved.envNames), true);
   }
@@ -72,6 +151,46 @@ Deno.test("every preset resolves to its default command and recovery signals", (
     ...SEED_PRESETS.map(([name]) => name),
     "custom",
   ]);
+});
+
+Deno.test("every fallback is pinned to an exact version, except packages the registry did not have, and each pin has its date", () => {
+  for (const [name, pin] of Object.entries(PRESET_PINS)) {
+    assert.match(pin.checked, /^\d{4}-\d{2}-\d{2}$/, name);
+    if (pin.evidence === "not-found") assert.equal(pin.version, null, name);
+    else assert.match(pin.version ?? "", /^\d+\.\d+\.\d+$/, name);
+  }
+  assert.deepEqual(
+    Object.keys(PRESET_PINS).sort(),
+    SEED_PRESETS.map(([name]) => name).sort(),
+  );
+});
+
+Deno.test("a preset uses its own executable when it is on the agent's PATH", () => {
+  const bin = tempDir();
+  const program = join(bin, "gemini");
+  Deno.writeTextFileSync(program, "#!/bin/sh\n");
+  Deno.chmodSync(program, 0o644);
+  const path = `/nonexistent:${bin}`;
+  assert.equal(
+    resolveProvider({ provider: "gemini", path }).source,
+    "fallback",
+  );
+  Deno.chmodSync(program, 0o755);
+  const resolved = resolveProvider({ provider: "gemini", path });
+  assert.equal(resolved.source, "executable");
+  assert.equal(resolved.commandText, "gemini --acp");
+  assert.deepEqual(resolved.argv, [program, "--acp"]);
+  assert.equal(
+    resolveProvider({ provider: "gemini", path: "/nonexistent" }).source,
+    "fallback",
+  );
+  const custom = resolveProvider({
+    provider: "gemini",
+    acpCommand: "gemini --acp --debug",
+    path,
+  });
+  assert.equal(custom.source, "configured");
+  assert.equal(custom.choices, undefined);
 });
 
 Deno.test("presets let through the credentials their agents read", () => {
@@ -117,7 +236,7 @@ Deno.test("acp-command overrides a preset's command but keeps its env and recove
   assert.equal(resolved.envNames.includes("OPENAI_API_KEY"), true);
   assert.equal(
     resolveProvider({ provider: "codex", acpCommand: "  " }).commandText,
-    "npx -y @zed-industries/codex-acp",
+    "npx -y @zed-industries/codex-acp@0.16.0",
   );
 });
 
@@ -128,6 +247,8 @@ Deno.test("custom uses acp-command and requires it", () => {
       name: "custom",
       argv: ["goose", "acp"],
       commandText: "goose acp",
+      source: "configured",
+      sessionCommand: "goose acp",
       envNames: [],
       recovery: [],
     },
@@ -169,28 +290,25 @@ Deno.test("goose is refused with the reason and a custom hint", () => {
 
 Deno.test("every not-preset is refused with its seed reason", () => {
   const { unsupported } = listProviders();
-  assert.deepEqual(unsupported.map((entry) => entry.name), NOT_PRESETS);
-  for (const entry of unsupported) {
-    assert.throws(() => resolveProvider({ provider: entry.name }), (error) => {
+  assert.deepEqual(
+    unsupported.map((entry) => entry.name),
+    NOT_PRESETS.map(([name]) => name),
+  );
+  for (const [name, reason, command] of NOT_PRESETS) {
+    assert.throws(() => resolveProvider({ provider: name }), (error) => {
       assert.ok(error instanceof RunnerError);
-      assert.equal(error.code, "provider.not_supported", entry.name);
-      assert.match(
+      assert.equal(error.code, "provider.not_supported", name);
+      assert.equal(error.retryable, false);
+      assert.equal(
         error.message,
-        new RegExp(
-          RegExp.escape(
-            `${entry.name} is not a built-in provider: ${entry.reason}`,
-          ),
-        ),
+        `${name} is not a built-in provider: ${reason} To use it anyway, ` +
+          `set provider=custom and acp-command="${
+            command ?? "<the command that starts its ACP stdio server>"
+          }".`,
       );
-      assert.match(error.message, /set provider=custom and acp-command=/);
       return true;
     });
   }
-  const agoragentic = unsupported.find((entry) => entry.name === "agoragentic");
-  assert.equal(
-    agoragentic?.reason,
-    "`initialize` reports `loadSession: false` and no `session/resume`.",
-  );
 });
 
 Deno.test("an unknown provider lists the valid names", () => {
@@ -205,20 +323,28 @@ Deno.test("an unknown provider lists the valid names", () => {
   });
 });
 
-Deno.test("the providers table shows presets, commands, recovery and not-presets", () => {
-  const text = formatProvidersTable();
-  for (const [name, command] of SEED_PRESETS) {
+Deno.test("the providers table shows presets, the command used here, recovery and not-presets", () => {
+  const bin = tempDir();
+  Deno.writeTextFileSync(join(bin, "codex-acp"), "#!/bin/sh\n");
+  Deno.chmodSync(join(bin, "codex-acp"), 0o755);
+  const text = formatProvidersTable(bin);
+  for (const [name, executable, fallback] of SEED_PRESETS) {
     const line = text.split("\n").find((row) =>
       row.trim().startsWith(`${name} `)
-    );
-    assert.match(line ?? "", new RegExp(RegExp.escape(command)));
+    ) ?? "";
+    if (name === "codex") {
+      assert.match(line, /own executable +codex-acp /);
+    } else {
+      assert.match(line, new RegExp(RegExp.escape(fallback)));
+      assert.match(
+        line,
+        new RegExp(RegExp.escape(`${executable.split(" ")[0]} not on PATH`)),
+      );
+    }
   }
   assert.match(text, /loadSession, session\/resume/);
   assert.match(text, /provider=custom/);
-  for (const entry of listProviders().unsupported) {
-    assert.match(
-      text,
-      new RegExp(RegExp.escape(`${entry.name}: ${entry.reason}`)),
-    );
+  for (const [name, reason] of NOT_PRESETS) {
+    assert.match(text, new RegExp(RegExp.escape(`${name}: ${reason}`)));
   }
 });

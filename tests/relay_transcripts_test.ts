@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   createHub,
   type RelayHub,
@@ -29,8 +30,12 @@ import {
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
+import { tempDir } from "./helpers.ts";
 
-const TRANSCRIPTS = "/work/shared/docs/relay-transcripts";
+/** The recordings, kept with the tests (see their README for the origin). */
+const TRANSCRIPTS = fileURLToPath(
+  new URL("./fixtures/relay-transcripts", import.meta.url),
+);
 const TOKEN = "golden-token-7f3a9c2e5b1d4f6a8c0e2b4d6f8a";
 
 interface TextFrame {
@@ -204,7 +209,7 @@ function recordedMcpHandler(transcript: Transcript) {
 
 async function replayAgainstHub(name: string): Promise<void> {
   const transcript = loadTranscript(name);
-  const stateDir = await Deno.makeTempDir();
+  const stateDir = tempDir();
   const makeHub = () =>
     createHub({
       token: TOKEN,

@@ -9,7 +9,6 @@ import {
   spawnCli,
   tempDir,
 } from "./helpers.ts";
-import { openStore } from "../lib/store/open.ts";
 
 function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
   return runArgsIn(tempDir(), fixtureFlags, ...extra);
@@ -66,7 +65,15 @@ Deno.test("run --json prints the run-event shapes with increasing sequences", as
   assert.equal(last.all_content, "abcdefghij");
   const types = events.map((e) => e.type);
   assert.ok(types.includes("tool.call.started"));
+  assert.deepEqual(
+    events.filter((e) => e.type === "tool.call.updated").map((e) => e.data),
+    [{ tool_call_id: "tc-1", status: "in_progress" }],
+  );
   assert.ok(types.includes("tool.call.completed"));
+  assert.deepEqual(
+    events.filter((e) => e.type === "usage.updated").map((e) => e.data),
+    [{ used: 1234, size: 200000, cost: { amount: 0.01, currency: "USD" } }],
+  );
   assert.ok(types.includes("thought.delta"));
   assert.ok(types.includes("plan.updated"));
   assert.equal(types.at(-1), "run.completed");
@@ -156,53 +163,6 @@ Deno.test("a turn without assistant text fails with acp.empty_response", async (
   assert.equal(result.code, 1);
   const failed = parseJsonLines(result.stdout).at(-1)!;
   assert.equal((failed.data as { code: string }).code, "acp.empty_response");
-});
-
-Deno.test("the agent gets only allow-listed env plus env-json; secrets never reach output", async () => {
-  const record = join(tempDir(), "record.jsonl");
-  const dataDir = tempDir();
-  const result = await runCli(
-    runArgsIn(
-      dataDir,
-      ["--exit-mid-prompt", "--stderr-mb", "0.01", "--record", record],
-      "--env-json",
-      JSON.stringify({ FIXTURE_SECRET: "envjson-secret-value-123" }),
-      "--json",
-      "hi",
-    ),
-    { env: { RUNNER_PLANTED_TOKEN: "runner-env-secret-456", LC_TEST: "c" } },
-  );
-  assert.equal(result.code, 1);
-  const start = readRecord(record).find((line) => line.event === "start")!;
-  const env = start.env as Record<string, string>;
-  assert.equal(env.RUNNER_PLANTED_TOKEN, undefined);
-  assert.equal(env.NO_COLOR, undefined);
-  assert.equal(env.LC_TEST, "c");
-  assert.equal(env.FIXTURE_SECRET, "envjson-secret-value-123");
-  assert.ok(env.PATH);
-  const failed = parseJsonLines(result.stdout).at(-1)!;
-  assert.equal((failed.data as { code: string }).code, "acp.process_exited");
-  assert.match(
-    String((failed.data as { stderr_tail: string }).stderr_tail),
-    /FIXTURE_SECRET_MARKER=\[REDACTED\]/,
-  );
-  for (const secret of ["envjson-secret-value-123", "runner-env-secret-456"]) {
-    assert.ok(!result.stdout.includes(secret), "secret in events");
-    assert.ok(!result.stderr.includes(secret), "secret in logs");
-  }
-  const store = await openStore({ dataDir });
-  try {
-    const [run] = await store.listRuns({ limit: 1 });
-    const stored = JSON.stringify([run, await store.getEvents(run.runId)]);
-    assert.ok(stored.includes("acp.process_exited"));
-    for (
-      const secret of ["envjson-secret-value-123", "runner-env-secret-456"]
-    ) {
-      assert.ok(!stored.includes(secret), "secret in the stored run");
-    }
-  } finally {
-    await store.close();
-  }
 });
 
 Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring grandchild included)", async () => {
@@ -443,12 +403,4 @@ Deno.test("--attach sends a file to an agent that accepts images", async () => {
     { type: "text", text: "look" },
     { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" },
   ]);
-});
-
-Deno.test("short env-json values under harmless names are not redacted from the answer", async () => {
-  const result = await runCli(
-    runArgs([], "--env-json", JSON.stringify({ MODE: "echo" }), "hello world"),
-  );
-  assert.equal(result.code, 0, result.stderr);
-  assert.equal(result.stdout, "echo: hello world (turn 1)\n");
 });

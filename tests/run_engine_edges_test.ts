@@ -10,7 +10,7 @@ import {
   harness,
   makeGate,
 } from "./engine_helpers.ts";
-import { assertAgentGone, tempDir } from "./helpers.ts";
+import { agentPids, assertAgentGone, isAlive, tempDir } from "./helpers.ts";
 
 function exists(path: string): boolean {
   try {
@@ -138,5 +138,45 @@ Deno.test("bad attachments are refused before any agent starts or any run is sto
     assert.throws(() => Deno.statSync(record));
   } finally {
     await h.close();
+  }
+});
+
+Deno.test("the terminal event comes after teardown: no process of the agent's group is left when it is emitted", async (t) => {
+  const cases: Array<[string, string[], string]> = [
+    ["run.completed", ["--text", "done"], "completed"],
+    ["run.failed", ["--exit-mid-prompt"], "failed"],
+  ];
+  for (const [type, flags, status] of cases) {
+    await t.step(type, async () => {
+      const h = harness();
+      try {
+        const pidFile = join(tempDir(), "pids.json");
+        const config = fixtureConfig([
+          ...flags,
+          "--grandchild",
+          "--pid-file",
+          pidFile,
+        ]);
+        const { run } = await h.manager.start({
+          input: { text: "hi" },
+          config,
+        });
+        let aliveAtTerminal: number[] | undefined;
+        run.subscribe((event) => {
+          if (event.type === "run.completed" || event.type === "run.failed") {
+            aliveAtTerminal = agentPids(pidFile).filter(isAlive);
+          }
+        });
+        const result = await run.done;
+        assert.equal(result.status, status);
+        assert.deepEqual(
+          aliveAtTerminal,
+          [],
+          `agent processes alive when ${type} was emitted`,
+        );
+      } finally {
+        await h.close();
+      }
+    });
   }
 });

@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { sessionKeyOf } from "../lib/run/manager.ts";
 import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
-import { fixtureCommand, parseJsonLines, runCli, tempDir } from "./helpers.ts";
+import {
+  fixtureCommand,
+  parseJsonLines,
+  readRecord,
+  runCli,
+  tempDir,
+} from "./helpers.ts";
 
 function cliRun(
   flags: string[],
@@ -34,10 +40,18 @@ function messageOf(stdout: string): string {
   return (last.data as { message: { content: string } }).message.content;
 }
 
-Deno.test("a second run of a conversation resumes the first's session in a new process", async () => {
+Deno.test("a second run of a conversation resumes the first's session in a new process, preferring session/resume over session/load", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
-  const flags = ["--resume", "--load-session", "--state-dir", tempDir()];
+  const record = join(tempDir(), "record.jsonl");
+  const flags = [
+    "--resume",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+    "--record",
+    record,
+  ];
   const first = await cliRun(flags, dataDir, workspace, "one");
   assert.equal(first.code, 0, first.stderr);
   assert.equal(messageOf(first.stdout), "echo: one (turn 1)");
@@ -48,6 +62,11 @@ Deno.test("a second run of a conversation resumes the first's session in a new p
     !second.stdout.includes('"state.updated"'),
     "same session: no new state.updated",
   );
+  const sessionMethods = readRecord(record)
+    .map((line) => line.method)
+    .filter((method) => String(method).startsWith("session/"))
+    .filter((method) => method !== "session/prompt");
+  assert.deepEqual(sessionMethods, ["session/new", "session/resume"]);
 });
 
 Deno.test("with a load-only agent the replayed history never appears in the output", async () => {
@@ -112,16 +131,43 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   );
 });
 
+Deno.test("create-session-if-missing=false without a stored session fails with acp.session_missing before any session is made", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const flags = ["--resume", "--state-dir", tempDir(), "--record", record];
+  const result = await cliRun(flags, tempDir(), tempDir(), "hello", [
+    "--create-session-if-missing",
+    "false",
+  ]);
+  assert.equal(result.code, 1, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  assert.deepEqual(events.map((event) => event.type), ["run.failed"]);
+  const data = events[0].data as { code: string; error: string };
+  assert.equal(data.code, "acp.session_missing");
+  assert.match(data.error, /no stored session to continue/);
+  const methods = parseJsonLines(Deno.readTextFileSync(record))
+    .flatMap((line) => line.method ? [line.method] : []);
+  assert.deepEqual(methods, ["initialize"]);
+});
+
 Deno.test("reuse-session=false always starts fresh", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
   const flags = ["--resume", "--state-dir", tempDir()];
-  await cliRun(flags, dataDir, workspace, "one");
+  const first = await cliRun(flags, dataDir, workspace, "one");
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(messageOf(first.stdout), "echo: one (turn 1)");
   const second = await cliRun(flags, dataDir, workspace, "two", [
     "--reuse-session",
     "false",
   ]);
+  assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
+  const ids = [first, second].map((r) =>
+    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
+      value: string;
+    }).value
+  );
+  assert.notEqual(ids[0], ids[1]);
 });
 
 Deno.test("a crash mid-turn fails with the stderr tail and keeps the session mapping", async () => {
@@ -142,7 +188,7 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
     const key = sessionKeyOf(
       "crash",
       config,
-      prepareAgentLaunch(config).commandText,
+      prepareAgentLaunch(config).sessionCommand!,
     );
     const stored = await h.store.getSession(key);
     const state = log.ofType("state.updated")[0];
@@ -151,4 +197,43 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
   } finally {
     await h.close();
   }
+});
+
+Deno.test("an agent that answers session/load mid-replay leaks nothing of the old turn into the new one", async () => {
+  const dataDir = tempDir();
+  const workspace = tempDir();
+  // gemini-cli: the load answer comes halfway through the replay.
+  const flags = [
+    "--load-session",
+    "--replay-after-load",
+    "--state-dir",
+    tempDir(),
+  ];
+  const first = await cliRun(flags, dataDir, workspace, "alpha");
+  assert.equal(first.code, 0, first.stderr);
+  const second = await cliRun(flags, dataDir, workspace, "beta");
+  assert.equal(second.code, 0, second.stderr);
+  assert.equal(messageOf(second.stdout), "echo: beta (turn 2)");
+  const events = parseJsonLines(second.stdout);
+  assert.deepEqual(
+    events.filter((event) => event.type === "agent.update"),
+    [],
+    "replayed updates shown",
+  );
+  assert.ok(!second.stdout.includes("alpha"), "the old turn leaked");
+  const human = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...flags),
+    "--workspace",
+    workspace,
+    "--data-dir",
+    dataDir,
+    "--conversation",
+    "c1",
+    "gamma",
+  ]);
+  assert.equal(human.code, 0, human.stderr);
+  assert.equal(human.stdout, "echo: gamma (turn 3)\n");
 });

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { RunnerError } from "../lib/errors.ts";
+import type { StartOutcome } from "../lib/run/manager.ts";
 import {
   EventLog,
   fixtureConfig,
@@ -60,47 +62,144 @@ Deno.test("three follow-ups during a run become four turns on one session with o
   }
 });
 
-Deno.test("a follow-up arriving after the queue closed starts a new run and is never lost", async () => {
+// The race between a follow-up and the run's last look at its queue, forced
+// both ways: run listeners are called synchronously as events are emitted,
+// so a follow-up sent from a listener lands at an exact point of the run.
+
+Deno.test("a follow-up that arrives as the last turn completes, before the queue closes, is answered in the same run", async () => {
   const h = harness();
   try {
-    // The grandchild ignores SIGTERM, so teardown holds the closing run open
-    // for a while after its queue has closed.
-    const config = fixtureConfig([
-      "--grandchild",
-      "--resume",
-      "--state-dir",
-      tempDir(),
-    ]);
+    const config = fixtureConfig([]);
     const first = await h.manager.start({
       conversationId: "race",
       input: { text: "one" },
       config,
     });
     const log = new EventLog(first.run);
-    await log.waitFor((e) => e.type === "message.completed");
-    // message.completed is emitted just before the engine looks at its queue
-    // for the last time; one macrotask later that look has happened.
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    const late = await h.manager.start({
+    let sent: ReturnType<typeof h.manager.start> | undefined;
+    first.run.subscribe((event) => {
+      // message.completed of turn 1 comes just before the engine's last look
+      // at the queue.
+      if (event.type === "message.completed" && !sent) {
+        sent = h.manager.start({
+          conversationId: "race",
+          input: { text: "late" },
+          config,
+        });
+      }
+    });
+    const result = await first.run.done;
+    const late = await sent;
+    assert.equal(late?.kind, "steered");
+    assert.equal(late?.run.runId, first.run.runId);
+    assert.equal(result.status, "completed");
+    assert.deepEqual(log.messages(), [
+      "echo: one (turn 1)",
+      "echo: late (turn 2)",
+    ]);
+    assert.equal(log.ofType("run.completed").length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a follow-up that arrives after the queue closed, while the run is still active, starts a new run and is never lost", async () => {
+  const h = harness();
+  try {
+    const config = fixtureConfig(["--resume", "--state-dir", tempDir()]);
+    const first = await h.manager.start({
       conversationId: "race",
-      input: { text: "late" },
+      input: { text: "one" },
       config,
     });
-    let texts: string[];
-    if (late.kind === "steered") {
-      await first.run.done;
-      texts = log.messages();
-    } else {
-      const lateLog = new EventLog(late.run);
-      await Promise.all([first.run.done, late.run.done]);
-      texts = [...log.messages(), ...lateLog.messages()];
-      assert.equal(lateLog.ofType("run.completed").length, 1);
-    }
-    assert.ok(
-      texts.some((text) => text.startsWith("echo: late")),
-      `lost: ${texts}`,
-    );
+    const log = new EventLog(first.run);
+    let sent: ReturnType<typeof h.manager.start> | undefined;
+    let stillActive = false;
+    first.run.subscribe((event) => {
+      // At its terminal event the run has closed its queue and torn down,
+      // but it is still the conversation's active run.
+      if (event.type !== "run.completed") return;
+      stillActive = h.manager.activeForConversation("race") === first.run;
+      sent = h.manager.start({
+        conversationId: "race",
+        input: { text: "late" },
+        config,
+      });
+    });
+    await first.run.done;
+    const late = await sent;
+    // Subscribed in the task start() resolved in: the early events are replayed.
+    const lateLog = late && new EventLog(late.run);
+    assert.equal(stillActive, true);
+    assert.deepEqual(log.messages(), ["echo: one (turn 1)"]);
+    assert.equal(late?.kind, "started");
+    assert.notEqual(late.run.runId, first.run.runId);
+    const lateResult = await late.run.done;
+    assert.equal(lateResult.status, "completed");
+    // Same conversation, same agent session: the second turn of it.
+    assert.deepEqual(lateLog?.messages(), ["echo: late (turn 2)"]);
     assert.equal(log.ofType("run.completed").length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a follow-up sent a few microtasks after the last turn completed is never lost", async () => {
+  const h = harness();
+  try {
+    const config = fixtureConfig([]);
+    /** Resolves after exactly `depth` turns of the microtask queue. */
+    const hops = (depth: number): Promise<void> => {
+      let chain = Promise.resolve();
+      for (let i = 0; i < depth; i++) chain = chain.then(() => {});
+      return chain;
+    };
+    const depths = Array.from({ length: 12 }, (_, depth) => depth);
+    const trials = depths.map(async (depth) => {
+      const conversationId = `hops-${depth}`;
+      const first = await h.manager.start({
+        conversationId,
+        input: { text: "one" },
+        config,
+      });
+      const log = new EventLog(first.run);
+      const late = Promise.withResolvers<
+        { outcome: StartOutcome; log: EventLog }
+      >();
+      let sent = false;
+      first.run.subscribe((event) => {
+        if (event.type !== "message.completed" || sent) return;
+        sent = true;
+        hops(depth).then(async () => {
+          const outcome = await h.manager.start({
+            conversationId,
+            input: { text: "late" },
+            config,
+          });
+          // Subscribe at once: a new run may finish before the test looks.
+          late.resolve({ outcome, log: new EventLog(outcome.run) });
+        });
+      });
+      await first.run.done;
+      const { outcome, log: lateLog } = await late.promise;
+      if (outcome.kind === "steered") {
+        assert.deepEqual(
+          log.messages(),
+          ["echo: one (turn 1)", "echo: late (turn 2)"],
+          `depth ${depth}: steered but not answered`,
+        );
+      } else {
+        const result = await outcome.run.done;
+        assert.deepEqual(
+          lateLog.messages(),
+          ["echo: late (turn 1)"],
+          `depth ${depth}: ${JSON.stringify(result)} ${
+            JSON.stringify(lateLog.events.map((e) => [e.type, e.data.code]))
+          }`,
+        );
+      }
+    });
+    await Promise.all(trials);
   } finally {
     await h.close();
   }
@@ -137,7 +236,13 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
           input: { text: "too many" },
           config,
         }),
-      /100 queued follow-ups/,
+      (error) => {
+        assert.ok(error instanceof RunnerError);
+        assert.equal(error.code, "run.steering_queue_full");
+        assert.equal(error.retryable, true);
+        assert.match(error.message, /100 queued follow-ups/);
+        return true;
+      },
     );
     first.run.handle.cancel();
     await first.run.done;

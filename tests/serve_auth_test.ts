@@ -43,14 +43,17 @@ Deno.test("--host 0.0.0.0 without a token refuses to start and says how to fix i
   }
 });
 
-Deno.test("/v1 needs the bearer token; /healthz does not", async () => {
+Deno.test("/v1 needs the bearer token (401 with WWW-Authenticate: Bearer); /healthz does not", async () => {
   await withServe({ env: { RUNNER_API_TOKEN: TOKEN } }, async (serve) => {
     const none = await fetch(`${serve.url}/v1/runs`);
     assert.equal(none.status, 401);
+    assert.equal(none.headers.get("www-authenticate"), "Bearer");
+    await none.body?.cancel();
     const wrong = await fetch(`${serve.url}/v1/runs`, {
       headers: { authorization: "Bearer not-the-token" },
     });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), "Bearer");
     const body = await wrong.json();
     assert.deepEqual(body, {
       error: {
@@ -83,6 +86,15 @@ Deno.test("callers cannot set commands or env names the operator did not allow",
       [{ provider: "custom", workspace }, /--allow-custom-commands/],
       [{ "mcp-servers-json": "[]", workspace }, /--allow-custom-commands/],
       [{ "env-json": { "LD_PRELOAD": "x" }, workspace }, /--allow-env-names/],
+      ...[
+        ["langbot-assets-gateway-host", "0.0.0.0"],
+        ["langbot-assets-gateway-port", 9],
+        ["langbot-assets-gateway-public-url", "http://example.invalid/mcp"],
+        ["langbot_assets_gateway_port", 9],
+      ].map(([key, value]): [Record<string, unknown>, RegExp] => [
+        { [key]: value, workspace },
+        /can only be set by the operator \(runner serve flags\), not per request/,
+      ]),
     ];
     for (const [config, message] of cases) {
       const response = await postJson(`${serve.url}/v1/runs`, {
@@ -94,12 +106,24 @@ Deno.test("callers cannot set commands or env names the operator did not allow",
       assert.equal(body.error.code, "http.forbidden");
       assert.match(body.error.message, message);
     }
-    // The operator's default command still runs.
+    const stored = await (await fetch(`${serve.url}/v1/runs`)).json();
+    assert.deepEqual(stored.runs, [], "a refused request stored a run");
+    // The operator's default command still runs; advanced-settings is
+    // accepted and ignored.
     const ok = await postJson(`${serve.url}/v1/runs?stream=false`, {
       input: { text: "x" },
-      config: { workspace },
+      config: {
+        workspace,
+        "advanced-settings": { model: "anything", nested: [1, { a: 2 }] },
+      },
     });
-    assert.equal((await ok.json()).status, "completed");
+    const answer = await ok.json();
+    assert.equal(answer.status, "completed", JSON.stringify(answer));
+    assert.equal(answer.message, "echo: x (turn 1)");
+    const run = await (await fetch(`${serve.url}/v1/runs/${answer.run_id}`))
+      .json();
+    assert.equal(run.config.workspace, workspace);
+    assert.equal("advanced-settings" in run.config, false);
   });
 });
 

@@ -79,14 +79,16 @@ Deno.test("50 concurrent runs answer with their own text; run 51 gets 429", asyn
     assert.match(
       metrics,
       new RegExp(
-        `runner_runs_finished_total\\{status="completed",code=""\\} ${RUNS}`,
+        `runner_runs_finished_total\\{status="completed",provider="custom",location="local"\\} ${RUNS}`,
       ),
     );
     assert.match(metrics, /runner_runs_active 0/);
     assert.match(metrics, /runner_agent_processes_alive 0/);
     assert.match(
       metrics,
-      new RegExp(`runner_time_to_first_event_seconds_count ${RUNS}`),
+      new RegExp(
+        `runner_time_to_first_event_seconds_count\\{provider="custom",location="local"\\} ${RUNS}`,
+      ),
     );
   });
 });

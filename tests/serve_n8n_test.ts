@@ -17,6 +17,7 @@ import {
   postJson,
   withServe,
 } from "./serve_test_helpers.ts";
+import { tempDir } from "./helpers.ts";
 
 function defaults(dir: string, flags: string[] = []): string[] {
   return [
@@ -30,7 +31,7 @@ function defaults(dir: string, flags: string[] = []): string[] {
 }
 
 Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   await withServe({
     args: defaults(dir, ["--chunks", "3", "--text", "one two three"]),
   }, async (serve) => {
@@ -65,8 +66,8 @@ Deno.test("the n8n webhook streams item objects then end, in the n8n shape", asy
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("the n8n webhook reports a failed run as an error item before end", async () => {
-  const dir = await Deno.makeTempDir();
+Deno.test("the n8n webhook reports a failed run as a readable item before end, or as an error object with ?errors=json", async () => {
+  const dir = tempDir();
   await withServe({
     args: [
       ...defaults(dir, ["--exit-mid-prompt"]),
@@ -80,21 +81,46 @@ Deno.test("the n8n webhook reports a failed run as an error item before end", as
       }),
     );
     assert.deepEqual(items.at(-1), { type: "end" });
-    const error = items.at(-2)!;
-    assert.equal(error.type, "error");
-    assert.match(String(error.content), /fixture crashing/);
+    const failure = items.at(-2)!;
+    assert.equal(failure.type, "item");
+    assert.match(
+      String(failure.content),
+      /^(\n\n)?⚠ The agent run failed: .*fixture crashing.* \(acp\.process_exited\)$/s,
+    );
+    assert.ok(
+      items.every((item) => item.type === "item" || item.type === "end"),
+    );
+
+    const machine = await jsonLines(
+      await postJson(`${serve.url}/v1/webhooks/n8n?errors=json`, {
+        chatInput: "boom",
+      }),
+    );
+    assert.deepEqual(machine.at(-1), { type: "end" });
+    assert.equal(machine.at(-2)!.type, "error");
+    assert.equal(machine.at(-2)!.code, "acp.process_exited");
+    assert.match(String(machine.at(-2)!.content), /fixture crashing/);
 
     const whole = await postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
       chatInput: "boom",
     });
-    assert.equal(whole.status, 502);
-    assert.equal((await whole.json()).error.code, "acp.process_exited");
+    assert.equal(whole.status, 200);
+    const readable = JSON.parse(await whole.text());
+    assert.match(readable.output, /^⚠ The agent run failed: /);
+    assert.equal(readable.error.code, "acp.process_exited");
+
+    const strict = await postJson(
+      `${serve.url}/v1/webhooks/n8n?stream=false&errors=json`,
+      { chatInput: "boom" },
+    );
+    assert.equal(strict.status, 502);
+    assert.equal((await strict.json()).error.code, "acp.process_exited");
   });
   await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("a webhook call for a busy conversation waits for its run, then runs its own", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
@@ -112,6 +138,10 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
         chatInput: "second",
         session_id: "busy",
       });
+      await serve.waitForLog((entry) =>
+        entry.msg === "n8n webhook waits for the conversation" &&
+        entry.conversation_id === "busy"
+      );
       await openGate(gate);
       for (;;) {
         const { value, done } = await reader.read();
@@ -138,8 +168,55 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds gets 409 http.conversation_busy", async () => {
+  const dir = tempDir();
+  const gate = join(dir, "gate");
+  await makeFifo(gate);
+  await withServe(
+    {
+      args: [
+        ...defaults(dir, ["--gate-fifo", gate]),
+        "--n8n-wait-seconds",
+        "0.2",
+      ],
+    },
+    async (serve) => {
+      const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
+        chatInput: "first",
+        session_id: "held",
+      });
+      const reader = first.body!.pipeThrough(new TextDecoderStream())
+        .getReader();
+      assert.match((await reader.read()).value!, /"type":"item"/);
+      // A guard, not a measurement: a server that never gives up waiting
+      // would hold this call (and the test) for as long as the first run.
+      const busy = await fetch(`${serve.url}/v1/webhooks/n8n`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chatInput: "second", session_id: "held" }),
+        signal: AbortSignal.timeout(60_000),
+      });
+      assert.equal(busy.status, 409);
+      const body = await busy.json();
+      assert.equal(body.error.code, "http.conversation_busy");
+      assert.equal(body.error.retryable, true);
+      assert.match(body.error.message, /still has an active run .* 0\.2 s/);
+      assert.match(body.error.message, /POST \/v1\/runs\/.+\/cancel/);
+      await openGate(gate);
+      while (!(await reader.read()).done) { /* the first run ends */ }
+      const runs =
+        await (await fetch(`${serve.url}/v1/runs?conversation_id=held`)).json();
+      assert.deepEqual(
+        runs.runs.map((run: { status: string }) => run.status),
+        ["completed"],
+        "the refused call started no run",
+      );
+    },
+  );
+});
+
 Deno.test("webhook calls queued on one busy conversation run one at a time, each with its own answer", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
@@ -211,7 +288,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
 });
 
 Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const base = defaults(dir);
   const body = { chatInput: "hi" };
   await withServe({
@@ -231,6 +308,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
       authorization: `Basic ${btoa("bot:nope")}`,
     });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), 'Basic realm="runner"');
     assert.equal((await wrong.json()).error.code, "http.unauthorized");
     const right = await postJson(url, body, {
       authorization: `Basic ${btoa("bot:pw-123456")}`,
@@ -252,6 +330,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
     const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
     const wrong = await postJson(url, body, { "x-key": "nope" });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), "Header");
     await wrong.body?.cancel();
     const right = await postJson(url, body, { "x-key": "hv-123456" });
     assert.equal(right.status, 200);
@@ -272,6 +351,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
       authorization: `Bearer ${forged}`,
     });
     assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get("www-authenticate"), "Bearer");
     await wrong.body?.cancel();
     const token = await sign({ sub: "bot" }, "jwt-secret-123456", "HS256");
     const right = await postJson(url, body, {

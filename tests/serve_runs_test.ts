@@ -241,13 +241,19 @@ Deno.test("runs, their events and conversations can be read back", async () => {
       })).json();
     assert.equal(forgotten.deleted_sessions, 1);
 
+    // A POST naming an existing run re-attaches to it (docs/http-api.md,
+    // "Retries are safe"): the stored events again, no new run.
     const duplicate = await postJson(`${serve.url}/v1/runs`, {
       run_id: "run-readback",
       input: { text: "x" },
       config,
     });
-    assert.equal(duplicate.status, 400);
-    assert.equal((await duplicate.json()).error.code, "config.invalid");
+    assert.equal(duplicate.status, 200);
+    assert.equal(duplicate.headers.get("x-run-id"), "run-readback");
+    assert.deepEqual(
+      normalize(await sseEvents(duplicate)),
+      normalize(record.events),
+    );
 
     const missing = await fetch(`${serve.url}/v1/runs/nope`);
     assert.equal(missing.status, 404);

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
 import type { RunEvent } from "../lib/events.ts";
+import { tempDir as makeTempDir } from "./helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const MAIN = join(ROOT, "main.ts");
@@ -162,9 +163,9 @@ export async function startServe(
   };
 }
 
-/** A fresh temporary directory. */
+/** A fresh temporary directory, removed when the test module unloads. */
 export function tempDir(): Promise<string> {
-  return Deno.makeTempDir({ prefix: "runner_serve_test_" });
+  return Promise.resolve(makeTempDir("runner_serve_test_"));
 }
 
 /** Makes a named pipe for the fixture's `--gate-fifo`. */

@@ -22,7 +22,7 @@ Deno.test("splitCommand splits the preset commands on whitespace", () => {
   assert.deepEqual(splitCommand("  opencode \t acp\n"), ["opencode", "acp"]);
 });
 
-Deno.test("splitCommand handles quotes and escapes like a POSIX shell", () => {
+Deno.test("splitCommand handles quotes and escapes like Python's shlex.split", () => {
   assert.deepEqual(splitCommand(`agent --name 'a b' "c d"`), [
     "agent",
     "--name",
@@ -35,11 +35,19 @@ Deno.test("splitCommand handles quotes and escapes like a POSIX shell", () => {
     "its",
     "no \\'escape\\' here",
   ]);
+  // Inside double quotes only \\ and \" are escapes (shlex, unlike sh):
+  // the backslash before $, a backtick or a newline stays.
   assert.deepEqual(splitCommand(`"\\\\ \\" \\$HOME \\\`x\\\` \\n"`), [
-    '\\ " $HOME `x` \\n',
+    '\\ " \\$HOME \\`x\\` \\n',
   ]);
+  assert.deepEqual(splitCommand('"a\\$b"'), ["a\\$b"]);
+  assert.deepEqual(splitCommand('"a\\`b"'), ["a\\`b"]);
+  assert.deepEqual(splitCommand('"a\\\nb"'), ["a\\\nb"]);
   assert.deepEqual(splitCommand(`a\\ b c\\"d \\'e`), ["a b", 'c"d', "'e"]);
-  assert.deepEqual(splitCommand("a \\\nb"), ["a", "b"]);
+  // Outside quotes backslash-newline is a literal newline, not a continuation.
+  assert.deepEqual(splitCommand("a \\\nb"), ["a", "\nb"]);
+  // Form feed and vertical tab are not separators for shlex.
+  assert.deepEqual(splitCommand("a\fb\vc d"), ["a\fb\vc", "d"]);
   assert.deepEqual(splitCommand("run # not a comment"), [
     "run",
     "#",
@@ -108,4 +116,92 @@ Deno.test("quoteCommand round-trips through /bin/sh and splitCommand", async () 
   const line = quoteCommand(argv);
   assert.deepEqual(splitCommand(line), argv);
   assert.deepEqual(await shellSplit(line), argv);
+});
+
+/** Whether `python3` runs here (the shlex oracle). */
+function hasPython(): boolean {
+  try {
+    return new Deno.Command("python3", { args: ["-c", "import shlex"] })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+}
+
+/** Random command lines over the characters shlex treats specially. */
+function randomCommandLines(count: number, seed: number): string[] {
+  const alphabet = [
+    "a",
+    "b",
+    "-",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\f",
+    "'",
+    '"',
+    "\\",
+    "$",
+    "`",
+    "#",
+    "é",
+  ];
+  let state = seed;
+  const next = () => {
+    // A fixed linear congruential generator, so a failure reproduces.
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return state / 2147483648;
+  };
+  return Array.from({ length: count }, () => {
+    const length = 1 + Math.floor(next() * 12);
+    return Array.from(
+      { length },
+      () => alphabet[Math.floor(next() * alphabet.length)],
+    ).join("");
+  });
+}
+
+Deno.test({
+  name: "splitCommand agrees with python3's shlex.split on 3000 random lines",
+  ignore: !hasPython(),
+  fn: async () => {
+    const lines = randomCommandLines(3000, 13);
+    const script = [
+      "import json, shlex, sys",
+      "out = []",
+      "for line in json.load(sys.stdin):",
+      "    try: out.append(shlex.split(line))",
+      "    except ValueError: out.append(None)",
+      "print(json.dumps(out))",
+    ].join("\n");
+    const child = new Deno.Command("python3", {
+      args: ["-c", script],
+      stdin: "piped",
+      stdout: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(JSON.stringify(lines)));
+    await writer.close();
+    const expected: Array<string[] | null> = JSON.parse(
+      new TextDecoder().decode((await child.output()).stdout),
+    );
+    const differences = lines.flatMap((line, index) => {
+      let actual: string[] | null;
+      try {
+        actual = splitCommand(line);
+      } catch {
+        actual = null;
+      }
+      // shlex returns [] for a blank line; splitCommand refuses it.
+      const want = expected[index]?.length === 0 ? null : expected[index];
+      return JSON.stringify(actual) === JSON.stringify(want) ? [] : [
+        `${JSON.stringify(line)}: ${JSON.stringify(actual)} != ${
+          JSON.stringify(want)
+        }`,
+      ];
+    });
+    assert.deepEqual(differences, []);
+  },
 });

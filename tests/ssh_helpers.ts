@@ -23,7 +23,11 @@ export interface TestSshd {
 }
 
 /** Where Debian's sshd lives, if installed. */
-export const SSHD_PATH = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find(
+export const SSHD_PATH = [
+  "/usr/sbin/sshd",
+  "/usr/local/sbin/sshd",
+  "/usr/bin/sshd",
+].find(
   (path) => {
     try {
       return Deno.statSync(path).isFile;
@@ -46,15 +50,24 @@ async function run(cmd: string, args: string[]) {
   }
 }
 
-function freePort(): number {
+/** A loopback port that was free a moment ago. */
+export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   return port;
 }
 
+/** Options for {@linkcode startSshd}. */
+export interface StartSshdOptions {
+  /** sshd's `ForceCommand`: every session runs this instead of its command. */
+  forceCommand?: string;
+}
+
 /** Starts sshd on 127.0.0.1 with fresh host and client keys. */
-export async function startSshd(): Promise<TestSshd> {
+export async function startSshd(
+  options: StartSshdOptions = {},
+): Promise<TestSshd> {
   if (!SSHD_PATH) {
     throw new Error("sshd is not installed (apt-get install openssh-server)");
   }
@@ -92,6 +105,7 @@ export async function startSshd(): Promise<TestSshd> {
       "KbdInteractiveAuthentication no",
       "AllowTcpForwarding yes",
       "LogLevel INFO",
+      ...(options.forceCommand ? [`ForceCommand ${options.forceCommand}`] : []),
       "",
     ].join("\n"),
   );
@@ -126,6 +140,9 @@ export async function startSshd(): Promise<TestSshd> {
         child.kill("SIGTERM");
       } catch { /* gone */ }
       await child.status;
+      // Sessions still open hold sshd's stderr: stop reading instead of
+      // waiting for its end.
+      await reader.cancel().catch(() => {});
       await drained.catch(() => {});
     },
   };

@@ -10,6 +10,7 @@ import {
   STORE_FILE_NAME,
 } from "../lib/store/open.ts";
 import { SCHEMA_VERSION } from "../lib/store/schema.ts";
+import { tempDir } from "./helpers.ts";
 
 defineStoreSuite({
   name: "sqlite",
@@ -26,7 +27,7 @@ defineStoreSuite({
 async function withDataDir(
   body: (dataDir: string, open: () => Promise<RunStore>) => Promise<void>,
 ): Promise<void> {
-  const dataDir = await Deno.makeTempDir({ prefix: "runner-store-test-" });
+  const dataDir = tempDir("runner-store-test-");
   const stores: RunStore[] = [];
   try {
     await body(dataDir, async () => {

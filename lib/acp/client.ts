@@ -322,13 +322,28 @@ function mapRequestError(what: string, error: unknown): RunnerError {
       : "acp.session_failed";
     return new RunnerError(
       code,
-      `The agent answered ${what} with error ${error.code}: ${error.message}`,
+      `The agent answered ${what} with error ${error.code}: ${
+        agentExplanation(error)
+      }`,
       { detail },
     );
   }
   return new RunnerError(
     "acp.process_exited",
-    `The agent connection closed during ${what}. See the agent's stderr below; check that the agent is installed and logged in.`,
+    `The agent connection closed during ${what}; check that the agent is installed and logged in.`,
     { cause: error },
   );
+}
+
+/**
+ * The error's message plus the explanation agents put in `data` (an agent
+ * that throws a plain error reaches us as -32603 "Internal error" with the
+ * real reason in `data.details`).
+ */
+function agentExplanation(error: acp.RequestError): string {
+  const data = error.data as Record<string, unknown> | undefined;
+  const said = [data?.details, data?.message].find((value) =>
+    typeof value === "string" && value.trim() && !error.message.includes(value)
+  );
+  return said ? `${error.message} (${said})` : error.message;
 }

@@ -45,8 +45,10 @@ export interface AgentProcess {
   readonly stdout: ReadableStream<Uint8Array>;
   /** Resolves when the agent process itself exits. */
   readonly exited: Promise<Deno.CommandStatus>;
-  /** The last bytes of stderr, decoded, with secrets redacted. */
+  /** The last bytes of stderr, decoded, without ANSI escapes, secrets redacted. */
   stderrTail(): string;
+  /** Resolves once stderr has been read to its end (every writer closed it). */
+  readonly stderrEnded: Promise<void>;
   /** Closes stdin, SIGTERMs the group, SIGKILLs it after the grace period, and waits until no member is left. */
   terminate(options?: TerminateOptions): Promise<void>;
 }
@@ -112,9 +114,20 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     stdin: child.stdin,
     stdout: child.stdout,
     exited,
-    stderrTail: () => redactSecrets(tail.text(), secrets),
+    stderrTail: () => redactSecrets(stripAnsi(tail.text()), secrets),
+    stderrEnded: stderrDrained,
     terminate,
   };
+}
+
+/** CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes. */
+const ANSI_ESCAPE =
+  // deno-lint-ignore no-control-regex -- matching ESC is the point
+  /\x1b\[[0-?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
+
+/** Removes terminal escape sequences (agents colour their stderr). */
+export function stripAnsi(text: string): string {
+  return text.replace(ANSI_ESCAPE, "");
 }
 
 function spawnFailure(program: string, error: unknown): RunnerError {

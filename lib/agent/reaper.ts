@@ -67,8 +67,9 @@ export interface ReapReport {
 }
 
 /**
- * Kills groups recorded by runners that are no longer alive. Records of a
- * live runner (a `runner serve` sharing the data directory) are left alone.
+ * Kills groups recorded by runners that are no longer alive, all at once (each
+ * gets its grace period in parallel). Records of a live runner (a `runner
+ * serve` sharing the data directory) are left alone.
  */
 export async function reapLeftoverGroups(dir: string): Promise<ReapReport> {
   const report: ReapReport = { killed: [], cleared: [] };
@@ -78,30 +79,34 @@ export async function reapLeftoverGroups(dir: string): Promise<ReapReport> {
   } catch {
     return report;
   }
-  for (const entry of entries) {
-    if (!entry.name.endsWith(".json")) continue;
-    const path = join(dir, entry.name);
-    let record: GroupRecord;
-    try {
-      record = JSON.parse(await Deno.readTextFile(path));
-    } catch {
-      await Deno.remove(path).catch(() => {});
-      continue;
-    }
-    if (await ownerAlive(record)) continue;
-    const leaderStart = await processStartTime(record.pgid);
-    const leaderReused = leaderStart !== undefined &&
-      record.startTime !== undefined && leaderStart !== record.startTime;
-    const members = leaderReused ? [] : await processGroupMembers(record.pgid);
-    if (members.length) {
-      await killGroup(record.pgid, undefined, 500);
-      report.killed.push(record.pgid);
-    } else {
-      report.cleared.push(record.pgid);
-    }
-    await Deno.remove(path).catch(() => {});
+  const paths = entries.filter((entry) => entry.name.endsWith(".json"))
+    .map((entry) => join(dir, entry.name));
+  const outcomes = await Promise.all(paths.map(reapRecord));
+  for (const outcome of outcomes) {
+    if (outcome) report[outcome.kind].push(outcome.pgid);
   }
   return report;
+}
+
+/** Reaps the group of one record file; undefined when its owner is alive or the record is unreadable. */
+async function reapRecord(
+  path: string,
+): Promise<{ kind: "killed" | "cleared"; pgid: number } | undefined> {
+  let record: GroupRecord;
+  try {
+    record = JSON.parse(await Deno.readTextFile(path));
+  } catch {
+    await Deno.remove(path).catch(() => {});
+    return undefined;
+  }
+  if (await ownerAlive(record)) return undefined;
+  const leaderStart = await processStartTime(record.pgid);
+  const leaderReused = leaderStart !== undefined &&
+    record.startTime !== undefined && leaderStart !== record.startTime;
+  const members = leaderReused ? [] : await processGroupMembers(record.pgid);
+  if (members.length) await killGroup(record.pgid, undefined, 500);
+  await Deno.remove(path).catch(() => {});
+  return { kind: members.length ? "killed" : "cleared", pgid: record.pgid };
 }
 
 async function ownerAlive(record: GroupRecord): Promise<boolean> {

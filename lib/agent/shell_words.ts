@@ -1,24 +1,28 @@
 /**
- * POSIX shell-style word splitting and quoting for agent commands such as
+ * Shell-style word splitting and quoting for agent commands such as
  * `acp-command = npx -y @zed-industries/codex-acp`. Splitting follows Python's
- * `shlex.split` (POSIX mode, no comments); no shell is ever run.
+ * `shlex.split` (POSIX mode, no comments) exactly; no shell is ever run.
  *
  * @module
  */
 
 import { RunnerError } from "../errors.ts";
 
-const WHITESPACE = new Set([" ", "\t", "\n", "\r", "\f", "\v"]);
-/** Characters a backslash escapes inside double quotes (POSIX). */
-const DOUBLE_QUOTE_ESCAPABLE = new Set(["\\", '"', "$", "`"]);
+/** What Python's `shlex` counts as whitespace (not \f or \v). */
+const WHITESPACE = new Set([" ", "\t", "\n", "\r"]);
+/** Characters a backslash escapes inside double quotes (shlex: the quote and the escape). */
+const DOUBLE_QUOTE_ESCAPABLE = new Set(["\\", '"']);
 /** Words made only of these characters need no quoting (as Python's `shlex.quote`). */
 const SAFE_WORD = /^[A-Za-z0-9@%+=:,./_-]+$/;
 
 /**
- * Splits a command line into argv words the way a POSIX shell would, without
- * expanding anything: single quotes keep everything literally, double quotes
- * honour backslash before `\ " $ \``, a backslash outside quotes escapes the
- * next character, and runs of whitespace separate words.
+ * Splits a command line into argv words exactly as Python's
+ * `shlex.split(text)` does (POSIX mode, no comments), so an `acp-command`
+ * pasted from the Python LangBot plugin means the same here. Nothing is
+ * expanded: single quotes keep everything literally; inside double quotes a
+ * backslash escapes only `\` and `"` (before anything else, `$` included,
+ * it stays); outside quotes a backslash takes the next character literally,
+ * a newline too; runs of space, tab, CR and LF separate words.
  *
  * @throws {RunnerError} `config.invalid` on an unclosed quote, a trailing
  * backslash, or a command with no words.
@@ -47,20 +51,9 @@ export function splitCommand(text: string): string[] {
       inWord = true;
       index = end + 1;
     } else if (char === "\\") {
-      if (index + 1 >= text.length) {
-        throw new RunnerError(
-          "config.invalid",
-          `The command ${
-            JSON.stringify(text)
-          } ends with a backslash that escapes nothing; remove it or quote it.`,
-        );
-      }
-      const next = text[index + 1];
-      // Backslash-newline is a line continuation, as in a shell.
-      if (next !== "\n") {
-        word += next;
-        inWord = true;
-      }
+      if (index + 1 >= text.length) throw danglingBackslash(text);
+      word += text[index + 1];
+      inWord = true;
       index += 2;
     } else {
       word += char;
@@ -85,22 +78,26 @@ function readDoubleQuoted(text: string, start: number): [string, number] {
   while (index < text.length) {
     const char = text[index];
     if (char === '"') return [content, index];
-    if (char === "\\" && index + 1 < text.length) {
+    if (char === "\\") {
+      if (index + 1 >= text.length) throw danglingBackslash(text);
       const next = text[index + 1];
-      if (DOUBLE_QUOTE_ESCAPABLE.has(next)) {
-        content += next;
-        index += 2;
-        continue;
-      }
-      if (next === "\n") {
-        index += 2;
-        continue;
-      }
+      content += DOUBLE_QUOTE_ESCAPABLE.has(next) ? next : char + next;
+      index += 2;
+      continue;
     }
     content += char;
     index++;
   }
   throw unclosed("double", text);
+}
+
+function danglingBackslash(text: string): RunnerError {
+  return new RunnerError(
+    "config.invalid",
+    `The command ${
+      JSON.stringify(text)
+    } ends with a backslash that escapes nothing; remove it or quote it.`,
+  );
 }
 
 function unclosed(kind: "single" | "double", text: string): RunnerError {

@@ -8,6 +8,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { RUN_CONFIG_KEYS } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
+import { closestName } from "../providers.ts";
 
 /** `parseArgs` options for every run-config key (all strings). */
 export function configFlagOptions(): Record<string, { type: "string" }> {
@@ -62,12 +63,20 @@ function joinNegativeValues(
   return joined;
 }
 
-function usageMessage(error: unknown): string {
+function usageMessage(
+  error: unknown,
+  options: ParseArgsConfig["options"] = {},
+): string {
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: string }).code;
   const flag = /'(-[^' ]+)/.exec(message)?.[1];
   if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag) {
-    return `${flag}: unknown option`;
+    const meant = flag.startsWith("--")
+      ? closestName(flag.slice(2).split("=")[0], Object.keys(options))
+      : undefined;
+    return `${flag}: unknown option${
+      meant ? ` (did you mean --${meant}?)` : ""
+    }`;
   }
   if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
     const argument = /'([^']*)'/.exec(message)?.[1];
@@ -101,7 +110,10 @@ export function parseFlags<T extends ParseArgsConfig>(
       args: joinNegativeValues(config.args ?? [], config.options),
     });
   } catch (error) {
-    throw new RunnerError("config.invalid", usageMessage(error));
+    throw new RunnerError(
+      "config.invalid",
+      usageMessage(error, config.options),
+    );
   }
 }
 

@@ -10,7 +10,13 @@ import { defaultDataDir } from "../store/open.ts";
 import { prepareAgentLaunch } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
-import { formatProbeReport, PROBE_OUTCOMES, probeAgent } from "../probe.ts";
+import { RunnerError } from "../errors.ts";
+import {
+  PROBE_OUTCOMES,
+  probeAgent,
+  type ProbeReport,
+  RECOVERY_PROMPT,
+} from "../probe.ts";
 
 /** Help text of `runner probe`. */
 export const PROBE_HELP = `Usage: runner probe <provider> [options]
@@ -24,7 +30,14 @@ Options:
   --env-json JSON            extra environment for the agent
   --initialize-timeout SEC   handshake deadline (default 30)
   --handshake-only           skip session/new
-  --recovery                 prove cross-process session recovery (no prompt)
+  --recovery                 prove cross-process session recovery: sends one
+                             short prompt ("${RECOVERY_PROMPT}"), which
+                             costs one small model call, restarts the agent and
+                             resumes or loads the session
+  --no-prompt                with --recovery: do not prompt (free, but agents
+                             that save only prompted sessions then give
+                             inconclusive)
+  --prompt-timeout SEC       deadline of that prompt (default 120)
   --json                     print the report as JSON
   --data-dir DIR             where agent process records live (default: user data dir)
 
@@ -51,6 +64,8 @@ export async function probeCommand(args: string[]): Promise<number> {
         "handshake-only": { type: "boolean" },
         "data-dir": { type: "string" },
         recovery: { type: "boolean" },
+        "no-prompt": { type: "boolean" },
+        "prompt-timeout": { type: "string" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -63,7 +78,7 @@ export async function probeCommand(args: string[]): Promise<number> {
     console.log(PROBE_HELP);
     return 0;
   }
-  let launch, config;
+  let launch, config, promptTimeout;
   try {
     config = parseRunConfig({
       provider: positionals[0],
@@ -73,6 +88,7 @@ export async function probeCommand(args: string[]): Promise<number> {
       "initialize-timeout": values["initialize-timeout"],
       "max-message-mb": values["max-message-mb"],
     });
+    promptTimeout = parsePromptTimeout(values["prompt-timeout"]);
     launch = prepareAgentLaunch(config);
   } catch (error) {
     return reportFailure(error);
@@ -85,9 +101,107 @@ export async function probeCommand(args: string[]): Promise<number> {
     initializeTimeoutMs: config.initializeTimeout * 1000,
     handshakeOnly: values["handshake-only"],
     recovery: values.recovery,
+    recoveryPrompt: !values["no-prompt"],
+    promptTimeoutMs: promptTimeout * 1000,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
   });
-  if (values.json) console.log(JSON.stringify(report, null, 2));
-  else console.log(formatProbeReport(report));
+  if (values.json) {
+    console.log(JSON.stringify(probeReportJson(report), null, 2));
+  } else console.log(formatProbeReport(report));
   return report.exitCode;
+}
+
+/** `--prompt-timeout` in seconds (default 120). */
+function parsePromptTimeout(raw: string | undefined): number {
+  if (raw === undefined) return 120;
+  const seconds = Number(raw);
+  if (!raw.trim() || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new RunnerError(
+      "config.invalid",
+      `--prompt-timeout: must be a number of seconds greater than 0 (got "${raw}")`,
+    );
+  }
+  return Math.min(seconds, 2_147_483);
+}
+
+const SOURCE_NOTES = {
+  configured: "acp-command",
+  executable: "the agent's own executable, found on PATH",
+  fallback: "the preset's pinned fallback: its executable is not on PATH",
+} as const;
+
+/** Human-readable probe report. */
+export function formatProbeReport(report: ProbeReport): string {
+  const source = report.commandSource
+    ? ` (${SOURCE_NOTES[report.commandSource]})`
+    : "";
+  const lines = [
+    `outcome: ${report.outcome}`,
+    `command: ${report.command}${source}`,
+  ];
+  if (report.agentInfo !== undefined) lines.push(...capabilityLines(report));
+  if (report.sessionOk) lines.push("session/new: ok");
+  if (report.recoveryPrompted !== undefined) {
+    lines.push(
+      `recovery check: ${
+        report.recoveryPrompted
+          ? "one short prompt, then a fresh agent process"
+          : "no prompt (--no-prompt), then a fresh agent process"
+      }`,
+    );
+  }
+  if (report.recovery) lines.push(`recovery: ${report.recovery}`);
+  if (report.error) {
+    lines.push(`error [${report.error.code}]: ${report.error.message}`);
+    if (report.outcome === "unauthenticated" && report.authMethods?.length) {
+      lines.push(
+        `the agent lists these auth methods: ${
+          report.authMethods.map((m) => `${m.id} (${m.name})`).join(", ")
+        }`,
+      );
+    }
+  }
+  if (report.stderrTail) lines.push("stderr (tail):", report.stderrTail);
+  return lines.join("\n");
+}
+
+function capabilityLines(report: ProbeReport): string[] {
+  const caps = report.capabilities ?? {};
+  const sessionCaps = Object.keys(caps.sessionCapabilities ?? {})
+    .filter((key) => key !== "_meta");
+  const methods = (report.authMethods ?? []).map((method) =>
+    method.name ?? method.id
+  );
+  return [
+    `agent: ${JSON.stringify(report.agentInfo)}`,
+    `protocol version: ${report.protocolVersion}`,
+    `loadSession: ${Boolean(caps.loadSession)}`,
+    `sessionCapabilities: ${sessionCaps.join(", ") || "none"}`,
+    `promptCapabilities: ${JSON.stringify(caps.promptCapabilities ?? {})}`,
+    `mcpCapabilities: ${JSON.stringify(caps.mcpCapabilities ?? {})}`,
+    `authMethods: ${methods.join(", ") || "none"}`,
+  ];
+}
+
+/**
+ * The report as `--json` prints it: snake_case keys like every other JSON
+ * the runner prints; the agent's own ACP objects (`agent_info`,
+ * `capabilities`, `auth_methods`) as the agent sent them.
+ */
+export function probeReportJson(report: ProbeReport): Record<string, unknown> {
+  return {
+    outcome: report.outcome,
+    exit_code: report.exitCode,
+    command: report.command,
+    agent_info: report.agentInfo,
+    protocol_version: report.protocolVersion,
+    capabilities: report.capabilities,
+    auth_methods: report.authMethods,
+    command_source: report.commandSource,
+    session_ok: report.sessionOk,
+    recovery_prompted: report.recoveryPrompted,
+    recovery: report.recovery,
+    error: report.error,
+    stderr_tail: report.stderrTail,
+  };
 }

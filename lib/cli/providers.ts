@@ -5,10 +5,15 @@
  */
 
 import { parseFlags, reportUsageError } from "./args.ts";
-import { formatProvidersTable, listProviders } from "../providers.ts";
+import {
+  CUSTOM_PROVIDER,
+  listProviders,
+  UNSUPPORTED_PROVIDERS,
+} from "../providers.ts";
+import { PRESET_PINS } from "../agent/preset_pins.ts";
 
 const PROVIDERS_HELP =
-  "Usage: runner providers [--json]\n\nLists the built-in provider presets and known agents that are not presets.";
+  "Usage: runner providers [--json]\n\nLists the built-in provider presets, the command each runs on this machine (its own executable when on PATH, else its pinned npx fallback), and known agents that are not presets.";
 
 const TOKEN_HELP =
   "Usage: runner token\n\nPrints a fresh random token (for --daemon-token or --api-token).";
@@ -53,4 +58,44 @@ export function tokenCommand(args: string[]): Promise<number> {
   }
   console.log(values.help ? TOKEN_HELP : randomToken());
   return Promise.resolve(0);
+}
+
+/** The human-readable text `runner providers` prints for a `PATH`. */
+export function formatProvidersTable(path = Deno.env.get("PATH")): string {
+  const presetRows = listProviders(path).presets.map((preset) => [
+    preset.name,
+    preset.uses === "executable"
+      ? "own executable"
+      : `fallback (${PRESET_PINS[preset.name].bin} not on PATH${
+        preset.pin.version ? "" : "; unpinned"
+      })`,
+    preset.command,
+    preset.recovery.join(", "),
+  ]);
+  const lines = [
+    "Built-in providers (provider=<name>), with the command each runs on this machine:",
+    ...alignColumns([
+      ["NAME", "USES", "ACP COMMAND", "SESSION RECOVERY"],
+      ...presetRows,
+    ]),
+    "",
+    "A preset runs the agent's own executable when it is on the agent's PATH, else its pinned npx fallback; acp-command overrides both.",
+    `Any other ACP agent: provider=${CUSTOM_PROVIDER} with acp-command="<command>".`,
+    "",
+    "Not built in (usable with provider=custom, without verified session recovery):",
+    ...UNSUPPORTED_PROVIDERS.map((entry) => `  ${entry.name}: ${entry.reason}`),
+  ];
+  return lines.join("\n") + "\n";
+}
+
+function alignColumns(rows: string[][]): string[] {
+  const widths = rows[0].map((_, column) =>
+    Math.max(...rows.map((row) => row[column].length))
+  );
+  return rows.map((row) =>
+    "  " +
+    row.map((cell, column) =>
+      column === row.length - 1 ? cell : cell.padEnd(widths[column])
+    ).join("  ")
+  );
 }

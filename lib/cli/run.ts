@@ -1,8 +1,9 @@
 /**
  * `runner run <provider> "prompt"`: one local run from the command line,
  * agent text streamed to stdout, progress on stderr, or one event per line
- * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 130 cancelled
- * by SIGINT, 143 cancelled by SIGTERM.
+ * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 3 the agent
+ * ended the turn as cancelled itself, 130 cancelled by SIGINT, 143 cancelled
+ * by SIGTERM.
  *
  * @module
  */
@@ -21,17 +22,24 @@ import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
+import type { RunResult } from "../run/types.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
+import { createProgress } from "./progress.ts";
+import { readPromptText } from "./prompt_input.ts";
 import { createRunManager } from "../run/manager.ts";
 import { defaultDataDir, openStore } from "../store/open.ts";
 import type { RunStore } from "../store/types.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
+       runner run <provider> [options] -        (the prompt from standard input)
+       some-command | runner run <provider> [options]
 
 Runs one prompt with an ACP agent on this machine and streams its answer.
+On a terminal a progress line shows while the agent starts.
 
 Options:
+  --prompt-file PATH     read the prompt from a file
   --workspace DIR        the agent's working directory (default: the current
                          directory; absolute or ~/…; created if missing)
   --acp-command CMD      the agent command (required for provider=custom)
@@ -43,8 +51,9 @@ Options:
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
 
-Exit codes: 0 completed, 1 failed, 2 bad input, 130 cancelled by SIGINT (Ctrl-C),
-143 cancelled by SIGTERM.
+Exit codes: 0 completed, 1 failed, 2 bad input, 3 the agent ended the turn as
+cancelled on its own (run.agent_cancelled, e.g. after a rejected permission),
+130 cancelled by SIGINT (Ctrl-C), 143 cancelled by SIGTERM.
 `;
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -104,6 +113,7 @@ function parseRunFlags(args: string[]) {
       json: { type: "boolean" },
       "data-dir": { type: "string" },
       "run-id": { type: "string" },
+      "prompt-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -144,8 +154,16 @@ async function readRunInvocation(
     return 0;
   }
   const [provider, ...words] = positionals;
-  const text = words.join(" ");
-  let config;
+  if (!provider && !values.provider) {
+    return reportUsageError(
+      new RunnerError(
+        "config.invalid",
+        'Give a provider: runner run <provider> "prompt" (runner providers lists them).',
+      ),
+      "run",
+    );
+  }
+  let config, text;
   const attachments: Attachment[] = [];
   try {
     config = parseRunConfig({
@@ -156,10 +174,15 @@ async function readRunInvocation(
     for (const spec of values.attach ?? []) {
       attachments.push(await attachmentFrom(spec));
     }
+    text = await readPromptText({
+      words,
+      promptFile: values["prompt-file"],
+      hasAttachments: attachments.length > 0,
+    });
     if (!text && !attachments.length) {
       throw new RunnerError(
         "config.invalid",
-        'Give a prompt: runner run <provider> "prompt".',
+        'Give a prompt: runner run <provider> "prompt", - for standard input, or --prompt-file.',
       );
     }
   } catch (error) {
@@ -190,13 +213,19 @@ export async function runCommand(args: string[]): Promise<number> {
     return reportFailure(error);
   }
   const assets = createAssetsHook({ log: () => {} });
+  const progress = createProgress({
+    enabled: !invocation.json && Deno.stdout.isTerminal() &&
+      Deno.stderr.isTerminal(),
+    delayMs: progressDelayMs(),
+  });
   const manager = createRunManager({
     assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
+    log: progress.log,
   });
-  const print = eventPrinter(invocation.json);
-  let result: string | undefined;
+  const print = eventPrinter(invocation.json, progress.done);
+  let result: RunResult | undefined;
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
@@ -212,25 +241,47 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.addSignalListener(signal, listener);
       listeners.push([signal, listener]);
     }
-    result = (await run.done).status;
+    result = await run.done;
   } catch (error) {
     await assets.close();
     await store.close();
     return reportFailure(error);
   } finally {
+    progress.done();
     for (const [signal, listener] of listeners) {
       Deno.removeSignalListener(signal, listener);
     }
   }
   await assets.close();
   await store.close();
-  if (result === "completed") return 0;
+  if (result?.status === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
-  return result === "cancelled" ? 130 : 1;
+  if (result?.code === "run.agent_cancelled") return AGENT_CANCELLED_EXIT;
+  return result?.status === "cancelled" ? 130 : 1;
 }
 
-/** Prints run events, as JSON lines or for humans. */
-function eventPrinter(json: boolean): (event: RunEvent) => void {
+/** How long the agent may take before the progress line shows (`RUNNER_PROGRESS_DELAY_MS`, default 1 s). */
+function progressDelayMs(): number {
+  const value = Number(Deno.env.get("RUNNER_PROGRESS_DELAY_MS"));
+  return Number.isFinite(value) && value >= 0 ? value : 1000;
+}
+
+/** Events that print nothing for humans (they leave the progress line up). */
+const SILENT_EVENTS = new Set([
+  "state.updated",
+  "usage.updated",
+  "agent.update",
+  "thought.delta",
+]);
+
+/**
+ * Prints run events, as JSON lines or for humans; `beforeOutput` runs before
+ * the first event that prints (it erases the progress line).
+ */
+function eventPrinter(
+  json: boolean,
+  beforeOutput: () => void,
+): (event: RunEvent) => void {
   const encoder = new TextEncoder();
   const output: HumanOutput = { textOpen: false, wroteText: false };
   return (event) => {
@@ -238,9 +289,13 @@ function eventPrinter(json: boolean): (event: RunEvent) => void {
       Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
       return;
     }
+    if (!SILENT_EVENTS.has(event.type)) beforeOutput();
     printHuman(event, output);
   };
 }
+
+/** Exit code of a run whose agent ended the turn as cancelled on its own. */
+const AGENT_CANCELLED_EXIT = 3;
 
 /** Exit codes of a run cancelled by a signal (128 + the signal number). */
 const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [

@@ -1,9 +1,10 @@
 /**
  * `runner serve`: reaps agents a crashed predecessor left, fails its
- * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT stops
- * accepting, cancels active runs (`runner.shutting_down`) so their streams
- * end with a terminal event, waits for every agent to be torn down, closes
- * the store and exits 0.
+ * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT refuses new
+ * runs (`/healthz` answers 503 while runs drain), cancels active runs
+ * (`runner.shutting_down`) so their streams end with a terminal event, waits
+ * for every agent to be torn down, stops listening, closes the store and
+ * exits 0.
  *
  * @module
  */
@@ -30,24 +31,30 @@ import {
   serveSecrets,
 } from "../server/config.ts";
 import { createServerApp } from "../server/app.ts";
+import {
+  failOrphanedRuns,
+  ORPHANED_RUN_MESSAGE,
+  REPLICA_LOST_MESSAGE,
+} from "../server/context.ts";
 import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
-import {
-  type FleetDuties,
-  REPLICA_LOST_MESSAGE,
-  startFleetDuties,
-} from "./serve_fleet.ts";
+import { type FleetDuties, startFleetDuties } from "./serve_fleet.ts";
+import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
+import type { HttpListener } from "../server/http_listener.ts";
+import { catchStrayRejections, fitLimits, listen } from "./serve_listen.ts";
 
-function listenUrl(hostname: string, port: number): string {
-  return `http://${
-    hostname.includes(":") ? `[${hostname}]` : hostname
-  }:${port}`;
-}
+/** Sockets the daemon hub holds at most (each daemon needs one). */
+const HUB_MAX_CONNECTIONS = 256;
+
+/** How often runs owned by a process that is gone are looked for while serving. */
+const ORPHAN_SWEEP_MS = 10_000;
 
 async function openForServe(
   config: ServeConfig,
   log: Logger,
 ): Promise<RunStore> {
+  // Before listening (in parallel, so at most one grace period): a new run
+  // must not meet a predecessor's agent still working in its workspace.
   const reaped = await reapLeftoverGroups(join(config.dataDir, "agents"));
   if (reaped.killed.length) {
     log({ msg: "reaped leftover agent groups", pgids: reaped.killed });
@@ -77,7 +84,7 @@ async function openForServe(
     )
     : await store.markActiveRunsFailed(
       "runner.restarted",
-      "The runner stopped while this run was active; start the run again.",
+      ORPHANED_RUN_MESSAGE,
     );
   if (fleet) {
     log({
@@ -130,8 +137,38 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(SERVE_HELP);
     return 0;
   }
+  try {
+    if (!isLoopbackHost(config.host)) {
+      checkListenerToken({
+        token: config.apiToken,
+        host: config.host,
+        purpose: "--api-token",
+      });
+    }
+  } catch (error) {
+    return reportFailure(error);
+  }
   const secrets = serveSecrets(config);
-  const log = createLogger({ secrets: () => secrets });
+  const log = createLogger({
+    secrets: () => secrets,
+    level: config.logLevel,
+    format: config.logFormat,
+  });
+  const stopCatching = catchStrayRejections(log);
+  try {
+    return await serveWithLog(config, secrets, log);
+  } finally {
+    stopCatching();
+  }
+}
+
+/** Opens the store and serves until a stop signal; returns the exit code. */
+async function serveWithLog(
+  config: ServeConfig,
+  secrets: string[],
+  log: Logger,
+): Promise<number> {
+  await fitLimits(config, log);
   let store: RunStore;
   try {
     store = await openForServe(config, log);
@@ -161,6 +198,15 @@ async function startRunServices(
         host: config.daemon.host,
         port: config.daemon.port,
         token: config.daemon.token,
+        tokens: config.daemon.tokens,
+        maxJobsPerDaemon: config.daemon.maxJobsPerId,
+        limits: {
+          maxConnections: Math.min(
+            config.limits.maxConnections,
+            HUB_MAX_CONNECTIONS,
+          ),
+          headerTimeoutMs: config.limits.headerTimeout * 1000,
+        },
         dataDir: config.dataDir,
         mcpHandler: hubMcpHandlerFor((runId) => assets.backendForRun(runId)),
         onChange: () => fleet?.syncSoon(),
@@ -229,76 +275,62 @@ async function serveUntilSignal(
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
     }),
   });
-  let server: Deno.HttpServer;
+  let listener: HttpListener;
   try {
-    server = listen(config, app.fetch, log);
+    listener = await listen(config, app.fetch, log);
   } catch (error) {
     await hub?.close();
     await assets.close();
     await store.close();
     return reportFailure(error);
   }
+  // A fleet's replicas sweep runs of lost replicas in their fleet duties.
+  const sweep = store.fleet ? undefined : setInterval(async () => {
+    const ended = await failOrphanedRuns(store);
+    if (ended.length) {
+      log({ msg: "ended runs of a gone process", run_ids: ended });
+    }
+  }, ORPHAN_SWEEP_MS);
 
   const stopSignals = listenForStopSignals(log);
   const signal = await stopSignals.first;
 
+  // Still listening while runs drain: /healthz answers 503, new runs are refused.
   shuttingDown = true;
-  log({ msg: "shutting down", signal, active_runs: manager.active().length });
+  clearInterval(sweep);
+  log({
+    msg: "shutting down",
+    always: true,
+    signal,
+    active_runs: manager.active().length,
+  });
   stopping.abort();
-  const closing = server.shutdown();
   await manager.shutdown(
     new RunnerError(
       "runner.shutting_down",
       "The runner is shutting down; start the run again once it is back.",
     ),
   );
-  await closing;
+  await listener.close();
   await fleet?.stop();
   await hub?.close();
   await assets.close();
-  await store.close();
+  await closeStore(store, log);
   stopSignals.remove();
-  log({ msg: "stopped" });
+  log({ msg: "stopped", always: true });
   return 0;
 }
 
-/** Starts the HTTP server; throws `config.invalid` when it cannot listen. */
-function listen(
-  config: ServeConfig,
-  handler: Deno.ServeHandler,
-  log: Logger,
-): Deno.HttpServer {
+/** Closes the store; a final flush that fails is logged, not thrown. */
+async function closeStore(store: RunStore, log: Logger): Promise<void> {
   try {
-    return Deno.serve({
-      hostname: config.host,
-      port: config.port,
-      onListen: ({ hostname, port }) =>
-        log({ msg: "listening", url: listenUrl(hostname, port) }),
-      onError: (error) => {
-        log({
-          msg: "request failed",
-          level: "error",
-          error: error instanceof Error ? error.message : String(error),
-        });
-        return Response.json(
-          {
-            error: {
-              code: "runner.internal",
-              message: "Internal error.",
-              retryable: true,
-            },
-          },
-          { status: 500 },
-        );
-      },
-    }, handler);
+    await store.close();
   } catch (error) {
-    throw new RunnerError(
-      "config.invalid",
-      `Cannot listen on ${config.host}:${config.port} (${
-        error instanceof Error ? error.message : error
-      }). Choose another --host/--port.`,
-    );
+    log({
+      msg: "closing the store failed; unwritten events are lost",
+      level: "error",
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
 }
 

@@ -13,13 +13,9 @@ import { RunnerError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { RelayHub } from "../hub/relay_hub.ts";
 import type { RunManager } from "../run/manager.ts";
-import type { DaemonsView } from "../server/context.ts";
+import { type DaemonsView, REPLICA_LOST_MESSAGE } from "../server/context.ts";
 import type { FleetStore } from "../store/fleet.ts";
 import type { RunStore } from "../store/types.ts";
-
-/** The message of runs failed because their replica was lost. */
-export const REPLICA_LOST_MESSAGE =
-  "The replica running this run stopped renewing its lease (it died or lost the database); start the run again on any replica.";
 
 /** Options of {@linkcode startFleetDuties}. */
 export interface FleetDutiesOptions {

@@ -57,7 +57,8 @@ export interface DaemonClientOptions {
   pingIntervalMs?: number;
   /**
    * How long to wait for any hub frame after a ping, or after the hello,
-   * before the connection counts as dead and is closed (default 20 s).
+   * before the connection counts as dead and is closed (default 60 s). The
+   * clock stands still while an MCP request to the hub is outstanding.
    */
   pingTimeoutMs?: number;
   /** Stops the client: open jobs are cancelled and awaited first. */
@@ -87,12 +88,29 @@ export async function runDaemonClient(
     }
     if (options.signal.aborted) break;
     failures = session.ready ? 0 : failures + 1;
-    const delay = Math.min(
-      base * 2 ** Math.min(failures, 6),
-      Math.max(base, 60_000),
-    );
-    await sleep(delay + Math.random() * delay * 0.2, options.signal);
+    await sleep(reconnectDelay(base, failures), options.signal);
   }
+}
+
+/** The longest reconnect delay before jitter (unless the base is longer). */
+export const MAX_RECONNECT_DELAY_MS = 60_000;
+
+/**
+ * The wait before the next connection attempt, after `failures` failed
+ * attempts in a row (0 after a connection that reached `daemon.ready`): the
+ * base doubled per failure, at most {@linkcode MAX_RECONNECT_DELAY_MS} (or
+ * the base if that is longer), plus up to 20% jitter from `random` (0 to 1).
+ */
+export function reconnectDelay(
+  base: number,
+  failures: number,
+  random: () => number = Math.random,
+): number {
+  const delay = Math.min(
+    base * 2 ** Math.min(failures, 6),
+    Math.max(base, MAX_RECONNECT_DELAY_MS),
+  );
+  return delay + random() * delay * 0.2;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -124,6 +142,8 @@ async function connectOnce(
     mcp: createMcpRequests({
       send: (text) => send(session, text),
       timeoutMs: options.mcpTimeoutMs ?? MCP_REQUEST_TIMEOUT_MS,
+      // A hub answering a tool call answers no ping meanwhile (Python).
+      hold: () => keepAlive.hold(),
     }),
     cleanupFailed: false,
   };

@@ -1,7 +1,8 @@
 /**
  * The daemon's jobs: each `run.start` becomes a local run of the engine
  * (`launchLocal`), with a per-job MCP proxy that forwards the agent's MCP
- * requests to the hub. A job reports `cleanupConfirmed` only once every
+ * requests to the hub; its events go out in the relay's spellings
+ * (`relay/wire_events.ts`). A job reports `cleanupConfirmed` only once every
  * process group it started is verified gone. See `docs/daemon.md`.
  *
  * @module
@@ -11,8 +12,12 @@ import { failedBeforeStartEvent } from "../run/failure.ts";
 import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
+import { runInputOf } from "../relay/input.ts";
+import { toRelayEvent } from "../relay/wire_events.ts";
+import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { isTerminalEvent } from "../events.ts";
+import { redactSecrets } from "../secrets.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import { killGroup } from "../agent/process_group.ts";
@@ -132,11 +137,14 @@ function planJob(
 ): { plan: DaemonJobPlan; launch: AgentLaunch } | undefined {
   const { environment } = runner;
   try {
+    // Like daemon.py, an empty prompt is refused before anything else.
+    if (isEmptyInput(runInputOf(job.payload))) throw emptyInputError();
     const plan = mapRunStart(job.payload, {
       jobId: job.jobId,
       fallbackCwd: runner.options.fallbackCwd ?? Deno.cwd(),
       home: environment.HOME ?? environment.USERPROFILE,
     });
+    checkJobInput(plan);
     const launch = prepareAgentLaunch(plan.config, { environment });
     return { plan, launch };
   } catch (error) {
@@ -144,6 +152,21 @@ function planJob(
     emitFailure(job, error);
     return undefined;
   }
+}
+
+/**
+ * Checks the job's attachments (decoding, size limits) before any agent or
+ * session work, as if the agent accepted every kind; throws the prompt's error.
+ */
+function checkJobInput({ input, config }: DaemonJobPlan): void {
+  buildPrompt({
+    input,
+    capabilities: { image: true, audio: true, embeddedContext: true },
+    limits: {
+      maxAttachmentBytes: config.maxAttachmentMb * 1024 * 1024,
+      maxPromptBytes: config.maxPromptMb * 1024 * 1024,
+    },
+  });
 }
 
 /** A job whose run was started. */
@@ -178,13 +201,16 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   let proxy: McpProxy | undefined;
   if (plan.assetsEnabled) {
     proxy = startMcpProxy({
-      forward: job.mcp,
+      // The client's request ends with the proxy's: it holds the keep-alive.
+      forward: (payload) => job.mcp(payload, plan.mcpRequestTimeoutMs),
       timeoutMs: plan.mcpRequestTimeoutMs,
     });
   }
   log({
     msg: "job started",
     provider: plan.config.provider,
+    command: redactSecrets(launch.commandText, launch.secrets),
+    command_source: launch.commandSource,
     cwd: launch.cwd,
     mcp_proxy: proxy?.url,
   });
@@ -201,7 +227,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      job.emit(event as unknown as JsonObject);
+      job.emit(toRelayEvent(event) as unknown as JsonObject);
     },
     launch: () => {
       launched = launchLocal({
@@ -243,7 +269,9 @@ async function finishJob(
 /** Reports a job that never started (the message holds no env values). */
 function emitFailure(job: DaemonJob, error: unknown): void {
   const runId = job.payload.run_id;
-  const { run_id: _, ...event } = failedBeforeStartEvent(undefined, error);
+  const { run_id: _, ...event } = toRelayEvent(
+    failedBeforeStartEvent(undefined, error),
+  );
   job.emit(
     (typeof runId === "string"
       ? { run_id: runId, ...event }

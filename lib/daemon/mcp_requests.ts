@@ -1,7 +1,8 @@
 /**
  * The daemon's outstanding MCP requests on one hub connection: each
  * `mcp.request` gets a random id, and the hub's `mcp.response` with that id,
- * a timeout or the connection's end settles it.
+ * a timeout or the connection's end settles it. While one is outstanding the
+ * keep-alive is held: a hub busy with a tool call is not a dead hub.
  *
  * @module
  */
@@ -20,12 +21,17 @@ export interface McpRequestsOptions {
   send(text: string): boolean;
   /** How long to wait for an answer. */
   timeoutMs: number;
+  /** Holds the keep-alive while a request is outstanding; returns the release. */
+  hold?: () => () => void;
 }
 
 /** The MCP requests awaiting the hub's answer. */
 export interface McpRequests {
-  /** Sends `payload` for `jobId`; resolves with the hub's answer (`null` for notifications). */
-  request(jobId: string, payload: Json): Promise<Json>;
+  /**
+   * Sends `payload` for `jobId`; resolves with the hub's answer (`null` for
+   * notifications). `timeoutMs` overrides the table's timeout.
+   */
+  request(jobId: string, payload: Json, timeoutMs?: number): Promise<Json>;
   /** Settles the request `requestId` with the hub's answer (unknown ids are ignored). */
   answer(requestId: string, payload: Json): void;
   /** Rejects every outstanding request with `relay.mcp_failed` (the connection closed). */
@@ -36,7 +42,7 @@ export interface McpRequests {
 export function createMcpRequests(options: McpRequestsOptions): McpRequests {
   const pending = new Map<string, (result: Json | RunnerError) => void>();
   return {
-    request(jobId, payload) {
+    request(jobId, payload, timeoutMs = options.timeoutMs) {
       const requestId = randomUrlSafe(12);
       const text = encodeDaemonFrame({
         type: "mcp.request",
@@ -53,9 +59,10 @@ export function createMcpRequests(options: McpRequestsOptions): McpRequests {
         );
       }
       return new Promise((resolve, reject) => {
-        const { timeoutMs } = options;
+        const release = options.hold?.() ?? (() => {});
         const timer = setTimeout(() => {
           pending.delete(requestId);
+          release();
           reject(
             new RunnerError(
               "relay.mcp_failed",
@@ -65,6 +72,7 @@ export function createMcpRequests(options: McpRequestsOptions): McpRequests {
         }, timeoutMs);
         pending.set(requestId, (result) => {
           clearTimeout(timer);
+          release();
           if (result instanceof RunnerError) reject(result);
           else resolve(result);
         });

@@ -33,8 +33,11 @@ export interface DaemonJob {
   emit(event: JsonObject): void;
   /** Aborted on `run.cancel` or disconnect. */
   signal: AbortSignal;
-  /** Sends an MCP message to the hub; resolves with its answer (`null` for notifications). */
-  mcp(payload: Json): Promise<Json>;
+  /**
+   * Sends an MCP message to the hub; resolves with its answer (`null` for
+   * notifications). `timeoutMs` overrides the client's MCP timeout.
+   */
+  mcp(payload: Json, timeoutMs?: number): Promise<Json>;
 }
 
 /** What `runJob` reports once the job and its processes are gone. */
@@ -91,7 +94,8 @@ export function startJob(session: Session, options: StartJobOptions): void {
   const { jobId, log } = options;
   const controller = new AbortController();
   const events = createJobEvents(session, { jobId, log });
-  const mcp = (message: Json) => session.mcp.request(jobId, message);
+  const mcp = (message: Json, timeoutMs?: number) =>
+    session.mcp.request(jobId, message, timeoutMs);
   const done = (async () => {
     let confirmed = true;
     let failure: unknown;

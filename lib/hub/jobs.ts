@@ -93,6 +93,8 @@ export interface HubCore {
   jobs: Map<string, JobSession>;
   fences: FenceStore;
   cancelTimeoutMs: number;
+  /** Jobs one daemon ID may run at once. */
+  maxJobsPerDaemon: number;
   closed: boolean;
   send(connection: HubConnection, frame: HubFrame): boolean;
   log(entry: HubLogEntry): void;
@@ -232,6 +234,12 @@ export async function runRelayJob(
       throw new RunnerError(
         "agent_runtime.daemon_busy",
         `daemon job capacity reached (${MAX_JOBS} jobs); retry when running jobs finish`,
+      );
+    }
+    if (owner.activeJobs.size >= core.maxJobsPerDaemon) {
+      throw new RunnerError(
+        "agent_runtime.daemon_busy",
+        `daemon ${options.daemonId} already runs ${core.maxJobsPerDaemon} jobs (the hub's per-daemon limit, --daemon-max-jobs-per-id); retry when they finish`,
       );
     }
     const session: JobSession = {

@@ -33,6 +33,7 @@ import {
   isOversizedFrame,
   type JsonObject,
   MAX_DAEMONS,
+  MAX_JOBS,
   parseFrame,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
@@ -45,11 +46,25 @@ export type {
   RunJobOptions,
 } from "./jobs.ts";
 export type { McpHandler, McpJobContext } from "./mcp.ts";
+export {
+  HUB_LISTENER_LIMITS,
+  type HubServer,
+  serveHub,
+  type ServeHubOptions,
+} from "./serve_hub.ts";
 
 /** Options of {@linkcode createHub}. */
 export interface HubOptions {
-  /** Shared secret daemons must present; no check when empty or absent. */
+  /** Shared secret daemons must present; no check when empty or absent (and no `tokens`). */
   token?: string;
+  /**
+   * Per-daemon tokens by daemon ID: a listed ID must present its own token
+   * (the shared one does not admit it); with these set and no shared token,
+   * only listed IDs may connect.
+   */
+  tokens?: Record<string, string>;
+  /** Jobs one daemon ID may run at once (default: the hub's whole capacity). */
+  maxJobsPerDaemon?: number;
   /** Where `.pending` markers live; fences are reloaded from it. */
   stateDir: string;
   /** How long to wait for `run.finished` after `run.cancel` (default 10 s). */
@@ -89,6 +104,7 @@ function tokenDigest(value: string): Uint8Array {
 /** A coding-relay-v1 hub. Make one with {@linkcode createHub}. */
 export class RelayHub {
   readonly #token: Uint8Array | undefined;
+  readonly #tokens: Map<string, Uint8Array>;
   readonly #helloTimeoutMs: number;
   readonly #mcpHandler?: McpHandler;
   readonly #onLog?: (entry: HubLogEntry) => void;
@@ -102,6 +118,11 @@ export class RelayHub {
   /** Makes a hub; prefer {@linkcode createHub}. */
   constructor(options: HubOptions) {
     this.#token = options.token ? tokenDigest(options.token) : undefined;
+    this.#tokens = new Map(
+      Object.entries(options.tokens ?? {}).map((
+        [id, token],
+      ) => [id, tokenDigest(token)]),
+    );
     this.#helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
     this.#mcpHandler = options.mcpHandler;
     this.#onLog = options.onLog;
@@ -111,6 +132,7 @@ export class RelayHub {
       jobs: new Map(),
       fences: new FenceStore(options.stateDir),
       cancelTimeoutMs: options.cancelTimeoutMs ?? CANCEL_TIMEOUT_MS,
+      maxJobsPerDaemon: options.maxJobsPerDaemon ?? MAX_JOBS,
       closed: false,
       send: (connection, frame) => this.#send(connection.ws, frame),
       log: (entry) => this.#log(entry),
@@ -234,11 +256,14 @@ export class RelayHub {
   }
 
   #accept(ws: WebSocket, text: string): HubConnection | undefined {
-    const token = this.#token;
+    const shared = this.#token;
     const hello = checkHello(text, {
-      hasToken: token !== undefined,
-      tokenMatches: (given) =>
-        token !== undefined && timingSafeEqual(tokenDigest(given), token),
+      hasToken: shared !== undefined || this.#tokens.size > 0,
+      tokenMatches: (given, daemonId) => {
+        const expected = this.#tokens.get(daemonId) ?? shared;
+        return expected !== undefined &&
+          timingSafeEqual(tokenDigest(given), expected);
+      },
     });
     if (!hello.ok) {
       this.#log({ level: "warn", message: `daemon refused: ${hello.reason}` });
@@ -345,41 +370,4 @@ export class RelayHub {
 /** Makes a hub (markers in `stateDir` are loaded as fences right away). */
 export function createHub(options: HubOptions): RelayHub {
   return new RelayHub(options);
-}
-
-/** A running {@linkcode serveHub} listener. */
-export interface HubServer {
-  /** `ws://127.0.0.1:<port>`. */
-  url: string;
-  /** The bound port. */
-  port: number;
-  /** Stops listening (the hub itself is closed separately). */
-  close(): Promise<void>;
-}
-
-/** Serves `hub` on `hostname:port` (default 127.0.0.1, random port), upgrading every request. */
-export function serveHub(
-  options: { hostname?: string; port?: number; hub: RelayHub },
-): HubServer {
-  const hostname = options.hostname ?? "127.0.0.1";
-  const server = Deno.serve({
-    hostname,
-    port: options.port ?? 0,
-    onListen() {},
-  }, (request) => {
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return new Response("coding-relay-v1 hub: WebSocket upgrade required\n", {
-        status: 426,
-      });
-    }
-    const { socket, response } = Deno.upgradeWebSocket(request);
-    options.hub.handleSocket(socket);
-    return response;
-  });
-  const port = server.addr.port;
-  return {
-    url: `ws://${hostname}:${port}`,
-    port,
-    close: () => server.shutdown(),
-  };
 }

@@ -24,6 +24,7 @@ import {
 import type { Json } from "../relay.ts";
 import type { RemoteRunner } from "../run/manager.ts";
 import { checkListenerToken } from "../hub/token_rules.ts";
+import type { WebSocketListenerLimits } from "../hub/ws_listener.ts";
 
 export type { DaemonLocationOptions } from "./daemon_run.ts";
 
@@ -81,8 +82,14 @@ export interface HubListenerOptions {
   host?: string;
   /** Listen port (the plugin's default is 8766; 0 = any free port). */
   port: number;
-  /** The shared daemon token (required off loopback, checked by the token rules). */
+  /** The shared daemon token (required off loopback unless `tokens` are given; checked by the token rules). */
   token?: string;
+  /** Per-daemon tokens by daemon ID (each checked by the token rules). */
+  tokens?: Record<string, string>;
+  /** Jobs one daemon ID may run at once. */
+  maxJobsPerDaemon?: number;
+  /** Connection limits of the listener. */
+  limits?: Partial<WebSocketListenerLimits>;
   /** The data directory; fences live in `<dataDir>/relay`. */
   dataDir: string;
   /** Answers `mcp.request` (default: "no assets for this run"). */
@@ -111,19 +118,43 @@ export function hubStateDir(dataDir: string): string {
 /** Checks the token, creates the hub on `<dataDir>/relay` and listens. */
 export function startHubListener(options: HubListenerOptions): HubListener {
   const host = options.host ?? "127.0.0.1";
-  checkListenerToken({
-    token: options.token,
-    host,
-    purpose: "--daemon-token",
-  });
+  const tokens = options.tokens ?? {};
+  if (options.token || !Object.keys(tokens).length) {
+    checkListenerToken({
+      token: options.token,
+      host,
+      purpose: "--daemon-token",
+    });
+  }
+  for (const [daemonId, token] of Object.entries(tokens)) {
+    checkListenerToken({
+      token,
+      host,
+      purpose: `the --daemon-tokens-file token of ${JSON.stringify(daemonId)}`,
+    });
+  }
   const hub = createHub({
     token: options.token,
+    tokens,
+    maxJobsPerDaemon: options.maxJobsPerDaemon,
     stateDir: hubStateDir(options.dataDir),
     mcpHandler: options.mcpHandler,
     onLog: options.onLog,
     onChange: options.onChange,
   });
-  const server = serveHub({ hub, hostname: host, port: options.port });
+  const server = serveHub({
+    hub,
+    hostname: host,
+    port: options.port,
+    limits: options.limits,
+    onError: (message, error) =>
+      options.onLog?.({
+        level: "error",
+        message: `${message}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+      }),
+  });
   return {
     hub,
     server,

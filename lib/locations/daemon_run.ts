@@ -12,6 +12,7 @@ import type { McpServer } from "@agentclientprotocol/sdk";
 import { parseMcpServersJson } from "../assets/mcp_servers_json.ts";
 import type { AssetsHook, AttachedRunAssets } from "../assets/wiring.ts";
 import { buildRunStartPayload } from "../relay/payload.ts";
+import { fromRelayEvent } from "../relay/wire_events.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
@@ -57,6 +58,8 @@ interface DaemonRun {
   /** A `run.completed` held back while a follow-up job may continue the run. */
   held?: RunEvent;
   releaseAssets?: () => void;
+  /** Resolves once a timed-out run stops waiting for the daemon's acknowledgement. */
+  givenUp: PromiseWithResolvers<void>;
 }
 
 /** Starts one run on the daemon `config.daemonId` names. */
@@ -79,11 +82,18 @@ export function startDaemonRun(
     closed: false,
     sequence: 0,
     sessionId: context.storedSessionId,
+    givenUp: Promise.withResolvers<void>(),
   };
+  // The hub enforces the run's timeout itself: a silent daemon cannot hold it.
+  const timer = setTimeout(
+    () => timeOut(run),
+    request.config.timeout * 1000,
+  );
   const done = runJobs(run)
     .then(() => requireTerminal(run))
     .catch((error) => failRun(run, error))
-    .then(() => finishRun(run));
+    .then(() => finishRun(run))
+    .finally(() => clearTimeout(timer));
   return {
     runId,
     steer(input) {
@@ -93,14 +103,40 @@ export function startDaemonRun(
       return "queued";
     },
     cancel(reason) {
-      if (run.terminal || run.cancelReason) return;
-      run.cancelReason = reason ??
-        new RunnerError("run.cancelled", "The run was cancelled.");
-      run.closed = true;
-      run.stop.abort();
+      cancelRun(
+        run,
+        reason ?? new RunnerError("run.cancelled", "The run was cancelled."),
+      );
     },
     done,
   };
+}
+
+/** Cancels the current job (the hub sends `run.cancel`) with `reason`. */
+function cancelRun(run: DaemonRun, reason: RunnerError): void {
+  if (run.terminal || run.cancelReason) return;
+  run.cancelReason = reason;
+  run.closed = true;
+  run.stop.abort();
+}
+
+/**
+ * Ends a run past its `timeout`: cancels the job, and stops waiting for the
+ * daemon's acknowledgement after `cancel-grace` (the hub keeps waiting for it
+ * in the background and fences the daemon ID if it never comes).
+ */
+function timeOut(run: DaemonRun): void {
+  if (run.terminal || run.cancelReason) return;
+  const { timeout, cancelGrace } = run.context.request.config;
+  cancelRun(
+    run,
+    new RunnerError(
+      "run.timeout",
+      `The run took longer than its timeout of ${timeout} s and was cancelled on daemon ${run.daemonId}. Raise timeout, or split the task.`,
+    ),
+  );
+  run.log({ msg: "daemon run timed out", timeout_s: timeout });
+  setTimeout(() => run.givenUp.resolve(), cancelGrace * 1000);
 }
 
 /** Emits an event as the run's next one; a terminal event ends the run. */
@@ -132,9 +168,10 @@ function forward(run: DaemonRun, event: RunEvent): void {
   });
 }
 
-/** Takes one event of the current job. */
-function onJobEvent(run: DaemonRun, event: RunEvent): void {
+/** Takes one event of the current job (from our daemon or daemon.py). */
+function onJobEvent(run: DaemonRun, wireEvent: RunEvent): void {
   if (run.terminal) return;
+  const event = fromRelayEvent(wireEvent);
   if (
     event.type === "state.updated" &&
     event.data.key === "external.acp_session_id" &&
@@ -209,7 +246,7 @@ async function runOneJob(
 ): Promise<RelayJobOutcome> {
   const { runId, request: { config } } = run.context;
   try {
-    const { outcome } = await run.options.hub.runJob({
+    const job = run.options.hub.runJob({
       daemonId: run.daemonId,
       runId,
       payload: buildRunStartPayload({
@@ -225,7 +262,14 @@ async function runOneJob(
       signal: run.stop.signal,
       connectTimeoutMs: config.daemonConnectTimeout * 1000,
     });
-    return outcome;
+    const ended = await Promise.race([job, run.givenUp.promise]);
+    if (!ended) {
+      run.log({
+        msg: "daemon did not acknowledge the timeout's cancel in time",
+      });
+      throw run.cancelReason;
+    }
+    return ended.outcome;
   } catch (error) {
     throw run.cancelReason ?? error;
   }
@@ -233,6 +277,7 @@ async function runOneJob(
 
 /** Throws when a job without a terminal event ended other than normally. */
 function throwUnlessEnded(run: DaemonRun, outcome: RelayJobOutcome): void {
+  if (run.cancelReason?.code === "run.timeout") throw run.cancelReason;
   if (outcome === "cancel_timeout") {
     throw new RunnerError(
       "agent_runtime.daemon_disconnected",

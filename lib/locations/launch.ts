@@ -78,6 +78,7 @@ export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
           config: request.config,
           mcpServers: prepared?.mcpServers,
           registry,
+          signal,
         });
         // The tunnelled servers are offered like any other: http/sse only
         // when the agent advertises them.

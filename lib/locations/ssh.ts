@@ -47,7 +47,24 @@ export interface SshLaunchOptions {
   registry?: ReaperRegistry;
   /** SIGTERM→SIGKILL grace for the remote group, in ms. */
   killGraceMs?: number;
+  /**
+   * Picks the remote listen port of each `ssh -R` forward (default: random in
+   * 20000–59999). A port that is taken on the remote is replaced by another
+   * pick, up to {@linkcode FORWARD_ATTEMPTS} launches in all.
+   */
+  remotePort?: () => number;
+  /**
+   * Ends the wait for the remote side (a cancel or the startup timeout): the
+   * launch then returns what it started, for the caller to tear down.
+   */
+  signal?: AbortSignal;
 }
+
+/** How many ssh launches a run tries when a remote forward's port is taken. */
+export const FORWARD_ATTEMPTS = 5;
+
+/** What ssh prints (with ExitOnForwardFailure) when a remote port is taken. */
+const FORWARD_FAILED = /remote port forwarding failed for listen port/;
 
 /** The ssh argv common to the agent connection and the teardown connection. */
 export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
@@ -71,8 +88,14 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
   return args;
 }
 
-/** The remote bash script: workspace, env from stdin, report pgid, exec agent. */
-export function remoteScript(workspace: string, argv: string[]): string {
+/**
+ * The remote bash script: workspace, env from stdin, report pgid, exec agent
+ * (a preset's own executable when the remote PATH has it, else its fallback).
+ */
+export function remoteScript(
+  workspace: string,
+  launch: Pick<AgentLaunch, "argv" | "choices">,
+): string {
   const dir = workspace === "~"
     ? '"$HOME"'
     : workspace.startsWith("~/")
@@ -82,8 +105,16 @@ export function remoteScript(workspace: string, argv: string[]): string {
     `mkdir -p -- ${dir} && cd -- ${dir} || exit 126`,
     'while IFS= read -r __runner_env && [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
     `echo "${REMOTE_PGID_MARKER} $(ps -o pgid= -p $$ | tr -d ' ')" >&2`,
-    `exec ${quoteCommand(argv)}`,
+    execLine(launch),
   ].join("\n");
+}
+
+function execLine({ argv, choices }: Pick<AgentLaunch, "argv" | "choices">) {
+  if (!choices) return `exec ${quoteCommand(argv)}`;
+  const program = quoteWord(choices.executable[0]);
+  return `if command -v -- ${program} >/dev/null 2>&1; then exec ${
+    quoteCommand(choices.executable)
+  }; else exec ${quoteCommand(choices.fallback)}; fi`;
 }
 
 function encodeEnvLines(env: Record<string, string>): Uint8Array {
@@ -100,6 +131,7 @@ function randomRemotePort(): number {
 /** Rewrites loopback MCP URLs to forwarded remote ports; returns the `-R` args. */
 function forwardMcpServers(
   servers: McpServer[],
+  pickPort: () => number,
 ): { servers: McpServer[]; args: string[] } {
   const args: string[] = [];
   const rewritten = servers.map((server) => {
@@ -108,7 +140,7 @@ function forwardMcpServers(
     if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") {
       return server;
     }
-    const remotePort = randomRemotePort();
+    const remotePort = pickPort();
     args.push("-R", `127.0.0.1:${remotePort}:127.0.0.1:${url.port}`);
     url.hostname = "127.0.0.1";
     url.port = String(remotePort);
@@ -122,29 +154,59 @@ function forwardMcpServers(
 export async function launchSsh(
   options: SshLaunchOptions,
 ): Promise<AgentTransport> {
-  const { config, launch } = options;
+  const { config } = options;
   if (!config.sshTarget) {
     throw new RunnerError(
       "config.invalid",
       "ssh-target: is required when location=remote-ssh",
     );
   }
+  let started: StartedSsh;
+  for (let attempt = 1;; attempt++) {
+    started = await startSsh(options);
+    if (attempt === FORWARD_ATTEMPTS) break;
+    if (!await forwardPortTaken(started, options.signal)) break;
+  }
+  const { remote, forwards } = started;
+  let tornDown: Promise<void> | undefined;
+  const teardown = () => tornDown ??= teardownRemote(options, remote);
+  return {
+    stdin: remote.agent.stdin,
+    stdout: remote.agent.stdout,
+    exited: remote.agent.exited,
+    stderrTail: remote.agent.stderrTail,
+    teardown,
+    mcpServers: forwards.servers.length ? forwards.servers : undefined,
+  };
+}
+
+/** One ssh launch: the connection and the forwards it asked for. */
+interface StartedSsh {
+  remote: RemoteAgent;
+  forwards: { servers: McpServer[]; args: string[] };
+}
+
+/** Spawns ssh with the remote wrapper and writes env-json on its stdin. */
+async function startSsh(options: SshLaunchOptions): Promise<StartedSsh> {
+  const { config, launch } = options;
   const workspace = config.workspace ?? ".";
-  const forwards = forwardMcpServers(options.mcpServers ?? []);
-  const localEnv = buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] });
+  const forwards = forwardMcpServers(
+    options.mcpServers ?? [],
+    options.remotePort ?? randomRemotePort,
+  );
   const argv = [
     "ssh",
     ...sshBaseArgs(config),
     ...forwards.args,
     "--",
-    config.sshTarget,
-    `bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,
+    config.sshTarget!,
+    `bash -lc ${quoteWord(remoteScript(workspace, launch))}`,
   ];
   const report = watchRemotePgid();
   const agent = spawnAgent({
     argv,
     cwd: Deno.cwd(),
-    env: localEnv,
+    env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
     secrets: launch.secrets,
     registry: options.registry,
     onStderr: report.onStderr,
@@ -157,17 +219,32 @@ export async function launchSsh(
   } finally {
     envWriter.releaseLock();
   }
-  let tornDown: Promise<void> | undefined;
-  const teardown = () =>
-    tornDown ??= teardownRemote(options, { agent, report });
-  return {
-    stdin: agent.stdin,
-    stdout: agent.stdout,
-    exited: agent.exited,
-    stderrTail: agent.stderrTail,
-    teardown,
-    mcpServers: forwards.servers.length ? forwards.servers : undefined,
-  };
+  return { remote: { agent, report }, forwards };
+}
+
+/**
+ * With remote forwards, waits until the remote wrapper reports in (the
+ * forwards are up: sshd answers them before it opens the session), ssh
+ * exits, or `signal` aborts; true, after cleaning up, when ssh exited because
+ * a remote port was taken, so the launch can be tried again with other ports.
+ */
+async function forwardPortTaken(
+  { remote, forwards }: StartedSsh,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  if (!forwards.args.length || signal?.aborted) return false;
+  const exitedFirst = await Promise.race([
+    remote.report.known.then(() => false),
+    remote.agent.exited.then(() => true),
+    new Promise<boolean>((resolve) =>
+      signal?.addEventListener("abort", () => resolve(false), { once: true })
+    ),
+  ]);
+  if (!exitedFirst) return false;
+  await remote.agent.stderrEnded;
+  if (!FORWARD_FAILED.test(remote.agent.stderrTail())) return false;
+  await remote.agent.terminate({ graceMs: 1000 });
+  return true;
 }
 
 /** The remote wrapper's process-group report, read from ssh's stderr. */

@@ -11,13 +11,20 @@
 import type { McpServer } from "@agentclientprotocol/sdk";
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import type { Attachment, RunInput } from "../run/prompt.ts";
+import type { RunInput } from "../run/prompt.ts";
+import { runInputOf } from "./input.ts";
 import {
   type Json,
   type JsonObject,
   MCP_REQUEST_TIMEOUT_MS,
 } from "../relay.ts";
 import { quoteCommand } from "../agent/shell_words.ts";
+import { resolveProvider } from "../providers.ts";
+import {
+  executableArgv,
+  fallbackArgv,
+  PRESET_PINS,
+} from "../agent/preset_pins.ts";
 
 /** What the hub puts into one `run.start` payload. */
 export interface RunStartSpec {
@@ -43,6 +50,8 @@ export interface RunStartSpec {
 const EXTRA_KEYS = [
   "cancel-grace",
   "late-update-ms",
+  "replay-quiet-ms",
+  "secret-env-names",
   "max-message-mb",
   "max-attachment-mb",
   "max-prompt-mb",
@@ -50,14 +59,23 @@ const EXTRA_KEYS = [
   "fs-write",
 ] as const;
 
-/** Builds the `run.start` payload (snake_case, the Python plugin's keys). */
+/**
+ * Builds the `run.start` payload (snake_case, the Python plugin's keys).
+ * `acp_command` is always the resolved command (a preset's default or the
+ * custom one), as LangBot's hub sends it: `daemon.py` needs it. Throws the
+ * provider's error for an unknown provider or `custom` without a command.
+ */
 export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
   const { config } = spec;
+  const { commandText } = resolveProvider({
+    provider: config.provider,
+    acpCommand: config.acpCommand,
+  });
   const text = spec.input.text ?? "";
   const workspace = config.workspace ?? null;
   const payloadConfig: JsonObject = {
     provider: config.provider,
-    acp_command: config.acpCommand ?? null,
+    acp_command: commandText,
     workspace,
     cwd: workspace,
     session_cwd: config.sessionCwd ?? workspace,
@@ -217,22 +235,6 @@ function envOf(value: unknown): Record<string, unknown> | string | undefined {
   );
 }
 
-function inputOf(payload: JsonObject): RunInput {
-  const input = isObject(payload.input) ? payload.input : {};
-  const attachments = Array.isArray(input.attachments)
-    ? input.attachments.filter(isObject).map((item): Attachment => ({
-      type: text(item.type),
-      mime_type: text(item.mime_type),
-      name: text(item.name),
-      url: text(item.url),
-      content: text(item.content),
-    }))
-    : [];
-  const promptText = text(payload.prompt_text) ?? text(payload.input_text) ??
-    text(input.text) ?? "";
-  return { text: promptText, attachments };
-}
-
 /**
  * Maps a `run.start` payload onto a local run. The agent starts in `cwd`,
  * else `workspace`, else `fallbackCwd`; the ACP session's cwd is
@@ -262,7 +264,10 @@ export function mapRunStart(
   };
   const cwd = path("cwd") ?? path("workspace") ?? options.fallbackCwd;
   const sessionCwd = path("session-cwd") ?? cwd;
-  const acpCommand = acpCommandOf(given.get("acp-command"));
+  const acpCommand = presetDefaultDropped(
+    text(given.get("provider")),
+    acpCommandOf(given.get("acp-command")),
+  );
   const layer: Record<string, unknown> = {};
   for (const key of PASSED_KEYS) {
     if (given.has(key)) layer[key] = given.get(key);
@@ -290,7 +295,7 @@ export function mapRunStart(
   return {
     runId: text(payload.run_id) ?? options.jobId,
     config,
-    input: inputOf(payload),
+    input: runInputOf(payload),
     storedSessionId: typeof stored === "string" ? text(stored) : undefined,
     sessionCwd,
     mcpServers: mcpServersOf(given.get("mcp-servers")),
@@ -298,4 +303,26 @@ export function mapRunStart(
     mcpRequestTimeoutMs,
     ignoredKeys,
   };
+}
+
+/**
+ * A hub sends a preset's default command in every `run.start` (`daemon.py`
+ * needs one): ours the pinned fallback, LangBot's the unpinned `npx` line, or
+ * the agent's own program name. Any of those means "the preset's default", so
+ * it is dropped and this daemon picks by its own `PATH` like a local run.
+ */
+function presetDefaultDropped(
+  provider: string | undefined,
+  acpCommand: string | undefined,
+): string | undefined {
+  const pin = provider ? PRESET_PINS[provider] : undefined;
+  if (!pin || acpCommand === undefined) return acpCommand;
+  const defaults = [
+    fallbackArgv(pin),
+    fallbackArgv({ ...pin, version: null }),
+    executableArgv(pin),
+  ].map((argv) => argv.join(" "));
+  return defaults.includes(acpCommand.trim().replace(/\s+/g, " "))
+    ? undefined
+    : acpCommand;
 }

@@ -48,6 +48,29 @@ export interface Admission {
   remote?: RemoteRunner;
 }
 
+function runIdTaken(runId: string): RunnerError {
+  return new RunnerError(
+    "config.invalid",
+    `run_id ${runId} already exists; use a new run_id.`,
+  );
+}
+
+/**
+ * Rejects with `config.invalid` when the request names a run id that is
+ * already active, starting or stored: such a request is never a new run, nor
+ * a follow-up.
+ */
+export async function assertRunIdUnused(
+  runId: string | undefined,
+  { store, active }: Pick<AdmissionOptions, "store" | "active">,
+): Promise<void> {
+  if (!runId) return;
+  if (active.byId.has(runId) || active.starting.has(runId)) {
+    throw runIdTaken(runId);
+  }
+  if (await store.getRun(runId)) throw runIdTaken(runId);
+}
+
 /**
  * Checks that a new run may start: a valid input, an unused run id, an
  * available location and room under `maxActive`; rejects with why not.
@@ -58,16 +81,15 @@ export async function admitRun(options: AdmissionOptions): Promise<Admission> {
   const { request, active } = options;
   validateInput(request);
   const runId = request.runId ?? crypto.randomUUID();
-  const taken = () =>
-    new RunnerError(
-      "config.invalid",
-      `run_id ${runId} already exists; use a new run_id.`,
-    );
-  if (active.byId.has(runId) || active.starting.has(runId)) throw taken();
+  if (active.byId.has(runId) || active.starting.has(runId)) {
+    throw runIdTaken(runId);
+  }
   const remote = checkLocationAndRoom(options);
   active.starting.add(runId);
   try {
-    if (await options.store.getRun(runId)) throw taken();
+    if (request.runId && await options.store.getRun(runId)) {
+      throw runIdTaken(runId);
+    }
   } catch (error) {
     active.starting.delete(runId);
     throw error;

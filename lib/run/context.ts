@@ -42,8 +42,15 @@ export interface RunContext {
   readonly runTimer: ReturnType<typeof setTimeout>;
   /** The assistant message of the open turn; undefined between turns. */
   turn?: TurnState;
-  /** Whether `session/load` is replaying history (its updates are dropped). */
+  /**
+   * Whether updates are dropped as `session/load` replay: from the load until
+   * the replay has gone quiet and the first prompt is sent.
+   */
   replaying: boolean;
+  /** How many replayed updates were dropped. */
+  replayedUpdates: number;
+  /** Whether a permission request was answered reject or cancelled. */
+  permissionRejected?: boolean;
   /** Usage the agent reported so far. */
   usage?: RunUsage;
   /** The last `msg_sequence` handed out. */
@@ -98,6 +105,7 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     aborted,
     runTimer,
     replaying: false,
+    replayedUpdates: 0,
     messageSequence: 0,
     lastUpdateAt: 0,
   };

@@ -145,18 +145,30 @@ function toolEvents(
   const started = turn?.startedTools ?? new Map<string, string>();
   const status = String(update.status ?? "");
   const name = String(update.title ?? started.get(id) ?? update.kind ?? "tool");
-  if (!started.has(id)) {
-    started.set(id, name);
+  const known = started.has(id);
+  started.set(id, known && !update.title ? started.get(id)! : name);
+  if (!known) {
     emit?.("tool.call.started", {
       tool_call_id: id,
       tool_name: name,
       parameters: update.rawInput ?? {},
       kind: update.kind ?? null,
+      ...(update.locations ? { locations: update.locations } : {}),
     });
-  } else if (update.title) {
-    started.set(id, name);
   }
-  if (status === "completed" || status === "failed") {
+  // Agents may send the input, a better title or the locations only in a
+  // later update (claude-agent-acp does): carry them.
+  const carried = known ? carriedToolFields(update) : {};
+  const finished = status === "completed" || status === "failed";
+  const progress = !finished && update.sessionUpdate === "tool_call_update";
+  if (progress || Object.keys(carried).length) {
+    emit?.("tool.call.updated", {
+      tool_call_id: id,
+      status: status || null,
+      ...carried,
+    });
+  }
+  if (finished) {
     const data: Record<string, unknown> = {
       tool_call_id: id,
       tool_name: started.get(id) ?? name,
@@ -165,9 +177,24 @@ function toolEvents(
     if (status === "failed") data.error = result ?? "failed";
     else if (result !== undefined) data.result = result;
     emit?.("tool.call.completed", data);
-  } else if (update.sessionUpdate === "tool_call_update" && emit) {
-    emit("tool.call.updated", { tool_call_id: id, status: status || null });
   }
+}
+
+/** What a later update of a started tool call adds: input, title, kind, locations. */
+function carriedToolFields(
+  update: Record<string, unknown>,
+): Record<string, unknown> {
+  const carried: Record<string, unknown> = {};
+  const input = update.rawInput;
+  const emptyObject = input && typeof input === "object" &&
+    !Array.isArray(input) && !Object.keys(input).length;
+  if (input !== undefined && input !== null && !emptyObject) {
+    carried.parameters = input;
+  }
+  if (update.title) carried.tool_name = String(update.title);
+  if (update.kind) carried.kind = update.kind;
+  if (update.locations) carried.locations = update.locations;
+  return carried;
 }
 
 function contentText(content: unknown): string {

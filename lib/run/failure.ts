@@ -47,6 +47,10 @@ export function failureEventData(
         tail.split("\n").slice(-12).join("\n")
       }`;
     }
+  } else if (
+    options.stderrTail !== undefined && failure.code === "acp.process_exited"
+  ) {
+    data.error += " The agent wrote nothing to stderr.";
   }
   if (failure.detail) data.detail = failure.detail;
   if (options.unprocessed.length) {
@@ -74,6 +78,7 @@ export function failedBeforeStartEvent(
       error: failure.message,
       code: failure.code,
       retryable: failure.retryable,
+      ...(failure.detail ? { detail: failure.detail } : {}),
     },
     sequence: 1,
     timestamp: Date.now(),

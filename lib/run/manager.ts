@@ -23,11 +23,12 @@ import {
   steerActiveRun,
   trackRun,
 } from "./active_runs.ts";
-import { type Admission, admitRun } from "./admission.ts";
+import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
+import { oneAtATime } from "./one_at_a_time.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, startRun } from "./engine.ts";
-import { redactDeep } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 
@@ -157,7 +158,11 @@ async function setUpRun(
     ...runAssetsSecrets(request.assets),
   ];
   const sessionKey = conversationId
-    ? sessionKeyOf(conversationId, config, launch.commandText)
+    ? sessionKeyOf(
+      conversationId,
+      config,
+      launch.sessionCommand ?? launch.commandText,
+    )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
     ? (await context.store.getSession(sessionKey))?.sessionId
@@ -291,28 +296,15 @@ async function startAdmittedRun(
   log({
     msg: "run started",
     run_id: runId,
+    conversation_id: conversationId,
     location: config.location,
     provider: config.provider,
+    command: redactSecrets(launch.commandText, secrets),
+    command_source: launch.commandSource,
   });
   // Whoever awaited start() subscribes within this task; later ones read the store.
   setTimeout(recorder.stopReplay, 0);
   return run;
-}
-
-/** Runs `body` after every earlier call with the same key has settled. */
-function oneAtATime<T>(
-  queues: Map<string, Promise<void>>,
-  key: string | undefined,
-  body: () => Promise<T>,
-): Promise<T> {
-  if (key === undefined) return body();
-  const result = (queues.get(key) ?? Promise.resolve()).then(body);
-  const tail = result.then(() => {}, () => {});
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return result;
 }
 
 /** Steers into the conversation's active run, or admits and starts a new run. */
@@ -322,6 +314,8 @@ async function steerOrStart(
   startOptions: StartOptions,
 ): Promise<StartOutcome> {
   const { options, active } = state;
+  // A request naming an existing run is a repeat, never a follow-up.
+  await assertRunIdUnused(request.runId, { store: options.store, active });
   if (startOptions.steer !== false) {
     const steered = steerActiveRun(request, active);
     if (steered) return { kind: "steered", run: steered };
@@ -362,13 +356,38 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   const { active } = state;
   const startsByConversation = new Map<string, Promise<void>>();
 
+  /**
+   * A follow-up (no run id of its own) steers into the conversation's active
+   * run at once when none of the conversation's starts is under way: it
+   * lands at the exact point of the run it arrives at.
+   */
+  function steerNow(
+    request: RunRequest,
+    startOptions: StartOptions,
+  ): Promise<StartOutcome> | undefined {
+    const { conversationId } = request;
+    if (
+      request.runId || startOptions.steer === false || !conversationId ||
+      startsByConversation.has(conversationId)
+    ) return undefined;
+    try {
+      const run = steerActiveRun(request, active);
+      return run ? Promise.resolve({ kind: "steered", run }) : undefined;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   return {
-    start: (request, startOptions = {}) =>
-      oneAtATime(
+    start(request, startOptions = {}) {
+      const steered = steerNow(request, startOptions);
+      if (steered) return steered;
+      return oneAtATime(
         startsByConversation,
         request.conversationId,
         () => steerOrStart(state, request, startOptions),
-      ),
+      );
+    },
     get: (runId) => active.byId.get(runId),
     activeForConversation: (id) => active.byConversation.get(id),
     active: () => [...active.byId.values()],

@@ -25,7 +25,10 @@ import {
 } from "./attachments.ts";
 import { RunnerError } from "../errors.ts";
 
-/** One LangBot attachment: inline bytes (`content`) or a link (`url`). */
+/**
+ * One LangBot attachment: inline bytes (`content`) or a link (`url`, or a
+ * `path` on the agent's machine).
+ */
 export interface Attachment {
   /** `image`, `file` or `audio`; anything else is classified by MIME type. */
   type?: "image" | "file" | "audio" | string;
@@ -37,6 +40,10 @@ export interface Attachment {
   url?: string;
   /** Inline bytes: base64, or a `data:` URL. */
   content?: string;
+  /** A file path on the agent's machine, linked as it is when there is no URL. */
+  path?: string;
+  /** Size in bytes, passed on in the `resource_link`. */
+  size?: number;
 }
 
 /** The user's input for one run or follow-up turn. */
@@ -99,12 +106,7 @@ export function buildPrompt(options: BuildPromptOptions): BuiltPrompt {
       DEFAULT_PROMPT_LIMITS.maxPromptBytes,
   };
   const { text, attachments } = checkInput(input);
-  if (text === undefined && attachments.length === 0) {
-    throw new RunnerError(
-      "config.invalid",
-      "input needs text or at least one attachment",
-    );
-  }
+  if (text === undefined && attachments.length === 0) throw emptyInputError();
 
   const notes: string[] = [];
   const attachmentBlocks: ContentBlock[] = [];
@@ -148,6 +150,26 @@ export function buildPrompt(options: BuildPromptOptions): BuiltPrompt {
   return { blocks: [textBlock, ...attachmentBlocks], notes };
 }
 
+/** Whether `input` has neither text (beyond whitespace) nor an attachment. */
+export function isEmptyInput(input: RunInput): boolean {
+  const text = typeof input?.text === "string" ? input.text.trim() : "";
+  return !text && !(Array.isArray(input?.attachments) &&
+    input.attachments.length);
+}
+
+/**
+ * The `config.invalid` error of an input with neither text nor attachments;
+ * `detail.input` is `"empty"` (the relay reports it as daemon.py's
+ * `acp.daemon_empty_prompt`).
+ */
+export function emptyInputError(): RunnerError {
+  return new RunnerError(
+    "config.invalid",
+    "input needs text or at least one attachment",
+    { detail: { input: "empty" } },
+  );
+}
+
 /** The text of every `text` block in `blocks`, joined by newlines (for logs). */
 export function promptText(blocks: readonly ContentBlock[]): string {
   return blocks
@@ -161,6 +183,7 @@ const ATTACHMENT_FIELDS = [
   "name",
   "url",
   "content",
+  "path",
 ] as const;
 
 type Mapped = { block: ContentBlock; bytes: number } | { note: string };
@@ -194,6 +217,12 @@ function checkInput(
         `input.attachments[${index}]${what}`,
       );
     }
+    if (attachment.size != null && !Number.isSafeInteger(attachment.size)) {
+      throw new RunnerError(
+        "config.invalid",
+        `input.attachments[${index}].size must be a whole number of bytes`,
+      );
+    }
   }
   const text = input.text?.trim() ? input.text : undefined;
   return { text, attachments };
@@ -208,14 +237,15 @@ function mapAttachment(
   const link = attachment.url && !isDataUrl(attachment.url)
     ? attachment.url
     : undefined;
+  // Like daemon.py: a path on the agent's machine is linked as it is.
+  const linkUri = link && URL.canParse(link) ? link : attachment.path?.trim();
   const inlineSource = attachment.content ||
     (attachment.url && isDataUrl(attachment.url) ? attachment.url : undefined);
   const linkOrNote = (mimeType: string | undefined, reason: string): Mapped => {
-    if (link && URL.canParse(link)) {
-      return {
-        block: resourceLink(link, name, essence(attachment.mime_type)),
-        bytes: 0,
-      };
+    if (linkUri) {
+      const mime = essence(attachment.mime_type);
+      const block = resourceLink(linkUri, name, mime, attachment.size);
+      return { block, bytes: 0 };
     }
     return { note: notSent(name, mimeType, reason) };
   };
@@ -225,7 +255,7 @@ function mapAttachment(
       essence(attachment.mime_type),
       link
         ? "its URL is not a valid absolute URL"
-        : "it has neither content nor a URL",
+        : "it has neither content nor a URL or path",
     );
   }
   const inline = decodeInline(inlineSource, {
@@ -253,7 +283,7 @@ function mapAttachment(
   if (!capabilities.embeddedContext) {
     return linkOrNote(mimeType, "this agent does not accept embedded files");
   }
-  const uri = `attachment:///${encodeURIComponent(name)}`;
+  const uri = linkUri ?? `attachment:///${encodeURIComponent(name)}`;
   const text = isTextualMimeType(mimeType) ? utf8Text(inline.bytes) : undefined;
   const resource = text === undefined
     ? { uri, mimeType, blob: inline.base64 }
@@ -265,10 +295,15 @@ function resourceLink(
   uri: string,
   name: string,
   mimeType: string | undefined,
+  size: number | undefined,
 ): ContentBlock {
-  return mimeType === undefined
-    ? { type: "resource_link", uri, name }
-    : { type: "resource_link", uri, name, mimeType };
+  return {
+    type: "resource_link",
+    uri,
+    name,
+    ...(mimeType === undefined ? {} : { mimeType }),
+    ...(size == null ? {} : { size }),
+  };
 }
 
 function notSent(
@@ -282,7 +317,7 @@ function notSent(
 
 function displayName(attachment: Attachment): string {
   const raw = attachment.name?.trim() || lastPathSegment(attachment.url) ||
-    "attachment";
+    attachment.path?.split(/[\\/]/).filter(Boolean).at(-1) || "attachment";
   return raw.replace(/[\r\n\t]+/g, " ");
 }
 

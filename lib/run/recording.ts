@@ -1,6 +1,8 @@
 /**
  * Recording one run's events: redacted, stored (with the session mapping and
- * the run's outcome), then handed to the live listeners.
+ * the run's outcome), then handed to the live listeners. A run records one
+ * terminal event; when storing its outcome fails (a full disk), the final
+ * write is retried until the store takes it.
  *
  * @module
  */
@@ -23,7 +25,11 @@ export interface RunRecorderOptions {
   secrets: string[];
   /** Structured log. */
   log: (entry: Record<string, unknown>) => void;
+  /** The first wait before the final write is retried, in ms (doubles up to 5 s). */
+  finishRetryMs?: number;
 }
+
+const MAX_FINISH_RETRY_MS = 5_000;
 
 /** Records one run's events and fans them out to listeners. */
 export interface RunRecorder {
@@ -47,17 +53,32 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   let writes = Promise.resolve();
   // Events emitted before the starter could subscribe (a launch failing at once).
   let early: RunEvent[] | undefined = [];
+  let terminal: RunEvent | undefined;
   return {
     emit(raw) {
+      if (terminal) {
+        log({
+          msg: "event after the terminal event dropped",
+          level: "error",
+          run_id: runId,
+          type: raw.type,
+        });
+        return;
+      }
       const event = redactDeep(raw, options.secrets);
+      if (isTerminalEvent(event)) terminal = event;
       // The run goes on for its live listeners even if the store fails.
-      const logFailure = (error: unknown) =>
+      const logFailure = (error: unknown) => {
         log({
           msg: "storing a run event failed",
+          level: "error",
           run_id: runId,
           type: event.type,
+          code: toRunnerError(error).code,
           error: toRunnerError(error).message,
         });
+        if (terminal === event) retryFinish(options, event);
+      };
       try {
         const stored = Promise.all(storeEvent(options, event)).then(
           () => {},
@@ -108,18 +129,53 @@ function storeEvent(
   ) {
     writes.push(store.putSession(sessionKey, String(event.data.value)));
   }
-  if (isTerminalEvent(event)) {
-    writes.push(
-      store.finishRun(runId, {
-        status: event.type === "run.completed"
-          ? "completed"
-          : event.data.code === "run.cancelled"
-          ? "cancelled"
-          : "failed",
-        code: event.data.code as string | undefined,
-        error: event.data.error as string | undefined,
-      }).then(() => store.flush()),
-    );
-  }
+  if (isTerminalEvent(event)) writes.push(finishInStore(store, runId, event));
   return writes;
+}
+
+/** Writes the queued events and the run's outcome (the final flush). */
+async function finishInStore(
+  store: RunStore,
+  runId: string,
+  event: RunEvent,
+): Promise<void> {
+  await store.finishRun(runId, {
+    status: event.type === "run.completed"
+      ? "completed"
+      : event.data.code === "run.cancelled"
+      ? "cancelled"
+      : "failed",
+    code: event.data.code as string | undefined,
+    error: event.data.error as string | undefined,
+  });
+  await store.flush();
+}
+
+/**
+ * Retries the final flush (events and outcome) with growing waits until the
+ * store takes it, or fails other than by being unavailable (e.g. closed).
+ */
+function retryFinish(options: RunRecorderOptions, event: RunEvent): void {
+  const { store, runId, log } = options;
+  let waitMs = options.finishRetryMs ?? 250;
+  const attempt = async () => {
+    try {
+      await finishInStore(store, runId, event);
+      log({ msg: "run outcome stored after retrying", run_id: runId });
+    } catch (error) {
+      const failure = toRunnerError(error);
+      log({
+        msg: "storing the run outcome failed",
+        level: "error",
+        run_id: runId,
+        code: failure.code,
+        error: failure.message,
+        retry: failure.code === "store.unavailable",
+      });
+      if (failure.code !== "store.unavailable") return;
+      waitMs = Math.min(waitMs * 2, MAX_FINISH_RETRY_MS);
+      setTimeout(attempt, waitMs);
+    }
+  };
+  setTimeout(attempt, waitMs);
 }

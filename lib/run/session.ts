@@ -24,7 +24,10 @@ export interface ChooseSessionOptions {
   cwd: string;
   /** MCP servers for the session. */
   mcpServers: McpServer[];
-  /** Switches replay suppression on and off around `session/load`. */
+  /**
+   * Switches replay suppression on before `session/load`; it stays on until
+   * the engine sends the prompt (agents replay past their answer).
+   */
   setReplaying: (replaying: boolean) => void;
   /** Structured log. */
   log: (entry: Record<string, unknown>) => void;
@@ -36,6 +39,8 @@ export interface SessionChoice {
   sessionId: string;
   /** How it was obtained. */
   method: "resume" | "load" | "new";
+  /** Why the stored session was not restored, when a new one replaced it. */
+  reset?: string;
 }
 
 /** Picks and establishes the run's session. */
@@ -46,6 +51,7 @@ export async function chooseSession(
   const caps = options.initialize.agentCapabilities ?? {};
   const canResume = Boolean(caps.sessionCapabilities?.resume);
   const canLoad = Boolean(caps.loadSession);
+  let reset: string | undefined;
   if (storedSessionId && config.reuseSession) {
     const params = { sessionId: storedSessionId, cwd, mcpServers };
     let failure: RunnerError | undefined;
@@ -56,11 +62,7 @@ export async function chooseSession(
           return { sessionId: storedSessionId, method: "resume" };
         }
         options.setReplaying(true);
-        try {
-          await connection.loadSession(params);
-        } finally {
-          options.setReplaying(false);
-        }
+        await connection.loadSession(params);
         return { sessionId: storedSessionId, method: "load" };
       } catch (error) {
         if (
@@ -79,11 +81,25 @@ export async function chooseSession(
           : "The agent supports neither session/resume nor session/load, so the stored session cannot be restored. Set create-session-if-missing=true to start a fresh session.",
       );
     }
+    reset = failure?.message ??
+      "The agent supports neither session/resume nor session/load.";
     options.log({
       msg: "stored session not restored; starting a new one",
-      reason: failure?.message ?? "agent cannot resume or load",
+      reason: reset,
     });
+  } else if (!config.createSessionIfMissing) {
+    throw noSessionToContinue(Boolean(storedSessionId));
   }
   const sessionId = await connection.newSession({ cwd, mcpServers });
-  return { sessionId, method: "new" };
+  return { sessionId, method: "new", ...(reset ? { reset } : {}) };
+}
+
+/** `acp.session_missing` for a run with no stored session it may use. */
+function noSessionToContinue(storedButNotReused: boolean): RunnerError {
+  return new RunnerError(
+    "acp.session_missing",
+    storedButNotReused
+      ? "reuse-session is false, so the stored session is not used, and create-session-if-missing is false, so no new session may start. Set reuse-session=true to continue the stored session, or create-session-if-missing=true to start a fresh one."
+      : "There is no stored session to continue, and create-session-if-missing is false, so no new session may start. Set create-session-if-missing=true to start a fresh session.",
+  );
 }

@@ -5,7 +5,11 @@
  * @module
  */
 
-import type { InitializeResponse } from "@agentclientprotocol/sdk";
+import type {
+  InitializeResponse,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+} from "@agentclientprotocol/sdk";
 import { connectAgent } from "../acp/client.ts";
 import type { AgentConnection } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
@@ -27,6 +31,7 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
   );
   startupAborted.catch(() => {});
   const transport = await launchAgent(run, startup, startupAborted);
+  run.log({ msg: "agent started", level: "debug" });
   const conn = connectTransport(run, transport);
   run.connection = conn;
   const initialized = await untilAborted(
@@ -36,7 +41,9 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
       startupAborted,
     ]),
   );
+  run.log({ msg: "agent initialized", level: "debug" });
   await openSession({ run, transport, conn, initialized, startupAborted });
+  run.log({ msg: "session ready", level: "debug" });
   run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
   return conn;
 }
@@ -47,7 +54,10 @@ export function handleUpdate(
   update: Record<string, unknown>,
 ): void {
   run.lastUpdateAt = performance.now();
-  if (run.replaying) return;
+  if (run.replaying) {
+    run.replayedUpdates++;
+    return;
+  }
   if (run.emitter.ended) {
     run.log({ msg: "update after terminal event", kind: update.sessionUpdate });
     return;
@@ -60,6 +70,19 @@ export function handleUpdate(
     nextMessageSequence: () => ++run.messageSequence,
     onUsage: (next) => run.usage = { ...run.usage, ...next },
   });
+}
+
+/** Whether a permission answer refuses the tool (a reject option, or cancelled). */
+function isRejection(
+  request: RequestPermissionRequest,
+  answer: RequestPermissionResponse,
+): boolean {
+  const { outcome } = answer;
+  if (outcome.outcome !== "selected") return true;
+  const chosen = request.options?.find((option) =>
+    option.optionId === outcome.optionId
+  );
+  return Boolean(chosen?.kind.startsWith("reject"));
 }
 
 function startupTimeoutError(run: RunContext): RunnerError {
@@ -100,13 +123,16 @@ function connectTransport(
     stdout: transport.stdout,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
-    onPermission: (request) =>
-      answerPermission({
+    onPermission: async (request) => {
+      const answer = await answerPermission({
         request,
         wanted: config.permissionDecision,
         cancelled: run.abort.signal.aborted,
         emit: run.emitter.emit,
-      }),
+      });
+      if (isRejection(request, answer)) run.permissionRejected = true;
+      return answer;
+    },
     fs: {
       read: config.fsRead,
       write: config.fsWrite,
@@ -156,6 +182,13 @@ async function openSession(
     ]),
   );
   run.sessionId = choice.sessionId;
+  if (choice.reset !== undefined) {
+    run.emitter.emit("session.reset", {
+      stored_session_id: options.storedSessionId ?? null,
+      session_id: choice.sessionId,
+      reason: choice.reset,
+    });
+  }
   if (run.sessionId !== options.storedSessionId) {
     run.emitter.emit("state.updated", {
       scope: "conversation",

@@ -18,6 +18,8 @@ export interface TurnsOutcome {
   stopReason: string;
   /** The assistant text of each turn that had any. */
   texts: string[];
+  /** Whether a permission request of the run was answered reject or cancelled. */
+  permissionRejected?: boolean;
 }
 
 /** Runs the first input, then drains the steering queue turn by turn. */
@@ -35,9 +37,13 @@ export async function runTurns(
     if (run.abort.signal.aborted) throw run.abort.signal.reason;
     stopReason = result.stopReason;
     if (result.text) texts.push(result.text);
-    if (stopReason === "cancelled") break;
-    const next = run.queue.shift();
-    if (!next) break;
+    // The queue closes in the same synchronous step that finds it empty (or
+    // ends the turns): a later follow-up gets "closed" and a run of its own.
+    const next = stopReason === "cancelled" ? undefined : run.queue.shift();
+    if (!next) {
+      run.closed = true;
+      break;
+    }
     run.log({
       msg: "steering turn",
       run_id: run.options.runId,
@@ -46,11 +52,13 @@ export async function runTurns(
     input = next;
     followUp = true;
   }
-  return { stopReason, texts };
+  return { stopReason, texts, permissionRejected: run.permissionRejected };
 }
 
 /** The final assistant text, or the error for turns that did not answer. */
-export function finalAnswer({ stopReason, texts }: TurnsOutcome): string {
+export function finalAnswer(
+  { stopReason, texts, permissionRejected }: TurnsOutcome,
+): string {
   if (stopReason === "refusal") {
     throw new RunnerError(
       "acp.refused",
@@ -58,7 +66,13 @@ export function finalAnswer({ stopReason, texts }: TurnsOutcome): string {
     );
   }
   if (stopReason === "cancelled") {
-    throw new RunnerError("run.cancelled", "The agent cancelled the turn.");
+    // Nobody asked for it (a cancel of ours ends the run before this).
+    throw new RunnerError(
+      "run.agent_cancelled",
+      permissionRejected
+        ? "The agent ended the turn as cancelled after a permission request was rejected. Allow the tool (permission-decision=allow_once or allow_always), or ask for something that needs no permission."
+        : "The agent ended the turn as cancelled without being asked to. Its stderr may say why; retry, or rephrase the request.",
+    );
   }
   if (!texts.length) {
     throw new RunnerError(
@@ -93,6 +107,7 @@ async function runTurn(
     ),
     followUp,
   });
+  if (run.replaying) await endReplay(run);
   const current: TurnState = { text: "", startedTools: new Map() };
   run.turn = current;
   const prompting = conn.prompt({ sessionId: run.sessionId!, prompt: blocks });
@@ -104,7 +119,8 @@ async function runTurn(
     if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
     throw error;
   }
-  await quietWindow(run);
+  run.log({ msg: "turn answered", stop_reason: stopReason });
+  await quietWindow(run, config.lateUpdateMs);
   run.turn = undefined;
   if (current.text) {
     run.emitter.emit("message.completed", {
@@ -123,11 +139,25 @@ async function cancelTurn(
   await settleWithin(prompting, run.config.cancelGrace * 1000);
 }
 
-async function quietWindow(run: RunContext) {
-  // Stragglers: updates may follow the prompt answer. Wait until the agent
-  // has been quiet for late-update-ms (at most 10 × that), unless it exits
-  // or the run is cancelled.
-  const quiet = run.config.lateUpdateMs;
+/**
+ * Agents may answer `session/load` while still replaying history (gemini-cli
+ * does): nothing before our prompt belongs to the turn, so the replay stays
+ * suppressed until it has gone quiet; the prompt is sent right after.
+ */
+async function endReplay(run: RunContext) {
+  await quietWindow(run, run.config.replayQuietMs);
+  if (run.abort.signal.aborted) throw run.abort.signal.reason;
+  run.replaying = false;
+  if (run.replayedUpdates) {
+    run.log({ msg: "replayed updates dropped", count: run.replayedUpdates });
+  }
+}
+
+/**
+ * Waits until the agent has sent nothing for `quiet` ms (at most 10 × that),
+ * unless it exits or the run is cancelled.
+ */
+async function quietWindow(run: RunContext, quiet: number) {
   const limit = performance.now() + quiet * 10;
   const interrupted = Promise.race([
     run.aborted,

@@ -8,7 +8,8 @@
  */
 
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { accessLog } from "./access_log.ts";
+import { limitBody } from "./body_limit.ts";
 import {
   errorResponse,
   safeEqual,
@@ -19,11 +20,13 @@ import {
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunEvent } from "../events.ts";
-import type { Metrics } from "./metrics.ts";
+import type { ServeConfig } from "./config.ts";
+import type { Metrics, RunLabels } from "./metrics.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerRunRoutes } from "./runs.ts";
 import { createFleetRouter } from "./fleet_router.ts";
+import { checkRequestSource, originListed } from "./request_guard.ts";
 
 export type {
   DaemonsView,
@@ -35,7 +38,9 @@ export type {
 export function createServerApp(options: ServerAppOptions): Hono {
   const context = createServerContext(options);
   const app = new Hono();
+  app.use("*", accessLog(context));
   handleFailures(app, context);
+  guardRequestSources(app, options.config);
   guardApiRoutes(app, context);
   registerMetaRoutes(app, context);
   registerRunRoutes(app, context);
@@ -75,7 +80,10 @@ function createServerContext(options: ServerAppOptions): ServerContext {
       const outcome = await manager.start(request, {
         ...startOptions,
         maxActive: config.maxConcurrentRuns,
-        onEvent: metricsListener(options.metrics),
+        onEvent: metricsListener(options.metrics, {
+          provider: request.config.provider,
+          location: request.config.location,
+        }),
       });
       if (outcome.kind === "started") {
         outcome.run.done.then((result) =>
@@ -94,12 +102,15 @@ function createServerContext(options: ServerAppOptions): ServerContext {
 }
 
 /** A listener that feeds one started run's events to the metrics. */
-function metricsListener(metrics: Metrics): (event: RunEvent) => void {
+function metricsListener(
+  metrics: Metrics,
+  labels: RunLabels,
+): (event: RunEvent) => void {
   let listener: ((event: RunEvent) => void) | undefined;
   metrics.trackRun((receive) => {
     listener = receive;
     return () => listener = undefined;
-  });
+  }, labels);
   return (event) => listener?.(event);
 }
 
@@ -134,21 +145,57 @@ function handleFailures(app: Hono, ctx: ServerContext): void {
   );
 }
 
+/**
+ * The `Host` and `Origin` rules on every route, and CORS answers for the
+ * origins the operator allowed (`--allowed-origins`).
+ */
+function guardRequestSources(app: Hono, config: ServeConfig): void {
+  const settings = {
+    checkHost: !config.apiToken || config.allowedHosts.length > 0,
+    listenHost: config.host,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  };
+  app.use("*", async (c, next) => {
+    const origin = c.req.header("origin");
+    checkRequestSource({
+      host: c.req.header("host"),
+      origin,
+      secFetchSite: c.req.header("sec-fetch-site"),
+    }, settings);
+    const cors = origin !== undefined && originListed(origin, settings);
+    if (cors && c.req.method === "OPTIONS") {
+      return c.body(null, 204, {
+        "access-control-allow-origin": origin,
+        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+        "access-control-allow-headers": c.req.header(
+          "access-control-request-headers",
+        ) ?? "authorization, content-type, last-event-id",
+        "access-control-max-age": "600",
+        "vary": "Origin",
+      });
+    }
+    await next();
+    if (cors) {
+      c.res.headers.set("access-control-allow-origin", origin);
+      c.res.headers.set("access-control-expose-headers", "x-run-id");
+      c.res.headers.append("vary", "Origin");
+    }
+  });
+}
+
 /** The body limit and bearer auth on `/v1` (or, between replicas, the cluster token). */
 function guardApiRoutes(app: Hono, ctx: ServerContext): void {
   const { config } = ctx;
   app.use(
     "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyMb * 1024 * 1024,
-      onError: () =>
-        errorResponse(
-          new RunnerError(
-            "http.body_too_large",
-            `The request body exceeds ${config.maxBodyMb} MiB (--max-body-mb). Send smaller attachments or links.`,
-          ),
+    limitBody(config.maxBodyMb * 1024 * 1024, () =>
+      errorResponse(
+        new RunnerError(
+          "http.body_too_large",
+          `The request body exceeds ${config.maxBodyMb} MiB (--max-body-mb). Send smaller attachments or links.`,
         ),
-    }),
+      )),
   );
   app.use("/v1/*", async (c, next) => {
     const token = config.apiToken;

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { LogFormat, LogLevel } from "../log.ts";
 import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
@@ -16,6 +17,14 @@ import {
   readServeOptions,
   type ServeOptionValues,
 } from "./config_sources.ts";
+import {
+  type FleetSettings,
+  fleetSettings,
+  storePassword,
+} from "./config_fleet.ts";
+
+export type { FleetSettings };
+export { SERVE_HELP } from "./config_help.ts";
 
 /** How the n8n webhook authenticates callers. */
 export type N8nAuthMode = "none" | "basic" | "header" | "jwt";
@@ -32,7 +41,7 @@ export interface N8nSettings {
   headerName?: string;
   /** Header-auth header value. */
   headerValue?: string;
-  /** HS256 secret for JWT auth. */
+  /** The shared secret JWTs are signed with (HS256, HS384 or HS512). */
   jwtSecret?: string;
   /** The key holding the answer text in `stream=false` replies. */
   outputKey: string;
@@ -58,28 +67,38 @@ export interface ServeConfig {
   maxConcurrentRuns: number;
   /** Request bodies at most this many MiB. */
   maxBodyMb: number;
+  /** Seconds between keep-alives on a silent stream (SSE, NDJSON, n8n). */
+  keepaliveSeconds: number;
+  /** The least severe log level written. */
+  logLevel: LogLevel;
+  /** The log line format; undefined: text on a terminal, else JSON. */
+  logFormat?: LogFormat;
   /** The n8n webhook settings. */
   n8n: N8nSettings;
   /** Server-wide run defaults (kebab-case run-config keys). */
   runDefaults: Record<string, unknown>;
   /** The daemon hub (coding-relay-v1 WebSocket listener). */
   daemon: DaemonHubSettings;
+  /** `Host` names accepted besides IP addresses, localhost and the listen name. */
+  allowedHosts: string[];
+  /** Browser origins accepted besides the server's own. */
+  allowedOrigins: string[];
+  /** Connection limits of the HTTP listener (and the hub's). */
+  limits: ListenerLimits;
   /** Fleet settings, when `--store` names a shared PostgreSQL database. */
   fleet?: FleetSettings;
 }
 
-/** How this replica joins a fleet sharing one PostgreSQL store. */
-export interface FleetSettings {
-  /** The PostgreSQL URL (`--store`, `RUNNER_STORE_URL`). */
-  storeUrl: string;
-  /** This replica's id (`--replica-id`, default the host name). */
-  replicaId: string;
-  /** Where other replicas reach this one (`--advertise-url`). */
-  advertiseUrl: string;
-  /** The secret replicas send each other (`--cluster-token`). */
-  clusterToken: string;
-  /** The replica lease, in milliseconds (`--lease-seconds`). */
-  leaseMs: number;
+/** Connection limits, in the units of the flags. */
+export interface ListenerLimits {
+  /** Open connections at most (`--max-connections`). */
+  maxConnections: number;
+  /** Seconds to send a request head (`--header-timeout`). */
+  headerTimeout: number;
+  /** Seconds to send a whole request (`--request-timeout`). */
+  requestTimeout: number;
+  /** Idle seconds between keep-alive requests (`--keep-alive-timeout`). */
+  keepAliveTimeout: number;
 }
 
 /** Daemon hub settings of `runner serve`. */
@@ -92,50 +111,11 @@ export interface DaemonHubSettings {
   port: number;
   /** The shared secret daemons must send (required off loopback). */
   token?: string;
+  /** Per-daemon tokens by daemon ID (`--daemon-tokens-file`). */
+  tokens: Record<string, string>;
+  /** Jobs one daemon ID may run at once. */
+  maxJobsPerId: number;
 }
-
-/** Help text of `runner serve`. */
-export const SERVE_HELP = `Usage: runner serve [options]
-
-Runs the HTTP service: the runs API (/v1/runs), the n8n webhook
-(/v1/webhooks/n8n), /healthz, /metrics and /openapi.json. See docs/http-api.md.
-
-Options (each also RUNNER_<NAME> in the environment, or a key of --config):
-  --host ADDR                 listen address (default 127.0.0.1)
-  --port N                    listen port (default 8080; 0 = any free port)
-  --data-dir DIR              store and agent records (default: the user data dir)
-  --api-token TOKEN           bearer token for /v1 (required unless host is loopback)
-  --config FILE               JSON file of these options and run-config keys
-  --allow-custom-commands     let callers set acp-command, provider=custom,
-                              mcp-servers-json and ssh command options
-  --allow-env-names A,B       env-json names callers may set (default none)
-  --max-concurrent-runs N     active runs at most (default 16)
-  --max-body-mb N             request body limit (default 50)
-  --n8n-auth MODE             none | basic | header | jwt (default none)
-  --n8n-auth-user USER        basic auth user
-  --n8n-auth-password PASS    basic auth password
-  --n8n-auth-header-name H    header auth name
-  --n8n-auth-header-value V   header auth value
-  --n8n-jwt-secret SECRET     HS256 secret for jwt auth
-  --n8n-output-key KEY        answer key for stream=false (default response)
-  --n8n-wait-seconds N        wait for a busy conversation (default 60)
-  --daemon-enabled            listen for runner daemons (coding-relay-v1)
-  --daemon-host ADDR          daemon hub address (default 127.0.0.1)
-  --daemon-port N             daemon hub port (default 8766)
-  --daemon-token TOKEN        shared secret daemons must send (required off loopback;
-                              make one with runner token)
-  --daemon-token-file FILE    read the daemon token from a file
-  --store postgres://…        share runs, sessions, events, leases and daemon
-                              fences with other replicas in PostgreSQL
-                              (RUNNER_STORE_URL; default: SQLite in --data-dir)
-  --replica-id ID             this replica's id in the fleet (default: host name)
-  --advertise-url URL         where other replicas reach this one
-                              (default http://HOST:PORT)
-  --cluster-token TOKEN       secret replicas send each other (required with --store)
-  --lease-seconds N           replica and conversation lease (default 15)
-  --<config-key> VALUE        server-wide run default, e.g. --provider codex,
-                              --workspace /srv/work, --env-json '{"K":"v"}'
-`;
 
 /** Whether `host` only accepts connections from this machine. */
 export function isLoopbackHost(host: string): boolean {
@@ -166,6 +146,13 @@ export async function loadServeConfig(
   const env = options.env ?? Deno.env.toObject();
   const { server, runDefaults } = await readServeOptions({ flags, env });
   parseRunDefaults(runDefaults);
+  const envJsonFile = server["env-json-file"] as string | undefined;
+  if (envJsonFile) {
+    runDefaults["env-json"] = await readSecretFile(
+      "--env-json-file",
+      envJsonFile,
+    );
+  }
   const config = await buildServeConfig({ server, runDefaults, env });
   validateServeConfig(config);
   return config;
@@ -185,11 +172,14 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
     port: server.port as number,
     dataDir: (server["data-dir"] as string | undefined) ??
       defaultDataDir({ env: (name) => env[name] }),
-    apiToken: (server["api-token"] as string | undefined) || undefined,
+    apiToken: await secretOption(server, "api-token"),
     allowCustomCommands: server["allow-custom-commands"] as boolean,
     allowEnvNames: server["allow-env-names"] as string[],
     maxConcurrentRuns: server["max-concurrent-runs"] as number,
     maxBodyMb: server["max-body-mb"] as number,
+    keepaliveSeconds: server["keepalive-seconds"] as number,
+    logLevel: server["log-level"] as LogLevel,
+    logFormat: server["log-format"] as LogFormat | undefined,
     n8n: {
       auth: server["n8n-auth"] as N8nAuthMode,
       user: server["n8n-auth-user"] as string | undefined,
@@ -205,89 +195,66 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       enabled: server["daemon-enabled"] as boolean,
       host: server["daemon-host"] as string,
       port: server["daemon-port"] as number,
-      token: await daemonToken(server),
+      token: await secretOption(server, "daemon-token"),
+      tokens: await daemonTokens(server["daemon-tokens-file"] as string),
+      maxJobsPerId: server["daemon-max-jobs-per-id"] as number,
     },
-    fleet: fleetSettings(server),
+    allowedHosts: server["allowed-hosts"] as string[],
+    allowedOrigins: server["allowed-origins"] as string[],
+    limits: {
+      maxConnections: server["max-connections"] as number,
+      headerTimeout: server["header-timeout"] as number,
+      requestTimeout: server["request-timeout"] as number,
+      keepAliveTimeout: server["keep-alive-timeout"] as number,
+    },
+    fleet: fleetSettings(server, server["cluster-token"] as string | undefined),
   };
 }
 
-/** The fleet settings, when `--store` is given. */
-function fleetSettings(
+/** A secret option: `<key>-file`'s content wins over `<key>` itself. */
+async function secretOption(
   server: Record<string, unknown>,
-): FleetSettings | undefined {
-  const storeUrl = (server.store as string | undefined)?.trim();
-  if (!storeUrl) return undefined;
-  if (!/^postgres(ql)?:\/\//.test(storeUrl)) {
-    throw invalidConfig(
-      "--store must be a postgres:// URL (leave it out for the embedded SQLite store).",
-    );
-  }
-  const clusterToken = server["cluster-token"] as string | undefined;
-  if (!clusterToken) {
-    throw invalidConfig(
-      '--store joins a fleet: give every replica the same --cluster-token (e.g. "$(runner token)").',
-    );
-  }
-  const leaseSeconds = server["lease-seconds"] as number;
-  if (!(leaseSeconds > 0) || leaseSeconds > 3600) {
-    throw invalidConfig(
-      "lease-seconds: must be greater than 0 and at most 3600.",
-    );
-  }
-  return {
-    storeUrl,
-    replicaId: (server["replica-id"] as string | undefined) || hostName(),
-    advertiseUrl: advertiseUrl(server),
-    clusterToken,
-    leaseMs: Math.round(leaseSeconds * 1000),
-  };
-}
-
-/** This machine's name, without needing --allow-sys. */
-function hostName(): string {
-  const fromEnv = Deno.env.get("HOSTNAME")?.trim();
-  if (fromEnv) return fromEnv;
-  try {
-    return Deno.readTextFileSync("/etc/hostname").trim() || "runner";
-  } catch {
-    return "runner";
-  }
-}
-
-function advertiseUrl(server: Record<string, unknown>): string {
-  const given = server["advertise-url"] as string | undefined;
-  if (given) {
-    if (!/^https?:\/\//.test(given)) {
-      throw invalidConfig(
-        "--advertise-url must be an http:// or https:// URL.",
-      );
-    }
-    return given.replace(/\/+$/, "");
-  }
-  const host = String(server.host);
-  const port = server.port as number;
-  if (port === 0 || ["0.0.0.0", "::", "[::]"].includes(host)) {
-    throw invalidConfig(
-      "--store needs --advertise-url (the URL other replicas reach this one at) when --host is a wildcard or --port is 0.",
-    );
-  }
-  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-}
-
-async function daemonToken(
-  server: Record<string, unknown>,
+  key: string,
 ): Promise<string | undefined> {
-  const file = server["daemon-token-file"] as string | undefined;
-  if (!file) return (server["daemon-token"] as string | undefined) || undefined;
+  const file = server[`${key}-file`] as string | undefined;
+  if (!file) return (server[key] as string | undefined) || undefined;
+  return await readSecretFile(`--${key}-file`, file) || undefined;
+}
+
+/** A file's text without one trailing newline; `config.invalid` when unreadable. */
+async function readSecretFile(flag: string, path: string): Promise<string> {
   try {
-    return (await Deno.readTextFile(file)).replace(/\r?\n$/, "") || undefined;
+    return (await Deno.readTextFile(path)).replace(/\r?\n$/, "");
   } catch (error) {
     throw invalidConfig(
-      `--daemon-token-file ${file}: cannot read the file (${
+      `${flag} ${path}: cannot read the file (${
         error instanceof Error ? error.message : error
       }).`,
     );
   }
+}
+
+/** The per-daemon tokens of `--daemon-tokens-file`: one JSON object of ID to token. */
+async function daemonTokens(
+  path: string | undefined,
+): Promise<Record<string, string>> {
+  if (!path) return {};
+  const text = await readSecretFile("--daemon-tokens-file", path);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    !parsed || typeof parsed !== "object" || Array.isArray(parsed) ||
+    Object.values(parsed).some((token) => typeof token !== "string")
+  ) {
+    throw invalidConfig(
+      `--daemon-tokens-file ${path}: must be one JSON object of daemon ID to token, e.g. {"laptop-1": "<runner token>"}.`,
+    );
+  }
+  return parsed as Record<string, string>;
 }
 
 function validateServeConfig(config: ServeConfig): void {
@@ -308,6 +275,10 @@ function validateServeConfig(config: ServeConfig): void {
   if (config.maxBodyMb <= 0) {
     throw invalidConfig("max-body-mb: must be greater than 0.");
   }
+  validateLimits(config);
+  if (config.keepaliveSeconds <= 0) {
+    throw invalidConfig("keepalive-seconds: must be greater than 0.");
+  }
   const n8n = config.n8n;
   if (n8n.auth === "basic" && (!n8n.user || !n8n.password)) {
     throw invalidConfig(
@@ -321,7 +292,32 @@ function validateServeConfig(config: ServeConfig): void {
   }
   if (n8n.auth === "jwt" && !n8n.jwtSecret) {
     throw invalidConfig(
-      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256 signing secret).",
+      "--n8n-auth jwt needs --n8n-jwt-secret (the HS256/HS384/HS512 signing secret).",
+    );
+  }
+}
+
+function validateLimits(config: ServeConfig): void {
+  const { limits, daemon } = config;
+  if (!Number.isInteger(limits.maxConnections) || limits.maxConnections < 1) {
+    throw invalidConfig("max-connections: must be a whole number, at least 1.");
+  }
+  for (
+    const [key, value] of [
+      ["header-timeout", limits.headerTimeout],
+      ["request-timeout", limits.requestTimeout],
+      ["keep-alive-timeout", limits.keepAliveTimeout],
+    ] as const
+  ) {
+    if (value <= 0 || value > 86_400) {
+      throw invalidConfig(
+        `${key}: must be more than 0 and at most 86400 seconds.`,
+      );
+    }
+  }
+  if (!Number.isInteger(daemon.maxJobsPerId) || daemon.maxJobsPerId < 1) {
+    throw invalidConfig(
+      "daemon-max-jobs-per-id: must be a whole number, at least 1.",
     );
   }
 }
@@ -337,18 +333,12 @@ export function serveSecrets(config: ServeConfig): string[] {
     config.daemon.token,
     config.fleet?.clusterToken,
     storePassword(config.fleet?.storeUrl),
-    ...secretsOf({ envJson: defaults.envJson }),
+    ...Object.values(config.daemon.tokens),
+    ...secretsOf({
+      envJson: defaults.envJson,
+      secretNames: defaults.secretEnvNames,
+    }),
   ].filter((value): value is string => Boolean(value));
-}
-
-/** The password in a store URL, if any. */
-function storePassword(url: string | undefined): string | undefined {
-  if (!url) return undefined;
-  try {
-    return decodeURIComponent(new URL(url).password) || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -7,8 +7,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { RUN_CONFIG_KEYS } from "../config.ts";
+import { DECIMAL_PATTERN, RUN_CONFIG_KEYS } from "../config.ts";
 import { RunnerError } from "../errors.ts";
+import { closestName } from "../providers.ts";
 
 interface ServerKey {
   kind: "string" | "number" | "bool" | "list";
@@ -23,10 +24,25 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "port": { kind: "number", default: 8080 },
   "data-dir": { kind: "string" },
   "api-token": { kind: "string" },
+  "api-token-file": { kind: "string" },
+  "allowed-hosts": { kind: "list", default: [] },
+  "allowed-origins": { kind: "list", default: [] },
+  "max-connections": { kind: "number", default: 1000 },
+  "header-timeout": { kind: "number", default: 10 },
+  "request-timeout": { kind: "number", default: 300 },
+  "keep-alive-timeout": { kind: "number", default: 5 },
+  "env-json-file": { kind: "string" },
   "allow-custom-commands": { kind: "bool", default: false },
   "allow-env-names": { kind: "list", default: [] },
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
+  "keepalive-seconds": { kind: "number", default: 15 },
+  "log-level": {
+    kind: "string",
+    default: "info",
+    choices: ["debug", "info", "warn", "error"],
+  },
+  "log-format": { kind: "string", choices: ["json", "text"] },
   "n8n-auth": {
     kind: "string",
     default: "none",
@@ -44,6 +60,8 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "daemon-port": { kind: "number", default: 8766 },
   "daemon-token": { kind: "string" },
   "daemon-token-file": { kind: "string" },
+  "daemon-tokens-file": { kind: "string" },
+  "daemon-max-jobs-per-id": { kind: "number", default: 16 },
   "store": { kind: "string", env: "RUNNER_STORE_URL" },
   "replica-id": { kind: "string" },
   "advertise-url": { kind: "string" },
@@ -75,8 +93,13 @@ function convertServer(key: string, spec: ServerKey, value: unknown): unknown {
       }
       return String(text);
     case "number": {
+      if (typeof text === "string" && !DECIMAL_PATTERN.test(text)) {
+        throw invalidConfig(
+          `${key}: must be a number, written in decimal (got "${text}")`,
+        );
+      }
       const number = typeof text === "number" ? text : Number(text);
-      if (!Number.isFinite(number) || number < 0 || text === "") {
+      if (!Number.isFinite(number) || number < 0) {
         throw invalidConfig(`${key}: must be a number`);
       }
       return number;
@@ -143,9 +166,15 @@ export function parseServeFlags(args: string[]): Record<string, unknown> {
       allowPositionals: false,
     }).values;
   } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const flag = /'--([^' =]+)/.exec(message)?.[1];
+    const meant = (error as { code?: string }).code ===
+          "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag
+      ? closestName(flag, Object.keys(flagOptions))
+      : undefined;
     throw invalidConfig(
-      `${
-        error instanceof Error ? error.message : error
+      `${message.split("\n")[0]}${
+        meant ? ` (did you mean --${meant}?)` : ""
       } (see runner serve --help)`,
     );
   }
@@ -178,7 +207,9 @@ export async function readServeOptions(
   const filePath = (flags.config as string | undefined) ?? env.RUNNER_CONFIG;
   const file = filePath ? await readConfigFile(filePath) : {};
   for (const key of Object.keys(file)) {
-    if (!(key in SERVER_KEYS) && !(key in RUN_CONFIG_KEYS)) {
+    if (
+      !Object.hasOwn(SERVER_KEYS, key) && !Object.hasOwn(RUN_CONFIG_KEYS, key)
+    ) {
       throw invalidConfig(
         `--config ${filePath}: unknown option "${key}". See runner serve --help.`,
       );

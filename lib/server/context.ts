@@ -38,6 +38,8 @@ export interface ServerAppOptions {
   daemons?: DaemonsView;
   /** Aborted when the server stops: ends requests forwarded to other replicas. */
   stopping?: AbortSignal;
+  /** Live events held per stream reader before it catches up from the store. */
+  maxPendingEvents?: number;
 }
 
 /** What the HTTP API shows of the daemon hub (in a fleet: of every replica's). */
@@ -49,9 +51,16 @@ export interface DaemonsView {
 }
 
 /** What every route module gets. */
-export interface ServerContext
-  extends Required<Omit<ServerAppOptions, "secrets" | "daemons" | "stopping">> {
+export interface ServerContext extends
+  Required<
+    Omit<
+      ServerAppOptions,
+      "secrets" | "daemons" | "stopping" | "maxPendingEvents"
+    >
+  > {
   daemons?: DaemonsView;
+  /** Live events held per stream reader (default: the stream's own). */
+  maxPendingEvents?: number;
   /** Routes requests to the replica owning them, when this replica is in a fleet. */
   fleet?: FleetRouter;
   /** Values never returned in a response. */
@@ -74,6 +83,11 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   "prompt.attachment_too_large": 413,
   "http.unauthorized": 401,
   "http.forbidden": 403,
+  "http.host_not_allowed": 403,
+  "http.origin_not_allowed": 403,
+  "http.unsupported_media_type": 415,
+  "http.request_timeout": 408,
+  "http.too_many_connections": 503,
   "http.not_found": 404,
   "http.conflict": 409,
   "http.conversation_busy": 409,
@@ -115,6 +129,68 @@ export function safeEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+/** The message of a run whose owning process is gone. */
+export const ORPHANED_RUN_MESSAGE =
+  "The runner stopped while this run was active; start the run again.";
+
+/** The message of runs failed because their replica was lost. */
+export const REPLICA_LOST_MESSAGE =
+  "The replica running this run stopped renewing its lease (it died or lost the database); start the run again on any replica.";
+
+/**
+ * Ends active runs whose owner is gone: with `runner.restarted` when its
+ * process is gone (crashed, a zombie, or a reused pid), or in a fleet with
+ * `runner.replica_lost` when its replica's lease lapsed; all of them, or only
+ * `runId`. Store failures are left to the caller's next read.
+ */
+export async function failOrphanedRuns(
+  store: RunStore,
+  runId?: string,
+): Promise<string[]> {
+  try {
+    return store.fleet
+      ? await store.markActiveRunsFailed(
+        "runner.replica_lost",
+        REPLICA_LOST_MESSAGE,
+        { runId },
+      )
+      : await store.markActiveRunsFailed(
+        "runner.restarted",
+        ORPHANED_RUN_MESSAGE,
+        { runId },
+      );
+  } catch {
+    return [];
+  }
+}
+
+/** When each store's runs were last checked for a gone owner while followed. */
+const orphanChecks = new WeakMap<RunStore, Map<string, number>>();
+
+/** How often one followed run's owner is looked at, however many read it. */
+const ORPHAN_CHECK_MS = 1000;
+
+/**
+ * {@linkcode failOrphanedRuns} for one run that streams are polling, at most
+ * once a second per run (each check may ask the process table).
+ */
+export async function failIfOrphaned(
+  store: RunStore,
+  runId: string,
+): Promise<void> {
+  let checked = orphanChecks.get(store);
+  if (!checked) orphanChecks.set(store, checked = new Map());
+  const now = Date.now();
+  if (now - (checked.get(runId) ?? 0) < ORPHAN_CHECK_MS) return;
+  if (checked.size > 1000) {
+    for (const [id, at] of checked) {
+      if (now - at > 60_000) checked.delete(id);
+    }
+  }
+  checked.set(runId, now);
+  if ((await failOrphanedRuns(store, runId)).length) checked.delete(runId);
+}
+
 /** The 401 answer (no detail about what was wrong). */
 export function unauthorized(scheme = "Bearer"): RunnerError {
   return new RunnerError("http.unauthorized", "Unauthorized.", {
@@ -122,12 +198,29 @@ export function unauthorized(scheme = "Bearer"): RunnerError {
   });
 }
 
-/** Reads a JSON object body, or throws `http.bad_request`. */
+/** Whether a `Content-Type` names JSON (`application/json`, `…+json`). */
+export function isJsonContentType(value: string | undefined): boolean {
+  const type = (value ?? "").split(";")[0].trim().toLowerCase();
+  return type === "application/json" ||
+    /^application\/[a-z0-9.+-]+\+json$/.test(type);
+}
+
+/**
+ * Reads a JSON object body, or throws `http.bad_request`; a body sent as
+ * anything but JSON is `http.unsupported_media_type` (browsers may send
+ * `text/plain` and form bodies across sites without asking first).
+ */
 export async function readJsonObject(
   c: Context,
 ): Promise<Record<string, unknown>> {
   const text = await c.req.text();
   if (!text.trim()) return {};
+  if (!isJsonContentType(c.req.header("content-type"))) {
+    throw new RunnerError(
+      "http.unsupported_media_type",
+      "The request body must be sent as JSON: set Content-Type: application/json.",
+    );
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

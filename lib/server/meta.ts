@@ -11,7 +11,7 @@ import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { listProviders } from "../providers.ts";
 import type { ServerContext } from "./context.ts";
-import { optionalId } from "./runs.ts";
+import { optionalId } from "./run_fields.ts";
 import { RUNNER_VERSION } from "../version.ts";
 
 async function daemonGauges(
@@ -44,18 +44,24 @@ export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
 function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
   const { manager } = ctx;
 
-  app.get("/healthz", (c) => {
+  app.get("/healthz", async (c) => {
     const shuttingDown = ctx.isShuttingDown();
-    // In a fleet: the database is unreachable, so this replica cannot take runs.
-    const degraded = ctx.fleet !== undefined && !ctx.fleet.fleet.healthy();
+    // In a fleet the store's health includes the replica's lease renewals.
+    const store = await ctx.store.health();
+    const status = shuttingDown
+      ? "shutting_down"
+      : store.ok
+      ? "ok"
+      : "degraded";
     return c.json(
-      {
-        status: shuttingDown ? "shutting_down" : degraded ? "degraded" : "ok",
+      ctx.redact({
+        status,
         version: RUNNER_VERSION,
         active_runs: manager.active().length,
+        store: store.ok ? { ok: true } : { ok: false, error: store.error },
         ...(ctx.fleet ? { replica_id: ctx.fleet.fleet.replicaId } : {}),
-      },
-      shuttingDown || degraded ? 503 : 200,
+      }),
+      status === "ok" ? 200 : 503,
     );
   });
 
@@ -63,7 +69,10 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
     "/metrics",
     async (c) =>
       c.body(
-        ctx.metrics.render(manager.active().length, await daemonGauges(ctx)),
+        await ctx.metrics.render(
+          manager.active().length,
+          await daemonGauges(ctx),
+        ),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",

@@ -1,6 +1,8 @@
 /**
- * Prometheus metrics of `runner serve`: active and finished runs, live agent
- * processes, time to first output and the gap between streamed chunks.
+ * Prometheus metrics of `runner serve`: runs (active, finished, duration,
+ * time to first output, gaps between streamed chunks; by provider and
+ * location), live agent processes, HTTP requests by route and status, the
+ * daemon hub, and the `process_*` metrics.
  *
  * @module
  */
@@ -8,8 +10,11 @@
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
+import { Counter, Histogram, type Labels } from "./histogram.ts";
+import { processMetricLines } from "./process_metrics.ts";
+import { RUNNER_VERSION } from "../version.ts";
 
-const BUCKETS = [
+const LATENCY_BUCKETS = [
   0.005,
   0.01,
   0.025,
@@ -26,32 +31,7 @@ const BUCKETS = [
   120,
 ];
 
-class Histogram {
-  counts = BUCKETS.map(() => 0);
-  sum = 0;
-  count = 0;
-
-  observe(seconds: number) {
-    this.sum += seconds;
-    this.count++;
-    BUCKETS.forEach((bound, index) => {
-      if (seconds <= bound) this.counts[index]++;
-    });
-  }
-
-  render(name: string, help: string): string[] {
-    return [
-      `# HELP ${name} ${help}`,
-      `# TYPE ${name} histogram`,
-      ...BUCKETS.map((bound, index) =>
-        `${name}_bucket{le="${bound}"} ${this.counts[index]}`
-      ),
-      `${name}_bucket{le="+Inf"} ${this.count}`,
-      `${name}_sum ${this.sum}`,
-      `${name}_count ${this.count}`,
-    ];
-  }
-}
+const RUN_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 /** Daemon hub gauges for `/metrics`. */
 export interface DaemonGauges {
@@ -63,36 +43,47 @@ export interface DaemonGauges {
   activeJobs: number;
 }
 
+/** What a run's metrics are labelled with. */
+export interface RunLabels {
+  /** The run's provider. */
+  provider: string;
+  /** The run's location. */
+  location: string;
+}
+
+/** One answered HTTP request. */
+export interface RequestObservation {
+  /** The method. */
+  method: string;
+  /** The route pattern (`/v1/runs/{id}`; `unmatched` for unknown paths). */
+  route: string;
+  /** The status. */
+  status: number;
+  /** Seconds until the response started. */
+  seconds: number;
+}
+
 /** Collects the service's metrics. */
 export interface Metrics {
   /** Follows one run's events from its start. */
   trackRun(
     subscribe: (listener: (event: RunEvent) => void) => () => void,
+    labels: RunLabels,
   ): void;
+  /** Counts one HTTP request. */
+  observeRequest(request: RequestObservation): void;
   /** Wraps a reaper registry so live agent process groups are counted. */
   countAgents(registry: ReaperRegistry): ReaperRegistry;
   /** The Prometheus text exposition; `activeRuns` is read at scrape time. */
-  render(activeRuns: number, daemons?: DaemonGauges): string;
+  render(activeRuns: number, daemons?: DaemonGauges): Promise<string>;
 }
 
-function label(value: string): string {
-  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll(
-    "\n",
-    "\\n",
-  );
-}
-
-/** The `runner_runs_finished_total` labels of a run's terminal event. */
-function finishedLabels(event: RunEvent): string {
-  const status = event.type === "run.completed"
-    ? "completed"
-    : event.data.code === "run.cancelled"
-    ? "cancelled"
-    : "failed";
-  const code = event.type === "run.completed"
-    ? ""
-    : String(event.data.code ?? "");
-  return `status="${status}",code="${label(code)}"`;
+/** The `runner_runs_finished_total` labels of a run's terminal event (no code on success). */
+function finishedLabels(event: RunEvent, labels: RunLabels): Labels {
+  if (event.type === "run.completed") return { status: "completed", ...labels };
+  const code = String(event.data.code ?? "runner.internal");
+  const status = code === "run.cancelled" ? "cancelled" : "failed";
+  return { status, code, ...labels };
 }
 
 /** The exposition lines of the daemon hub gauges. */
@@ -110,35 +101,57 @@ function daemonLines(daemons: DaemonGauges): string[] {
   ];
 }
 
+/** The run metrics: what {@linkcode Metrics.trackRun} feeds. */
+interface RunMetrics {
+  finished: Counter;
+  duration: Histogram;
+  firstEvent: Histogram;
+  chunkGap: Histogram;
+}
+
+function followRun(
+  runs: RunMetrics,
+  subscribe: (listener: (event: RunEvent) => void) => () => void,
+  labels: RunLabels,
+): void {
+  const startedAt = performance.now();
+  let lastOutputAt: number | undefined;
+  const unsubscribe = subscribe((event) => {
+    const now = performance.now();
+    if (event.type === "message.delta" || event.type === "message.completed") {
+      if (lastOutputAt === undefined) {
+        runs.firstEvent.observe((now - startedAt) / 1000, { ...labels });
+      } else if (event.type === "message.delta") {
+        runs.chunkGap.observe((now - lastOutputAt) / 1000, { ...labels });
+      }
+      lastOutputAt = now;
+    }
+    if (isTerminalEvent(event)) {
+      runs.finished.add(finishedLabels(event, labels));
+      runs.duration.observe((now - startedAt) / 1000, { ...labels });
+      unsubscribe();
+    }
+  });
+}
+
 /** Makes an empty {@linkcode Metrics}. */
 export function createMetrics(): Metrics {
-  const finished = new Map<string, number>();
-  const firstEvent = new Histogram();
-  const chunkGap = new Histogram();
+  const runs: RunMetrics = {
+    finished: new Counter(),
+    duration: new Histogram(RUN_BUCKETS),
+    firstEvent: new Histogram(LATENCY_BUCKETS),
+    chunkGap: new Histogram(LATENCY_BUCKETS),
+  };
+  const requests = new Counter();
+  const requestDuration = new Histogram(LATENCY_BUCKETS);
   let agentsAlive = 0;
 
   return {
-    trackRun(subscribe) {
-      const startedAt = performance.now();
-      let lastOutputAt: number | undefined;
-      const unsubscribe = subscribe((event) => {
-        const now = performance.now();
-        if (
-          event.type === "message.delta" || event.type === "message.completed"
-        ) {
-          if (lastOutputAt === undefined) {
-            firstEvent.observe((now - startedAt) / 1000);
-          } else if (event.type === "message.delta") {
-            chunkGap.observe((now - lastOutputAt) / 1000);
-          }
-          lastOutputAt = now;
-        }
-        if (isTerminalEvent(event)) {
-          const key = finishedLabels(event);
-          finished.set(key, (finished.get(key) ?? 0) + 1);
-          unsubscribe();
-        }
-      });
+    trackRun: (subscribe, labels) => followRun(runs, subscribe, labels),
+    observeRequest({ method, route, status, seconds }) {
+      const labels = { method, route, status: String(status) };
+      requests.add(labels);
+      requestDuration.observe(seconds, labels);
     },
     countAgents(registry) {
       return {
@@ -156,27 +169,39 @@ export function createMetrics(): Metrics {
         },
       };
     },
-    render(activeRuns, daemons) {
+    async render(activeRuns, daemons) {
       const lines = [
         "# HELP runner_runs_active Runs in progress.",
         "# TYPE runner_runs_active gauge",
         `runner_runs_active ${activeRuns}`,
-        "# HELP runner_runs_finished_total Runs finished, by outcome and failure code.",
-        "# TYPE runner_runs_finished_total counter",
-        ...[...finished].map(([key, count]) =>
-          `runner_runs_finished_total{${key}} ${count}`
+        ...runs.finished.render(
+          "runner_runs_finished_total",
+          "Runs finished, by outcome (and failure code), provider and location.",
+        ),
+        ...runs.duration.render(
+          "runner_run_duration_seconds",
+          "Time from a run's start to its terminal event.",
         ),
         "# HELP runner_agent_processes_alive Agent process groups started and not yet torn down.",
         "# TYPE runner_agent_processes_alive gauge",
         `runner_agent_processes_alive ${agentsAlive}`,
-        ...firstEvent.render(
+        ...runs.firstEvent.render(
           "runner_time_to_first_event_seconds",
           "Time from a run's start to its first agent output event.",
         ),
-        ...chunkGap.render(
+        ...runs.chunkGap.render(
           "runner_chunk_latency_seconds",
           "Time between consecutive message.delta events of a run.",
         ),
+        ...requests.render(
+          "runner_http_requests_total",
+          "HTTP requests answered, by method, route and status.",
+        ),
+        ...requestDuration.render(
+          "runner_http_request_duration_seconds",
+          "Time until an HTTP response started (streams go on after), by method, route and status.",
+        ),
+        ...await processMetricLines(RUNNER_VERSION),
       ];
       if (daemons) lines.push(...daemonLines(daemons));
       return lines.join("\n") + "\n";

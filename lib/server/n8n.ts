@@ -8,60 +8,28 @@
  */
 
 import type { Context, Hono } from "hono";
-import { verify } from "hono/jwt";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { ManagedRun, RunManager } from "../run/manager.ts";
 import { redactSecrets } from "../secrets.ts";
-import type { N8nSettings } from "./config.ts";
-import { resolveCallerConfig } from "./policy.ts";
+import { checkN8nAuth } from "./n8n_auth.ts";
 import {
-  readJsonObject,
-  safeEqual,
-  type ServerContext,
-  unauthorized,
-} from "./context.ts";
-import { finalMessage, optionalId, requestedFormat } from "./runs.ts";
+  createPendingAnswers,
+  earlierAnswersText,
+  failureText,
+  type PendingAnswers,
+} from "./n8n_answers.ts";
+import {
+  JSON_HEADERS,
+  type N8nAnswer,
+  type N8nErrorFormat,
+  n8nJsonReply,
+} from "./n8n_reply.ts";
+import { resolveCallerConfig } from "./policy.ts";
+import { readJsonObject, type ServerContext } from "./context.ts";
+import { optionalId, requestedFormat } from "./run_fields.ts";
 import { followRunEvents, textStream } from "./stream.ts";
-
-/** Checks the webhook credentials `settings` require; throws `http.unauthorized`. */
-export async function checkN8nAuth(
-  c: Context,
-  settings: N8nSettings,
-): Promise<void> {
-  const header = (name: string) => c.req.header(name) ?? "";
-  switch (settings.auth) {
-    case "none":
-      return;
-    case "basic": {
-      const match = /^Basic\s+(.+)$/i.exec(header("authorization").trim());
-      let decoded = "";
-      try {
-        decoded = match ? atob(match[1]) : "";
-      } catch { /* not base64 */ }
-      if (!safeEqual(decoded, `${settings.user}:${settings.password}`)) {
-        throw unauthorized('Basic realm="runner"');
-      }
-      return;
-    }
-    case "header":
-      if (!safeEqual(header(settings.headerName!), settings.headerValue!)) {
-        throw unauthorized("Header");
-      }
-      return;
-    case "jwt": {
-      const match = /^Bearer\s+(.+)$/i.exec(header("authorization").trim());
-      if (!match) throw unauthorized();
-      try {
-        await verify(match[1], settings.jwtSecret!, "HS256");
-      } catch {
-        throw unauthorized();
-      }
-      return;
-    }
-  }
-}
 
 /** Options for {@linkcode startWhenConversationIdle}. */
 export interface StartWhenIdleOptions<T> {
@@ -141,20 +109,34 @@ function firstString(...values: unknown[]): string | undefined {
   return undefined;
 }
 
+/** What {@linkcode n8nItems} remembers across a run's events. */
+interface N8nItemState {
+  /** Whether the current turn's text was streamed as deltas. */
+  streamed: boolean;
+  /** Whether any item was written (a failure then starts a new paragraph). */
+  wrote: boolean;
+  /** `item`: a failure is a readable item; `json`: an `error` object. */
+  errors: N8nErrorFormat;
+}
+
 /** Turns one run event into n8n stream lines (none for most events). */
 function n8nItems(
   event: RunEvent,
-  state: { streamed: boolean },
+  state: N8nItemState,
   secrets: string[],
 ): string[] {
   const line = (value: Record<string, unknown>) => JSON.stringify(value) + "\n";
+  const item = (content: string) => {
+    state.wrote = true;
+    return line({ type: "item", content });
+  };
   switch (event.type) {
     case "message.delta": {
       const content = (event.data.chunk as { content?: unknown } | undefined)
         ?.content;
       if (typeof content !== "string" || !content) return [];
       state.streamed = true;
-      return [line({ type: "item", content })];
+      return [item(content)];
     }
     case "message.completed": {
       const streamed = state.streamed;
@@ -162,20 +144,23 @@ function n8nItems(
       const content = (event.data.message as { content?: unknown } | undefined)
         ?.content;
       return !streamed && typeof content === "string" && content
-        ? [line({ type: "item", content })]
+        ? [item(content)]
         : [];
     }
-    case "run.failed":
-      return [
-        line({
+    case "run.failed": {
+      const failure = state.errors === "json"
+        ? line({
           type: "error",
           content: redactSecrets(
             String(event.data.error ?? "The run failed."),
             secrets,
           ),
-        }),
-        line({ type: "end" }),
-      ];
+          code: event.data.code ?? "runner.internal",
+          retryable: Boolean(event.data.retryable),
+        })
+        : item((state.wrote ? "\n\n" : "") + failureText(event, secrets));
+      return [failure, line({ type: "end" })];
+    }
     case "run.completed":
       return [line({ type: "end" })];
     default:
@@ -185,6 +170,7 @@ function n8nItems(
 
 /** Adds `POST /v1/webhooks/n8n`. */
 export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
+  const pending = createPendingAnswers();
   app.post("/v1/webhooks/n8n", async (c) => {
     await checkN8nAuth(c, ctx.config.n8n);
     const body = await readJsonObject(c);
@@ -201,9 +187,44 @@ export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
       conversation_id: request.conversationId,
       streaming: request.streaming,
     });
-    if (!request.streaming) return await n8nJsonReply(c, { ctx, run });
-    return n8nStreamResponse(ctx, run);
+    const answer = await n8nAnswer(ctx, { run, request, pending });
+    if (!request.streaming) return await n8nJsonReply(c, answer);
+    return n8nStreamResponse(answer);
   });
+}
+
+/** Takes the conversation's undelivered answers to go ahead of this call's own. */
+async function n8nAnswer(
+  ctx: ServerContext,
+  { run, request, pending }: {
+    run: ManagedRun;
+    request: N8nRequest;
+    pending: PendingAnswers;
+  },
+): Promise<N8nAnswer> {
+  const { conversationId } = request;
+  const earlier = conversationId ? pending.take(conversationId) : [];
+  return {
+    ctx,
+    run,
+    errors: request.errors,
+    preface: await earlierAnswersText(ctx.store, {
+      runIds: earlier,
+      secrets: ctx.secrets,
+    }),
+    undelivered(prefaceSent) {
+      if (!conversationId) return;
+      ctx.log({
+        msg: "n8n caller left before the answer; it goes ahead of the next one",
+        run_id: run.runId,
+        conversation_id: conversationId,
+      });
+      pending.add(conversationId, [
+        ...(prefaceSent ? [] : earlier),
+        run.runId,
+      ]);
+    },
+  };
 }
 
 /** What a webhook call asks for. */
@@ -216,6 +237,8 @@ interface N8nRequest {
   runConfig: RunConfig;
   /** Whether to answer with n8n's stream rather than one JSON object. */
   streaming: boolean;
+  /** How a failure is reported (`?errors=`). */
+  errors: N8nErrorFormat;
 }
 
 /** Reads a webhook call's message, conversation, run config and format. */
@@ -240,9 +263,17 @@ function parseN8nRequest(
   );
   const query = { ...c.req.query() };
   delete query.stream;
+  delete query.errors;
+  const errors = c.req.query("errors") ?? "item";
+  if (errors !== "item" && errors !== "json") {
+    throw new RunnerError(
+      "http.bad_request",
+      "errors must be item (a readable failure item, the default) or json.",
+    );
+  }
   const runConfig = resolveCallerConfig(ctx.config, query);
   const streaming = requestedFormat(c, body.stream) !== "json";
-  return { text, conversationId, runConfig, streaming };
+  return { text, conversationId, runConfig, streaming, errors };
 }
 
 /** Starts the webhook's run, first waiting for the conversation to be idle. */
@@ -274,58 +305,41 @@ async function startN8nRun(
   return run;
 }
 
-/** The `stream=false` answer: the final message, or a 502 if the run failed. */
-async function n8nJsonReply(
-  c: Context,
-  { ctx, run }: { ctx: ServerContext; run: ManagedRun },
-): Promise<Response> {
-  const { store, config } = ctx;
-  await run.done;
-  const events = await store.getEvents(run.runId);
-  const record = await store.getRun(run.runId);
-  if (record?.status !== "completed") {
-    const failed = events.find((event) => event.type === "run.failed");
-    return c.json(
-      ctx.redact({
-        error: {
-          code: record?.code ?? "runner.internal",
-          message: record?.error ?? "The run failed.",
-          retryable: Boolean(failed?.data.retryable),
-        },
-        run_id: run.runId,
-      }),
-      502,
-    );
-  }
-  return c.json(
-    ctx.redact({
-      [config.n8n.outputKey]: finalMessage(events),
-      run_id: run.runId,
-    }),
-  );
-}
+const END_LINE = JSON.stringify({ type: "end" }) + "\n";
 
-/** The run's output as n8n's stream of concatenated JSON objects. */
-function n8nStreamResponse(ctx: ServerContext, run: ManagedRun): Response {
+/** The run's output as n8n's stream of JSON objects, one per line. */
+function n8nStreamResponse(answer: N8nAnswer): Response {
+  const { ctx, run } = answer;
   const follower = followRunEvents({ store: ctx.store, runId: run.runId, run });
-  const state = { streamed: false };
-  const queued: string[] = [];
-  const body$ = textStream(
+  const state: N8nItemState = {
+    streamed: false,
+    wrote: false,
+    errors: answer.errors,
+  };
+  const queued: string[] = answer.preface
+    ? [JSON.stringify({ type: "item", content: answer.preface }) + "\n"]
+    : [];
+  let prefaceSent = !answer.preface;
+  let ended = false;
+  const body = textStream(
     async () => {
       while (!queued.length) {
         const event = await follower.next();
         if (!event) return undefined;
         queued.push(...n8nItems(event, state, ctx.secrets));
       }
-      return queued.shift();
+      const line = queued.shift()!;
+      prefaceSent = true;
+      if (line === END_LINE) ended = true;
+      return line;
     },
-    () => follower.close(),
+    () => {
+      follower.close();
+      if (!ended) answer.undelivered(prefaceSent);
+    },
+    { keepalive: "\n", keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
   );
-  return new Response(body$, {
-    headers: {
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-cache",
-      "x-run-id": run.runId,
-    },
+  return new Response(body, {
+    headers: { ...JSON_HEADERS, "x-run-id": run.runId },
   });
 }

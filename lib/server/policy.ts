@@ -30,6 +30,7 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "timeout",
   "cancel-grace",
   "late-update-ms",
+  "replay-quiet-ms",
   "max-message-mb",
   "max-attachment-mb",
   "max-prompt-mb",
@@ -48,6 +49,9 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "daemon-id",
   "daemon-connect-timeout",
 ];
+
+/** Size limits a caller may lower but not raise past the operator's value. */
+const CAPPED_KEYS = ["max-message-mb", "max-attachment-mb", "max-prompt-mb"];
 
 const COMMAND_KEYS = [
   "acp-command",
@@ -70,14 +74,15 @@ export function resolveCallerConfig(
   >,
   caller: Record<string, unknown> = {},
 ): RunConfig {
-  const normalized: Record<string, unknown> = {};
+  // No prototype: a caller's "__proto__" or "constructor" is just an unknown key.
+  const normalized: Record<string, unknown> = Object.create(null);
   for (const [rawKey, value] of Object.entries(caller)) {
     if (value === undefined || value === null) continue;
     normalized[rawKey.replaceAll("_", "-")] = value;
   }
   for (const key of Object.keys(normalized)) {
     if (key === "advanced-settings") continue;
-    if (!(key in RUN_CONFIG_KEYS)) {
+    if (!Object.hasOwn(RUN_CONFIG_KEYS, key)) {
       throw new RunnerError(
         "config.invalid",
         `${key}: unknown config key. Known keys: ${
@@ -132,5 +137,33 @@ export function resolveCallerConfig(
     }
     envJson = { ...base, ...extra };
   }
-  return parseRunConfig(serve.runDefaults, normalized, { "env-json": envJson });
+  const resolved = parseRunConfig(serve.runDefaults, normalized, {
+    "env-json": envJson,
+  });
+  checkCaps(serve, normalized, resolved);
+  return resolved;
+}
+
+/**
+ * Refuses a caller's size limit above the operator's (the server default, or
+ * the built-in one).
+ */
+function checkCaps(
+  serve: Pick<ServeConfig, "runDefaults">,
+  caller: Record<string, unknown>,
+  resolved: RunConfig,
+): void {
+  const operator = parseRunDefaults(serve.runDefaults);
+  for (const key of CAPPED_KEYS) {
+    if (caller[key] === undefined) continue;
+    const field = RUN_CONFIG_KEYS[key].field;
+    const limit = operator[field] as number;
+    if ((resolved[field] as number) > limit) {
+      throw new RunnerError(
+        "config.invalid",
+        `${key}: at most ${limit} per request (the server's limit; the operator can raise it with runner serve --${key}).`,
+        { detail: { key } },
+      );
+    }
+  }
 }

@@ -8,21 +8,36 @@
 import { parseRunAssetsRequest } from "../assets/request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
-import type { Attachment, RunInput } from "../run/prompt.ts";
-import type { ManagedRun } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
-import { readJsonObject, type ServerContext } from "./context.ts";
+import {
+  failIfOrphaned,
+  failOrphanedRuns,
+  readJsonObject,
+  type ServerContext,
+} from "./context.ts";
+import {
+  answerRepeat,
+  createSteeredPosts,
+  requestedRunId,
+  type RunToAnswer,
+} from "./idempotency.ts";
+import {
+  finalMessage,
+  optionalId,
+  parseRunInput,
+  requestedFormat,
+  runView,
+} from "./run_fields.ts";
 import {
   eventStreamResponse,
   followRunEvents,
+  parseAfterSequence,
   type StreamFormat,
 } from "./stream.ts";
 import type { ListRunsOptions, RunRecord, RunStatus } from "../store/types.ts";
 
-const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 const STATUSES: readonly RunStatus[] = [
   "active",
   "completed",
@@ -30,99 +45,21 @@ const STATUSES: readonly RunStatus[] = [
   "cancelled",
 ];
 
-/** Checks an optional id field (run or conversation id). */
-export function optionalId(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === null || value === "") return undefined;
-  if (typeof value === "number") value = String(value);
-  if (typeof value !== "string" || !ID_PATTERN.test(value)) {
-    throw new RunnerError(
-      "http.bad_request",
-      `${field} must be 1-128 letters, digits or . _ : @ - (starting with a letter or digit).`,
-    );
-  }
-  return value;
-}
-
-/** Parses a run input (`{text, attachments}` or a plain string). */
-export function parseRunInput(value: unknown): RunInput {
-  if (typeof value === "string") return { text: value };
-  if (!value || typeof value !== "object" || Array.isArray(value)) {
-    throw new RunnerError(
-      "http.bad_request",
-      'input must be an object: {"text": "...", "attachments": [...]}.',
-    );
-  }
-  const { text, attachments } = value as Record<string, unknown>;
-  if (text !== undefined && typeof text !== "string") {
-    throw new RunnerError("http.bad_request", "input.text must be a string.");
-  }
-  if (attachments !== undefined && !Array.isArray(attachments)) {
-    throw new RunnerError(
-      "http.bad_request",
-      "input.attachments must be an array.",
-    );
-  }
-  if (!text && !(attachments as unknown[] | undefined)?.length) {
-    throw new RunnerError(
-      "config.invalid",
-      "input needs text or at least one attachment.",
-    );
-  }
-  return { text, attachments: attachments as Attachment[] | undefined };
-}
-
-function booleanParam(value: unknown): boolean | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === "boolean") return value;
-  const text = String(value).toLowerCase();
-  if (["false", "0", "no", "off"].includes(text)) return false;
-  if (["true", "1", "yes", "on", ""].includes(text)) return true;
-  throw new RunnerError("http.bad_request", "stream must be true or false.");
-}
-
-/** The response format a request asks for. */
-export function requestedFormat(
-  c: Context,
-  bodyStream?: unknown,
-): StreamFormat | "json" {
-  const stream = booleanParam(c.req.query("stream")) ??
-    booleanParam(bodyStream);
-  if (stream === false) return "json";
-  const accept = c.req.header("accept") ?? "";
-  return accept.includes("application/x-ndjson") ? "ndjson" : "sse";
-}
-
-/** A run as the API shows it. */
-export function runView(
-  record: RunRecord,
-  active: boolean,
-): Record<string, unknown> {
-  return {
-    run_id: record.runId,
-    conversation_id: record.conversationId ?? null,
-    status: record.status,
-    active,
-    code: record.code ?? null,
-    error: record.error ?? null,
-    config: record.config,
-    created_at: new Date(record.createdAt).toISOString(),
-    updated_at: new Date(record.updatedAt).toISOString(),
-    finished_at: record.finishedAt
-      ? new Date(record.finishedAt).toISOString()
-      : null,
-  };
-}
-
-/** The final assistant message of an event list. */
-export function finalMessage(events: RunEvent[]): string {
-  for (let index = events.length - 1; index >= 0; index--) {
-    const event = events[index];
-    if (event.type === "run.completed" || event.type === "message.completed") {
-      const message = event.data.message as { content?: unknown } | undefined;
-      if (typeof message?.content === "string") return message.content;
-    }
-  }
-  return "";
+/**
+ * The stored run; one the store shows active while no process owns it any
+ * more (crashed, a zombie, a reused pid) is ended with `runner.restarted`
+ * first (in a fleet: one whose replica's lease lapsed, with
+ * `runner.replica_lost`).
+ */
+async function currentRecord(
+  ctx: ServerContext,
+  runId: string,
+): Promise<RunRecord | undefined> {
+  const record = await ctx.store.getRun(runId);
+  if (record?.status !== "active" || ctx.manager.get(runId)) return record;
+  return (await failOrphanedRuns(ctx.store, runId)).length
+    ? await ctx.store.getRun(runId)
+    : record;
 }
 
 function notFound(runId: string): RunnerError {
@@ -173,46 +110,80 @@ function parseStartBody(
 /** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
 function registerStartRoute(app: Hono, ctx: ServerContext): void {
   const { store } = ctx;
+  const steeredPosts = createSteeredPosts();
 
   async function respondWithRun(
     c: Context,
-    run: ManagedRun,
+    answer: RunToAnswer,
     format: StreamFormat | "json",
   ) {
+    const { runId, run, after } = answer;
     if (format !== "json") {
       return eventStreamResponse(
-        followRunEvents({ store, runId: run.runId, run }),
+        followRunEvents({
+          store,
+          runId,
+          run,
+          after,
+          maxPendingEvents: ctx.maxPendingEvents,
+        }),
         format,
         {
-          headers: { "x-run-id": run.runId },
+          headers: { "x-run-id": runId },
+          keepaliveMs: ctx.config.keepaliveSeconds * 1000,
         },
       );
     }
-    await run.done;
-    const events = await store.getEvents(run.runId);
-    const record = await store.getRun(run.runId);
-    return c.json(ctx.redact({
-      run_id: run.runId,
-      conversation_id: run.conversationId ?? null,
-      status: record?.status ?? "failed",
-      code: record?.code ?? null,
-      error: record?.error ?? null,
-      message: finalMessage(events),
-      events,
-    }));
+    await run?.done;
+    const events = await store.getEvents(runId);
+    const record = await store.getRun(runId);
+    return c.json(
+      ctx.redact({
+        run_id: runId,
+        conversation_id: answer.conversationId ?? null,
+        status: record?.status ?? "failed",
+        code: record?.code ?? null,
+        error: record?.error ?? null,
+        message: finalMessage(events),
+        events,
+      }),
+      200,
+      { "x-run-id": runId },
+    );
   }
 
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const request = parseStartBody(body, ctx.config);
+    const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
+    // In a fleet, a repeat of a run active on another replica re-attaches there.
+    const owner = runId ? await routeRun(c, ctx, runId) : undefined;
+    if (owner) return owner;
+    const repeat = runId
+      ? await answerRepeat(c, {
+        ctx,
+        steeredPosts,
+        runId,
+        conversationId: optionalId(body.conversation_id, "conversation_id"),
+        after: c.req.header("last-event-id") ? parseAfterSequence(c) : 0,
+      })
+      : undefined;
+    if (repeat instanceof Response) return repeat;
+    if (repeat) return await respondWithRun(c, repeat, format);
+    const request = { ...parseStartBody(body, ctx.config), runId };
     const forwarded = await routeStart(c, ctx, request);
     if (forwarded) return forwarded;
     const outcome = await ctx.startRun(request);
     if (outcome.kind === "steered") {
+      if (runId) steeredPosts.remember(runId, outcome.run.runId);
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
-    return await respondWithRun(c, outcome.run, format);
+    const { run } = outcome;
+    return await respondWithRun(c, {
+      runId: run.runId,
+      conversationId: run.conversationId,
+      run,
+    }, format);
   });
 }
 
@@ -273,20 +244,6 @@ function parseListQuery(c: Context): ListRunsOptions {
   };
 }
 
-/** The sequence `GET /v1/runs/:id/events` resumes after. */
-function parseAfterSequence(c: Context): number {
-  const afterText = c.req.query("after") ?? c.req.header("last-event-id") ??
-    "0";
-  const after = Number(afterText);
-  if (!Number.isInteger(after) || after < 0) {
-    throw new RunnerError(
-      "http.bad_request",
-      "after (or Last-Event-ID) must be a non-negative integer sequence.",
-    );
-  }
-  return after;
-}
-
 /** `GET /v1/runs`, `GET /v1/runs/:id` and `GET /v1/runs/:id/events`. */
 function registerReadRoutes(app: Hono, ctx: ServerContext): void {
   const { store, manager } = ctx;
@@ -306,7 +263,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const runId = c.req.param("id");
     const forwarded = await routeRun(c, ctx, runId);
     if (forwarded) return forwarded;
-    const record = await store.getRun(runId);
+    const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
@@ -318,7 +275,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const runId = c.req.param("id");
     const forwarded = await routeRun(c, ctx, runId);
     if (forwarded) return forwarded;
-    const record = await store.getRun(runId);
+    const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
@@ -331,16 +288,33 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
         }),
       );
     }
+    const run = manager.get(runId);
+    if (
+      !run && record.status !== "active" &&
+      !(await store.getEvents(runId, { after, limit: 1 })).length
+    ) {
+      // Everything up to the terminal event was delivered: 204 tells an
+      // EventSource to stop reconnecting.
+      return c.body(null, 204);
+    }
     return eventStreamResponse(
-      followRunEvents({ store, runId, run: manager.get(runId), after }),
+      followRunEvents({
+        store,
+        runId,
+        run: manager.get(runId),
+        after,
+        maxPendingEvents: ctx.maxPendingEvents,
+        failIfOrphaned: (id) => failIfOrphaned(store, id),
+      }),
       format,
+      { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
     );
   });
 }
 
 /** `POST /v1/runs/:id/input` and `POST /v1/runs/:id/cancel`. */
 function registerControlRoutes(app: Hono, ctx: ServerContext): void {
-  const { store, manager } = ctx;
+  const { manager } = ctx;
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
@@ -353,7 +327,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
     );
     const run = manager.get(runId);
     if (!run) {
-      const record = await store.getRun(runId);
+      const record = await currentRecord(ctx, runId);
       if (!record) throw notFound(runId);
       throw new RunnerError(
         "http.conflict",
@@ -395,7 +369,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
       run.handle.cancel();
       await run.done;
     }
-    const record = await store.getRun(runId);
+    const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(
       ctx.redact({

@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { Context } from "hono";
+import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import type { ManagedRun } from "../run/manager.ts";
@@ -14,6 +16,9 @@ import { settleWithin } from "../timing.ts";
 
 /** Live events buffered for one reader before it falls back to the store. */
 const MAX_PENDING_EVENTS = 10_000;
+
+/** Stored events read at once while a reader catches up. */
+const CATCH_UP_PAGE = 1_000;
 
 /** How often a run active in another process is looked at again. */
 const OTHER_PROCESS_POLL_MS = 250;
@@ -36,96 +41,149 @@ export interface FollowOptions {
   run?: ManagedRun;
   /** Only events with a greater sequence. */
   after?: number;
+  /** Live events held for a reader that lags before it catches up from the store (default 10 000). */
+  maxPendingEvents?: number;
+  /**
+   * For a run active in another process: ends it when its owner is gone
+   * (see `RunStore.failRunIfOrphaned`), so the stream ends with its failure.
+   */
+  failIfOrphaned?: (runId: string) => Promise<void>;
 }
 
-/** Follows a run's events from `after`: stored ones, then live ones until the terminal event. */
+/** What one reader of a run's events holds. */
+interface FollowState {
+  options: FollowOptions;
+  maxPending: number;
+  /** Live events delivered while not catching up, not yet read. */
+  live: RunEvent[];
+  /** Stored events read, not yet handed out. */
+  backlog: RunEvent[];
+  /** The last sequence handed out. */
+  last: number;
+  /** Reading the store rather than buffering live events. */
+  catchingUp: boolean;
+  runDone: boolean;
+  finished: boolean;
+  wake?: () => void;
+  unsubscribe: () => void;
+}
+
+/**
+ * Follows a run's events from `after`: stored ones, then live ones until the
+ * terminal event. A reader that falls more than `maxPendingEvents` behind
+ * drops its live buffer, reads the store page by page from its last
+ * sequence, and rejoins live delivery: it may lag, never skip.
+ */
 export function followRunEvents(options: FollowOptions): RunEventFollower {
-  const { store, runId, run } = options;
-  const pending: RunEvent[] = [];
-  let last = options.after ?? 0;
-  let wake: (() => void) | undefined;
-  let finished = false;
-  let runDone = !run;
-  // Subscribing before reading the store is what makes the hand-over gapless.
-  let overflowed = false;
-  const unsubscribe = run?.subscribe((event) => {
-    // A client that does not read would grow this without bound: past the
-    // cap, drop the buffer and catch up from the store (it holds every event
-    // a listener has seen).
-    if (pending.length >= MAX_PENDING_EVENTS) {
-      overflowed = true;
-      pending.length = 0;
-    } else {
-      pending.push(event);
-    }
-    wake?.();
-  }) ?? (() => {});
+  const { run } = options;
+  const state: FollowState = {
+    options,
+    maxPending: options.maxPendingEvents ?? MAX_PENDING_EVENTS,
+    live: [],
+    backlog: [],
+    last: options.after ?? 0,
+    // Start by catching up: the first read of the store happens only after
+    // live delivery is on, which is what makes the hand-over gapless.
+    catchingUp: true,
+    runDone: !run,
+    finished: false,
+    unsubscribe: () => {},
+  };
+  state.unsubscribe = run?.subscribe((event) => onLiveEvent(state, event)) ??
+    (() => {});
   run?.done.finally(() => {
-    runDone = true;
-    wake?.();
+    state.runDone = true;
+    state.wake?.();
   });
-  // Read right after subscribing; live events meanwhile are deduplicated.
-  let stored: Promise<() => RunEvent[]> | undefined = settledEvents(
-    store.getEvents(runId, { after: last }),
-  );
-
-  function finish() {
-    finished = true;
-    unsubscribe();
-    wake?.();
-  }
-
   return {
-    async next() {
-      if (stored) pending.unshift(...await stored.then((read) => read()));
-      stored = undefined;
-      for (;;) {
-        if (finished) return undefined;
-        if (overflowed && !pending.length) {
-          overflowed = false;
-          pending.push(...await store.getEvents(runId, { after: last }));
-        }
-        const event = pending.shift();
-        if (event) {
-          if ((event.sequence ?? 0) <= last) continue;
-          last = event.sequence ?? last;
-          if (isTerminalEvent(event)) finish();
-          return event;
-        }
-        if (runDone) {
-          const rest = await store.getEvents(runId, { after: last });
-          if (rest.length) {
-            pending.push(...rest);
-            continue;
-          }
-          if (!run && (await store.getRun(runId))?.status === "active") {
-            // Active in another process sharing the store (a `runner run`):
-            // nothing here can notify us, so look again shortly.
-            await settleWithin(
-              new Promise<void>((resolve) => wake = resolve),
-              OTHER_PROCESS_POLL_MS,
-            );
-            wake = undefined;
-            continue;
-          }
-          finish();
-          return undefined;
-        }
-        await new Promise<void>((resolve) => wake = resolve);
-        wake = undefined;
-      }
-    },
-    close: finish,
+    next: () => nextEvent(state),
+    close: () => finishFollowing(state),
   };
 }
 
-/** A read whose failure is only thrown when it is looked at. */
-function settledEvents(
-  read: Promise<RunEvent[]>,
-): Promise<() => RunEvent[]> {
-  return read.then((events) => () => events, (error) => () => {
-    throw error;
+/** Buffers a live event, or switches to catching up when the buffer is full. */
+function onLiveEvent(state: FollowState, event: RunEvent): void {
+  if (!state.catchingUp) {
+    if (state.live.length < state.maxPending) state.live.push(event);
+    else {
+      // Every event a listener sees is already in the store (stored before
+      // delivery): drop the buffer and catch up from there.
+      state.catchingUp = true;
+      state.live.length = 0;
+    }
+  }
+  state.wake?.();
+}
+
+function finishFollowing(state: FollowState): void {
+  state.finished = true;
+  state.unsubscribe();
+  state.wake?.();
+}
+
+/**
+ * Rejoins live delivery, then reads the next page of stored events (live
+ * events arriving during the read are kept; those also read are skipped by
+ * sequence).
+ */
+async function readStoredPage(state: FollowState): Promise<void> {
+  const { store, runId } = state.options;
+  state.catchingUp = false;
+  state.live.length = 0;
+  state.backlog = await store.getEvents(runId, {
+    after: state.last,
+    limit: CATCH_UP_PAGE,
   });
+  // Still a full page behind: keep reading the store, not buffering.
+  if (state.backlog.length === CATCH_UP_PAGE) state.catchingUp = true;
+}
+
+async function sleep(state: FollowState, ms?: number): Promise<void> {
+  const woken = new Promise<void>((resolve) => state.wake = resolve);
+  await (ms === undefined ? woken : settleWithin(woken, ms));
+  state.wake = undefined;
+}
+
+function take(state: FollowState): RunEvent | undefined {
+  return state.backlog.shift() ??
+    (state.catchingUp ? undefined : state.live.shift());
+}
+
+/** The next event in sequence, waiting for it; undefined once the run is over. */
+async function nextEvent(state: FollowState): Promise<RunEvent | undefined> {
+  const { store, runId, run } = state.options;
+  for (;;) {
+    if (state.finished) return undefined;
+    const event = take(state);
+    if (event) {
+      if ((event.sequence ?? 0) <= state.last) continue;
+      state.last = event.sequence ?? state.last;
+      if (isTerminalEvent(event)) finishFollowing(state);
+      return event;
+    }
+    if (state.catchingUp) {
+      await readStoredPage(state);
+      continue;
+    }
+    if (!state.runDone) {
+      await sleep(state);
+      continue;
+    }
+    state.backlog = await store.getEvents(runId, {
+      after: state.last,
+      limit: CATCH_UP_PAGE,
+    });
+    if (state.backlog.length) continue;
+    if (!run && (await store.getRun(runId))?.status === "active") {
+      // Active in another process sharing the store (a `runner run`): nothing
+      // here can notify us, so look again shortly; end it if its owner is gone.
+      await state.options.failIfOrphaned?.(runId);
+      await sleep(state, OTHER_PROCESS_POLL_MS);
+      continue;
+    }
+    finishFollowing(state);
+    return undefined;
+  }
 }
 
 /** Wire formats of an event stream. */
@@ -139,9 +197,22 @@ export const STREAM_CONTENT_TYPES: Record<StreamFormat, string> = {
 
 const KEEPALIVE_MS = 15_000;
 
-/** Options for {@linkcode streamBody}. */
+/** How long an `EventSource` waits before it reconnects (the SSE `retry:` field). */
+export const SSE_RETRY_MS = 3_000;
+
+/**
+ * What a stream sends while the run is silent, so proxies with idle timeouts
+ * keep the connection: an SSE comment, or an empty line for NDJSON (NDJSON
+ * and n8n readers skip blank lines).
+ */
+export const KEEPALIVES: Record<StreamFormat, string> = {
+  sse: ": keepalive\n\n",
+  ndjson: "\n",
+};
+
+/** Options for {@linkcode eventStreamResponse}. */
 export interface StreamBodyOptions {
-  /** Sends an SSE comment this often so proxies keep the connection (SSE only). */
+  /** Sends a keep-alive this often while the run is silent (default 15 s). */
   keepaliveMs?: number;
   /** Called once the stream has ended or the client went away. */
   onEnd?: () => void;
@@ -192,11 +263,22 @@ export function textStream(
   });
 }
 
-/** Formats one event for `format`. */
-export function formatEvent(event: RunEvent, format: StreamFormat): string {
+/**
+ * Formats one event for `format`. SSE messages are named by the event type
+ * (`event:`), so a browser's `EventSource.onmessage` sees none of them;
+ * `retryMs` adds a `retry:` field (sent with a stream's first message).
+ */
+export function formatEvent(
+  event: RunEvent,
+  format: StreamFormat,
+  retryMs?: number,
+): string {
   const json = JSON.stringify(event);
   if (format === "ndjson") return json + "\n";
-  return `id: ${event.sequence ?? ""}\nevent: ${event.type}\ndata: ${json}\n\n`;
+  const retry = retryMs === undefined ? "" : `retry: ${retryMs}\n`;
+  return `${retry}id: ${
+    event.sequence ?? ""
+  }\nevent: ${event.type}\ndata: ${json}\n\n`;
 }
 
 /** A streaming response of a run's events in `format`. */
@@ -208,14 +290,18 @@ export function eventStreamResponse(
     headers?: Record<string, string>;
   } = {},
 ): Response {
+  let first = true;
   const body = textStream(
     async () => {
       const event = await follower.next();
-      return event ? formatEvent(event, format) : undefined;
+      if (!event) return undefined;
+      const retry = first ? SSE_RETRY_MS : undefined;
+      first = false;
+      return formatEvent(event, format, retry);
     },
     () => follower.close(),
     {
-      keepalive: format === "sse" ? ": keepalive\n\n" : undefined,
+      keepalive: KEEPALIVES[format],
       keepaliveMs: options.keepaliveMs,
       onEnd: options.onEnd,
     },
@@ -229,4 +315,25 @@ export function eventStreamResponse(
       ...options.headers,
     },
   });
+}
+
+/**
+ * The sequence a read resumes after: the larger of `?after=` and the
+ * `Last-Event-ID` header, so an `EventSource` whose URL carries `?after=0`
+ * repeats nothing when it reconnects.
+ */
+export function parseAfterSequence(c: Context): number {
+  const sequences = [c.req.query("after"), c.req.header("last-event-id")]
+    .filter((text): text is string => text !== undefined && text !== "")
+    .map((text) => {
+      const after = Number(text);
+      if (!Number.isInteger(after) || after < 0) {
+        throw new RunnerError(
+          "http.bad_request",
+          "after (or Last-Event-ID) must be a non-negative integer sequence.",
+        );
+      }
+      return after;
+    });
+  return Math.max(0, ...sequences);
 }

@@ -27,6 +27,7 @@ export interface BatchWriterOptions {
 export class BatchWriter {
   readonly #options: BatchWriterOptions;
   #queue: QueuedEvent[] = [];
+  #inFlight: QueuedEvent[] = [];
   #writing: Promise<void> = Promise.resolve();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
@@ -55,6 +56,13 @@ export class BatchWriter {
     return written;
   }
 
+  /** The events of `runId` still waiting for their write (or being written), in order. */
+  pendingFor(runId: string): QueuedEvent[] {
+    return [...this.#inFlight, ...this.#queue].filter((event) =>
+      event.runId === runId
+    );
+  }
+
   /** Stops background writes and retries (call after the last {@linkcode flush}). */
   close(): void {
     this.#closed = true;
@@ -66,11 +74,14 @@ export class BatchWriter {
     if (this.#queue.length === 0) return;
     const batch = this.#queue;
     this.#queue = [];
+    this.#inFlight = batch;
     try {
       await this.#options.write(batch);
     } catch (error) {
       this.#queue = [...batch, ...this.#queue];
       throw error;
+    } finally {
+      this.#inFlight = [];
     }
   }
 

@@ -73,6 +73,11 @@ export class EventQueue {
     }
   }
 
+  /** The events of `runId` still waiting for their write, in order. */
+  pendingFor(runId: string): QueuedEvent[] {
+    return this.#queue.filter((event) => event.runId === runId);
+  }
+
   /** Stops background writes and retries (call after the last {@linkcode flush}). */
   close(): void {
     this.#closed = true;

@@ -35,6 +35,16 @@ export interface ReplicaRef {
   self: boolean;
 }
 
+/** How this replica's lease renewals fare, as {@linkcode FleetStore.leaseHealth} tells. */
+export interface LeaseHealth {
+  /** False while renewals fail (until one succeeds again). */
+  ok: boolean;
+  /** Why the last renewal failed, when not ok. */
+  error?: string;
+  /** When a renewal last succeeded, ms since the epoch. */
+  renewedAt: number;
+}
+
 /** A daemon connected to some replica of the fleet. */
 export interface FleetDaemon {
   /** The daemon id. */
@@ -60,7 +70,7 @@ export interface FleetStore {
   /** The lease length, in milliseconds. */
   readonly leaseMs: number;
   /** Whether this replica's last lease renewal reached the database. */
-  healthy(): boolean;
+  leaseHealth(): LeaseHealth;
   /** Called once each time the lease could not be renewed before it expired. */
   onLeaseLost(listener: () => void): void;
   /**

@@ -8,7 +8,6 @@
 
 import { join } from "node:path";
 import { RunnerError } from "../errors.ts";
-import { openPostgresStore } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
 import { asyncRunStore } from "./sync_adapter.ts";
 import type { OpenStoreOptions, RunStore } from "./types.ts";
@@ -26,10 +25,11 @@ export const STORE_FILE_NAME = "runner.db";
  */
 export function openStore(options: OpenStoreOptions): Promise<RunStore> {
   if (options.shared) {
-    return openPostgresStore({
-      ...options.shared,
-      onFlushError: options.onFlushError,
-    });
+    const shared = options.shared;
+    // Loaded only for a fleet: the embedded store never needs the driver.
+    return import("./postgres.ts").then(({ openPostgresStore }) =>
+      openPostgresStore({ ...shared, onFlushError: options.onFlushError })
+    );
   }
   try {
     return Promise.resolve(asyncRunStore(openSqliteStore({

@@ -9,27 +9,28 @@
  */
 
 import postgres from "postgres";
-import { ERROR_CODES, type ErrorCode, RunnerError } from "../errors.ts";
+import { type ErrorCode, RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { BatchWriter } from "./batch_writer.ts";
 import type { QueuedEvent } from "./event_queue.ts";
 import type { SharedStoreOptions } from "./fleet.ts";
+import { ownStartTime } from "./owner_liveness.ts";
 import { PostgresFleet } from "./postgres_fleet.ts";
+import { failLostReplicaRuns } from "./postgres_orphans.ts";
 import { migratePostgres } from "./postgres_schema.ts";
+import { toRunRecord } from "./rows.ts";
 import type {
   GetEventsOptions,
   ListRunsOptions,
   NewRun,
   RunOutcome,
   RunRecord,
-  RunStatus,
   RunStore,
   SessionKey,
   SessionRecord,
   StoredSession,
+  StoreHealth,
 } from "./types.ts";
-
-type Row = Record<string, unknown>;
 
 /** Run ids whose last sequence a store remembers at most (oldest forgotten first). */
 const REMEMBERED_RUNS = 10_000;
@@ -94,6 +95,8 @@ class PostgresRunStore implements RunStore {
   readonly #lastSequence = new Map<string, number>();
   readonly #instanceId: string;
   #closed = false;
+  /** The last failed query, until a write succeeds again. */
+  #failure: { message: string; at: number } | undefined;
 
   constructor(
     sql: postgres.Sql,
@@ -116,8 +119,15 @@ class PostgresRunStore implements RunStore {
     });
   }
 
-  /** Runs a query after checking the store is open; driver failures become `store.unavailable`. */
-  async #query<T>(action: string, body: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a query after checking the store is open; driver failures become
+   * `store.unavailable` and mark the store unhealthy until a write succeeds.
+   */
+  async #query<T>(
+    action: string,
+    body: () => Promise<T>,
+    kind: "read" | "write" = "read",
+  ): Promise<T> {
     if (this.#closed) {
       throw new RunnerError(
         "runner.internal",
@@ -125,10 +135,27 @@ class PostgresRunStore implements RunStore {
       );
     }
     try {
-      return await body();
+      const result = await body();
+      if (kind === "write") this.#failure = undefined;
+      return result;
     } catch (error) {
-      throw toStoreError(action, error);
+      const failure = toStoreError(action, error);
+      this.#failure = { message: failure.message, at: Date.now() };
+      throw failure;
     }
+  }
+
+  health(): Promise<StoreHealth> {
+    if (this.#closed) {
+      return Promise.resolve({ ok: false, error: "the store is closed" });
+    }
+    const lease = this.fleet.leaseHealth();
+    if (!lease.ok) return Promise.resolve({ ok: false, error: lease.error });
+    // A lease renewal (a write) after the failure shows the database is back.
+    if (this.#failure && this.#failure.at >= lease.renewedAt) {
+      return Promise.resolve({ ok: false, error: this.#failure.message });
+    }
+    return Promise.resolve({ ok: true });
   }
 
   getSession(key: SessionKey): Promise<StoredSession | undefined> {
@@ -157,7 +184,7 @@ class PostgresRunStore implements RunStore {
           agent_command)
         DO UPDATE SET session_id = excluded.session_id,
           updated_at = excluded.updated_at`;
-    });
+    }, "write");
   }
 
   deleteSessions(conversationId: string): Promise<number> {
@@ -165,7 +192,7 @@ class PostgresRunStore implements RunStore {
       const result = await this.#sql`DELETE FROM sessions
         WHERE conversation_id = ${conversationId}`;
       return result.count;
-    });
+    }, "write");
   }
 
   listSessions(conversationId: string): Promise<SessionRecord[]> {
@@ -190,11 +217,13 @@ class PostgresRunStore implements RunStore {
     return this.#query("record the run", async () => {
       const now = Date.now();
       await this.#sql`INSERT INTO runs (run_id, conversation_id, status,
-        config_json, owner_replica, owner_instance, created_at, updated_at)
+        config_json, owner_replica, owner_instance, owner_pid, owner_start_time,
+        created_at, updated_at)
         VALUES (${run.runId}, ${run.conversationId ?? null}, ${run.status},
           ${JSON.stringify(run.config)}, ${this.fleet.replicaId},
-          ${this.#instanceId}, ${now}, ${now})`;
-    });
+          ${this.#instanceId}, ${Deno.pid}, ${ownStartTime() ?? null},
+          ${now}, ${now})`;
+    }, "write");
   }
 
   async finishRun(runId: string, outcome: RunOutcome): Promise<boolean> {
@@ -207,7 +236,7 @@ class PostgresRunStore implements RunStore {
         updated_at = ${now}, finished_at = ${now}
         WHERE run_id = ${runId} AND status = 'active'`;
       return result.count === 1;
-    });
+    }, "write");
   }
 
   getRun(runId: string): Promise<RunRecord | undefined> {
@@ -289,37 +318,50 @@ class PostgresRunStore implements RunStore {
       await this.#sql`INSERT INTO events ${
         this.#sql(rows, "run_id", "sequence", "type", "event_json", "timestamp")
       } ON CONFLICT DO NOTHING`;
-    });
+    }, "write");
   }
 
   async getEvents(
     runId: string,
     options: GetEventsOptions = {},
   ): Promise<RunEvent[]> {
-    await this.flush();
-    return await this.#query("read run events", async () => {
+    const after = options.after ?? 0;
+    let queued: RunEvent[] = [];
+    try {
+      await this.flush();
+    } catch {
+      // Writes are failing: answer from what is stored plus what still waits.
+      queued = this.#writer.pendingFor(runId)
+        .filter((event) => event.sequence > after)
+        .map((event) => JSON.parse(event.json) as RunEvent);
+    }
+    const events = await this.#query("read run events", async () => {
+      const limit = options.limit === undefined
+        ? this.#sql``
+        : this.#sql`LIMIT ${Math.max(0, Math.floor(options.limit))}`;
       const rows = await this.#sql`SELECT event_json FROM events
-        WHERE run_id = ${runId} AND sequence > ${options.after ?? 0}
-        ORDER BY sequence`;
-      const events = rows.map((row) =>
-        JSON.parse(String(row.event_json)) as RunEvent
-      );
-      const last = events.at(-1)?.sequence;
-      if (last !== undefined && last > (this.#lastSequence.get(runId) ?? 0)) {
-        this.#remember(runId, last);
-      }
-      return events;
+        WHERE run_id = ${runId} AND sequence > ${after}
+        ORDER BY sequence ${limit}`;
+      return rows.map((row) => JSON.parse(String(row.event_json)) as RunEvent);
     });
+    const last = events.at(-1)?.sequence;
+    if (last !== undefined && last > (this.#lastSequence.get(runId) ?? 0)) {
+      this.#remember(runId, last);
+    }
+    return mergeQueued(events, queued, options.limit);
   }
 
   async markActiveRunsFailed(
     code: ErrorCode,
     message: string,
+    options: { runId?: string } = {},
   ): Promise<string[]> {
     await this.flush();
     return await this.#query(
       "fail the runs of lost replicas",
-      () => failOrphanedRuns(this.#sql, { code, message }),
+      () =>
+        failLostReplicaRuns(this.#sql, { code, message, runId: options.runId }),
+      "write",
     );
   }
 
@@ -337,57 +379,17 @@ class PostgresRunStore implements RunStore {
   }
 }
 
-/**
- * Fails every active run whose owning replica instance has no live lease,
- * each exactly once: rows are locked and skipped by concurrent sweepers.
- */
-function failOrphanedRuns(
-  sql: postgres.Sql,
-  { code, message }: { code: ErrorCode; message: string },
-): Promise<string[]> {
-  return sql.begin(async (tx) => {
-    const rows = await tx`SELECT r.run_id FROM runs r WHERE r.status = 'active'
-      AND NOT EXISTS (SELECT 1 FROM replicas p
-        WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance
-        AND p.expires_at > now())
-      FOR UPDATE OF r SKIP LOCKED`;
-    const now = Date.now();
-    const retryable = ERROR_CODES[code].retryable;
-    const failed: string[] = [];
-    for (const row of rows) {
-      const runId = String(row.run_id);
-      await tx`UPDATE runs SET status = 'failed', code = ${code},
-        error = ${message}, updated_at = ${now}, finished_at = ${now}
-        WHERE run_id = ${runId}`;
-      const [last] = await tx`SELECT COALESCE(MAX(sequence), 0) AS last
-        FROM events WHERE run_id = ${runId}`;
-      const event: RunEvent = {
-        run_id: runId,
-        type: "run.failed",
-        data: { error: message, code, retryable },
-        sequence: Number(last.last) + 1,
-        timestamp: now,
-      };
-      await tx`INSERT INTO events (run_id, sequence, type, event_json, timestamp)
-        VALUES (${runId}, ${event.sequence!}, ${event.type},
-          ${JSON.stringify(event)}, ${now})`;
-      failed.push(runId);
-    }
-    return failed;
-  });
-}
-
-function toRunRecord(row: Row): RunRecord {
-  const optional = (value: unknown) => value === null ? undefined : value;
-  return {
-    runId: String(row.run_id),
-    conversationId: optional(row.conversation_id) as string | undefined,
-    status: String(row.status) as RunStatus,
-    config: JSON.parse(String(row.config_json)),
-    code: optional(row.code) as string | undefined,
-    error: optional(row.error) as string | undefined,
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-    finishedAt: row.finished_at === null ? undefined : Number(row.finished_at),
-  };
+/** Stored events plus the queued ones not stored yet, in sequence order. */
+function mergeQueued(
+  stored: RunEvent[],
+  queued: RunEvent[],
+  limit: number | undefined,
+): RunEvent[] {
+  if (!queued.length) return stored;
+  const sequences = new Set(stored.map((event) => event.sequence));
+  const merged = [
+    ...stored,
+    ...queued.filter((event) => !sequences.has(event.sequence)),
+  ].sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0));
+  return limit === undefined ? merged : merged.slice(0, limit);
 }

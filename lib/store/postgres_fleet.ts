@@ -8,7 +8,12 @@
  */
 
 import type postgres from "postgres";
-import type { FleetDaemon, FleetStore, ReplicaRef } from "./fleet.ts";
+import type {
+  FleetDaemon,
+  FleetStore,
+  LeaseHealth,
+  ReplicaRef,
+} from "./fleet.ts";
 
 type Row = Record<string, unknown>;
 
@@ -40,7 +45,8 @@ export class PostgresFleet implements FleetStore {
   readonly #leaseLost = new Set<() => void>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #renewedAt = 0;
-  #healthy = true;
+  /** Why the last lease renewal failed; undefined after a renewal succeeds. */
+  #renewalError: string | undefined;
   #lostReported = false;
 
   /** Makes the fleet view of one replica (nothing is written until start). */
@@ -81,8 +87,10 @@ export class PostgresFleet implements FleetStore {
       WHERE replica_id = ${replicaId} AND instance_id = ${instanceId}`;
   }
 
-  healthy(): boolean {
-    return this.#healthy;
+  leaseHealth(): LeaseHealth {
+    return this.#renewalError === undefined
+      ? { ok: true, renewedAt: this.#renewedAt }
+      : { ok: false, error: this.#renewalError, renewedAt: this.#renewedAt };
   }
 
   onLeaseLost(listener: () => void): void {
@@ -108,14 +116,16 @@ export class PostgresFleet implements FleetStore {
         .#sql`UPDATE conversation_leases SET expires_at = ${this.#expiry()}
         WHERE replica_id = ${replicaId}`;
       this.#renewedAt = Date.now();
-      this.#healthy = true;
+      this.#renewalError = undefined;
       this.#lostReported = false;
     } catch (error) {
-      this.#healthy = false;
+      const reason = error instanceof Error ? error.message : String(error);
+      this.#renewalError =
+        `Could not renew the replica lease in PostgreSQL: ${reason}`;
       log({
         msg: "replica lease renewal failed",
         level: "error",
-        error: error instanceof Error ? error.message : String(error),
+        error: reason,
       });
       if (!this.#lostReported && Date.now() - this.#renewedAt > this.leaseMs) {
         this.#lostReported = true;

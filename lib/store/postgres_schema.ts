@@ -74,6 +74,11 @@ const MIGRATIONS: readonly string[] = [
      replica_id TEXT NOT NULL,
      fenced_at BIGINT NOT NULL
    );`,
+  // The owning process, as in the SQLite store (pid and start time). A fleet
+  // tells a dead owner by its replica lease, since replicas run on other
+  // hosts; these columns say which process on the owner's host ran the run.
+  `ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+   ALTER TABLE runs ADD COLUMN owner_start_time TEXT;`,
 ];
 
 /** The schema version this code writes. */

@@ -44,6 +44,8 @@ const MIGRATIONS: readonly string[] = [
      timestamp INTEGER NOT NULL,
      PRIMARY KEY (run_id, sequence)
    ) WITHOUT ROWID;`,
+  // The owner's start time tells a live owner from a zombie or a reused pid.
+  `ALTER TABLE runs ADD COLUMN owner_start_time TEXT;`,
 ];
 
 /** The schema version this code writes. */

@@ -8,11 +8,17 @@
  */
 
 import { dirname } from "node:path";
-import process from "node:process";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { ERROR_CODES, type ErrorCode, RunnerError } from "../errors.ts";
+import { type ErrorCode, RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
+import {
+  createOwnerCheck,
+  isSameProcessAlive,
+  ownStartTime,
+} from "./owner_liveness.ts";
 import { EventQueue, type QueuedEvent } from "./event_queue.ts";
+import { failOrphanedRuns, findOrphanedRuns } from "./orphaned_runs.ts";
+import { sessionKeyValues, toRunRecord, unavailable } from "./rows.ts";
 import { inTransaction, migrateSchema } from "./schema.ts";
 import type {
   GetEventsOptions,
@@ -21,10 +27,10 @@ import type {
   OpenStoreOptions,
   RunOutcome,
   RunRecord,
-  RunStatus,
   SessionKey,
   SessionRecord,
   StoredSession,
+  StoreHealth,
   SyncRunStore,
 } from "./types.ts";
 
@@ -58,7 +64,9 @@ export function openSqliteStore(
   }
   try {
     // busy_timeout first, so the WAL switch and migrations wait for another process.
-    db.exec("PRAGMA busy_timeout = 5000");
+    db.exec(
+      `PRAGMA busy_timeout = ${Math.floor(options.busyTimeoutMs ?? 5000)}`,
+    );
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
     migrateSchema(db, options.path);
@@ -70,47 +78,29 @@ export function openSqliteStore(
   }
 }
 
-function unavailable(action: string, error: unknown): RunnerError {
-  const reason = error instanceof Error ? error.message : String(error);
-  const hint = error instanceof Deno.errors.NotCapable
-    ? "grant --allow-read and --allow-write for the data directory"
-    : "check that the data directory (RUNNER_DATA_DIR) is writable and the disk is not full";
-  return new RunnerError(
-    "store.unavailable",
-    `Could not ${action}: ${reason}; ${hint}.`,
-    {
-      cause: error,
-    },
-  );
-}
-
-/** Whether `pid` is a live process, by sending it signal 0. */
-function probeProcess(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
-  }
-}
-
 class SqliteRunStore implements SyncRunStore {
   readonly #db: DatabaseSync;
   readonly #instanceId = crypto.randomUUID();
-  readonly #isProcessAlive: (pid: number) => boolean;
+  readonly #ownerIsAlive: (row: Record<string, unknown>) => boolean;
   readonly #statements: Record<string, StatementSync> = {};
   readonly #queue: EventQueue;
   readonly #lastSequence = new Map<string, number>();
   #closed = false;
+  /** The last failure of a write or read, until a write succeeds again. */
+  #failure: string | undefined;
 
   constructor(db: DatabaseSync, options: OpenSqliteStoreOptions) {
     this.#db = db;
-    this.#isProcessAlive = options.isProcessAlive ?? probeProcess;
+    this.#ownerIsAlive = createOwnerCheck({
+      isProcessAlive: options.isProcessAlive ?? isSameProcessAlive,
+      isOpenHere: (instance) => openInstances.has(instance),
+    });
+    const onFlushError = options.onFlushError ??
+      ((error: RunnerError) =>
+        console.error(`runner store [${error.code}]: ${error.message}`));
     this.#queue = new EventQueue({
       write: (batch) => this.#writeEvents(batch),
-      onFlushError: options.onFlushError ??
-        ((error) =>
-          console.error(`runner store [${error.code}]: ${error.message}`)),
+      onFlushError,
     });
     openInstances.add(this.#instanceId);
   }
@@ -132,18 +122,49 @@ class SqliteRunStore implements SyncRunStore {
   #write<T>(action: string, body: () => T): T {
     this.#assertOpen();
     try {
-      return body();
+      const result = body();
+      this.#failure = undefined;
+      return result;
     } catch (error) {
-      if (error instanceof RunnerError) throw error;
-      throw unavailable(action, error);
+      const failure = error instanceof RunnerError
+        ? error
+        : unavailable(action, error);
+      this.#failure = failure.message;
+      throw failure;
     }
   }
 
+  #read<T>(action: string, body: () => T): T {
+    this.#assertOpen();
+    try {
+      return body();
+    } catch (error) {
+      if (error instanceof RunnerError) throw error;
+      const failure = unavailable(action, error);
+      this.#failure = failure.message;
+      throw failure;
+    }
+  }
+
+  health(): StoreHealth {
+    if (this.#closed) return { ok: false, error: "the store is closed" };
+    try {
+      this.#statement("SELECT COUNT(*) FROM runs WHERE status = 'active'")
+        .get();
+    } catch (error) {
+      this.#failure = unavailable("read the store", error).message;
+    }
+    return this.#failure === undefined
+      ? { ok: true }
+      : { ok: false, error: this.#failure };
+  }
+
   getSession(key: SessionKey): StoredSession | undefined {
-    const row = this.#statement(
-      `SELECT session_id, updated_at FROM sessions WHERE conversation_id = ? AND provider = ?
+    const row = this.#read("read the session", () =>
+      this.#statement(
+        `SELECT session_id, updated_at FROM sessions WHERE conversation_id = ? AND provider = ?
          AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
-    ).get(...sessionKeyValues(key)) as Row | undefined;
+      ).get(...sessionKeyValues(key))) as Row | undefined;
     if (row === undefined) return undefined;
     return {
       sessionId: String(row.session_id),
@@ -172,9 +193,10 @@ class SqliteRunStore implements SyncRunStore {
   }
 
   listSessions(conversationId: string): SessionRecord[] {
-    const rows = this.#statement(
-      "SELECT * FROM sessions WHERE conversation_id = ? ORDER BY updated_at DESC",
-    ).all(conversationId) as Row[];
+    const rows = this.#read("read the sessions", () =>
+      this.#statement(
+        "SELECT * FROM sessions WHERE conversation_id = ? ORDER BY updated_at DESC",
+      ).all(conversationId)) as Row[];
     return rows.map((row) => ({
       conversationId: String(row.conversation_id),
       provider: String(row.provider),
@@ -192,7 +214,8 @@ class SqliteRunStore implements SyncRunStore {
       const now = Date.now();
       this.#statement(
         `INSERT INTO runs (run_id, conversation_id, status, config_json, owner_pid,
-           owner_instance, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+           owner_instance, owner_start_time, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         run.runId,
         run.conversationId ?? null,
@@ -200,6 +223,7 @@ class SqliteRunStore implements SyncRunStore {
         JSON.stringify(run.config),
         Deno.pid,
         this.#instanceId,
+        ownStartTime() ?? null,
         now,
         now,
       );
@@ -227,8 +251,9 @@ class SqliteRunStore implements SyncRunStore {
   }
 
   getRun(runId: string): RunRecord | undefined {
-    const row = this.#statement("SELECT * FROM runs WHERE run_id = ?").get(
-      runId,
+    const row = this.#read(
+      "read the run",
+      () => this.#statement("SELECT * FROM runs WHERE run_id = ?").get(runId),
     ) as
       | Row
       | undefined;
@@ -249,9 +274,10 @@ class SqliteRunStore implements SyncRunStore {
     const where = conditions.length > 0
       ? `WHERE ${conditions.join(" AND ")}`
       : "";
-    const rows = this.#statement(
-      `SELECT * FROM runs ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?`,
-    ).all(...values, Math.max(0, Math.floor(options.limit))) as Row[];
+    const rows = this.#read("list the runs", () =>
+      this.#statement(
+        `SELECT * FROM runs ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+      ).all(...values, Math.max(0, Math.floor(options.limit)))) as Row[];
     return rows.map(toRunRecord);
   }
 
@@ -285,9 +311,10 @@ class SqliteRunStore implements SyncRunStore {
   }
 
   #storedMaxSequence(runId: string): number {
-    const row = this.#statement(
-      "SELECT COALESCE(MAX(sequence), 0) AS last FROM events WHERE run_id = ?",
-    ).get(runId) as Row;
+    const row = this.#read("read the run's events", () =>
+      this.#statement(
+        "SELECT COALESCE(MAX(sequence), 0) AS last FROM events WHERE run_id = ?",
+      ).get(runId)) as Row;
     return Number(row.last);
   }
 
@@ -316,56 +343,56 @@ class SqliteRunStore implements SyncRunStore {
   }
 
   getEvents(runId: string, options: GetEventsOptions = {}): RunEvent[] {
-    this.flush();
-    const rows = this.#statement(
-      "SELECT event_json FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence",
-    ).all(runId, options.after ?? 0) as Row[];
-    return rows.map((row) => JSON.parse(String(row.event_json)) as RunEvent);
+    const after = options.after ?? 0;
+    const limit = options.limit ?? -1;
+    let queued: RunEvent[] = [];
+    try {
+      this.flush();
+    } catch {
+      // Writes are failing: answer from what is stored plus what still waits.
+      queued = this.#queue.pendingFor(runId)
+        .filter((event) => event.sequence > after)
+        .map((event) => JSON.parse(event.json) as RunEvent);
+    }
+    const rows = this.#read("read the run's events", () =>
+      this.#statement(
+        "SELECT event_json FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+      ).all(runId, after, limit)) as Row[];
+    const events = rows.map((row) =>
+      JSON.parse(String(row.event_json)) as RunEvent
+    );
+    if (!queued.length) return events;
+    const stored = new Set(events.map((event) => event.sequence));
+    const merged = [
+      ...events,
+      ...queued.filter((event) => !stored.has(event.sequence)),
+    ].sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0));
+    return limit < 0 ? merged : merged.slice(0, limit);
   }
 
-  markActiveRunsFailed(code: ErrorCode, message: string): string[] {
+  markActiveRunsFailed(
+    code: ErrorCode,
+    message: string,
+    options: { runId?: string } = {},
+  ): string[] {
+    const context = {
+      statement: (sql: string) => this.#statement(sql),
+      ownerIsAlive: (row: Row) => this.#ownerIsAlive(row),
+      code,
+      message,
+      runId: options.runId,
+    };
+    // Look first without a write lock: usually nothing is orphaned.
+    const candidates = this.#read(
+      "read the active runs",
+      () => findOrphanedRuns(context),
+    );
+    if (!candidates.length) return [];
     this.flush();
     return this.#write(
       "fail the interrupted runs",
-      () =>
-        inTransaction(this.#db, () => {
-          const rows = this.#statement(
-            "SELECT run_id, owner_pid, owner_instance FROM runs WHERE status = 'active'",
-          ).all() as Row[];
-          const orphaned = rows.filter((row) => !this.#ownerIsAlive(row)).map((
-            row,
-          ) => String(row.run_id));
-          const now = Date.now();
-          const retryable = ERROR_CODES[code].retryable;
-          for (const runId of orphaned) {
-            this.#statement(
-              `UPDATE runs SET status = 'failed', code = ?, error = ?, updated_at = ?,
-               finished_at = ? WHERE run_id = ?`,
-            ).run(code, message, now, now, runId);
-            const sequence = this.#storedMaxSequence(runId) + 1;
-            const event: RunEvent = {
-              run_id: runId,
-              type: "run.failed",
-              data: { error: message, code, retryable },
-              sequence,
-              timestamp: now,
-            };
-            this.#statement(
-              `INSERT INTO events (run_id, sequence, type, event_json, timestamp)
-             VALUES (?, ?, ?, ?, ?)`,
-            ).run(runId, sequence, event.type, JSON.stringify(event), now);
-          }
-          return orphaned;
-        }),
+      () => inTransaction(this.#db, () => failOrphanedRuns(context)),
     );
-  }
-
-  #ownerIsAlive(row: Row): boolean {
-    if (openInstances.has(String(row.owner_instance))) return true;
-    const pid = Number(row.owner_pid);
-    // Same pid but not one of our open instances: an earlier incarnation (e.g. pid 1 in a container).
-    if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid) return false;
-    return this.#isProcessAlive(pid);
   }
 
   close(): void {
@@ -379,30 +406,4 @@ class SqliteRunStore implements SyncRunStore {
       this.#db.close();
     }
   }
-}
-
-function sessionKeyValues(key: SessionKey): string[] {
-  return [
-    key.conversationId,
-    key.provider,
-    key.location,
-    key.target,
-    key.workspace,
-    key.agentCommand,
-  ];
-}
-
-function toRunRecord(row: Row): RunRecord {
-  const optional = (value: unknown) => value === null ? undefined : value;
-  return {
-    runId: String(row.run_id),
-    conversationId: optional(row.conversation_id) as string | undefined,
-    status: String(row.status) as RunStatus,
-    config: JSON.parse(String(row.config_json)),
-    code: optional(row.code) as string | undefined,
-    error: optional(row.error) as string | undefined,
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-    finishedAt: optional(row.finished_at) as number | undefined,
-  };
 }

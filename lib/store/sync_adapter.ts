@@ -35,8 +35,9 @@ export function asyncRunStore(store: SyncRunStore): RunStore {
     flush: () => settled(() => store.flush()),
     getEvents: (runId, options) =>
       settled(() => store.getEvents(runId, options)),
-    markActiveRunsFailed: (code, message) =>
-      settled(() => store.markActiveRunsFailed(code, message)),
+    markActiveRunsFailed: (code, message, options) =>
+      settled(() => store.markActiveRunsFailed(code, message, options)),
+    health: () => settled(() => store.health()),
     close: () => settled(() => store.close()),
   };
 }

@@ -108,6 +108,16 @@ export interface ListRunsOptions {
 export interface GetEventsOptions {
   /** Only events with a sequence greater than this. */
   after?: number;
+  /** At most this many events (default: all). */
+  limit?: number;
+}
+
+/** Whether the store can serve, as {@linkcode RunStore.health} reports it. */
+export interface StoreHealth {
+  /** False while reads or writes fail (until a write succeeds again). */
+  ok: boolean;
+  /** The last failure, when not ok. */
+  error?: string;
 }
 
 /**
@@ -147,17 +157,31 @@ export interface RunStore {
   appendEvent(runId: string, event: RunEvent): RunEvent;
   /** Writes queued events now, in one transaction. */
   flush(): Promise<void>;
-  /** A run's events ordered by sequence (queued events are flushed first). */
+  /**
+   * A run's events ordered by sequence (queued events are flushed first; while
+   * writes fail, the queued ones are included from memory).
+   */
   getEvents(runId: string, options?: GetEventsOptions): Promise<RunEvent[]>;
 
   /**
-   * Ends every run the store shows as active whose owner is gone (a crashed
-   * or restarted process; in a fleet, a replica whose lease expired): marks
-   * it failed with `code` and `message` and appends a final `run.failed`
-   * event, exactly once however many callers race. Runs owned by a live
-   * owner are left alone. Resolves to the ids of the runs it failed.
+   * Ends every run the store shows as active whose owner is gone (a crashed,
+   * restarted or zombie process, or one whose pid another process reuses; in
+   * a fleet, a replica whose lease expired): marks it failed with `code` and
+   * `message` and appends a final `run.failed` event — unless the run's
+   * terminal event is already stored, whose outcome is then recorded instead
+   * (a run never holds two) — exactly once however many callers race. Runs
+   * owned by a live owner (another `runner run`, a store still open in this
+   * process, a live replica) are left alone; `runId` limits it to one run.
+   * Resolves to the ids of the runs it ended.
    */
-  markActiveRunsFailed(code: ErrorCode, message: string): Promise<string[]>;
+  markActiveRunsFailed(
+    code: ErrorCode,
+    message: string,
+    options?: { runId?: string },
+  ): Promise<string[]>;
+
+  /** Whether reads and writes currently succeed. */
+  health(): Promise<StoreHealth>;
 
   /** Flushes queued events and closes the store. Safe to call twice. */
   close(): Promise<void>;
@@ -181,12 +205,14 @@ export interface OpenStoreOptions {
   /** The directory that holds the store file; created when missing. */
   dataDir: string;
   /**
-   * Whether a process id belongs to a live process; decides which active runs
-   * {@linkcode RunStore.markActiveRunsFailed} may fail. Defaults to a
-   * signal-0 probe (needs `--allow-run`; without it every other process
-   * counts as gone).
+   * Whether the process recorded as `pid` (started at `startTime`, when
+   * known) is still alive; decides which active runs
+   * {@linkcode RunStore.markActiveRunsFailed} may end. Defaults to the
+   * process table: a gone pid, a zombie or a reused pid counts as dead.
    */
-  isProcessAlive?: (pid: number) => boolean;
+  isProcessAlive?: (pid: number, startTime?: string) => boolean;
+  /** How long a write waits for another process's lock, in ms (default 5000). */
+  busyTimeoutMs?: number;
   /** Called when a background event flush fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
   /** Opens the fleet's shared PostgreSQL store instead of the data directory's SQLite file. */

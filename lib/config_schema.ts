@@ -1,0 +1,373 @@
+/**
+ * The run config, described once: every kebab-case key with its type,
+ * default, limits, allowed values, description and the message a bad value
+ * gets. `lib/config.ts` validates with it, `/openapi.json` shows it and
+ * `docs/config.md`'s table is checked against it (`deno task config-table`
+ * prints that table).
+ *
+ * @module
+ */
+
+import { isAbsolute } from "node:path";
+import { z } from "zod";
+
+/** The longest duration a JavaScript timer can wait, in whole seconds. */
+export const MAX_TIMER_SECONDS = 2_147_483;
+
+/** How a key's value is read when it arrives as text (a flag, a variable, a query parameter). */
+export type ConfigKind =
+  | "string"
+  | "bool"
+  | "number"
+  | "env"
+  | "list"
+  | "json-text"
+  | "permission";
+
+/** One run-config key: its schema and how the docs show its default. */
+export interface ConfigKeySpec {
+  /** Type, default, limits, description and messages. */
+  schema: z.ZodType;
+  /** How a text value is turned into the schema's type first. */
+  kind: ConfigKind;
+  /** The docs' default column when it is not the schema's default (e.g. "(required)"). */
+  docDefault?: string;
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function seconds(
+  fallback: number,
+  description: string,
+  max = MAX_TIMER_SECONDS,
+): ConfigKeySpec {
+  return {
+    kind: "number",
+    schema: positive(max).default(fallback).describe(description),
+  };
+}
+
+function positive(max?: number) {
+  const number = z.number({ error: "must be a number" })
+    .gt(0, { error: "must be greater than 0" });
+  return max === undefined
+    ? number
+    : number.max(max, { error: `must be at most ${max}` });
+}
+
+function bool(fallback: boolean, description: string): ConfigKeySpec {
+  return {
+    kind: "bool",
+    schema: z.boolean({ error: "must be true or false" }).default(fallback)
+      .describe(description),
+  };
+}
+
+function text(description: string, docDefault = "—"): ConfigKeySpec {
+  return {
+    kind: "string",
+    schema: z.string({ error: "must be a string" }).optional().describe(
+      description,
+    ),
+    docDefault,
+  };
+}
+
+function choice<const T extends readonly [string, ...string[]]>(
+  values: T,
+  fallback: T[number],
+  description: string,
+): ConfigKeySpec {
+  return {
+    kind: "string",
+    schema: z.enum(values, {
+      error: `must be one of ${values.join(", ")}`,
+    }).default(fallback as never).describe(description),
+  };
+}
+
+function port(description: string, fallback?: number): ConfigKeySpec {
+  const message = { error: "must be a port number 0-65535" };
+  const schema = z.number({ error: "must be a number" }).int(message)
+    .min(0, message).max(65535, message);
+  return {
+    kind: "number",
+    schema:
+      (fallback === undefined ? schema.optional() : schema.default(fallback))
+        .describe(description),
+    docDefault: fallback === undefined ? "—" : undefined,
+  };
+}
+
+function path(description: string, docDefault: string): ConfigKeySpec {
+  return {
+    kind: "string",
+    schema: z.string({ error: "must be a non-empty path" })
+      .min(1, { error: "must be a non-empty path" })
+      .refine(
+        (value) => isAbsolute(value) || value === "~" || value.startsWith("~/"),
+        { error: (issue) => `must be an absolute path (got "${issue.input}")` },
+      ).optional().describe(description),
+    docDefault,
+  };
+}
+
+function list(description: string): ConfigKeySpec {
+  return {
+    kind: "list",
+    schema: z.array(z.string()).default([]).describe(description),
+  };
+}
+
+const AT_MOST = (max: number) => `; at most ${max}`;
+
+/** Every run-config key, in the order of `docs/config.md`. */
+export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
+  "provider": {
+    kind: "string",
+    schema: z.string({ error: "must be a string" }).optional().describe(
+      "a preset from `runner providers`, or `custom`",
+    ),
+    docDefault: "(required)",
+  },
+  "location": choice(
+    ["local", "remote-ssh", "daemon"],
+    "local",
+    "`local`, `remote-ssh` or `daemon`",
+  ),
+  "workspace": path(
+    "the agent's working directory: absolute or starting with `~/` (see below); on the remote machine for remote-ssh/daemon; created if missing",
+    "(required for local)",
+  ),
+  "session-cwd": path(
+    "the ACP session's `cwd`, when it differs from where the process starts (same path rules as `workspace`)",
+    "`workspace`",
+  ),
+  "acp-command": text(
+    "the agent command, split like Python's `shlex.split` (no shell runs); required for `custom`",
+    "the preset's",
+  ),
+  "env-json": {
+    kind: "env",
+    schema: z.record(
+      z.string().regex(NAME, {
+        error: (issue) =>
+          `"${issue.input}" is not a valid environment variable name`,
+      }),
+      z.string({ error: "must be a string" }),
+    ).default({}).describe(
+      'JSON object of extra environment for the agent; values under secret-looking names are redacted (`docs/permissions.md`, "Secrets")',
+    ),
+  },
+  "secret-env-names": list(
+    "more variable names whose values are secrets and redacted (list or comma-separated), e.g. `CORP_SSO`; operator only",
+  ),
+  "reuse-session": bool(true, "resume/load the conversation's stored session"),
+  "create-session-if-missing": bool(
+    true,
+    "start a new session when none is stored or the stored one cannot be restored (else `acp.session_missing`)",
+  ),
+  "streaming": bool(
+    true,
+    "emit deltas and progress events; `false` emits only the final message",
+  ),
+  "startup-timeout": seconds(
+    60,
+    "seconds until the agent is ready (process, `initialize`, session)" +
+      AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "initialize-timeout": seconds(
+    30,
+    "seconds for the `initialize` answer" + AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "timeout": seconds(
+    600,
+    "seconds for the whole run" + AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "cancel-grace": seconds(
+    3,
+    "seconds to wait for `stopReason: cancelled` before killing the agent" +
+      AT_MOST(5),
+    5,
+  ),
+  "late-update-ms": {
+    kind: "number",
+    schema: positive(5000).default(150).describe(
+      "quiet window (ms) after the prompt answer for straggling updates; at most 5000 (`docs/runs.md`)",
+    ),
+  },
+  "replay-quiet-ms": {
+    kind: "number",
+    schema: positive(5000).default(200).describe(
+      "after `session/load`: the replay counts as over once the agent has sent nothing for this long (ms; at most 10 × that in all); at most 5000",
+    ),
+  },
+  "max-message-mb": {
+    kind: "number",
+    schema: positive().default(64).describe(
+      "largest single ACP message accepted from the agent",
+    ),
+  },
+  "max-attachment-mb": {
+    kind: "number",
+    schema: positive().default(10).describe("largest decoded attachment"),
+  },
+  "max-prompt-mb": {
+    kind: "number",
+    schema: positive().default(25).describe(
+      "largest total of decoded attachments in one prompt",
+    ),
+  },
+  "permission-decision": {
+    kind: "permission",
+    schema: z.enum([
+      "allow_once",
+      "allow_always",
+      "reject_once",
+      "reject_always",
+    ], {
+      error:
+        "must be one of allow_once, allow_always, reject_once or reject_always",
+    }).default("allow_once").describe(
+      "`allow_once`, `allow_always`, `reject_once`, `reject_always`",
+    ),
+  },
+  "fs-read": bool(
+    false,
+    "advertise and serve `fs/read_text_file` inside the workspace (by real path, see below); refused with `location=remote-ssh`",
+  ),
+  "fs-write": bool(
+    false,
+    "advertise and serve `fs/write_text_file` inside the workspace (by real path, see below); refused with `location=remote-ssh`",
+  ),
+  "append-run-scope-prompt": bool(
+    false,
+    "prepend a short run-scope note (run id, available assets) to the first prompt",
+  ),
+  "mcp-servers-json": {
+    kind: "json-text",
+    schema: z.string().optional().describe(
+      "the user's own MCP servers: a JSON array or `{mcpServers:{…}}`, given as JSON text or as a JSON value",
+    ),
+    docDefault: "—",
+  },
+  "langbot-assets-enabled": bool(
+    true,
+    "inject the run-scoped LangBot assets MCP server",
+  ),
+  "langbot-assets-mode": choice(
+    ["auto", "ephemeral", "gateway"],
+    "auto",
+    "`auto` (= ephemeral), `ephemeral` or `gateway`",
+  ),
+  "langbot-assets-gateway-host": {
+    kind: "string",
+    schema: z.string({ error: "must be a string" }).default("127.0.0.1")
+      .describe("gateway listen host (operator only)"),
+  },
+  "langbot-assets-gateway-port": port(
+    "gateway port (fixed, so other platforms can register it; operator only)",
+  ),
+  "langbot-assets-gateway-public-url": text(
+    "externally reachable gateway MCP URL (operator only)",
+  ),
+  "langbot-assets-token-ttl": seconds(
+    3600,
+    "seconds a run token lives" + AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "knowledge-bases": list("knowledge base ids granted for retrieval"),
+  "ssh-target": text("`user@host` for remote-ssh"),
+  "ssh-port": port("SSH port", 22),
+  "ssh-identity-file": text("private key on the runner's machine"),
+  "ssh-connect-timeout": seconds(
+    15,
+    "seconds for the SSH connection" + AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "ssh-extra-options": list(
+    "extra `-o` options (`Key=value`, list or comma-separated)",
+  ),
+  "remote-shell": choice(
+    ["bash", "powershell"],
+    "bash",
+    "the remote wrapper shell (`bash`; `powershell` is accepted but not yet implemented)",
+  ),
+  "daemon-id": text("the daemon to run on, for `location=daemon`"),
+  "daemon-connect-timeout": seconds(
+    30,
+    "seconds to wait for that daemon to come online" +
+      AT_MOST(MAX_TIMER_SECONDS),
+  ),
+};
+
+/** The default of a key's schema, or undefined when it has none. */
+export function schemaDefault(schema: z.ZodType): unknown {
+  const def = schema.def as { type: string; defaultValue?: unknown };
+  return def.type === "default" ? structuredClone(def.defaultValue) : undefined;
+}
+
+/** A key's description (the docs' meaning column). */
+export function schemaDescription(schema: z.ZodType): string {
+  return schema.description ?? "";
+}
+
+/** The rows of `docs/config.md`'s key table: key, default, meaning. */
+export function configTableRows(): Array<[string, string, string]> {
+  return Object.entries(RUN_CONFIG_SPEC).map(([key, spec]) => {
+    const fallback = schemaDefault(spec.schema);
+    const shown = spec.docDefault ??
+      `\`${
+        typeof fallback === "string" ? fallback : JSON.stringify(fallback)
+      }\``;
+    return [`\`${key}\``, shown, schemaDescription(spec.schema)];
+  });
+}
+
+/** `docs/config.md`'s key table as Markdown (before `deno fmt` pads it). */
+export function configTableMarkdown(): string {
+  const lines = [
+    "| key | default | meaning |",
+    "| --- | --- | --- |",
+    ...configTableRows().map((row) => `| ${row.join(" | ")} |`),
+  ];
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * The JSON Schema (2020-12, as OpenAPI 3.1 uses) of a caller's run config:
+ * every key with its type, default, limits, enum and description. Keys that
+ * are not strings also accept their text form (`"true"`, `"30"`, JSON text).
+ */
+export function runConfigJsonSchema(): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(RUN_CONFIG_SPEC)) {
+    const schema = z.toJSONSchema(spec.schema, { io: "input" }) as Record<
+      string,
+      unknown
+    >;
+    delete schema.$schema;
+    properties[key] = acceptText(schema, spec.kind);
+  }
+  return {
+    type: "object",
+    description:
+      "Kebab-case run-config keys (docs/config.md; snake_case spellings are accepted too); server defaults fill the rest.",
+    properties: {
+      ...properties,
+      "advanced-settings": {
+        description: "Accepted and ignored (LangBot form visibility).",
+      },
+    },
+  };
+}
+
+/** Widens a key's JSON Schema to the text form a caller may send instead. */
+function acceptText(
+  schema: Record<string, unknown>,
+  kind: ConfigKind,
+): Record<string, unknown> {
+  if (kind === "json-text") {
+    return { ...schema, type: ["string", "object", "array"] };
+  }
+  if (schema.type === "string" || schema.type === undefined) return schema;
+  return { ...schema, type: [schema.type, "string"] };
+}

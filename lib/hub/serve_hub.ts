@@ -1,0 +1,71 @@
+/**
+ * The hub's listener: every connection must upgrade to a WebSocket on the
+ * hub's own TCP listener (`ws_listener.ts`), whose sockets refuse oversized
+ * frames unread; each upgraded socket goes to the hub.
+ *
+ * @module
+ */
+
+import { MAX_DAEMONS, MAX_FRAME_BYTES, REFUSAL_REASONS } from "../relay.ts";
+import {
+  listenForWebSockets,
+  type WebSocketListenerLimits,
+} from "./ws_listener.ts";
+
+/** A running {@linkcode serveHub} listener. */
+export interface HubServer {
+  /** `ws://127.0.0.1:<port>`. */
+  url: string;
+  /** The bound port. */
+  port: number;
+  /** Stops listening (the hub itself is closed separately). */
+  close(): Promise<void>;
+}
+
+/** Options of {@linkcode serveHub}. */
+export interface ServeHubOptions {
+  /** The listen address (default 127.0.0.1). */
+  hostname?: string;
+  /** The listen port (default: any free port). */
+  port?: number;
+  /** The hub the sockets are handed to (a `RelayHub`). */
+  hub: { handleSocket(ws: WebSocket): void };
+  /** Connection limits (defaults: 256 sockets, 10 s for the upgrade request). */
+  limits?: Partial<WebSocketListenerLimits>;
+  /** Receives accept failures. */
+  onError?: (message: string, error: unknown) => void;
+}
+
+/** Default connection limits of the hub listener. */
+export const HUB_LISTENER_LIMITS: WebSocketListenerLimits = {
+  maxConnections: 2 * MAX_DAEMONS,
+  headerTimeoutMs: 10_000,
+  maxMessageBytes: MAX_FRAME_BYTES,
+  idleTimeoutMs: 30_000,
+  tooBigReason: REFUSAL_REASONS.frameTooLarge,
+};
+
+/**
+ * Serves `hub` on `hostname:port` (default 127.0.0.1, random port): every
+ * connection must upgrade to a WebSocket; frames over {@linkcode MAX_FRAME_BYTES}
+ * are refused from their header.
+ */
+export function serveHub(options: ServeHubOptions): HubServer {
+  const hostname = options.hostname ?? "127.0.0.1";
+  const listener = listenForWebSockets({
+    hostname,
+    port: options.port ?? 0,
+    limits: { ...HUB_LISTENER_LIMITS, ...options.limits },
+    // The hub types its sockets as the browser API; ServerWebSocket is that subset.
+    onSocket: (socket) =>
+      options.hub.handleSocket(socket as unknown as WebSocket),
+    onError: options.onError,
+  });
+  return {
+    url: `ws://${
+      hostname.includes(":") ? `[${hostname}]` : hostname
+    }:${listener.port}`,
+    port: listener.port,
+    close: () => listener.close(),
+  };
+}

@@ -1,0 +1,232 @@
+/**
+ * The component schemas of `/openapi.json`: every JSON body the service
+ * sends or takes. The run config's schema comes from its one description
+ * (`config_schema.ts`).
+ *
+ * @module
+ */
+
+import { runConfigJsonSchema } from "../config_schema.ts";
+import { ERROR_CODES } from "../errors.ts";
+import { RUN_EVENT_TYPES } from "../events.ts";
+
+type Schema = Record<string, unknown>;
+
+/** A `$ref` to a component schema. */
+export const ref = (name: string): Schema => ({
+  $ref: `#/components/schemas/${name}`,
+});
+
+const string = { type: "string" };
+const nullableString = { type: ["string", "null"] };
+const timestamp = {
+  type: "string",
+  format: "date-time",
+  description: "ISO 8601, UTC.",
+};
+const RUN_STATUSES = ["active", "completed", "failed", "cancelled"];
+
+/** The event types of `docs/events.md`. */
+export const EVENT_TYPES = RUN_EVENT_TYPES;
+
+function object(
+  properties: Record<string, Schema>,
+  required = Object.keys(properties),
+): Schema {
+  return { type: "object", required, properties };
+}
+
+function runSchemas(): Record<string, Schema> {
+  const summary = {
+    run_id: string,
+    conversation_id: nullableString,
+    status: { type: "string", enum: RUN_STATUSES },
+    active: { type: "boolean" },
+    code: nullableString,
+    error: nullableString,
+    config: {
+      type: "object",
+      description:
+        "The run's resolved config (kebab-case keys of docs/config.md); env-json values read [REDACTED].",
+    },
+    created_at: timestamp,
+    updated_at: timestamp,
+    finished_at: { ...timestamp, type: ["string", "null"] },
+  };
+  return {
+    RunEvent: object({
+      run_id: string,
+      type: { type: "string", enum: EVENT_TYPES },
+      data: { type: "object" },
+      usage: { type: "object" },
+      sequence: { type: "integer", minimum: 1 },
+      timestamp: {
+        type: "integer",
+        description: "Milliseconds since the epoch.",
+      },
+    }, ["run_id", "type", "data"]),
+    RunInput: {
+      type: "object",
+      properties: {
+        text: string,
+        attachments: { type: "array", items: { type: "object" } },
+      },
+    },
+    RunConfig: runConfigJsonSchema(),
+    RunSummary: object(summary),
+    Run: object({
+      ...summary,
+      events: { type: "array", items: ref("RunEvent") },
+    }),
+    RunDocument: object({
+      run_id: string,
+      conversation_id: nullableString,
+      status: { type: "string", enum: RUN_STATUSES },
+      code: nullableString,
+      error: nullableString,
+      message: { ...string, description: "The final assistant message." },
+      events: { type: "array", items: ref("RunEvent") },
+    }),
+    RunEvents: object({
+      run_id: string,
+      status: { type: "string", enum: RUN_STATUSES },
+      events: { type: "array", items: ref("RunEvent") },
+    }),
+    RunList: object({ runs: { type: "array", items: ref("RunSummary") } }),
+    Steered: object({ run_id: string, steered: { const: true } }),
+    Queued: object({ run_id: string, queued: { const: true } }),
+    Cancelled: object({ run_id: string, status: string, code: nullableString }),
+  };
+}
+
+function serviceSchemas(): Record<string, Schema> {
+  return {
+    Error: object({
+      error: object({
+        code: { type: "string", enum: Object.keys(ERROR_CODES) },
+        message: string,
+        retryable: { type: "boolean" },
+      }),
+    }),
+    Health: object({
+      status: {
+        ...string,
+        description:
+          "`ok`, or `shutting_down` or `degraded` (the store cannot be read or written; in a fleet, the database cannot be reached), both with 503.",
+      },
+      version: string,
+      active_runs: { type: "integer", minimum: 0 },
+      store: object({ ok: { type: "boolean" }, error: string }, ["ok"]),
+      replica_id: {
+        ...string,
+        description: "This replica's id, in a fleet (`--store postgres://…`).",
+      },
+    }, ["status", "version", "active_runs", "store"]),
+    Providers: object({
+      presets: {
+        type: "array",
+        items: object({
+          name: string,
+          command: string,
+          recovery: { type: "array", items: string },
+          envNames: { type: "array", items: string },
+        }, ["name", "command", "recovery"]),
+      },
+      unsupported: {
+        type: "array",
+        items: object({
+          name: string,
+          reason: string,
+          suggestedCommand: string,
+        }, ["name", "reason"]),
+      },
+    }),
+    Daemons: object({
+      daemons: {
+        type: "array",
+        items: object({
+          daemon_id: string,
+          connected: { type: "boolean" },
+          fenced: { type: "boolean" },
+          metadata: { type: "object" },
+          connected_at: { type: ["integer", "null"] },
+          last_seen_at: { type: ["integer", "null"] },
+          active_jobs: { type: "array", items: string },
+        }),
+      },
+    }),
+    Unfenced: object({ daemon_id: string, was_fenced: { type: "boolean" } }),
+    Conversation: object({
+      conversation_id: string,
+      active_run_id: nullableString,
+      sessions: {
+        type: "array",
+        items: object({
+          session_id: string,
+          provider: string,
+          location: string,
+          target: string,
+          workspace: string,
+          agent_command: string,
+          updated_at: timestamp,
+        }),
+      },
+    }),
+    ConversationForgotten: object({
+      conversation_id: string,
+      deleted_sessions: { type: "integer", minimum: 0 },
+    }),
+  };
+}
+
+function n8nSchemas(): Record<string, Schema> {
+  return {
+    N8nRequest: {
+      type: "object",
+      description:
+        "What LangBot's n8n runner sends; the text is chatInput, message or user_message_text; other fields are ignored.",
+      properties: {
+        chatInput: string,
+        message: string,
+        user_message_text: string,
+        conversation_id: string,
+        session_id: string,
+        user_id: string,
+      },
+    },
+    N8nStreamObject: {
+      description:
+        "One line of the webhook stream: text items, then end (an error object only with ?errors=json).",
+      oneOf: [
+        object({ type: { const: "item" }, content: string }),
+        object({ type: { const: "end" } }),
+        object({
+          type: { const: "error" },
+          content: string,
+          code: string,
+          retryable: { type: "boolean" },
+        }),
+      ],
+    },
+    N8nAnswer: {
+      type: "object",
+      required: ["run_id"],
+      description:
+        "The stream=false answer: the text under the --n8n-output-key key (default response); a failed run's readable failure, with error.",
+      properties: {
+        run_id: string,
+        error: object({
+          code: string,
+          message: string,
+          retryable: { type: "boolean" },
+        }),
+      },
+      additionalProperties: string,
+    },
+  };
+}
+
+/** Every component schema of the document. */
+export function componentSchemas(): Record<string, Schema> {
+  return { ...serviceSchemas(), ...runSchemas(), ...n8nSchemas() };
+}

@@ -1,0 +1,56 @@
+/**
+ * Between SQLite rows and the store's types: session keys as column values,
+ * run rows as records, and driver errors as `store.unavailable`.
+ *
+ * @module
+ */
+
+import { RunnerError } from "../errors.ts";
+import type { RunRecord, RunStatus, SessionKey } from "./types.ts";
+
+type Row = Record<string, unknown>;
+
+/** The `store.unavailable` failure for a failed `action`, with what to check. */
+export function unavailable(action: string, error: unknown): RunnerError {
+  const reason = error instanceof Error ? error.message : String(error);
+  const hint = error instanceof Deno.errors.NotCapable
+    ? "grant --allow-read and --allow-write for the data directory"
+    : "check that the data directory (RUNNER_DATA_DIR) is writable and the disk is not full";
+  return new RunnerError(
+    "store.unavailable",
+    `Could not ${action}: ${reason}; ${hint}.`,
+    {
+      cause: error,
+    },
+  );
+}
+
+/** A session key's values in the sessions table's column order. */
+export function sessionKeyValues(key: SessionKey): string[] {
+  return [
+    key.conversationId,
+    key.provider,
+    key.location,
+    key.target,
+    key.workspace,
+    key.agentCommand,
+  ];
+}
+
+/** A runs-table row (SQLite or PostgreSQL) as a {@linkcode RunRecord}. */
+export function toRunRecord(row: Row): RunRecord {
+  const optional = (value: unknown) => value === null ? undefined : value;
+  return {
+    runId: String(row.run_id),
+    conversationId: optional(row.conversation_id) as string | undefined,
+    status: String(row.status) as RunStatus,
+    config: JSON.parse(String(row.config_json)),
+    code: optional(row.code) as string | undefined,
+    error: optional(row.error) as string | undefined,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    finishedAt: row.finished_at === null || row.finished_at === undefined
+      ? undefined
+      : Number(row.finished_at),
+  };
+}

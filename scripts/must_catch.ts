@@ -1,0 +1,320 @@
+/**
+ * Re-checks the "must catch" cases of `docs/testing.md`: for each, it makes
+ * the break by hand in the source (one exact text replacement), runs the test
+ * that must catch it, and puts the source back. A case passes when that test
+ * fails. Usage: `deno run -A scripts/must_catch.ts [case name …]` on a clean
+ * checkout (it refuses to touch a file with uncommitted changes).
+ *
+ * @module
+ */
+
+/** One break and the test that must catch it. */
+export interface MustCatch {
+  /** Short name (as in docs/testing.md). */
+  name: string;
+  /** The source file the break edits. */
+  file: string;
+  /** Text that occurs exactly once in `file`. */
+  find: string;
+  /** What it becomes. */
+  replace: string;
+  /** The test file to run. */
+  test: string;
+  /** `deno test --filter` for the test that must fail. */
+  filter: string;
+}
+
+/** The cases, in the order of docs/testing.md. */
+export const MUST_CATCH: MustCatch[] = [
+  {
+    name: "env-json under the inherited environment",
+    file: "lib/agent/env.ts",
+    find: "return { ...env, ...(options.overlay ?? {}) };",
+    replace: "return { ...(options.overlay ?? {}), ...env };",
+    test: "tests/run_env_test.ts",
+    filter: "allow-listed env",
+  },
+  {
+    name: "session/load preferred over session/resume",
+    file: "lib/run/session.ts",
+    find: "        if (canResume) {",
+    replace: "        if (canResume && !canLoad) {",
+    test: "tests/run_sessions_test.ts",
+    filter: "preferring session/resume",
+  },
+  {
+    name: "reaper pid-reuse check off",
+    file: "lib/agent/reaper.ts",
+    find: "const leaderReused = leaderStart",
+    replace: "const leaderReused = false && leaderStart",
+    test: "tests/reaper_test.ts",
+    filter: "reused a recorded pid",
+  },
+  {
+    name: "reaper kills a live runner's agents",
+    file: "lib/agent/reaper.ts",
+    find: "if (await ownerAlive(record)) continue;",
+    replace: "",
+    test: "tests/reaper_test.ts",
+    filter: "live runner",
+  },
+  {
+    name: "runner variables with secret-looking names not redacted",
+    file: "lib/secrets.ts",
+    find:
+      "    if (SECRET_NAME.test(name)) found.add(value);\n  }\n  for (const value",
+    replace: "  }\n  for (const value",
+    test: "tests/run_env_test.ts",
+    filter: "runner variable",
+  },
+  {
+    name: "env-json exported on the ssh command line",
+    file: "lib/locations/ssh.ts",
+    find: "`bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,",
+    replace:
+      "`bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch.argv))}`,",
+    test: "tests/run_ssh_test.ts",
+    filter: "a run streams over a real sshd",
+  },
+  {
+    name: "run.completed before teardown",
+    file: "lib/run/engine.ts",
+    find: '  await shutdown(run);\n  run.emitter.emit("run.completed", {\n' +
+      "    finish_reason: outcome.stopReason,\n" +
+      '    message: { role: "assistant", content: answer },\n' +
+      "  }, run.usage);",
+    replace: '  run.emitter.emit("run.completed", {\n' +
+      "    finish_reason: outcome.stopReason,\n" +
+      '    message: { role: "assistant", content: answer },\n' +
+      "  }, run.usage);\n  await shutdown(run);",
+    test: "tests/run_engine_edges_test.ts",
+    filter: "terminal event comes after teardown",
+  },
+  {
+    name: "ssh -R port collision not retried",
+    file: "lib/locations/ssh.ts",
+    find: "    if (!await forwardPortTaken(started, options.signal)) break;",
+    replace: "    break;",
+    test: "tests/run_ssh_test.ts",
+    filter: "already taken",
+  },
+  {
+    name: "an ssh launch with tunnels ignores cancel and start-up timeout",
+    file: "lib/locations/launch.ts",
+    find: "          registry,\n          signal,\n",
+    replace: "          registry,\n",
+    test: "tests/run_ssh_test.ts",
+    filter: "never reports in",
+  },
+  {
+    name: "a closed run still takes follow-ups",
+    file: "lib/run/engine.ts",
+    find: "if (run.closed || !run.options.conversationId)",
+    replace: "if (!run.options.conversationId)",
+    test: "tests/run_steering_test.ts",
+    filter: "after the queue closed",
+  },
+  {
+    name: "the queue closes after the step that finds it empty",
+    file: "lib/run/turn.ts",
+    find: "    if (!next) {\n      run.closed = true;\n      break;\n    }",
+    replace: "    if (!next) break;",
+    test: "tests/run_steering_test.ts",
+    filter: "microtasks",
+  },
+  {
+    name: "the queue closes before the last look at it",
+    file: "lib/run/turn.ts",
+    find: "  run.turn = undefined;\n  if (current.text) {",
+    replace:
+      "  run.turn = undefined;\n  run.closed = run.queue.length === 0;\n  if (current.text) {",
+    test: "tests/run_steering_test.ts",
+    filter: "before the queue closes",
+  },
+  {
+    name: "a cancel in the quiet window is lost",
+    file: "lib/run/turn.ts",
+    find:
+      "    if (run.abort.signal.aborted) throw run.abort.signal.reason;\n    stopReason",
+    replace: "    stopReason",
+    test: "tests/run_cancel_test.ts",
+    filter: "quiet window",
+  },
+  {
+    name: "permission requests during cancel answered by policy",
+    file: "lib/run/startup.ts",
+    find: "cancelled: run.abort.signal.aborted,",
+    replace: "cancelled: false,",
+    test: "tests/run_cancel_test.ts",
+    filter: "permission request sent while",
+  },
+  {
+    name: "stop reason refusal not mapped",
+    file: "lib/run/turn.ts",
+    find: 'if (stopReason === "refusal") {',
+    replace: 'if (stopReason === "refused") {',
+    test: "tests/run_agent_failures_test.ts",
+    filter: "refusal",
+  },
+  {
+    name: "prompt errors reported as session errors",
+    file: "lib/acp/client.ts",
+    find: 'const code: ErrorCode = what === "session/prompt"',
+    replace: 'const code: ErrorCode = what === "prompt"',
+    test: "tests/run_agent_failures_test.ts",
+    filter: "session/prompt with an error",
+  },
+  {
+    name: "an unrecordable agent group reported with another code",
+    file: "lib/agent/process.ts",
+    find: '    throw new RunnerError(\n      "runner.internal",',
+    replace: '    throw new RunnerError(\n      "acp.spawn_error",',
+    test: "tests/run_agent_failures_test.ts",
+    filter: "cannot record",
+  },
+  {
+    name: "401 without WWW-Authenticate",
+    file: "lib/server/app.ts",
+    find:
+      '      headers["www-authenticate"] = String(failure.detail?.scheme ?? "Bearer");',
+    replace: "",
+    test: "tests/serve_auth_test.ts",
+    filter: "WWW-Authenticate",
+  },
+  {
+    name: "gateway keys accepted per request",
+    file: "lib/server/policy.ts",
+    find: "    const allowed = CALLER_CONFIG_KEYS.includes(key) ||",
+    replace:
+      '    const allowed = key.startsWith("langbot-assets-gateway") || CALLER_CONFIG_KEYS.includes(key) ||',
+    test: "tests/serve_auth_test.ts",
+    filter: "callers cannot set",
+  },
+  {
+    name: "the webhook waits past --n8n-wait-seconds",
+    file: "lib/server/n8n.ts",
+    find: "    if (timedOut) {",
+    replace: "    if (timedOut && false) {",
+    test: "tests/serve_n8n_test.ts",
+    filter: "conversation_busy",
+  },
+  {
+    name: "DELETE of an active conversation allowed",
+    file: "lib/server/meta.ts",
+    find:
+      '    if (active) {\n      throw new RunnerError(\n        "http.conflict",',
+    replace:
+      '    if (active && false) {\n      throw new RunnerError(\n        "http.conflict",',
+    test: "tests/serve_requests_test.ts",
+    filter: "DELETE",
+  },
+  {
+    name: "no steering limit",
+    file: "lib/run/engine.ts",
+    find: 'if (run.queue.length >= STEERING_QUEUE_LIMIT) return "full";',
+    replace: "",
+    test: "tests/serve_requests_test.ts",
+    filter: "queued follow-ups",
+  },
+  {
+    name: "POST /v1/daemons/{id}/unfence does nothing",
+    file: "lib/server/meta.ts",
+    find: "      was_fenced: await ctx.daemons.unfence(daemonId),",
+    replace: "      was_fenced: false,",
+    test: "tests/serve_daemons_admin_test.ts",
+    filter: "unfence --url",
+  },
+  {
+    name: "probe --handshake-only opens a session",
+    file: "lib/probe.ts",
+    find:
+      "    if (options.handshakeOnly && !options.recovery) return finish(report);",
+    replace: "",
+    test: "tests/probe_test.ts",
+    filter: "handshake-only",
+  },
+  {
+    name: "reconnect back-off without its 60 s cap",
+    file: "lib/daemon/client.ts",
+    find: "    Math.max(base, MAX_RECONNECT_DELAY_MS),",
+    replace: "    Infinity,",
+    test: "tests/daemon_client_test.ts",
+    filter: "back-off",
+  },
+  {
+    name: "an unanswered MCP request waits forever",
+    file: "lib/daemon/mcp_requests.ts",
+    find: "        const timer = setTimeout(() => {",
+    replace: "        const timer = setTimeout(() => { return;",
+    test: "tests/daemon_client_test.ts",
+    filter: "relay.mcp_failed",
+  },
+  {
+    name: "a real daemon run drops its unprocessed follow-ups",
+    file: "lib/locations/daemon_run.ts",
+    find: '    if (event.type === "run.failed" && run.queue.length) {',
+    replace:
+      '    if (event.type === "run.failed" && run.queue.length && false) {',
+    test: "tests/daemon_steering_test.ts",
+    filter: "real job runner",
+  },
+];
+
+async function uncommitted(root: string, file: string): Promise<boolean> {
+  const result = await new Deno.Command("git", {
+    args: ["status", "--porcelain", "--", file],
+    cwd: root,
+    stdout: "piped",
+  }).output();
+  return new TextDecoder().decode(result.stdout).trim() !== "";
+}
+
+/** Makes one break, runs its test, restores the file; true when the test failed. */
+async function check(root: string, entry: MustCatch): Promise<string> {
+  const path = `${root}${entry.file}`;
+  const original = Deno.readTextFileSync(path);
+  if (original.split(entry.find).length !== 2) {
+    return "PATTERN NOT FOUND (update scripts/must_catch.ts)";
+  }
+  const restore = () => Deno.writeTextFileSync(path, original);
+  Deno.addSignalListener("SIGINT", restore);
+  Deno.writeTextFileSync(path, original.replace(entry.find, entry.replace));
+  try {
+    const result = await new Deno.Command(Deno.execPath(), {
+      args: ["test", "-A", "--filter", entry.filter, entry.test],
+      cwd: root,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const output = new TextDecoder().decode(result.stdout);
+    if (result.success) return "NOT CAUGHT";
+    return /FAILED/.test(output)
+      ? "caught"
+      : `ERROR (exit ${result.code}, no test failed)`;
+  } finally {
+    restore();
+    Deno.removeSignalListener("SIGINT", restore);
+  }
+}
+
+if (import.meta.main) {
+  const root = new URL("..", import.meta.url).pathname;
+  const chosen = Deno.args.length
+    ? MUST_CATCH.filter((entry) => Deno.args.includes(entry.name))
+    : MUST_CATCH;
+  let missed = 0;
+  for (const entry of chosen) {
+    if (await uncommitted(root, entry.file)) {
+      console.log(
+        `skipped (uncommitted changes in ${entry.file}): ${entry.name}`,
+      );
+      missed++;
+      continue;
+    }
+    const outcome = await check(root, entry);
+    if (outcome !== "caught") missed++;
+    console.log(`${outcome}: ${entry.name} (${entry.test})`);
+  }
+  console.log(`${chosen.length - missed} of ${chosen.length} breaks caught`);
+  Deno.exit(missed ? 1 : 0);
+}

@@ -1,0 +1,138 @@
+/**
+ * Raw TCP for tests that must behave like hostile or broken clients: send a
+ * request head that never finishes, a `Host` header `fetch` would not send,
+ * or a WebSocket frame header announcing more than the hub accepts.
+ *
+ * @module
+ */
+
+/** Connects to `127.0.0.1:port` of a URL. */
+export function connectTo(url: string): Promise<Deno.TcpConn> {
+  return Deno.connect({
+    hostname: "127.0.0.1",
+    port: Number(new URL(url).port),
+  });
+}
+
+/** Writes all of `bytes` (or text). */
+export async function writeAll(
+  conn: Deno.Conn,
+  data: Uint8Array | string,
+): Promise<void> {
+  const bytes = typeof data === "string"
+    ? new TextEncoder().encode(data)
+    : data;
+  let written = 0;
+  while (written < bytes.length) {
+    written += await conn.write(bytes.subarray(written));
+  }
+}
+
+/**
+ * Reads until the peer closes (or resets); fails after `deadlineMs` (a safety
+ * bound so a server that never answers fails the test instead of hanging it).
+ */
+export async function readToEnd(
+  conn: Deno.Conn,
+  deadlineMs = 30_000,
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  const chunk = new Uint8Array(65536);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    conn.close();
+  }, deadlineMs);
+  try {
+    for (;;) {
+      const read = await conn.read(chunk);
+      if (read === null) break;
+      chunks.push(chunk.slice(0, read));
+    }
+  } catch (error) {
+    if (timedOut) throw new Error(`no answer within ${deadlineMs} ms`);
+    if (!(error instanceof Deno.errors.ConnectionReset)) throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!timedOut) {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+  }
+  const all = new Uint8Array(chunks.reduce((sum, c) => sum + c.length, 0));
+  let offset = 0;
+  for (const c of chunks) {
+    all.set(c, offset);
+    offset += c.length;
+  }
+  return all;
+}
+
+/** A raw HTTP answer: status and body (the server closes the connection). */
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Parses a raw HTTP/1.1 answer without chunked encoding. */
+export function parseAnswer(bytes: Uint8Array): RawAnswer {
+  const text = new TextDecoder().decode(bytes);
+  const end = text.indexOf("\r\n\r\n");
+  const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1)
+      .trim();
+  }
+  return {
+    status: Number(statusLine.split(" ")[1]),
+    headers,
+    body: text.slice(end + 4),
+  };
+}
+
+/** Sends one request with `connection: close` exactly as given and reads the answer. */
+export async function rawRequest(
+  url: string,
+  options: {
+    method?: string;
+    path?: string;
+    headers: Record<string, string>;
+    body?: string;
+  },
+): Promise<RawAnswer> {
+  const conn = await connectTo(url);
+  const body = options.body ?? "";
+  const headers = {
+    ...options.headers,
+    "content-length": String(new TextEncoder().encode(body).length),
+    connection: "close",
+  };
+  await writeAll(
+    conn,
+    `${options.method ?? "GET"} ${options.path ?? "/"} HTTP/1.1\r\n` +
+      Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`)
+        .join("") +
+      "\r\n" + body,
+  );
+  const answer = parseAnswer(await readToEnd(conn));
+  if (answer.headers["transfer-encoding"] === "chunked") {
+    answer.body = unchunk(answer.body);
+  }
+  return answer;
+}
+
+function unchunk(text: string): string {
+  let out = "";
+  let rest = text;
+  for (;;) {
+    const lineEnd = rest.indexOf("\r\n");
+    const size = parseInt(rest.slice(0, lineEnd), 16);
+    if (!size) return out;
+    out += rest.slice(lineEnd + 2, lineEnd + 2 + size);
+    rest = rest.slice(lineEnd + 2 + size + 2);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Helpers for tests that read streams as a client would: a safety net that
+ * turns a hang into a failure, and reading a body until some text arrives.
+ *
+ * @module
+ */
+
+/** Fails instead of hanging when `promise` does not settle in `ms` (a safety net, not a timing check). */
+export async function within<T>(
+  promise: Promise<T>,
+  what: string,
+  ms = 30_000,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) =>
+        timer = setTimeout(() => reject(new Error(`never saw ${what}`)), ms)
+      ),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads from `reader` until `done(text so far)` holds; returns that text. */
+export async function readUntilText(
+  reader: ReadableStreamDefaultReader<string>,
+  done: (text: string) => boolean,
+): Promise<string> {
+  let text = "";
+  while (!done(text)) {
+    const { value, done: ended } = await reader.read();
+    if (ended) throw new Error(`the stream ended early: ${text}`);
+    text += value;
+  }
+  return text;
+}
+
+/** Reads the rest of `reader`. */
+export async function readRest(
+  reader: ReadableStreamDefaultReader<string>,
+): Promise<string> {
+  let text = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return text;
+    text += value;
+  }
+}
+
+/** A body's text reader. */
+export function textReader(
+  response: Response,
+): ReadableStreamDefaultReader<string> {
+  return response.body!.pipeThrough(new TextDecoderStream()).getReader();
+}
+
+/** POSTs JSON that `signal` can abort (a client that gives up). */
+export function postAbortable(
+  url: string,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal,
+  });
+}
