@@ -148,3 +148,47 @@ test("[postgres] a conversation has one owner until its lease lapses", async () 
     await b.close();
   }
 });
+
+/** Runs SQL on the database at `url` with a connection of its own. */
+async function withSql(
+  url: string,
+  body: (sql: postgres.Sql) => Promise<void>,
+): Promise<void> {
+  const sql = postgres(url, { onnotice: () => {} });
+  try {
+    await body(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** A replica that dies without closing: its lease is never renewed again, and lapses now. */
+async function loseReplica(url: string, store: RunStore): Promise<void> {
+  await (store.fleet as unknown as { stop(release: boolean): Promise<void> })
+    .stop(false);
+  const replicaId = store.fleet!.replicaId;
+  await withSql(
+    url,
+    (sql) =>
+      sql`UPDATE replicas SET expires_at = now() WHERE replica_id = ${replicaId}`
+        .then(() => {}),
+  );
+}
+
+test("[postgres] a conversation of a replica whose lease lapsed is taken at once, before the conversation's own lease ends", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost");
+  const other = await openReplica(url, "other");
+  try {
+    assert.equal((await lost.fleet!.claimConversation("conv")).self, true);
+    await loseReplica(url, lost);
+    // The conversation's lease is still current; its replica's is not.
+    const owner = await other.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["lost", false]);
+    const claimed = await other.fleet!.claimConversation("conv");
+    assert.deepEqual([claimed.replicaId, claimed.self], ["other", true]);
+  } finally {
+    await other.close();
+    await lost.close();
+  }
+});

@@ -285,12 +285,9 @@ async function serveUntilSignal(
     return reportFailure(error);
   }
   // A fleet's replicas sweep runs of lost replicas in their fleet duties.
-  const sweep = store.fleet ? undefined : setInterval(async () => {
-    const ended = await failOrphanedRuns(store);
-    if (ended.length) {
-      log({ msg: "ended runs of a gone process", run_ids: ended });
-    }
-  }, ORPHAN_SWEEP_MS);
+  const sweep = store.fleet
+    ? undefined
+    : setInterval(() => void failOrphanedRuns(store, { log }), ORPHAN_SWEEP_MS);
 
   const stopSignals = listenForStopSignals(log);
   const signal = await stopSignals.first;

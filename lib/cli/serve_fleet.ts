@@ -13,7 +13,7 @@ import { RunnerError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { RelayHub } from "../hub/relay_hub.ts";
 import type { RunManager } from "../run/manager.ts";
-import { type DaemonsView, REPLICA_LOST_MESSAGE } from "../server/context.ts";
+import { type DaemonsView, failOrphanedRuns } from "../server/context.ts";
 import type { FleetStore } from "../store/fleet.ts";
 import type { RunStore } from "../store/types.ts";
 
@@ -50,7 +50,8 @@ export function startFleetDuties(options: FleetDutiesOptions): FleetDuties {
   const tick = () => {
     if (stopped) return running;
     running = running.then(async () => {
-      await sweep(store, log);
+      // Runs of lapsed replicas: each ended exactly once fleet-wide.
+      await failOrphanedRuns(store, { log });
       await fences.sync();
     }).catch((error) =>
       log({
@@ -80,17 +81,6 @@ export function startFleetDuties(options: FleetDutiesOptions): FleetDuties {
       await running;
     },
   };
-}
-
-/** Fails the active runs of lapsed replicas (each exactly once fleet-wide). */
-async function sweep(store: RunStore, log: Logger): Promise<void> {
-  const failed = await store.markActiveRunsFailed(
-    "runner.replica_lost",
-    REPLICA_LOST_MESSAGE,
-  );
-  if (failed.length) {
-    log({ msg: "failed runs of a lost replica", run_ids: failed });
-  }
 }
 
 /**

@@ -137,6 +137,14 @@ export const ORPHANED_RUN_MESSAGE =
 export const REPLICA_LOST_MESSAGE =
   "The replica running this run stopped renewing its lease (it died or lost the database); start the run again on any replica.";
 
+/** What {@linkcode failOrphanedRuns} ends and where it says so. */
+export interface OrphanedRunsOptions {
+  /** Only this run (default: every active run). */
+  runId?: string;
+  /** Logs the runs it ended (one line, with their ids). */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
 /**
  * Ends active runs whose owner is gone: with `runner.restarted` when its
  * process is gone (crashed, a zombie, or a reused pid), or in a fleet with
@@ -145,10 +153,11 @@ export const REPLICA_LOST_MESSAGE =
  */
 export async function failOrphanedRuns(
   store: RunStore,
-  runId?: string,
+  { runId, log }: OrphanedRunsOptions = {},
 ): Promise<string[]> {
+  let ended: string[];
   try {
-    return store.fleet
+    ended = store.fleet
       ? await store.markActiveRunsFailed(
         "runner.replica_lost",
         REPLICA_LOST_MESSAGE,
@@ -162,6 +171,15 @@ export async function failOrphanedRuns(
   } catch {
     return [];
   }
+  if (ended.length) {
+    log?.({
+      msg: store.fleet
+        ? "failed runs of a lost replica"
+        : "ended runs of a gone process",
+      run_ids: ended,
+    });
+  }
+  return ended;
 }
 
 /** When each store's runs were last checked for a gone owner while followed. */
@@ -177,6 +195,7 @@ const ORPHAN_CHECK_MS = 1000;
 export async function failIfOrphaned(
   store: RunStore,
   runId: string,
+  log?: (entry: Record<string, unknown>) => void,
 ): Promise<void> {
   let checked = orphanChecks.get(store);
   if (!checked) orphanChecks.set(store, checked = new Map());
@@ -188,7 +207,9 @@ export async function failIfOrphaned(
     }
   }
   checked.set(runId, now);
-  if ((await failOrphanedRuns(store, runId)).length) checked.delete(runId);
+  if ((await failOrphanedRuns(store, { runId, log })).length) {
+    checked.delete(runId);
+  }
 }
 
 /** The 401 answer (no detail about what was wrong). */

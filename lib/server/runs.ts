@@ -57,7 +57,7 @@ async function currentRecord(
 ): Promise<RunRecord | undefined> {
   const record = await ctx.store.getRun(runId);
   if (record?.status !== "active" || ctx.manager.get(runId)) return record;
-  return (await failOrphanedRuns(ctx.store, runId)).length
+  return (await failOrphanedRuns(ctx.store, { runId, log: ctx.log })).length
     ? await ctx.store.getRun(runId)
     : record;
 }
@@ -304,7 +304,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
         run: manager.get(runId),
         after,
         maxPendingEvents: ctx.maxPendingEvents,
-        failIfOrphaned: (id) => failIfOrphaned(store, id),
+        failIfOrphaned: (id) => failIfOrphaned(store, id, ctx.log),
       }),
       format,
       { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },

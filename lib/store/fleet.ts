@@ -74,8 +74,9 @@ export interface FleetStore {
   /** Called once each time the lease could not be renewed before it expired. */
   onLeaseLost(listener: () => void): void;
   /**
-   * Makes this replica the conversation's owner unless another replica
-   * holds a live lease on it (`force`: take it anyway); resolves to the owner.
+   * Makes this replica the conversation's owner unless another live replica
+   * holds a live lease on it (a lease of a replica whose own lease lapsed
+   * does not count; `force`: take it anyway); resolves to the owner.
    */
   claimConversation(
     conversationId: string,

@@ -160,6 +160,9 @@ export class PostgresFleet implements FleetStore {
         url = excluded.url, expires_at = excluded.expires_at
       WHERE conversation_leases.replica_id = excluded.replica_id
         OR conversation_leases.expires_at < now() OR ${force}
+        OR NOT EXISTS (SELECT 1 FROM replicas p
+          WHERE p.replica_id = conversation_leases.replica_id
+          AND p.expires_at > now())
       RETURNING replica_id`;
     if (claimed.count === 1) {
       return {
@@ -177,9 +180,11 @@ export class PostgresFleet implements FleetStore {
   async conversationOwner(
     conversationId: string,
   ): Promise<ReplicaRef | undefined> {
-    const [row] = await this.#sql`SELECT replica_id, url,
-      expires_at > now() AS alive FROM conversation_leases
-      WHERE conversation_id = ${conversationId}`;
+    // Alive while both its lease and its replica's lease are current.
+    const [row] = await this.#sql`SELECT c.replica_id, c.url,
+      (c.expires_at > now() AND EXISTS (SELECT 1 FROM replicas p
+        WHERE p.replica_id = c.replica_id AND p.expires_at > now())) AS alive
+      FROM conversation_leases c WHERE c.conversation_id = ${conversationId}`;
     return row ? this.#ref(row) : undefined;
   }
 
