@@ -129,7 +129,12 @@ Deno.test("markActiveRunsFailed ends runs of a crashed process only", async () =
     const alive = new Deno.Command(Deno.execPath(), {
       args: [
         "eval",
-        childScript(dataDir, "live-run", "await Deno.stdin.readable.cancel();"),
+        // Holds its run until the test closes its stdin.
+        childScript(
+          dataDir,
+          "live-run",
+          "await new Response(Deno.stdin.readable).arrayBuffer();",
+        ),
       ],
       stdin: "piped",
       stdout: "piped",
