@@ -175,6 +175,54 @@ async function loseReplica(url: string, store: RunStore): Promise<void> {
   );
 }
 
+test("[postgres] a lost replica's run whose terminal event was stored is finished with it, not failed again", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost");
+  const sweeper = await openReplica(url, "sweeper");
+  try {
+    await lost.createRun({ runId: "r1", config: {}, status: "active" });
+    lost.appendEvent("r1", event("message.delta", { text: "hi" }));
+    lost.appendEvent("r1", event("run.completed"));
+    await lost.flush();
+    // The replica dies here: the events are stored, finishRun never ran.
+    await loseReplica(url, lost);
+    assert.deepEqual(
+      await sweeper.markActiveRunsFailed("runner.replica_lost", "lost"),
+      ["r1"],
+    );
+    assert.equal((await sweeper.getRun("r1"))?.status, "completed");
+    assert.deepEqual((await sweeper.getEvents("r1")).map((e) => e.type), [
+      "message.delta",
+      "run.completed",
+    ]);
+  } finally {
+    await sweeper.close();
+    await lost.close();
+  }
+});
+
+test("[postgres] markActiveRunsFailed with a run id ends only that run of a lost replica", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost");
+  const sweeper = await openReplica(url, "sweeper");
+  try {
+    await lost.createRun({ runId: "asked", config: {}, status: "active" });
+    await lost.createRun({ runId: "other", config: {}, status: "active" });
+    await loseReplica(url, lost);
+    assert.deepEqual(
+      await sweeper.markActiveRunsFailed("runner.replica_lost", "lost", {
+        runId: "asked",
+      }),
+      ["asked"],
+    );
+    assert.equal((await sweeper.getRun("asked"))?.code, "runner.replica_lost");
+    assert.equal((await sweeper.getRun("other"))?.status, "active");
+  } finally {
+    await sweeper.close();
+    await lost.close();
+  }
+});
+
 test("[postgres] a conversation of a replica whose lease lapsed is taken at once, before the conversation's own lease ends", async () => {
   const url = await cluster().newDatabase();
   const lost = await openReplica(url, "lost");
@@ -190,5 +238,71 @@ test("[postgres] a conversation of a replica whose lease lapsed is taken at once
   } finally {
     await other.close();
     await lost.close();
+  }
+});
+
+test("[postgres] a schema-1 database is migrated in place: its runs are kept and new runs record their owning process", async () => {
+  const url = await cluster().newDatabase();
+  await (await openReplica(url, "a")).close();
+  // Back to schema 1, with a run written by a runner of that schema.
+  await withSql(url, async (sql) => {
+    await sql`ALTER TABLE runs DROP COLUMN owner_pid`;
+    await sql`ALTER TABLE runs DROP COLUMN owner_start_time`;
+    await sql`DELETE FROM runner_schema_version WHERE version > 1`;
+    await sql`INSERT INTO runs (run_id, status, config_json, owner_replica,
+      owner_instance, created_at, updated_at, finished_at)
+      VALUES ('old', 'completed', '{}', 'a', 'gone', 1, 2, 2)`;
+  });
+  const store = await openReplica(url, "b");
+  try {
+    assert.equal((await store.getRun("old"))?.finishedAt, 2);
+    await store.createRun({ runId: "new", config: {}, status: "active" });
+    await withSql(url, async (sql) => {
+      const [row] = await sql`SELECT owner_pid FROM runs WHERE run_id = 'new'`;
+      assert.equal(row.owner_pid, Deno.pid);
+      const versions = await sql`SELECT version FROM runner_schema_version
+        ORDER BY version`;
+      assert.deepEqual(
+        versions.map((version) => version.version),
+        Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1),
+      );
+    });
+  } finally {
+    await store.close();
+  }
+});
+
+test("[postgres] while event writes fail, reads include the queued events and health says why; a write that lands clears it", async () => {
+  const url = await cluster().newDatabase();
+  const store = await openReplica(url, "a", { holdEvents: true });
+  try {
+    await store.createRun({ runId: "r1", config: {}, status: "active" });
+    store.appendEvent("r1", event("message.delta", { text: "stored" }));
+    await store.flush();
+    assert.deepEqual(await store.health(), { ok: true });
+    // Inserts of events fail from now on (as on a full disk); reads work.
+    await withSql(url, async (sql) => {
+      await sql.unsafe(`CREATE FUNCTION refuse() RETURNS trigger
+        LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+        CREATE TRIGGER refuse BEFORE INSERT ON events
+        FOR EACH ROW EXECUTE FUNCTION refuse();`);
+    });
+    store.appendEvent("r1", event("message.delta", { text: "queued" }));
+    await assert.rejects(() => store.flush(), { code: "store.unavailable" });
+    assert.deepEqual(
+      (await store.getEvents("r1")).map((e) => [e.sequence, e.data.text]),
+      [[1, "stored"], [2, "queued"]],
+    );
+    const health = await store.health();
+    assert.equal(health.ok, false);
+    assert.match(String(health.error), /disk full/);
+    await withSql(
+      url,
+      (sql) => sql`DROP TRIGGER refuse ON events`.then(() => {}),
+    );
+    await store.flush();
+    assert.deepEqual(await store.health(), { ok: true });
+  } finally {
+    await store.close();
   }
 });

@@ -174,6 +174,8 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
         [301, "298"],
         [302, "299"],
       ]);
+      const page = await writer.getEvents("run-1", { after: 10, limit: 3 });
+      assert.deepEqual(page.map((e) => e.sequence), [11, 12, 13]);
       assert.deepEqual(await writer.getEvents("run-1", { after: 302 }), []);
       assert.deepEqual(await writer.getEvents("no-such-run"), []);
     }));
