@@ -57,7 +57,8 @@ test("a run started on A is streamed, steered, resumed and cancelled from B", as
     const gate = join(dir, "gate");
     const pidFile = join(dir, "pids.json");
     await makeFifo(gate);
-    const started = await postJson(`${a.url}/v1/runs`, {
+    const body = {
+      run_id: "live-1",
       conversation_id: "conv-live",
       input: { text: "first" },
       config: fixtureConfig(join(dir, "ws"), [
@@ -67,8 +68,10 @@ test("a run started on A is streamed, steered, resumed and cancelled from B", as
         pidFile,
         "--grandchild",
       ]),
-    });
+    };
+    const started = await postJson(`${a.url}/v1/runs`, body);
     const runId = started.headers.get("x-run-id")!;
+    assert.equal(runId, "live-1");
     const fromA = readSse(started.body!);
     await readUntil(fromA, [], (message) => message.event === "message.delta");
 
@@ -109,6 +112,19 @@ test("a run started on A is streamed, steered, resumed and cancelled from B", as
       seenOnB.slice(2).map((event) => event.sequence),
     );
     await replay.return(undefined);
+
+    // A retried POST of the run (same run_id) on B re-attaches at its owner.
+    const retried = await postJson(`${b.url}/v1/runs`, body, {
+      "last-event-id": String(after),
+    });
+    assert.equal(retried.status, 200);
+    assert.equal(retried.headers.get("x-runner-replica"), "a");
+    assert.equal(retried.headers.get("x-run-id"), runId);
+    const reattached = readSse(retried.body!);
+    const again: RunEvent[] = [];
+    await readUntil(reattached, again, () => true);
+    assert.equal(again[0].sequence, after + 1);
+    await reattached.return(undefined);
 
     const cancelled = await postJson(`${b.url}/v1/runs/${runId}/cancel`, {});
     assert.equal(cancelled.status, 200);
