@@ -145,6 +145,14 @@ export async function serveCommand(args: string[]): Promise<number> {
         purpose: "--api-token",
       });
     }
+    if (config.fleet) {
+      // Replicas send it to each other over the network: always the token rules.
+      checkListenerToken({
+        token: config.fleet.clusterToken,
+        host: config.host,
+        purpose: "--cluster-token",
+      });
+    }
   } catch (error) {
     return reportFailure(error);
   }

@@ -207,7 +207,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       requestTimeout: server["request-timeout"] as number,
       keepAliveTimeout: server["keep-alive-timeout"] as number,
     },
-    fleet: fleetSettings(server, server["cluster-token"] as string | undefined),
+    fleet: fleetSettings(server, await secretOption(server, "cluster-token")),
   };
 }
 

@@ -22,7 +22,10 @@ export interface FleetSettings {
   leaseMs: number;
 }
 
-/** The fleet settings, when `--store` is given (`clusterToken`: `--cluster-token`). */
+/**
+ * The fleet settings, when `--store` is given (`clusterToken`: from
+ * `--cluster-token` or `--cluster-token-file`).
+ */
 export function fleetSettings(
   server: Record<string, unknown>,
   clusterToken: string | undefined,

@@ -60,6 +60,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --advertise-url URL         where other replicas reach this one
                               (default http://HOST:PORT)
   --cluster-token TOKEN       secret replicas send each other (required with --store)
+  --cluster-token-file FILE   read the cluster token from a file (wins over
+                              --cluster-token)
   --lease-seconds N           replica and conversation lease (default 15)
   --<config-key> VALUE        server-wide run default, e.g. --provider codex,
                               --workspace /srv/work, --env-json '{"K":"v"}'

@@ -66,6 +66,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "replica-id": { kind: "string" },
   "advertise-url": { kind: "string" },
   "cluster-token": { kind: "string" },
+  "cluster-token-file": { kind: "string" },
   "lease-seconds": { kind: "number", default: 15 },
 };
 
