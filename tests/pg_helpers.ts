@@ -10,6 +10,7 @@
 
 import { join } from "node:path";
 import postgres from "postgres";
+import { tempDir } from "./helpers.ts";
 
 const PG_BIN = Deno.env.get("RUNNER_TEST_PG_BIN") ??
   "/usr/lib/postgresql/15/bin";
@@ -53,7 +54,7 @@ async function pgCommand(name: string, args: string[]): Promise<void> {
 
 /** Initialises and starts a private cluster in a new temporary directory. */
 export async function startPgCluster(): Promise<PgCluster> {
-  const dir = await Deno.makeTempDir({ prefix: "runner-pg-" });
+  const dir = tempDir("runner-pg-");
   if (Deno.uid() === 0) {
     const chown = await new Deno.Command("chown", {
       args: ["postgres:postgres", dir],

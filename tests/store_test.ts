@@ -15,7 +15,7 @@ import { tempDir } from "./helpers.ts";
 defineStoreSuite({
   name: "sqlite",
   fresh() {
-    const dataDir = Deno.makeTempDirSync({ prefix: "runner-store-test-" });
+    const dataDir = tempDir("runner-store-test-");
     return Promise.resolve({
       open: () => openStore({ dataDir }),
       remove: () => Deno.remove(dataDir, { recursive: true }),
