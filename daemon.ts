@@ -13,6 +13,7 @@ import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
+import { DECIMAL_PATTERN } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
 import {
   createReaperRegistry,
@@ -24,8 +25,9 @@ import {
   PING_TIMEOUT_MS,
   RECONNECT_DELAY_MS,
 } from "./lib/relay.ts";
-import { defaultDataDir } from "./lib/store/open.ts";
+import { defaultDataDir } from "./lib/store/data_dir.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
+import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm_pool.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 
 const HELP = `Usage: runner daemon --url ws://HOST:PORT --daemon-id ID [options]
@@ -49,6 +51,10 @@ Options:
   --ping-timeout S       seconds without any hub frame after a ping before
                          the connection counts as dead (default 60; the
                          clock stands still while a tool call is outstanding)
+  --agent-idle-timeout S keep a session's agent warm this many seconds
+                         between jobs (default 300; 0 = never)
+  --max-warm-agents N    warm agents at most, least recently used stopped
+                         first (default 16; 0 = none)
   -h, --help             this text
 
 Exit codes: 0 stopped by SIGINT/SIGTERM, 1 cleanup unconfirmed or another
@@ -64,6 +70,10 @@ interface DaemonSettings {
   reconnectDelayMs: number;
   pingIntervalMs: number;
   pingTimeoutMs: number;
+  /** Seconds a warm agent may stay idle (0: off). */
+  agentIdleTimeout: number;
+  /** Warm agents at most (0: off). */
+  maxWarmAgents: number;
 }
 
 function invalid(message: string): RunnerError {
@@ -111,10 +121,12 @@ async function settingsFrom(
     }
   }
   token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") ?? "";
+  const warm = warmPoolSettings(values);
   return {
     url,
     daemonId,
     token,
+    ...warm,
     tokenFromFlag: values.token !== undefined,
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
@@ -127,6 +139,29 @@ async function settingsFrom(
     pingIntervalMs: secondsFlag(values, "ping-interval", PING_INTERVAL_MS),
     pingTimeoutMs: secondsFlag(values, "ping-timeout", PING_TIMEOUT_MS),
   };
+}
+
+/** `--agent-idle-timeout` and `--max-warm-agents`, checked. */
+function warmPoolSettings(
+  values: Record<string, string | boolean | undefined>,
+): Pick<DaemonSettings, "agentIdleTimeout" | "maxWarmAgents"> {
+  const number = (name: string, fallback: number) => {
+    const raw = values[name];
+    if (raw === undefined) return fallback;
+    if (typeof raw !== "string" || !DECIMAL_PATTERN.test(raw.trim())) {
+      throw invalid(`--${name} must be a number, written in decimal`);
+    }
+    return Number(raw);
+  };
+  const settings = {
+    agentIdleTimeout: number("agent-idle-timeout", 300),
+    maxWarmAgents: number("max-warm-agents", 16),
+  };
+  checkWarmPoolOptions({
+    idleTimeout: settings.agentIdleTimeout,
+    maxAgents: settings.maxWarmAgents,
+  });
+  return settings;
 }
 
 /** A flag in seconds (> 0) as milliseconds; `defaultMs` when absent. */
@@ -195,6 +230,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "reconnect-delay": { type: "string" },
         "ping-interval": { type: "string" },
         "ping-timeout": { type: "string" },
+        "agent-idle-timeout": { type: "string" },
+        "max-warm-agents": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -222,8 +259,14 @@ export async function daemonCommand(args: string[]): Promise<number> {
       pgids: reaped.killed,
     });
   }
+  const warmPool = createWarmPool({
+    idleTimeout: settings.agentIdleTimeout,
+    maxAgents: settings.maxWarmAgents,
+    log,
+  });
   const runner = createDaemonJobRunner({
     registry: createReaperRegistry(agentsDir),
+    warmPool,
     log,
   });
   const stop = new AbortController();
@@ -240,6 +283,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "The daemon was stopped on its machine; the run was cancelled. Retry once the daemon is back.",
       ),
     ).then(async () => {
+      // Idle agents go too: none outlives the daemon.
+      await warmPool.close();
       // Let the client send each job's run.finished before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 0));
       stop.abort();
@@ -273,6 +318,7 @@ export async function daemonCommand(args: string[]): Promise<number> {
     return 1;
   } finally {
     removeSignals();
+    await warmPool.close();
   }
   log({ msg: "daemon stopped" });
   return 0;

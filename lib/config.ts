@@ -12,6 +12,7 @@ import { closestName } from "./providers.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
 import {
   type ConfigKind,
+  isPosixStylePath,
   RUN_CONFIG_SPEC,
   schemaDefault,
 } from "./config_schema.ts";
@@ -36,11 +37,14 @@ export interface RunConfig {
   timeout: number;
   cancelGrace: number;
   lateUpdateMs: number;
+  deltaCoalesceMs: number;
   replayQuietMs: number;
   maxMessageMb: number;
   maxAttachmentMb: number;
   maxPromptMb: number;
-  permissionDecision: PermissionKind;
+  permissionDecision: PermissionKind | "ask";
+  permissionTimeout: number;
+  permissionFallback: PermissionKind;
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;
@@ -51,6 +55,10 @@ export interface RunConfig {
   langbotAssetsGatewayPort?: number;
   langbotAssetsGatewayPublicUrl?: string;
   langbotAssetsTokenTtl: number;
+  mcpBridgeTransport: "ssh-tunnel" | "http";
+  mcpBridgeHost: string;
+  mcpBridgePort?: number;
+  mcpPublicUrl?: string;
   knowledgeBases: string[];
   sshTarget?: string;
   sshPort: number;
@@ -250,12 +258,8 @@ export function parseRunConfig(
       "is not available with location=remote-ssh: the runner would serve its own files, not the remote machine's. Leave fs-read and fs-write off (the agent reads and writes the remote workspace itself)",
     );
   }
-  if (result.location === "remote-ssh" && result.remoteShell !== "bash") {
-    throw invalid(
-      "remote-shell",
-      "only bash is supported so far; use a remote with bash (Linux, macOS) or run runner daemon on that machine",
-    );
-  }
+  checkPaths(result);
+  checkMcpBridge(result);
   if (result.location === "daemon" && !result.daemonId) {
     throw invalid("daemon-id", "is required when location=daemon");
   }
@@ -267,6 +271,48 @@ export function parseRunConfig(
     if (result.sessionCwd) result.sessionCwd = expandHome(result.sessionCwd);
   }
   return result;
+}
+
+/** Windows paths are for a PowerShell remote only; elsewhere paths are this machine's kind. */
+function checkPaths(config: RunConfig): void {
+  if (config.location === "remote-ssh" && config.remoteShell === "powershell") {
+    return;
+  }
+  for (const key of ["workspace", "session-cwd"] as const) {
+    const path = key === "workspace" ? config.workspace : config.sessionCwd;
+    if (path !== undefined && !isPosixStylePath(path)) {
+      throw invalid(key, `must be an absolute path (got "${path}")`);
+    }
+  }
+}
+
+/** `mcp-bridge-transport=http` needs the URL agents reach and, for a bridge, its port. */
+function checkMcpBridge(config: RunConfig): void {
+  if (config.mcpPublicUrl !== undefined) {
+    let protocol = "";
+    try {
+      protocol = new URL(config.mcpPublicUrl).protocol;
+    } catch { /* reported below */ }
+    if (protocol !== "http:" && protocol !== "https:") {
+      throw invalid(
+        "mcp-public-url",
+        "must be an http:// or https:// URL (the bridge's /mcp endpoint as the agent's machine reaches it)",
+      );
+    }
+  }
+  if (config.mcpBridgeTransport !== "http") return;
+  if (config.mcpPublicUrl === undefined) {
+    throw invalid(
+      "mcp-public-url",
+      "is required when mcp-bridge-transport=http: the URL of this runner's MCP bridge as the agent's machine reaches it, e.g. http://runner-host:8770/mcp",
+    );
+  }
+  if (config.langbotAssetsMode !== "gateway" && !config.mcpBridgePort) {
+    throw invalid(
+      "mcp-bridge-port",
+      "is required when mcp-bridge-transport=http (a fixed port, 1-65535, that mcp-public-url leads to; runs share it)",
+    );
+  }
 }
 
 /** `~` and `~/x` mean the runner user's home for paths on this machine. */

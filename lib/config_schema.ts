@@ -8,7 +8,7 @@
  * @module
  */
 
-import { isAbsolute } from "node:path";
+import { isAbsolute, win32 } from "node:path";
 import { z } from "zod";
 
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
@@ -99,13 +99,24 @@ function port(description: string, fallback?: number): ConfigKeySpec {
   };
 }
 
+/** An absolute path of this machine's kind, `~` or `~/…`. */
+export function isPosixStylePath(path: string): boolean {
+  return isAbsolute(path) || path === "~" || path.startsWith("~/");
+}
+
+/** A Windows absolute path (`C:\…`, `C:/…`, `\\server\share`) or `~\…`. */
+export function isWindowsStylePath(path: string): boolean {
+  return win32.isAbsolute(path) || path.startsWith("~\\");
+}
+
+/** Windows-style paths pass here; `parseRunConfig` keeps them to PowerShell remotes. */
 function path(description: string, docDefault: string): ConfigKeySpec {
   return {
     kind: "string",
     schema: z.string({ error: "must be a non-empty path" })
       .min(1, { error: "must be a non-empty path" })
       .refine(
-        (value) => isAbsolute(value) || value === "~" || value.startsWith("~/"),
+        (value) => isPosixStylePath(value) || isWindowsStylePath(value),
         { error: (issue) => `must be an absolute path (got "${issue.input}")` },
       ).optional().describe(description),
     docDefault,
@@ -202,6 +213,15 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
       "after `session/load`: the replay counts as over once the agent has sent nothing for this long (ms; at most 10 × that in all); at most 5000",
     ),
   },
+  "delta-coalesce-ms": {
+    kind: "number",
+    schema: z.number({ error: "must be a number" })
+      .min(0, { error: "must be at least 0" })
+      .max(10_000, { error: "must be at most 10000" })
+      .default(25).describe(
+        "chunks arriving within this many ms after a delta become one delta; `0` = one delta per chunk; at most 10000 (`docs/events.md`)",
+      ),
+  },
   "max-message-mb": {
     kind: "number",
     schema: positive().default(64).describe(
@@ -221,6 +241,26 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "permission-decision": {
     kind: "permission",
     schema: z.enum([
+      "ask",
+      "allow_once",
+      "allow_always",
+      "reject_once",
+      "reject_always",
+    ], {
+      error:
+        "must be one of ask, allow_once, allow_always, reject_once or reject_always",
+    }).default("allow_once").describe(
+      "`ask` (a person answers: `permission.requested`, then `POST /v1/runs/{id}/permissions/{request_id}`, the console or the `runner run` terminal prompt), `allow_once`, `allow_always`, `reject_once`, `reject_always`",
+    ),
+  },
+  "permission-timeout": seconds(
+    120,
+    "seconds an `ask` request waits for an answer before `permission-fallback` decides it" +
+      AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "permission-fallback": {
+    kind: "permission",
+    schema: z.enum([
       "allow_once",
       "allow_always",
       "reject_once",
@@ -228,8 +268,8 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     ], {
       error:
         "must be one of allow_once, allow_always, reject_once or reject_always",
-    }).default("allow_once").describe(
-      "`allow_once`, `allow_always`, `reject_once`, `reject_always`",
+    }).default("reject_once").describe(
+      "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
     ),
   },
   "fs-read": bool(
@@ -275,6 +315,24 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     3600,
     "seconds a run token lives" + AT_MOST(MAX_TIMER_SECONDS),
   ),
+  "mcp-bridge-transport": choice(
+    ["ssh-tunnel", "http"],
+    "ssh-tunnel",
+    "how a remote-ssh agent reaches its assets: `ssh-tunnel` (`ssh -R`) or `http` (`mcp-public-url`; see below; operator only)",
+  ),
+  "mcp-bridge-host": {
+    kind: "string",
+    schema: z.string({ error: "must be a string" }).default("127.0.0.1")
+      .describe(
+        "with `http`: the shared bridge's listen host, e.g. `0.0.0.0` (operator only)",
+      ),
+  },
+  "mcp-bridge-port": port(
+    "with `http`: the shared bridge's fixed port (required unless `langbot-assets-mode=gateway`; operator only)",
+  ),
+  "mcp-public-url": text(
+    "with `http`: the bridge's `/mcp` URL as the agent's machine reaches it (required; operator only)",
+  ),
   "knowledge-bases": list("knowledge base ids granted for retrieval"),
   "ssh-target": text("`user@host` for remote-ssh"),
   "ssh-port": port("SSH port", 22),
@@ -289,7 +347,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "remote-shell": choice(
     ["bash", "powershell"],
     "bash",
-    "the remote wrapper shell (`bash`; `powershell` is accepted but not yet implemented)",
+    "the remote wrapper: `bash` (Linux, macOS) or `powershell` (Windows; see `docs/transport.md`)",
   ),
   "daemon-id": text("the daemon to run on, for `location=daemon`"),
   "daemon-connect-timeout": seconds(

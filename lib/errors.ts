@@ -171,6 +171,11 @@ export const ERROR_CODES = {
     meaning:
       "The run's assets MCP server (ephemeral bridge or gateway) could not listen on its address.",
   },
+  "assets.tunnel_refused": {
+    retryable: false,
+    meaning:
+      "The SSH server refused the `ssh -R` tunnel that brings the run's LangBot assets to a remote-ssh agent.",
+  },
   "agent_runtime.daemon_offline": {
     retryable: true,
     meaning:

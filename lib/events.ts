@@ -45,8 +45,158 @@ export function isTerminalEvent(event: Pick<RunEvent, "type">): boolean {
 /** Receives a run's events in order. */
 export type EventSink = (event: RunEvent) => void;
 
+/**
+ * `all_content` rides on a `message.delta` only while the message so far is
+ * shorter than this many characters (UTF-16 units, as JavaScript counts).
+ */
+export const ALL_CONTENT_LIMIT = 64 * 1024;
+
+/** The `chunk` of a `message.delta`, when the event is one. */
+function deltaChunk(event: RunEvent): Record<string, unknown> | undefined {
+  if (event.type !== "message.delta") return undefined;
+  const chunk = event.data.chunk;
+  return chunk && typeof chunk === "object" && !Array.isArray(chunk)
+    ? chunk as Record<string, unknown>
+    : undefined;
+}
+
+/** The text of a `message.delta`. */
+function deltaText(event: RunEvent): string {
+  const content = deltaChunk(event)?.content;
+  return typeof content === "string" ? content : "";
+}
+
+/** The `message` of a completion event, when it has one. */
+function messageOf(
+  event: RunEvent,
+): { role?: unknown; content?: unknown; truncated?: unknown } | undefined {
+  const message = event.data.message;
+  return message && typeof message === "object"
+    ? message as { role?: unknown; content?: unknown; truncated?: unknown }
+    : undefined;
+}
+
+/**
+ * Whether a completion's `message` is `text`: the same, or cut short on the
+ * relay wire (`truncated`) from it.
+ */
+function messageIs(
+  message: { content?: unknown; truncated?: unknown } | undefined,
+  text: string,
+): boolean {
+  const content = message?.content;
+  if (typeof content !== "string") return false;
+  return content === text ||
+    (message?.truncated === true && text.startsWith(content));
+}
+
+/** `event` without `all_content` on its chunk (other events as they are). */
+function withoutAllContent(event: RunEvent): RunEvent {
+  const chunk = deltaChunk(event);
+  if (!chunk || !("all_content" in chunk)) return event;
+  const { all_content: _, ...lean } = chunk;
+  return { ...event, data: { ...event.data, chunk: lean } };
+}
+
+/**
+ * Makes the lean form of one run's events, handed to it in order — the form
+ * the event log keeps and HTTP streams carry: deltas without `all_content`,
+ * and a `message.completed` (or `run.completed`) whose text is exactly the
+ * text its deltas already carried (or a relay frame's truncated prefix of
+ * it) keeps only `message.role` (respectively drops `message`). Nothing is
+ * lost: {@linkcode createEventRestorer} puts the whole text back; any
+ * completion whose text differs from its deltas stays as it is.
+ */
+export function createLeanEvents(): (event: RunEvent) => RunEvent {
+  let text = "";
+  let streamedAnswer: string | undefined;
+  return (raw) => {
+    const event = withoutAllContent(raw);
+    if (event.type === "message.delta") {
+      text += deltaText(event);
+      return event;
+    }
+    const message = messageOf(event);
+    if (event.type === "message.completed") {
+      const streamed = text !== "" && messageIs(message, text);
+      streamedAnswer = streamed ? text : undefined;
+      text = "";
+      if (!streamed) return event;
+      return {
+        ...event,
+        data: { ...event.data, message: { role: message!.role } },
+      };
+    }
+    const lean = event.type === "run.completed" &&
+      streamedAnswer !== undefined && messageIs(message, streamedAnswer);
+    if (isTerminalEvent(event)) streamedAnswer = undefined;
+    if (!lean) return event;
+    const { message: _, ...rest } = event.data;
+    return { ...event, data: rest };
+  };
+}
+
+/**
+ * Makes the full form of one run's events (lean or not), handed to it in
+ * order from the first: completions get their text back from their deltas,
+ * and with `allContent` each `message.delta` carries `all_content` (the
+ * message so far) while the message is under {@linkcode ALL_CONTENT_LIMIT}
+ * — what the relay wire, `runner run --json` and HTTP callers that ask get.
+ */
+export function createEventRestorer(
+  options: { allContent: boolean },
+): (event: RunEvent) => RunEvent {
+  let text = "";
+  let answer: string | undefined;
+  return (event) => {
+    const message = messageOf(event);
+    switch (event.type) {
+      case "message.delta": {
+        text += deltaText(event);
+        if (!options.allContent || text.length >= ALL_CONTENT_LIMIT) {
+          return withoutAllContent(event);
+        }
+        const chunk = deltaChunk(event)!;
+        return {
+          ...event,
+          data: { ...event.data, chunk: { ...chunk, all_content: text } },
+        };
+      }
+      case "message.completed": {
+        const whole = typeof message?.content === "string"
+          ? message.content
+          : text;
+        text = "";
+        answer = whole;
+        if (message?.content === whole) return event;
+        const role = message?.role ?? "assistant";
+        return {
+          ...event,
+          data: { ...event.data, message: { role, content: whole } },
+        };
+      }
+      case "run.completed": {
+        const whole = answer;
+        answer = undefined;
+        if (message || whole === undefined) return event;
+        return {
+          ...event,
+          data: {
+            ...event.data,
+            message: { role: "assistant", content: whole },
+          },
+        };
+      }
+      default:
+        if (isTerminalEvent(event)) answer = undefined;
+        return event;
+    }
+  };
+}
+
 /** Every run event type, in the order of `docs/events.md`'s table. */
 export const RUN_EVENT_TYPES: readonly string[] = [
+  "run.started",
   "message.delta",
   "message.completed",
   "thought.delta",
@@ -55,6 +205,8 @@ export const RUN_EVENT_TYPES: readonly string[] = [
   "tool.call.completed",
   "plan.updated",
   "usage.updated",
+  "permission.requested",
+  "permission.unavailable",
   "permission.decided",
   "agent.update",
   "state.updated",

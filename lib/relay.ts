@@ -89,6 +89,11 @@ export interface DaemonReadyFrame {
   type: "daemon.ready";
   daemon_id: string;
   protocol: string;
+  /**
+   * Optional capabilities both ends support; our hub sends it only to a
+   * daemon that announced `metadata.capabilities` (Python peers never see it).
+   */
+  capabilities?: string[];
 }
 /** hub → daemon: start a job. */
 export interface RunStartFrame {
@@ -116,6 +121,13 @@ export interface McpResponseFrame {
   job_id: string;
   payload: Json;
 }
+/** hub → daemon: a person's answer to a job's permission request (`permission.ask`). */
+export interface RunPermissionFrame {
+  type: "run.permission";
+  job_id: string;
+  request_id: string;
+  answer: JsonObject;
+}
 /** hub → daemon: cancel a job. */
 export interface RunCancelFrame {
   type: "run.cancel";
@@ -141,6 +153,7 @@ export type HubFrame =
   | RunStartFrame
   | McpResponseFrame
   | RunCancelFrame
+  | RunPermissionFrame
   | DaemonPongFrame;
 /** Frames the daemon sends. */
 export type DaemonFrame =
@@ -205,7 +218,15 @@ function requireString(
   }
 }
 
+/**
+ * The optional capability of interactive approvals: the daemon announces it
+ * in `daemon.hello` metadata (`capabilities`), our hub confirms it in
+ * `daemon.ready`, and then carries `run.permission` answers to the job.
+ */
+export const PERMISSION_ASK_CAPABILITY = "permission.ask";
+
 const JOB_FRAMES = new Set([
+  "run.permission",
   "run.start",
   "run.event",
   "mcp.request",
@@ -271,6 +292,16 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
       "invalid_field",
       "run.start payload must be an object",
     );
+  }
+  if (type === "run.permission") {
+    const badId = requireString(raw, "request_id");
+    if (badId) return badId;
+    if (!isObject(raw.answer)) {
+      return protocolError(
+        "invalid_field",
+        "run.permission needs an answer object",
+      );
+    }
   }
   if (type === "run.event" && !isObject(raw.event)) {
     return protocolError("invalid_field", "run.event event must be an object");

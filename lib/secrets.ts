@@ -21,6 +21,79 @@ export function redactSecrets(text: string, secrets: Iterable<string>): string {
   return result;
 }
 
+/** Redacts text that arrives in pieces (a stream of agent chunks). */
+export interface StreamRedactor {
+  /**
+   * Takes the next piece and returns the redacted text that is safe to show
+   * now. Only a tail that could be the start of a secret is held back (at
+   * most the longest secret's length − 1 characters, or a whole secret that
+   * overlaps such a tail) until the next piece or {@linkcode end}.
+   */
+  push(text: string): string;
+  /** Returns the held-back tail, redacted: the text has ended. */
+  end(): string;
+}
+
+/**
+ * A {@linkcode StreamRedactor} for `secrets`: the concatenation of what it
+ * returns equals `redactSecrets` of the whole text, however the text was cut
+ * into pieces. Without secrets (of redactable length) nothing is held back.
+ */
+export function createStreamRedactor(
+  secrets: Iterable<string>,
+): StreamRedactor {
+  const list = [...new Set(secrets)]
+    .filter((secret) => secret.length >= MIN_SECRET_LENGTH)
+    .sort((a, b) => b.length - a.length);
+  if (!list.length) return { push: (text) => text, end: () => "" };
+  let held = "";
+  return {
+    push(text) {
+      const buffer = held + text;
+      const cut = safeCut(buffer, list);
+      held = buffer.slice(cut);
+      return redactSecrets(buffer.slice(0, cut), list);
+    },
+    end() {
+      const rest = held;
+      held = "";
+      return redactSecrets(rest, list);
+    },
+  };
+}
+
+/**
+ * Where `buffer` may be cut: before the earliest tail that is the start of a
+ * secret (it may continue in the next piece), and never inside a secret
+ * occurring whole, nor inside a surrogate pair.
+ */
+function safeCut(buffer: string, secrets: string[]): number {
+  let cut = buffer.length;
+  for (const secret of secrets) {
+    const from = Math.max(0, buffer.length - secret.length + 1);
+    for (let at = buffer.indexOf(secret[0], from); at >= 0 && at < cut;) {
+      if (secret.startsWith(buffer.slice(at))) {
+        cut = at;
+        break;
+      }
+      at = buffer.indexOf(secret[0], at + 1);
+    }
+  }
+  for (let moved = true; moved && cut > 0;) {
+    moved = false;
+    for (const secret of secrets) {
+      const at = buffer.indexOf(secret, Math.max(0, cut - secret.length + 1));
+      if (at >= 0 && at < cut) {
+        cut = at;
+        moved = true;
+      }
+    }
+  }
+  const before = buffer.charCodeAt(cut - 1);
+  if (cut > 0 && before >= 0xd800 && before <= 0xdbff) cut -= 1;
+  return cut;
+}
+
 /** Redacts secrets from every string inside a JSON-like value. */
 export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
   const list = [...secrets].filter((s) => s.length >= MIN_SECRET_LENGTH);

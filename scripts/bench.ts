@@ -1,117 +1,244 @@
 /**
- * `deno task bench`: the runner's overhead, as ratios against a baseline
- * measured in the same run on the same machine (no absolute thresholds).
- *
- * - startup+turn: spawn the fixture agent, initialize, session/new, one
- *   prompt — with the bare SDK client (baseline) vs the run engine.
- * - streaming: 5 000 chunks through the bare SDK client vs through the engine's
- *   event pipeline (events numbered and delivered to a sink).
+ * `deno task bench [--short]`: what the runner costs on each path, as ratios
+ * against a bare ACP client (`scripts/bench_bare_client.ts`) measured in the
+ * same run on the same machine, with the same hand-written agent
+ * (`scripts/bench_agent.ts`). It prints one Markdown table; the last full
+ * results live in `docs/performance.md`. Nothing here is a pass/fail
+ * threshold: `--short` (tiny sizes, one round) only proves the bench works,
+ * and a test runs it.
  *
  * @module
  */
 
-import * as acp from "@agentclientprotocol/sdk";
-import { fileURLToPath } from "node:url";
-import { prepareAgentLaunch } from "../lib/agent/launch.ts";
-import { parseRunConfig } from "../lib/config.ts";
-import { launchLocal } from "../lib/locations/local.ts";
-import { startRun } from "../lib/run/engine.ts";
+import { parseArgs } from "node:util";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { quoteCommand } from "../lib/agent/shell_words.ts";
+import {
+  agentCommand,
+  measureCommand,
+  medianUsage,
+  preciseCpu,
+  ROOT,
+  runnerCommand,
+  type Usage,
+} from "./bench_measure.ts";
+import { curlClient } from "./bench_serve.ts";
+import { benchSecondMessage } from "./bench_warm.ts";
+import {
+  benchConcurrentRuns,
+  benchDaemon,
+  benchN8n,
+  benchServeStreams,
+} from "./bench_paths.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const FIXTURE = [
-  Deno.execPath(),
-  "run",
-  "-A",
-  "--config",
-  `${ROOT}deno.json`,
-  `${ROOT}tests/fixtures/agent.ts`,
-];
-const ROUNDS = 7;
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { short: { type: "boolean" } },
+});
 
-async function bareSdk(flags: string[]): Promise<number> {
-  const started = performance.now();
-  const child = new Deno.Command(FIXTURE[0], {
-    args: [...FIXTURE.slice(1), ...flags],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  let chunks = 0;
-  const connection = acp.client({ name: "bench" })
-    .onNotification(acp.methods.client.session.update, () => {
-      chunks++;
-    })
-    .connect(acp.ndJsonStream(child.stdin, child.stdout));
-  await connection.agent.request(acp.methods.agent.initialize, {
-    protocolVersion: 1,
-    clientCapabilities: {},
-  });
-  const session = await connection.agent.request(
-    acp.methods.agent.session.new,
-    { cwd: "/tmp", mcpServers: [] },
-  );
-  await connection.agent.request(acp.methods.agent.session.prompt, {
-    sessionId: session.sessionId,
-    prompt: [{ type: "text", text: "bench" }],
-  });
-  const elapsed = performance.now() - started;
-  connection.close();
-  child.kill("SIGTERM");
-  await child.status;
-  return chunks >= 0 ? elapsed : elapsed;
+/** Sizes of one bench run. */
+export interface BenchSizes {
+  /** Chunks of the streaming runs (32 bytes each). */
+  chunks: number;
+  /** Rounds per measurement (the median is shown). */
+  rounds: number;
+  /** Rounds of the short cold prompt. */
+  coldRounds: number;
+  /** Concurrent runs on one `runner serve`. */
+  concurrent: number;
+  /** Bytes of the fast n8n answer. */
+  n8nBytes: number;
+  /** 8-byte chunks of the slow (token-by-token, 5 ms) n8n answer. */
+  n8nSlowChunks: number;
 }
 
-async function engine(flags: string[]): Promise<number> {
-  const started = performance.now();
-  const config = parseRunConfig({
-    provider: "custom",
-    "acp-command": [...FIXTURE, ...flags].join(" "),
-    workspace: "/tmp",
-    "langbot-assets-enabled": false,
-    "late-update-ms": 1,
-  });
-  const launch = prepareAgentLaunch(config);
-  let events = 0;
-  const handle = startRun({
-    runId: crypto.randomUUID(),
-    input: { text: "bench" },
-    config,
-    sessionCwd: "/tmp",
-    launch: () => launchLocal({ launch }),
-    emit: () => events++,
-  });
-  const result = await handle.done;
-  if (result.status !== "completed") {
-    throw new Error(`bench run failed: ${result.code}`);
+const SIZES: BenchSizes = values.short
+  ? {
+    chunks: 2000,
+    rounds: 1,
+    coldRounds: 1,
+    concurrent: 4,
+    n8nBytes: 64_000,
+    n8nSlowChunks: 100,
   }
-  return performance.now() - started;
+  : {
+    chunks: 100_000,
+    rounds: 5,
+    coldRounds: 7,
+    concurrent: 200,
+    n8nBytes: 900_000,
+    n8nSlowChunks: 4000,
+  };
+
+/** One line of the results table. */
+export interface BenchRow {
+  /** What was measured. */
+  path: string;
+  /** The runner's usage. */
+  runner: Usage;
+  /** The bare client's usage, when there is a baseline. */
+  bare?: Usage;
+  /** Bytes the client received (on the wire, or stdout). */
+  bytes?: number;
+  /** What the bytes carry (the answer's size). */
+  textBytes?: number;
+  /** Anything else worth saying. */
+  note?: string;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
+const work = Deno.makeTempDirSync({ prefix: "runner-bench-" });
+const workspace = join(work, "ws");
+Deno.mkdirSync(workspace);
+const report = join(work, "agent-report.json");
 
-async function compare(name: string, flags: string[]) {
-  const base: number[] = [];
-  const ours: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    base.push(await bareSdk(flags));
-    ours.push(await engine(flags));
+/** The bare client's usage for `chunks` chunks. */
+async function bare(chunks: number, rounds: number): Promise<Usage> {
+  const usages: Usage[] = [];
+  for (let i = 0; i < rounds; i++) {
+    usages.push(
+      await measureCommand([
+        Deno.execPath(),
+        "run",
+        "--allow-run",
+        "--allow-read",
+        `${ROOT}scripts/bench_bare_client.ts`,
+        ...agentCommand({ chunks, report }),
+      ], { agentReport: report }),
+    );
   }
-  const b = median(base);
-  const o = median(ours);
+  return medianUsage(usages);
+}
+
+/** `runner run`'s usage for `chunks` chunks (`extra`: more flags). */
+async function runnerRun(
+  chunks: number,
+  rounds: number,
+  extra: string[] = [],
+): Promise<Usage> {
+  const usages: Usage[] = [];
+  for (let i = 0; i < rounds; i++) {
+    usages.push(
+      await measureCommand(
+        runnerCommand(
+          "run",
+          "custom",
+          "--workspace",
+          workspace,
+          "--data-dir",
+          join(work, "run-data"),
+          "--acp-command",
+          quoteCommand(agentCommand({ chunks, report })),
+          ...extra,
+          "bench",
+        ),
+        { agentReport: report },
+      ),
+    );
+  }
+  return medianUsage(usages);
+}
+
+/** `runner --version`'s wall time. */
+async function version(rounds: number): Promise<Usage> {
+  const usages: Usage[] = [];
+  for (let i = 0; i < rounds; i++) {
+    usages.push(await measureCommand(runnerCommand("--version")));
+  }
+  return medianUsage(usages);
+}
+
+async function main(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const { chunks, rounds, coldRounds } = SIZES;
+  const baseline = await bare(chunks, rounds);
+  rows.push({
+    path: `runner run, ${chunks}×32 B`,
+    runner: await runnerRun(chunks, rounds),
+    bare: baseline,
+  });
+  const context = { work, workspace, sizes: SIZES, baseline };
+  rows.push(...await benchServeStreams(context));
+  rows.push(await benchDaemon(context));
+  rows.push({
+    path: "runner run, one short cold prompt",
+    runner: await runnerRun(1, coldRounds),
+    bare: await bare(1, coldRounds),
+  });
+  rows.push({
+    path: "runner run, one short cold prompt, --late-update-ms 1",
+    runner: await runnerRun(1, coldRounds, ["--late-update-ms", "1"]),
+    bare: rows.at(-1)!.bare,
+    note: "without the 150 ms wait for straggling updates",
+  });
+  rows.push({
+    path: "runner --version",
+    runner: await version(coldRounds),
+  });
+  rows.push(await benchConcurrentRuns(context));
+  rows.push(...await benchN8n(context));
+  return rows;
+}
+
+function ratio(runner: number, bare: number | undefined): string {
+  return bare ? `${(runner / bare).toFixed(2)}×` : "";
+}
+
+function cell(value: number, digits: number): string {
+  return value.toFixed(digits);
+}
+
+/** The results as a Markdown table. */
+function table(rows: BenchRow[]): string {
+  const lines = [
+    "| path | CPU s (bare) | CPU ratio | wall s (bare) | wall ratio | peak RSS MiB (bare) | RSS ratio | bytes received (text) | bytes ratio | note |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const row of rows) {
+    const { runner, bare } = row;
+    const pair = (a: number, b: number | undefined, digits: number) =>
+      b === undefined
+        ? cell(a, digits)
+        : `${cell(a, digits)} (${cell(b, digits)})`;
+    lines.push(
+      `| ${row.path} | ${
+        pair(runner.cpuMs / 1000, bare && bare.cpuMs / 1000, 2)
+      } | ${ratio(runner.cpuMs, bare?.cpuMs)} | ${
+        pair(runner.wallMs / 1000, bare && bare.wallMs / 1000, 2)
+      } | ${ratio(runner.wallMs, bare?.wallMs)} | ${
+        pair(runner.peakRssMib, bare?.peakRssMib, 0)
+      } | ${ratio(runner.peakRssMib, bare?.peakRssMib)} | ${
+        row.bytes === undefined ? "" : `${row.bytes} (${row.textBytes ?? ""})`
+      } | ${
+        row.bytes !== undefined && row.textBytes
+          ? ratio(row.bytes, row.textBytes)
+          : ""
+      } | ${row.note ?? ""} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+try {
+  const started = performance.now();
+  const rows = await main();
   console.log(
-    `${name.padEnd(16)} baseline ${b.toFixed(1)} ms  runner ${
-      o.toFixed(1)
-    } ms  ratio ${(o / b).toFixed(2)}x`,
+    `runner bench${
+      values.short ? " (short)" : ""
+    }: ${availableParallelism()} cores, ${Deno.build.os}/${Deno.build.arch}, Deno ${Deno.version.deno}; CPU from ${
+      preciseCpu() ? "/usr/bin/time" : "/proc polling"
+    }; stream client ${curlClient() ? "curl" : "fetch (CPU not counted)"}; ${
+      ((performance.now() - started) / 1000).toFixed(1)
+    } s\n`,
   );
+  console.log(table(rows));
+  console.log(
+    "\n" +
+      await benchSecondMessage(
+        values.short ? 1 : 3,
+        values.short ? 100 : 1000,
+      ),
+  );
+} finally {
+  Deno.removeSync(work, { recursive: true });
 }
-
-await compare("startup+turn", ["--text", "hello"]);
-await compare("streaming 5000", [
-  "--text",
-  "x".repeat(20000),
-  "--chunks",
-  "5000",
-]);

@@ -61,42 +61,57 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "runner variables with secret-looking names not redacted",
     file: "lib/secrets.ts",
-    find:
-      "    if (SECRET_NAME.test(name)) found.add(value);\n  }\n  for (const value",
-    replace: "  }\n  for (const value",
+    find: "      ...Object.entries(options.environment ?? {}),\n",
+    replace: "",
     test: "tests/run_env_test.ts",
     filter: "runner variable",
   },
   {
     name: "env-json exported on the ssh command line",
     file: "lib/locations/ssh.ts",
-    find: "`bash -lc ${quoteWord(remoteScript(workspace, launch.argv))}`,",
+    find: "return `bash -lc ${quoteWord(remoteScript(workspace, launch))}`;",
     replace:
-      "`bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch.argv))}`,",
+      "return `bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch))}`;",
     test: "tests/run_ssh_test.ts",
     filter: "a run streams over a real sshd",
   },
   {
     name: "run.completed before teardown",
     file: "lib/run/engine.ts",
-    find: '  await shutdown(run);\n  run.emitter.emit("run.completed", {\n' +
+    find: '  await finishAgent(run);\n  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
       '    message: { role: "assistant", content: answer },\n' +
       "  }, run.usage);",
     replace: '  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
       '    message: { role: "assistant", content: answer },\n' +
-      "  }, run.usage);\n  await shutdown(run);",
+      "  }, run.usage);\n  await finishAgent(run);",
     test: "tests/run_engine_edges_test.ts",
     filter: "terminal event comes after teardown",
   },
   {
     name: "ssh -R port collision not retried",
     file: "lib/locations/ssh.ts",
-    find: "    if (!await forwardPortTaken(started, options.signal)) break;",
-    replace: "    break;",
+    find: "    if (attempt === FORWARD_ATTEMPTS) {",
+    replace: "    if (attempt >= 1) {",
     test: "tests/run_ssh_test.ts",
     filter: "already taken",
+  },
+  {
+    name: "ssh -R retried without bound",
+    file: "lib/locations/ssh.ts",
+    find: "    if (attempt === FORWARD_ATTEMPTS) {",
+    replace: "    if (attempt === FORWARD_ATTEMPTS + 1) {",
+    test: "tests/ssh_mcp_transport_test.ts",
+    filter: "taken on every try",
+  },
+  {
+    name: "a refused ssh -R not reported as assets.tunnel_refused",
+    file: "lib/locations/ssh.ts",
+    find: "  return refused ? Number(refused[1]) : undefined;",
+    replace: "  return undefined;",
+    test: "tests/ssh_mcp_transport_test.ts",
+    filter: "forwarding refused: the ssh -R tunnel fails",
   },
   {
     name: "an ssh launch with tunnels ignores cancel and start-up timeout",
@@ -125,9 +140,9 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "the queue closes before the last look at it",
     file: "lib/run/turn.ts",
-    find: "  run.turn = undefined;\n  if (current.text) {",
+    find: "  run.turn = undefined;\n  run.emitter.flush();",
     replace:
-      "  run.turn = undefined;\n  run.closed = run.queue.length === 0;\n  if (current.text) {",
+      "  run.turn = undefined;\n  run.closed = run.queue.length === 0;\n  run.emitter.flush();",
     test: "tests/run_steering_test.ts",
     filter: "before the queue closes",
   },

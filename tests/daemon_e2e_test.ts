@@ -278,7 +278,13 @@ Deno.test("a location=daemon run streams the agent's text from the daemon's mach
     const record = join(tempDir(), "record.jsonl");
     const { run } = await hub.manager.start({
       input: { text: "hello daemon" },
-      config: daemonConfig("laptop", ["--chunks", "3", "--record", record]),
+      // delta-coalesce-ms travels in run.start: each chunk stays a delta.
+      config: daemonConfig(
+        "laptop",
+        ["--chunks", "3", "--record", record],
+        undefined,
+        { "delta-coalesce-ms": 0 },
+      ),
     });
     const log = new EventLog(run);
     const result = await run.done;

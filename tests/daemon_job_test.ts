@@ -295,6 +295,8 @@ function fakeJob(payload: JsonObject) {
     },
     signal: controller.signal,
     mcp: () => Promise.resolve(null),
+    hubCapabilities: [],
+    onPermissionAnswer() {},
   };
   return { job, events, controller, firstDelta: firstDelta.promise };
 }
@@ -368,6 +370,7 @@ async function jobEvents(
 Deno.test("job events use the relay's spellings: timestamps in seconds, finish_reason stop with the ACP stop reason kept", async () => {
   const events = await jobEvents({});
   assert.deepEqual(events.map((e) => e.type), [
+    "run.started",
     "state.updated",
     "message.delta",
     "message.completed",
@@ -573,4 +576,63 @@ Deno.test("runner daemons unfence --yes removes the marker; list shows markers",
   ]);
   assert.equal(again.code, 1);
   assert.match(again.stderr, /was not fenced/);
+});
+
+Deno.test("ask on a daemon whose hub lacks permission.ask takes the fallback and says so first", async () => {
+  const events = await jobEvents(
+    { permission_decision: "ask", permission_fallback: "reject_always" },
+    fixtureCommand("--permission"),
+  );
+  assert.equal(events[0].type, "permission.unavailable");
+  assert.equal((events[0].data as JsonObject).fallback, "reject_always");
+  assert.match(
+    String((events[0].data as JsonObject).reason),
+    /no permission\.ask capability/,
+  );
+  assert.ok(!events.some((e) => e.type === "permission.requested"));
+  const decided = events.find((e) => e.type === "permission.decided")!;
+  assert.equal((decided.data as JsonObject).by, "policy");
+  assert.equal((decided.data as JsonObject).decision, "reject_always");
+});
+
+Deno.test("ask on a daemon whose hub confirmed permission.ask waits for the hub's run.permission answer", async () => {
+  const runner = createDaemonJobRunner();
+  const { job, events } = fakeJob({
+    run_id: "r",
+    prompt_text: "hi",
+    config: {
+      provider: "custom",
+      acp_command: fixtureCommand("--permission"),
+      cwd: tempDir(),
+      permission_decision: "ask",
+    },
+  });
+  let deliver: ((id: string, answer: JsonObject) => void) | undefined;
+  const asked = Promise.withResolvers<string>();
+  const emit = job.emit;
+  job.emit = (event) => {
+    emit(event);
+    if (event.type === "permission.requested") {
+      asked.resolve(String((event.data as JsonObject).request_id));
+    }
+  };
+  const withHub: DaemonJob = {
+    ...job,
+    hubCapabilities: ["permission.ask"],
+    onPermissionAnswer(receive) {
+      deliver = receive;
+    },
+  };
+  const running = runner.runJob(withHub);
+  const requestId = await asked.promise;
+  deliver!(requestId, { option_id: "allow_always" });
+  assert.deepEqual(await running, { cleanupConfirmed: true });
+  const decided = events.find((e) => e.type === "permission.decided")!;
+  assert.equal((decided.data as JsonObject).by, "caller");
+  assert.equal((decided.data as JsonObject).decision, "allow_always");
+  const done = events.at(-1)!;
+  assert.match(
+    String(((done.data as JsonObject).message as JsonObject).content),
+    /^permission: allow_always/,
+  );
 });

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { RunnerError } from "../lib/errors.ts";
-import type { RunEvent } from "../lib/events.ts";
+import { createEventRestorer, type RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
   createRunManager,
@@ -32,6 +32,8 @@ export interface Harness {
 export interface HarnessOptions {
   /** Receives the manager's and the runs' log lines. */
   log?: (entry: Record<string, unknown>) => void;
+  /** The environment the runs see (secrets are found in it by name). */
+  environment?: Record<string, string>;
 }
 
 /** Makes a run manager with a real SQLite store in a temp directory; `close` ends runs still active. */
@@ -43,6 +45,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     assets,
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
+    environment: options.environment,
     log: options.log,
   });
   return {
@@ -124,11 +127,11 @@ export class EventLog {
     return this.events.filter((event) => event.type === type);
   }
 
-  /** The message texts of each completed turn. */
+  /** The message texts of each completed turn (put back from the deltas where the lean events leave them out). */
   messages(): string[] {
-    return this.ofType("message.completed").map((event) =>
-      (event.data.message as { content: string }).content
-    );
+    return this.events.map(createEventRestorer({ allContent: false }))
+      .filter((event) => event.type === "message.completed")
+      .map((event) => (event.data.message as { content: string }).content);
   }
 }
 

@@ -123,7 +123,7 @@ export function createContract(document: Json): Contract {
         "content",
         type,
       ];
-      if (type === "text/plain") return body;
+      if (type === "text/plain" || type === "text/html") return body;
       const isStream = type === "text/event-stream" ||
         type === "application/x-ndjson" || options.lines;
       if (isStream) {

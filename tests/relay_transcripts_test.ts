@@ -29,6 +29,7 @@ import {
   parseFrame,
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
+import { DAEMON_CAPABILITIES } from "../lib/daemon/client.ts";
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
 import { tempDir } from "./helpers.ts";
 
@@ -613,6 +614,15 @@ async function replayAgainstDaemon(name: string): Promise<void> {
           .replace(
             JSON.stringify(frame.metadata.cwd),
             JSON.stringify(actual.metadata.cwd),
+          )
+          // Our one addition to the hello: the optional capabilities we
+          // announce (Python hubs ignore unknown metadata), right after
+          // `platform`.
+          .replace(
+            `"platform":${JSON.stringify(frame.metadata.platform)}`,
+            `"platform":${
+              JSON.stringify(frame.metadata.platform)
+            },"capabilities":${JSON.stringify(DAEMON_CAPABILITIES)}`,
           );
         if (name === "disconnect_fence" && step.conn === "B") {
           assert.equal(

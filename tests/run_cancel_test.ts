@@ -62,10 +62,15 @@ Deno.test("a permission request sent while the run is being cancelled is answere
     run.handle.cancel();
     const result = await run.done;
     assert.equal(result.status, "cancelled");
-    assert.deepEqual(log.ofType("permission.decided").map((e) => e.data), [{
+    const decided = log.ofType("permission.decided").map((e) => e.data);
+    assert.match(String(decided[0]?.request_id), /^[0-9a-f-]{36}$/);
+    assert.deepEqual(decided, [{
+      request_id: decided[0].request_id,
       tool_call_id: "perm-1",
       title: "Write file",
       outcome: "cancelled",
+      decision: "cancelled",
+      by: "cancel",
     }]);
     const asked = readRecord(record).filter((line) =>
       line.event === "permission"

@@ -140,8 +140,12 @@ Deno.test("create-session-if-missing=false without a stored session fails with a
   ]);
   assert.equal(result.code, 1, result.stderr);
   const events = parseJsonLines(result.stdout);
-  assert.deepEqual(events.map((event) => event.type), ["run.failed"]);
-  const data = events[0].data as { code: string; error: string };
+  // The agent was started (cold) and initialized; no session was made.
+  assert.deepEqual(events.map((event) => event.type), [
+    "run.started",
+    "run.failed",
+  ]);
+  const data = events[1].data as { code: string; error: string };
   assert.equal(data.code, "acp.session_missing");
   assert.match(data.error, /no stored session to continue/);
   const methods = parseJsonLines(Deno.readTextFileSync(record))

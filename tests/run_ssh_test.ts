@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import type { AgentTransport } from "../lib/run/engine.ts";
-import { launchSsh, REMOTE_PGID_MARKER } from "../lib/locations/ssh.ts";
+import { launchSsh } from "../lib/locations/ssh.ts";
+import { REMOTE_PGID_MARKER } from "../lib/locations/remote_report.ts";
 import { EventLog, harness, makeGate } from "./engine_helpers.ts";
 import {
   assertAgentGone,
@@ -347,8 +348,11 @@ Deno.test({
       const log = new EventLog(run);
       const result = await run.done;
       assert.equal(result.status, "failed");
-      assert.deepEqual(log.events.map((event) => event.type), ["run.failed"]);
-      assert.equal(log.events[0].data.code, "acp.session_missing");
+      assert.deepEqual(log.events.map((event) => event.type), [
+        "run.started",
+        "run.failed",
+      ]);
+      assert.equal(log.events[1].data.code, "acp.session_missing");
       const methods = readRecord(record).flatMap((line) =>
         line.method ? [line.method] : []
       );

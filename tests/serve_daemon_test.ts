@@ -1,77 +1,14 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
-import { fixtureCommand, isAlive, spawnCli, tempDir } from "./helpers.ts";
+import { fixtureCommand, isAlive, tempDir } from "./helpers.ts";
+import { DAEMON_TOKEN, serveWithDaemon } from "./daemon_test_helpers.ts";
 import {
+  deltaText,
   postJson,
   sseEvents,
-  startServe,
   terminals,
 } from "./serve_test_helpers.ts";
-
-const DAEMON_TOKEN = "serve-daemon-test-Zp4Qr8Wm2Kx6Ty1Bn5Vc9Hd3";
-
-function daemonProcess(url: string, daemonId: string, tokenFile: string) {
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    url,
-    "--daemon-id",
-    daemonId,
-    "--token-file",
-    tokenFile,
-    "--data-dir",
-    tempDir(),
-  ]);
-  let text = "";
-  const ready = Promise.withResolvers<void>();
-  const drained = (async () => {
-    for await (
-      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
-    ) {
-      text += chunk;
-      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
-    }
-    ready.reject(new Error(`daemon exited: ${text}`));
-  })();
-  const connected = ready.promise;
-  return {
-    connected,
-    async stop() {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already exited */ }
-      await child.status;
-      await child.stdout.cancel();
-      await connected.catch(() => {});
-      await drained;
-    },
-  };
-}
-
-/** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */
-async function serveWithDaemon(daemonId: string) {
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
-      "--allow-custom-commands",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-    ],
-  });
-  const hubLine = await serve.waitForLog((entry) =>
-    entry.msg === "daemon hub listening"
-  );
-  const tokenFile = join(tempDir(), "token");
-  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
-  return {
-    serve,
-    daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile),
-  };
-}
 
 Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stream, assets over MCP, cancel, /v1/daemons, /metrics", async () => {
   const { serve, daemon } = await serveWithDaemon("laptop-1");
@@ -109,8 +46,9 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       "run.completed",
       JSON.stringify(events.at(-1)),
     );
-    const message =
-      (events.at(-1)!.data.message as { content: string }).content;
+    // The lean stream: the text came as deltas, the completion does not repeat it.
+    assert.equal(events.at(-1)!.data.message, undefined);
+    const message = deltaText(events);
     assert.match(message, /^echo: through the daemon \(turn 1\)\nmcp: 6 tools/);
     const sequences = events.map((e) => e.sequence);
     assert.deepEqual(sequences, sequences.map((_, i) => i + 1));

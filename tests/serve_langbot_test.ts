@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sign } from "hono/jwt";
+import { tempDir } from "./helpers.ts";
 import {
   agentCommand,
   jsonLines,
@@ -76,7 +77,7 @@ function itemText(lines: Record<string, unknown>[]): string {
 }
 
 Deno.test("the n8n stream sends a newline while the agent is silent", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -102,11 +103,10 @@ Deno.test("the n8n stream sends a newline while the agent is silent", async () =
     assert.deepEqual(lines.at(-1), { type: "end" });
     assert.equal(itemText(lines), "echo: quiet (turn 1)");
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("an answer whose LangBot caller timed out goes ahead of the conversation's next answer", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -145,11 +145,12 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
     await openGate(gate);
     const lines = await jsonLines(await second);
     assert.deepEqual(lines.at(-1), { type: "end" });
+    // The conversation's agent stayed warm: its session goes on (turn 2).
     assert.equal(
       itemText(lines),
       "↩ The answer to your earlier message (it was not ready in time):\n\n" +
         "echo: first (turn 1)\n\n---\n\n" +
-        "echo: second (turn 1)",
+        "echo: second (turn 2)",
     );
 
     // Delivered once: the third message gets only its own answer.
@@ -158,14 +159,13 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
     await openGate(gate);
     assert.equal(
       itemText(await jsonLines(await third)),
-      "echo: third (turn 1)",
+      "echo: third (turn 3)",
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next one", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe({
@@ -203,10 +203,9 @@ Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next 
     assert.equal(
       answer.response,
       "↩ The answer to your earlier message (it was not ready in time):\n\n" +
-        "echo: first (turn 1)\n\n---\n\necho: second (turn 1)",
+        "echo: first (turn 1)\n\n---\n\necho: second (turn 2)",
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 function base64url(value: unknown): string {
@@ -215,7 +214,7 @@ function base64url(value: unknown): string {
 }
 
 Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 with a reason", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = tempDir();
   const secret = "jwt-secret-123456";
   await withServe({
     args: [...defaults(dir), "--n8n-auth", "jwt", "--n8n-jwt-secret", secret],
@@ -225,15 +224,18 @@ Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 wi
     const now = Math.floor(Date.now() / 1000);
     // What LangBot's n8n runner signs (PyJWT): exp, iat, sub.
     const claims = { exp: now + 3600, iat: now, sub: "n8n-webhook" };
-    for (const alg of ["HS256", "HS384", "HS512"] as const) {
+    for (
+      const [index, alg] of (["HS256", "HS384", "HS512"] as const).entries()
+    ) {
       const token = await sign(claims, secret, alg);
       const response = await postJson(url, body, {
         authorization: `Bearer ${token}`,
       });
       assert.equal(response.status, 200, alg);
+      // One conversation, its agent kept warm: the session goes on.
       assert.equal(
         JSON.parse(await response.text()).response,
-        "echo: hi (turn 1)",
+        `echo: hi (turn ${index + 1})`,
       );
     }
     const expired = await sign({ ...claims, exp: now - 10 }, secret, "HS512");
@@ -265,5 +267,4 @@ Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 wi
       /"RS256" is not accepted.*HS256, HS384 or HS512/,
     );
   });
-  await Deno.remove(dir, { recursive: true });
 });

@@ -15,6 +15,7 @@ import { openStore } from "../lib/store/open.ts";
 import { tempDir, withServe } from "./serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [
+  ["/", "get"],
   ["/healthz", "get"],
   ["/metrics", "get"],
   ["/openapi.json", "get"],
@@ -24,12 +25,15 @@ const EXPECTED: Array<[string, string]> = [
   ["/v1/runs/{id}/events", "get"],
   ["/v1/runs/{id}/input", "post"],
   ["/v1/runs/{id}/cancel", "post"],
+  ["/v1/runs/{id}/permissions/{request_id}", "post"],
   ["/v1/providers", "get"],
   ["/v1/conversations/{id}", "get"],
   ["/v1/conversations/{id}", "delete"],
   ["/v1/webhooks/n8n", "post"],
   ["/v1/daemons", "get"],
   ["/v1/daemons/{id}/unfence", "post"],
+  ["/v1/agents", "get"],
+  ["/v1/agents/{id}", "delete"],
 ];
 
 type Doc = {

@@ -33,7 +33,13 @@ function defaults(dir: string, flags: string[] = []): string[] {
 Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
   const dir = tempDir();
   await withServe({
-    args: defaults(dir, ["--chunks", "3", "--text", "one two three"]),
+    args: [
+      ...defaults(dir, ["--chunks", "3", "--text", "one two three"]),
+      "--delta-coalesce-ms",
+      "0",
+      "--n8n-merge-ms",
+      "0",
+    ],
   }, async (serve) => {
     const response = await postJson(`${serve.url}/v1/webhooks/n8n`, {
       chatInput: "hello",

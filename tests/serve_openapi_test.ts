@@ -15,6 +15,7 @@ import {
   fixtureConfig,
   makeFifo,
   openGate,
+  readSse,
   type ServeProcess,
   withServe,
 } from "./serve_test_helpers.ts";
@@ -51,8 +52,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 15);
-    assert.equal(new Set(operationIds).size, 15);
+    assert.equal(operationIds.length, 19);
+    assert.equal(new Set(operationIds).size, 19);
     assert.ok(operationIds.every(Boolean));
   });
 });
@@ -134,11 +135,21 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     await contract.check("GET /v1/runs", await call("/v1/runs?status=nope"));
     await contract.check("GET /v1/runs/{id}", await call("/v1/runs/c-1"));
     await contract.check("GET /v1/runs/{id}", await call("/v1/runs/none"));
+    await contract.check(
+      "GET /v1/runs/{id}",
+      await call("/v1/runs/c-1?all_content=true"),
+    );
+    await contract.check(
+      "GET /v1/runs/{id}",
+      await call("/v1/runs/c-1?all_content=maybe"),
+    );
     for (
       const [query, headers] of [
         ["", {}],
         ["", { accept: "application/x-ndjson" }],
         ["?stream=false", {}],
+        ["?stream=false&all_content=true", {}],
+        ["?after=1&all_content=true", {}],
         ["?after=-1", {}],
       ] as Array<[string, Record<string, string>]>
     ) {
@@ -261,6 +272,50 @@ Deno.test("every route's real answers match /openapi.json", async () => {
       await call("/v1/runs/none/cancel", { method: "POST" }),
     );
 
+    // For people: the console page and permission answers.
+    await contract.check("GET /", await fetch(`${serve.url}/`));
+    const asked = await call("/v1/runs", {
+      json: {
+        input: "write",
+        config: {
+          ...fixtureConfig(join(dir, "ws"), ["--permission"]),
+          "permission-decision": "ask",
+        },
+      },
+    });
+    const askedEvents = readSse(asked.body!);
+    let requested: { run_id: string; data: { request_id: string } } | undefined;
+    for await (const message of askedEvents) {
+      if (message.event === "permission.requested") {
+        requested = JSON.parse(message.data);
+        break;
+      }
+    }
+    const answerPath = (runId: string, requestId: string) =>
+      `/v1/runs/${runId}/permissions/${requestId}`;
+    const answerRoute = "POST /v1/runs/{id}/permissions/{request_id}";
+    await contract.check(
+      answerRoute,
+      await call(answerPath(requested!.run_id, requested!.data.request_id), {
+        json: { decision: "allow_once" },
+      }),
+    );
+    for await (const _ of askedEvents) { /* to the terminal event */ }
+    await contract.check(
+      answerRoute,
+      await call(answerPath(requested!.run_id, "gone"), {
+        json: { decision: "allow_once" },
+      }),
+    );
+    await contract.check(
+      answerRoute,
+      await call(answerPath("none", "x"), { json: { decision: "allow_once" } }),
+    );
+    await contract.check(
+      answerRoute,
+      await call(answerPath("none", "x"), { json: {} }),
+    );
+
     // Operator routes.
     await contract.check("GET /v1/providers", await call("/v1/providers"));
     await contract.check("GET /v1/daemons", await call("/v1/daemons"));
@@ -280,6 +335,20 @@ Deno.test("every route's real answers match /openapi.json", async () => {
       "GET /v1/conversations/{id}",
       await call("/v1/conversations/bad%20id"),
     );
+    // The warm pool: conv-c's agent stayed warm after its second run.
+    const { agents } = await contract.check(
+      "GET /v1/agents",
+      await call("/v1/agents"),
+    ) as { agents: Array<{ agent_id: string; conversation_id: string }> };
+    const warm = agents.find((agent) => agent.conversation_id === "conv-c");
+    assert.ok(warm, `no warm agent of conv-c in ${JSON.stringify(agents)}`);
+    for (const status of [200, 404]) {
+      const stop = await call(`/v1/agents/${warm.agent_id}`, {
+        method: "DELETE",
+      });
+      assert.equal(stop.status, status, "stopped, then gone");
+      await contract.check("DELETE /v1/agents/{id}", stop);
+    }
     await contract.check(
       "DELETE /v1/conversations/{id}",
       await call("/v1/conversations/conv-c", { method: "DELETE" }),

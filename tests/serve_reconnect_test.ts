@@ -139,10 +139,29 @@ Deno.test("NDJSON streams send an empty line while the agent is silent", async (
   });
 });
 
-/** The assistant messages of a run's events. */
+/** The assistant messages of a run's events (full form: completions carry their text). */
 function completedMessages(events: RunEvent[]): string[] {
   return events.filter((event) => event.type === "message.completed")
     .map((event) => (event.data.message as { content: string }).content);
+}
+
+/**
+ * Each turn's text as lean events carry it: the deltas up to each
+ * `message.completed`, which itself repeats no text.
+ */
+function leanTurnTexts(events: RunEvent[]): string[] {
+  const texts: string[] = [];
+  let text = "";
+  for (const event of events) {
+    if (event.type === "message.delta") {
+      text += (event.data.chunk as { content: string }).content;
+    } else if (event.type === "message.completed") {
+      assert.deepEqual(event.data.message, { role: "assistant" });
+      texts.push(text);
+      text = "";
+    }
+  }
+  return texts;
 }
 
 Deno.test("a retried POST with the same run_id re-attaches to the run and never answers the prompt twice", async () => {
@@ -161,24 +180,37 @@ Deno.test("a retried POST with the same run_id re-attaches to the run and never 
     await readUntil(messages, first, (m) => m.event === "message.delta");
     await messages.return(undefined); // the connection drops
 
-    // fetch-event-source sends the same POST again, with Last-Event-ID.
-    const retried = await postJson(`${serve.url}/v1/runs`, body, {
-      "last-event-id": String(first.at(-1)!.sequence),
-    });
+    // fetch-event-source sends the same POST again, with Last-Event-ID; this
+    // time it asks for the full form, whose completion is put back from
+    // deltas the first connection already carried.
+    const retried = await postJson(
+      `${serve.url}/v1/runs?all_content=true`,
+      body,
+      { "last-event-id": String(first.at(-1)!.sequence) },
+    );
     assert.equal(retried.status, 200);
     assert.equal(retried.headers.get("x-run-id"), "retry-1");
     await openGate(gate);
     const second = await sseEvents(retried);
     const all = [...first, ...second];
     assert.deepEqual(all.map((e) => e.sequence), all.map((_, i) => i + 1));
-    assert.deepEqual(completedMessages(all), ["echo: only once (turn 1)"]);
+    assert.deepEqual(completedMessages(second), ["echo: only once (turn 1)"]);
 
-    // Once it ended, the same POST answers the stored run (stream=false too).
+    // Once it ended, the same POST answers the stored run (stream=false too),
+    // in the lean form: the same events, the text once, in its deltas.
     const again = await postJson(`${serve.url}/v1/runs?stream=false`, body);
     assert.equal(again.status, 200);
     const document = await again.json();
     assert.equal(document.run_id, "retry-1");
-    assert.deepEqual(document.events, all);
+    assert.equal(document.message, "echo: only once (turn 1)");
+    assert.deepEqual(document.events.slice(0, first.length), first);
+    assert.deepEqual(
+      document.events.map((e: RunEvent) => [e.sequence, e.type]),
+      all.map((e) => [e.sequence, e.type]),
+    );
+    assert.deepEqual(leanTurnTexts(document.events), [
+      "echo: only once (turn 1)",
+    ]);
     const runs = await (await fetch(
       `${serve.url}/v1/runs?conversation_id=chat-retry`,
     )).json();
@@ -230,7 +262,7 @@ Deno.test("Idempotency-Key: a repeated POST re-attaches, and a repeated follow-u
     await openGate(gate);
     await openGate(gate);
     for await (const message of messages) events.push(JSON.parse(message.data));
-    assert.deepEqual(completedMessages(events), [
+    assert.deepEqual(leanTurnTexts(events), [
       "echo: first (turn 1)",
       "echo: second (turn 2)",
     ]);

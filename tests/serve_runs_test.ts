@@ -37,12 +37,17 @@ function normalize(events: RunEvent[]) {
 
 Deno.test("SSE, NDJSON and stream=false carry the same events", async () => {
   await withServe({ args: ARGS }, async (serve, dir) => {
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--chunks",
-      "3",
-      "--text",
-      "hello there world",
-    ]);
+    const config = {
+      ...fixtureConfig(join(dir, "ws"), [
+        "--chunks",
+        "3",
+        "--text",
+        "hello there world",
+      ]),
+      // One delta per chunk, and no run token whose first letter could end a chunk.
+      "delta-coalesce-ms": 0,
+      "langbot-assets-enabled": false,
+    };
     const sse = await postJson(`${serve.url}/v1/runs`, {
       input: { text: "hi" },
       config,

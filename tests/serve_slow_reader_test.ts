@@ -34,6 +34,10 @@ function assertComplete(events: RunEvent[]): void {
   assert.equal(events.at(-1)?.type, "run.completed");
 }
 
+function deltaCount(events: RunEvent[]): number {
+  return events.filter((e) => e.type === "message.delta").length;
+}
+
 function deltaText(events: RunEvent[]): string {
   return events.filter((e) => e.type === "message.delta")
     .map((e) => (e.data.chunk as { content: string }).content).join("");
@@ -52,7 +56,10 @@ Deno.test("a follower that reads nothing until the run has ended gets all 600 ev
   try {
     const outcome = await manager.start({
       input: { text: "burst" },
-      config: fixtureConfig(["--text-kb", "60", "--chunks", "600"]),
+      // One delta per chunk, so the 600 events overflow the buffer.
+      config: fixtureConfig(["--text-kb", "60", "--chunks", "600"], {
+        "delta-coalesce-ms": 0,
+      }),
     });
     const run = outcome.run;
     const follower = followRunEvents({
@@ -65,13 +72,19 @@ Deno.test("a follower that reads nothing until the run has ended gets all 600 ev
     const events: RunEvent[] = [];
     for (let event; (event = await follower.next());) events.push(event);
     assertComplete(events);
+    assert.equal(deltaCount(events), 600);
     assert.equal(deltaText(events), expectedText(60, 600));
   } finally {
     await close();
   }
 });
 
-Deno.test("an SSE reader that stalls during a 4 MiB burst catches up from the store and misses nothing", async () => {
+/**
+ * Starts a run of `kb` KiB in 500 chunks (one delta each) on a server that
+ * holds 50 live events per reader, reads nothing until the run is over, then
+ * returns the SSE events the POST answered with.
+ */
+async function stalledSseRun(kb: number, query = ""): Promise<RunEvent[]> {
   const serve = await startInProcessServe({
     dataDir: tempDir(),
     args: ["--allow-custom-commands"],
@@ -83,13 +96,20 @@ Deno.test("an SSE reader that stalls during a 4 MiB burst catches up from the st
       input: { text: "burst" },
       config: {
         provider: "custom",
-        "acp-command": agentCommand(["--text-kb", "4096", "--chunks", "500"]),
+        "acp-command": agentCommand([
+          "--text-kb",
+          String(kb),
+          "--chunks",
+          "500",
+        ]),
         workspace: tempDir(),
+        // One delta per chunk, so the 500 events overflow the buffer.
+        "delta-coalesce-ms": 0,
       },
     });
     await writeAll(
       conn,
-      `POST /v1/runs HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n` +
+      `POST /v1/runs${query} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n` +
         `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
     );
     // Read nothing until the run is over: the server's writes block long before.
@@ -97,12 +117,40 @@ Deno.test("an SSE reader that stalls during a 4 MiB burst catches up from the st
     assert.equal(finished.status, "completed");
     const answer = parseAnswer(await readToEnd(conn));
     assert.equal(answer.status, 200);
-    const events = sseEvents(unchunk(answer.body));
-    assertComplete(events);
-    assert.equal(deltaText(events), expectedText(4096, 500));
+    return sseEvents(unchunk(answer.body));
   } finally {
     await serve.close();
   }
+}
+
+Deno.test("an SSE reader that stalls during a 4 MiB burst catches up from the store and misses nothing", async () => {
+  const events = await stalledSseRun(4096);
+  assertComplete(events);
+  assert.equal(deltaCount(events), 500);
+  assert.equal(deltaText(events), expectedText(4096, 500));
+});
+
+Deno.test("a stalled reader that asked for all_content gets the full form across its catch-up from the store", async () => {
+  const events = await stalledSseRun(200, "?all_content=true");
+  assertComplete(events);
+  assert.equal(deltaCount(events), 500);
+  const text = expectedText(200, 500);
+  let sofar = "";
+  for (const event of events.filter((e) => e.type === "message.delta")) {
+    const chunk = event.data.chunk as { content: string; all_content?: string };
+    sofar += chunk.content;
+    // The message so far, while it is under 64 KiB; then no more.
+    assert.equal(
+      chunk.all_content,
+      sofar.length < 64 * 1024 ? sofar : undefined,
+    );
+  }
+  assert.equal(sofar, text);
+  const completed = events.filter((e) => e.type.endsWith(".completed"));
+  assert.deepEqual(
+    completed.map((e) => (e.data.message as { content: string }).content),
+    [text, text],
+  );
 });
 
 /** The data of a chunked body. */

@@ -60,6 +60,8 @@ export function freePort(): number {
 
 /** Options for {@linkcode startSshd}. */
 export interface StartSshdOptions {
+  /** `AllowTcpForwarding` (default true); false refuses every `ssh -R`. */
+  allowTcpForwarding?: boolean;
   /** sshd's `ForceCommand`: every session runs this instead of its command. */
   forceCommand?: string;
 }
@@ -103,7 +105,9 @@ export async function startSshd(
       "PermitRootLogin yes",
       "PasswordAuthentication no",
       "KbdInteractiveAuthentication no",
-      "AllowTcpForwarding yes",
+      `AllowTcpForwarding ${
+        options.allowTcpForwarding === false ? "no" : "yes"
+      }`,
       "LogLevel INFO",
       ...(options.forceCommand ? [`ForceCommand ${options.forceCommand}`] : []),
       "",

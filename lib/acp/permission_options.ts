@@ -109,18 +109,33 @@ export function choosePermission(
   );
 }
 
+/** Options for {@linkcode parsePermissionDecision}. */
+export interface ParsePermissionDecisionOptions {
+  /** Whether `ask` (a person answers) is accepted. */
+  allowAsk?: boolean;
+  /** The config key named in errors. */
+  key?: string;
+  /** What absent means. */
+  fallback?: PermissionOptionKind;
+}
+
 /**
- * Validates a configured permission decision. Accepts the four ACP kinds,
- * case-insensitively and with `-` for `_`; absent (`undefined`, `null`, `""`)
- * means {@linkcode DEFAULT_PERMISSION_DECISION}. Throws `config.invalid`.
+ * Validates a configured permission decision. Accepts the four ACP kinds
+ * (and `ask` when allowed), case-insensitively and with `-` for `_`; absent
+ * (`undefined`, `null`, `""`) means the fallback, by default
+ * {@linkcode DEFAULT_PERMISSION_DECISION}. Throws `config.invalid`.
  */
-export function parsePermissionDecision(value: unknown): PermissionOptionKind {
+export function parsePermissionDecision(
+  value: unknown,
+  options: ParsePermissionDecisionOptions = {},
+): PermissionOptionKind | "ask" {
   if (value === undefined || value === null || value === "") {
-    return DEFAULT_PERMISSION_DECISION;
+    return options.fallback ?? DEFAULT_PERMISSION_DECISION;
   }
   const normalised = typeof value === "string"
     ? value.trim().toLowerCase().replaceAll("-", "_")
     : undefined;
+  if (options.allowAsk && normalised === "ask") return "ask";
   const kind = PERMISSION_KINDS.find((known) => known === normalised);
   if (kind) return kind;
   const shown = typeof value === "string"
@@ -132,7 +147,9 @@ export function parsePermissionDecision(value: unknown): PermissionOptionKind {
     : `a ${typeof value}`;
   throw new RunnerError(
     "config.invalid",
-    `permission-decision must be one of allow_once, allow_always, reject_once or reject_always (got ${shown}).`,
+    `${options.key ?? "permission-decision"} must be one of ${
+      options.allowAsk ? "ask, " : ""
+    }allow_once, allow_always, reject_once or reject_always (got ${shown}).`,
   );
 }
 

@@ -49,7 +49,7 @@ export function createAcpStream(options: AcpStreamOptions): Stream {
   });
   const readable = new ReadableStream<AnyMessage>({
     async start(controller) {
-      const deliver = (line: Uint8Array) => {
+      const deliver = (line: string) => {
         const message = parseLine(line, options.onNoise);
         if (message && !options.tap?.(message)) controller.enqueue(message);
       };
@@ -72,11 +72,10 @@ export function createAcpStream(options: AcpStreamOptions): Stream {
 }
 
 function parseLine(
-  line: Uint8Array,
+  line: string,
   onNoise?: (line: string) => void,
 ): AnyMessage | undefined {
-  let text = new TextDecoder().decode(line);
-  if (text.endsWith("\r")) text = text.slice(0, -1);
+  const text = line.endsWith("\r") ? line.slice(0, -1) : line;
   if (!text.trim()) return undefined;
   try {
     const value = JSON.parse(text);
@@ -88,44 +87,62 @@ function parseLine(
   return undefined;
 }
 
-/** Splits a byte stream into lines without copying until a line is complete. */
+/**
+ * Splits a byte stream into lines. Sizes are checked on bytes; each chunk is
+ * decoded once (a newline byte never occurs inside a UTF-8 sequence), which
+ * is much cheaper than one decode per line, and a line's unfinished tail is
+ * kept as text rather than copied bytes.
+ */
 async function readLines(
   input: ReadableStream<Uint8Array>,
   maxBytes: number,
-  onLine: (line: Uint8Array) => void,
+  onLine: (line: string) => void,
 ): Promise<void> {
-  let pending: Uint8Array[] = [];
+  const decoder = new TextDecoder();
+  let pending = "";
   let pendingBytes = 0;
   for await (const chunk of input) {
-    let start = 0;
-    while (start < chunk.length) {
-      const end = chunk.indexOf(NEWLINE, start);
-      if (end < 0) {
-        pending.push(chunk.subarray(start));
-        pendingBytes += chunk.length - start;
-        if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
-        break;
-      }
-      const piece = chunk.subarray(start, end);
-      if (pendingBytes + piece.length > maxBytes) throw tooLarge(maxBytes);
-      onLine(pending.length ? concat([...pending, piece]) : piece);
-      pending = [];
-      pendingBytes = 0;
-      start = end + 1;
+    const last = chunk.lastIndexOf(NEWLINE);
+    const text = decoder.decode(chunk, { stream: true });
+    if (last < 0) {
+      pending += text;
+      pendingBytes += chunk.length;
+      if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
+      continue;
     }
+    if (pendingBytes + last > maxBytes) {
+      checkLineSizes(chunk, last, pendingBytes, maxBytes);
+    }
+    const all = pending + text;
+    const end = all.lastIndexOf("\n");
+    for (let start = 0; start <= end;) {
+      const next = all.indexOf("\n", start);
+      onLine(all.slice(start, next));
+      start = next + 1;
+    }
+    pending = all.slice(end + 1);
+    pendingBytes = chunk.length - last - 1;
+    if (pendingBytes > maxBytes) throw tooLarge(maxBytes);
   }
-  if (pendingBytes) onLine(concat(pending));
+  pending += decoder.decode();
+  if (pending) onLine(pending);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const size = parts.reduce((sum, part) => sum + part.length, 0);
-  const result = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    result.set(part, offset);
-    offset += part.length;
+/** Throws `acp.message_too_large` if a line of `chunk` up to `last` is over the cap. */
+function checkLineSizes(
+  chunk: Uint8Array,
+  last: number,
+  pendingBytes: number,
+  maxBytes: number,
+): void {
+  let start = 0;
+  let carried = pendingBytes;
+  while (start <= last) {
+    const end = chunk.indexOf(NEWLINE, start);
+    if (carried + end - start > maxBytes) throw tooLarge(maxBytes);
+    carried = 0;
+    start = end + 1;
   }
-  return result;
 }
 
 function tooLarge(maxBytes: number): RunnerError {

@@ -12,6 +12,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { RunAssetsSpec } from "./grant.ts";
 import {
   answerCommonMethod,
+  answersNow,
   type AssetBackend,
   createAssetBackend,
 } from "./mcp_server.ts";
@@ -172,6 +173,8 @@ export interface EphemeralBridgeOptions {
   ttlMs?: number;
   /** The clock for token expiry (tests inject one). */
   now?: () => number;
+  /** Serve this backend instead of one made from the spec (a warm agent's). */
+  backend?: AssetBackend;
 }
 
 /** A running per-run bridge. */
@@ -198,21 +201,72 @@ export function startEphemeralBridge(
     ttlMs: options.ttlMs ?? Infinity,
     now: options.now,
   });
-  const backend = createAssetBackend(spec, {
+  const backend = options.backend ?? createAssetBackend(spec, {
     sourceTimeoutMs: options.sourceTimeoutMs,
     listGrantedTools: true,
   });
   const token = registry.issue(spec.runId, backend);
-  const { server, url } = serve(async (message, presented) => {
-    const resolved = registry.resolve(presented);
-    if (!resolved) return { unauthorized: true };
-    return { reply: await resolved.handle(message, { runToken: presented }) };
-  }, options);
+  const { server, url } = serve(bridgeRoute(registry), options);
   let closed: Promise<void> | undefined;
   return Promise.resolve({
     url,
     token,
     mcpServer: mcpServerEntry(url, token),
+    close() {
+      registry.clear();
+      closed ??= server.shutdown();
+      return closed;
+    },
+  });
+}
+
+/** Every request needs a run token; it selects the run's backend. */
+function bridgeRoute(registry: TokenRegistry<AssetBackend>): Route {
+  return async (message, presented) => {
+    const resolved = registry.resolve(presented);
+    if (!resolved || !answersNow(resolved)) return { unauthorized: true };
+    return { reply: await resolved.handle(message, { runToken: presented }) };
+  };
+}
+
+/** Options for {@linkcode startSharedBridge}. */
+export interface SharedBridgeOptions {
+  /** Interface to bind (`mcp-bridge-host`). */
+  hostname: string;
+  /** Port (`mcp-bridge-port`). */
+  port: number;
+  /** Request body limit in bytes; default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Deadline of one call forwarded to a run's upstream or callback. */
+  sourceTimeoutMs?: number;
+}
+
+/**
+ * Starts one listener that serves many runs as per-run bridges do (each run
+ * by its own token, `tools/list` narrowed to its grant), for
+ * `mcp-bridge-transport=http`: the operator's fixed address that a public URL
+ * leads to. Registrations live until revoked; `close()` stops it.
+ */
+export function startSharedBridge(
+  options: SharedBridgeOptions,
+): Promise<AssetGateway> {
+  const registry = createTokenRegistry<AssetBackend>({ ttlMs: Infinity });
+  const { server, url } = serve(bridgeRoute(registry), options);
+  let closed: Promise<void> | undefined;
+  return Promise.resolve({
+    url,
+    register(spec) {
+      const backend = createAssetBackend(spec, {
+        sourceTimeoutMs: options.sourceTimeoutMs,
+        listGrantedTools: true,
+      });
+      const token = registry.issue(spec.runId, backend);
+      return {
+        token,
+        mcpServer: mcpServerEntry(url, token),
+        revoke: () => registry.revokeToken(token),
+      };
+    },
     close() {
       registry.clear();
       closed ??= server.shutdown();
@@ -249,12 +303,12 @@ export interface GatewayRegistration {
   revoke(): void;
 }
 
-/** A running long-lived gateway. */
+/** A running long-lived gateway (or shared bridge): one listener for many runs. */
 export interface AssetGateway {
   /** The MCP endpoint (the public URL when configured). */
   url: string;
-  /** Registers a run and issues its short-lived token. */
-  register(spec: RunAssetsSpec): GatewayRegistration;
+  /** Registers a run (or a warm agent's `backend`) and issues its token. */
+  register(spec: RunAssetsSpec, backend?: AssetBackend): GatewayRegistration;
   /** Revokes every token and stops the server. */
   close(): Promise<void>;
 }
@@ -269,7 +323,14 @@ function argumentToken(message: unknown): string | undefined {
   return typeof token === "string" && token !== "" ? token : undefined;
 }
 
-function gatewayRoute(registry: TokenRegistry<AssetBackend>): Route {
+function gatewayRoute(tokens: TokenRegistry<AssetBackend>): Route {
+  // A warm agent's token between its runs is answered like an unknown one.
+  const registry = {
+    resolve: (token: string | undefined) => {
+      const backend = tokens.resolve(token);
+      return answersNow(backend) ? backend : undefined;
+    },
+  };
   return async (message, presented) => {
     const headerBackend = registry.resolve(presented);
     if (presented !== undefined && !headerBackend) {
@@ -319,8 +380,8 @@ export function startAssetGateway(
   let closed: Promise<void> | undefined;
   return Promise.resolve({
     url,
-    register(spec) {
-      const backend = createAssetBackend(spec, {
+    register(spec, warmBackend) {
+      const backend = warmBackend ?? createAssetBackend(spec, {
         gateway: true,
         sourceTimeoutMs: options.sourceTimeoutMs,
       });

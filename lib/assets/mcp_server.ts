@@ -70,6 +70,16 @@ export interface AssetBackend {
     request: JsonRpcRequest,
     auth?: AssetAuth,
   ): Promise<unknown | null>;
+  /**
+   * False while no run holds the endpoint (a warm agent between runs): its
+   * token is then answered like an unknown one. Absent means always.
+   */
+  active?(): boolean;
+}
+
+/** Whether a backend answers now (see {@linkcode AssetBackend.active}). */
+export function answersNow(backend: AssetBackend | undefined): boolean {
+  return backend !== undefined && backend.active?.() !== false;
 }
 
 /** Options for {@linkcode answerCommonMethod}. */

@@ -11,8 +11,10 @@ import {
   type AssetsMcpServer,
   startAssetGateway,
   startEphemeralBridge,
+  startSharedBridge,
 } from "./bridge.ts";
 import type { RunAssetsSpec } from "./grant.ts";
+import type { AssetBackend } from "./mcp_server.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 
@@ -24,7 +26,7 @@ export interface GatewayDefaults {
   publicUrl?: string;
 }
 
-/** The gateways and closing bridges the runs of one assets hook share. */
+/** The gateways, shared bridges and closing bridges the runs of one assets hook share. */
 export interface EndpointPool {
   /** Gateway settings for runs whose config does not set them. */
   defaults: GatewayDefaults;
@@ -32,7 +34,7 @@ export interface EndpointPool {
   sourceTimeoutMs?: number;
   /** Structured log; never receives tokens or upstream credentials. */
   log: (entry: Record<string, unknown>) => void;
-  /** Started or starting gateways, by `host:port`. */
+  /** Started or starting gateways by `host:port`, shared bridges by `bridge host:port`. */
   gateways: Map<string, Promise<AssetGateway>>;
   /** Bridges and gateways still closing. */
   closing: Set<Promise<void>>;
@@ -64,10 +66,19 @@ export function createEndpointPool(
  */
 export async function serveRunEndpoint(
   pool: EndpointPool,
-  run: { runId: string; spec: RunAssetsSpec; config: RunConfig },
+  run: {
+    runId: string;
+    spec: RunAssetsSpec;
+    config: RunConfig;
+    /**
+     * A warm agent's backend: the endpoint then lives until `stop()`, and
+     * each run's hold on it expires by itself (`./warm_endpoint.ts`).
+     */
+    backend?: AssetBackend;
+  },
 ): Promise<ServedEndpoint> {
-  const { runId, spec, config } = run;
-  const ttlMs = config.langbotAssetsTokenTtl * 1000;
+  const { runId, spec, config, backend } = run;
+  const ttlMs = backend ? Infinity : config.langbotAssetsTokenTtl * 1000;
   if (config.langbotAssetsTokenTtl < config.timeout) {
     pool.log({
       msg: "langbot-assets-token-ttl is shorter than the run timeout; " +
@@ -77,10 +88,13 @@ export async function serveRunEndpoint(
       timeout: config.timeout,
     });
   }
-  if (config.langbotAssetsMode !== "gateway") {
-    return await serveOverBridge(pool, { spec, ttlMs });
+  if (config.mcpBridgeTransport === "http") {
+    return await serveOverHttpTransport(pool, { spec, ttlMs, config, backend });
   }
-  return await serveOverGateway(pool, { spec, ttlMs, config });
+  if (config.langbotAssetsMode !== "gateway") {
+    return await serveOverBridge(pool, { spec, ttlMs, backend });
+  }
+  return await serveOverGateway(pool, { spec, ttlMs, config, backend });
 }
 
 /** Stops every gateway and waits for everything still closing. */
@@ -101,13 +115,14 @@ function trackClosing(pool: EndpointPool, closed: Promise<void>) {
 
 async function serveOverBridge(
   pool: EndpointPool,
-  run: { spec: RunAssetsSpec; ttlMs: number },
+  run: { spec: RunAssetsSpec; ttlMs: number; backend?: AssetBackend },
 ): Promise<ServedEndpoint> {
   let bridge;
   try {
     bridge = await startEphemeralBridge(run.spec, {
       sourceTimeoutMs: pool.sourceTimeoutMs,
       ttlMs: run.ttlMs,
+      backend: run.backend,
     });
   } catch (error) {
     throw listenFailed("bridge", error);
@@ -119,25 +134,68 @@ async function serveOverBridge(
   };
 }
 
+/** A run whose endpoint is a registration on a shared listener. */
+interface SharedRun {
+  spec: RunAssetsSpec;
+  ttlMs: number;
+  config: RunConfig;
+  /** A warm agent's backend, whose grant follows the current run. */
+  backend?: AssetBackend;
+}
+
 async function serveOverGateway(
   pool: EndpointPool,
-  run: { spec: RunAssetsSpec; ttlMs: number; config: RunConfig },
+  run: SharedRun,
 ): Promise<ServedEndpoint> {
   const { config } = run;
   const publicUrl = publicUrlOf(config, pool.defaults);
-  const port = config.langbotAssetsGatewayPort ?? pool.defaults.port ?? 0;
-  const gateway = await gatewayFor(pool, {
+  const gateway = await listenerFor(pool, gatewayAddress(pool, config));
+  return registerOn(gateway, run, publicUrl ?? gateway.url);
+}
+
+/**
+ * `mcp-bridge-transport=http`: the run registers on the gateway or on the
+ * shared bridge at `mcp-bridge-host`/`mcp-bridge-port`, and the agent is
+ * given `mcp-public-url` (the token travels in a header, never in the URL).
+ */
+async function serveOverHttpTransport(
+  pool: EndpointPool,
+  run: SharedRun,
+): Promise<ServedEndpoint> {
+  const { config } = run;
+  const listener = await listenerFor(
+    pool,
+    config.langbotAssetsMode === "gateway" ? gatewayAddress(pool, config) : {
+      kind: "bridge",
+      hostname: config.mcpBridgeHost,
+      port: config.mcpBridgePort ?? 0,
+    },
+  );
+  return registerOn(listener, run, config.mcpPublicUrl ?? listener.url);
+}
+
+function gatewayAddress(pool: EndpointPool, config: RunConfig): Address {
+  return {
+    kind: "gateway",
     hostname: config.langbotAssetsGatewayHost,
-    port,
-  });
-  const registration = gateway.register(run.spec);
-  const expiry = setTimeout(
+    port: config.langbotAssetsGatewayPort ?? pool.defaults.port ?? 0,
+  };
+}
+
+function registerOn(
+  listener: AssetGateway,
+  run: SharedRun,
+  url: string,
+): ServedEndpoint {
+  const registration = listener.register(run.spec, run.backend);
+  // A warm agent's registration (no TTL) lives until stop().
+  const expiry = run.ttlMs === Infinity ? undefined : setTimeout(
     () => registration.revoke(),
     Math.min(run.ttlMs, MAX_TIMER_MS),
   );
-  Deno.unrefTimer(expiry);
+  if (expiry !== undefined) Deno.unrefTimer(expiry);
   return {
-    entry: { ...registration.mcpServer, url: publicUrl ?? gateway.url },
+    entry: { ...registration.mcpServer, url },
     token: registration.token,
     stop() {
       clearTimeout(expiry);
@@ -146,36 +204,42 @@ async function serveOverGateway(
   };
 }
 
-function gatewayFor(
+/** Where a shared listener binds, and which kind it is. */
+interface Address {
+  kind: "gateway" | "bridge";
+  hostname: string;
+  port: number;
+}
+
+function listenerFor(
   pool: EndpointPool,
-  address: { hostname: string; port: number },
+  address: Address,
 ): Promise<AssetGateway> {
-  const { hostname, port } = address;
-  const key = `${hostname}:${port}`;
-  let gateway = pool.gateways.get(key);
-  if (!gateway) {
+  const { kind, hostname, port } = address;
+  const where = `${hostname}:${port}`;
+  const key = kind === "gateway" ? where : `${kind} ${where}`;
+  let listener = pool.gateways.get(key);
+  if (!listener) {
+    const options = { hostname, port, sourceTimeoutMs: pool.sourceTimeoutMs };
     // Tokens get no registry TTL: each run's own TTL is enforced by a timer.
-    gateway = Promise.resolve()
+    listener = Promise.resolve()
       .then(() =>
-        startAssetGateway({
-          hostname,
-          port,
-          ttlMs: Infinity,
-          sourceTimeoutMs: pool.sourceTimeoutMs,
-        })
+        kind === "gateway"
+          ? startAssetGateway({ ...options, ttlMs: Infinity })
+          : startSharedBridge(options)
       )
       .catch((error) => {
         pool.gateways.delete(key);
-        throw listenFailed(`gateway on ${key}`, error);
+        throw listenFailed(`${kind} on ${where}`, error);
       });
-    pool.gateways.set(key, gateway);
-    gateway.then(
+    pool.gateways.set(key, listener);
+    listener.then(
       (started) =>
-        pool.log({ msg: "assets gateway started", url: started.url }),
+        pool.log({ msg: `assets ${kind} started`, url: started.url }),
       () => {},
     );
   }
-  return gateway;
+  return listener;
 }
 
 function listenFailed(what: string, error: unknown): RunnerError {
@@ -183,7 +247,7 @@ function listenFailed(what: string, error: unknown): RunnerError {
   return new RunnerError(
     "assets.listen_failed",
     `The LangBot assets ${what} could not listen (${reason}). Choose a free ` +
-      "langbot-assets-gateway-port or another host, or set langbot-assets-enabled=false.",
+      "langbot-assets-gateway-port or mcp-bridge-port, or another host, or set langbot-assets-enabled=false.",
     { cause: error },
   );
 }

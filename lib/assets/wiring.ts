@@ -25,7 +25,12 @@ import {
   serveRunEndpoint,
 } from "./run_endpoint.ts";
 import type { RunConfig } from "../config.ts";
-import type { RunAssetsHook, RunRequest } from "../run/manager.ts";
+import type {
+  KeptRunAssets,
+  RunAssetsHook,
+  RunRequest,
+} from "../run/request.ts";
+import { createWarmBackend, type WarmBackend } from "./warm_endpoint.ts";
 
 export type { GatewayDefaults } from "./run_endpoint.ts";
 
@@ -112,7 +117,7 @@ export function createAssetsHook(options: AssetsHookOptions): AssetsHook {
 
 async function prepareRun(
   state: HookState,
-  context: RunContext,
+  context: RunContext & { keepable?: boolean },
 ): Promise<PreparedRunAssets> {
   const { runId, request } = context;
   const { config } = request;
@@ -127,12 +132,21 @@ async function prepareRun(
     };
   }
   const run = registerRun(state, { ...context, assets });
-  let served;
+  // A run whose agent may stay warm gets an endpoint that can outlive it.
+  const warm = context.keepable
+    ? createWarmBackend({
+      gateway: config.langbotAssetsMode === "gateway",
+      sourceTimeoutMs: state.sourceTimeoutMs,
+    })
+    : undefined;
+  warm?.hold(run.spec, config.langbotAssetsTokenTtl * 1000);
+  let served: ServedEndpoint;
   try {
     served = await serveRunEndpoint(state.endpoints, {
       runId,
       spec: run.spec,
       config,
+      backend: warm?.backend,
     });
   } catch (error) {
     state.active.delete(runId);
@@ -146,16 +160,17 @@ async function prepareRun(
   });
   // ACP lets a client send an http server only to an agent advertising
   // mcpCapabilities.http, so the entry is chosen once those are known. Over
-  // ssh the static list is what the location forwards with `ssh -R`; the
-  // location offers it only to agents with MCP over HTTP.
-  const overSsh = config.location === "remote-ssh";
+  // an ssh tunnel the static list is what the location forwards with
+  // `ssh -R`; the location offers it only to agents with MCP over HTTP.
+  const reach = reachOf(config);
+  let kept = false;
   return {
-    mcpServers: overSsh ? [served.entry] : [],
+    mcpServers: reach === "tunnel" ? [served.entry] : [],
     sessionMcpServers: (capabilities) =>
       sessionServersWithAssets(state, {
         runId,
         served,
-        overSsh,
+        reach,
         user: userServers(capabilities),
         capabilities,
       }),
@@ -165,9 +180,55 @@ async function prepareRun(
     secrets: [served.token],
     release: releaseOnce(state, () => {
       if (state.active.get(runId) === run) state.active.delete(runId);
-      served.stop();
+      if (kept) warm?.letGo(runId);
+      else served.stop();
+    }),
+    keep: warm && (() => {
+      kept = true;
+      return keptEndpoint(state, { warm, served });
     }),
   };
+}
+
+/** A warm agent's endpoint, handed from run to run until the agent is gone. */
+function keptEndpoint(
+  state: HookState,
+  endpoint: { warm: WarmBackend; served: ServedEndpoint },
+): KeptRunAssets {
+  const { warm, served } = endpoint;
+  return {
+    attach(context) {
+      const { runId, request } = context;
+      const { config } = request;
+      const assets = parseRunAssetsRequest(request.assets);
+      const run = registerRun(state, { ...context, assets });
+      warm.hold(run.spec, config.langbotAssetsTokenTtl * 1000);
+      state.log({ msg: "assets handed to the next run", run_id: runId });
+      return {
+        promptPrefix: config.appendRunScopePrompt
+          ? runScopeNote(run.spec, runId)
+          : undefined,
+        secrets: [served.token],
+        release: releaseOnce(state, () => {
+          if (state.active.get(runId) === run) state.active.delete(runId);
+          warm.letGo(runId);
+        }),
+      };
+    },
+    stop: releaseOnce(state, () => served.stop()),
+  };
+}
+
+/**
+ * How the agent reaches the run's endpoint: on this machine, from a remote
+ * machine through the location's `ssh -R` tunnel, or from a remote machine
+ * over plain HTTP (`mcp-bridge-transport=http`, the public URL).
+ */
+type Reach = "local" | "tunnel" | "remote";
+
+function reachOf(config: RunConfig): Reach {
+  if (config.location !== "remote-ssh") return "local";
+  return config.mcpBridgeTransport === "http" ? "remote" : "tunnel";
 }
 
 /** The servers a prepared run's session gets once the agent's capabilities are known. */
@@ -176,16 +237,16 @@ function sessionServersWithAssets(
   session: {
     runId: string;
     served: ServedEndpoint;
-    overSsh: boolean;
+    reach: Reach;
     user: McpServer[];
     capabilities: McpCapabilities;
   },
 ): McpServer[] {
-  const { runId, served, overSsh, user, capabilities } = session;
+  const { runId, served, reach, user, capabilities } = session;
   if (capabilities.http === true) {
-    return overSsh ? user : [served.entry, ...user];
+    return reach === "tunnel" ? user : [served.entry, ...user];
   }
-  if (overSsh) {
+  if (reach !== "local") {
     state.log({
       msg: "assets not injected: the agent does not advertise MCP over HTTP",
       run_id: runId,

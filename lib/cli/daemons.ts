@@ -10,7 +10,7 @@ import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { hubStateDir } from "../locations/daemon.ts";
 import { RunnerError } from "../errors.ts";
 import { FenceStore } from "../hub/fences.ts";
-import { defaultDataDir } from "../store/open.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 
 const HELP = `Usage: runner daemons list [--data-dir DIR] [--json]
                             [--url http://127.0.0.1:8080 --api-token T]

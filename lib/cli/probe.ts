@@ -6,7 +6,7 @@
 
 import { join } from "node:path";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
-import { defaultDataDir } from "../store/open.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 import { prepareAgentLaunch } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { parseRunConfig } from "../config.ts";

@@ -8,7 +8,6 @@
  * @module
  */
 
-import { createAssetsHook } from "../assets/wiring.ts";
 import { basename, extname, join } from "node:path";
 import {
   configFlagOptions,
@@ -19,16 +18,19 @@ import {
 } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { createEventRestorer, type RunEvent } from "../events.ts";
+import { type BufferedOutput, createBufferedOutput } from "./output.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { RunResult } from "../run/types.ts";
-import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
-import { createRunManager } from "../run/manager.ts";
-import { defaultDataDir, openStore } from "../store/open.ts";
 import type { RunStore } from "../store/types.ts";
+import {
+  createTerminalApprover,
+  terminalPermissionDecision,
+} from "./terminal_approvals.ts";
 
 /** Help text of `runner run`. */
 export const RUN_HELP = `Usage: runner run <provider> [options] "prompt"
@@ -47,6 +49,10 @@ Options:
   --conversation ID      keep the agent's session across invocations
   --attach PATH|URL      attach a file or URL (repeatable)
   --reuse-session BOOL   reuse the stored session (default true)
+  --permission-decision  ask | allow_once | allow_always | reject_once |
+                         reject_always (default: ask on a terminal, where you
+                         answer [y]es once / [a]lways / [n]o / [N]ever;
+                         allow_once otherwise)
   --json                 print one run event per line (JSON)
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
@@ -168,6 +174,12 @@ async function readRunInvocation(
   try {
     config = parseRunConfig({
       ...configFromFlags(values),
+      "permission-decision": terminalPermissionDecision({
+        flag: values["permission-decision"],
+        fallback: values["permission-fallback"],
+        json: Boolean(values.json),
+        interactive: Deno.stdin.isTerminal() && Deno.stderr.isTerminal(),
+      }),
       provider: provider ?? values.provider,
       workspace: values.workspace ?? Deno.cwd(),
     });
@@ -205,7 +217,15 @@ export async function runCommand(args: string[]): Promise<number> {
   const invocation = await readRunInvocation(args);
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
-  await reapLeftoverGroups(join(dataDir, "agents"));
+  // The run machinery (store, assets, engine) loads only once there is a run.
+  const [reaper, { openStore }, { createAssetsHook }, { createRunManager }] =
+    await Promise.all([
+      import("../agent/reaper.ts"),
+      import("../store/open.ts"),
+      import("../assets/wiring.ts"),
+      import("../run/manager.ts"),
+    ]);
+  await reaper.reapLeftoverGroups(join(dataDir, "agents"));
   let store: RunStore;
   try {
     store = await openStore({ dataDir });
@@ -221,18 +241,24 @@ export async function runCommand(args: string[]): Promise<number> {
   const manager = createRunManager({
     assets,
     store,
-    registry: createReaperRegistry(join(dataDir, "agents")),
+    registry: reaper.createReaperRegistry(join(dataDir, "agents")),
     log: progress.log,
   });
-  const print = eventPrinter(invocation.json, progress.done);
+  const printer = eventPrinter(invocation.json, progress.done);
   let result: RunResult | undefined;
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
     const outcome = await manager.start(invocation.request, {
-      onEvent: print,
+      onEvent: printer.print,
     });
     const run = outcome.run;
+    // Subscribers added in start()'s task get the run's events from the first.
+    run.subscribe(createTerminalApprover({
+      answer: (requestId, answer) => {
+        run.handle.answerPermission(requestId, answer);
+      },
+    }));
     for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
       const listener = () => {
         signalExit ??= exitCode;
@@ -243,6 +269,7 @@ export async function runCommand(args: string[]): Promise<number> {
     }
     result = await run.done;
   } catch (error) {
+    printer.flush();
     await assets.close();
     await store.close();
     return reportFailure(error);
@@ -252,6 +279,7 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.removeSignalListener(signal, listener);
     }
   }
+  printer.flush();
   await assets.close();
   await store.close();
   if (result?.status === "completed") return 0;
@@ -268,29 +296,56 @@ function progressDelayMs(): number {
 
 /** Events that print nothing for humans (they leave the progress line up). */
 const SILENT_EVENTS = new Set([
+  "run.started",
   "state.updated",
   "usage.updated",
   "agent.update",
   "thought.delta",
 ]);
 
+/** Prints run events, as JSON lines or for humans, in batched writes. */
+interface EventPrinter {
+  /** Prints one event. */
+  print(event: RunEvent): void;
+  /** Writes whatever is still buffered. */
+  flush(): void;
+}
+
+/** How long printed text may wait in the buffer, in ms. */
+const OUTPUT_DELAY_MS = 20;
+
 /**
- * Prints run events, as JSON lines or for humans; `beforeOutput` runs before
- * the first event that prints (it erases the progress line).
+ * Makes the printer of `runner run`'s events; `beforeOutput` runs before the
+ * first event that prints for humans (it erases the progress line).
  */
 function eventPrinter(
   json: boolean,
   beforeOutput: () => void,
-): (event: RunEvent) => void {
-  const encoder = new TextEncoder();
-  const output: HumanOutput = { textOpen: false, wroteText: false };
-  return (event) => {
-    if (json) {
-      Deno.stdout.writeSync(encoder.encode(JSON.stringify(event) + "\n"));
-      return;
-    }
-    if (!SILENT_EVENTS.has(event.type)) beforeOutput();
-    printHuman(event, output);
+): EventPrinter {
+  const stdout = createBufferedOutput({
+    target: Deno.stdout,
+    delayMs: OUTPUT_DELAY_MS,
+    flushOnNewline: !json,
+  });
+  if (json) {
+    const withAllContent = createEventRestorer({ allContent: true });
+    return {
+      print: (event) =>
+        stdout.write(JSON.stringify(withAllContent(event)) + "\n"),
+      flush: stdout.flush,
+    };
+  }
+  const output: HumanOutput = {
+    stdout,
+    textOpen: false,
+    wroteText: false,
+  };
+  return {
+    print: (event) => {
+      if (!SILENT_EVENTS.has(event.type)) beforeOutput();
+      printHuman(event, output);
+    },
+    flush: stdout.flush,
   };
 }
 
@@ -305,6 +360,8 @@ const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
 
 /** What human output has written so far. */
 interface HumanOutput {
+  /** Buffered stdout (flushed before anything goes to stderr). */
+  stdout: BufferedOutput;
   /** Agent text on stdout that did not end with a newline. */
   textOpen: boolean;
   /** Whether the current turn's text was streamed as deltas. */
@@ -312,8 +369,11 @@ interface HumanOutput {
 }
 
 function printHuman(event: RunEvent, output: HumanOutput) {
-  const write = (stream: typeof Deno.stdout, text: string) =>
+  const write = (stream: typeof Deno.stdout, text: string) => {
+    if (stream === Deno.stdout) return output.stdout.write(text);
+    output.stdout.flush();
     stream.writeSync(new TextEncoder().encode(text));
+  };
   const writeText = (text: string) => {
     if (!text) return;
     write(Deno.stdout, text);

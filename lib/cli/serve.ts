@@ -2,9 +2,9 @@
  * `runner serve`: reaps agents a crashed predecessor left, fails its
  * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT refuses new
  * runs (`/healthz` answers 503 while runs drain), cancels active runs
- * (`runner.shutting_down`) so their streams end with a terminal event, waits
- * for every agent to be torn down, stops listening, closes the store and
- * exits 0.
+ * (`runner.shutting_down`) so their streams end with a terminal event, stops
+ * the warm agents, waits for every agent to be torn down, stops listening,
+ * closes the store and exits 0.
  *
  * @module
  */
@@ -24,6 +24,7 @@ import { createLogger, type Logger } from "../log.ts";
 import { createMetrics, type Metrics } from "../server/metrics.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { createRunManager, type RunManager } from "../run/manager.ts";
+import { createWarmPool, type WarmPool } from "../run/warm_pool.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
@@ -123,6 +124,8 @@ interface RunServices {
   manager: RunManager;
   /** The fleet duties, when the store is shared. */
   fleet?: FleetDuties;
+  /** Conversations' agents kept warm between runs. */
+  warmPool: WarmPool;
 }
 
 /** Runs `runner serve`; returns the exit code. */
@@ -198,6 +201,7 @@ async function startRunServices(
 ): Promise<RunServices | number> {
   const metrics = createMetrics();
   const assets = createAssetsHook({ log });
+  const warmPool = createWarmPool({ ...config.warmAgents, log });
   let hub: HubListener | undefined;
   let fleet: FleetDuties | undefined;
   if (config.daemon.enabled) {
@@ -244,6 +248,7 @@ async function startRunServices(
     ),
     secrets,
     log,
+    warmPool,
   });
   if (store.fleet) {
     fleet = startFleetDuties({
@@ -254,7 +259,7 @@ async function startRunServices(
       log,
     });
   }
-  return { metrics, assets, hub, manager, fleet };
+  return { metrics, assets, hub, manager, fleet, warmPool };
 }
 
 /**
@@ -266,7 +271,7 @@ async function serveUntilSignal(
   services: RunServices,
 ): Promise<number> {
   const { config, secrets, log, store } = context;
-  const { metrics, assets, hub, manager, fleet } = services;
+  const { metrics, assets, hub, manager, fleet, warmPool } = services;
   let shuttingDown = false;
   const stopping = new AbortController();
   const app = createServerApp({
@@ -278,6 +283,7 @@ async function serveUntilSignal(
     log,
     secrets,
     isShuttingDown: () => shuttingDown,
+    warmAgents: warmPool,
     daemons: hub && (fleet?.daemons ?? {
       list: () => Promise.resolve(describeDaemons(hub!.hub)),
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
@@ -287,6 +293,7 @@ async function serveUntilSignal(
   try {
     listener = await listen(config, app.fetch, log);
   } catch (error) {
+    await warmPool.close();
     await hub?.close();
     await assets.close();
     await store.close();
@@ -316,6 +323,8 @@ async function serveUntilSignal(
       "The runner is shutting down; start the run again once it is back.",
     ),
   );
+  // Idle agents go too: none outlives the runner.
+  await warmPool.close();
   await listener.close();
   await fleet?.stop();
   await hub?.close();

@@ -26,12 +26,18 @@ import {
   type JsonObject,
   MCP_REQUEST_TIMEOUT_MS,
   parseFrame,
+  PERMISSION_ASK_CAPABILITY,
   PING_INTERVAL_MS,
   PING_TIMEOUT_MS,
   RECONNECT_DELAY_MS,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
 } from "../relay.ts";
+
+/** The optional coding-relay-v1 capabilities this daemon announces. */
+export const DAEMON_CAPABILITIES: readonly string[] = [
+  PERMISSION_ASK_CAPABILITY,
+];
 
 export type { DaemonJob, DaemonJobResult, DaemonLogEntry } from "./session.ts";
 
@@ -139,6 +145,7 @@ async function connectOnce(
     ws,
     ready: false,
     jobs: new Map(),
+    hubCapabilities: [],
     mcp: createMcpRequests({
       send: (text) => send(session, text),
       timeoutMs: options.mcpTimeoutMs ?? MCP_REQUEST_TIMEOUT_MS,
@@ -210,6 +217,7 @@ function helloFrame(options: DaemonClientOptions): DaemonFrame {
       cwd: Deno.cwd(),
       platform: platformName(),
       ...(options.version === undefined ? {} : { version: options.version }),
+      capabilities: [...DAEMON_CAPABILITIES],
       ...options.metadata,
     },
   };
@@ -279,6 +287,9 @@ function onMessage(
       return;
     }
     session.ready = true;
+    session.hubCapabilities = Array.isArray(frame.capabilities)
+      ? frame.capabilities.filter((c) => DAEMON_CAPABILITIES.includes(c))
+      : [];
     log({
       level: "info",
       message: `connected to the hub as ${options.daemonId}`,
@@ -312,6 +323,11 @@ function onMessage(
     });
   } else if (frame.type === "run.cancel") {
     session.jobs.get(frame.job_id)?.controller.abort();
+  } else if (frame.type === "run.permission") {
+    session.jobs.get(frame.job_id)?.answerPermission?.(
+      frame.request_id,
+      frame.answer,
+    );
   } else if (frame.type === "mcp.response") {
     session.mcp.answer(frame.request_id, frame.payload);
   }

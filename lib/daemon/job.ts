@@ -8,6 +8,8 @@
  * @module
  */
 
+import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
+import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
 import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
@@ -16,19 +18,15 @@ import { runInputOf } from "../relay/input.ts";
 import { toRelayEvent } from "../relay/wire_events.ts";
 import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
-import { isTerminalEvent } from "../events.ts";
+import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import { redactSecrets } from "../secrets.ts";
-import { launchLocal } from "../locations/local.ts";
-import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import { killGroup } from "../agent/process_group.ts";
 import { processGroupMembers } from "../agent/process_table.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";
-import {
-  type AgentTransport,
-  type RunHandle,
-  startRun,
-} from "../run/engine.ts";
+import { type RunHandle, startRun } from "../run/engine.ts";
+import type { WarmPool } from "../run/warm_pool.ts";
+import { type JobLaunch, launchJobAgent } from "./warm_jobs.ts";
 
 /** Options of {@linkcode createDaemonJobRunner}. */
 export interface DaemonJobRunnerOptions {
@@ -42,6 +40,8 @@ export interface DaemonJobRunnerOptions {
   killGraceMs?: number;
   /** Structured log (never secrets). */
   log?: (entry: Record<string, unknown>) => void;
+  /** Keeps agents warm between the jobs of a session (`docs/daemon.md`). */
+  warmPool?: WarmPool;
 }
 
 /** Runs the hub's jobs on this machine. */
@@ -124,7 +124,7 @@ async function runJob(
     return await finishJob(runner, started);
   } finally {
     job.signal.removeEventListener("abort", onAbort);
-    await started.proxy?.close();
+    await started.agent.finish();
     runner.jobs.delete(job.jobId);
     ended.resolve();
   }
@@ -172,11 +172,10 @@ function checkJobInput({ input, config }: DaemonJobPlan): void {
 /** A job whose run was started. */
 interface StartedJob {
   handle: RunHandle;
-  /** The agent launch, once the engine asked for it. */
-  launched(): Promise<AgentTransport> | undefined;
+  /** The job's agent: its launch, warm or cold, and its MCP proxy. */
+  agent: JobLaunch;
   /** Every process group the job's launch registered. */
   groups: Set<number>;
-  proxy?: McpProxy;
   log: (entry: Record<string, unknown>) => void;
 }
 
@@ -198,25 +197,28 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
       return runner.options.registry?.register(pgid) ?? { release() {} };
     },
   };
-  let proxy: McpProxy | undefined;
-  if (plan.assetsEnabled) {
-    proxy = startMcpProxy({
-      // The client's request ends with the proxy's: it holds the keep-alive.
-      forward: (payload) => job.mcp(payload, plan.mcpRequestTimeoutMs),
-      timeoutMs: plan.mcpRequestTimeoutMs,
-    });
-  }
+  const agent = launchJobAgent({
+    pool: runner.options.warmPool,
+    job,
+    plan,
+    launch,
+    registry,
+    killGraceMs: runner.killGraceMs,
+    log,
+  });
   log({
     msg: "job started",
     provider: plan.config.provider,
     command: redactSecrets(launch.commandText, launch.secrets),
     command_source: launch.commandSource,
     cwd: launch.cwd,
-    mcp_proxy: proxy?.url,
   });
-  let launched: Promise<AgentTransport> | undefined;
+  // The hub builds RunnerResult from all_content: the wire keeps it.
+  const withAllContent = createEventRestorer({ allContent: true });
+  const hubAnswers = job.hubCapabilities.includes(PERMISSION_ASK_CAPABILITY);
   const handle = startRun({
     runId: plan.runId,
+    permissionAskUnavailable: hubAnswers ? undefined : ASK_UNAVAILABLE_HERE,
     input: plan.input,
     config: plan.config,
     storedSessionId: plan.storedSessionId,
@@ -227,22 +229,26 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      job.emit(toRelayEvent(event) as unknown as JsonObject);
+      job.emit(toRelayEvent(withAllContent(event)) as unknown as JsonObject);
     },
-    launch: () => {
-      launched = launchLocal({
-        launch,
-        registry,
-        killGraceMs: runner.killGraceMs,
-      }).then((transport) => ({
-        ...transport,
-        mcpServers: proxy ? [proxy.serverEntry] : undefined,
-      }));
-      return launched;
-    },
+    launch: agent.launch,
+    warm: agent.warm,
   });
-  return { handle, launched: () => launched, groups, proxy, log };
+  if (hubAnswers) {
+    job.onPermissionAnswer((requestId, answer) => {
+      try {
+        handle.answerPermission(requestId, answer as PermissionAnswer);
+      } catch (error) {
+        log({ msg: "permission answer refused", error: String(error) });
+      }
+    });
+  }
+  return { handle, agent, groups, log };
 }
+
+/** Why `ask` falls back on a daemon whose hub cannot carry answers. */
+const ASK_UNAVAILABLE_HERE =
+  "the hub this daemon serves cannot carry permission answers (no permission.ask capability, e.g. LangBot's Python hub)";
 
 /** Waits for the run's end and confirms that its processes are gone. */
 async function finishJob(
@@ -250,8 +256,13 @@ async function finishJob(
   started: StartedJob,
 ): Promise<DaemonJobResult> {
   const result = await started.handle.done;
+  if (started.agent.kept()) {
+    // The agent stays warm, in the pool, which tears it down later.
+    started.log({ msg: "job ended", status: result.status, kept_warm: true });
+    return { cleanupConfirmed: true };
+  }
   // A launch that finished after a cancel was never handed to the engine.
-  await (await started.launched()?.catch(() => undefined))?.teardown();
+  await (await started.agent.launched()?.catch(() => undefined))?.teardown();
   const confirmed = await confirmGroupsGone(started.groups, {
     killGraceMs: runner.killGraceMs,
     registry: runner.options.registry,

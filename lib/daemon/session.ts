@@ -38,6 +38,15 @@ export interface DaemonJob {
    * notifications). `timeoutMs` overrides the client's MCP timeout.
    */
   mcp(payload: Json, timeoutMs?: number): Promise<Json>;
+  /** The optional capabilities the hub confirmed in `daemon.ready`. */
+  hubCapabilities: readonly string[];
+  /**
+   * Registers the job's receiver of `run.permission` answers (interactive
+   * approvals); only called when the hub confirmed `permission.ask`.
+   */
+  onPermissionAnswer(
+    receive: (requestId: string, answer: JsonObject) => void,
+  ): void;
 }
 
 /** What `runJob` reports once the job and its processes are gone. */
@@ -63,7 +72,9 @@ export interface Session {
   /** Whether the hub answered the hello with `daemon.ready`. */
   ready: boolean;
   /** The jobs running on this connection. */
-  jobs: Map<string, { controller: AbortController; done: Promise<void> }>;
+  jobs: Map<string, SessionJob>;
+  /** The optional capabilities the hub confirmed in `daemon.ready`. */
+  hubCapabilities: readonly string[];
   /** The jobs' MCP requests awaiting the hub's answer. */
   mcp: McpRequests;
   /** Set when a job's cleanup was not confirmed. */
@@ -93,6 +104,7 @@ export interface StartJobOptions {
 export function startJob(session: Session, options: StartJobOptions): void {
   const { jobId, log } = options;
   const controller = new AbortController();
+  const job: SessionJob = { controller, done: Promise.resolve() };
   const events = createJobEvents(session, { jobId, log });
   const mcp = (message: Json, timeoutMs?: number) =>
     session.mcp.request(jobId, message, timeoutMs);
@@ -106,6 +118,10 @@ export function startJob(session: Session, options: StartJobOptions): void {
         emit: events.emit,
         signal: controller.signal,
         mcp,
+        hubCapabilities: session.hubCapabilities,
+        onPermissionAnswer(receive) {
+          job.answerPermission = receive;
+        },
       }));
     } catch (error) {
       failure = error;
@@ -119,7 +135,18 @@ export function startJob(session: Session, options: StartJobOptions): void {
       failure,
     });
   })().finally(() => session.jobs.delete(jobId));
-  session.jobs.set(jobId, { controller, done });
+  job.done = done;
+  session.jobs.set(jobId, job);
+}
+
+/** A job running on a connection. */
+export interface SessionJob {
+  /** Aborted on `run.cancel` or disconnect. */
+  controller: AbortController;
+  /** Settles once the job ended and was reported. */
+  done: Promise<void>;
+  /** Hands a `run.permission` answer to the job, once it registered. */
+  answerPermission?: (requestId: string, answer: JsonObject) => void;
 }
 
 /** A job's event sender: sends until it is closed. */

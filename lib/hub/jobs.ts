@@ -6,6 +6,7 @@
  * @module
  */
 
+import { sharedCapabilities } from "./capabilities.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import type { FenceStore } from "./fences.ts";
@@ -13,6 +14,7 @@ import {
   type HubFrame,
   type JsonObject,
   MAX_JOBS,
+  PERMISSION_ASK_CAPABILITY,
   randomUrlSafe,
 } from "../relay.ts";
 
@@ -63,14 +65,32 @@ export interface RunJobOptions {
   daemonId: string;
   /** The run id added to every forwarded event. */
   runId: string;
-  /** The `run.start` payload (`run_id` is added first when missing). */
-  payload: JsonObject;
+  /**
+   * The `run.start` payload (`run_id` is added first when missing), or a
+   * function of the optional capabilities the daemon and this hub share.
+   */
+  payload: JsonObject | ((capabilities: readonly string[]) => JsonObject);
+  /** Called once `run.start` is sent: what the job can take besides cancel. */
+  onStarted?: (job: StartedJob) => void;
   /** Receives the job's events, each with `run_id`. */
   onEvent: (event: RunEvent) => void;
   /** Cancels the job (sends `run.cancel`, waits for the acknowledgement). */
   signal?: AbortSignal;
   /** How long to wait for the daemon to come online. */
   connectTimeoutMs: number;
+}
+
+/** A job whose `run.start` went out. */
+export interface StartedJob {
+  /** The hub's job id. */
+  jobId: string;
+  /** The optional capabilities the daemon and this hub share. */
+  capabilities: readonly string[];
+  /**
+   * Sends a person's answer to one of the job's permission requests
+   * (`permission.ask` only); false when the job is over.
+   */
+  answerPermission(requestId: string, answer: JsonObject): boolean;
 }
 
 /** A job in flight. */
@@ -284,13 +304,33 @@ async function driveJob(
       { cause: error },
     );
   }
-  const payload = "run_id" in options.payload
-    ? options.payload
-    : { run_id: options.runId, ...options.payload };
+  const capabilities = sharedCapabilities(session.owner.metadata) ?? [];
+  const given = typeof options.payload === "function"
+    ? options.payload(capabilities)
+    : options.payload;
+  const payload = "run_id" in given
+    ? given
+    : { run_id: options.runId, ...given };
   core.send(session.owner, {
     type: "run.start",
     job_id: session.jobId,
     payload,
+  });
+  options.onStarted?.({
+    jobId: session.jobId,
+    capabilities,
+    answerPermission(requestId, answer) {
+      if (session.done || !capabilities.includes(PERMISSION_ASK_CAPABILITY)) {
+        return false;
+      }
+      core.send(session.owner, {
+        type: "run.permission",
+        job_id: session.jobId,
+        request_id: requestId,
+        answer,
+      });
+      return true;
+    },
   });
   const first = await Promise.race([
     session.ended.promise,

@@ -11,6 +11,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { FenceStore } from "./fences.ts";
 import { answerMcp, type McpHandler } from "./mcp.ts";
+import { sharedCapabilities } from "./capabilities.ts";
 import {
   deliverEvent,
   failDisconnectedJobs,
@@ -296,10 +297,14 @@ export class RelayHub {
     };
     connections.set(daemonId, connection);
     this.#lastMetadata.set(daemonId, hello.metadata);
+    const capabilities = sharedCapabilities(hello.metadata);
     this.#send(ws, {
       type: "daemon.ready",
       daemon_id: daemonId,
       protocol: RELAY_PROTOCOL,
+      // Only for daemons that announced capabilities: Python peers get the
+      // recorded frame byte for byte.
+      ...(capabilities ? { capabilities } : {}),
     });
     this.#log({ level: "info", message: "daemon connected", daemonId });
     this.#notify();

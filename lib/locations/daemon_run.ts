@@ -17,6 +17,7 @@ import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import type { RelayHub, RelayJobOutcome } from "../hub/relay_hub.ts";
+import type { StartedJob } from "../hub/jobs.ts";
 import { buildPrompt, promptText, type RunInput } from "../run/prompt.ts";
 import {
   type RunHandle,
@@ -24,6 +25,11 @@ import {
   STEERING_QUEUE_LIMIT,
 } from "../run/engine.ts";
 import type { RemoteRunner } from "../run/manager.ts";
+import {
+  createDaemonPermissions,
+  type DaemonPermissions,
+} from "./daemon_permissions.ts";
+import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 
 /** Options of `createDaemonLocation` (`./daemon.ts`). */
 export interface DaemonLocationOptions {
@@ -58,6 +64,12 @@ interface DaemonRun {
   /** A `run.completed` held back while a follow-up job may continue the run. */
   held?: RunEvent;
   releaseAssets?: () => void;
+  /** The permission requests the daemon's engine has open. */
+  permissions: DaemonPermissions;
+  /** The current job, once its `run.start` went out. */
+  startedJob?: StartedJob;
+  /** Whether `permission.unavailable` was said already. */
+  askUnavailableSaid?: boolean;
   /** Resolves once a timed-out run stops waiting for the daemon's acknowledgement. */
   givenUp: PromiseWithResolvers<void>;
 }
@@ -82,6 +94,7 @@ export function startDaemonRun(
     closed: false,
     sequence: 0,
     sessionId: context.storedSessionId,
+    permissions: createDaemonPermissions(),
     givenUp: Promise.withResolvers<void>(),
   };
   // The hub enforces the run's timeout itself: a silent daemon cannot hold it.
@@ -108,6 +121,12 @@ export function startDaemonRun(
         reason ?? new RunnerError("run.cancelled", "The run was cancelled."),
       );
     },
+    answerPermission: (requestId, answer) =>
+      run.permissions.answer(
+        requestId,
+        answer,
+        (id, sent) => run.startedJob?.answerPermission(id, sent) ?? false,
+      ),
     done,
   };
 }
@@ -172,6 +191,7 @@ function forward(run: DaemonRun, event: RunEvent): void {
 function onJobEvent(run: DaemonRun, wireEvent: RunEvent): void {
   if (run.terminal) return;
   const event = fromRelayEvent(wireEvent);
+  run.permissions.observe(event);
   if (
     event.type === "state.updated" &&
     event.data.key === "external.acp_session_id" &&
@@ -249,15 +269,20 @@ async function runOneJob(
     const job = run.options.hub.runJob({
       daemonId: run.daemonId,
       runId,
-      payload: buildRunStartPayload({
-        runId,
-        input: spec.input,
-        config,
-        storedSessionId: run.sessionId,
-        reuseSession: spec.followUp ? true : undefined,
-        mcpServers: spec.mcpServers,
-        promptPrefix: spec.promptPrefix,
-      }),
+      payload: (capabilities) =>
+        buildRunStartPayload({
+          runId,
+          input: spec.input,
+          config,
+          storedSessionId: run.sessionId,
+          reuseSession: spec.followUp ? true : undefined,
+          mcpServers: spec.mcpServers,
+          promptPrefix: spec.promptPrefix,
+          askAllowed: askAllowed(run, capabilities),
+        }),
+      onStarted: (started) => {
+        run.startedJob = started;
+      },
       onEvent: (event) => onJobEvent(run, event),
       signal: run.stop.signal,
       connectTimeoutMs: config.daemonConnectTimeout * 1000,
@@ -344,4 +369,31 @@ function followUpInput(input: RunInput): RunInput {
   } catch {
     return { text: input.text ?? "" }; // buildPrompt refuses an empty input
   }
+}
+
+/**
+ * Whether this job may ask a person: the daemon confirmed `permission.ask`.
+ * When `ask` was wanted but cannot be carried, says so once in a
+ * `permission.unavailable` event (the daemon then gets the fallback).
+ */
+function askAllowed(
+  run: DaemonRun,
+  capabilities: readonly string[],
+): boolean {
+  const { config, permissionAskUnavailable } = run.context.request;
+  if (config.permissionDecision !== "ask") return false;
+  const reason = permissionAskUnavailable ??
+    (capabilities.includes(PERMISSION_ASK_CAPABILITY)
+      ? undefined
+      : `daemon ${run.daemonId} cannot ask a person (no permission.ask capability, e.g. LangBot's daemon.py)`);
+  if (!reason) return true;
+  if (!run.askUnavailableSaid) {
+    run.askUnavailableSaid = true;
+    forward(run, {
+      run_id: run.context.runId,
+      type: "permission.unavailable",
+      data: { reason, fallback: config.permissionFallback },
+    });
+  }
+  return false;
 }

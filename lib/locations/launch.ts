@@ -13,7 +13,11 @@ import { launchSsh } from "./ssh.ts";
 import { launchLocal } from "./local.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { AgentTransport } from "../run/engine.ts";
-import type { RunAssetsHook, RunRequest } from "../run/request.ts";
+import type {
+  KeptRunAssets,
+  RunAssetsHook,
+  RunRequest,
+} from "../run/request.ts";
 
 /** Options for {@linkcode createAgentLaunch}. */
 export interface AgentLaunchOptions {
@@ -29,6 +33,8 @@ export interface AgentLaunchOptions {
   registry?: ReaperRegistry;
   /** The run's redaction list; run tokens are added to it. */
   secrets: string[];
+  /** The agent may stay warm after the run: its assets endpoint must be able to outlive it. */
+  keepable?: boolean;
 }
 
 /** A launch function for the engine and the release of what it prepared. */
@@ -37,6 +43,8 @@ export interface PreparedLaunch {
   launch(signal: AbortSignal): Promise<AgentTransport>;
   /** Releases the run's assets (idempotent). */
   release(): void;
+  /** Keeps the run's assets endpoint with its warm agent (only when `keepable`). */
+  keepAssets(): KeptRunAssets | undefined;
 }
 
 /** Creates the workspace of a local run up front, so a bad one fails before anything starts. */
@@ -62,11 +70,18 @@ export function prepareLocalWorkspace(cwd: string): void {
 export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
   const { runId, request, launch, assets, registry, secrets } = options;
   let release: (() => void) | undefined;
+  let keep: (() => KeptRunAssets) | undefined;
   return {
     release: () => release?.(),
+    keepAssets: () => keep?.(),
     async launch(signal) {
-      const prepared = await assets?.prepare({ runId, request });
+      const prepared = await assets?.prepare({
+        runId,
+        request,
+        keepable: options.keepable,
+      });
       release = prepared?.release;
+      keep = prepared?.keep;
       secrets.push(...(prepared?.secrets ?? []));
       if (signal.aborted) {
         release?.();
@@ -81,7 +96,8 @@ export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
           signal,
         });
         // The tunnelled servers are offered like any other: http/sse only
-        // when the agent advertises them.
+        // when the agent advertises them (with mcp-bridge-transport=http
+        // nothing is tunnelled: the assets entry comes from the session list).
         const forwarded = transport.mcpServers ?? [];
         return {
           ...transport,

@@ -2,9 +2,10 @@
  * The remote-ssh location: the agent runs on another machine, started over
  * `ssh` with ACP on the ssh channel's stdio. Environment variables do not
  * cross ssh, so env-json travels as base64 lines on stdin ahead of the ACP
- * stream (never on a command line); the remote shell reports its process
- * group so teardown can kill the whole remote group over a second ssh
- * connection. See `docs/teardown.md` and `docs/transport.md`.
+ * stream (never on a command line); the remote wrapper (bash, or PowerShell
+ * on Windows) reports its process group (or process id) so teardown can kill
+ * the whole remote group (or tree) over a second ssh connection. See
+ * `docs/teardown.md` and `docs/transport.md`.
  *
  * @module
  */
@@ -19,12 +20,21 @@ import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { AgentTransport } from "../run/engine.ts";
 import { quoteCommand, quoteWord } from "../agent/shell_words.ts";
 import { settleWithin } from "../timing.ts";
+import {
+  checkPowerShellArgv,
+  powerShellCommandLine,
+  powerShellKillScript,
+  powerShellWrapper,
+} from "./powershell.ts";
+import {
+  awaitReport,
+  REMOTE_PGID_MARKER,
+  type RemoteReport,
+  watchRemoteReport,
+} from "./remote_report.ts";
 
 /** How long teardown waits for the remote group report of a fresh connection. */
 const PGID_WAIT_MS = 3000;
-
-/** The marker line the remote wrapper prints on stderr. */
-export const REMOTE_PGID_MARKER = "__RUNNER_REMOTE_PGID__";
 
 /** Options for {@linkcode launchSsh}. */
 export interface SshLaunchOptions {
@@ -40,6 +50,7 @@ export interface SshLaunchOptions {
     | "sshExtraOptions"
     | "workspace"
     | "envJson"
+    | "remoteShell"
   >;
   /** Local MCP servers to reach from the remote through `ssh -R`. */
   mcpServers?: McpServer[];
@@ -49,22 +60,22 @@ export interface SshLaunchOptions {
   killGraceMs?: number;
   /**
    * Picks the remote listen port of each `ssh -R` forward (default: random in
-   * 20000–59999). A port that is taken on the remote is replaced by another
-   * pick, up to {@linkcode FORWARD_ATTEMPTS} launches in all.
+   * 20000–59999). A forward the remote refuses (its port taken) is tried
+   * again with another pick, up to {@linkcode FORWARD_ATTEMPTS} launches in all.
    */
   remotePort?: () => number;
-  /**
-   * Ends the wait for the remote side (a cancel or the startup timeout): the
-   * launch then returns what it started, for the caller to tear down.
-   */
+  /** Aborts a launch still waiting for the remote wrapper (cancel, startup timeout). */
   signal?: AbortSignal;
 }
 
-/** How many ssh launches a run tries when a remote forward's port is taken. */
+/**
+ * How many ssh launches a run tries while the remote refuses a `-R` forward
+ * (a taken port gets another; a server that forbids forwarding refuses all).
+ */
 export const FORWARD_ATTEMPTS = 5;
 
-/** What ssh prints (with ExitOnForwardFailure) when a remote port is taken. */
-const FORWARD_FAILED = /remote port forwarding failed for listen port/;
+/** What ssh prints (with ExitOnForwardFailure) when the remote refuses a forward. */
+const FORWARD_FAILED = /remote port forwarding failed for listen port (\d+)/;
 
 /** The ssh argv common to the agent connection and the teardown connection. */
 export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
@@ -89,8 +100,9 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
 }
 
 /**
- * The remote bash script: workspace, env from stdin, report pgid, exec agent
- * (a preset's own executable when the remote PATH has it, else its fallback).
+ * The remote bash script: workspace, report pgid, env from stdin (end of
+ * input before the empty line that ends env-json: exit), exec agent (a
+ * preset's own executable when the remote PATH has it, else its fallback).
  */
 export function remoteScript(
   workspace: string,
@@ -103,8 +115,8 @@ export function remoteScript(
     : quoteWord(workspace);
   return [
     `mkdir -p -- ${dir} && cd -- ${dir} || exit 126`,
-    'while IFS= read -r __runner_env && [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
     `echo "${REMOTE_PGID_MARKER} $(ps -o pgid= -p $$ | tr -d ' ')" >&2`,
+    'while IFS= read -r __runner_env || exit 125; [ -n "$__runner_env" ]; do export "$(printf %s "$__runner_env" | base64 -d)"; done',
     execLine(launch),
   ].join("\n");
 }
@@ -128,11 +140,30 @@ function randomRemotePort(): number {
   return 20000 + Math.floor(Math.random() * 40000);
 }
 
+/** The command ssh runs on the remote: the bash or the PowerShell wrapper. */
+function remoteCommandLine(
+  config: SshLaunchOptions["config"],
+  launch: Pick<AgentLaunch, "argv" | "choices">,
+): string {
+  const workspace = config.workspace ?? ".";
+  if (config.remoteShell !== "powershell") {
+    return `bash -lc ${quoteWord(remoteScript(workspace, launch))}`;
+  }
+  for (const argv of commandsOf(launch)) checkPowerShellArgv(argv);
+  return powerShellCommandLine(powerShellWrapper(workspace, launch));
+}
+
+function commandsOf(
+  { argv, choices }: Pick<AgentLaunch, "argv" | "choices">,
+): string[][] {
+  return choices ? [choices.executable, choices.fallback] : [argv];
+}
+
 /** Rewrites loopback MCP URLs to forwarded remote ports; returns the `-R` args. */
 function forwardMcpServers(
   servers: McpServer[],
   pickPort: () => number,
-): { servers: McpServer[]; args: string[] } {
+): Forwards {
   const args: string[] = [];
   const rewritten = servers.map((server) => {
     if (!("url" in server)) return server;
@@ -150,24 +181,75 @@ function forwardMcpServers(
   return { servers: rewritten, args };
 }
 
-/** Starts the agent on the SSH target. */
+/** The `-R` arguments of one ssh launch and the MCP servers as the remote reaches them. */
+interface Forwards {
+  servers: McpServer[];
+  args: string[];
+}
+
+/**
+ * Starts the agent on the SSH target. A `-R` forward the remote refuses is
+ * tried again with new ports, up to {@linkcode FORWARD_ATTEMPTS} launches;
+ * when every one is refused the run fails with `assets.tunnel_refused`.
+ */
 export async function launchSsh(
   options: SshLaunchOptions,
 ): Promise<AgentTransport> {
-  const { config } = options;
+  const { config, launch } = options;
   if (!config.sshTarget) {
     throw new RunnerError(
       "config.invalid",
       "ssh-target: is required when location=remote-ssh",
     );
   }
-  let started: StartedSsh;
+  const remoteCommand = remoteCommandLine(config, launch);
   for (let attempt = 1;; attempt++) {
-    started = await startSsh(options);
-    if (attempt === FORWARD_ATTEMPTS) break;
-    if (!await forwardPortTaken(started, options.signal)) break;
+    if (options.signal?.aborted) throw options.signal.reason;
+    const forwards = forwardMcpServers(
+      options.mcpServers ?? [],
+      options.remotePort ?? randomRemotePort,
+    );
+    const remote = spawnSsh(options, { remoteCommand, forwards });
+    const refusedPort = await startRemote(options, remote);
+    if (refusedPort === undefined) {
+      return transportOf(options, remote, forwards);
+    }
+    if (attempt === FORWARD_ATTEMPTS) {
+      throw tunnelRefused(config.sshTarget, { port: refusedPort, attempt });
+    }
   }
-  const { remote, forwards } = started;
+}
+
+/** Spawns ssh with the remote wrapper and the forwards' `-R` arguments. */
+function spawnSsh(
+  options: SshLaunchOptions,
+  { remoteCommand, forwards }: { remoteCommand: string; forwards: Forwards },
+): RemoteAgent {
+  const argv = [
+    "ssh",
+    ...sshBaseArgs(options.config),
+    ...forwards.args,
+    "--",
+    options.config.sshTarget!,
+    remoteCommand,
+  ];
+  const report = watchRemoteReport();
+  const agent = spawnAgent({
+    argv,
+    cwd: Deno.cwd(),
+    env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
+    secrets: options.launch.secrets,
+    registry: options.registry,
+    onStderr: report.onStderr,
+  });
+  return { agent, report };
+}
+
+function transportOf(
+  options: SshLaunchOptions,
+  remote: RemoteAgent,
+  forwards: Forwards,
+): AgentTransport {
   let tornDown: Promise<void> | undefined;
   const teardown = () => tornDown ??= teardownRemote(options, remote);
   return {
@@ -180,109 +262,63 @@ export async function launchSsh(
   };
 }
 
-/** One ssh launch: the connection and the forwards it asked for. */
-interface StartedSsh {
-  remote: RemoteAgent;
-  forwards: { servers: McpServer[]; args: string[] };
-}
-
-/** Spawns ssh with the remote wrapper and writes env-json on its stdin. */
-async function startSsh(options: SshLaunchOptions): Promise<StartedSsh> {
-  const { config, launch } = options;
-  const workspace = config.workspace ?? ".";
-  const forwards = forwardMcpServers(
-    options.mcpServers ?? [],
-    options.remotePort ?? randomRemotePort,
-  );
-  const argv = [
-    "ssh",
-    ...sshBaseArgs(config),
-    ...forwards.args,
-    "--",
-    config.sshTarget!,
-    `bash -lc ${quoteWord(remoteScript(workspace, launch))}`,
-  ];
-  const report = watchRemotePgid();
-  const agent = spawnAgent({
-    argv,
-    cwd: Deno.cwd(),
-    env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
-    secrets: launch.secrets,
-    registry: options.registry,
-    onStderr: report.onStderr,
-  });
-  const envWriter = agent.stdin.getWriter();
-  try {
-    await envWriter.write(encodeEnvLines(config.envJson));
-  } catch {
-    // ssh already exited; the run fails on the closed stream with its stderr.
-  } finally {
-    envWriter.releaseLock();
-  }
-  return { remote: { agent, report }, forwards };
-}
-
-/**
- * With remote forwards, waits until the remote wrapper reports in (the
- * forwards are up: sshd answers them before it opens the session), ssh
- * exits, or `signal` aborts; true, after cleaning up, when ssh exited because
- * a remote port was taken, so the launch can be tried again with other ports.
- */
-async function forwardPortTaken(
-  { remote, forwards }: StartedSsh,
-  signal?: AbortSignal,
-): Promise<boolean> {
-  if (!forwards.args.length || signal?.aborted) return false;
-  const exitedFirst = await Promise.race([
-    remote.report.known.then(() => false),
-    remote.agent.exited.then(() => true),
-    new Promise<boolean>((resolve) =>
-      signal?.addEventListener("abort", () => resolve(false), { once: true })
-    ),
-  ]);
-  if (!exitedFirst) return false;
-  await remote.agent.stderrEnded;
-  if (!FORWARD_FAILED.test(remote.agent.stderrTail())) return false;
-  await remote.agent.terminate({ graceMs: 1000 });
-  return true;
-}
-
-/** The remote wrapper's process-group report, read from ssh's stderr. */
-interface RemotePgidReport {
-  /** Takes ssh's stderr (for `spawnAgent`'s `onStderr`). */
-  onStderr(text: string): void;
-  /** The remote process group, once reported. */
-  pgid(): number | undefined;
-  /** Resolves when the remote process group was reported. */
-  known: Promise<void>;
-}
-
-function watchRemotePgid(): RemotePgidReport {
-  let seen = "";
-  let remotePgid: number | undefined;
-  const pgidKnown = Promise.withResolvers<void>();
-  const marker = new RegExp(`${REMOTE_PGID_MARKER} (\\d+)`);
-  return {
-    onStderr(text) {
-      if (remotePgid !== undefined) return;
-      seen = (seen + text).slice(-4096);
-      const match = seen.match(marker);
-      if (match) {
-        remotePgid = Number(match[1]);
-        pgidKnown.resolve();
-      }
-    },
-    pgid: () => remotePgid,
-    known: pgidKnown.promise,
-  };
-}
-
 /** The ssh connection of a launched remote agent. */
 interface RemoteAgent {
   /** The local ssh process. */
   agent: AgentProcess;
   /** Where the remote process group is reported. */
-  report: RemotePgidReport;
+  report: RemoteReport;
+}
+
+/**
+ * Hands env-json to the remote wrapper once it has reported its process
+ * group: ssh settles its `-R` forwards before any session output arrives, so
+ * a refused forward ends ssh first and the wrapper exits on end-of-input
+ * without starting the agent; then the refused remote port is returned, for
+ * another try. A PowerShell wrapper reads env-json through a buffered reader,
+ * so nothing more is written until it reports it has read it. Any other
+ * early exit is left to the engine, which reports it with ssh's stderr; an
+ * abort ends what was started and throws its reason.
+ */
+async function startRemote(
+  options: SshLaunchOptions,
+  remote: RemoteAgent,
+): Promise<number | undefined> {
+  const { agent, report } = remote;
+  const { config, signal } = options;
+  const reported = await awaitReport(report.known, agent, signal);
+  if (reported === "reported") {
+    const envWriter = agent.stdin.getWriter();
+    try {
+      await envWriter.write(encodeEnvLines(config.envJson));
+    } catch {
+      // ssh already exited; the run fails on the closed stream with its stderr.
+    } finally {
+      envWriter.releaseLock();
+    }
+    if (config.remoteShell !== "powershell") return undefined;
+    const ready = await awaitReport(report.ready, agent, signal);
+    if (ready !== "aborted") return undefined;
+    // The wrapper's process id is known: stop its tree, not just ssh.
+    await teardownRemote(options, remote).catch(() => {});
+    throw signal!.reason;
+  }
+  // ssh is gone (or must go): this also waits until its stderr is read.
+  await agent.terminate({ graceMs: 1000 });
+  if (reported === "aborted") throw signal!.reason;
+  const refused = agent.stderrTail().match(FORWARD_FAILED);
+  return refused ? Number(refused[1]) : undefined;
+}
+
+function tunnelRefused(
+  target: string,
+  { port, attempt }: { port: number; attempt: number },
+): RunnerError {
+  return new RunnerError(
+    "assets.tunnel_refused",
+    `The SSH server on ${target} refused the reverse tunnel (ssh -R) that brings this run's LangBot assets to the agent, ${attempt} times with different remote ports (last ${port}): its policy forbids forwarding (AllowTcpForwarding/PermitListen) or those ports were taken. Set mcp-bridge-transport=http with mcp-public-url (a URL of this runner's MCP bridge that ${target} can reach; see docs/config.md), or set langbot-assets-enabled=false.`,
+    { detail: { remote_port: port, attempts: attempt } },
+  );
 }
 
 /** Kills the remote process group, then the local ssh process. */
@@ -323,20 +359,14 @@ async function killRemoteGroup(
   options: SshLaunchOptions,
   pgid: number,
 ): Promise<void> {
-  const grace = Math.max(1, Math.ceil((options.killGraceMs ?? 2000) / 100));
-  const script = [
-    `kill -TERM -${pgid} 2>/dev/null || exit 0`,
-    `i=0; while [ $i -lt ${grace} ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
-    `kill -KILL -${pgid} 2>/dev/null`,
-    `i=0; while [ $i -lt 50 ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
-    "exit 1",
-  ].join("\n");
   const result = await new Deno.Command("ssh", {
     args: [
       ...sshBaseArgs(options.config),
       "--",
       options.config.sshTarget!,
-      `sh -c ${quoteWord(script)}`,
+      options.config.remoteShell === "powershell"
+        ? powerShellCommandLine(powerShellKillScript(pgid))
+        : `sh -c ${quoteWord(posixKillScript(pgid, options.killGraceMs))}`,
     ],
     env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
     clearEnv: true,
@@ -350,4 +380,16 @@ async function killRemoteGroup(
       `Could not confirm that the remote agent's process group ${pgid} on ${options.config.sshTarget} is gone. Check that machine for leftover agent processes.`,
     );
   }
+}
+
+/** SIGTERM to the remote group, SIGKILL after the grace; exits 0 once it is gone. */
+function posixKillScript(pgid: number, killGraceMs = 2000): string {
+  const grace = Math.max(1, Math.ceil(killGraceMs / 100));
+  return [
+    `kill -TERM -${pgid} 2>/dev/null || exit 0`,
+    `i=0; while [ $i -lt ${grace} ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
+    `kill -KILL -${pgid} 2>/dev/null`,
+    `i=0; while [ $i -lt 50 ]; do kill -0 -${pgid} 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done`,
+    "exit 1",
+  ].join("\n");
 }

@@ -44,12 +44,18 @@ export interface RunStartSpec {
   mcpRequestTimeout?: number;
   /** Text put before the prompt in `prompt_text` (the run-scope note). */
   promptPrefix?: string;
+  /**
+   * Whether the daemon takes `permission_decision: "ask"` (it confirmed the
+   * `permission.ask` capability); otherwise `ask` is sent as the fallback.
+   */
+  askAllowed?: boolean;
 }
 
 /** Engine keys beyond the plugin's list, sent only when not at their default. */
 const EXTRA_KEYS = [
   "cancel-grace",
   "late-update-ms",
+  "delta-coalesce-ms",
   "replay-quiet-ms",
   "secret-env-names",
   "max-message-mb",
@@ -57,6 +63,8 @@ const EXTRA_KEYS = [
   "max-prompt-mb",
   "fs-read",
   "fs-write",
+  "permission-timeout",
+  "permission-fallback",
 ] as const;
 
 /**
@@ -86,7 +94,9 @@ export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
     reuse_session: spec.reuseSession ?? config.reuseSession,
     create_session_if_missing: config.createSessionIfMissing,
     streaming: config.streaming,
-    permission_decision: config.permissionDecision,
+    permission_decision: config.permissionDecision === "ask" && !spec.askAllowed
+      ? config.permissionFallback
+      : config.permissionDecision,
     stored_session_id: spec.storedSessionId ?? null,
     mcp_servers: (spec.mcpServers ?? []) as unknown as Json,
     langbot_assets_enabled: config.langbotAssetsEnabled,

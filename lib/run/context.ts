@@ -10,11 +10,12 @@ import type { AgentConnection } from "../acp/client.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunUsage } from "../events.ts";
+import { createEventEmitter, type TurnState } from "./events.ts";
+import { createDeltaCoalescer, type DeltaCoalescer } from "./coalesce.ts";
 import {
-  createEventEmitter,
-  type EventEmitter,
-  type TurnState,
-} from "./events.ts";
+  createPermissionDesk,
+  type PermissionDesk,
+} from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
 
@@ -28,8 +29,11 @@ export interface RunContext {
   readonly secrets: string[];
   /** Structured log lines (never secrets). */
   readonly log: (entry: Record<string, unknown>) => void;
-  /** Numbers the run's events and lets only one terminal event through. */
-  readonly emitter: EventEmitter;
+  /**
+   * Where the run's events go: text chunks are coalesced into deltas, then
+   * events are numbered and only one terminal event is let through.
+   */
+  readonly emitter: DeltaCoalescer;
   /** Follow-ups waiting for the next turn. */
   readonly queue: RunInput[];
   /** Whether the run takes no more follow-ups. */
@@ -53,8 +57,6 @@ export interface RunContext {
   permissionRejected?: boolean;
   /** Usage the agent reported so far. */
   usage?: RunUsage;
-  /** The last `msg_sequence` handed out. */
-  messageSequence: number;
   /** When the agent last sent an update (`performance.now()`). */
   lastUpdateAt: number;
   /** The ACP session, once chosen. */
@@ -67,17 +69,26 @@ export interface RunContext {
   connection?: AgentConnection;
   /** What prompt content the agent accepts, from `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** Open permission requests, when `permission-decision=ask`. */
+  readonly permissions?: PermissionDesk;
 }
 
 /** Sets up a run's state and starts its timeout. */
 export function createRunContext(options: RunEngineOptions): RunContext {
   const { config } = options;
   const log = options.log ?? (() => {});
-  const emitter = createEventEmitter({
-    runId: options.runId,
-    sink: options.emit,
-    onDropped: (event) =>
-      log({ msg: "event after terminal event dropped", type: event.type }),
+  const secrets = options.secrets ?? [];
+  let messageSequence = 0;
+  const emitter = createDeltaCoalescer({
+    next: createEventEmitter({
+      runId: options.runId,
+      sink: options.emit,
+      onDropped: (event) =>
+        log({ msg: "event after terminal event dropped", type: event.type }),
+    }),
+    windowMs: config.deltaCoalesceMs,
+    secrets,
+    nextMessageSequence: () => ++messageSequence,
   });
   const abort = new AbortController();
   const runTimer = setTimeout(() =>
@@ -93,10 +104,32 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     });
   });
   aborted.catch(() => {});
+  const askUnavailable = config.permissionDecision === "ask"
+    ? options.permissionAskUnavailable
+    : undefined;
+  if (askUnavailable) {
+    emitter.emit("permission.unavailable", {
+      reason: askUnavailable,
+      fallback: config.permissionFallback,
+    });
+  }
+  const permissions = config.permissionDecision === "ask" && !askUnavailable
+    ? createPermissionDesk({
+      emit: emitter.emit,
+      timeoutSeconds: config.permissionTimeout,
+      fallback: config.permissionFallback,
+    })
+    : undefined;
+  if (permissions) {
+    abort.signal.addEventListener("abort", () => permissions.cancelAll(), {
+      once: true,
+    });
+  }
   return {
+    permissions,
     options,
     config,
-    secrets: options.secrets ?? [],
+    secrets,
     log,
     emitter,
     queue: [],
@@ -106,7 +139,6 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     runTimer,
     replaying: false,
     replayedUpdates: 0,
-    messageSequence: 0,
     lastUpdateAt: 0,
   };
 }

@@ -11,13 +11,20 @@
 
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { createRunContext, type RunContext } from "./context.ts";
+import type { AnswerOutcome, PermissionAnswer } from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
-import { startAgent } from "./startup.ts";
 import { failRun, shutdown } from "./teardown.ts";
 import { finalAnswer, runTurns } from "./turn.ts";
 import type { RunEngineOptions, RunResult } from "./types.ts";
+import { finishAgent, startOrAdoptAgent } from "./warm_run.ts";
 
-export type { AgentTransport, RunEngineOptions, RunResult } from "./types.ts";
+export type {
+  AgentTransport,
+  RunEngineOptions,
+  RunResult,
+  WarmAgent,
+  WarmSlot,
+} from "./types.ts";
 
 /** What happened to a follow-up offered with {@linkcode RunHandle.steer}. */
 export type SteerOutcome = "queued" | "closed" | "full";
@@ -30,6 +37,11 @@ export interface RunHandle {
   steer(input: RunInput): SteerOutcome;
   /** Cancels the run (`run.cancelled`), or ends it with another code. */
   cancel(reason?: RunnerError): void;
+  /**
+   * Answers an open permission request (`permission-decision=ask`); throws
+   * `http.bad_request` for an option the agent did not offer.
+   */
+  answerPermission(requestId: string, answer: PermissionAnswer): AnswerOutcome;
   /** Resolves once the terminal event has been emitted. */
   readonly done: Promise<RunResult>;
 }
@@ -51,6 +63,9 @@ export function startRun(options: RunEngineOptions): RunHandle {
       run.abort.abort(
         reason ?? new RunnerError("run.cancelled", "The run was cancelled."),
       );
+    },
+    answerPermission(requestId, answer) {
+      return run.permissions?.answer(requestId, answer) ?? "unknown";
     },
     done,
   };
@@ -74,13 +89,16 @@ async function settleRun(run: RunContext): Promise<RunResult> {
   }
 }
 
-/** Starts the agent, runs the turns, tears down, and emits `run.completed`. */
+/**
+ * Starts (or adopts) the agent, runs the turns, tears down or keeps the
+ * agent warm, and emits `run.completed`.
+ */
 async function executeRun(run: RunContext): Promise<RunResult> {
-  const conn = await startAgent(run);
+  const conn = await startOrAdoptAgent(run);
   const outcome = await runTurns(run, conn);
   run.closed = true;
   const answer = finalAnswer(outcome);
-  await shutdown(run);
+  await finishAgent(run);
   run.emitter.emit("run.completed", {
     finish_reason: outcome.stopReason,
     message: { role: "assistant", content: answer },

@@ -9,8 +9,8 @@
 import type { RunEvent, RunUsage } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 
-/** `all_content` is only carried while the message is smaller than this. */
-export const ALL_CONTENT_LIMIT = 64 * 1024;
+/** The text streams a delta can belong to: the assistant message or thoughts. */
+export type DeltaStream = "message" | "thought";
 
 /** Options for {@linkcode createEventEmitter}. */
 export interface EventEmitterOptions {
@@ -58,10 +58,37 @@ export function createEventEmitter(options: EventEmitterOptions): EventEmitter {
   };
 }
 
+/**
+ * Text built from many small pieces without keeping every piece alive: the
+ * pieces are joined in batches (a string grown by `+=` from 100 000 chunks
+ * keeps each chunk, and the garbage collector copies them again and again).
+ */
+export class TextBuilder {
+  #text = "";
+  #parts: string[] = [];
+
+  /** Appends `piece`. */
+  append(piece: string): void {
+    this.#parts.push(piece);
+    if (this.#parts.length >= 256) this.#join();
+  }
+
+  /** The whole text. */
+  toString(): string {
+    if (this.#parts.length) this.#join();
+    return this.#text;
+  }
+
+  #join(): void {
+    this.#text += this.#parts.join("");
+    this.#parts = [];
+  }
+}
+
 /** One assistant message being assembled during a turn. */
 export interface TurnState {
   /** The text so far. */
-  text: string;
+  text: TextBuilder;
   /** Tool calls already reported as started. */
   startedTools: Map<string, string>;
 }
@@ -74,10 +101,10 @@ export interface ApplyUpdateOptions {
   turn: TurnState | undefined;
   /** Emits an event. */
   emit: EventEmitter["emit"];
+  /** Hands on a chunk of message or thought text (the coalescing stage), appending it to `keep` too. */
+  text: (stream: DeltaStream, text: string, keep?: TextBuilder) => void;
   /** Whether deltas and progress events are streamed. */
   streaming: boolean;
-  /** Counter shared across the run for `msg_sequence`. */
-  nextMessageSequence: () => number;
   /** Receives usage reports. */
   onUsage: (usage: RunUsage) => void;
 }
@@ -97,22 +124,17 @@ export function applyUpdate(options: ApplyUpdateOptions): void {
         if (streaming) emit("agent.update", { kind, update });
         return;
       }
-      turn.text += text;
-      if (!streaming) return;
-      const chunk: Record<string, unknown> = {
-        role: "assistant",
-        content: text,
-        msg_sequence: options.nextMessageSequence(),
-      };
-      if (turn.text.length < ALL_CONTENT_LIMIT) chunk.all_content = turn.text;
-      emit("message.delta", { chunk });
+      if (streaming) options.text("message", text, turn.text);
+      else turn.text.append(text);
       return;
     }
-    case "agent_thought_chunk":
-      if (streaming) {
-        emit("thought.delta", { content: contentText(update.content) });
-      }
+    case "agent_thought_chunk": {
+      if (!streaming) return;
+      const text = contentText(update.content);
+      if (text) options.text("thought", text);
+      else emit("agent.update", { kind, update });
       return;
+    }
     case "tool_call":
     case "tool_call_update":
       toolEvents(update, turn, streaming ? emit : undefined);

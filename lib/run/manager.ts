@@ -13,10 +13,7 @@ import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
-import {
-  createAgentLaunch,
-  prepareLocalWorkspace,
-} from "../locations/launch.ts";
+import { prepareLocalWorkspace } from "../locations/launch.ts";
 import {
   type ActiveRuns,
   type ManagedRun,
@@ -31,6 +28,8 @@ import { type RunHandle, startRun } from "./engine.ts";
 import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
+import { launchLocalOrSsh } from "./warm_manager.ts";
+import type { WarmPool } from "./warm_pool.ts";
 
 export type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
 export type { ManagedRun } from "./active_runs.ts";
@@ -51,6 +50,8 @@ export interface RunManagerOptions {
   locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
   /** Assets wiring. */
   assets?: RunAssetsHook;
+  /** Keeps conversations' agents warm between runs (`docs/runs.md`). */
+  warmPool?: WarmPool;
 }
 
 /** Options for {@linkcode RunManager.start}. */
@@ -182,6 +183,7 @@ interface LaunchRunOptions {
   log: (entry: Record<string, unknown>) => void;
   assets?: RunAssetsHook;
   registry?: ReaperRegistry;
+  warmPool?: WarmPool;
 }
 
 /** Starts the run on its remote runner, or the agent on this runner or over SSH. */
@@ -198,13 +200,16 @@ function launchRun(options: LaunchRunOptions): RunHandle {
       log,
     });
   }
-  const prepared = createAgentLaunch({
+  const prepared = launchLocalOrSsh({
     runId,
     request,
     launch,
     assets: options.assets,
     registry: options.registry,
     secrets,
+    pool: options.warmPool,
+    storedSessionId,
+    log,
   });
   const handle = startRun({
     runId,
@@ -217,6 +222,8 @@ function launchRun(options: LaunchRunOptions): RunHandle {
     emit,
     log,
     launch: prepared.launch,
+    warm: prepared.warm,
+    permissionAskUnavailable: request.permissionAskUnavailable,
   });
   handle.done.finally(prepared.release);
   return handle;
@@ -277,6 +284,7 @@ async function startAdmittedRun(
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),
       assets: options.assets,
       registry: options.registry,
+      warmPool: options.warmPool,
     });
   } catch (error) {
     recorder.emit(failedBeforeStartEvent(runId, error));

@@ -35,11 +35,17 @@ export function answerPermission(
 ): Promise<RequestPermissionResponse> {
   const { request } = options;
   const toolCall = {
+    request_id: crypto.randomUUID(),
     tool_call_id: request.toolCall?.toolCallId ?? null,
     title: request.toolCall?.title ?? null,
   };
   if (options.cancelled) {
-    options.emit("permission.decided", { ...toolCall, outcome: "cancelled" });
+    options.emit("permission.decided", {
+      ...toolCall,
+      outcome: "cancelled",
+      decision: "cancelled",
+      by: "cancel",
+    });
     return Promise.resolve(CANCELLED);
   }
   const choice = choosePermission({
@@ -50,6 +56,8 @@ export function answerPermission(
     options.emit("permission.decided", {
       ...toolCall,
       outcome: "cancelled",
+      decision: "cancelled",
+      by: "policy",
       reason: "the agent offered no options",
     });
     return Promise.resolve(CANCELLED);
@@ -57,6 +65,8 @@ export function answerPermission(
   options.emit("permission.decided", {
     ...toolCall,
     outcome: "selected",
+    decision: choice.kind,
+    by: "policy",
     option_id: choice.optionId,
     kind: choice.kind,
     wanted: options.wanted,

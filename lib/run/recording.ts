@@ -1,15 +1,16 @@
 /**
  * Recording one run's events: redacted, stored (with the session mapping and
- * the run's outcome), then handed to the live listeners. A run records one
- * terminal event; when storing its outcome fails (a full disk), the final
- * write is retried until the store takes it.
+ * the run's outcome), then handed to the live listeners — in the lean form
+ * (`createLeanEvents`: no `all_content`, completions do not repeat text their
+ * deltas carried). A run records one terminal event; when storing its outcome
+ * fails (a full disk), the final write is retried until the store takes it.
  *
  * @module
  */
 
 import { toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
+import { createLeanEvents, isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 
@@ -33,7 +34,7 @@ const MAX_FINISH_RETRY_MS = 5_000;
 
 /** Records one run's events and fans them out to listeners. */
 export interface RunRecorder {
-  /** Redacts, stores and delivers an event to every listener. */
+  /** Redacts, stores and delivers an event (lean) to every listener. */
   emit(event: RunEvent): void;
   /**
    * Subscribes to events emitted from now on and, until
@@ -53,6 +54,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   let writes = Promise.resolve();
   // Events emitted before the starter could subscribe (a launch failing at once).
   let early: RunEvent[] | undefined = [];
+  const lean = createLeanEvents();
   let terminal: RunEvent | undefined;
   return {
     emit(raw) {
@@ -65,7 +67,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
         });
         return;
       }
-      const event = redactDeep(raw, options.secrets);
+      const event = lean(redactDeep(raw, options.secrets));
       if (isTerminalEvent(event)) terminal = event;
       // The run goes on for its live listeners even if the store fails.
       const logFailure = (error: unknown) => {

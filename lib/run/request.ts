@@ -29,6 +29,11 @@ export interface RunRequest {
    * upstream header values and the callback secret are redacted.
    */
   assets?: RunAssetsRequest;
+  /**
+   * Why nobody can answer this run's permission requests (e.g. the n8n
+   * webhook): `permission-decision=ask` then means `permission-fallback`.
+   */
+  permissionAskUnavailable?: string;
 }
 
 /** Launches a run at a location other than local (set by serve). */
@@ -41,12 +46,34 @@ export type RemoteRunner = (context: {
   log: (entry: Record<string, unknown>) => void;
 }) => RunHandle;
 
+/** A run's assets endpoint kept with its warm agent (`docs/runs.md`, "Warm agents"). */
+export interface KeptRunAssets {
+  /**
+   * Hands the endpoint to a later run of the agent: from now on it answers
+   * with that run's grant. Throws `config.invalid` for a bad `assets` field.
+   */
+  attach(context: { runId: string; request: RunRequest }): {
+    /** The run-scope note for the run's first prompt. */
+    promptPrefix?: string;
+    /** Values to redact from the run's events and logs (the endpoint token). */
+    secrets: string[];
+    /** Ends the run's grant (the endpoint stays). */
+    release(): void;
+  };
+  /** Stops the endpoint: the agent is gone. */
+  stop(): void;
+}
+
 /** Hooks that wire assets into a run (the assets layer supplies them). */
 export interface RunAssetsHook {
-  /** Prepares MCP servers and the prompt prefix; `release` runs when the run ends. */
+  /**
+   * Prepares MCP servers and the prompt prefix; `release` runs when the run
+   * ends. With `keepable` the endpoint can outlive the run (`keep`).
+   */
   prepare(context: {
     runId: string;
     request: RunRequest;
+    keepable?: boolean;
   }): Promise<{
     mcpServers: McpServer[];
     /** Servers chosen once the agent's `mcpCapabilities` are known. */
@@ -55,5 +82,10 @@ export interface RunAssetsHook {
     /** Values to redact from the run's events and logs (run tokens). */
     secrets?: string[];
     release(): void;
+    /**
+     * Keeps the endpoint for the run's warm agent (only when prepared
+     * `keepable`); `release` then only ends this run's grant.
+     */
+    keep?(): KeptRunAssets;
   }>;
 }

@@ -10,8 +10,7 @@ import type {
   RequestPermissionRequest,
   RequestPermissionResponse,
 } from "@agentclientprotocol/sdk";
-import { connectAgent } from "../acp/client.ts";
-import type { AgentConnection } from "../acp/client.ts";
+import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
@@ -24,28 +23,35 @@ import type { AgentTransport } from "./types.ts";
 export async function startAgent(run: RunContext): Promise<AgentConnection> {
   const { config } = run;
   const startup = AbortSignal.timeout(config.startupTimeout * 1000);
-  const startupAborted = new Promise<never>((_, reject) =>
-    startup.addEventListener("abort", () => reject(startupTimeoutError(run)), {
-      once: true,
-    })
-  );
+  const timeout = Promise.withResolvers<never>();
+  const timedOut = () => timeout.reject(startupTimeoutError(run));
+  startup.addEventListener("abort", timedOut, { once: true });
+  const startupAborted = timeout.promise;
   startupAborted.catch(() => {});
-  const transport = await launchAgent(run, startup, startupAborted);
-  run.log({ msg: "agent started", level: "debug" });
-  const conn = connectTransport(run, transport);
-  run.connection = conn;
-  const initialized = await untilAborted(
-    run,
-    Promise.race([
-      conn.initialize(config.initializeTimeout * 1000),
-      startupAborted,
-    ]),
-  );
-  run.log({ msg: "agent initialized", level: "debug" });
-  await openSession({ run, transport, conn, initialized, startupAborted });
-  run.log({ msg: "session ready", level: "debug" });
-  run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
-  return conn;
+  try {
+    const transport = await launchAgent(run, startup, startupAborted);
+    run.log({ msg: "agent started", level: "debug" });
+    // The ACP client (the SDK and its schemas) loads while the agent boots.
+    const { connectAgent } = await import("../acp/client.ts");
+    const conn = connectTransport(run, { transport, connectAgent });
+    run.connection = conn;
+    const initialized = await untilAborted(
+      run,
+      Promise.race([
+        conn.initialize(config.initializeTimeout * 1000),
+        startupAborted,
+      ]),
+    );
+    run.log({ msg: "agent initialized", level: "debug" });
+    await openSession({ run, transport, conn, initialized, startupAborted });
+    run.log({ msg: "session ready", level: "debug" });
+    run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
+    return conn;
+  } finally {
+    // The timer lives on for startup-timeout; it must not keep the run (and
+    // its text) alive that long.
+    startup.removeEventListener("abort", timedOut);
+  }
 }
 
 /** Handles one `session/update` from the agent. */
@@ -66,8 +72,8 @@ export function handleUpdate(
     update,
     turn: run.turn,
     emit: run.emitter.emit,
+    text: run.emitter.text,
     streaming: run.config.streaming,
-    nextMessageSequence: () => ++run.messageSequence,
     onUsage: (next) => run.usage = { ...run.usage, ...next },
   });
 }
@@ -113,9 +119,13 @@ async function launchAgent(
   }
 }
 
-function connectTransport(
+/** Opens the run's ACP connection over a launched (or warm) agent's streams. */
+export function connectTransport(
   run: RunContext,
-  transport: AgentTransport,
+  { transport, connectAgent }: {
+    transport: AgentTransport;
+    connectAgent: (options: ConnectAgentOptions) => AgentConnection;
+  },
 ): AgentConnection {
   const { config } = run;
   return connectAgent({
@@ -124,12 +134,16 @@ function connectTransport(
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
     onPermission: async (request) => {
-      const answer = await answerPermission({
-        request,
-        wanted: config.permissionDecision,
-        cancelled: run.abort.signal.aborted,
-        emit: run.emitter.emit,
-      });
+      const answer = run.permissions && !run.abort.signal.aborted
+        ? await run.permissions.ask(request)
+        : await answerPermission({
+          request,
+          wanted: config.permissionDecision === "ask"
+            ? config.permissionFallback
+            : config.permissionDecision,
+          cancelled: run.abort.signal.aborted,
+          emit: run.emitter.emit,
+        });
       if (isRejection(request, answer)) run.permissionRejected = true;
       return answer;
     },

@@ -9,7 +9,7 @@ import type { AgentConnection } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { settleWithin } from "../timing.ts";
 import { type RunContext, untilAborted } from "./context.ts";
-import type { TurnState } from "./events.ts";
+import { TextBuilder, type TurnState } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
 
 /** What the turns of a run produced. */
@@ -108,7 +108,10 @@ async function runTurn(
     followUp,
   });
   if (run.replaying) await endReplay(run);
-  const current: TurnState = { text: "", startedTools: new Map() };
+  const current: TurnState = {
+    text: new TextBuilder(),
+    startedTools: new Map(),
+  };
   run.turn = current;
   const prompting = conn.prompt({ sessionId: run.sessionId!, prompt: blocks });
   prompting.catch(() => {});
@@ -122,12 +125,14 @@ async function runTurn(
   run.log({ msg: "turn answered", stop_reason: stopReason });
   await quietWindow(run, config.lateUpdateMs);
   run.turn = undefined;
-  if (current.text) {
+  run.emitter.flush(); // the last text reaches the turn's message
+  const text = current.text.toString();
+  if (text) {
     run.emitter.emit("message.completed", {
-      message: { role: "assistant", content: current.text },
+      message: { role: "assistant", content: text },
     });
   }
-  return { stopReason, text: current.text };
+  return { stopReason, text };
 }
 
 async function cancelTurn(

@@ -6,7 +6,11 @@
  * @module
  */
 
-import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
+import type {
+  McpCapabilities,
+  McpServer,
+  PromptCapabilities,
+} from "@agentclientprotocol/sdk";
 import type { RunConfig } from "../config.ts";
 import type { EventSink } from "../events.ts";
 import type { RunInput } from "./prompt.ts";
@@ -57,6 +61,34 @@ export interface RunEngineOptions {
   secrets?: string[];
   /** Structured log lines (never secrets). */
   log?: (entry: Record<string, unknown>) => void;
+  /**
+   * Why nobody can answer a permission request here (n8n, a hub or daemon
+   * without `permission.ask`): `ask` then means `permission-fallback`, said
+   * once in a `permission.unavailable` event.
+   */
+  permissionAskUnavailable?: string;
+  /** The conversation's warm agent, and where this run's agent goes when it completes. */
+  warm?: WarmSlot;
+}
+
+/** An agent kept alive from an earlier run, ready for `session/prompt`. */
+export interface WarmAgent {
+  /** This run's view of the agent (its teardown stops the agent for good). */
+  transport: AgentTransport;
+  /** The session the agent holds open. */
+  sessionId: string;
+  /** What prompt content the agent accepts. */
+  promptCapabilities?: PromptCapabilities;
+}
+
+/** A run's place in the warm pool (`docs/runs.md`, "Warm agents"). */
+export interface WarmSlot {
+  /** Takes the conversation's warm agent; undefined means start one. */
+  take(): Promise<WarmAgent | undefined>;
+  /** Offers the agent of a completed run; true when it was kept (no teardown). */
+  keep(
+    state: { sessionId: string; promptCapabilities?: PromptCapabilities },
+  ): boolean;
 }
 
 /** How a run ended. */

@@ -22,8 +22,11 @@ import { redactDeep } from "../secrets.ts";
 import type { RunEvent } from "../events.ts";
 import type { ServeConfig } from "./config.ts";
 import type { Metrics, RunLabels } from "./metrics.ts";
+import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";
+import { registerConsoleRoutes } from "./console.ts";
 import { registerN8nRoutes } from "./n8n.ts";
+import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
 import { createFleetRouter } from "./fleet_router.ts";
 import { checkRequestSource, originListed } from "./request_guard.ts";
@@ -42,8 +45,11 @@ export function createServerApp(options: ServerAppOptions): Hono {
   handleFailures(app, context);
   guardRequestSources(app, options.config);
   guardApiRoutes(app, context);
+  registerConsoleRoutes(app);
   registerMetaRoutes(app, context);
+  registerAgentRoutes(app, context);
   registerRunRoutes(app, context);
+  registerPermissionRoutes(app, context);
   registerN8nRoutes(app, context);
   return app;
 }

@@ -10,7 +10,11 @@ import type { LogFormat, LogLevel } from "../log.ts";
 import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
-import { defaultDataDir } from "../store/open.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
+import {
+  checkWarmPoolOptions,
+  type WarmPoolSettings,
+} from "../run/warm_pool.ts";
 import {
   invalidConfig,
   parseServeFlags,
@@ -47,6 +51,8 @@ export interface N8nSettings {
   outputKey: string;
   /** How long a webhook call waits for the conversation's previous run, in seconds. */
   waitSeconds: number;
+  /** Deltas arriving within this many ms of the last item are sent as one item. */
+  mergeMs: number;
 }
 
 /** Everything `runner serve` is configured with. */
@@ -87,6 +93,8 @@ export interface ServeConfig {
   limits: ListenerLimits;
   /** Fleet settings, when `--store` names a shared PostgreSQL database. */
   fleet?: FleetSettings;
+  /** The warm pool's bounds (`agent-idle-timeout`, `max-warm-agents`; `docs/runs.md`). */
+  warmAgents: WarmPoolSettings;
 }
 
 /** Connection limits, in the units of the flags. */
@@ -189,6 +197,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       jwtSecret: server["n8n-jwt-secret"] as string | undefined,
       outputKey: server["n8n-output-key"] as string,
       waitSeconds: server["n8n-wait-seconds"] as number,
+      mergeMs: server["n8n-merge-ms"] as number,
     },
     runDefaults,
     daemon: {
@@ -208,6 +217,10 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       keepAliveTimeout: server["keep-alive-timeout"] as number,
     },
     fleet: fleetSettings(server, await secretOption(server, "cluster-token")),
+    warmAgents: {
+      idleTimeout: server["agent-idle-timeout"] as number,
+      maxAgents: server["max-warm-agents"] as number,
+    },
   };
 }
 
@@ -275,6 +288,7 @@ function validateServeConfig(config: ServeConfig): void {
   if (config.maxBodyMb <= 0) {
     throw invalidConfig("max-body-mb: must be greater than 0.");
   }
+  checkWarmPoolOptions(config.warmAgents);
   validateLimits(config);
   if (config.keepaliveSeconds <= 0) {
     throw invalidConfig("keepalive-seconds: must be greater than 0.");

@@ -34,6 +34,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --keepalive-seconds N       keep-alive on silent SSE/NDJSON/n8n streams (default 15)
   --log-level LEVEL           debug | info | warn | error (default info)
   --log-format FORMAT         json | text (default: text on a terminal, else json)
+  --agent-idle-timeout S      seconds an agent stays warm between runs (default 300; 0 off)
+  --max-warm-agents N         warm agents at most, LRU stopped first (default 16)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
@@ -42,6 +44,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --n8n-jwt-secret SECRET     shared secret for jwt auth (HS256/HS384/HS512)
   --n8n-output-key KEY        answer key for stream=false (default response)
   --n8n-wait-seconds N        wait for a busy conversation (default 60)
+  --n8n-merge-ms MS           send deltas within MS of the last item as one
+                              item (default 250; 0 = one item per delta)
   --daemon-enabled            listen for runner daemons (coding-relay-v1)
   --daemon-host ADDR          daemon hub address (default 127.0.0.1)
   --daemon-port N             daemon hub port (default 8766)

@@ -43,6 +43,8 @@ const SERVER_KEYS: Record<string, ServerKey> = {
     choices: ["debug", "info", "warn", "error"],
   },
   "log-format": { kind: "string", choices: ["json", "text"] },
+  "agent-idle-timeout": { kind: "number", default: 300 },
+  "max-warm-agents": { kind: "number", default: 16 },
   "n8n-auth": {
     kind: "string",
     default: "none",
@@ -55,6 +57,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "n8n-jwt-secret": { kind: "string" },
   "n8n-output-key": { kind: "string", default: "response" },
   "n8n-wait-seconds": { kind: "number", default: 60 },
+  "n8n-merge-ms": { kind: "number", default: 250 },
   "daemon-enabled": { kind: "bool", default: false },
   "daemon-host": { kind: "string", default: "127.0.0.1" },
   "daemon-port": { kind: "number", default: 8766 },

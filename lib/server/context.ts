@@ -13,6 +13,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { RunManager, StartOutcome } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
+import type { WarmAgentsView } from "../run/warm_pool.ts";
 import { redactSecrets } from "../secrets.ts";
 import type { ServeConfig } from "./config.ts";
 import type { RunStore } from "../store/types.ts";
@@ -38,6 +39,8 @@ export interface ServerAppOptions {
   daemons?: DaemonsView;
   /** Aborted when the server stops: ends requests forwarded to other replicas. */
   stopping?: AbortSignal;
+  /** The warm pool (`GET`/`DELETE /v1/agents`, `/metrics`). */
+  warmAgents?: WarmAgentsView;
   /** Live events held per stream reader before it catches up from the store. */
   maxPendingEvents?: number;
 }
@@ -55,10 +58,12 @@ export interface ServerContext extends
   Required<
     Omit<
       ServerAppOptions,
-      "secrets" | "daemons" | "stopping" | "maxPendingEvents"
+      "secrets" | "daemons" | "stopping" | "warmAgents" | "maxPendingEvents"
     >
   > {
   daemons?: DaemonsView;
+  /** The warm pool, when the runner keeps one. */
+  warmAgents?: WarmAgentsView;
   /** Live events held per stream reader (default: the stream's own). */
   maxPendingEvents?: number;
   /** Routes requests to the replica owning them, when this replica is in a fleet. */

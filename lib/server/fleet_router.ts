@@ -54,6 +54,14 @@ export interface FleetRouter {
   /** Forwards a request about a run active on another live replica; undefined: serve it here. */
   forRun(c: Context, runId: string): Promise<Response | undefined>;
   /**
+   * Forwards a request to the conversation's owner when that is another live
+   * replica, without claiming the conversation; undefined: serve it here.
+   */
+  toConversationOwner(
+    c: Context,
+    conversationId: string,
+  ): Promise<Response | undefined>;
+  /**
    * Forwards a run for a daemon whose socket another live replica holds;
    * refuses a daemon fenced anywhere in the fleet; undefined: serve it here.
    */
@@ -124,6 +132,12 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
       if (!owner || owner.self || !owner.alive) return undefined;
       return await forward(c, owner);
     },
+    async toConversationOwner(c, conversationId) {
+      if (isForwarded(c)) return undefined;
+      const owner = await lookup(fleet.conversationOwner(conversationId));
+      if (!owner || owner.self || !owner.alive) return undefined;
+      return await forward(c, owner);
+    },
     async forDaemon(c, daemonId) {
       if (isForwarded(c)) return undefined;
       const holder = await lookup(fleet.daemonHolder(daemonId));
@@ -137,6 +151,20 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
       return undefined;
     },
   };
+}
+
+/**
+ * In a fleet: forwards a request about a run that is not active here but is
+ * active on another live replica (cancel, input, events, permission answers);
+ * undefined: serve it here.
+ */
+export async function routeRunRequest(
+  c: Context,
+  routing: { fleet?: FleetRouter; manager: { get(runId: string): unknown } },
+  runId: string,
+): Promise<Response | undefined> {
+  if (!routing.fleet || routing.manager.get(runId)) return undefined;
+  return await routing.fleet.forRun(c, runId);
 }
 
 /** Sends the request to `owner` and passes its answer back as it streams. */

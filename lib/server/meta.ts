@@ -7,6 +7,7 @@
 
 import type { Hono } from "hono";
 import { RunnerError } from "../errors.ts";
+import { warmAgentMetricLines } from "./agents.ts";
 import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { listProviders } from "../providers.ts";
@@ -72,7 +73,7 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
         await ctx.metrics.render(
           manager.active().length,
           await daemonGauges(ctx),
-        ),
+        ) + warmAgentMetricLines(ctx).map((line) => `${line}\n`).join(""),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",
@@ -155,6 +156,9 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
 
   app.delete("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
+    // In a fleet the owner answers: its warm agents hold the sessions.
+    const forwarded = await ctx.fleet?.toConversationOwner(c, conversationId);
+    if (forwarded) return forwarded;
     const active = await activeRunOf(ctx, conversationId);
     if (active) {
       throw new RunnerError(
@@ -162,9 +166,12 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
         `Conversation ${conversationId} has an active run (${active}); cancel it first (POST /v1/runs/${active}/cancel).`,
       );
     }
+    const deletedSessions = await store.deleteSessions(conversationId);
+    // The conversation's warm agents hold the forgotten sessions: stop them.
+    await ctx.warmAgents?.forgetConversation(conversationId);
     return c.json({
       conversation_id: conversationId,
-      deleted_sessions: await store.deleteSessions(conversationId),
+      deleted_sessions: deletedSessions,
     });
   });
 }

@@ -30,6 +30,7 @@ import { resolveCallerConfig } from "./policy.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
 import { optionalId, requestedFormat } from "./run_fields.ts";
 import { followRunEvents, textStream } from "./stream.ts";
+import { mergeDeltas } from "./delta_merge.ts";
 
 /** Options for {@linkcode startWhenConversationIdle}. */
 export interface StartWhenIdleOptions<T> {
@@ -287,6 +288,8 @@ async function startN8nRun(
       conversationId,
       input: { text: request.text },
       config: request.runConfig,
+      permissionAskUnavailable:
+        "the n8n webhook has no way to answer permission requests",
     }, { steer: false });
   const { run } = conversationId
     ? await startWhenConversationIdle({
@@ -310,7 +313,10 @@ const END_LINE = JSON.stringify({ type: "end" }) + "\n";
 /** The run's output as n8n's stream of JSON objects, one per line. */
 function n8nStreamResponse(answer: N8nAnswer): Response {
   const { ctx, run } = answer;
-  const follower = followRunEvents({ store: ctx.store, runId: run.runId, run });
+  const follower = mergeDeltas(
+    followRunEvents({ store: ctx.store, runId: run.runId, run }),
+    ctx.config.n8n.mergeMs,
+  );
   const state: N8nItemState = {
     streamed: false,
     wrote: false,

@@ -10,6 +10,7 @@
 import type { RunEvent } from "../events.ts";
 import type { RunStore } from "../store/types.ts";
 import { redactSecrets } from "../secrets.ts";
+import { finalMessage } from "./stream_shape.ts";
 
 /** How a failure's code reads to a chat user, by code or code family. */
 const FAILURE_LEADS: Array<[RegExp, string]> = [
@@ -76,13 +77,8 @@ export async function storedAnswer(
   const events = await store.getEvents(runId);
   const failed = events.find((event) => event.type === "run.failed");
   if (failed) return failureText(failed, secrets);
-  for (let index = events.length - 1; index >= 0; index--) {
-    const message = events[index].data.message as
-      | { content?: unknown }
-      | undefined;
-    if (typeof message?.content === "string") return message.content;
-  }
-  return "";
+  // Stored events are lean: the answer comes back from its deltas.
+  return finalMessage(events);
 }
 
 /** A `run.failed` event as a readable line, secrets redacted. */

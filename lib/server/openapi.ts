@@ -14,8 +14,10 @@ import {
   operatorPaths,
   runCollectionPaths,
   singleRunPaths,
+  warmAgentPaths,
 } from "./openapi_paths.ts";
 import { componentSchemas } from "./openapi_schemas.ts";
+import { approvalPaths } from "./openapi_approval_paths.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -32,6 +34,13 @@ function parameters(): Record<string, Schema> {
       name: "stream",
       in: "query",
       description: "false: answer with one JSON document after the run ends.",
+      schema: { type: "boolean" },
+    },
+    AllContent: {
+      name: "all_content",
+      in: "query",
+      description:
+        "true: events in the full form (docs/events.md): all_content on deltas while the message is under 64 KiB, the text on completions. Default: the lean, stored form.",
       schema: { type: "boolean" },
     },
     After: {
@@ -110,7 +119,9 @@ export function openApiDocument(): Record<string, unknown> {
       ...runCollectionPaths(),
       ...singleRunPaths(),
       ...operatorPaths(),
+      ...warmAgentPaths(),
       ...n8nPaths(),
+      ...approvalPaths(),
     },
   };
 }

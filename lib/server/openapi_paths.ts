@@ -22,7 +22,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     "Invalid request or run config (`http.bad_request`, `config.invalid`, `provider.*`, `prompt.attachment_invalid`).",
   401: "Missing or wrong credentials (`http.unauthorized`).",
   403: "A run setting the operator did not allow (`http.forbidden`).",
-  404: "Unknown run, conversation or daemon hub (`http.not_found`).",
+  404:
+    "Unknown run, conversation, daemon hub or idle warm agent (`http.not_found`).",
   409:
     "The run or conversation does not allow this now (`http.conflict`, `http.conversation_busy`).",
   413:
@@ -40,7 +41,7 @@ const ERROR_HEADERS: Record<number, Record<string, Schema>> = {
 };
 
 /** Error responses in the one error shape, for `statuses`, plus `default`. */
-function errors(...statuses: number[]): Record<string, Schema> {
+export function errors(...statuses: number[]): Record<string, Schema> {
   const error = { "application/json": { schema: ref("Error") } };
   return {
     ...Object.fromEntries(statuses.map((status) => [String(status), {
@@ -53,7 +54,11 @@ function errors(...statuses: number[]): Record<string, Schema> {
 }
 
 /** A JSON response. */
-function json(schema: Schema, description = "OK", headers?: Schema): Schema {
+export function json(
+  schema: Schema,
+  description = "OK",
+  headers?: Schema,
+): Schema {
   return {
     description,
     ...(headers ? { headers } : {}),
@@ -134,6 +139,7 @@ export function runCollectionPaths(): Record<string, Schema> {
           "Start a run (or steer the conversation's active run); a repeated run_id or Idempotency-Key re-attaches",
         parameters: [
           param("Stream"),
+          param("AllContent"),
           param("IdempotencyKey"),
           param("LastEventId"),
         ],
@@ -152,6 +158,10 @@ export function runCollectionPaths(): Record<string, Schema> {
             config: ref("RunConfig"),
             assets: { type: "object", description: "docs/assets.md" },
             stream: { type: "boolean" },
+            all_content: {
+              type: "boolean",
+              description: "Like ?all_content=true (the query wins).",
+            },
           },
         }),
         responses: {
@@ -196,8 +206,8 @@ export function singleRunPaths(): Record<string, Schema> {
       get: {
         operationId: "getRun",
         summary: "A run with its events so far",
-        parameters: [param("RunId")],
-        responses: { "200": json(ref("Run")), ...errors(401, 404) },
+        parameters: [param("RunId"), param("AllContent")],
+        responses: { "200": json(ref("Run")), ...errors(400, 401, 404) },
       },
     },
     "/v1/runs/{id}/events": {
@@ -210,6 +220,7 @@ export function singleRunPaths(): Record<string, Schema> {
           param("After"),
           param("LastEventId"),
           param("Stream"),
+          param("AllContent"),
         ],
         responses: {
           "200": eventStream("RunEvents", false),
@@ -301,6 +312,37 @@ export function operatorPaths(): Record<string, Schema> {
         responses: {
           "200": json(ref("ConversationForgotten")),
           ...errors(400, 401, 409),
+        },
+      },
+    },
+  };
+}
+
+/** `/v1/agents`: the warm pool (`docs/runs.md`, "Warm agents"). */
+export function warmAgentPaths(): Record<string, Schema> {
+  return {
+    "/v1/agents": {
+      get: {
+        operationId: "listWarmAgents",
+        summary:
+          "Warm agents idle between a conversation's runs (conversation, provider, idle since)",
+        responses: { "200": json(ref("WarmAgents")), ...errors(401) },
+      },
+    },
+    "/v1/agents/{id}": {
+      delete: {
+        operationId: "stopWarmAgent",
+        summary:
+          "Stop an idle warm agent (the conversation's next run starts cold)",
+        parameters: [{
+          name: "id",
+          in: "path",
+          required: true,
+          schema: { type: "string" },
+        }],
+        responses: {
+          "200": json(ref("WarmAgentStopped")),
+          ...errors(401, 404),
         },
       },
     },

@@ -96,6 +96,11 @@ function runSchemas(): Record<string, Schema> {
     Steered: object({ run_id: string, steered: { const: true } }),
     Queued: object({ run_id: string, queued: { const: true } }),
     Cancelled: object({ run_id: string, status: string, code: nullableString }),
+    PermissionAnswered: object({
+      run_id: string,
+      request_id: string,
+      answered: { const: true },
+    }),
   };
 }
 
@@ -179,6 +184,27 @@ function serviceSchemas(): Record<string, Schema> {
   };
 }
 
+/** `GET`/`DELETE /v1/agents`: the warm pool. */
+function warmAgentSchemas(): Record<string, Schema> {
+  return {
+    WarmAgents: object({
+      agents: {
+        type: "array",
+        description: "Least recently used first.",
+        items: object({
+          agent_id: string,
+          conversation_id: string,
+          provider: string,
+          location: string,
+          session_id: string,
+          idle_since: timestamp,
+        }),
+      },
+    }),
+    WarmAgentStopped: object({ agent_id: string, stopped: { const: true } }),
+  };
+}
+
 function n8nSchemas(): Record<string, Schema> {
   return {
     N8nRequest: {
@@ -228,5 +254,10 @@ function n8nSchemas(): Record<string, Schema> {
 
 /** Every component schema of the document. */
 export function componentSchemas(): Record<string, Schema> {
-  return { ...serviceSchemas(), ...runSchemas(), ...n8nSchemas() };
+  return {
+    ...serviceSchemas(),
+    ...runSchemas(),
+    ...warmAgentSchemas(),
+    ...n8nSchemas(),
+  };
 }

@@ -8,7 +8,6 @@
 
 import type { Context } from "hono";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
 import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { StreamFormat } from "./stream.ts";
 import type { RunRecord } from "../store/types.ts";
@@ -96,16 +95,4 @@ export function runView(
       ? new Date(record.finishedAt).toISOString()
       : null,
   };
-}
-
-/** The final assistant message of an event list. */
-export function finalMessage(events: RunEvent[]): string {
-  for (let index = events.length - 1; index >= 0; index--) {
-    const event = events[index];
-    if (event.type === "run.completed" || event.type === "message.completed") {
-      const message = event.data.message as { content?: unknown } | undefined;
-      if (typeof message?.content === "string") return message.content;
-    }
-  }
-  return "";
 }

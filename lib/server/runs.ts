@@ -11,6 +11,7 @@ import { RunnerError } from "../errors.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
+import { routeRunRequest } from "./fleet_router.ts";
 import {
   failIfOrphaned,
   failOrphanedRuns,
@@ -24,12 +25,17 @@ import {
   type RunToAnswer,
 } from "./idempotency.ts";
 import {
-  finalMessage,
   optionalId,
   parseRunInput,
   requestedFormat,
   runView,
 } from "./run_fields.ts";
+import {
+  finalMessage,
+  shapeEvents,
+  shapeStream,
+  wantsAllContent,
+} from "./stream_shape.ts";
 import {
   eventStreamResponse,
   followRunEvents,
@@ -107,57 +113,64 @@ function parseStartBody(
   };
 }
 
-/** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
-function registerStartRoute(app: Hono, ctx: ServerContext): void {
+/** Answers a started (or re-attached) run as a stream or, once ended, as JSON. */
+async function respondWithRun(
+  c: Context,
+  ctx: ServerContext,
+  answer: RunToAnswer,
+  { format, allContent }: {
+    format: StreamFormat | "json";
+    allContent: boolean;
+  },
+): Promise<Response> {
   const { store } = ctx;
-  const steeredPosts = createSteeredPosts();
-
-  async function respondWithRun(
-    c: Context,
-    answer: RunToAnswer,
-    format: StreamFormat | "json",
-  ) {
-    const { runId, run, after } = answer;
-    if (format !== "json") {
-      return eventStreamResponse(
-        followRunEvents({
-          store,
-          runId,
-          run,
-          after,
-          maxPendingEvents: ctx.maxPendingEvents,
-        }),
-        format,
-        {
-          headers: { "x-run-id": runId },
-          keepaliveMs: ctx.config.keepaliveSeconds * 1000,
-        },
-      );
-    }
-    await run?.done;
-    const events = await store.getEvents(runId);
-    const record = await store.getRun(runId);
-    return c.json(
-      ctx.redact({
-        run_id: runId,
-        conversation_id: answer.conversationId ?? null,
-        status: record?.status ?? "failed",
-        code: record?.code ?? null,
-        error: record?.error ?? null,
-        message: finalMessage(events),
-        events,
-      }),
-      200,
-      { "x-run-id": runId },
+  const { runId, run, after } = answer;
+  if (format !== "json") {
+    const follower = followRunEvents({
+      store,
+      runId,
+      run,
+      after,
+      maxPendingEvents: ctx.maxPendingEvents,
+    });
+    return eventStreamResponse(
+      shapeStream(follower, { store, runId, after, allContent }),
+      format,
+      {
+        headers: { "x-run-id": runId },
+        keepaliveMs: ctx.config.keepaliveSeconds * 1000,
+      },
     );
   }
+  await run?.done;
+  const events = shapeEvents(await store.getEvents(runId), allContent);
+  const record = await store.getRun(runId);
+  return c.json(
+    ctx.redact({
+      run_id: runId,
+      conversation_id: answer.conversationId ?? null,
+      status: record?.status ?? "failed",
+      code: record?.code ?? null,
+      error: record?.error ?? null,
+      message: finalMessage(events),
+      events,
+    }),
+    200,
+    { "x-run-id": runId },
+  );
+}
+
+/** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
+function registerStartRoute(app: Hono, ctx: ServerContext): void {
+  const steeredPosts = createSteeredPosts();
 
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
+    const allContent = wantsAllContent(c, body.all_content);
     const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
     // In a fleet, a repeat of a run active on another replica re-attaches there.
-    const owner = runId ? await routeRun(c, ctx, runId) : undefined;
+    const owner = runId ? await routeRunRequest(c, ctx, runId) : undefined;
     if (owner) return owner;
     const repeat = runId
       ? await answerRepeat(c, {
@@ -169,7 +182,9 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       })
       : undefined;
     if (repeat instanceof Response) return repeat;
-    if (repeat) return await respondWithRun(c, repeat, format);
+    if (repeat) {
+      return await respondWithRun(c, ctx, repeat, { format, allContent });
+    }
     const request = { ...parseStartBody(body, ctx.config), runId };
     const forwarded = await routeStart(c, ctx, request);
     if (forwarded) return forwarded;
@@ -179,11 +194,11 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
     const { run } = outcome;
-    return await respondWithRun(c, {
+    return await respondWithRun(c, ctx, {
       runId: run.runId,
       conversationId: run.conversationId,
       run,
-    }, format);
+    }, { format, allContent });
   });
 }
 
@@ -206,16 +221,6 @@ async function routeStart(
     return await ctx.fleet.forConversation(c, conversationId, { force: true });
   }
   return await ctx.fleet.forConversation(c, conversationId);
-}
-
-/** In a fleet: forwards a request about a run active on another replica. */
-async function routeRun(
-  c: Context,
-  ctx: ServerContext,
-  runId: string,
-): Promise<Response | undefined> {
-  if (!ctx.fleet || ctx.manager.get(runId)) return undefined;
-  return await ctx.fleet.forRun(c, runId);
 }
 
 /** The filter of `GET /v1/runs`, from its query. */
@@ -261,31 +266,34 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
 
   app.get("/v1/runs/:id", async (c) => {
     const runId = c.req.param("id");
-    const forwarded = await routeRun(c, ctx, runId);
+    const forwarded = await routeRunRequest(c, ctx, runId);
     if (forwarded) return forwarded;
     const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
+    const events = await store.getEvents(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
-      events: await store.getEvents(runId),
+      events: shapeEvents(events, wantsAllContent(c)),
     }));
   });
 
   app.get("/v1/runs/:id/events", async (c) => {
     const runId = c.req.param("id");
-    const forwarded = await routeRun(c, ctx, runId);
+    const forwarded = await routeRunRequest(c, ctx, runId);
     if (forwarded) return forwarded;
     const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
+    const allContent = wantsAllContent(c);
     if (format === "json") {
+      const events = allContent
+        ? shapeEvents(await store.getEvents(runId), true).filter((event) =>
+          (event.sequence ?? 0) > after
+        )
+        : await store.getEvents(runId, { after });
       return c.json(
-        ctx.redact({
-          run_id: runId,
-          status: record.status,
-          events: await store.getEvents(runId, { after }),
-        }),
+        ctx.redact({ run_id: runId, status: record.status, events }),
       );
     }
     const run = manager.get(runId);
@@ -297,15 +305,16 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
       // EventSource to stop reconnecting.
       return c.body(null, 204);
     }
+    const follower = followRunEvents({
+      store,
+      runId,
+      run,
+      after,
+      maxPendingEvents: ctx.maxPendingEvents,
+      failIfOrphaned: (id) => failIfOrphaned(store, id, ctx.log),
+    });
     return eventStreamResponse(
-      followRunEvents({
-        store,
-        runId,
-        run: manager.get(runId),
-        after,
-        maxPendingEvents: ctx.maxPendingEvents,
-        failIfOrphaned: (id) => failIfOrphaned(store, id, ctx.log),
-      }),
+      shapeStream(follower, { store, runId, after, allContent }),
       format,
       { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
     );
@@ -318,7 +327,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
-    const forwarded = await routeRun(c, ctx, runId);
+    const forwarded = await routeRunRequest(c, ctx, runId);
     if (forwarded) return forwarded;
     const body = await readJsonObject(c);
     const input = parseRunInput(
@@ -362,7 +371,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
 
   app.post("/v1/runs/:id/cancel", async (c) => {
     const runId = c.req.param("id");
-    const forwarded = await routeRun(c, ctx, runId);
+    const forwarded = await routeRunRequest(c, ctx, runId);
     if (forwarded) return forwarded;
     const run = manager.get(runId);
     if (run) {

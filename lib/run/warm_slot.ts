@@ -1,0 +1,130 @@
+/**
+ * A run's place in the warm pool, as the run manager and the daemon's job
+ * runner build it: the cold launch wrapped so its agent can be shared, the
+ * warm agent taken for the run (with its MCP endpoint handed over to this
+ * run), and the agent kept when the run completes. See `docs/runs.md`.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import type { AgentTransport, WarmSlot } from "./types.ts";
+import type { AgentCompanion, IdleAgent, WarmPool } from "./warm_pool.ts";
+import { shareAgent, type SharedAgent } from "./warm_transport.ts";
+
+/** What a run that adopted a warm agent holds of its companion. */
+export interface AdoptedCompanion {
+  /** Text prepended to the run's first prompt (the run-scope note). */
+  promptPrefix?: string;
+  /** Ends the run's hold (its grant) when the run ends. */
+  release(): void;
+}
+
+/** Options for {@linkcode createWarmLaunch}. */
+export interface WarmLaunchOptions {
+  /** The pool. */
+  pool: WarmPool;
+  /** Everything that makes the run's target ({@linkcode warmTargetKey}). */
+  target: string;
+  /** Shown by `GET /v1/agents`. */
+  labels: { conversation: string; provider: string; location: string };
+  /** The session the store holds for the conversation; nothing is taken without one. */
+  storedSessionId?: string;
+  /** Starts the agent (the location). */
+  launch(signal: AbortSignal): Promise<AgentTransport>;
+  /** Hands a warm agent's companion to this run (throws for a bad request). */
+  adopt?(companion: AgentCompanion | undefined): AdoptedCompanion;
+  /** The companion of the agent this run started, once that agent is kept. */
+  keepCompanion?(): AgentCompanion | undefined;
+  /** Structured log. */
+  log: (entry: Record<string, unknown>) => void;
+}
+
+/** A run's launch and warm slot. */
+export interface WarmLaunch {
+  /** The cold launch: the location's, with the agent made shareable. */
+  launch(signal: AbortSignal): Promise<AgentTransport>;
+  /** For the engine's `warm` option. */
+  slot: WarmSlot;
+  /** Whether the run's agent went to the pool. */
+  readonly kept: boolean;
+  /** Ends the run's hold on an adopted companion (call when the run ends). */
+  release(): void;
+}
+
+/** A digest of the values that make a target; equal digests mean the same target. */
+export function warmTargetKey(parts: Record<string, unknown>): string {
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+}
+
+/** Builds a run's launch and warm slot over `options.pool`. */
+export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
+  const { pool, log } = options;
+  const keyOf = (sessionId: string) => `${options.target}:${sessionId}`;
+  let shared: SharedAgent | undefined;
+  let taken: IdleAgent | undefined;
+  let adopted: AdoptedCompanion | undefined;
+  let kept = false;
+  let claim: { sessionId: string; release(): void } | undefined;
+  const slot: WarmSlot = {
+    async take() {
+      const sessionId = options.storedSessionId;
+      if (!sessionId || !pool.enabled) return undefined;
+      claim = { sessionId, release: pool.claim(sessionId) };
+      const agent = await pool.take(keyOf(sessionId), sessionId);
+      if (!agent) return undefined;
+      try {
+        adopted = options.adopt?.(agent.companion);
+      } catch (error) {
+        await pool.discard(agent);
+        throw error;
+      }
+      taken = agent;
+      shared = agent.agent;
+      const view = shared.lend({ quietUntilFirstWrite: true });
+      log({ msg: "warm agent taken", agent_id: agent.id });
+      return {
+        transport: {
+          ...view,
+          promptPrefix: adopted?.promptPrefix,
+          teardown: () => pool.discard(agent),
+        },
+        sessionId: agent.sessionId,
+        promptCapabilities: agent.promptCapabilities,
+      };
+    },
+    keep({ sessionId, promptCapabilities }) {
+      const claimed = claim?.sessionId === sessionId;
+      if (!shared || shared.gone || shared.unusable) return false;
+      if (!pool.accepts(sessionId, claimed)) return false;
+      const companion = taken ? taken.companion : options.keepCompanion?.();
+      shared.detach();
+      pool.keep({
+        id: taken?.id,
+        key: keyOf(sessionId),
+        ...options.labels,
+        sessionId,
+        promptCapabilities,
+        agent: shared,
+        companion,
+      });
+      kept = true;
+      return true;
+    },
+  };
+  return {
+    async launch(signal) {
+      const raw = await options.launch(signal);
+      shared = shareAgent(raw, { log });
+      return { ...raw, ...shared.lend() };
+    },
+    slot,
+    get kept() {
+      return kept;
+    },
+    release() {
+      adopted?.release();
+      claim?.release();
+    },
+  };
+}

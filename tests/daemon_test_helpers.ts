@@ -1,0 +1,80 @@
+/**
+ * A `runner serve` with its daemon hub enabled and a real `runner daemon`
+ * subprocess dialling in, for end-to-end daemon tests.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { spawnCli, tempDir } from "./helpers.ts";
+import { startServe } from "./serve_test_helpers.ts";
+
+/** The hub token the serve-plus-daemon tests share. */
+export const DAEMON_TOKEN = "serve-daemon-test-Zp4Qr8Wm2Kx6Ty1Bn5Vc9Hd3";
+
+/** Starts `runner daemon` dialling `url`; `connected` resolves once the hub accepted it. */
+export function daemonProcess(
+  url: string,
+  daemonId: string,
+  tokenFile: string,
+) {
+  const child = spawnCli([
+    "daemon",
+    "--url",
+    url,
+    "--daemon-id",
+    daemonId,
+    "--token-file",
+    tokenFile,
+    "--data-dir",
+    tempDir(),
+  ]);
+  let text = "";
+  const ready = Promise.withResolvers<void>();
+  const drained = (async () => {
+    for await (
+      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
+    }
+    ready.reject(new Error(`daemon exited: ${text}`));
+  })();
+  const connected = ready.promise;
+  return {
+    connected,
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already exited */ }
+      await child.status;
+      await child.stdout.cancel();
+      await connected.catch(() => {});
+      await drained;
+    },
+  };
+}
+
+/** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */
+export async function serveWithDaemon(daemonId: string) {
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hubLine = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const tokenFile = join(tempDir(), "token");
+  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
+  return {
+    serve,
+    daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile),
+  };
+}

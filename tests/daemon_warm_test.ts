@@ -1,0 +1,155 @@
+/**
+ * The daemon keeps its own warm pool: through a real `runner serve` hub and a
+ * real `runner daemon`, the second message of a conversation reuses the
+ * daemon's agent (only `session/prompt`), its MCP proxy answers with the
+ * current run's assets, the session id stays the conversation's, and the
+ * daemon's SIGTERM leaves no agent behind.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  assertAgentGone,
+  fixtureCommand,
+  isAlive,
+  spawnCli,
+  tempDir,
+} from "./helpers.ts";
+import { startServe } from "./serve_test_helpers.ts";
+import {
+  answers,
+  listAgents,
+  recordByProcess,
+  sendMessage,
+} from "./warm_helpers.ts";
+import { readRecord } from "./helpers.ts";
+
+const DAEMON_TOKEN = "daemon-warm-test-Hq3Vt8Lm1Zx5Pk9Wc2Nb7Rd4";
+
+/** A `runner daemon` dialling `url`; resolves `connected` once the hub took it. */
+function startDaemon(url: string, daemonId: string) {
+  const tokenFile = join(tempDir(), "token");
+  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
+  const child = spawnCli([
+    "daemon",
+    "--url",
+    url,
+    "--daemon-id",
+    daemonId,
+    "--token-file",
+    tokenFile,
+    "--data-dir",
+    tempDir(),
+  ]);
+  let text = "";
+  const connected = Promise.withResolvers<void>();
+  const drained = (async () => {
+    for await (
+      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      if (text.includes(`connected to the hub as ${daemonId}`)) {
+        connected.resolve();
+      }
+    }
+    connected.reject(new Error(`daemon exited: ${text}`));
+  })();
+  connected.promise.catch(() => {});
+  return {
+    connected: connected.promise,
+    logs: () => text,
+    async stop(): Promise<number> {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already exited */ }
+      const status = await child.status;
+      await child.stdout.cancel();
+      await drained;
+      return status.code;
+    },
+  };
+}
+
+Deno.test("the daemon keeps its own warm agent: the next message of the conversation is only a prompt there, with that run's assets", async () => {
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hub = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const daemon = startDaemon(String(hub.url), "desk");
+  let stopped = false;
+  try {
+    await daemon.connected;
+    const record = join(tempDir(), "record.jsonl");
+    const pidFile = join(tempDir(), "pids.json");
+    const config = {
+      provider: "custom",
+      location: "daemon",
+      "daemon-id": "desk",
+      workspace: tempDir(),
+      "acp-command": fixtureCommand(
+        "--mcp-http",
+        "--mcp-call",
+        "--mcp-tool",
+        "langbot_get_current_event",
+        "--record",
+        record,
+        "--grandchild",
+        "--pid-file",
+        pidFile,
+      ),
+    };
+    const send = (text: string) =>
+      sendMessage(serve, { conversation_id: "desk-chat", text, config });
+
+    const first = await send("first message");
+    assert.equal(first.agent, "cold");
+    const sessionId = first.events.find((event) =>
+      event.type === "state.updated"
+    )?.data.value;
+    assert.ok(sessionId, "the first job reports its new session");
+
+    const second = await send("second message");
+    assert.equal(second.agent, "warm");
+    assert.match(answers(second)[0], /^echo: second message \(turn 2\)/);
+    const processes = recordByProcess(record);
+    assert.equal(processes.length, 1, "the daemon started one agent");
+    assert.deepEqual(processes[0].methods, [
+      "initialize",
+      "session/new",
+      "session/prompt",
+      "session/prompt",
+    ]);
+    const calls = readRecord(record).filter((line) =>
+      line.event === "mcp" && line.method === "tools/call"
+    ).map((line) => JSON.stringify(line.body));
+    assert.ok(calls[0].includes("first message"), calls[0]);
+    assert.ok(calls[1].includes("second message"), calls[1]);
+
+    const conversation =
+      await (await fetch(`${serve.url}/v1/conversations/desk-chat`)).json();
+    assert.equal(conversation.sessions[0].session_id, sessionId);
+    // The pool is the daemon's own; the hub keeps none for daemon runs.
+    assert.deepEqual(await listAgents(serve), []);
+
+    assert.ok(isAlive(processes[0].pid), "the warm agent idles on the daemon");
+    assert.equal(await daemon.stop(), 0);
+    stopped = true;
+    // Its TERM-ignoring grandchild too: the warm agent's group was torn down.
+    assertAgentGone(pidFile);
+  } finally {
+    if (!stopped) await daemon.stop();
+    await serve.stop("SIGTERM");
+  }
+});
