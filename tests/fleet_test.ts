@@ -15,6 +15,7 @@ import {
   terminals,
 } from "./serve_test_helpers.ts";
 import { eventually, type Replica, startReplica } from "./fleet_helpers.ts";
+import { listAgents, recordByProcess } from "./warm_helpers.ts";
 
 const cluster = clusterForThisFile();
 
@@ -172,6 +173,59 @@ test("a conversation's second run posted to B is forwarded to A and reuses the s
     const onB = await (await fetch(`${b.url}/v1/conversations/conv-affinity`))
       .json();
     assert.equal(onB.sessions.length, 1);
+  });
+});
+
+test("a permission answer posted to B reaches A's run; the warm agent stays on A, and deleting the conversation on B stops it", async () => {
+  await withFleet(async (a, b) => {
+    const dir = await tempDir();
+    const record = join(dir, "record.jsonl");
+    const started = await postJson(`${a.url}/v1/runs`, {
+      conversation_id: "conv-ask",
+      input: { text: "write the file" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), ["--permission", "--record", record]),
+        "permission-decision": "ask",
+      },
+    });
+    const events: RunEvent[] = [];
+    const stream = readSse(started.body!);
+    await readUntil(stream, events, (m) => m.event === "permission.requested");
+    const requested = events.at(-1)!;
+    const answered = await postJson(
+      `${b.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
+      { option_id: "allow_once" },
+    );
+    assert.equal(answered.status, 200);
+    assert.equal(answered.headers.get("x-runner-replica"), "a");
+    assert.deepEqual(await answered.json(), {
+      run_id: requested.run_id,
+      request_id: requested.data.request_id,
+      answered: true,
+    });
+    for await (const message of stream) events.push(JSON.parse(message.data));
+    const decided = events.find((e) => e.type === "permission.decided")!;
+    assert.equal(decided.data.decision, "allow_once");
+    assert.equal(decided.data.by, "caller");
+    assert.equal(terminals(events)[0].type, "run.completed");
+
+    // Warm agents are per replica: the conversation's agent idles on A only.
+    const [warm] = await listAgents(a);
+    assert.equal(warm.conversation_id, "conv-ask");
+    assert.deepEqual(await listAgents(b), []);
+    const [agent] = recordByProcess(record);
+    assert.ok(isAlive(agent.pid), "the warm agent idles on A");
+
+    const deleted = await fetch(`${b.url}/v1/conversations/conv-ask`, {
+      method: "DELETE",
+    });
+    assert.equal(deleted.headers.get("x-runner-replica"), "a");
+    assert.deepEqual(await deleted.json(), {
+      conversation_id: "conv-ask",
+      deleted_sessions: 1,
+    });
+    assert.deepEqual(await listAgents(a), []);
+    assert.ok(!isAlive(agent.pid), "deleting on B stopped A's warm agent");
   });
 });
 
