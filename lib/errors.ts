@@ -112,6 +112,16 @@ export const ERROR_CODES = {
     retryable: true,
     meaning: "The runner stopped while the run was active.",
   },
+  "runner.replica_lost": {
+    retryable: true,
+    meaning:
+      "The fleet replica that ran the run stopped renewing its lease (it died or lost the database).",
+  },
+  "runner.replica_unreachable": {
+    retryable: true,
+    meaning:
+      "The fleet replica that owns the conversation, run or daemon could not be reached.",
+  },
   "runner.shutting_down": {
     retryable: true,
     meaning: "The runner is shutting down and ended the run.",
@@ -123,7 +133,7 @@ export const ERROR_CODES = {
   "store.unavailable": {
     retryable: true,
     meaning:
-      "The run store (SQLite file in the data directory) could not be opened or written.",
+      "The run store (the SQLite file in the data directory, or the fleet's PostgreSQL database) could not be opened or written.",
   },
   "store.schema_too_new": {
     retryable: false,

@@ -19,7 +19,7 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Milliseconds from starting a conversation's second message to its first chunk. */
 async function secondMessage(warm: boolean, delayMs: number): Promise<number> {
   const dataDir = await Deno.makeTempDir({ prefix: "runner-bench-warm-" });
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const pool = createWarmPool({ idleTimeout: warm ? 60 : 0, maxAgents: 4 });
   const manager = createRunManager({ store, warmPool: pool });
   const config = parseRunConfig({

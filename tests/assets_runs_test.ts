@@ -14,7 +14,7 @@ import type { RunResult } from "../lib/run/engine.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { quoteWord } from "../lib/agent/shell_words.ts";
 import { type RunStore } from "../lib/store/types.ts";
-import { openStore } from "../lib/store/open.ts";
+import { openStoreNow } from "./helpers.ts";
 import {
   type RecordingServer,
   sampleSpec,
@@ -42,7 +42,7 @@ interface AssetsHarness {
 
 function assetsHarness(): AssetsHarness {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = openStoreNow(dataDir);
   const logs: Line[] = [];
   const hook = createAssetsHook({ log: (entry) => logs.push(entry) });
   const manager = createRunManager({
@@ -58,7 +58,7 @@ function assetsHarness(): AssetsHarness {
     logs,
     async close() {
       await hook.close();
-      store.close();
+      await store.close();
     },
   };
 }
@@ -102,7 +102,7 @@ async function runFixture(
       : []),
   ];
   const runId = crypto.randomUUID();
-  const started = h.manager.start({
+  const started = await h.manager.start({
     runId,
     conversationId: `conv-${runId}`,
     input: { text: options.text ?? "hello" },
@@ -467,7 +467,7 @@ Deno.test("the asset secrets of a request are redacted from the run's events", a
     assets: { callback: { url: "http://127.0.0.1:9/none", secret } },
   });
   assert.equal(run.result.status, "completed");
-  const stored = JSON.stringify(h.store.getEvents(run.runId));
+  const stored = JSON.stringify(await h.store.getEvents(run.runId));
   assert.ok(stored.includes("[REDACTED]"));
   assert.ok(!stored.includes(secret));
   await h.close();
@@ -645,9 +645,9 @@ Deno.test("append-run-scope-prompt puts the run-scope note, never the token, in 
 
 Deno.test("a bad assets field is refused before the run starts", async () => {
   const h = assetsHarness();
-  const start = (assets: unknown) => {
+  const start = async (assets: unknown) => {
     try {
-      h.manager.start({
+      await h.manager.start({
         input: { text: "x" },
         config: fixtureConfig([]),
         assets: assets as RunAssetsRequest,
@@ -658,23 +658,28 @@ Deno.test("a bad assets field is refused before the run starts", async () => {
     }
     throw new Error("the run started");
   };
-  const unknown = start({ grant: {}, extra: 1 });
+  const unknown = await start({ grant: {}, extra: 1 });
   assert.equal(unknown.code, "config.invalid");
   assert.ok(unknown.message.includes("unknown field(s) extra"));
-  const two = start({ inline: {}, callback: { url: "http://127.0.0.1:9" } });
+  const two = await start({
+    inline: {},
+    callback: { url: "http://127.0.0.1:9" },
+  });
   assert.ok(two.message.includes("at most one source"));
-  const unsigned = start({ callback: { url: "http://127.0.0.1:9" } });
+  const unsigned = await start({ callback: { url: "http://127.0.0.1:9" } });
   assert.equal(unsigned.code, "config.invalid");
   assert.ok(
     unsigned.message.includes("assets.callback.secret is required"),
     unsigned.message,
   );
-  const blank = start({ callback: { url: "http://127.0.0.1:9", secret: " " } });
+  const blank = await start({
+    callback: { url: "http://127.0.0.1:9", secret: " " },
+  });
   assert.ok(
     blank.message.includes("assets.callback.secret must be a non-empty string"),
     blank.message,
   );
-  const bad = start({
+  const bad = await start({
     upstream: { url: "ftp://x", headers: { "bad name": "hidden-value-1" } },
     grant: { tools: [{ tool_name: "" }], history: "yes" },
   });
@@ -689,7 +694,7 @@ Deno.test("a bad assets field is refused before the run starts", async () => {
     assert.ok(bad.message.includes(part), `${part} in ${bad.message}`);
   }
   assert.ok(!bad.message.includes("hidden-value-1"));
-  assert.equal(h.store.listRuns({ limit: 10 }).length, 0);
+  assert.equal((await h.store.listRuns({ limit: 10 })).length, 0);
   await h.close();
 });
 
@@ -697,7 +702,7 @@ Deno.test("backendForRun answers for an active run and forgets it when the run e
   const h = assetsHarness();
   const gate = await makeGate();
   const runId = "run-backend";
-  const started = h.manager.start({
+  const started = await h.manager.start({
     runId,
     input: { text: "hi" },
     config: fixtureConfig(["--mcp-http", "--gate-fifo", gate.path]),

@@ -102,7 +102,7 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
       ["text", " do"],
       ["text", "ne"],
     ];
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig(
         ["--script", JSON.stringify(script)],
@@ -136,7 +136,7 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
     ]);
     assertGapFree(log.events);
     assert.deepEqual(log.messages(), ["Hello world! done"]);
-    assert.deepEqual(h.store.getEvents(run.runId), log.events);
+    assert.deepEqual(await h.store.getEvents(run.runId), log.events);
   } finally {
     await h.close();
   }
@@ -145,7 +145,7 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
 Deno.test("chunks within the window become one delta, flushed before the turn ends and the terminal event", async () => {
   const h = harness({ environment: PLAIN_ENVIRONMENT });
   try {
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig(
         ["--text-parts", JSON.stringify(["a", "b", "c", "d"])],
@@ -177,7 +177,7 @@ Deno.test("a cancel in the middle of a pending batch loses no text and ends with
   const h = harness({ environment: PLAIN_ENVIRONMENT });
   const gate = await makeGate();
   try {
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig(
         [
@@ -210,7 +210,7 @@ Deno.test("a cancel in the middle of a pending batch loses no text and ends with
       1,
     );
     assertGapFree(log.events);
-    assert.deepEqual(h.store.getEvents(run.runId), log.events);
+    assert.deepEqual(await h.store.getEvents(run.runId), log.events);
   } finally {
     await h.close();
   }
@@ -220,7 +220,7 @@ Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
   const h = harness({ environment: PLAIN_ENVIRONMENT });
   try {
     const parts = ["one ", "two ", "three ", "four ", "five"];
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig(["--text-parts", JSON.stringify(parts)], {
         ...NO_SECRETS,
@@ -241,7 +241,7 @@ Deno.test("five slow chunks still show as five deltas with the default window", 
   const gate = await makeGate();
   try {
     const parts = ["1", "2", "3", "4", "5"];
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig([
         "--text-parts",

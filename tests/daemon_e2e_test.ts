@@ -31,7 +31,7 @@ import {
   type RunManager,
 } from "../lib/run/manager.ts";
 import { type RunStore } from "../lib/store/types.ts";
-import { openStore } from "../lib/store/open.ts";
+import { openStoreNow } from "./helpers.ts";
 import { EventLog, makeGate } from "./engine_helpers.ts";
 import {
   fixtureCommand,
@@ -141,7 +141,7 @@ class HubHarness {
     options: { token?: string; assets?: AssetsHook } = {},
   ) {
     const { assets } = options;
-    this.store = openStore({ dataDir });
+    this.store = openStoreNow(dataDir);
     this.hub = createHub({
       token: options.token ?? TOKEN,
       stateDir: join(dataDir, "relay"),
@@ -168,7 +168,7 @@ class HubHarness {
       await this.hub.close();
       await server.close();
       await assets?.close();
-      this.store.close();
+      await this.store.close();
     };
   }
 
@@ -259,7 +259,7 @@ async function startStalledRun(
   options: { text: string; workspace?: string },
 ): Promise<{ run: ManagedRun; log: EventLog; pids: number[] }> {
   const pidFile = join(tempDir(), "pids.json");
-  const { run } = hub.manager.start({
+  const { run } = await hub.manager.start({
     input: { text: options.text },
     config: daemonConfig(daemonId, [
       "--stall-prompt",
@@ -276,7 +276,7 @@ async function startStalledRun(
 Deno.test("a location=daemon run streams the agent's text from the daemon's machine", async () => {
   await withHubAndDaemon("laptop", async (hub) => {
     const record = join(tempDir(), "record.jsonl");
-    const { run } = hub.manager.start({
+    const { run } = await hub.manager.start({
       input: { text: "hello daemon" },
       // delta-coalesce-ms travels in run.start: each chunk stays a delta.
       config: daemonConfig(
@@ -293,7 +293,7 @@ Deno.test("a location=daemon run streams the agent's text from the daemon's mach
     assert.deepEqual(log.messages(), ["echo: hello daemon (turn 1)"]);
     assert.ok(log.events.every((event) => event.run_id === run.runId));
     assertOneTerminalAndIncreasingSequences(log);
-    assert.equal(hub.store.getRun(run.runId)?.status, "completed");
+    assert.equal((await hub.store.getRun(run.runId))?.status, "completed");
     const created = readRecord(record).find((line) =>
       line.method === "session/new"
     );
@@ -313,7 +313,7 @@ Deno.test("the conversation's session survives a daemon restart between runs", a
     dataDir: daemonData,
   });
   try {
-    const first = hub.manager.start({
+    const first = await hub.manager.start({
       conversationId: "conv",
       input: { text: "one" },
       config,
@@ -329,7 +329,7 @@ Deno.test("the conversation's session survives a daemon restart between runs", a
       daemonId: "desk",
       dataDir: daemonData,
     });
-    const second = hub.manager.start({
+    const second = await hub.manager.start({
       conversationId: "conv",
       input: { text: "two" },
       config,
@@ -354,7 +354,7 @@ Deno.test("three follow-ups through the daemon: four turns, one terminal event, 
       "--state-dir",
       tempDir(),
     ]);
-    const started = hub.manager.start({
+    const started = await hub.manager.start({
       conversationId: "c",
       input: { text: "first" },
       config,
@@ -363,7 +363,7 @@ Deno.test("three follow-ups through the daemon: four turns, one terminal event, 
     const log = new EventLog(started.run);
     await log.waitFor(deltaWith("first"));
     for (const text of ["f1", "f2", "f3"]) {
-      const steered = hub.manager.start({
+      const steered = await hub.manager.start({
         conversationId: "c",
         input: { text },
         config,
@@ -509,7 +509,7 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
     assert.ok(existsSync(join(stateDir, markerFileName("crashy"))));
 
     assert.equal(await second.hub.unfence("crashy"), true);
-    const { run } = second.manager.start({
+    const { run } = await second.manager.start({
       input: { text: "again" },
       config: daemonConfig("crashy", [], workspace),
     });
@@ -525,7 +525,7 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
 Deno.test("an MCP request from the agent reaches the hub and the placeholder answer comes back", async () => {
   await withHubAndDaemon("mcp", async (hub) => {
     const record = join(tempDir(), "record.jsonl");
-    const { run } = hub.manager.start({
+    const { run } = await hub.manager.start({
       input: { text: "tools?" },
       config: daemonConfig("mcp", ["--mcp-call", "--record", record]),
     });
@@ -551,7 +551,7 @@ Deno.test("an MCP request from the agent reaches the hub and the placeholder ans
 Deno.test("with the assets layer, the agent's MCP calls through the daemon reach the run's assets", async () => {
   await withHubAndDaemon("assets", async (hub) => {
     const record = join(tempDir(), "record.jsonl");
-    const { run } = hub.manager.start({
+    const { run } = await hub.manager.start({
       input: { text: "what happened?" },
       config: daemonConfig(
         "assets",

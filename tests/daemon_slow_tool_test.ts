@@ -123,7 +123,7 @@ function slowToolHandler(_job: unknown, payload: Json): Promise<Json> {
 
 Deno.test("a tool call longer than several keep-alive timeouts completes against a hub that answers no ping meanwhile; no fence", async () => {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const hub = createHub({
     token: TOKEN,
     stateDir: join(dataDir, "relay"),
@@ -150,7 +150,7 @@ Deno.test("a tool call longer than several keep-alive timeouts completes against
   const daemonLog = new Response(daemon.stderr).text();
   try {
     const record = join(tempDir(), "record.jsonl");
-    const { run } = manager.start({
+    const { run } = await manager.start({
       input: { text: "use the slow tool" },
       config: parseRunConfig({
         provider: "custom",
@@ -197,6 +197,6 @@ Deno.test("a tool call longer than several keep-alive timeouts completes against
     await slowHub.close();
     await hub.close();
     await server.close();
-    store.close();
+    await store.close();
   }
 });

@@ -40,7 +40,7 @@ async function withSteeringHub(
   ) => Promise<void>,
 ): Promise<void> {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
   const server = serveHub({ hub });
   const manager = createRunManager({
@@ -92,7 +92,7 @@ async function withSteeringHub(
     await client;
     await hub.close();
     await server.close();
-    store.close();
+    await store.close();
   }
 }
 
@@ -116,14 +116,17 @@ Deno.test("a failing follow-up job ends the run with its failure and hands back 
   await withSteeringHub(async ({ manager, nextJob }) => {
     const start = (input: { text: string; attachments?: JsonObject[] }) =>
       manager.start({ conversationId: "c", input, config });
-    const { run } = start({ text: "first" });
+    const { run } = await start({ text: "first" });
     const log = new EventLog(run);
     const first = await nextJob();
     assert.equal(first.payload.prompt_text, "first");
     const image = { type: "image", name: "a.png", content: "iVBORw0KGgo=" };
-    assert.equal(start({ text: "f1", attachments: [image] }).kind, "steered");
-    assert.equal(start({ text: "f2" }).kind, "steered");
-    assert.equal(start({ text: "f3" }).kind, "steered");
+    assert.equal(
+      (await start({ text: "f1", attachments: [image] })).kind,
+      "steered",
+    );
+    assert.equal((await start({ text: "f2" })).kind, "steered");
+    assert.equal((await start({ text: "f3" })).kind, "steered");
     first.end(completed("one"));
 
     const second = await nextJob();
@@ -166,7 +169,7 @@ Deno.test("a failing follow-up job ends the run with its failure and hands back 
 
 Deno.test("a cancelled run hands back its queued follow-ups", async () => {
   await withSteeringHub(async ({ manager, nextJob }) => {
-    const { run } = manager.start({
+    const { run } = await manager.start({
       conversationId: "c",
       input: { text: "first" },
       config,
@@ -174,8 +177,11 @@ Deno.test("a cancelled run hands back its queued follow-ups", async () => {
     const log = new EventLog(run);
     const job = await nextJob();
     assert.equal(
-      manager.start({ conversationId: "c", input: { text: "later" }, config })
-        .kind,
+      (await manager.start({
+        conversationId: "c",
+        input: { text: "later" },
+        config,
+      })).kind,
       "steered",
     );
     run.handle.cancel();
@@ -192,7 +198,7 @@ Deno.test("a cancelled run hands back its queued follow-ups", async () => {
 
 Deno.test("through the daemon's real job runner, an agent crash on a follow-up ends the run and hands back the follow-ups after it", async () => {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
   const server = serveHub({ hub });
   const manager = createRunManager({
@@ -226,11 +232,11 @@ Deno.test("through the daemon's real job runner, an agent crash on a follow-up e
     });
     const start = (text: string) =>
       manager.start({ conversationId: "c", input: { text }, config: crashing });
-    const { run } = start("first");
+    const { run } = await start("first");
     const log = new EventLog(run);
     await log.waitFor((event) => event.type === "message.delta");
     for (const text of ["crash-now", "f2", "f3"]) {
-      assert.equal(start(text).kind, "steered", text);
+      assert.equal((await start(text)).kind, "steered", text);
     }
     await gate.release();
     const result = await run.done;
@@ -254,7 +260,7 @@ Deno.test("through the daemon's real job runner, an agent crash on a follow-up e
       log.events.map((event) => event.sequence),
       log.events.map((_, index) => index + 1),
     );
-    assert.equal(store.getRun(run.runId)?.status, "failed");
+    assert.equal((await store.getRun(run.runId))?.status, "failed");
   } finally {
     await manager.shutdown(
       new RunnerError("runner.shutting_down", "The test ended."),
@@ -263,6 +269,6 @@ Deno.test("through the daemon's real job runner, an agent crash on a follow-up e
     await client;
     await hub.close();
     await server.close();
-    store.close();
+    await store.close();
   }
 });

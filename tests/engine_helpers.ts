@@ -17,7 +17,7 @@ import {
   type RunManager,
 } from "../lib/run/manager.ts";
 import { type RunStore } from "../lib/store/types.ts";
-import { openStore } from "../lib/store/open.ts";
+import { openStoreNow } from "./helpers.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
 
 /** A manager over a fresh data directory. */
@@ -39,7 +39,7 @@ export interface HarnessOptions {
 /** Makes a run manager with a real SQLite store in a temp directory; `close` ends runs still active. */
 export function harness(options: HarnessOptions = {}): Harness {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = openStoreNow(dataDir);
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
@@ -59,7 +59,7 @@ export function harness(options: HarnessOptions = {}): Harness {
         new RunnerError("runner.shutting_down", "The test ended."),
       );
       await assets.close();
-      store.close();
+      await store.close();
     },
   };
 }

@@ -6,7 +6,12 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { STORE_FILE_NAME } from "../lib/store/open.ts";
+import { openSqliteStore } from "../lib/store/sqlite.ts";
+import { asyncRunStore } from "../lib/store/sync_adapter.ts";
+import type { RunStore } from "../lib/store/types.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -143,4 +148,11 @@ export function readRecord(path: string): Record<string, unknown>[] {
   } catch {
     return [];
   }
+}
+
+/** Opens the embedded SQLite store in `dataDir` at once (for synchronous test harnesses). */
+export function openStoreNow(dataDir: string): RunStore {
+  return asyncRunStore(
+    openSqliteStore({ path: join(dataDir, STORE_FILE_NAME) }),
+  );
 }

@@ -69,7 +69,7 @@ export async function startInProcessServe(
     waiters = [];
     woken.forEach((wake) => wake());
   };
-  const store = openStore({
+  const store = await openStore({
     dataDir: options.dataDir,
     onFlushError: (error) =>
       log({
@@ -140,7 +140,7 @@ export async function startInProcessServe(
       await listener.close(1000);
       await assets.close();
       try {
-        store.close();
+        await store.close();
       } catch { /* a test may leave the store unwritable */ }
     },
   };

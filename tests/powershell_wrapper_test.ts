@@ -289,7 +289,7 @@ Deno.test({
         "env-json": { PS_SECRET: "ps-secret-value" },
         "langbot-assets-enabled": false,
       });
-      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const { run } = await h.manager.start({ input: { text: "hi" }, config });
       const log = new EventLog(run);
       await run.done;
       const failed = log.events.at(-1)!;

@@ -80,15 +80,15 @@ for (const [name, parts] of Object.entries(SPLITS)) {
     assertNoSecret(json.stdout, "--json");
     const events = parseJsonLines(json.stdout) as unknown as RunEvent[];
     assert.equal(deltaText(events), SHOWN);
-    const store = openStore({ dataDir });
+    const store = await openStore({ dataDir });
     try {
-      for (const run of store.listRuns({ limit: 10 })) {
-        const stored = store.getEvents(run.runId);
+      for (const run of await store.listRuns({ limit: 10 })) {
+        const stored = await store.getEvents(run.runId);
         assertNoSecret(JSON.stringify(stored), "the store");
         assert.equal(deltaText(stored), SHOWN);
       }
     } finally {
-      store.close();
+      await store.close();
     }
   });
 }
@@ -185,13 +185,13 @@ Deno.test("runner run: values are secrets by their names (secret-env-names too),
   assert.ok(!json.stdout.includes("orbit-7f3a"), "a piece of the secret");
   const events = parseJsonLines(json.stdout) as unknown as RunEvent[];
   assert.equal(deltaText(events), shown);
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   try {
-    const [latest] = store.listRuns({ limit: 1 });
-    const stored = store.getEvents(latest.runId);
+    const [latest] = await store.listRuns({ limit: 1 });
+    const stored = await store.getEvents(latest.runId);
     assert.ok(!JSON.stringify(stored).includes("orbit-7f3a"), "the store");
     assert.equal(deltaText(stored), shown);
   } finally {
-    store.close();
+    await store.close();
   }
 });

@@ -278,7 +278,7 @@ async function replayOnDaemon(scenario: Scenario): Promise<void> {
 /** Our hub, with a daemon that answers with the scenario's daemon.py frames. */
 async function replayOnHub(scenario: Scenario): Promise<void> {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
   const server = serveHub({ hub });
   const manager = createRunManager({
@@ -294,7 +294,7 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
       `{"type":"daemon.hello","daemon_id":"golden-daemon","protocol":"coding-relay-v1","token":"${TOKEN}","metadata":{"pid":1,"cwd":"/","platform":"posix"}}`,
     );
     assert.equal((await daemon.next()).type, "daemon.ready");
-    const { run } = manager.start({
+    const { run } = await manager.start({
       input: { text: "hello" },
       config: parseRunConfig(
         scenario.run_config ?? {
@@ -333,7 +333,7 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
     await daemon.close();
     await hub.close();
     await server.close();
-    store.close();
+    await store.close();
   }
 }
 

@@ -27,12 +27,12 @@ async function runFixture(
       "--pid-file",
       pidFile,
     ]);
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await run.done;
     return {
       events: log.events,
-      stored: h.store.getRun(run.runId)?.status,
+      stored: (await h.store.getRun(run.runId))?.status,
       pidFile,
     };
   } finally {

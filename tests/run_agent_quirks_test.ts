@@ -220,7 +220,7 @@ Deno.test("a cancelled run leaves no defunct agent process behind: the runner ha
   const h = harness();
   try {
     const pidFile = join(tempDir(), "pids.json");
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "hi" },
       config: fixtureConfig([
         "--text",

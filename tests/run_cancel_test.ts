@@ -28,7 +28,7 @@ Deno.test("a cancel that lands after the agent answered, in the quiet window, st
       ["--text", "answered", "--grandchild", "--pid-file", pidFile],
       { "late-update-ms": "5000" },
     );
-    const started = h.manager.start({ input: { text: "hi" }, config });
+    const started = await h.manager.start({ input: { text: "hi" }, config });
     run = started.run;
     const log = new EventLog(run);
     const result = await run.done;
@@ -41,7 +41,7 @@ Deno.test("a cancel that lands after the agent answered, in the quiet window, st
       terminal.map((e) => [e.type, e.data.code]),
       [["run.failed", "run.cancelled"]],
     );
-    assert.equal(h.store.getRun(run.runId)?.status, "cancelled");
+    assert.equal((await h.store.getRun(run.runId))?.status, "cancelled");
     assertAgentGone(pidFile);
   } finally {
     await h.close();
@@ -56,7 +56,7 @@ Deno.test("a permission request sent while the run is being cancelled is answere
       ["--stall-prompt", "--permission-on-cancel", "--record", record],
       { "permission-decision": "allow_once" },
     );
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
     run.handle.cancel();

@@ -77,7 +77,7 @@ Deno.test("follow-ups a failing run could not answer come back in run.failed", a
       gate.path,
       "--exit-mid-prompt",
     ]);
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       conversationId: "lost?",
       input: { text: "one" },
       config,
@@ -85,11 +85,11 @@ Deno.test("follow-ups a failing run could not answer come back in run.failed", a
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
     assert.equal(
-      h.manager.start({
+      (await h.manager.start({
         conversationId: "lost?",
         input: { text: "two" },
         config,
-      }).kind,
+      })).kind,
       "steered",
     );
     await run.done;
@@ -108,7 +108,7 @@ Deno.test("bad attachments are refused before any agent starts or any run is sto
     const config = fixtureConfig(["--record", record], {
       "max-attachment-mb": "0.001",
     });
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           input: {
@@ -123,7 +123,7 @@ Deno.test("bad attachments are refused before any agent starts or any run is sto
         }),
       { code: "prompt.attachment_too_large" },
     );
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           input: {
@@ -134,7 +134,7 @@ Deno.test("bad attachments are refused before any agent starts or any run is sto
         }),
       { code: "prompt.attachment_invalid" },
     );
-    assert.equal(h.store.listRuns({ limit: 10 }).length, 0);
+    assert.equal((await h.store.listRuns({ limit: 10 })).length, 0);
     assert.throws(() => Deno.statSync(record));
   } finally {
     await h.close();
@@ -157,7 +157,10 @@ Deno.test("the terminal event comes after teardown: no process of the agent's gr
           "--pid-file",
           pidFile,
         ]);
-        const { run } = h.manager.start({ input: { text: "hi" }, config });
+        const { run } = await h.manager.start({
+          input: { text: "hi" },
+          config,
+        });
         let aliveAtTerminal: number[] | undefined;
         run.subscribe((event) => {
           if (event.type === "run.completed" || event.type === "run.failed") {

@@ -76,10 +76,10 @@ Deno.test("the agent gets only allow-listed env plus env-json; secrets never rea
     assert.ok(!result.stdout.includes(secret), "secret in events");
     assert.ok(!result.stderr.includes(secret), "secret in logs");
   }
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   try {
-    const [run] = store.listRuns({ limit: 1 });
-    const stored = JSON.stringify([run, store.getEvents(run.runId)]);
+    const [run] = await store.listRuns({ limit: 1 });
+    const stored = JSON.stringify([run, await store.getEvents(run.runId)]);
     assert.ok(stored.includes("acp.process_exited"));
     for (
       const secret of ["envjson-secret-value-123", "runner-env-secret-456"]
@@ -87,7 +87,7 @@ Deno.test("the agent gets only allow-listed env plus env-json; secrets never rea
       assert.ok(!stored.includes(secret), "secret in the stored run");
     }
   } finally {
-    store.close();
+    await store.close();
   }
 });
 
@@ -111,17 +111,19 @@ Deno.test("a runner variable with a secret-looking name is redacted from the age
     content: "token [REDACTED] colour runner-env-plain-789",
   });
   assert.ok(!result.stdout.includes("runner-env-secret-456"));
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   try {
-    const [run] = store.listRuns({ limit: 1 });
+    const [run] = await store.listRuns({ limit: 1 });
+    const events = await store.getEvents(run.runId);
+    assert.ok(events.length > 0);
     assert.ok(
-      !JSON.stringify(store.getEvents(run.runId)).includes(
+      !JSON.stringify(events).includes(
         "runner-env-secret-456",
       ),
       "secret in the stored events",
     );
   } finally {
-    store.close();
+    await store.close();
   }
 });
 

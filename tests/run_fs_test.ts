@@ -56,7 +56,7 @@ Deno.test("fs reads and writes stay inside the workspace by real path; symlinks 
   };
   const { manager, close } = harness();
   try {
-    const { run } = manager.start({
+    const { run } = await manager.start({
       input: { text: "use the files" },
       config: fixtureConfig([
         ...Object.values(reads).flatMap((path) => ["--fs-read", path]),
@@ -119,7 +119,7 @@ Deno.test("without fs-read and fs-write the agent's fs calls are refused", async
   await Deno.writeTextFile(join(ws, "inside.txt"), "inside text");
   const { manager, close } = harness();
   try {
-    const { run } = manager.start({
+    const { run } = await manager.start({
       input: { text: "use the files" },
       config: fixtureConfig([
         "--fs-read",
@@ -168,7 +168,7 @@ Deno.test("fs-read and fs-write are refused for remote-ssh runs (they would serv
 Deno.test("an agent that dies without writing to stderr is reported without pointing at a stderr that is not there", async () => {
   const { manager, close } = harness();
   try {
-    const { run } = manager.start({
+    const { run } = await manager.start({
       input: { text: "hi" },
       config: fixtureConfig(["--exit-silently"]),
     });

@@ -36,7 +36,7 @@ async function promptBlocks(capabilityFlags: string[]): Promise<unknown[]> {
       record,
       ...capabilityFlags,
     ]);
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "look", attachments },
       config,
     });

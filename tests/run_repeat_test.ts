@@ -19,7 +19,7 @@ Deno.test("a start naming the active run's own run_id is refused, not steered in
   try {
     const gate = await makeGate();
     const config = fixtureConfig(["--gate-fifo", gate.path]);
-    const started = h.manager.start({
+    const started = await h.manager.start({
       runId: "r-1",
       conversationId: "c",
       input: { text: "once" },
@@ -27,7 +27,7 @@ Deno.test("a start naming the active run's own run_id is refused, not steered in
     });
     const log = new EventLog(started.run);
     await log.waitFor((e) => e.type === "message.delta");
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           runId: "r-1",

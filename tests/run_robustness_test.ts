@@ -21,7 +21,7 @@ Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", 
       "cancel-grace": 0.5,
     });
     // A prompt far larger than a pipe buffer: the write blocks for good.
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "x".repeat(4 * 1024 * 1024) },
       config,
     });
@@ -53,7 +53,7 @@ Deno.test("the run timeout also ends a run whose agent stopped reading", async (
       timeout: 1,
       "cancel-grace": 0.5,
     });
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       input: { text: "y".repeat(4 * 1024 * 1024) },
       config,
     });
@@ -94,7 +94,7 @@ Deno.test("~/ in a local workspace means the runner user's home", () => {
 Deno.test("a location this runner cannot serve, or a workspace it cannot create, stores nothing", async () => {
   const h = harness();
   try {
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           input: { text: "hi" },
@@ -107,7 +107,7 @@ Deno.test("a location this runner cannot serve, or a workspace it cannot create,
         }),
       { code: "config.invalid" },
     );
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           input: { text: "hi" },
@@ -119,7 +119,7 @@ Deno.test("a location this runner cannot serve, or a workspace it cannot create,
         }),
       { code: "config.invalid" },
     );
-    assert.equal(h.store.listRuns({ limit: 10 }).length, 0);
+    assert.equal((await h.store.listRuns({ limit: 10 })).length, 0);
   } finally {
     await h.close();
   }

@@ -178,7 +178,7 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
   const h = harness();
   try {
     const config = fixtureConfig(["--exit-mid-prompt", "--resume"]);
-    const { run } = h.manager.start({
+    const { run } = await h.manager.start({
       conversationId: "crash",
       input: { text: "hi" },
       config,
@@ -194,10 +194,10 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
       config,
       prepareAgentLaunch(config).sessionCommand!,
     );
-    const stored = h.store.getSession(key);
+    const stored = await h.store.getSession(key);
     const state = log.ofType("state.updated")[0];
     assert.equal(stored?.sessionId, state.data.value);
-    assert.equal(h.store.getRun(run.runId)?.status, "failed");
+    assert.equal((await h.store.getRun(run.runId))?.status, "failed");
   } finally {
     await h.close();
   }

@@ -77,7 +77,7 @@ Deno.test({
       const config = sshConfig(sshd, flags, {
         "env-json": { REMOTE_SECRET: secret },
       });
-      const first = h.manager.start({
+      const first = await h.manager.start({
         conversationId: "ssh",
         input: { text: "one" },
         config,
@@ -109,7 +109,7 @@ Deno.test({
       assert.equal((start.env as Record<string, string>).REMOTE_SECRET, secret);
       assertAgentGone(pidFile);
       assert.ok(!JSON.stringify(log.events).includes(secret));
-      const second = h.manager.start({
+      const second = await h.manager.start({
         conversationId: "ssh",
         input: { text: "two" },
         config,
@@ -145,7 +145,7 @@ Deno.test({
         ],
         { "cancel-grace": "0.5" },
       );
-      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const { run } = await h.manager.start({ input: { text: "hi" }, config });
       const log = new EventLog(run);
       await log.waitFor((e) => e.type === "message.delta");
       run.handle.cancel();
@@ -189,7 +189,10 @@ Deno.test({
         [closedPort, /Connection refused|connect to host/],
       ];
       for (const [config, expected] of cases) {
-        const { run } = h.manager.start({ input: { text: "hi" }, config });
+        const { run } = await h.manager.start({
+          input: { text: "hi" },
+          config,
+        });
         const log = new EventLog(run);
         await run.done;
         const failed = log.events.at(-1)!;
@@ -224,7 +227,7 @@ Deno.test({
         "--record",
         record,
       ]);
-      const { run } = h.manager.start({
+      const { run } = await h.manager.start({
         input: { text: "event over ssh" },
         config,
       });
@@ -308,7 +311,7 @@ Deno.test({
     const h = harness();
     try {
       const config = sshConfig(sshd, ["--mcp-http"], { "startup-timeout": 1 });
-      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const { run } = await h.manager.start({ input: { text: "hi" }, config });
       const log = new EventLog(run);
       const result = await run.done;
       assert.equal(result.code, "acp.start_timeout");
@@ -337,7 +340,7 @@ Deno.test({
       const config = sshConfig(sshd, ["--resume", "--record", record], {
         "create-session-if-missing": false,
       });
-      const { run } = h.manager.start({
+      const { run } = await h.manager.start({
         conversationId: "ssh-new",
         input: { text: "one" },
         config,
@@ -381,19 +384,19 @@ Deno.test({
         "acp-command": undefined,
         "env-json": { PATH: `${bin}:${Deno.env.get("PATH")}` },
       };
-      const fallback = h.manager.start({
+      const fallback = await h.manager.start({
         input: { text: "hi" },
         config: sshConfig(sshd, [], base),
       });
       await fallback.run.done;
-      const failed = h.store.getEvents(fallback.run.runId).at(-1)!;
+      const failed = (await h.store.getEvents(fallback.run.runId)).at(-1)!;
       assert.match(
         String(failed.data.stderr_tail),
         /ENOTCACHED: -y @zed-industries\/codex-acp@0\.16\.0/,
         JSON.stringify(failed),
       );
       script("codex-acp", `exec ${fixtureCommand("--record", record)} "$@"`);
-      const own = h.manager.start({
+      const own = await h.manager.start({
         input: { text: "hi" },
         config: sshConfig(sshd, [], base),
       });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunnerError } from "../lib/errors.ts";
+import type { StartOutcome } from "../lib/run/manager.ts";
 import {
   EventLog,
   fixtureConfig,
@@ -20,7 +21,7 @@ Deno.test("three follow-ups during a run become four turns on one session with o
       "--record",
       record,
     ]);
-    const started = h.manager.start({
+    const started = await h.manager.start({
       conversationId: "c",
       input: { text: "first" },
       config,
@@ -29,7 +30,7 @@ Deno.test("three follow-ups during a run become four turns on one session with o
     const log = new EventLog(started.run);
     await log.waitFor((e) => e.type === "message.delta");
     for (const text of ["f1", "f2", "f3"]) {
-      const steered = h.manager.start({
+      const steered = await h.manager.start({
         conversationId: "c",
         input: { text },
         config,
@@ -69,18 +70,18 @@ Deno.test("a follow-up that arrives as the last turn completes, before the queue
   const h = harness();
   try {
     const config = fixtureConfig([]);
-    const first = h.manager.start({
+    const first = await h.manager.start({
       conversationId: "race",
       input: { text: "one" },
       config,
     });
     const log = new EventLog(first.run);
-    let late: ReturnType<typeof h.manager.start> | undefined;
+    let sent: ReturnType<typeof h.manager.start> | undefined;
     first.run.subscribe((event) => {
       // message.completed of turn 1 comes just before the engine's last look
       // at the queue.
-      if (event.type === "message.completed" && !late) {
-        late = h.manager.start({
+      if (event.type === "message.completed" && !sent) {
+        sent = h.manager.start({
           conversationId: "race",
           input: { text: "late" },
           config,
@@ -88,6 +89,7 @@ Deno.test("a follow-up that arrives as the last turn completes, before the queue
       }
     });
     const result = await first.run.done;
+    const late = await sent;
     assert.equal(late?.kind, "steered");
     assert.equal(late?.run.runId, first.run.runId);
     assert.equal(result.status, "completed");
@@ -105,28 +107,29 @@ Deno.test("a follow-up that arrives after the queue closed, while the run is sti
   const h = harness();
   try {
     const config = fixtureConfig(["--resume", "--state-dir", tempDir()]);
-    const first = h.manager.start({
+    const first = await h.manager.start({
       conversationId: "race",
       input: { text: "one" },
       config,
     });
     const log = new EventLog(first.run);
-    let late: ReturnType<typeof h.manager.start> | undefined;
-    let lateLog: EventLog | undefined;
+    let sent: ReturnType<typeof h.manager.start> | undefined;
     let stillActive = false;
     first.run.subscribe((event) => {
       // At its terminal event the run has closed its queue and torn down,
       // but it is still the conversation's active run.
       if (event.type !== "run.completed") return;
       stillActive = h.manager.activeForConversation("race") === first.run;
-      late = h.manager.start({
+      sent = h.manager.start({
         conversationId: "race",
         input: { text: "late" },
         config,
       });
-      lateLog = new EventLog(late.run);
     });
     await first.run.done;
+    const late = await sent;
+    // Subscribed in the task start() resolved in: the early events are replayed.
+    const lateLog = late && new EventLog(late.run);
     assert.equal(stillActive, true);
     assert.deepEqual(log.messages(), ["echo: one (turn 1)"]);
     assert.equal(late?.kind, "started");
@@ -154,21 +157,21 @@ Deno.test("a follow-up sent a few microtasks after the last turn completed is ne
     const depths = Array.from({ length: 12 }, (_, depth) => depth);
     const trials = depths.map(async (depth) => {
       const conversationId = `hops-${depth}`;
-      const first = h.manager.start({
+      const first = await h.manager.start({
         conversationId,
         input: { text: "one" },
         config,
       });
       const log = new EventLog(first.run);
       const late = Promise.withResolvers<
-        { outcome: ReturnType<typeof h.manager.start>; log: EventLog }
+        { outcome: StartOutcome; log: EventLog }
       >();
       let sent = false;
       first.run.subscribe((event) => {
         if (event.type !== "message.completed" || sent) return;
         sent = true;
-        hops(depth).then(() => {
-          const outcome = h.manager.start({
+        hops(depth).then(async () => {
+          const outcome = await h.manager.start({
             conversationId,
             input: { text: "late" },
             config,
@@ -209,7 +212,7 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
     const config = fixtureConfig(["--gate-fifo", gate.path, "--text", "x"], {
       "reuse-session": "false",
     });
-    const first = h.manager.start({
+    const first = await h.manager.start({
       conversationId: "cap",
       input: { text: "one" },
       config,
@@ -218,15 +221,15 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
     await log.waitFor((e) => e.type === "message.delta");
     for (let i = 0; i < 100; i++) {
       assert.equal(
-        h.manager.start({
+        (await h.manager.start({
           conversationId: "cap",
           input: { text: `q${i}` },
           config,
-        }).kind,
+        })).kind,
         "steered",
       );
     }
-    assert.throws(
+    await assert.rejects(
       () =>
         h.manager.start({
           conversationId: "cap",
@@ -263,7 +266,7 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
       ],
       { "cancel-grace": "0.5" },
     );
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
     run.handle.cancel();
@@ -275,7 +278,7 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
     assert.equal(terminal.length, 1);
     assert.equal(terminal[0].data.code, "run.cancelled");
     assertAgentGone(pidFile);
-    assert.equal(h.store.getRun(run.runId)?.status, "cancelled");
+    assert.equal((await h.store.getRun(run.runId))?.status, "cancelled");
   } finally {
     await h.close();
   }
@@ -286,7 +289,7 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
   try {
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig(["--stall-prompt", "--record", record]);
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
     run.handle.cancel();
@@ -307,7 +310,7 @@ Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
       timeout: "1",
       "cancel-grace": "0.5",
     });
-    const { run } = h.manager.start({ input: { text: "hi" }, config });
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.timeout");
@@ -342,7 +345,10 @@ Deno.test("permission-decision picks the wanted option, or the nearest of its fa
         ], {
           "permission-decision": wanted,
         });
-        const { run } = h.manager.start({ input: { text: "hi" }, config });
+        const { run } = await h.manager.start({
+          input: { text: "hi" },
+          config,
+        });
         const log = new EventLog(run);
         await run.done;
         assert.ok(

@@ -1,8 +1,9 @@
 /**
  * Settings an attacker or a typo could abuse: numbers parsed strictly,
  * per-request size limits capped by the operator's, prototype names as
- * unknown keys, API token strength off loopback, secrets read from files
- * (which win over the flags), and the open-file limit raised at start.
+ * unknown keys, API token strength off loopback, a fleet's cluster token
+ * strength everywhere, secrets read from files (which win over the flags),
+ * and the open-file limit raised at start.
  *
  * @module
  */
@@ -138,6 +139,37 @@ Deno.test("token and env-json files keep secrets out of ps and win over the flag
     () => serveConfig(["--api-token-file", join(dir, "missing")]),
     refusal("config.invalid", /--api-token-file .*cannot read the file/),
   );
+});
+
+Deno.test("a fleet's --cluster-token-file wins over the flag; a weak cluster token is refused, on loopback too", async () => {
+  const dir = tempDir();
+  const file = join(dir, "cluster-token");
+  Deno.writeTextFileSync(file, `${STRONG}\n`);
+  const store = ["--store", "postgres://runner@127.0.0.1:1/fleet"];
+  const config = await serveConfig([
+    ...store,
+    "--cluster-token",
+    FLAG_TOKEN,
+    "--cluster-token-file",
+    file,
+  ]);
+  assert.equal(config.fleet?.clusterToken, STRONG);
+  const weak = await runCli([
+    "serve",
+    "--port",
+    "0",
+    ...store,
+    "--advertise-url",
+    "http://127.0.0.1:1",
+    "--cluster-token",
+    "x",
+  ]);
+  assert.equal(weak.code, 2);
+  assert.match(
+    weak.stderr,
+    /config\.invalid.*--cluster-token is refused: it is shorter than 32/,
+  );
+  assert.doesNotMatch(weak.stderr, /listening|joined the fleet/);
 });
 
 Deno.test("with --daemon-token and --daemon-token-file, daemons must send the file's token", async () => {

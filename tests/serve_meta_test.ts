@@ -95,7 +95,7 @@ Deno.test("/openapi.json is OpenAPI 3 and describes every route with its methods
 
 Deno.test("every route the app registers is in the OpenAPI document", async () => {
   const dir = await tempDir();
-  const store = openStore({ dataDir: dir });
+  const store = await openStore({ dataDir: dir });
   try {
     const config = await loadServeConfig(["--data-dir", dir], {
       env: {},
@@ -117,7 +117,7 @@ Deno.test("every route the app registers is in the OpenAPI document", async () =
       );
     assert.deepEqual(new Set(registered), documented);
   } finally {
-    store.close();
+    await store.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

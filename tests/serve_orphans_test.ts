@@ -25,14 +25,14 @@ import type { RunEvent } from "../lib/events.ts";
 const OWNER_SCRIPT = `
 import { openStore } from ${JSON.stringify(`${ROOT}lib/store/open.ts`)};
 const [dataDir, runId, mode] = Deno.args;
-const store = openStore({ dataDir });
-store.createRun({ runId, config: {}, status: "active" });
+const store = await openStore({ dataDir });
+await store.createRun({ runId, config: {}, status: "active" });
 store.appendEvent(runId, {
   run_id: runId,
   type: "message.delta",
   data: { chunk: { type: "text", content: "partial" } },
 });
-store.flush();
+await store.flush();
 console.log("started");
 if (mode === "hold") setInterval(() => {}, 1 << 30);
 else Deno.exit(0);
@@ -158,10 +158,10 @@ Deno.test("a run whose owner pid now belongs to another process is ended; its tr
   const dataDir = tempDir();
   const other = new Deno.Command("sleep", { args: ["1000"] }).spawn();
   try {
-    const writer = openStore({ dataDir });
-    writer.createRun({ runId: "reused", config: {}, status: "active" });
-    writer.createRun({ runId: "owned", config: {}, status: "active" });
-    writer.close();
+    const writer = await openStore({ dataDir });
+    await writer.createRun({ runId: "reused", config: {}, status: "active" });
+    await writer.createRun({ runId: "owned", config: {}, status: "active" });
+    await writer.close();
     // Both runs now name the live `sleep`: one with its real start time, one
     // with the start time of an earlier process that had the same pid.
     const db = new DatabaseSync(join(dataDir, "runner.db"));
@@ -173,16 +173,16 @@ Deno.test("a run whose owner pid now belongs to another process is ended; its tr
     db.close();
     assert.ok(processAlive(other.pid));
 
-    const store = openStore({ dataDir });
+    const store = await openStore({ dataDir });
     try {
       assert.deepEqual(
-        store.markActiveRunsFailed("runner.restarted", "gone"),
+        await store.markActiveRunsFailed("runner.restarted", "gone"),
         ["reused"],
       );
-      assert.equal(store.getRun("owned")?.status, "active");
-      assert.equal(store.getRun("reused")?.code, "runner.restarted");
+      assert.equal((await store.getRun("owned"))?.status, "active");
+      assert.equal((await store.getRun("reused"))?.code, "runner.restarted");
     } finally {
-      store.close();
+      await store.close();
     }
   } finally {
     other.kill("SIGKILL");

@@ -54,7 +54,7 @@ function expectedText(kb: number, count: number): string {
 Deno.test("a follower that reads nothing until the run has ended gets all 600 events from a 20-event buffer", async () => {
   const { manager, store, close } = harness();
   try {
-    const outcome = manager.start({
+    const outcome = await manager.start({
       input: { text: "burst" },
       // One delta per chunk, so the 600 events overflow the buffer.
       config: fixtureConfig(["--text-kb", "60", "--chunks", "600"], {

@@ -75,7 +75,7 @@ Deno.test({
     const h = harness();
     try {
       const record = join(tempDir(), "record.jsonl");
-      const { run } = h.manager.start({
+      const { run } = await h.manager.start({
         input: { text: "tunnel" },
         config: remoteConfig(sshd, record),
       });
@@ -120,7 +120,7 @@ Deno.test({
       const record = join(tempDir(), "record.jsonl");
       const port = freePort();
       const publicUrl = `http://127.0.0.1:${port}/mcp`;
-      const { run } = h.manager.start({
+      const { run } = await h.manager.start({
         input: { text: "event over http" },
         config: remoteConfig(sshd, record, {
           "mcp-bridge-transport": "http",
@@ -211,7 +211,7 @@ Deno.test({
         "ssh-port": (silent.addr as Deno.NetAddr).port,
         "ssh-connect-timeout": 600,
       });
-      const { run } = h.manager.start({ input: { text: "hi" }, config });
+      const { run } = await h.manager.start({ input: { text: "hi" }, config });
       const log = new EventLog(run);
       const connection = await silent.accept();
       run.handle.cancel();

@@ -87,10 +87,10 @@ Deno.test("a failed final flush is retried once the store takes writes again; /h
     await serve.close();
   }
   // After a restart the run still has its one terminal event.
-  const reopened = openStore({ dataDir });
+  const reopened = await openStore({ dataDir });
   try {
     assert.deepEqual(
-      reopened.markActiveRunsFailed("runner.restarted", "x"),
+      await reopened.markActiveRunsFailed("runner.restarted", "x"),
       [],
     );
   } finally {
@@ -98,10 +98,10 @@ Deno.test("a failed final flush is retried once the store takes writes again; /h
   }
 });
 
-Deno.test("a run whose terminal event was stored but not its outcome is finished with that event on restart, not failed again", () => {
+Deno.test("a run whose terminal event was stored but not its outcome is finished with that event on restart, not failed again", async () => {
   const dataDir = tempDir();
-  const crashed = openStore({ dataDir });
-  crashed.createRun({ runId: "r1", config: {}, status: "active" });
+  const crashed = await openStore({ dataDir });
+  await crashed.createRun({ runId: "r1", config: {}, status: "active" });
   crashed.appendEvent("r1", {
     run_id: "r1",
     type: "message.delta",
@@ -115,17 +115,18 @@ Deno.test("a run whose terminal event was stored but not its outcome is finished
   // The process "dies" here: the events are stored, finishRun never ran.
   crashed.close();
 
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   try {
-    assert.deepEqual(store.markActiveRunsFailed("runner.restarted", "x"), [
-      "r1",
-    ]);
-    assert.equal(store.getRun("r1")?.status, "completed");
-    assert.deepEqual(store.getEvents("r1").map((e) => e.type), [
+    assert.deepEqual(
+      await store.markActiveRunsFailed("runner.restarted", "x"),
+      ["r1"],
+    );
+    assert.equal((await store.getRun("r1"))?.status, "completed");
+    assert.deepEqual((await store.getEvents("r1")).map((e) => e.type), [
       "message.delta",
       "run.completed",
     ]);
   } finally {
-    store.close();
+    await store.close();
   }
 });

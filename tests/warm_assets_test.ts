@@ -71,7 +71,7 @@ async function postWithToken(entry: Line): Promise<number> {
 
 Deno.test("a warm agent's assets endpoint stays, and answers with the grant of the run that holds it", async () => {
   const dataDir = tempDir();
-  const store = openStore({ dataDir });
+  const store = await openStore({ dataDir });
   const hook = createAssetsHook({ log: () => {} });
   const warmPool = createWarmPool({ idleTimeout: 60, maxAgents: 4 });
   const manager = createRunManager({
@@ -92,7 +92,7 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
     record,
   ]);
   const send = async (text: string, assets: RunAssetsRequest) => {
-    const { run } = manager.start({
+    const { run } = await manager.start({
       conversationId: "chat",
       input: { text },
       config,
@@ -130,6 +130,6 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
   } finally {
     await warmPool.close();
     await hook.close();
-    store.close();
+    await store.close();
   }
 });

@@ -30,7 +30,7 @@ Deno.test({
   async fn() {
     const sshd = await startSshd();
     const dataDir = tempDir();
-    const store = openStore({ dataDir });
+    const store = await openStore({ dataDir });
     const pool = createWarmPool({ idleTimeout: 60, maxAgents: 2 });
     const manager = createRunManager({
       store,
@@ -56,7 +56,7 @@ Deno.test({
       "ssh-extra-options": sshd.extraOptions,
     });
     const send = async (text: string) => {
-      const { run } = manager.start({
+      const { run } = await manager.start({
         conversationId: "ssh",
         input: { text },
         config,
@@ -83,7 +83,7 @@ Deno.test({
       assertAgentGone(pidFile);
     } finally {
       await pool.close();
-      store.close();
+      await store.close();
       await sshd.close();
     }
   },

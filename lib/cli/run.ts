@@ -26,6 +26,7 @@ import type { RunResult } from "../run/types.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
+import type { RunStore } from "../store/types.ts";
 import {
   createTerminalApprover,
   terminalPermissionDecision,
@@ -225,7 +226,12 @@ export async function runCommand(args: string[]): Promise<number> {
       import("../run/manager.ts"),
     ]);
   await reaper.reapLeftoverGroups(join(dataDir, "agents"));
-  const store = openStore({ dataDir });
+  let store: RunStore;
+  try {
+    store = await openStore({ dataDir });
+  } catch (error) {
+    return reportFailure(error);
+  }
   const assets = createAssetsHook({ log: () => {} });
   const progress = createProgress({
     enabled: !invocation.json && Deno.stdout.isTerminal() &&
@@ -243,9 +249,11 @@ export async function runCommand(args: string[]): Promise<number> {
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
-    const outcome = manager.start(invocation.request);
+    const outcome = await manager.start(invocation.request, {
+      onEvent: printer.print,
+    });
     const run = outcome.run;
-    run.subscribe(printer.print);
+    // Subscribers added in start()'s task get the run's events from the first.
     run.subscribe(createTerminalApprover({
       answer: (requestId, answer) => {
         run.handle.answerPermission(requestId, answer);
@@ -263,7 +271,7 @@ export async function runCommand(args: string[]): Promise<number> {
   } catch (error) {
     printer.flush();
     await assets.close();
-    store.close();
+    await store.close();
     return reportFailure(error);
   } finally {
     progress.done();
@@ -273,7 +281,7 @@ export async function runCommand(args: string[]): Promise<number> {
   }
   printer.flush();
   await assets.close();
-  store.close();
+  await store.close();
   if (result?.status === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
   if (result?.code === "run.agent_cancelled") return AGENT_CANCELLED_EXIT;

@@ -32,9 +32,14 @@ import {
   serveSecrets,
 } from "../server/config.ts";
 import { createServerApp } from "../server/app.ts";
-import { failOrphanedRuns, ORPHANED_RUN_MESSAGE } from "../server/context.ts";
+import {
+  failOrphanedRuns,
+  ORPHANED_RUN_MESSAGE,
+  REPLICA_LOST_MESSAGE,
+} from "../server/context.ts";
 import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
+import { type FleetDuties, startFleetDuties } from "./serve_fleet.ts";
 import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
 import type { HttpListener } from "../server/http_listener.ts";
 import { catchStrayRejections, fitLimits, listen } from "./serve_listen.ts";
@@ -55,8 +60,16 @@ async function openForServe(
   if (reaped.killed.length) {
     log({ msg: "reaped leftover agent groups", pgids: reaped.killed });
   }
-  const store = openStore({
+  const fleet = config.fleet;
+  const store = await openStore({
     dataDir: config.dataDir,
+    shared: fleet && {
+      url: fleet.storeUrl,
+      replicaId: fleet.replicaId,
+      advertiseUrl: fleet.advertiseUrl,
+      leaseMs: fleet.leaseMs,
+      log,
+    },
     onFlushError: (error) =>
       log({
         msg: "store flush failed",
@@ -65,10 +78,22 @@ async function openForServe(
         error: error.message,
       }),
   });
-  const failed = store.markActiveRunsFailed(
-    "runner.restarted",
-    ORPHANED_RUN_MESSAGE,
-  );
+  const failed = fleet
+    ? await store.markActiveRunsFailed(
+      "runner.replica_lost",
+      REPLICA_LOST_MESSAGE,
+    )
+    : await store.markActiveRunsFailed(
+      "runner.restarted",
+      ORPHANED_RUN_MESSAGE,
+    );
+  if (fleet) {
+    log({
+      msg: "joined the fleet",
+      replica_id: fleet.replicaId,
+      url: fleet.advertiseUrl,
+    });
+  }
   if (failed.length) {
     log({ msg: "failed runs interrupted by a restart", run_ids: failed });
   }
@@ -97,6 +122,8 @@ interface RunServices {
   hub?: HubListener;
   /** The run manager. */
   manager: RunManager;
+  /** The fleet duties, when the store is shared. */
+  fleet?: FleetDuties;
   /** Conversations' agents kept warm between runs. */
   warmPool: WarmPool;
 }
@@ -119,6 +146,14 @@ export async function serveCommand(args: string[]): Promise<number> {
         token: config.apiToken,
         host: config.host,
         purpose: "--api-token",
+      });
+    }
+    if (config.fleet) {
+      // Replicas send it to each other over the network: always the token rules.
+      checkListenerToken({
+        token: config.fleet.clusterToken,
+        host: config.host,
+        purpose: "--cluster-token",
       });
     }
   } catch (error) {
@@ -168,6 +203,7 @@ async function startRunServices(
   const assets = createAssetsHook({ log });
   const warmPool = createWarmPool({ ...config.warmAgents, log });
   let hub: HubListener | undefined;
+  let fleet: FleetDuties | undefined;
   if (config.daemon.enabled) {
     try {
       hub = startHubListener({
@@ -185,6 +221,7 @@ async function startRunServices(
         },
         dataDir: config.dataDir,
         mcpHandler: hubMcpHandlerFor((runId) => assets.backendForRun(runId)),
+        onChange: () => fleet?.syncSoon(),
         onLog: (entry) =>
           log({
             msg: entry.message,
@@ -195,7 +232,7 @@ async function startRunServices(
       });
     } catch (error) {
       await assets.close();
-      store.close();
+      await store.close();
       return reportFailure(error);
     }
     log({ msg: "daemon hub listening", url: hub.server.url });
@@ -213,7 +250,16 @@ async function startRunServices(
     log,
     warmPool,
   });
-  return { metrics, assets, hub, manager, warmPool };
+  if (store.fleet) {
+    fleet = startFleetDuties({
+      store,
+      fleet: store.fleet,
+      manager,
+      hub: hub?.hub,
+      log,
+    });
+  }
+  return { metrics, assets, hub, manager, fleet, warmPool };
 }
 
 /**
@@ -225,9 +271,11 @@ async function serveUntilSignal(
   services: RunServices,
 ): Promise<number> {
   const { config, secrets, log, store } = context;
-  const { metrics, assets, hub, manager, warmPool } = services;
+  const { metrics, assets, hub, manager, fleet, warmPool } = services;
   let shuttingDown = false;
+  const stopping = new AbortController();
   const app = createServerApp({
+    stopping: stopping.signal,
     manager,
     store,
     config,
@@ -236,10 +284,10 @@ async function serveUntilSignal(
     secrets,
     isShuttingDown: () => shuttingDown,
     warmAgents: warmPool,
-    daemons: hub && {
-      list: () => describeDaemons(hub!.hub),
+    daemons: hub && (fleet?.daemons ?? {
+      list: () => Promise.resolve(describeDaemons(hub!.hub)),
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
-    },
+    }),
   });
   let listener: HttpListener;
   try {
@@ -248,15 +296,13 @@ async function serveUntilSignal(
     await warmPool.close();
     await hub?.close();
     await assets.close();
-    store.close();
+    await store.close();
     return reportFailure(error);
   }
-  const sweep = setInterval(() => {
-    const ended = failOrphanedRuns(store);
-    if (ended.length) {
-      log({ msg: "ended runs of a gone process", run_ids: ended });
-    }
-  }, ORPHAN_SWEEP_MS);
+  // A fleet's replicas sweep runs of lost replicas in their fleet duties.
+  const sweep = store.fleet
+    ? undefined
+    : setInterval(() => void failOrphanedRuns(store, { log }), ORPHAN_SWEEP_MS);
 
   const stopSignals = listenForStopSignals(log);
   const signal = await stopSignals.first;
@@ -270,6 +316,7 @@ async function serveUntilSignal(
     signal,
     active_runs: manager.active().length,
   });
+  stopping.abort();
   await manager.shutdown(
     new RunnerError(
       "runner.shutting_down",
@@ -279,18 +326,19 @@ async function serveUntilSignal(
   // Idle agents go too: none outlives the runner.
   await warmPool.close();
   await listener.close();
+  await fleet?.stop();
   await hub?.close();
   await assets.close();
-  closeStore(store, log);
+  await closeStore(store, log);
   stopSignals.remove();
   log({ msg: "stopped", always: true });
   return 0;
 }
 
 /** Closes the store; a final flush that fails is logged, not thrown. */
-function closeStore(store: RunStore, log: Logger): void {
+async function closeStore(store: RunStore, log: Logger): Promise<void> {
   try {
-    store.close();
+    await store.close();
   } catch (error) {
     log({
       msg: "closing the store failed; unwritten events are lost",

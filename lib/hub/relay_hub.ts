@@ -76,6 +76,8 @@ export interface HubOptions {
   onLog?: (entry: HubLogEntry) => void;
   /** Answers `mcp.request`; default: a JSON-RPC error "no assets for this run". */
   mcpHandler?: McpHandler;
+  /** Called after a daemon connects or disconnects (e.g. to publish presence). */
+  onChange?: () => void;
 }
 
 /** One daemon as {@linkcode RelayHub.listDaemons} reports it. */
@@ -107,6 +109,7 @@ export class RelayHub {
   readonly #helloTimeoutMs: number;
   readonly #mcpHandler?: McpHandler;
   readonly #onLog?: (entry: HubLogEntry) => void;
+  readonly #onChange?: () => void;
   readonly #sockets = new Set<WebSocket>();
   readonly #lastMetadata = new Map<string, JsonObject>();
   readonly #running = new Set<Promise<void>>();
@@ -124,6 +127,7 @@ export class RelayHub {
     this.#helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
     this.#mcpHandler = options.mcpHandler;
     this.#onLog = options.onLog;
+    this.#onChange = options.onChange;
     this.#core = {
       connections: new Map(),
       jobs: new Map(),
@@ -170,6 +174,11 @@ export class RelayHub {
         activeJobs: connection ? [...connection.activeJobs].sort() : [],
       };
     });
+  }
+
+  /** Fences `daemonId` (set elsewhere, e.g. by another replica of a fleet); writes no marker. */
+  fence(daemonId: string): void {
+    this.#core.fences.add(daemonId);
   }
 
   /** Lifts a fence after an operator verified quiescence; returns whether it was fenced. */
@@ -355,6 +364,7 @@ export class RelayHub {
     const previous = this.#changed;
     this.#changed = Promise.withResolvers<void>();
     previous.resolve();
+    this.#onChange?.();
   }
 
   #log(entry: HubLogEntry): void {

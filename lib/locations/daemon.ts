@@ -96,6 +96,8 @@ export interface HubListenerOptions {
   mcpHandler?: McpHandler;
   /** Receives the hub's log records. */
   onLog?: (entry: HubLogEntry) => void;
+  /** Called after a daemon connects or disconnects. */
+  onChange?: () => void;
 }
 
 /** A running hub with its WebSocket listener. */
@@ -138,6 +140,7 @@ export function startHubListener(options: HubListenerOptions): HubListener {
     stateDir: hubStateDir(options.dataDir),
     mcpHandler: options.mcpHandler,
     onLog: options.onLog,
+    onChange: options.onChange,
   });
   const server = serveHub({
     hub,

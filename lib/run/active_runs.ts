@@ -31,6 +31,8 @@ export interface ActiveRuns {
   byId: Map<string, ManagedRun>;
   /** The active run of each conversation. */
   byConversation: Map<string, ManagedRun>;
+  /** Ids of runs admitted but not yet tracked (their store writes are under way). */
+  starting: Set<string>;
 }
 
 /**

@@ -48,31 +48,60 @@ export interface Admission {
   remote?: RemoteRunner;
 }
 
+function runIdTaken(runId: string): RunnerError {
+  return new RunnerError(
+    "config.invalid",
+    `run_id ${runId} already exists; use a new run_id.`,
+  );
+}
+
 /**
- * Throws `config.invalid` when the request names a run id that is already
- * active or stored: such a request is never a new run, nor a follow-up.
+ * Rejects with `config.invalid` when the request names a run id that is
+ * already active, starting or stored: such a request is never a new run, nor
+ * a follow-up.
  */
-export function assertRunIdUnused(
+export async function assertRunIdUnused(
   runId: string | undefined,
   { store, active }: Pick<AdmissionOptions, "store" | "active">,
-): void {
-  if (runId && (active.byId.has(runId) || store.getRun(runId))) {
-    throw new RunnerError(
-      "config.invalid",
-      `run_id ${runId} already exists; use a new run_id.`,
-    );
+): Promise<void> {
+  if (!runId) return;
+  if (active.byId.has(runId) || active.starting.has(runId)) {
+    throw runIdTaken(runId);
   }
+  if (await store.getRun(runId)) throw runIdTaken(runId);
 }
 
 /**
  * Checks that a new run may start: a valid input, an unused run id, an
- * available location and room under `maxActive`; throws why not.
+ * available location and room under `maxActive`; rejects with why not.
+ * An admitted run holds its place in `active.starting` until the caller
+ * tracks it (or gives up) and deletes it from there.
  */
-export function admitRun(options: AdmissionOptions): Admission {
-  const { request, maxActive, active } = options;
+export async function admitRun(options: AdmissionOptions): Promise<Admission> {
+  const { request, active } = options;
   validateInput(request);
   const runId = request.runId ?? crypto.randomUUID();
-  assertRunIdUnused(runId, options);
+  if (active.byId.has(runId) || active.starting.has(runId)) {
+    throw runIdTaken(runId);
+  }
+  const remote = checkLocationAndRoom(options);
+  active.starting.add(runId);
+  try {
+    if (request.runId && await options.store.getRun(runId)) {
+      throw runIdTaken(runId);
+    }
+  } catch (error) {
+    active.starting.delete(runId);
+    throw error;
+  }
+  return { runId, remote };
+}
+
+/** The runner of the run's location, after checking it exists and there is room. */
+function checkLocationAndRoom(
+  options: AdmissionOptions,
+): RemoteRunner | undefined {
+  const { request, maxActive, active } = options;
   const location = request.config.location;
   const remote = location === "local" || location === "remote-ssh"
     ? undefined
@@ -87,11 +116,14 @@ export function admitRun(options: AdmissionOptions): Admission {
       }.`,
     );
   }
-  if (maxActive !== undefined && active.byId.size >= maxActive) {
+  if (
+    maxActive !== undefined &&
+    active.byId.size + active.starting.size >= maxActive
+  ) {
     throw new RunnerError(
       "http.too_many_runs",
       `The runner already runs ${maxActive} runs (--max-concurrent-runs). Retry shortly.`,
     );
   }
-  return { runId, remote };
+  return remote;
 }

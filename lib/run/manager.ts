@@ -10,7 +10,7 @@
 import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
-import { type RunnerError, toRunnerError } from "../errors.ts";
+import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
 import { prepareLocalWorkspace } from "../locations/launch.ts";
@@ -21,6 +21,7 @@ import {
   trackRun,
 } from "./active_runs.ts";
 import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
+import { oneAtATime } from "./one_at_a_time.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { type RunHandle, startRun } from "./engine.ts";
@@ -59,6 +60,8 @@ export interface StartOptions {
   steer?: boolean;
   /** Refuse (`http.too_many_runs`) when this many runs are already active. */
   maxActive?: number;
+  /** Receives every event of a started run, from its first one on. */
+  onEvent?: (event: RunEvent) => void;
 }
 
 /** What {@linkcode RunManager.start} did. */
@@ -68,8 +71,13 @@ export type StartOutcome =
 
 /** Starts, steers, cancels and tracks runs. */
 export interface RunManager {
-  /** Starts a run, or queues the input on the conversation's active run. */
-  start(request: RunRequest, options?: StartOptions): StartOutcome;
+  /**
+   * Starts a run, or queues the input on the conversation's active run.
+   * Starts of one conversation are handled one after the other; with
+   * `steer: false` a conversation that has an active run is refused with
+   * `http.conversation_busy`.
+   */
+  start(request: RunRequest, options?: StartOptions): Promise<StartOutcome>;
   /** The active run with this id. */
   get(runId: string): ManagedRun | undefined;
   /** The active run of a conversation. */
@@ -136,7 +144,10 @@ interface RunSetupContext {
 }
 
 /** Resolves the agent launch, the secrets and the session to resume. */
-function setUpRun(request: RunRequest, context: RunSetupContext): RunSetup {
+async function setUpRun(
+  request: RunRequest,
+  context: RunSetupContext,
+): Promise<RunSetup> {
   const { conversationId, config } = request;
   const launch = prepareAgentLaunch(config, {
     environment: context.environment,
@@ -155,7 +166,7 @@ function setUpRun(request: RunRequest, context: RunSetupContext): RunSetup {
     )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
-    ? context.store.getSession(sessionKey)?.sessionId
+    ? (await context.store.getSession(sessionKey))?.sessionId
     : undefined;
   return { launch, secrets, sessionKey, storedSessionId };
 }
@@ -230,19 +241,23 @@ interface ManagerState {
  * Starts an admitted run: stores it, records its events, launches it and
  * tracks it until it ends. A launch that throws is recorded as failed.
  */
-function startAdmittedRun(
+async function startAdmittedRun(
   state: ManagerState,
   request: RunRequest,
-  { runId, remote }: Admission,
-): ManagedRun {
+  { admission, onEvent }: {
+    admission: Admission;
+    onEvent?: StartOptions["onEvent"];
+  },
+): Promise<ManagedRun> {
+  const { runId, remote } = admission;
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const { launch, secrets, sessionKey, storedSessionId } = setUpRun(
+  const { launch, secrets, sessionKey, storedSessionId } = await setUpRun(
     request,
     { store, environment: state.environment, secrets: options.secrets },
   );
-  store.createRun({
+  await store.createRun({
     runId,
     conversationId,
     config: redactDeep(publicConfig(config), secrets),
@@ -255,6 +270,7 @@ function startAdmittedRun(
     secrets,
     log,
   });
+  if (onEvent) recorder.subscribe(onEvent);
   let handle: RunHandle;
   try {
     handle = launchRun({
@@ -274,10 +290,15 @@ function startAdmittedRun(
     recorder.emit(failedBeforeStartEvent(runId, error));
     throw toRunnerError(error);
   }
+  // A run is done once its outcome and session id are stored, too.
+  const stored = handle.done.then(async (result) => {
+    await recorder.settled();
+    return result;
+  });
   const run = trackRun(state.active, {
     runId,
     conversationId,
-    handle,
+    handle: { ...handle, done: stored },
     subscribe: recorder.subscribe,
   });
   log({
@@ -289,7 +310,47 @@ function startAdmittedRun(
     command: redactSecrets(launch.commandText, secrets),
     command_source: launch.commandSource,
   });
+  // Whoever awaited start() subscribes within this task; later ones read the store.
+  setTimeout(recorder.stopReplay, 0);
   return run;
+}
+
+/** Steers into the conversation's active run, or admits and starts a new run. */
+async function steerOrStart(
+  state: ManagerState,
+  request: RunRequest,
+  startOptions: StartOptions,
+): Promise<StartOutcome> {
+  const { options, active } = state;
+  // A request naming an existing run is a repeat, never a follow-up.
+  await assertRunIdUnused(request.runId, { store: options.store, active });
+  if (startOptions.steer !== false) {
+    const steered = steerActiveRun(request, active);
+    if (steered) return { kind: "steered", run: steered };
+  } else if (
+    request.conversationId && active.byConversation.has(request.conversationId)
+  ) {
+    throw new RunnerError(
+      "http.conversation_busy",
+      `Conversation ${request.conversationId} has an active run; retry once it has ended.`,
+    );
+  }
+  const admission = await admitRun({
+    request,
+    maxActive: startOptions.maxActive,
+    store: options.store,
+    active,
+    locations: options.locations,
+  });
+  try {
+    const run = await startAdmittedRun(state, request, {
+      admission,
+      onEvent: startOptions.onEvent,
+    });
+    return { kind: "started", run };
+  } finally {
+    active.starting.delete(admission.runId);
+  }
 }
 
 /** Makes a run manager. */
@@ -297,36 +358,44 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   const state: ManagerState = {
     options,
     log: options.log ?? (() => {}),
-    active: { byId: new Map(), byConversation: new Map() },
+    active: { byId: new Map(), byConversation: new Map(), starting: new Set() },
     environment: options.environment ?? Deno.env.toObject(),
   };
   const { active } = state;
+  const startsByConversation = new Map<string, Promise<void>>();
 
-  function start(
+  /**
+   * A follow-up (no run id of its own) steers into the conversation's active
+   * run at once when none of the conversation's starts is under way: it
+   * lands at the exact point of the run it arrives at.
+   */
+  function steerNow(
     request: RunRequest,
-    startOptions: StartOptions = {},
-  ): StartOutcome {
-    // A request naming an existing run is a repeat, never a follow-up.
-    assertRunIdUnused(request.runId, { store: options.store, active });
-    if (startOptions.steer !== false) {
-      const steered = steerActiveRun(request, active);
-      if (steered) return { kind: "steered", run: steered };
+    startOptions: StartOptions,
+  ): Promise<StartOutcome> | undefined {
+    const { conversationId } = request;
+    if (
+      request.runId || startOptions.steer === false || !conversationId ||
+      startsByConversation.has(conversationId)
+    ) return undefined;
+    try {
+      const run = steerActiveRun(request, active);
+      return run ? Promise.resolve({ kind: "steered", run }) : undefined;
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const admission = admitRun({
-      request,
-      maxActive: startOptions.maxActive,
-      store: options.store,
-      active,
-      locations: options.locations,
-    });
-    return {
-      kind: "started",
-      run: startAdmittedRun(state, request, admission),
-    };
   }
 
   return {
-    start,
+    start(request, startOptions = {}) {
+      const steered = steerNow(request, startOptions);
+      if (steered) return steered;
+      return oneAtATime(
+        startsByConversation,
+        request.conversationId,
+        () => steerOrStart(state, request, startOptions),
+      );
+    },
     get: (runId) => active.byId.get(runId),
     activeForConversation: (id) => active.byConversation.get(id),
     active: () => [...active.byId.values()],

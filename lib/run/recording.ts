@@ -36,14 +36,24 @@ const MAX_FINISH_RETRY_MS = 5_000;
 export interface RunRecorder {
   /** Redacts, stores and delivers an event (lean) to every listener. */
   emit(event: RunEvent): void;
-  /** Subscribes to events emitted from now on. */
+  /**
+   * Subscribes to events emitted from now on and, until
+   * {@linkcode RunRecorder.stopReplay}, first hands over those emitted before.
+   */
   subscribe(listener: (event: RunEvent) => void): () => void;
+  /** Ends the replay of early events to new subscribers. */
+  stopReplay(): void;
+  /** Resolves once the store writes of every event emitted so far have settled. */
+  settled(): Promise<void>;
 }
 
 /** Makes the recorder of one run. */
 export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   const { runId, log } = options;
   const listeners = new Set<(event: RunEvent) => void>();
+  let writes = Promise.resolve();
+  // Events emitted before the starter could subscribe (a launch failing at once).
+  let early: RunEvent[] | undefined = [];
   const lean = createLeanEvents();
   let terminal: RunEvent | undefined;
   return {
@@ -59,10 +69,8 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       }
       const event = lean(redactDeep(raw, options.secrets));
       if (isTerminalEvent(event)) terminal = event;
-      try {
-        storeEvent(options, event);
-      } catch (error) {
-        // The run goes on for its live listeners even if the store fails.
+      // The run goes on for its live listeners even if the store fails.
+      const logFailure = (error: unknown) => {
         log({
           msg: "storing a run event failed",
           level: "error",
@@ -72,7 +80,17 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
           error: toRunnerError(error).message,
         });
         if (terminal === event) retryFinish(options, event);
+      };
+      try {
+        const stored = Promise.all(storeEvent(options, event)).then(
+          () => {},
+          logFailure,
+        );
+        writes = writes.then(() => stored);
+      } catch (error) {
+        logFailure(error);
       }
+      early?.push(event);
       for (const listener of listeners) {
         try {
           listener(event);
@@ -86,30 +104,44 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       }
     },
     subscribe(listener) {
+      for (const event of early ?? []) listener(event);
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    stopReplay() {
+      early = undefined;
+    },
+    settled: () => writes,
   };
 }
 
-/** Stores the event, a new agent session id, and the outcome of a terminal event. */
+/**
+ * Queues the event and starts storing a new agent session id and the outcome
+ * of a terminal event; returns those writes (the store orders them).
+ */
 function storeEvent(
   { store, runId, sessionKey }: RunRecorderOptions,
   event: RunEvent,
-): void {
+): Promise<unknown>[] {
+  const writes: Promise<unknown>[] = [];
   store.appendEvent(runId, event);
   if (
     event.type === "state.updated" && sessionKey &&
     event.data.key === "external.acp_session_id"
   ) {
-    store.putSession(sessionKey, String(event.data.value));
+    writes.push(store.putSession(sessionKey, String(event.data.value)));
   }
-  if (isTerminalEvent(event)) finishInStore(store, runId, event);
+  if (isTerminalEvent(event)) writes.push(finishInStore(store, runId, event));
+  return writes;
 }
 
 /** Writes the queued events and the run's outcome (the final flush). */
-function finishInStore(store: RunStore, runId: string, event: RunEvent): void {
-  store.finishRun(runId, {
+async function finishInStore(
+  store: RunStore,
+  runId: string,
+  event: RunEvent,
+): Promise<void> {
+  await store.finishRun(runId, {
     status: event.type === "run.completed"
       ? "completed"
       : event.data.code === "run.cancelled"
@@ -118,7 +150,7 @@ function finishInStore(store: RunStore, runId: string, event: RunEvent): void {
     code: event.data.code as string | undefined,
     error: event.data.error as string | undefined,
   });
-  store.flush();
+  await store.flush();
 }
 
 /**
@@ -128,9 +160,9 @@ function finishInStore(store: RunStore, runId: string, event: RunEvent): void {
 function retryFinish(options: RunRecorderOptions, event: RunEvent): void {
   const { store, runId, log } = options;
   let waitMs = options.finishRetryMs ?? 250;
-  const attempt = () => {
+  const attempt = async () => {
     try {
-      finishInStore(store, runId, event);
+      await finishInStore(store, runId, event);
       log({ msg: "run outcome stored after retrying", run_id: runId });
     } catch (error) {
       const failure = toRunnerError(error);

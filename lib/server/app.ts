@@ -17,15 +17,18 @@ import {
   type ServerContext,
   unauthorized,
 } from "./context.ts";
-import type { ServeConfig } from "./config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
+import type { RunEvent } from "../events.ts";
+import type { ServeConfig } from "./config.ts";
+import type { Metrics, RunLabels } from "./metrics.ts";
 import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerConsoleRoutes } from "./console.ts";
 import { registerN8nRoutes } from "./n8n.ts";
 import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
+import { createFleetRouter } from "./fleet_router.ts";
 import { checkRequestSource, originListed } from "./request_guard.ts";
 
 export type {
@@ -41,7 +44,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   app.use("*", accessLog(context));
   handleFailures(app, context);
   guardRequestSources(app, options.config);
-  guardApiRoutes(app, options.config);
+  guardApiRoutes(app, context);
   registerConsoleRoutes(app);
   registerMetaRoutes(app, context);
   registerAgentRoutes(app, context);
@@ -57,29 +60,38 @@ function createServerContext(options: ServerAppOptions): ServerContext {
   const secrets = options.secrets ?? [];
   const log = options.log ?? (() => {});
   const isShuttingDown = options.isShuttingDown ?? (() => false);
+  const fleetStore = options.store.fleet;
   return {
     ...options,
+    fleet: fleetStore && config.fleet
+      ? createFleetRouter({
+        fleet: fleetStore,
+        clusterToken: config.fleet.clusterToken,
+        log,
+        stopping: options.stopping,
+      })
+      : undefined,
     log,
     isShuttingDown,
     secrets,
     redact: (value) => redactDeep(value, secrets),
-    startRun(request, startOptions) {
+    async startRun(request, startOptions) {
       if (isShuttingDown()) {
         throw new RunnerError(
           "runner.shutting_down",
           "The runner is shutting down; retry against the restarted service.",
         );
       }
-      const outcome = manager.start(request, {
+      const startedAt = performance.now();
+      const outcome = await manager.start(request, {
         ...startOptions,
         maxActive: config.maxConcurrentRuns,
-      });
-      if (outcome.kind === "started") {
-        const startedAt = performance.now();
-        options.metrics.trackRun(outcome.run.subscribe, {
+        onEvent: metricsListener(options.metrics, {
           provider: request.config.provider,
           location: request.config.location,
-        });
+        }),
+      });
+      if (outcome.kind === "started") {
         outcome.run.done.then((result) =>
           log({
             msg: "run finished",
@@ -93,6 +105,19 @@ function createServerContext(options: ServerAppOptions): ServerContext {
       return outcome;
     },
   };
+}
+
+/** A listener that feeds one started run's events to the metrics. */
+function metricsListener(
+  metrics: Metrics,
+  labels: RunLabels,
+): (event: RunEvent) => void {
+  let listener: ((event: RunEvent) => void) | undefined;
+  metrics.trackRun((receive) => {
+    listener = receive;
+    return () => listener = undefined;
+  }, labels);
+  return (event) => listener?.(event);
 }
 
 /** Answers thrown failures and unknown routes in the one error shape. */
@@ -165,8 +190,9 @@ function guardRequestSources(app: Hono, config: ServeConfig): void {
   });
 }
 
-/** The body limit and bearer auth on `/v1`. */
-function guardApiRoutes(app: Hono, config: ServeConfig): void {
+/** The body limit and bearer auth on `/v1` (or, between replicas, the cluster token). */
+function guardApiRoutes(app: Hono, ctx: ServerContext): void {
+  const { config } = ctx;
   app.use(
     "/v1/*",
     limitBody(config.maxBodyMb * 1024 * 1024, () =>
@@ -183,6 +209,7 @@ function guardApiRoutes(app: Hono, config: ServeConfig): void {
     if (c.req.path === "/v1/webhooks/n8n" && config.n8n.auth !== "none") {
       return await next();
     }
+    if (ctx.fleet?.isForwarded(c)) return await next();
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());
     if (!match || !safeEqual(match[1], token)) throw unauthorized();

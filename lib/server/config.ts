@@ -21,6 +21,14 @@ import {
   readServeOptions,
   type ServeOptionValues,
 } from "./config_sources.ts";
+import {
+  type FleetSettings,
+  fleetSettings,
+  storePassword,
+} from "./config_fleet.ts";
+
+export type { FleetSettings };
+export { SERVE_HELP } from "./config_help.ts";
 
 /** How the n8n webhook authenticates callers. */
 export type N8nAuthMode = "none" | "basic" | "header" | "jwt";
@@ -83,6 +91,8 @@ export interface ServeConfig {
   allowedOrigins: string[];
   /** Connection limits of the HTTP listener (and the hub's). */
   limits: ListenerLimits;
+  /** Fleet settings, when `--store` names a shared PostgreSQL database. */
+  fleet?: FleetSettings;
   /** The warm pool's bounds (`agent-idle-timeout`, `max-warm-agents`; `docs/runs.md`). */
   warmAgents: WarmPoolSettings;
 }
@@ -114,62 +124,6 @@ export interface DaemonHubSettings {
   /** Jobs one daemon ID may run at once. */
   maxJobsPerId: number;
 }
-
-/** Help text of `runner serve`. */
-export const SERVE_HELP = `Usage: runner serve [options]
-
-Runs the HTTP service: the runs API (/v1/runs), the n8n webhook
-(/v1/webhooks/n8n), /healthz, /metrics and /openapi.json. See docs/http-api.md.
-
-Options (each also RUNNER_<NAME> in the environment, or a key of --config):
-  --host ADDR                 listen address (default 127.0.0.1)
-  --port N                    listen port (default 8080; 0 = any free port)
-  --data-dir DIR              store and agent records (default: the user data dir)
-  --api-token TOKEN           bearer token for /v1 (required unless host is loopback)
-  --api-token-file FILE       read the API token from a file (wins over --api-token)
-  --config FILE               JSON file of these options and run-config keys
-  --allow-custom-commands     let callers set acp-command, provider=custom,
-                              mcp-servers-json and ssh command options
-  --allow-env-names A,B       env-json names callers may set (default none)
-  --max-concurrent-runs N     active runs at most (default 16)
-  --max-body-mb N             request body limit (default 50)
-  --allowed-hosts A,B         Host names accepted besides IP addresses, localhost
-                              and --host (* any, *.example.com subdomains)
-  --allowed-origins A,B       browser origins allowed to call (e.g.
-                              https://app.example.com; * any)
-  --max-connections N         open connections at most (default 1000)
-  --header-timeout S          seconds to send a request's headers (default 10)
-  --request-timeout S         seconds to send a whole request (default 300)
-  --keep-alive-timeout S      idle seconds between requests (default 5)
-  --keepalive-seconds N       keep-alive on silent SSE/NDJSON/n8n streams (default 15)
-  --log-level LEVEL           debug | info | warn | error (default info)
-  --log-format FORMAT         json | text (default: text on a terminal, else json)
-  --agent-idle-timeout S      seconds an agent stays warm between runs (default 300; 0 off)
-  --max-warm-agents N         warm agents at most, LRU stopped first (default 16)
-  --n8n-auth MODE             none | basic | header | jwt (default none)
-  --n8n-auth-user USER        basic auth user
-  --n8n-auth-password PASS    basic auth password
-  --n8n-auth-header-name H    header auth name
-  --n8n-auth-header-value V   header auth value
-  --n8n-jwt-secret SECRET     shared secret for jwt auth (HS256/HS384/HS512)
-  --n8n-output-key KEY        answer key for stream=false (default response)
-  --n8n-wait-seconds N        wait for a busy conversation (default 60)
-  --n8n-merge-ms MS           send deltas within MS of the last item as one
-                              item (default 250; 0 = one item per delta)
-  --daemon-enabled            listen for runner daemons (coding-relay-v1)
-  --daemon-host ADDR          daemon hub address (default 127.0.0.1)
-  --daemon-port N             daemon hub port (default 8766)
-  --daemon-token TOKEN        shared secret daemons must send (required off loopback;
-                              make one with runner token)
-  --daemon-token-file FILE    read the daemon token from a file (wins over
-                              --daemon-token)
-  --daemon-tokens-file FILE   per-daemon tokens, JSON {"<daemon-id>": "<token>"}
-  --daemon-max-jobs-per-id N  jobs one daemon ID may run at once (default 16)
-  --env-json-file FILE        server-wide env-json default from a JSON file
-                              (wins over --env-json; keeps values out of ps)
-  --<config-key> VALUE        server-wide run default, e.g. --provider codex,
-                              --workspace /srv/work, --env-json '{"K":"v"}'
-`;
 
 /** Whether `host` only accepts connections from this machine. */
 export function isLoopbackHost(host: string): boolean {
@@ -262,6 +216,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       requestTimeout: server["request-timeout"] as number,
       keepAliveTimeout: server["keep-alive-timeout"] as number,
     },
+    fleet: fleetSettings(server, await secretOption(server, "cluster-token")),
     warmAgents: {
       idleTimeout: server["agent-idle-timeout"] as number,
       maxAgents: server["max-warm-agents"] as number,
@@ -390,6 +345,8 @@ export function serveSecrets(config: ServeConfig): string[] {
     config.n8n.headerValue,
     config.n8n.jwtSecret,
     config.daemon.token,
+    config.fleet?.clusterToken,
+    storePassword(config.fleet?.storeUrl),
     ...Object.values(config.daemon.tokens),
     ...secretsOf({
       envJson: defaults.envJson,

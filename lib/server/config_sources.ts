@@ -15,6 +15,8 @@ interface ServerKey {
   kind: "string" | "number" | "bool" | "list";
   default?: unknown;
   choices?: readonly string[];
+  /** The environment variable, when not `RUNNER_<KEY>`. */
+  env?: string;
 }
 
 const SERVER_KEYS: Record<string, ServerKey> = {
@@ -63,10 +65,17 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "daemon-token-file": { kind: "string" },
   "daemon-tokens-file": { kind: "string" },
   "daemon-max-jobs-per-id": { kind: "number", default: 16 },
+  "store": { kind: "string", env: "RUNNER_STORE_URL" },
+  "replica-id": { kind: "string" },
+  "advertise-url": { kind: "string" },
+  "cluster-token": { kind: "string" },
+  "cluster-token-file": { kind: "string" },
+  "lease-seconds": { kind: "number", default: 15 },
 };
 
 function envName(key: string): string {
-  return `RUNNER_${key.toUpperCase().replaceAll("-", "_")}`;
+  return SERVER_KEYS[key]?.env ??
+    `RUNNER_${key.toUpperCase().replaceAll("-", "_")}`;
 }
 
 /** The `config.invalid` failure with `message`. */

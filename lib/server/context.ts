@@ -17,6 +17,7 @@ import type { WarmAgentsView } from "../run/warm_pool.ts";
 import { redactSecrets } from "../secrets.ts";
 import type { ServeConfig } from "./config.ts";
 import type { RunStore } from "../store/types.ts";
+import type { FleetRouter } from "./fleet_router.ts";
 
 /** Options for {@linkcode createServerApp}. */
 export interface ServerAppOptions {
@@ -36,16 +37,18 @@ export interface ServerAppOptions {
   isShuttingDown?: () => boolean;
   /** The daemon hub's view, when `--daemon-enabled`. */
   daemons?: DaemonsView;
+  /** Aborted when the server stops: ends requests forwarded to other replicas. */
+  stopping?: AbortSignal;
   /** The warm pool (`GET`/`DELETE /v1/agents`, `/metrics`). */
   warmAgents?: WarmAgentsView;
   /** Live events held per stream reader before it catches up from the store. */
   maxPendingEvents?: number;
 }
 
-/** What the HTTP API shows of the daemon hub. */
+/** What the HTTP API shows of the daemon hub (in a fleet: of every replica's). */
 export interface DaemonsView {
   /** Connected and fenced daemons. */
-  list(): { daemons: Record<string, unknown>[] };
+  list(): Promise<{ daemons: Record<string, unknown>[] }>;
   /** Lifts a fence; true when the id was fenced. */
   unfence(daemonId: string): Promise<boolean>;
 }
@@ -55,7 +58,7 @@ export interface ServerContext extends
   Required<
     Omit<
       ServerAppOptions,
-      "secrets" | "daemons" | "warmAgents" | "maxPendingEvents"
+      "secrets" | "daemons" | "stopping" | "warmAgents" | "maxPendingEvents"
     >
   > {
   daemons?: DaemonsView;
@@ -63,10 +66,15 @@ export interface ServerContext extends
   warmAgents?: WarmAgentsView;
   /** Live events held per stream reader (default: the stream's own). */
   maxPendingEvents?: number;
+  /** Routes requests to the replica owning them, when this replica is in a fleet. */
+  fleet?: FleetRouter;
   /** Values never returned in a response. */
   secrets: string[];
   /** Starts a run (or steers) after the shutdown and concurrency checks. */
-  startRun(request: RunRequest, options?: { steer?: boolean }): StartOutcome;
+  startRun(
+    request: RunRequest,
+    options?: { steer?: boolean },
+  ): Promise<StartOutcome>;
   /** Redacts secrets from a response value. */
   redact<T>(value: T): T;
 }
@@ -90,6 +98,8 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   "http.conversation_busy": 409,
   "http.body_too_large": 413,
   "http.too_many_runs": 429,
+  "agent_runtime.daemon_fenced": 409,
+  "runner.replica_unreachable": 503,
   "run.steering_queue_full": 429,
   "runner.shutting_down": 503,
   "store.unavailable": 503,
@@ -128,23 +138,53 @@ export function safeEqual(given: string, expected: string): boolean {
 export const ORPHANED_RUN_MESSAGE =
   "The runner stopped while this run was active; start the run again.";
 
+/** The message of runs failed because their replica was lost. */
+export const REPLICA_LOST_MESSAGE =
+  "The replica running this run stopped renewing its lease (it died or lost the database); start the run again on any replica.";
+
+/** What {@linkcode failOrphanedRuns} ends and where it says so. */
+export interface OrphanedRunsOptions {
+  /** Only this run (default: every active run). */
+  runId?: string;
+  /** Logs the runs it ended (one line, with their ids). */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
 /**
- * Ends active runs whose owning process is gone (crashed, a zombie, or a
- * reused pid) with `runner.restarted`: all of them, or only `runId`. Store
- * failures are left to the caller's next read.
+ * Ends active runs whose owner is gone: with `runner.restarted` when its
+ * process is gone (crashed, a zombie, or a reused pid), or in a fleet with
+ * `runner.replica_lost` when its replica's lease lapsed; all of them, or only
+ * `runId`. Store failures are left to the caller's next read.
  */
-export function failOrphanedRuns(store: RunStore, runId?: string): string[] {
+export async function failOrphanedRuns(
+  store: RunStore,
+  { runId, log }: OrphanedRunsOptions = {},
+): Promise<string[]> {
+  let ended: string[];
   try {
-    return store.markActiveRunsFailed(
-      "runner.restarted",
-      ORPHANED_RUN_MESSAGE,
-      {
-        runId,
-      },
-    );
+    ended = store.fleet
+      ? await store.markActiveRunsFailed(
+        "runner.replica_lost",
+        REPLICA_LOST_MESSAGE,
+        { runId },
+      )
+      : await store.markActiveRunsFailed(
+        "runner.restarted",
+        ORPHANED_RUN_MESSAGE,
+        { runId },
+      );
   } catch {
     return [];
   }
+  if (ended.length) {
+    log?.({
+      msg: store.fleet
+        ? "failed runs of a lost replica"
+        : "ended runs of a gone process",
+      run_ids: ended,
+    });
+  }
+  return ended;
 }
 
 /** When each store's runs were last checked for a gone owner while followed. */
@@ -157,7 +197,11 @@ const ORPHAN_CHECK_MS = 1000;
  * {@linkcode failOrphanedRuns} for one run that streams are polling, at most
  * once a second per run (each check may ask the process table).
  */
-export function failIfOrphaned(store: RunStore, runId: string): void {
+export async function failIfOrphaned(
+  store: RunStore,
+  runId: string,
+  log?: (entry: Record<string, unknown>) => void,
+): Promise<void> {
   let checked = orphanChecks.get(store);
   if (!checked) orphanChecks.set(store, checked = new Map());
   const now = Date.now();
@@ -168,7 +212,9 @@ export function failIfOrphaned(store: RunStore, runId: string): void {
     }
   }
   checked.set(runId, now);
-  if (failOrphanedRuns(store, runId).length) checked.delete(runId);
+  if ((await failOrphanedRuns(store, { runId, log })).length) {
+    checked.delete(runId);
+  }
 }
 
 /** The 401 answer (no detail about what was wrong). */

@@ -99,14 +99,14 @@ export interface RepeatLookup {
  *
  * @throws {RunnerError} `http.conflict` when the run belongs to another conversation.
  */
-export function answerRepeat(
+export async function answerRepeat(
   c: Context,
   { ctx, steeredPosts, runId, ...asked }: RepeatLookup,
-): RunToAnswer | Response | undefined {
+): Promise<RunToAnswer | Response | undefined> {
   const steeredInto = steeredPosts.get(runId);
   if (steeredInto) return c.json({ run_id: steeredInto, steered: true }, 202);
   const run = ctx.manager.get(runId);
-  const record = ctx.store.getRun(runId);
+  const record = run ? undefined : await ctx.store.getRun(runId);
   if (!run && !record) return undefined;
   const conversationId = run?.conversationId ?? record?.conversationId;
   if (asked.conversationId && asked.conversationId !== conversationId) {

@@ -12,12 +12,14 @@ import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { listProviders } from "../providers.ts";
 import type { ServerContext } from "./context.ts";
-import { optionalId } from "./runs.ts";
+import { optionalId } from "./run_fields.ts";
 import { RUNNER_VERSION } from "../version.ts";
 
-function daemonGauges(ctx: ServerContext): DaemonGauges | undefined {
+async function daemonGauges(
+  ctx: ServerContext,
+): Promise<DaemonGauges | undefined> {
   if (!ctx.daemons) return undefined;
-  const daemons = ctx.daemons.list().daemons;
+  const daemons = (await ctx.daemons.list()).daemons;
   return {
     connected: daemons.filter((d) => d.connected).length,
     fenced: daemons.filter((d) => d.fenced).length,
@@ -43,9 +45,10 @@ export function registerMetaRoutes(app: Hono, ctx: ServerContext): void {
 function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
   const { manager } = ctx;
 
-  app.get("/healthz", (c) => {
+  app.get("/healthz", async (c) => {
     const shuttingDown = ctx.isShuttingDown();
-    const store = ctx.store.health();
+    // In a fleet the store's health includes the replica's lease renewals.
+    const store = await ctx.store.health();
     const status = shuttingDown
       ? "shutting_down"
       : store.ok
@@ -57,6 +60,7 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
         version: RUNNER_VERSION,
         active_runs: manager.active().length,
         store: store.ok ? { ok: true } : { ok: false, error: store.error },
+        ...(ctx.fleet ? { replica_id: ctx.fleet.fleet.replicaId } : {}),
       }),
       status === "ok" ? 200 : 503,
     );
@@ -66,8 +70,10 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
     "/metrics",
     async (c) =>
       c.body(
-        await ctx.metrics.render(manager.active().length, daemonGauges(ctx)) +
-          warmAgentMetricLines(ctx).map((line) => `${line}\n`).join(""),
+        await ctx.metrics.render(
+          manager.active().length,
+          await daemonGauges(ctx),
+        ) + warmAgentMetricLines(ctx).map((line) => `${line}\n`).join(""),
         200,
         {
           "content-type": "text/plain; version=0.0.4; charset=utf-8",
@@ -82,7 +88,10 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
 
 /** `/v1/daemons` and `/v1/daemons/:id/unfence`. */
 function registerDaemonRoutes(app: Hono, ctx: ServerContext): void {
-  app.get("/v1/daemons", (c) => c.json(ctx.daemons?.list() ?? { daemons: [] }));
+  app.get(
+    "/v1/daemons",
+    async (c) => c.json(await ctx.daemons?.list() ?? { daemons: [] }),
+  );
 
   app.post("/v1/daemons/:id/unfence", async (c) => {
     const daemonId = c.req.param("id");
@@ -100,15 +109,30 @@ function registerDaemonRoutes(app: Hono, ctx: ServerContext): void {
   });
 }
 
+/** The id of the conversation's active run, here or (in a fleet) on any replica. */
+async function activeRunOf(
+  ctx: ServerContext,
+  conversationId: string,
+): Promise<string | undefined> {
+  const here = ctx.manager.activeForConversation(conversationId)?.runId;
+  if (here || !ctx.fleet) return here;
+  const [run] = await ctx.store.listRuns({
+    conversationId,
+    status: "active",
+    limit: 1,
+  });
+  return run?.runId;
+}
+
 /** `GET` and `DELETE /v1/conversations/:id`: a conversation's stored sessions. */
 function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
-  const { manager, store } = ctx;
+  const { store } = ctx;
 
-  app.get("/v1/conversations/:id", (c) => {
+  app.get("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
-    const sessions = store.listSessions(conversationId);
-    const active = manager.activeForConversation(conversationId);
-    const runs = store.listRuns({ conversationId, limit: 1 });
+    const sessions = await store.listSessions(conversationId);
+    const active = await activeRunOf(ctx, conversationId);
+    const runs = await store.listRuns({ conversationId, limit: 1 });
     if (!sessions.length && !active && !runs.length) {
       throw new RunnerError(
         "http.not_found",
@@ -117,7 +141,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     }
     return c.json(ctx.redact({
       conversation_id: conversationId,
-      active_run_id: active?.runId ?? null,
+      active_run_id: active ?? null,
       sessions: sessions.map((session) => ({
         session_id: session.sessionId,
         provider: session.provider,
@@ -132,14 +156,17 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
 
   app.delete("/v1/conversations/:id", async (c) => {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
-    const active = manager.activeForConversation(conversationId);
+    // In a fleet the owner answers: its warm agents hold the sessions.
+    const forwarded = await ctx.fleet?.toConversationOwner(c, conversationId);
+    if (forwarded) return forwarded;
+    const active = await activeRunOf(ctx, conversationId);
     if (active) {
       throw new RunnerError(
         "http.conflict",
-        `Conversation ${conversationId} has an active run (${active.runId}); cancel it first (POST /v1/runs/${active.runId}/cancel).`,
+        `Conversation ${conversationId} has an active run (${active}); cancel it first (POST /v1/runs/${active}/cancel).`,
       );
     }
-    const deletedSessions = store.deleteSessions(conversationId);
+    const deletedSessions = await store.deleteSessions(conversationId);
     // The conversation's warm agents hold the forgotten sessions: stop them.
     await ctx.warmAgents?.forgetConversation(conversationId);
     return c.json({

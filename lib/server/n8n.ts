@@ -28,7 +28,7 @@ import {
 } from "./n8n_reply.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
-import { optionalId, requestedFormat } from "./runs.ts";
+import { optionalId, requestedFormat } from "./run_fields.ts";
 import { followRunEvents, textStream } from "./stream.ts";
 import { mergeDeltas } from "./delta_merge.ts";
 
@@ -40,43 +40,66 @@ export interface StartWhenIdleOptions<T> {
   conversationId: string;
   /** The overall deadline, in seconds, however often the wait restarts. */
   seconds: number;
-  /** Starts the run; called synchronously right after the idle check. */
-  start: () => T;
+  /**
+   * Starts the run once the conversation looks idle; rejects with
+   * `http.conversation_busy` when another caller started one first.
+   */
+  start: () => Promise<T>;
   /** Called each time the caller starts waiting for another run. */
   onWait?: (active: ManagedRun) => void;
 }
 
 /**
  * Calls `start` once the conversation has no active run, waiting for at most
- * `seconds` overall; throws `http.conversation_busy` past that. The idle
- * check and `start` happen without yielding, so of several callers woken by
- * the same run's end one starts and the others wait for that new run.
+ * `seconds` overall; throws `http.conversation_busy` past that. Of several
+ * callers woken by the same run's end one starts (the manager starts one
+ * conversation's runs one at a time) and the others wait for that new run.
  */
 export async function startWhenConversationIdle<T>(
   options: StartWhenIdleOptions<T>,
 ): Promise<T> {
   const { manager, conversationId, seconds } = options;
   const deadline = Date.now() + seconds * 1000;
-  let active: ManagedRun | undefined;
-  while ((active = manager.activeForConversation(conversationId))) {
-    options.onWait?.(active);
-    const left = deadline - Date.now();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = await Promise.race([
-      active.done.then(() => false),
-      new Promise<boolean>((resolve) =>
-        timer = setTimeout(() => resolve(true), Math.max(0, left))
-      ),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
-      throw new RunnerError(
-        "http.conversation_busy",
-        `Conversation ${conversationId} still has an active run (${active.runId}) after ${seconds} s; retry later or cancel it (POST /v1/runs/${active.runId}/cancel).`,
-      );
+  for (;;) {
+    let active: ManagedRun | undefined;
+    while ((active = manager.activeForConversation(conversationId))) {
+      options.onWait?.(active);
+      await waitForRunEnd({ active, deadline, conversationId, seconds });
+    }
+    try {
+      return await options.start();
+    } catch (error) {
+      const busy = error instanceof RunnerError &&
+        error.code === "http.conversation_busy";
+      if (!busy || Date.now() >= deadline) throw error;
     }
   }
-  return options.start();
+}
+
+/** Waits for `active` to end; throws `http.conversation_busy` at the deadline. */
+async function waitForRunEnd(
+  { active, deadline, conversationId, seconds }: {
+    active: ManagedRun;
+    deadline: number;
+    conversationId: string;
+    seconds: number;
+  },
+): Promise<void> {
+  const left = deadline - Date.now();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = await Promise.race([
+    active.done.then(() => false),
+    new Promise<boolean>((resolve) =>
+      timer = setTimeout(() => resolve(true), Math.max(0, left))
+    ),
+  ]);
+  clearTimeout(timer);
+  if (timedOut) {
+    throw new RunnerError(
+      "http.conversation_busy",
+      `Conversation ${conversationId} still has an active run (${active.runId}) after ${seconds} s; retry later or cancel it (POST /v1/runs/${active.runId}/cancel).`,
+    );
+  }
 }
 
 function firstString(...values: unknown[]): string | undefined {
@@ -153,6 +176,11 @@ export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
     await checkN8nAuth(c, ctx.config.n8n);
     const body = await readJsonObject(c);
     const request = parseN8nRequest(c, { body, ctx });
+    const forwarded = await ctx.fleet?.forConversation(
+      c,
+      request.conversationId,
+    );
+    if (forwarded) return forwarded;
     const run = await startN8nRun(ctx, request);
     ctx.log({
       msg: "n8n webhook run",
@@ -160,28 +188,28 @@ export function registerN8nRoutes(app: Hono, ctx: ServerContext): void {
       conversation_id: request.conversationId,
       streaming: request.streaming,
     });
-    const answer = n8nAnswer(ctx, { run, request, pending });
+    const answer = await n8nAnswer(ctx, { run, request, pending });
     if (!request.streaming) return await n8nJsonReply(c, answer);
     return n8nStreamResponse(answer);
   });
 }
 
 /** Takes the conversation's undelivered answers to go ahead of this call's own. */
-function n8nAnswer(
+async function n8nAnswer(
   ctx: ServerContext,
   { run, request, pending }: {
     run: ManagedRun;
     request: N8nRequest;
     pending: PendingAnswers;
   },
-): N8nAnswer {
+): Promise<N8nAnswer> {
   const { conversationId } = request;
   const earlier = conversationId ? pending.take(conversationId) : [];
   return {
     ctx,
     run,
     errors: request.errors,
-    preface: earlierAnswersText(ctx.store, {
+    preface: await earlierAnswersText(ctx.store, {
       runIds: earlier,
       secrets: ctx.secrets,
     }),
@@ -276,7 +304,7 @@ async function startN8nRun(
           active_run_id: active.runId,
         }),
     })
-    : start();
+    : await start();
   return run;
 }
 

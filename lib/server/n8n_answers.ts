@@ -69,12 +69,12 @@ export function createPendingAnswers(): PendingAnswers {
 }
 
 /** What a stored run answered: its final message, or its failure as a readable line. */
-export function storedAnswer(
+export async function storedAnswer(
   store: RunStore,
   runId: string,
   secrets: string[],
-): string {
-  const events = store.getEvents(runId);
+): Promise<string> {
+  const events = await store.getEvents(runId);
   const failed = events.find((event) => event.type === "run.failed");
   if (failed) return failureText(failed, secrets);
   // Stored events are lean: the answer comes back from its deltas.
@@ -93,12 +93,14 @@ export function failureText(event: RunEvent, secrets: string[]): string {
  * The text that goes ahead of a conversation's new answer: the answers of its
  * earlier messages that were not delivered in time, each marked as such.
  */
-export function earlierAnswersText(
+export async function earlierAnswersText(
   store: RunStore,
   { runIds, secrets }: { runIds: string[]; secrets: string[] },
-): string {
-  return runIds
-    .map((runId) => storedAnswer(store, runId, secrets))
+): Promise<string> {
+  const answers = await Promise.all(
+    runIds.map((runId) => storedAnswer(store, runId, secrets)),
+  );
+  return answers
     .filter((text) => text)
     .map((text) =>
       `↩ The answer to your earlier message (it was not ready in time):\n\n${text}\n\n---\n\n`

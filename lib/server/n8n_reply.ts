@@ -50,7 +50,7 @@ export async function n8nJsonReply(
   const { ctx, run } = answer;
   if (answer.errors === "json") {
     await run.done;
-    return c.json(...n8nDocument(answer));
+    return c.json(...await n8nDocument(answer));
   }
   let delivered = false;
   const body = textStream(
@@ -58,7 +58,7 @@ export async function n8nJsonReply(
       if (delivered) return undefined;
       await run.done;
       delivered = true;
-      return JSON.stringify(n8nDocument(answer)[0]);
+      return JSON.stringify((await n8nDocument(answer))[0]);
     },
     () => {
       if (!delivered) answer.undelivered(false);
@@ -71,12 +71,12 @@ export async function n8nJsonReply(
 }
 
 /** The `stream=false` object of an ended run, with the status `?errors=json` gives it. */
-function n8nDocument(
+async function n8nDocument(
   { ctx, run, errors, preface }: N8nAnswer,
-): [Record<string, unknown>, 200 | 502] {
+): Promise<[Record<string, unknown>, 200 | 502]> {
   const { store, config } = ctx;
-  const events = store.getEvents(run.runId);
-  const record = store.getRun(run.runId);
+  const events = await store.getEvents(run.runId);
+  const record = await store.getRun(run.runId);
   const failed = events.find((event) => event.type === "run.failed");
   const error = record?.status === "completed" ? undefined : {
     code: record?.code ?? "runner.internal",

@@ -32,7 +32,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     "Too many active runs (`http.too_many_runs`, with Retry-After) or a full steering queue (`run.steering_queue_full`).",
   502: "The run failed (n8n `stream=false` with `errors=json`).",
   503:
-    "The runner is shutting down (`runner.shutting_down`) or its store is unavailable.",
+    "The runner is shutting down (`runner.shutting_down`), its store is unavailable (`store.unavailable`), or in a fleet the replica owning the request did not answer (`runner.replica_unreachable`).",
 };
 
 const ERROR_HEADERS: Record<number, Record<string, Schema>> = {
@@ -101,7 +101,7 @@ export function metaPaths(): Record<string, Schema> {
         security: [],
         responses: {
           "200": json(ref("Health")),
-          "503": json(ref("Health"), "Shutting down"),
+          "503": json(ref("Health"), "Shutting down, or degraded"),
         },
       },
     },

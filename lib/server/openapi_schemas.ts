@@ -116,11 +116,17 @@ function serviceSchemas(): Record<string, Schema> {
     Health: object({
       status: {
         ...string,
-        description: "`ok`, or `shutting_down` (with 503).",
+        description:
+          "`ok`, or `shutting_down` or `degraded` (the store cannot be read or written; in a fleet, the database cannot be reached), both with 503.",
       },
       version: string,
       active_runs: { type: "integer", minimum: 0 },
-    }),
+      store: object({ ok: { type: "boolean" }, error: string }, ["ok"]),
+      replica_id: {
+        ...string,
+        description: "This replica's id, in a fleet (`--store postgres://…`).",
+      },
+    }, ["status", "version", "active_runs", "store"]),
     Providers: object({
       presets: {
         type: "array",

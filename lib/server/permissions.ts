@@ -10,6 +10,7 @@ import type { Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { readJsonObject, type ServerContext } from "./context.ts";
+import { routeRunRequest } from "./fleet_router.ts";
 
 /** Registers the permission-answer route. */
 export function registerPermissionRoutes(
@@ -19,10 +20,13 @@ export function registerPermissionRoutes(
   app.post("/v1/runs/:id/permissions/:request_id", async (c) => {
     const runId = c.req.param("id");
     const requestId = c.req.param("request_id");
+    // In a fleet the answer goes to the replica running the run.
+    const forwarded = await routeRunRequest(c, ctx, runId);
+    if (forwarded) return forwarded;
     const answer = parseAnswer(await readJsonObject(c));
     const run = ctx.manager.get(runId);
     if (!run) {
-      const record = ctx.store.getRun(runId);
+      const record = await ctx.store.getRun(runId);
       if (!record) {
         throw new RunnerError("http.not_found", `No run ${runId}.`);
       }

@@ -8,10 +8,10 @@
 import { parseRunAssetsRequest } from "../assets/request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
-import type { Attachment, RunInput } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config.ts";
+import { routeRunRequest } from "./fleet_router.ts";
 import {
   failIfOrphaned,
   failOrphanedRuns,
@@ -24,6 +24,12 @@ import {
   requestedRunId,
   type RunToAnswer,
 } from "./idempotency.ts";
+import {
+  optionalId,
+  parseRunInput,
+  requestedFormat,
+  runView,
+} from "./run_fields.ts";
 import {
   finalMessage,
   shapeEvents,
@@ -38,7 +44,6 @@ import {
 } from "./stream.ts";
 import type { ListRunsOptions, RunRecord, RunStatus } from "../store/types.ts";
 
-const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 const STATUSES: readonly RunStatus[] = [
   "active",
   "completed",
@@ -46,102 +51,20 @@ const STATUSES: readonly RunStatus[] = [
   "cancelled",
 ];
 
-/** Checks an optional id field (run or conversation id). */
-export function optionalId(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === null || value === "") return undefined;
-  if (typeof value === "number") value = String(value);
-  if (typeof value !== "string" || !ID_PATTERN.test(value)) {
-    throw new RunnerError(
-      "http.bad_request",
-      `${field} must be 1-128 letters, digits or . _ : @ - (starting with a letter or digit).`,
-    );
-  }
-  return value;
-}
-
-/** Parses a run input (`{text, attachments}` or a plain string). */
-export function parseRunInput(value: unknown): RunInput {
-  if (typeof value === "string") return { text: value };
-  if (!value || typeof value !== "object" || Array.isArray(value)) {
-    throw new RunnerError(
-      "http.bad_request",
-      'input must be an object: {"text": "...", "attachments": [...]}.',
-    );
-  }
-  const { text, attachments } = value as Record<string, unknown>;
-  if (text !== undefined && typeof text !== "string") {
-    throw new RunnerError("http.bad_request", "input.text must be a string.");
-  }
-  if (attachments !== undefined && !Array.isArray(attachments)) {
-    throw new RunnerError(
-      "http.bad_request",
-      "input.attachments must be an array.",
-    );
-  }
-  if (!text && !(attachments as unknown[] | undefined)?.length) {
-    throw new RunnerError(
-      "config.invalid",
-      "input needs text or at least one attachment.",
-    );
-  }
-  return { text, attachments: attachments as Attachment[] | undefined };
-}
-
-function booleanParam(value: unknown): boolean | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === "boolean") return value;
-  const text = String(value).toLowerCase();
-  if (["false", "0", "no", "off"].includes(text)) return false;
-  if (["true", "1", "yes", "on", ""].includes(text)) return true;
-  throw new RunnerError("http.bad_request", "stream must be true or false.");
-}
-
-/** The response format a request asks for. */
-export function requestedFormat(
-  c: Context,
-  bodyStream?: unknown,
-): StreamFormat | "json" {
-  const stream = booleanParam(c.req.query("stream")) ??
-    booleanParam(bodyStream);
-  if (stream === false) return "json";
-  const accept = c.req.header("accept") ?? "";
-  return accept.includes("application/x-ndjson") ? "ndjson" : "sse";
-}
-
-/** A run as the API shows it. */
-export function runView(
-  record: RunRecord,
-  active: boolean,
-): Record<string, unknown> {
-  return {
-    run_id: record.runId,
-    conversation_id: record.conversationId ?? null,
-    status: record.status,
-    active,
-    code: record.code ?? null,
-    error: record.error ?? null,
-    config: record.config,
-    created_at: new Date(record.createdAt).toISOString(),
-    updated_at: new Date(record.updatedAt).toISOString(),
-    finished_at: record.finishedAt
-      ? new Date(record.finishedAt).toISOString()
-      : null,
-  };
-}
-
 /**
  * The stored run; one the store shows active while no process owns it any
  * more (crashed, a zombie, a reused pid) is ended with `runner.restarted`
- * first.
+ * first (in a fleet: one whose replica's lease lapsed, with
+ * `runner.replica_lost`).
  */
-function currentRecord(
+async function currentRecord(
   ctx: ServerContext,
   runId: string,
-): RunRecord | undefined {
-  const record = ctx.store.getRun(runId);
+): Promise<RunRecord | undefined> {
+  const record = await ctx.store.getRun(runId);
   if (record?.status !== "active" || ctx.manager.get(runId)) return record;
-  return failOrphanedRuns(ctx.store, runId).length
-    ? ctx.store.getRun(runId)
+  return (await failOrphanedRuns(ctx.store, { runId, log: ctx.log })).length
+    ? await ctx.store.getRun(runId)
     : record;
 }
 
@@ -190,62 +113,67 @@ function parseStartBody(
   };
 }
 
-/** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
-function registerStartRoute(app: Hono, ctx: ServerContext): void {
+/** Answers a started (or re-attached) run as a stream or, once ended, as JSON. */
+async function respondWithRun(
+  c: Context,
+  ctx: ServerContext,
+  answer: RunToAnswer,
+  { format, allContent }: {
+    format: StreamFormat | "json";
+    allContent: boolean;
+  },
+): Promise<Response> {
   const { store } = ctx;
-  const steeredPosts = createSteeredPosts();
-
-  async function respondWithRun(
-    c: Context,
-    answer: RunToAnswer,
-    { format, allContent }: {
-      format: StreamFormat | "json";
-      allContent: boolean;
-    },
-  ) {
-    const { runId, run, after } = answer;
-    if (format !== "json") {
-      const follower = followRunEvents({
-        store,
-        runId,
-        run,
-        after,
-        maxPendingEvents: ctx.maxPendingEvents,
-      });
-      return eventStreamResponse(
-        shapeStream(follower, { store, runId, after, allContent }),
-        format,
-        {
-          headers: { "x-run-id": runId },
-          keepaliveMs: ctx.config.keepaliveSeconds * 1000,
-        },
-      );
-    }
-    await run?.done;
-    const events = shapeEvents(store.getEvents(runId), allContent);
-    const record = store.getRun(runId);
-    return c.json(
-      ctx.redact({
-        run_id: runId,
-        conversation_id: answer.conversationId ?? null,
-        status: record?.status ?? "failed",
-        code: record?.code ?? null,
-        error: record?.error ?? null,
-        message: finalMessage(events),
-        events,
-      }),
-      200,
-      { "x-run-id": runId },
+  const { runId, run, after } = answer;
+  if (format !== "json") {
+    const follower = followRunEvents({
+      store,
+      runId,
+      run,
+      after,
+      maxPendingEvents: ctx.maxPendingEvents,
+    });
+    return eventStreamResponse(
+      shapeStream(follower, { store, runId, after, allContent }),
+      format,
+      {
+        headers: { "x-run-id": runId },
+        keepaliveMs: ctx.config.keepaliveSeconds * 1000,
+      },
     );
   }
+  await run?.done;
+  const events = shapeEvents(await store.getEvents(runId), allContent);
+  const record = await store.getRun(runId);
+  return c.json(
+    ctx.redact({
+      run_id: runId,
+      conversation_id: answer.conversationId ?? null,
+      status: record?.status ?? "failed",
+      code: record?.code ?? null,
+      error: record?.error ?? null,
+      message: finalMessage(events),
+      events,
+    }),
+    200,
+    { "x-run-id": runId },
+  );
+}
+
+/** `POST /v1/runs`: starts a run, or steers the conversation's active one. */
+function registerStartRoute(app: Hono, ctx: ServerContext): void {
+  const steeredPosts = createSteeredPosts();
 
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
     const allContent = wantsAllContent(c, body.all_content);
     const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
+    // In a fleet, a repeat of a run active on another replica re-attaches there.
+    const owner = runId ? await routeRunRequest(c, ctx, runId) : undefined;
+    if (owner) return owner;
     const repeat = runId
-      ? answerRepeat(c, {
+      ? await answerRepeat(c, {
         ctx,
         steeredPosts,
         runId,
@@ -254,22 +182,45 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       })
       : undefined;
     if (repeat instanceof Response) return repeat;
-    if (repeat) return await respondWithRun(c, repeat, { format, allContent });
-    const outcome = ctx.startRun({
-      ...parseStartBody(body, ctx.config),
-      runId,
-    });
+    if (repeat) {
+      return await respondWithRun(c, ctx, repeat, { format, allContent });
+    }
+    const request = { ...parseStartBody(body, ctx.config), runId };
+    const forwarded = await routeStart(c, ctx, request);
+    if (forwarded) return forwarded;
+    const outcome = await ctx.startRun(request);
     if (outcome.kind === "steered") {
       if (runId) steeredPosts.remember(runId, outcome.run.runId);
       return c.json({ run_id: outcome.run.runId, steered: true }, 202);
     }
     const { run } = outcome;
-    return await respondWithRun(c, {
+    return await respondWithRun(c, ctx, {
       runId: run.runId,
       conversationId: run.conversationId,
       run,
     }, { format, allContent });
   });
+}
+
+/**
+ * In a fleet: forwards a new run to the replica holding its daemon or owning
+ * its conversation (claiming the conversation here otherwise); undefined:
+ * start it here.
+ */
+async function routeStart(
+  c: Context,
+  ctx: ServerContext,
+  request: RunRequest,
+): Promise<Response | undefined> {
+  if (!ctx.fleet) return undefined;
+  const { config, conversationId } = request;
+  if (config.location === "daemon" && config.daemonId) {
+    const forwarded = await ctx.fleet.forDaemon(c, config.daemonId);
+    if (forwarded) return forwarded;
+    // The daemon's machine holds the agent session: the conversation follows it.
+    return await ctx.fleet.forConversation(c, conversationId, { force: true });
+  }
+  return await ctx.fleet.forConversation(c, conversationId);
 }
 
 /** The filter of `GET /v1/runs`, from its query. */
@@ -302,8 +253,8 @@ function parseListQuery(c: Context): ListRunsOptions {
 function registerReadRoutes(app: Hono, ctx: ServerContext): void {
   const { store, manager } = ctx;
 
-  app.get("/v1/runs", (c) => {
-    const runs = store.listRuns(parseListQuery(c));
+  app.get("/v1/runs", async (c) => {
+    const runs = await store.listRuns(parseListQuery(c));
     return c.json(
       ctx.redact({
         runs: runs.map((record) =>
@@ -313,30 +264,34 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     );
   });
 
-  app.get("/v1/runs/:id", (c) => {
+  app.get("/v1/runs/:id", async (c) => {
     const runId = c.req.param("id");
-    const record = currentRecord(ctx, runId);
+    const forwarded = await routeRunRequest(c, ctx, runId);
+    if (forwarded) return forwarded;
+    const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
-    const events = store.getEvents(runId);
+    const events = await store.getEvents(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
       events: shapeEvents(events, wantsAllContent(c)),
     }));
   });
 
-  app.get("/v1/runs/:id/events", (c) => {
+  app.get("/v1/runs/:id/events", async (c) => {
     const runId = c.req.param("id");
-    const record = currentRecord(ctx, runId);
+    const forwarded = await routeRunRequest(c, ctx, runId);
+    if (forwarded) return forwarded;
+    const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
     const allContent = wantsAllContent(c);
     if (format === "json") {
       const events = allContent
-        ? shapeEvents(store.getEvents(runId), true).filter((event) =>
+        ? shapeEvents(await store.getEvents(runId), true).filter((event) =>
           (event.sequence ?? 0) > after
         )
-        : store.getEvents(runId, { after });
+        : await store.getEvents(runId, { after });
       return c.json(
         ctx.redact({ run_id: runId, status: record.status, events }),
       );
@@ -344,7 +299,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const run = manager.get(runId);
     if (
       !run && record.status !== "active" &&
-      !store.getEvents(runId, { after }).length
+      !(await store.getEvents(runId, { after, limit: 1 })).length
     ) {
       // Everything up to the terminal event was delivered: 204 tells an
       // EventSource to stop reconnecting.
@@ -356,7 +311,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
       run,
       after,
       maxPendingEvents: ctx.maxPendingEvents,
-      failIfOrphaned: (id) => failIfOrphaned(store, id),
+      failIfOrphaned: (id) => failIfOrphaned(store, id, ctx.log),
     });
     return eventStreamResponse(
       shapeStream(follower, { store, runId, after, allContent }),
@@ -372,6 +327,8 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
 
   app.post("/v1/runs/:id/input", async (c) => {
     const runId = c.req.param("id");
+    const forwarded = await routeRunRequest(c, ctx, runId);
+    if (forwarded) return forwarded;
     const body = await readJsonObject(c);
     const input = parseRunInput(
       body.input ??
@@ -379,7 +336,7 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
     );
     const run = manager.get(runId);
     if (!run) {
-      const record = currentRecord(ctx, runId);
+      const record = await currentRecord(ctx, runId);
       if (!record) throw notFound(runId);
       throw new RunnerError(
         "http.conflict",
@@ -414,12 +371,14 @@ function registerControlRoutes(app: Hono, ctx: ServerContext): void {
 
   app.post("/v1/runs/:id/cancel", async (c) => {
     const runId = c.req.param("id");
+    const forwarded = await routeRunRequest(c, ctx, runId);
+    if (forwarded) return forwarded;
     const run = manager.get(runId);
     if (run) {
       run.handle.cancel();
       await run.done;
     }
-    const record = currentRecord(ctx, runId);
+    const record = await currentRecord(ctx, runId);
     if (!record) throw notFound(runId);
     return c.json(
       ctx.redact({

@@ -47,7 +47,7 @@ export interface FollowOptions {
    * For a run active in another process: ends it when its owner is gone
    * (see `RunStore.failRunIfOrphaned`), so the stream ends with its failure.
    */
-  failIfOrphaned?: (runId: string) => void;
+  failIfOrphaned?: (runId: string) => Promise<void>;
 }
 
 /** What one reader of a run's events holds. */
@@ -121,12 +121,16 @@ function finishFollowing(state: FollowState): void {
   state.wake?.();
 }
 
-/** Rejoins live delivery, then reads the next page of stored events. */
-function readStoredPage(state: FollowState): void {
+/**
+ * Rejoins live delivery, then reads the next page of stored events (live
+ * events arriving during the read are kept; those also read are skipped by
+ * sequence).
+ */
+async function readStoredPage(state: FollowState): Promise<void> {
   const { store, runId } = state.options;
   state.catchingUp = false;
   state.live.length = 0;
-  state.backlog = store.getEvents(runId, {
+  state.backlog = await store.getEvents(runId, {
     after: state.last,
     limit: CATCH_UP_PAGE,
   });
@@ -158,22 +162,22 @@ async function nextEvent(state: FollowState): Promise<RunEvent | undefined> {
       return event;
     }
     if (state.catchingUp) {
-      readStoredPage(state);
+      await readStoredPage(state);
       continue;
     }
     if (!state.runDone) {
       await sleep(state);
       continue;
     }
-    state.backlog = store.getEvents(runId, {
+    state.backlog = await store.getEvents(runId, {
       after: state.last,
       limit: CATCH_UP_PAGE,
     });
     if (state.backlog.length) continue;
-    if (!run && store.getRun(runId)?.status === "active") {
+    if (!run && (await store.getRun(runId))?.status === "active") {
       // Active in another process sharing the store (a `runner run`): nothing
       // here can notify us, so look again shortly; end it if its owner is gone.
-      state.options.failIfOrphaned?.(runId);
+      await state.options.failIfOrphaned?.(runId);
       await sleep(state, OTHER_PROCESS_POLL_MS);
       continue;
     }

@@ -58,14 +58,18 @@ export function shapeStream(
   if (!options.allContent) return follower;
   const restore = createEventRestorer({ allContent: true });
   const after = options.after ?? 0;
-  if (after > 0) {
-    for (const event of options.store.getEvents(options.runId)) {
+  // The restorer first sees the events before `after` (their text counts too).
+  let primed: Promise<void> | undefined;
+  const prime = async () => {
+    if (after <= 0) return;
+    for (const event of await options.store.getEvents(options.runId)) {
       if ((event.sequence ?? 0) > after) break;
       restore(event);
     }
-  }
+  };
   return {
     next: async () => {
+      await (primed ??= prime());
       const event = await follower.next();
       return event && restore(event);
     },

@@ -1,13 +1,14 @@
 /**
- * Opens a run store: the embedded SQLite file under a data directory. The
- * default data directory is in `data_dir.ts` (commands that only need the
- * directory do not load the store).
+ * Opens a run store: the embedded SQLite file under a data directory (or a
+ * fleet's shared PostgreSQL database). The default data directory is in
+ * `data_dir.ts` (commands that only need the directory do not load the store).
  *
  * @module
  */
 
 import { join } from "node:path";
 import { openSqliteStore } from "./sqlite.ts";
+import { asyncRunStore } from "./sync_adapter.ts";
 import type { OpenStoreOptions, RunStore } from "./types.ts";
 
 export { defaultDataDir, type DefaultDataDirOptions } from "./data_dir.ts";
@@ -17,14 +18,26 @@ export const STORE_FILE_NAME = "runner.db";
 
 /**
  * Opens (creating and migrating if needed) the SQLite store in
- * `options.dataDir`.
+ * `options.dataDir`, or the shared PostgreSQL store of `options.shared`.
  *
- * @throws {RunnerError} `store.unavailable` when the directory or file cannot
- * be created or opened; `store.schema_too_new` when a newer runner wrote it.
+ * @throws {RunnerError} `store.unavailable` when the directory or file (or
+ * the database) cannot be created or opened; `store.schema_too_new` when a
+ * newer runner wrote it.
  */
-export function openStore(options: OpenStoreOptions): RunStore {
-  return openSqliteStore({
-    ...options,
-    path: join(options.dataDir, STORE_FILE_NAME),
-  });
+export function openStore(options: OpenStoreOptions): Promise<RunStore> {
+  if (options.shared) {
+    const shared = options.shared;
+    // Loaded only for a fleet: the embedded store never needs the driver.
+    return import("./postgres.ts").then(({ openPostgresStore }) =>
+      openPostgresStore({ ...shared, onFlushError: options.onFlushError })
+    );
+  }
+  try {
+    return Promise.resolve(asyncRunStore(openSqliteStore({
+      ...options,
+      path: join(options.dataDir, STORE_FILE_NAME),
+    })));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -31,7 +31,7 @@ export interface OrphanedRunsContext {
 }
 
 /** The outcome a stored terminal event stands for. */
-function outcomeOf(event: RunEvent): {
+export function outcomeOf(event: RunEvent): {
   status: FinalRunStatus;
   code: string | null;
   error: string | null;

@@ -37,7 +37,7 @@ export function sessionKeyValues(key: SessionKey): string[] {
   ];
 }
 
-/** A runs-table row as a {@linkcode RunRecord}. */
+/** A runs-table row (SQLite or PostgreSQL) as a {@linkcode RunRecord}. */
 export function toRunRecord(row: Row): RunRecord {
   const optional = (value: unknown) => value === null ? undefined : value;
   return {
@@ -49,6 +49,8 @@ export function toRunRecord(row: Row): RunRecord {
     error: optional(row.error) as string | undefined,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
-    finishedAt: optional(row.finished_at) as number | undefined,
+    finishedAt: row.finished_at === null || row.finished_at === undefined
+      ? undefined
+      : Number(row.finished_at),
   };
 }

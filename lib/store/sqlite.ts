@@ -27,11 +27,11 @@ import type {
   OpenStoreOptions,
   RunOutcome,
   RunRecord,
-  RunStore,
   SessionKey,
   SessionRecord,
   StoredSession,
   StoreHealth,
+  SyncRunStore,
 } from "./types.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
@@ -52,7 +52,9 @@ type Row = Record<string, unknown>;
  *
  * @throws {RunnerError} `store.unavailable` or `store.schema_too_new`.
  */
-export function openSqliteStore(options: OpenSqliteStoreOptions): RunStore {
+export function openSqliteStore(
+  options: OpenSqliteStoreOptions,
+): SyncRunStore {
   let db: DatabaseSync;
   try {
     Deno.mkdirSync(dirname(options.path), { recursive: true });
@@ -76,7 +78,7 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): RunStore {
   }
 }
 
-class SqliteRunStore implements RunStore {
+class SqliteRunStore implements SyncRunStore {
   readonly #db: DatabaseSync;
   readonly #instanceId = crypto.randomUUID();
   readonly #ownerIsAlive: (row: Record<string, unknown>) => boolean;

@@ -11,6 +11,7 @@
 import type { ErrorCode } from "../errors.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
+import type { FleetStore, SharedStoreOptions } from "./fleet.ts";
 
 /**
  * Everything a stored ACP session id depends on: a session is only reused
@@ -119,65 +120,85 @@ export interface StoreHealth {
   error?: string;
 }
 
-/** Session ids, runs and run events, behind an interface a networked database can also implement. */
+/**
+ * Session ids, runs and run events, behind an interface a networked database
+ * also implements: reads and writes are asynchronous, except
+ * {@linkcode RunStore.appendEvent}, which only queues (writes are batched).
+ */
 export interface RunStore {
   /** The stored session for exactly this key, if any. */
-  getSession(key: SessionKey): StoredSession | undefined;
+  getSession(key: SessionKey): Promise<StoredSession | undefined>;
   /** Stores (or replaces) the session id for this key. */
-  putSession(key: SessionKey, sessionId: string): void;
-  /** Forgets every session of a conversation; returns how many were removed. */
-  deleteSessions(conversationId: string): number;
+  putSession(key: SessionKey, sessionId: string): Promise<void>;
+  /** Forgets every session of a conversation; resolves to how many were removed. */
+  deleteSessions(conversationId: string): Promise<number>;
   /** Every session of a conversation, most recently stored first. */
-  listSessions(conversationId: string): SessionRecord[];
+  listSessions(conversationId: string): Promise<SessionRecord[]>;
 
-  /** Records a run that has just started. */
-  createRun(run: NewRun): void;
+  /** Records a run that has just started (owned by this store's process or replica). */
+  createRun(run: NewRun): Promise<void>;
   /**
    * Records how an active run ended (queued events are flushed first).
-   * Returns false when the run is unknown or already ended; the first end wins.
+   * Resolves to false when the run is unknown or already ended; the first end wins.
    */
-  finishRun(runId: string, outcome: RunOutcome): boolean;
+  finishRun(runId: string, outcome: RunOutcome): Promise<boolean>;
   /** One run, if it exists. */
-  getRun(runId: string): RunRecord | undefined;
+  getRun(runId: string): Promise<RunRecord | undefined>;
   /** Runs, newest first. */
-  listRuns(options: ListRunsOptions): RunRecord[];
+  listRuns(options: ListRunsOptions): Promise<RunRecord[]>;
 
   /**
    * Queues one event for the run's log and returns it as stored: `run_id`
    * set, `sequence` assigned (next after the run's last) unless given,
    * `timestamp` defaulted to now. Writes are batched; an event whose
-   * sequence is already stored is ignored.
+   * sequence is already stored is ignored. A networked store assigns
+   * sequences only for runs it created, appended to or read the events of.
    */
   appendEvent(runId: string, event: RunEvent): RunEvent;
   /** Writes queued events now, in one transaction. */
-  flush(): void;
+  flush(): Promise<void>;
   /**
    * A run's events ordered by sequence (queued events are flushed first; while
    * writes fail, the queued ones are included from memory).
    */
-  getEvents(runId: string, options?: GetEventsOptions): RunEvent[];
+  getEvents(runId: string, options?: GetEventsOptions): Promise<RunEvent[]>;
 
   /**
-   * Ends every run the store shows as active whose owning process is gone
-   * (crashed, restarted, a zombie, or its pid reused by another process):
-   * marks it failed with `code` and `message` and appends a final
-   * `run.failed` event — unless the run's terminal event is already stored,
-   * whose outcome is then recorded instead (a run never holds two). Runs
-   * owned by a live process (another `runner run`, or a store still open in
-   * this process) are left alone. Returns the ids of the runs it ended.
+   * Ends every run the store shows as active whose owner is gone (a crashed,
+   * restarted or zombie process, or one whose pid another process reuses; in
+   * a fleet, a replica whose lease expired): marks it failed with `code` and
+   * `message` and appends a final `run.failed` event — unless the run's
+   * terminal event is already stored, whose outcome is then recorded instead
+   * (a run never holds two) — exactly once however many callers race. Runs
+   * owned by a live owner (another `runner run`, a store still open in this
+   * process, a live replica) are left alone; `runId` limits it to one run.
+   * Resolves to the ids of the runs it ended.
    */
   markActiveRunsFailed(
     code: ErrorCode,
     message: string,
     options?: { runId?: string },
-  ): string[];
+  ): Promise<string[]>;
 
   /** Whether reads and writes currently succeed. */
-  health(): StoreHealth;
+  health(): Promise<StoreHealth>;
 
   /** Flushes queued events and closes the store. Safe to call twice. */
-  close(): void;
+  close(): Promise<void>;
+
+  /** The fleet's shared state, when replicas share this store (PostgreSQL). */
+  readonly fleet?: FleetStore;
 }
+
+/**
+ * The synchronous shape of {@linkcode RunStore} that the embedded SQLite
+ * store implements (`node:sqlite` is synchronous); `open.ts` wraps it.
+ */
+export type SyncRunStore = {
+  [K in keyof RunStore]: RunStore[K] extends
+    (...args: infer A) => Promise<infer R> ? (...args: A) => R
+    : RunStore[K];
+};
 
 /** Options for {@linkcode openStore}. */
 export interface OpenStoreOptions {
@@ -194,4 +215,6 @@ export interface OpenStoreOptions {
   busyTimeoutMs?: number;
   /** Called when a background event flush fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
+  /** Opens the fleet's shared PostgreSQL store instead of the data directory's SQLite file. */
+  shared?: SharedStoreOptions;
 }

@@ -1,0 +1,219 @@
+/**
+ * Conversation affinity over HTTP: in a fleet, a request about a
+ * conversation, run or daemon that another live replica owns is forwarded
+ * to that replica (its `--advertise-url`), carrying the shared
+ * `--cluster-token`; the owner's answer, streams included, is passed back
+ * unchanged. A forwarded request is always served where it lands, so a
+ * request is forwarded at most once. See `docs/fleet.md`.
+ *
+ * @module
+ */
+
+import type { Context } from "hono";
+import { RunnerError } from "../errors.ts";
+import type { FleetStore, ReplicaRef } from "../store/fleet.ts";
+import { createHash, timingSafeEqual } from "node:crypto";
+
+/** The header carrying the cluster token between replicas. */
+export const CLUSTER_TOKEN_HEADER = "x-runner-cluster-token";
+/** The header naming the replica that forwarded a request. */
+export const FORWARDED_FROM_HEADER = "x-runner-forwarded-from";
+
+/** Request headers not passed on to the owner. */
+const DROPPED_REQUEST_HEADERS = [
+  "host",
+  "content-length",
+  "connection",
+  CLUSTER_TOKEN_HEADER,
+  FORWARDED_FROM_HEADER,
+];
+/** Response headers not passed back to the client. */
+const DROPPED_RESPONSE_HEADERS = [
+  "content-length",
+  "content-encoding",
+  "transfer-encoding",
+  "connection",
+];
+
+/** Routes requests to the replica that owns their conversation, run or daemon. */
+export interface FleetRouter {
+  /** The fleet's shared state. */
+  fleet: FleetStore;
+  /** Whether the request comes from another replica (a valid cluster token). */
+  isForwarded(c: Context): boolean;
+  /**
+   * Claims the conversation for this replica, or forwards the request to
+   * its live owner; `force` takes the conversation (runs on a daemon held
+   * here). Undefined: serve it here.
+   */
+  forConversation(
+    c: Context,
+    conversationId: string | undefined,
+    options?: { force?: boolean },
+  ): Promise<Response | undefined>;
+  /** Forwards a request about a run active on another live replica; undefined: serve it here. */
+  forRun(c: Context, runId: string): Promise<Response | undefined>;
+  /**
+   * Forwards a request to the conversation's owner when that is another live
+   * replica, without claiming the conversation; undefined: serve it here.
+   */
+  toConversationOwner(
+    c: Context,
+    conversationId: string,
+  ): Promise<Response | undefined>;
+  /**
+   * Forwards a run for a daemon whose socket another live replica holds;
+   * refuses a daemon fenced anywhere in the fleet; undefined: serve it here.
+   */
+  forDaemon(c: Context, daemonId: string): Promise<Response | undefined>;
+}
+
+/** Options of {@linkcode createFleetRouter}. */
+export interface FleetRouterOptions {
+  /** The fleet's shared state. */
+  fleet: FleetStore;
+  /** The secret replicas share. */
+  clusterToken: string;
+  /** Structured log. */
+  log: (entry: Record<string, unknown>) => void;
+  /** Aborted when this replica stops: ends the requests it forwarded. */
+  stopping?: AbortSignal;
+}
+
+/** Compares two strings in time independent of where they differ. */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** A fleet lookup whose driver failure becomes `store.unavailable`. */
+async function lookup<T>(query: Promise<T>): Promise<T> {
+  try {
+    return await query;
+  } catch (error) {
+    if (error instanceof RunnerError) throw error;
+    throw new RunnerError(
+      "store.unavailable",
+      `The fleet's database did not answer (${
+        error instanceof Error ? error.message : error
+      }); retry shortly, or check PostgreSQL at --store.`,
+      { cause: error },
+    );
+  }
+}
+
+/** Makes the router of one replica. */
+export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
+  const { fleet, clusterToken } = options;
+  const isForwarded = (c: Context) => {
+    const given = c.req.header(CLUSTER_TOKEN_HEADER);
+    return given !== undefined && sameSecret(given, clusterToken);
+  };
+  const forward = (c: Context, owner: ReplicaRef) =>
+    forwardRequest(c, { owner, ...options });
+  return {
+    fleet,
+    isForwarded,
+    async forConversation(c, conversationId, claim = {}) {
+      if (!conversationId || isForwarded(c)) {
+        if (conversationId) {
+          await lookup(fleet.claimConversation(conversationId, claim));
+        }
+        return undefined;
+      }
+      const owner = await lookup(
+        fleet.claimConversation(conversationId, claim),
+      );
+      return owner.self ? undefined : await forward(c, owner);
+    },
+    async forRun(c, runId) {
+      if (isForwarded(c)) return undefined;
+      const owner = await lookup(fleet.activeRunOwner(runId));
+      if (!owner || owner.self || !owner.alive) return undefined;
+      return await forward(c, owner);
+    },
+    async toConversationOwner(c, conversationId) {
+      if (isForwarded(c)) return undefined;
+      const owner = await lookup(fleet.conversationOwner(conversationId));
+      if (!owner || owner.self || !owner.alive) return undefined;
+      return await forward(c, owner);
+    },
+    async forDaemon(c, daemonId) {
+      if (isForwarded(c)) return undefined;
+      const holder = await lookup(fleet.daemonHolder(daemonId));
+      if (holder && !holder.self) return await forward(c, holder);
+      if ((await lookup(fleet.listFences())).includes(daemonId)) {
+        throw new RunnerError(
+          "agent_runtime.daemon_fenced",
+          `daemon ${daemonId} fenced: cleanup unconfirmed; stop remote jobs before restarting this worker`,
+        );
+      }
+      return undefined;
+    },
+  };
+}
+
+/**
+ * In a fleet: forwards a request about a run that is not active here but is
+ * active on another live replica (cancel, input, events, permission answers);
+ * undefined: serve it here.
+ */
+export async function routeRunRequest(
+  c: Context,
+  routing: { fleet?: FleetRouter; manager: { get(runId: string): unknown } },
+  runId: string,
+): Promise<Response | undefined> {
+  if (!routing.fleet || routing.manager.get(runId)) return undefined;
+  return await routing.fleet.forRun(c, runId);
+}
+
+/** Sends the request to `owner` and passes its answer back as it streams. */
+async function forwardRequest(
+  c: Context,
+  { owner, fleet, clusterToken, log, stopping }: FleetRouterOptions & {
+    owner: ReplicaRef;
+  },
+): Promise<Response> {
+  const incoming = new URL(c.req.url);
+  const target = new URL(
+    incoming.pathname + incoming.search,
+    owner.url.endsWith("/") ? owner.url : `${owner.url}/`,
+  );
+  const headers = new Headers(c.req.raw.headers);
+  for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
+  headers.set(CLUSTER_TOKEN_HEADER, clusterToken);
+  headers.set(FORWARDED_FROM_HEADER, fleet.replicaId);
+  const method = c.req.method;
+  const body = method === "GET" || method === "HEAD"
+    ? undefined
+    : await c.req.text();
+  let answer: Response;
+  try {
+    answer = await fetch(target, {
+      method,
+      headers,
+      body,
+      signal: stopping
+        ? AbortSignal.any([c.req.raw.signal, stopping])
+        : c.req.raw.signal,
+    });
+  } catch (error) {
+    throw new RunnerError(
+      "runner.replica_unreachable",
+      `Replica ${owner.replicaId} owns this request but did not answer at ${owner.url} (${
+        error instanceof Error ? error.message : error
+      }); retry shortly (another replica takes over once its lease expires).`,
+    );
+  }
+  log({
+    msg: "request forwarded",
+    method,
+    path: incoming.pathname,
+    replica_id: owner.replicaId,
+    status: answer.status,
+  });
+  const passed = new Headers(answer.headers);
+  for (const name of DROPPED_RESPONSE_HEADERS) passed.delete(name);
+  passed.set("x-runner-replica", owner.replicaId);
+  return new Response(answer.body, { status: answer.status, headers: passed });
+}

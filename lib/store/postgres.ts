@@ -1,0 +1,395 @@
+/**
+ * The PostgreSQL {@linkcode RunStore}: one database shared by every replica
+ * of a fleet (`--store postgres://…`). Event writes are batched (one
+ * multi-row insert per batch, in order); a run belongs to the replica
+ * instance that created it, and runs whose replica's lease lapsed are
+ * failed exactly once by whichever replica sweeps first. See `docs/fleet.md`.
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import { type ErrorCode, RunnerError } from "../errors.ts";
+import type { RunEvent } from "../events.ts";
+import { BatchWriter } from "./batch_writer.ts";
+import type { QueuedEvent } from "./event_queue.ts";
+import type { SharedStoreOptions } from "./fleet.ts";
+import { ownStartTime } from "./owner_liveness.ts";
+import { PostgresFleet } from "./postgres_fleet.ts";
+import { failLostReplicaRuns } from "./postgres_orphans.ts";
+import { migratePostgres } from "./postgres_schema.ts";
+import { toRunRecord } from "./rows.ts";
+import type {
+  GetEventsOptions,
+  ListRunsOptions,
+  NewRun,
+  RunOutcome,
+  RunRecord,
+  RunStore,
+  SessionKey,
+  SessionRecord,
+  StoredSession,
+  StoreHealth,
+} from "./types.ts";
+
+/** Run ids whose last sequence a store remembers at most (oldest forgotten first). */
+const REMEMBERED_RUNS = 10_000;
+
+/** Options for {@linkcode openPostgresStore}. */
+export interface OpenPostgresStoreOptions extends SharedStoreOptions {
+  /** Called when a background event write fails (events stay queued and are retried). */
+  onFlushError?: (error: RunnerError) => void;
+}
+
+/** The default delay of a batched event write. */
+export const POSTGRES_EVENT_DELAY_MS = 25;
+
+/**
+ * Connects, migrates, registers this replica's lease and returns the store.
+ *
+ * @throws {RunnerError} `store.unavailable` when the database cannot be
+ * reached; `store.schema_too_new` when a newer runner migrated it.
+ */
+export async function openPostgresStore(
+  options: OpenPostgresStoreOptions,
+): Promise<RunStore> {
+  const sql = postgres(options.url, {
+    max: 8,
+    onnotice: () => {},
+    connect_timeout: 5,
+    connection: { application_name: `runner ${options.replicaId}` },
+  });
+  try {
+    await migratePostgres(sql);
+    const fleet = new PostgresFleet({
+      sql,
+      replicaId: options.replicaId,
+      instanceId: crypto.randomUUID(),
+      url: options.advertiseUrl,
+      leaseMs: options.leaseMs,
+      log: options.log ?? (() => {}),
+    });
+    await fleet.start();
+    return new PostgresRunStore(sql, fleet, options);
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw toStoreError("open the PostgreSQL store", error);
+  }
+}
+
+/** A driver failure as `store.unavailable` (runner errors pass through). */
+function toStoreError(action: string, error: unknown): RunnerError {
+  if (error instanceof RunnerError) return error;
+  const reason = error instanceof Error ? error.message : String(error);
+  return new RunnerError(
+    "store.unavailable",
+    `Could not ${action}: ${reason}; check that PostgreSQL is reachable at --store (RUNNER_STORE_URL).`,
+    { cause: error },
+  );
+}
+
+class PostgresRunStore implements RunStore {
+  readonly fleet: PostgresFleet;
+  readonly #sql: postgres.Sql;
+  readonly #writer: BatchWriter;
+  readonly #lastSequence = new Map<string, number>();
+  readonly #instanceId: string;
+  #closed = false;
+  /** The last failed query, until a write succeeds again. */
+  #failure: { message: string; at: number } | undefined;
+
+  constructor(
+    sql: postgres.Sql,
+    fleet: PostgresFleet,
+    options: OpenPostgresStoreOptions,
+  ) {
+    this.#sql = sql;
+    this.fleet = fleet;
+    this.#instanceId = fleet.instanceId;
+    this.#writer = new BatchWriter({
+      write: (batch) => this.#writeEvents(batch),
+      delayMs: options.eventDelayMs === undefined
+        ? POSTGRES_EVENT_DELAY_MS
+        : options.eventDelayMs < 0
+        ? undefined
+        : options.eventDelayMs,
+      onFlushError: options.onFlushError ??
+        ((error) =>
+          console.error(`runner store [${error.code}]: ${error.message}`)),
+    });
+  }
+
+  /**
+   * Runs a query after checking the store is open; driver failures become
+   * `store.unavailable` and mark the store unhealthy until a write succeeds.
+   */
+  async #query<T>(
+    action: string,
+    body: () => Promise<T>,
+    kind: "read" | "write" = "read",
+  ): Promise<T> {
+    if (this.#closed) {
+      throw new RunnerError(
+        "runner.internal",
+        "Internal error: the run store is already closed.",
+      );
+    }
+    try {
+      const result = await body();
+      if (kind === "write") this.#failure = undefined;
+      return result;
+    } catch (error) {
+      const failure = toStoreError(action, error);
+      this.#failure = { message: failure.message, at: Date.now() };
+      throw failure;
+    }
+  }
+
+  health(): Promise<StoreHealth> {
+    if (this.#closed) {
+      return Promise.resolve({ ok: false, error: "the store is closed" });
+    }
+    const lease = this.fleet.leaseHealth();
+    if (!lease.ok) return Promise.resolve({ ok: false, error: lease.error });
+    // A lease renewal (a write) after the failure shows the database is back.
+    if (this.#failure && this.#failure.at >= lease.renewedAt) {
+      return Promise.resolve({ ok: false, error: this.#failure.message });
+    }
+    return Promise.resolve({ ok: true });
+  }
+
+  getSession(key: SessionKey): Promise<StoredSession | undefined> {
+    return this.#query("read the session", async () => {
+      const [row] = await this.#sql`SELECT session_id, updated_at FROM sessions
+        WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
+        AND location = ${key.location} AND target = ${key.target}
+        AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}`;
+      return row
+        ? {
+          sessionId: String(row.session_id),
+          updatedAt: Number(row.updated_at),
+        }
+        : undefined;
+    });
+  }
+
+  putSession(key: SessionKey, sessionId: string): Promise<void> {
+    return this.#query("store the session id", async () => {
+      await this.#sql`INSERT INTO sessions (conversation_id, provider, location,
+        target, workspace, agent_command, session_id, updated_at)
+        VALUES (${key.conversationId}, ${key.provider}, ${key.location},
+          ${key.target}, ${key.workspace}, ${key.agentCommand}, ${sessionId},
+          ${Date.now()})
+        ON CONFLICT (conversation_id, provider, location, target, workspace,
+          agent_command)
+        DO UPDATE SET session_id = excluded.session_id,
+          updated_at = excluded.updated_at`;
+    }, "write");
+  }
+
+  deleteSessions(conversationId: string): Promise<number> {
+    return this.#query("delete the sessions", async () => {
+      const result = await this.#sql`DELETE FROM sessions
+        WHERE conversation_id = ${conversationId}`;
+      return result.count;
+    }, "write");
+  }
+
+  listSessions(conversationId: string): Promise<SessionRecord[]> {
+    return this.#query("list the sessions", async () => {
+      const rows = await this.#sql`SELECT * FROM sessions
+        WHERE conversation_id = ${conversationId} ORDER BY updated_at DESC`;
+      return rows.map((row) => ({
+        conversationId: String(row.conversation_id),
+        provider: String(row.provider),
+        location: String(row.location),
+        target: String(row.target),
+        workspace: String(row.workspace),
+        agentCommand: String(row.agent_command),
+        sessionId: String(row.session_id),
+        updatedAt: Number(row.updated_at),
+      }));
+    });
+  }
+
+  createRun(run: NewRun): Promise<void> {
+    this.#remember(run.runId, 0);
+    return this.#query("record the run", async () => {
+      const now = Date.now();
+      await this.#sql`INSERT INTO runs (run_id, conversation_id, status,
+        config_json, owner_replica, owner_instance, owner_pid, owner_start_time,
+        created_at, updated_at)
+        VALUES (${run.runId}, ${run.conversationId ?? null}, ${run.status},
+          ${JSON.stringify(run.config)}, ${this.fleet.replicaId},
+          ${this.#instanceId}, ${Deno.pid}, ${ownStartTime() ?? null},
+          ${now}, ${now})`;
+    }, "write");
+  }
+
+  async finishRun(runId: string, outcome: RunOutcome): Promise<boolean> {
+    await this.flush();
+    this.#lastSequence.delete(runId);
+    return await this.#query("record the run's end", async () => {
+      const now = Date.now();
+      const result = await this.#sql`UPDATE runs SET status = ${outcome.status},
+        code = ${outcome.code ?? null}, error = ${outcome.error ?? null},
+        updated_at = ${now}, finished_at = ${now}
+        WHERE run_id = ${runId} AND status = 'active'`;
+      return result.count === 1;
+    }, "write");
+  }
+
+  getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.#query("read the run", async () => {
+      const [row] = await this.#sql`SELECT * FROM runs WHERE run_id = ${runId}`;
+      return row ? toRunRecord(row) : undefined;
+    });
+  }
+
+  listRuns(options: ListRunsOptions): Promise<RunRecord[]> {
+    return this.#query("list the runs", async () => {
+      const sql = this.#sql;
+      const conversation = options.conversationId === undefined
+        ? sql``
+        : sql`AND conversation_id = ${options.conversationId}`;
+      const status = options.status === undefined
+        ? sql``
+        : sql`AND status = ${options.status}`;
+      const rows = await sql`SELECT * FROM runs WHERE true ${conversation}
+        ${status} ORDER BY created_at DESC, position DESC
+        LIMIT ${Math.max(0, Math.floor(options.limit))}`;
+      return rows.map(toRunRecord);
+    });
+  }
+
+  appendEvent(runId: string, event: RunEvent): RunEvent {
+    if (this.#closed) {
+      throw new RunnerError(
+        "runner.internal",
+        "Internal error: the run store is already closed.",
+      );
+    }
+    const known = this.#lastSequence.get(runId);
+    if (event.sequence === undefined && known === undefined) {
+      throw new RunnerError(
+        "runner.internal",
+        `Internal error: run ${runId} was neither created nor read by this store, so it cannot number the event.`,
+      );
+    }
+    const sequence = event.sequence ?? known! + 1;
+    this.#remember(runId, Math.max(sequence, known ?? 0));
+    const stored: RunEvent = {
+      ...event,
+      run_id: runId,
+      sequence,
+      timestamp: event.timestamp ?? Date.now(),
+    };
+    this.#writer.push({
+      runId,
+      sequence,
+      type: stored.type,
+      json: JSON.stringify(stored),
+      timestamp: stored.timestamp!,
+    });
+    return stored;
+  }
+
+  #remember(runId: string, sequence: number): void {
+    this.#lastSequence.delete(runId);
+    this.#lastSequence.set(runId, sequence);
+    if (this.#lastSequence.size > REMEMBERED_RUNS) {
+      this.#lastSequence.delete(this.#lastSequence.keys().next().value!);
+    }
+  }
+
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  #writeEvents(batch: QueuedEvent[]): Promise<void> {
+    return this.#query("write run events", async () => {
+      const rows = batch.map((event) => ({
+        run_id: event.runId,
+        sequence: event.sequence,
+        type: event.type,
+        event_json: event.json,
+        timestamp: event.timestamp,
+      }));
+      await this.#sql`INSERT INTO events ${
+        this.#sql(rows, "run_id", "sequence", "type", "event_json", "timestamp")
+      } ON CONFLICT DO NOTHING`;
+    }, "write");
+  }
+
+  async getEvents(
+    runId: string,
+    options: GetEventsOptions = {},
+  ): Promise<RunEvent[]> {
+    const after = options.after ?? 0;
+    let queued: RunEvent[] = [];
+    try {
+      await this.flush();
+    } catch {
+      // Writes are failing: answer from what is stored plus what still waits.
+      queued = this.#writer.pendingFor(runId)
+        .filter((event) => event.sequence > after)
+        .map((event) => JSON.parse(event.json) as RunEvent);
+    }
+    const events = await this.#query("read run events", async () => {
+      const limit = options.limit === undefined
+        ? this.#sql``
+        : this.#sql`LIMIT ${Math.max(0, Math.floor(options.limit))}`;
+      const rows = await this.#sql`SELECT event_json FROM events
+        WHERE run_id = ${runId} AND sequence > ${after}
+        ORDER BY sequence ${limit}`;
+      return rows.map((row) => JSON.parse(String(row.event_json)) as RunEvent);
+    });
+    const last = events.at(-1)?.sequence;
+    if (last !== undefined && last > (this.#lastSequence.get(runId) ?? 0)) {
+      this.#remember(runId, last);
+    }
+    return mergeQueued(events, queued, options.limit);
+  }
+
+  async markActiveRunsFailed(
+    code: ErrorCode,
+    message: string,
+    options: { runId?: string } = {},
+  ): Promise<string[]> {
+    await this.flush();
+    return await this.#query(
+      "fail the runs of lost replicas",
+      () =>
+        failLostReplicaRuns(this.#sql, { code, message, runId: options.runId }),
+      "write",
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.flush();
+    } catch (error) {
+      console.error(`runner store: ${(error as Error).message}`);
+    }
+    this.#closed = true;
+    this.#writer.close();
+    await this.fleet.stop(true).catch(() => {});
+    await this.#sql.end({ timeout: 2 });
+  }
+}
+
+/** Stored events plus the queued ones not stored yet, in sequence order. */
+function mergeQueued(
+  stored: RunEvent[],
+  queued: RunEvent[],
+  limit: number | undefined,
+): RunEvent[] {
+  if (!queued.length) return stored;
+  const sequences = new Set(stored.map((event) => event.sequence));
+  const merged = [
+    ...stored,
+    ...queued.filter((event) => !sequences.has(event.sequence)),
+  ].sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0));
+  return limit === undefined ? merged : merged.slice(0, limit);
+}

@@ -1,0 +1,80 @@
+/**
+ * Helpers for the fleet tests: two (or more) real `runner serve` replicas
+ * sharing one database of the file's private PostgreSQL cluster.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import {
+  type ServeProcess,
+  startServe,
+  tempDir,
+} from "./serve_test_helpers.ts";
+
+/** The cluster token of the test fleets. */
+export const CLUSTER_TOKEN = "fleet-test-cluster-Hq7Ws2Lp9Xv4Nb6Rt1Mz";
+
+/** A replica lease short enough for fast tests. */
+export const LEASE_SECONDS = "1";
+
+/** A free port on 127.0.0.1. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** A running replica. */
+export interface Replica extends ServeProcess {
+  /** Its replica id. */
+  replicaId: string;
+  /** Its data directory. */
+  dataDir: string;
+}
+
+/** Starts replica `replicaId` of the fleet on database `storeUrl`. */
+export async function startReplica(
+  storeUrl: string,
+  replicaId: string,
+  extraArgs: string[] = [],
+): Promise<Replica> {
+  const port = freePort();
+  const dataDir = join(await tempDir(), "data");
+  const serve = await startServe({
+    dataDir,
+    args: [
+      "--allow-custom-commands",
+      "--port",
+      String(port),
+      "--store",
+      storeUrl,
+      "--replica-id",
+      replicaId,
+      "--advertise-url",
+      `http://127.0.0.1:${port}`,
+      "--cluster-token",
+      CLUSTER_TOKEN,
+      "--lease-seconds",
+      LEASE_SECONDS,
+      ...extraArgs,
+    ],
+  });
+  await serve.waitForLog((entry) => entry.msg === "joined the fleet");
+  return { ...serve, replicaId, dataDir };
+}
+
+/** Polls `check` (one HTTP round trip each) until it returns a value; fails after `tries`. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  tries = 600,
+): Promise<T> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}

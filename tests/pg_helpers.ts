@@ -1,0 +1,140 @@
+/**
+ * A private PostgreSQL 15 cluster for one test file: `initdb` in a temporary
+ * directory and `pg_ctl` on a free 127.0.0.1 port, run as the unprivileged
+ * `postgres` OS user when the tests run as root. Each test takes a fresh
+ * database from it; the file stops the cluster and removes its directory at
+ * the end (`Deno.test.afterAll`).
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import postgres from "postgres";
+import { tempDir } from "./helpers.ts";
+
+const PG_BIN = Deno.env.get("RUNNER_TEST_PG_BIN") ??
+  "/usr/lib/postgresql/15/bin";
+
+/** A running private cluster. */
+export interface PgCluster {
+  /** The port it listens on (127.0.0.1). */
+  port: number;
+  /** A URL of a new, empty database. */
+  newDatabase(): Promise<string>;
+  /** Stops the cluster (`fast`: connections cut, data kept); start() brings it back. */
+  stop(): Promise<void>;
+  /** Starts the stopped cluster again on the same port. */
+  start(): Promise<void>;
+  /** Stops the cluster and removes its directory. */
+  remove(): Promise<void>;
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Runs a PostgreSQL binary as the `postgres` user (when root); throws with its output on failure. */
+async function pgCommand(name: string, args: string[]): Promise<void> {
+  const asRoot = Deno.uid() === 0;
+  const command = asRoot
+    ? new Deno.Command("runuser", {
+      args: ["-u", "postgres", "--", join(PG_BIN, name), ...args],
+    })
+    : new Deno.Command(join(PG_BIN, name), { args });
+  const output = await command.output();
+  if (!output.success) {
+    const text = new TextDecoder().decode(output.stderr) +
+      new TextDecoder().decode(output.stdout);
+    throw new Error(`${name} failed: ${text}`);
+  }
+}
+
+/** Initialises and starts a private cluster in a new temporary directory. */
+export async function startPgCluster(): Promise<PgCluster> {
+  const dir = tempDir("runner-pg-");
+  if (Deno.uid() === 0) {
+    const chown = await new Deno.Command("chown", {
+      args: ["postgres:postgres", dir],
+    }).output();
+    if (!chown.success) throw new Error("chown of the cluster dir failed");
+  }
+  const data = join(dir, "data");
+  await pgCommand("initdb", [
+    "-D",
+    data,
+    "-U",
+    "runner",
+    "-A",
+    "trust",
+    "--no-sync",
+    "-E",
+    "UTF8",
+  ]);
+  const port = freePort();
+  const options = [
+    `-p ${port}`,
+    "-c listen_addresses=127.0.0.1",
+    `-c unix_socket_directories=${dir}`,
+    "-c fsync=off",
+    "-c synchronous_commit=off",
+    "-c full_page_writes=off",
+    "-c max_connections=200",
+  ].join(" ");
+  const start = () =>
+    pgCommand("pg_ctl", [
+      "-D",
+      data,
+      "-o",
+      options,
+      "-l",
+      join(dir, "log"),
+      "-w",
+      "start",
+    ]);
+  await start();
+  let databases = 0;
+  return {
+    port,
+    async newDatabase() {
+      const name = `t${++databases}_${crypto.randomUUID().slice(0, 8)}`;
+      const admin = postgres(
+        `postgres://runner@127.0.0.1:${port}/postgres`,
+        { onnotice: () => {}, max: 1 },
+      );
+      try {
+        await admin.unsafe(`CREATE DATABASE ${name}`);
+      } finally {
+        await admin.end();
+      }
+      return `postgres://runner@127.0.0.1:${port}/${name}`;
+    },
+    stop: () => pgCommand("pg_ctl", ["-D", data, "-m", "fast", "stop"]),
+    start,
+    async remove() {
+      await pgCommand("pg_ctl", ["-D", data, "-m", "immediate", "stop"])
+        .catch(() => {});
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+/**
+ * Starts one cluster for the calling test file and stops it after its last
+ * test; returns an accessor (the cluster starts before the first test).
+ */
+export function clusterForThisFile(): () => PgCluster {
+  let cluster: PgCluster | undefined;
+  Deno.test.beforeAll(async () => {
+    cluster = await startPgCluster();
+  });
+  Deno.test.afterAll(async () => {
+    await cluster?.remove();
+  });
+  return () => {
+    if (!cluster) throw new Error("the PostgreSQL cluster did not start");
+    return cluster;
+  };
+}

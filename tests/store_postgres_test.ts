@@ -1,0 +1,308 @@
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { RunnerError } from "../lib/errors.ts";
+import { openStore } from "../lib/store/open.ts";
+import { POSTGRES_SCHEMA_VERSION } from "../lib/store/postgres_schema.ts";
+import type { RunStore } from "../lib/store/types.ts";
+import { clusterForThisFile } from "./pg_helpers.ts";
+import { defineStoreSuite, event } from "./store_suite.ts";
+
+const cluster = clusterForThisFile();
+
+/** Opens a replica's store on `url`. */
+function openReplica(
+  url: string,
+  replicaId: string,
+  options: { leaseMs?: number; holdEvents?: boolean } = {},
+): Promise<RunStore> {
+  return openStore({
+    dataDir: "/nonexistent",
+    shared: {
+      url,
+      replicaId,
+      advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
+      leaseMs: options.leaseMs ?? 60_000,
+      eventDelayMs: options.holdEvents ? -1 : undefined,
+    },
+  });
+}
+
+defineStoreSuite({
+  name: "postgres",
+  async fresh() {
+    const url = await cluster().newDatabase();
+    let opened = 0;
+    return {
+      open: (options) => openReplica(url, `replica-${++opened}`, options),
+      remove: () => Promise.resolve(),
+    };
+  },
+});
+
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+
+test("[postgres] a new database is migrated and the version is recorded once", async () => {
+  const url = await cluster().newDatabase();
+  await (await openReplica(url, "a")).close();
+  await (await openReplica(url, "b")).close();
+  const sql = postgres(url, { onnotice: () => {} });
+  try {
+    const rows = await sql`SELECT version FROM runner_schema_version`;
+    assert.deepEqual(
+      rows.map((row) => row.version),
+      Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1),
+    );
+    await sql`INSERT INTO runner_schema_version (version)
+      VALUES (${POSTGRES_SCHEMA_VERSION + 1})`;
+  } finally {
+    await sql.end();
+  }
+  await assert.rejects(() => openReplica(url, "c"), (error) => {
+    assert.ok(error instanceof RunnerError);
+    assert.equal(error.code, "store.schema_too_new");
+    return true;
+  });
+});
+
+test("[postgres] an unreachable database fails with store.unavailable", async () => {
+  const url = await cluster().newDatabase();
+  const wrongPort = url.replace(`:${cluster().port}/`, ":1/");
+  await assert.rejects(() => openReplica(wrongPort, "a"), (error) => {
+    assert.ok(error instanceof RunnerError);
+    assert.equal(error.code, "store.unavailable");
+    assert.equal(error.retryable, true);
+    return true;
+  });
+});
+
+test("[postgres] runs of a replica whose lease lapsed are failed exactly once", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost", { leaseMs: 300 });
+  await lost.createRun({ runId: "orphan", config: {}, status: "active" });
+  lost.appendEvent("orphan", event("message.delta", { text: "hi" }));
+  await lost.flush();
+  // The replica dies without closing: its lease is never renewed again.
+  await (lost.fleet as unknown as { stop(release: boolean): Promise<void> })
+    .stop(false);
+  const sweepers = await Promise.all(
+    ["a", "b", "c"].map((id) => openReplica(url, id)),
+  );
+  try {
+    await sweepers[0].createRun({
+      runId: "alive",
+      config: {},
+      status: "active",
+    });
+    const sql = postgres(url, { onnotice: () => {} });
+    try {
+      await sql`UPDATE replicas SET expires_at = now() WHERE replica_id = 'lost'`;
+    } finally {
+      await sql.end();
+    }
+    const failed = await Promise.all(
+      sweepers.map((store) =>
+        store.markActiveRunsFailed("runner.replica_lost", "lost")
+      ),
+    );
+    assert.deepEqual(failed.flat(), ["orphan"]);
+    const events = await sweepers[1].getEvents("orphan");
+    assert.deepEqual(events.map((e) => [e.sequence, e.type]), [
+      [1, "message.delta"],
+      [2, "run.failed"],
+    ]);
+    assert.equal(events[1].data.code, "runner.replica_lost");
+    assert.equal((await sweepers[2].getRun("orphan"))?.status, "failed");
+    assert.equal((await sweepers[2].getRun("alive"))?.status, "active");
+  } finally {
+    for (const store of sweepers) await store.close();
+    await lost.close();
+  }
+});
+
+test("[postgres] a conversation has one owner until its lease lapses", async () => {
+  const url = await cluster().newDatabase();
+  const a = await openReplica(url, "a");
+  const b = await openReplica(url, "b");
+  try {
+    const claims = await Promise.all([
+      a.fleet!.claimConversation("conv"),
+      b.fleet!.claimConversation("conv"),
+    ]);
+    const owners = new Set(claims.map((claim) => claim.replicaId));
+    assert.equal(owners.size, 1);
+    const [owner] = owners;
+    const other = owner === "a" ? b : a;
+    const seen = await other.fleet!.claimConversation("conv");
+    assert.deepEqual([seen.replicaId, seen.self, seen.alive], [
+      owner,
+      false,
+      true,
+    ]);
+    const forced = await other.fleet!.claimConversation("conv", {
+      force: true,
+    });
+    assert.equal(forced.self, true);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
+/** Runs SQL on the database at `url` with a connection of its own. */
+async function withSql(
+  url: string,
+  body: (sql: postgres.Sql) => Promise<void>,
+): Promise<void> {
+  const sql = postgres(url, { onnotice: () => {} });
+  try {
+    await body(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** A replica that dies without closing: its lease is never renewed again, and lapses now. */
+async function loseReplica(url: string, store: RunStore): Promise<void> {
+  await (store.fleet as unknown as { stop(release: boolean): Promise<void> })
+    .stop(false);
+  const replicaId = store.fleet!.replicaId;
+  await withSql(
+    url,
+    (sql) =>
+      sql`UPDATE replicas SET expires_at = now() WHERE replica_id = ${replicaId}`
+        .then(() => {}),
+  );
+}
+
+test("[postgres] a lost replica's run whose terminal event was stored is finished with it, not failed again", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost");
+  const sweeper = await openReplica(url, "sweeper");
+  try {
+    await lost.createRun({ runId: "r1", config: {}, status: "active" });
+    lost.appendEvent("r1", event("message.delta", { text: "hi" }));
+    lost.appendEvent("r1", event("run.completed"));
+    await lost.flush();
+    // The replica dies here: the events are stored, finishRun never ran.
+    await loseReplica(url, lost);
+    assert.deepEqual(
+      await sweeper.markActiveRunsFailed("runner.replica_lost", "lost"),
+      ["r1"],
+    );
+    assert.equal((await sweeper.getRun("r1"))?.status, "completed");
+    assert.deepEqual((await sweeper.getEvents("r1")).map((e) => e.type), [
+      "message.delta",
+      "run.completed",
+    ]);
+  } finally {
+    await sweeper.close();
+    await lost.close();
+  }
+});
+
+test("[postgres] markActiveRunsFailed with a run id ends only that run of a lost replica", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost");
+  const sweeper = await openReplica(url, "sweeper");
+  try {
+    await lost.createRun({ runId: "asked", config: {}, status: "active" });
+    await lost.createRun({ runId: "other", config: {}, status: "active" });
+    await loseReplica(url, lost);
+    assert.deepEqual(
+      await sweeper.markActiveRunsFailed("runner.replica_lost", "lost", {
+        runId: "asked",
+      }),
+      ["asked"],
+    );
+    assert.equal((await sweeper.getRun("asked"))?.code, "runner.replica_lost");
+    assert.equal((await sweeper.getRun("other"))?.status, "active");
+  } finally {
+    await sweeper.close();
+    await lost.close();
+  }
+});
+
+test("[postgres] a conversation of a replica whose lease lapsed is taken at once, before the conversation's own lease ends", async () => {
+  const url = await cluster().newDatabase();
+  const lost = await openReplica(url, "lost");
+  const other = await openReplica(url, "other");
+  try {
+    assert.equal((await lost.fleet!.claimConversation("conv")).self, true);
+    await loseReplica(url, lost);
+    // The conversation's lease is still current; its replica's is not.
+    const owner = await other.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["lost", false]);
+    const claimed = await other.fleet!.claimConversation("conv");
+    assert.deepEqual([claimed.replicaId, claimed.self], ["other", true]);
+  } finally {
+    await other.close();
+    await lost.close();
+  }
+});
+
+test("[postgres] a schema-1 database is migrated in place: its runs are kept and new runs record their owning process", async () => {
+  const url = await cluster().newDatabase();
+  await (await openReplica(url, "a")).close();
+  // Back to schema 1, with a run written by a runner of that schema.
+  await withSql(url, async (sql) => {
+    await sql`ALTER TABLE runs DROP COLUMN owner_pid`;
+    await sql`ALTER TABLE runs DROP COLUMN owner_start_time`;
+    await sql`DELETE FROM runner_schema_version WHERE version > 1`;
+    await sql`INSERT INTO runs (run_id, status, config_json, owner_replica,
+      owner_instance, created_at, updated_at, finished_at)
+      VALUES ('old', 'completed', '{}', 'a', 'gone', 1, 2, 2)`;
+  });
+  const store = await openReplica(url, "b");
+  try {
+    assert.equal((await store.getRun("old"))?.finishedAt, 2);
+    await store.createRun({ runId: "new", config: {}, status: "active" });
+    await withSql(url, async (sql) => {
+      const [row] = await sql`SELECT owner_pid FROM runs WHERE run_id = 'new'`;
+      assert.equal(row.owner_pid, Deno.pid);
+      const versions = await sql`SELECT version FROM runner_schema_version
+        ORDER BY version`;
+      assert.deepEqual(
+        versions.map((version) => version.version),
+        Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1),
+      );
+    });
+  } finally {
+    await store.close();
+  }
+});
+
+test("[postgres] while event writes fail, reads include the queued events and health says why; a write that lands clears it", async () => {
+  const url = await cluster().newDatabase();
+  const store = await openReplica(url, "a", { holdEvents: true });
+  try {
+    await store.createRun({ runId: "r1", config: {}, status: "active" });
+    store.appendEvent("r1", event("message.delta", { text: "stored" }));
+    await store.flush();
+    assert.deepEqual(await store.health(), { ok: true });
+    // Inserts of events fail from now on (as on a full disk); reads work.
+    await withSql(url, async (sql) => {
+      await sql.unsafe(`CREATE FUNCTION refuse() RETURNS trigger
+        LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+        CREATE TRIGGER refuse BEFORE INSERT ON events
+        FOR EACH ROW EXECUTE FUNCTION refuse();`);
+    });
+    store.appendEvent("r1", event("message.delta", { text: "queued" }));
+    await assert.rejects(() => store.flush(), { code: "store.unavailable" });
+    assert.deepEqual(
+      (await store.getEvents("r1")).map((e) => [e.sequence, e.data.text]),
+      [[1, "stored"], [2, "queued"]],
+    );
+    const health = await store.health();
+    assert.equal(health.ok, false);
+    assert.match(String(health.error), /disk full/);
+    await withSql(
+      url,
+      (sql) => sql`DROP TRIGGER refuse ON events`.then(() => {}),
+    );
+    await store.flush();
+    assert.deepEqual(await store.health(), { ok: true });
+  } finally {
+    await store.close();
+  }
+});

@@ -1,0 +1,339 @@
+/**
+ * The run-store test suite every store implementation passes: the same
+ * tests for the embedded SQLite file and for PostgreSQL, parameterised by
+ * how a store is opened.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { RunEvent } from "../lib/events.ts";
+import type { RunStore, SessionKey } from "../lib/store/types.ts";
+
+/** How the suite reaches one kind of store. */
+export interface StoreUnderTest {
+  /** A name for test titles (`sqlite`, `postgres`). */
+  name: string;
+  /**
+   * Makes a fresh, empty store location and returns an opener for it; every
+   * store opened there shares its data. `options.holdEvents` keeps queued
+   * events unwritten until a flush or a full queue.
+   */
+  fresh(): Promise<StoreLocation>;
+}
+
+/** One empty store location of a {@linkcode StoreUnderTest}. */
+export interface StoreLocation {
+  /** Opens a store on the location. */
+  open(options?: { holdEvents?: boolean }): Promise<RunStore>;
+  /** Removes the location. */
+  remove(): Promise<void>;
+}
+
+/** An event of `type` with `data`, as a run emits it. */
+export function event(
+  type: string,
+  data: Record<string, unknown> = {},
+): RunEvent {
+  return { run_id: "", type, data };
+}
+
+/** A session key with every field set. */
+export const KEY: SessionKey = {
+  conversationId: "conv-1",
+  provider: "codex",
+  location: "daemon",
+  target: "alice-laptop",
+  workspace: "/home/alice/project",
+  agentCommand: "npx -y @zed-industries/codex-acp",
+};
+
+/** Runs `body` on a fresh location, closing every store it opened. */
+export async function withLocation(
+  kind: StoreUnderTest,
+  body: (
+    open: (options?: { holdEvents?: boolean }) => Promise<RunStore>,
+  ) => Promise<void>,
+): Promise<void> {
+  const location = await kind.fresh();
+  const stores: RunStore[] = [];
+  try {
+    await body(async (options) => {
+      const store = await location.open(options);
+      stores.push(store);
+      return store;
+    });
+  } finally {
+    for (const store of stores) await store.close();
+    await location.remove();
+  }
+}
+
+/** Resolves once `check` holds, looking again after each store round trip. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!await check()) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Registers the shared store tests for `kind`. */
+export function defineStoreSuite(kind: StoreUnderTest): void {
+  const test = (name: string, body: () => Promise<void>) =>
+    Deno.test({
+      name: `[${kind.name}] ${name}`,
+      sanitizeResources: false,
+      sanitizeOps: false,
+      fn: body,
+    });
+
+  test("a session is only found again with the full key", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      assert.equal(await store.getSession(KEY), undefined);
+      await store.putSession(KEY, "sess-1");
+      assert.equal((await store.getSession(KEY))?.sessionId, "sess-1");
+      for (
+        const changed of [
+          { conversationId: "conv-2" },
+          { provider: "claude-code" },
+          { location: "local" },
+          { target: "bob-desktop" },
+          { workspace: "/home/alice/other" },
+          { agentCommand: "/opt/codex-acp" },
+        ]
+      ) {
+        assert.equal(
+          await store.getSession({ ...KEY, ...changed }),
+          undefined,
+          JSON.stringify(changed),
+        );
+      }
+      await store.putSession({ ...KEY, target: "bob-desktop" }, "sess-bob");
+      await store.putSession(KEY, "sess-2");
+      assert.equal((await store.getSession(KEY))?.sessionId, "sess-2");
+      assert.equal(
+        (await store.getSession({ ...KEY, target: "bob-desktop" }))?.sessionId,
+        "sess-bob",
+      );
+      assert.deepEqual(
+        (await store.listSessions("conv-1")).map((
+          session,
+        ) => [session.target, session.sessionId]).sort(),
+        [["alice-laptop", "sess-2"], ["bob-desktop", "sess-bob"]],
+      );
+      assert.equal(await store.deleteSessions("conv-1"), 2);
+      assert.equal(await store.getSession(KEY), undefined);
+      assert.equal(await store.deleteSessions("conv-1"), 0);
+    }));
+
+  test("events are batched, then stored in order with sequences", () =>
+    withLocation(kind, async (open) => {
+      const writer = await open({ holdEvents: true });
+      const reader = await open();
+      await writer.createRun({
+        runId: "run-1",
+        conversationId: "conv-1",
+        config: {},
+        status: "active",
+      });
+      const first = writer.appendEvent(
+        "run-1",
+        event("message.delta", { text: "a" }),
+      );
+      assert.deepEqual(
+        [first.run_id, first.sequence, typeof first.timestamp],
+        ["run-1", 1, "number"],
+      );
+      writer.appendEvent("run-1", event("message.delta", { text: "b" }));
+      // Still queued: another connection cannot see them yet.
+      assert.deepEqual(await reader.getEvents("run-1"), []);
+      await writer.flush();
+      assert.deepEqual(
+        (await reader.getEvents("run-1")).map((e) => e.data.text),
+        ["a", "b"],
+      );
+
+      for (let index = 0; index < 300; index++) {
+        writer.appendEvent(
+          "run-1",
+          event("message.delta", { text: `${index}` }),
+        );
+      }
+      // A full queue is written without waiting for a flush.
+      await until(async () => (await reader.getEvents("run-1")).length >= 258);
+      const all = await writer.getEvents("run-1");
+      assert.equal(all.length, 302);
+      assert.deepEqual(
+        all.map((e) => e.sequence),
+        Array.from({ length: 302 }, (_, i) => i + 1),
+      );
+      assert.equal(all.every((e) => e.run_id === "run-1"), true);
+
+      const tail = await writer.getEvents("run-1", { after: 300 });
+      assert.deepEqual(tail.map((e) => [e.sequence, e.data.text]), [
+        [301, "298"],
+        [302, "299"],
+      ]);
+      const page = await writer.getEvents("run-1", { after: 10, limit: 3 });
+      assert.deepEqual(page.map((e) => e.sequence), [11, 12, 13]);
+      assert.deepEqual(await writer.getEvents("run-1", { after: 302 }), []);
+      assert.deepEqual(await writer.getEvents("no-such-run"), []);
+    }));
+
+  test("given sequences are kept and a repeated sequence is ignored", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      await store.createRun({ runId: "run-1", config: {}, status: "active" });
+      store.appendEvent("run-1", {
+        ...event("message.delta", { text: "x" }),
+        sequence: 5,
+      });
+      store.appendEvent("run-1", {
+        ...event("message.delta", { text: "dup" }),
+        sequence: 5,
+      });
+      const next = store.appendEvent("run-1", event("run.completed"));
+      assert.equal(next.sequence, 6);
+      assert.deepEqual(
+        (await store.getEvents("run-1")).map((
+          e,
+        ) => [e.sequence, e.type, e.data.text]),
+        [[5, "message.delta", "x"], [6, "run.completed", undefined]],
+      );
+    }));
+
+  test("runs are recorded, finished once and listed newest first", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      for (
+        const [runId, conversationId] of [
+          ["r1", "c1"],
+          ["r2", "c2"],
+          ["r3", "c1"],
+        ]
+      ) {
+        await store.createRun({
+          runId,
+          conversationId,
+          config: { provider: "codex" },
+          status: "active",
+        });
+      }
+      await store.createRun({ runId: "r4", config: {}, status: "active" });
+      store.appendEvent("r1", event("run.failed", { code: "run.timeout" }));
+      assert.equal(
+        await store.finishRun("r1", {
+          status: "failed",
+          code: "run.timeout",
+          error: "too slow",
+        }),
+        true,
+      );
+      assert.deepEqual((await store.getEvents("r1")).map((e) => e.type), [
+        "run.failed",
+      ]);
+      assert.equal(await store.finishRun("r1", { status: "completed" }), false);
+      assert.equal(
+        await store.finishRun("missing", { status: "completed" }),
+        false,
+      );
+      assert.equal(await store.finishRun("r2", { status: "completed" }), true);
+
+      const r1 = await store.getRun("r1");
+      assert.deepEqual(
+        [r1?.status, r1?.code, r1?.error, r1?.conversationId, r1?.config],
+        ["failed", "run.timeout", "too slow", "c1", { provider: "codex" }],
+      );
+      assert.equal(typeof r1?.finishedAt, "number");
+      const r4 = await store.getRun("r4");
+      assert.deepEqual(
+        [r4?.status, r4?.conversationId, r4?.code, r4?.finishedAt],
+        ["active", undefined, undefined, undefined],
+      );
+      assert.equal(await store.getRun("missing"), undefined);
+
+      const ids = async (runs: Promise<{ runId: string }[]>) =>
+        (await runs).map((run) => run.runId);
+      assert.deepEqual(await ids(store.listRuns({ limit: 10 })), [
+        "r4",
+        "r3",
+        "r2",
+        "r1",
+      ]);
+      assert.deepEqual(await ids(store.listRuns({ limit: 2 })), ["r4", "r3"]);
+      assert.deepEqual(
+        await ids(store.listRuns({ conversationId: "c1", limit: 10 })),
+        ["r3", "r1"],
+      );
+      assert.deepEqual(
+        await ids(store.listRuns({ status: "active", limit: 10 })),
+        ["r4", "r3"],
+      );
+      assert.deepEqual(
+        await ids(
+          store.listRuns({ conversationId: "c1", status: "failed", limit: 10 }),
+        ),
+        ["r1"],
+      );
+    }));
+
+  test("two stores on one location see each other's writes", () =>
+    withLocation(kind, async (open) => {
+      const serve = await open();
+      const run = await open();
+      await run.putSession(KEY, "sess-1");
+      assert.equal((await serve.getSession(KEY))?.sessionId, "sess-1");
+      await run.createRun({ runId: "r1", config: {}, status: "active" });
+      run.appendEvent("r1", event("message.delta", { text: "hello" }));
+      run.appendEvent("r1", event("run.completed"));
+      await run.finishRun("r1", { status: "completed" });
+      assert.equal((await serve.getRun("r1"))?.status, "completed");
+      assert.deepEqual((await serve.getEvents("r1")).map((e) => e.type), [
+        "message.delta",
+        "run.completed",
+      ]);
+      await serve.putSession(KEY, "sess-2");
+      assert.equal((await run.getSession(KEY))?.sessionId, "sess-2");
+      assert.equal(await serve.deleteSessions(KEY.conversationId), 1);
+      assert.deepEqual(await run.listSessions(KEY.conversationId), []);
+    }));
+
+  test("reopening the store keeps sessions, runs and events", () =>
+    withLocation(kind, async (open) => {
+      const first = await open();
+      await first.putSession(KEY, "sess-1");
+      await first.createRun({
+        runId: "r1",
+        config: { workspace: "/w" },
+        status: "active",
+      });
+      first.appendEvent(
+        "r1",
+        event("message.delta", { text: "queued at close" }),
+      );
+      await first.close();
+      await first.close();
+      const second = await open();
+      assert.equal((await second.getSession(KEY))?.sessionId, "sess-1");
+      assert.deepEqual((await second.getRun("r1"))?.config, {
+        workspace: "/w",
+      });
+      assert.deepEqual(
+        (await second.getEvents("r1")).map((e) => e.data.text),
+        ["queued at close"],
+      );
+      assert.equal(
+        second.appendEvent("r1", event("run.completed")).sequence,
+        2,
+      );
+    }));
+
+  test("an ended store refuses further use with runner.internal", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      await store.close();
+      await assert.rejects(() => store.getRun("r1"), {
+        code: "runner.internal",
+      });
+    }));
+}
