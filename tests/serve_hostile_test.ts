@@ -261,7 +261,7 @@ Deno.test("Host rules: IP addresses, localhost, the listen name and allowed name
     const host of [
       "127.0.0.1:8080",
       "[::1]:8080",
-      "10.1.2.3",
+      "198.51.100.7", // a documentation address, only as a Host header value
       "LOCALHOST:8080",
       "devbox.lan:8080",
       "runner.internal.",
