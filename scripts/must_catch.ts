@@ -208,8 +208,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "the webhook waits past --n8n-wait-seconds",
     file: "lib/server/n8n.ts",
-    find: "    if (timedOut) {",
-    replace: "    if (timedOut && false) {",
+    find: "  if (timedOut) {",
+    replace: "  if (timedOut && false) {",
     test: "tests/serve_n8n_test.ts",
     filter: "conversation_busy",
   },
