@@ -292,7 +292,13 @@ async function check(root: string, entry: MustCatch): Promise<string> {
     return "PATTERN NOT FOUND (update scripts/must_catch.ts)";
   }
   const restore = () => Deno.writeTextFileSync(path, original);
-  Deno.addSignalListener("SIGINT", restore);
+  const restoreAndExit = () => {
+    restore();
+    Deno.exit(130);
+  };
+  for (const signal of STOP_SIGNALS) {
+    Deno.addSignalListener(signal, restoreAndExit);
+  }
   Deno.writeTextFileSync(path, original.replace(entry.find, entry.replace));
   try {
     const result = await new Deno.Command(Deno.execPath(), {
@@ -300,17 +306,28 @@ async function check(root: string, entry: MustCatch): Promise<string> {
       cwd: root,
       stdout: "piped",
       stderr: "piped",
+      // A break that makes its test hang is caught too (CI's time bound
+      // fails it), but must not hold this script forever.
+      signal: AbortSignal.timeout(TEST_TIME_LIMIT_MS),
     }).output();
     const output = new TextDecoder().decode(result.stdout);
+    if (result.signal) return "caught (its test hung and was stopped)";
     if (result.success) return "NOT CAUGHT";
     return /FAILED/.test(output)
       ? "caught"
       : `ERROR (exit ${result.code}, no test failed)`;
   } finally {
     restore();
-    Deno.removeSignalListener("SIGINT", restore);
+    for (const signal of STOP_SIGNALS) {
+      Deno.removeSignalListener(signal, restoreAndExit);
+    }
   }
 }
+
+const STOP_SIGNALS: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+
+/** How long one break's test may run before it counts as hung. */
+const TEST_TIME_LIMIT_MS = 120_000;
 
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
@@ -327,7 +344,7 @@ if (import.meta.main) {
       continue;
     }
     const outcome = await check(root, entry);
-    if (outcome !== "caught") missed++;
+    if (!outcome.startsWith("caught")) missed++;
     console.log(`${outcome}: ${entry.name} (${entry.test})`);
   }
   console.log(`${chosen.length - missed} of ${chosen.length} breaks caught`);
