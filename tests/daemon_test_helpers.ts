@@ -41,16 +41,20 @@ export function daemonProcess(
     ready.reject(new Error(`daemon exited: ${text}`));
   })();
   const connected = ready.promise;
+  connected.catch(() => {});
   return {
     connected,
-    async stop() {
+    /** What the daemon wrote to stderr so far. */
+    logs: () => text,
+    /** SIGTERM, then waits for the exit; resolves with the exit code. */
+    async stop(): Promise<number> {
       try {
         child.kill("SIGTERM");
       } catch { /* already exited */ }
-      await child.status;
+      const status = await child.status;
       await child.stdout.cancel();
-      await connected.catch(() => {});
       await drained;
+      return status.code;
     },
   };
 }

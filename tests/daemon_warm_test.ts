@@ -14,9 +14,9 @@ import {
   assertAgentGone,
   fixtureCommand,
   isAlive,
-  spawnCli,
   tempDir,
 } from "./helpers.ts";
+import { daemonProcess } from "./daemon_test_helpers.ts";
 import { startServe } from "./serve_test_helpers.ts";
 import {
   answers,
@@ -28,48 +28,11 @@ import { readRecord } from "./helpers.ts";
 
 const DAEMON_TOKEN = "daemon-warm-test-Hq3Vt8Lm1Zx5Pk9Wc2Nb7Rd4";
 
-/** A `runner daemon` dialling `url`; resolves `connected` once the hub took it. */
+/** A `runner daemon` dialling `url` with this file's token. */
 function startDaemon(url: string, daemonId: string) {
   const tokenFile = join(tempDir(), "token");
   Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    url,
-    "--daemon-id",
-    daemonId,
-    "--token-file",
-    tokenFile,
-    "--data-dir",
-    tempDir(),
-  ]);
-  let text = "";
-  const connected = Promise.withResolvers<void>();
-  const drained = (async () => {
-    for await (
-      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
-    ) {
-      text += chunk;
-      if (text.includes(`connected to the hub as ${daemonId}`)) {
-        connected.resolve();
-      }
-    }
-    connected.reject(new Error(`daemon exited: ${text}`));
-  })();
-  connected.promise.catch(() => {});
-  return {
-    connected: connected.promise,
-    logs: () => text,
-    async stop(): Promise<number> {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already exited */ }
-      const status = await child.status;
-      await child.stdout.cancel();
-      await drained;
-      return status.code;
-    },
-  };
+  return daemonProcess(url, daemonId, tokenFile);
 }
 
 Deno.test("the daemon keeps its own warm agent: the next message of the conversation is only a prompt there, with that run's assets", async () => {
