@@ -1,9 +1,12 @@
 /**
  * Reads the process table: members of a process group and process start
- * times. Linux reads `/proc`; other systems ask `ps`.
+ * times. Linux reads `/proc`; other systems ask `ps`. An empty group is
+ * known without either: signal 0 to the group finds no process.
  *
  * @module
  */
+
+import process from "node:process";
 
 /** One row of the process table. */
 export interface ProcessRow {
@@ -75,8 +78,23 @@ async function psRows(extra: string[]): Promise<ProcessRow[]> {
   return rows;
 }
 
+/**
+ * Whether any process (zombies included) is in group `pgid`: signal 0 to the
+ * group fails with ESRCH when it is empty. Costs no process spawn, unlike
+ * `ps`, which the runtime permission set needs instead of `/proc`.
+ */
+function groupMayHaveMembers(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code !== "ESRCH";
+  }
+}
+
 /** Every live (non-zombie) process whose process group is `pgid`. */
 export async function processGroupMembers(pgid: number): Promise<number[]> {
+  if (!groupMayHaveMembers(pgid)) return [];
   if (hasProc) {
     const members: number[] = [];
     for await (const entry of Deno.readDir("/proc")) {
