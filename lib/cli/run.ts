@@ -24,6 +24,7 @@ import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { RunResult } from "../run/types.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
+import { prefetchOwnStartTime } from "../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
 import type { RunStore } from "../store/types.ts";
@@ -217,6 +218,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const invocation = await readRunInvocation(args);
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
+  prefetchOwnStartTime(); // the store needs it; read it while the rest loads
   // The run machinery (store, assets, engine) loads only once there is a run.
   const [reaper, { openStore }, { createAssetsHook }, { createRunManager }] =
     await Promise.all([

@@ -7,6 +7,7 @@
  */
 
 import { join } from "node:path";
+import { prefetchOwnStartTime } from "./owner_liveness.ts";
 import { openSqliteStore } from "./sqlite.ts";
 import { asyncRunStore } from "./sync_adapter.ts";
 import type { OpenStoreOptions, RunStore } from "./types.ts";
@@ -24,20 +25,23 @@ export const STORE_FILE_NAME = "runner.db";
  * the database) cannot be created or opened; `store.schema_too_new` when a
  * newer runner wrote it.
  */
-export function openStore(options: OpenStoreOptions): Promise<RunStore> {
+export async function openStore(options: OpenStoreOptions): Promise<RunStore> {
+  // Run records carry the owner's start time; read it while the store opens.
+  const ownerKnown = prefetchOwnStartTime();
   if (options.shared) {
-    const shared = options.shared;
     // Loaded only for a fleet: the embedded store never needs the driver.
-    return import("./postgres.ts").then(({ openPostgresStore }) =>
-      openPostgresStore({ ...shared, onFlushError: options.onFlushError })
-    );
+    const { openPostgresStore } = await import("./postgres.ts");
+    const store = await openPostgresStore({
+      ...options.shared,
+      onFlushError: options.onFlushError,
+    });
+    await ownerKnown;
+    return store;
   }
-  try {
-    return Promise.resolve(asyncRunStore(openSqliteStore({
-      ...options,
-      path: join(options.dataDir, STORE_FILE_NAME),
-    })));
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  const store = asyncRunStore(openSqliteStore({
+    ...options,
+    path: join(options.dataDir, STORE_FILE_NAME),
+  }));
+  await ownerKnown;
+  return store;
 }

@@ -58,18 +58,16 @@ function readProcStat(pid: number): ProcessStat | undefined {
   }
 }
 
-function psStat(pid: number): ProcessStat | undefined | "unknown" {
-  let output: Deno.CommandOutput;
-  try {
-    output = new Deno.Command("ps", {
-      args: ["-p", String(pid), "-o", "pgid=,stat=,lstart="],
-      stdout: "piped",
-      stderr: "null",
-    }).outputSync();
-  } catch {
-    return "unknown";
-  }
-  const match = new TextDecoder().decode(output.stdout).trim().match(
+function psArgs(pid: number): Deno.CommandOptions {
+  return {
+    args: ["-p", String(pid), "-o", "pgid=,stat=,lstart="],
+    stdout: "piped",
+    stderr: "null",
+  };
+}
+
+function parsePs(pid: number, stdout: Uint8Array): ProcessStat | undefined {
+  const match = new TextDecoder().decode(stdout).trim().match(
     /^(\d+)\s+(\S+)\s+(.*)$/,
   );
   if (!match) return undefined;
@@ -79,6 +77,17 @@ function psStat(pid: number): ProcessStat | undefined | "unknown" {
     state: match[2][0],
     startTime: match[3],
   };
+}
+
+function psStat(pid: number): ProcessStat | undefined | "unknown" {
+  try {
+    return parsePs(
+      pid,
+      new Deno.Command("ps", psArgs(pid)).outputSync().stdout,
+    );
+  } catch {
+    return "unknown";
+  }
 }
 
 /** What {@linkcode processIdentity} knows about a pid. */
@@ -126,11 +135,31 @@ export function isSameProcessAlive(pid: number, startTime?: string): boolean {
 }
 
 let cachedOwn: { value?: string } | undefined;
+let readingOwn: Promise<void> | undefined;
 
 /** This process's start time, when the process table shows it (asked once). */
 export function ownStartTime(): string | undefined {
   cachedOwn ??= { value: processIdentity(Deno.pid).startTime };
   return cachedOwn.value;
+}
+
+/**
+ * Reads this process's start time in the background, so that
+ * {@linkcode ownStartTime} later answers without spawning `ps` on a run's
+ * way to its agent.
+ */
+export function prefetchOwnStartTime(): Promise<void> {
+  if (cachedOwn || HAS_PROC) return Promise.resolve();
+  readingOwn ??= new Deno.Command("ps", psArgs(Deno.pid)).output().then(
+    (output) => {
+      const stat = parsePs(Deno.pid, output.stdout);
+      cachedOwn ??= {
+        value: stat?.state === "Z" ? undefined : stat?.startTime,
+      };
+    },
+    () => {}, // ownStartTime() asks again, synchronously
+  );
+  return readingOwn;
 }
 
 /** What {@linkcode createOwnerCheck} asks. */
