@@ -116,8 +116,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "an ssh launch with tunnels ignores cancel and start-up timeout",
     file: "lib/locations/launch.ts",
-    find: "          registry,\n          signal,\n",
-    replace: "          registry,\n",
+    find: "        registry,\n        signal,\n",
+    replace: "        registry,\n",
     test: "tests/run_ssh_test.ts",
     filter: "never reports in",
   },

@@ -37,6 +37,9 @@ export interface AgentLaunchOptions {
   keepable?: boolean;
 }
 
+/** What a run's assets hook prepared. */
+type PreparedRunAssets = Awaited<ReturnType<RunAssetsHook["prepare"]>>;
+
 /** A launch function for the engine and the release of what it prepared. */
 export interface PreparedLaunch {
   /** Starts the agent (the engine's `launch`). */
@@ -68,53 +71,72 @@ export function prepareLocalWorkspace(cwd: string): void {
 
 /** Builds the engine's launch for a local or remote-ssh run. */
 export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
-  const { runId, request, launch, assets, registry, secrets } = options;
+  const { runId, request, launch, assets, registry, secrets, keepable } =
+    options;
   let release: (() => void) | undefined;
   let keep: (() => KeptRunAssets) | undefined;
   return {
     release: () => release?.(),
     keepAssets: () => keep?.(),
     async launch(signal) {
-      const prepared = await assets?.prepare({
-        runId,
-        request,
-        keepable: options.keepable,
-      });
-      release = prepared?.release;
-      keep = prepared?.keep;
-      secrets.push(...(prepared?.secrets ?? []));
+      const accept = (prepared: PreparedRunAssets | undefined) => {
+        release = prepared?.release;
+        keep = prepared?.keep;
+        secrets.push(...(prepared?.secrets ?? []));
+      };
+      if (request.config.location !== "remote-ssh") {
+        // The agent boots while the run's assets endpoint starts: the
+        // endpoint is only needed for session/new.
+        const preparing = assets?.prepare({ runId, request, keepable });
+        preparing?.catch(() => {});
+        const transport = await launchLocal({ launch, registry }).catch(
+          (error) => {
+            preparing?.then((prepared) => prepared?.release(), () => {});
+            throw error;
+          },
+        );
+        let prepared: PreparedRunAssets | undefined;
+        try {
+          prepared = await preparing;
+          accept(prepared);
+          if (signal.aborted) throw signal.reason;
+        } catch (error) {
+          release?.();
+          await transport.teardown();
+          throw error;
+        }
+        return {
+          ...transport,
+          mcpServers: prepared?.mcpServers,
+          sessionMcpServers: prepared?.sessionMcpServers,
+          promptPrefix: prepared?.promptPrefix,
+        };
+      }
+      const prepared = await assets?.prepare({ runId, request, keepable });
+      accept(prepared);
       if (signal.aborted) {
         release?.();
         throw signal.reason;
       }
-      if (request.config.location === "remote-ssh") {
-        const transport = await launchSsh({
-          launch,
-          config: request.config,
-          mcpServers: prepared?.mcpServers,
-          registry,
-          signal,
-        });
-        // The tunnelled servers are offered like any other: http/sse only
-        // when the agent advertises them (with mcp-bridge-transport=http
-        // nothing is tunnelled: the assets entry comes from the session list).
-        const forwarded = transport.mcpServers ?? [];
-        return {
-          ...transport,
-          mcpServers: undefined,
-          promptPrefix: prepared?.promptPrefix,
-          sessionMcpServers: (caps) => [
-            ...forwarded.filter((server) => supportsTransport(server, caps)),
-            ...(prepared?.sessionMcpServers?.(caps) ?? []),
-          ],
-        };
-      }
-      const transport = await launchLocal({ launch, registry });
+      const transport = await launchSsh({
+        launch,
+        config: request.config,
+        mcpServers: prepared?.mcpServers,
+        registry,
+        signal,
+      });
+      // The tunnelled servers are offered like any other: http/sse only
+      // when the agent advertises them (with mcp-bridge-transport=http
+      // nothing is tunnelled: the assets entry comes from the session list).
+      const forwarded = transport.mcpServers ?? [];
       return {
         ...transport,
-        mcpServers: prepared?.mcpServers,
-        sessionMcpServers: prepared?.sessionMcpServers,
+        mcpServers: undefined,
         promptPrefix: prepared?.promptPrefix,
+        sessionMcpServers: (caps) => [
+          ...forwarded.filter((server) => supportsTransport(server, caps)),
+          ...(prepared?.sessionMcpServers?.(caps) ?? []),
+        ],
       };
     },
   };
