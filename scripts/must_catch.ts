@@ -122,6 +122,15 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "never reports in",
   },
   {
+    name:
+      "an agent started before its assets endpoint outlives the endpoint's failure",
+    file: "lib/locations/launch.ts",
+    find: "          release?.();\n          await transport.teardown();\n",
+    replace: "          release?.();\n",
+    test: "tests/run_cli_test.ts",
+    filter: "assets endpoint that cannot start",
+  },
+  {
     name: "a closed run still takes follow-ups",
     file: "lib/run/engine.ts",
     find: "if (run.closed || !run.options.conversationId)",

@@ -189,6 +189,43 @@ Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring gr
   }
 });
 
+Deno.test("an assets endpoint that cannot start fails the run and stops the agent that was already booting", async () => {
+  const pidFile = join(tempDir(), "pids.json");
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const result = await runCli(
+      runArgs(
+        ["--text", "bye", "--grandchild", "--pid-file", pidFile],
+        "--json",
+        "--langbot-assets-mode",
+        "gateway",
+        "--langbot-assets-gateway-port",
+        String(taken.addr.port),
+        "hi",
+      ),
+    );
+    assert.equal(result.code, 1, result.stderr);
+    const events = parseJsonLines(result.stdout);
+    assert.equal(events.at(-1)?.type, "run.failed");
+    assert.equal(
+      (events.at(-1)?.data as { code: string }).code,
+      "assets.listen_failed",
+    );
+  } finally {
+    taken.close();
+  }
+  // The agent starts before the endpoint; whatever of it started is gone
+  // (its command line names this test's pid file).
+  const ps = await new Deno.Command("ps", {
+    args: ["-eo", "pid=,args="],
+    stdout: "piped",
+  }).output();
+  const left = new TextDecoder().decode(ps.stdout).split("\n").filter((
+    line,
+  ) => line.includes(pidFile));
+  assert.deepEqual(left, []);
+});
+
 Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async () => {
   const dataDir = tempDir();
   const pidFile = join(tempDir(), "pids.json");
