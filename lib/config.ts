@@ -14,7 +14,6 @@ import {
   type ConfigKind,
   isPosixStylePath,
   RUN_CONFIG_SPEC,
-  schemaDefault,
 } from "./config_schema.ts";
 
 /** Where the agent runs. */
@@ -95,7 +94,7 @@ export const RUN_CONFIG_KEYS: Record<string, KeySpec> = Object.fromEntries(
   Object.entries(RUN_CONFIG_SPEC).map(([key, spec]) => [key, {
     field: camelCase(key),
     kind: spec.kind,
-    default: schemaDefault(spec.schema),
+    default: structuredClone(spec.fallback),
   }]),
 );
 

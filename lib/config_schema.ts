@@ -26,12 +26,51 @@ export type ConfigKind =
 
 /** One run-config key: its schema and how the docs show its default. */
 export interface ConfigKeySpec {
-  /** Type, default, limits, description and messages. */
-  schema: z.ZodType;
+  /** Type, default, limits, description and messages (built on first use). */
+  readonly schema: z.ZodType;
   /** How a text value is turned into the schema's type first. */
   kind: ConfigKind;
+  /** The schema's default, known without building the schema. */
+  readonly fallback?: unknown;
   /** The docs' default column when it is not the schema's default (e.g. "(required)"). */
   docDefault?: string;
+}
+
+/** What {@linkcode key} makes a key's schema from. */
+interface KeyOptions {
+  /** The default (none: the key is optional). */
+  fallback?: unknown;
+  /** The docs' meaning column. */
+  description: string;
+  /** The docs' default column, when not the default itself. */
+  docDefault?: string;
+}
+
+/**
+ * A key whose schema is built from `base` on first use, with its default (or
+ * as optional) and description: a run gives a handful of keys, and building
+ * every schema up front costs each command's start-up time and memory.
+ */
+function key(
+  kind: ConfigKind,
+  base: () => z.ZodType,
+  options: KeyOptions,
+): ConfigKeySpec {
+  let schema: z.ZodType | undefined;
+  return {
+    kind,
+    fallback: options.fallback,
+    docDefault: options.docDefault,
+    get schema() {
+      schema ??=
+        (options.fallback === undefined
+          ? base().optional()
+          : base().default(options.fallback as never)).describe(
+            options.description,
+          );
+      return schema;
+    },
+  };
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -41,10 +80,7 @@ function seconds(
   description: string,
   max = MAX_TIMER_SECONDS,
 ): ConfigKeySpec {
-  return {
-    kind: "number",
-    schema: positive(max).default(fallback).describe(description),
-  };
+  return key("number", () => positive(max), { fallback, description });
 }
 
 function positive(max?: number) {
@@ -56,21 +92,17 @@ function positive(max?: number) {
 }
 
 function bool(fallback: boolean, description: string): ConfigKeySpec {
-  return {
-    kind: "bool",
-    schema: z.boolean({ error: "must be true or false" }).default(fallback)
-      .describe(description),
-  };
+  return key("bool", () => z.boolean({ error: "must be true or false" }), {
+    fallback,
+    description,
+  });
 }
 
 function text(description: string, docDefault = "—"): ConfigKeySpec {
-  return {
-    kind: "string",
-    schema: z.string({ error: "must be a string" }).optional().describe(
-      description,
-    ),
+  return key("string", () => z.string({ error: "must be a string" }), {
+    description,
     docDefault,
-  };
+  });
 }
 
 function choice<const T extends readonly [string, ...string[]]>(
@@ -78,25 +110,39 @@ function choice<const T extends readonly [string, ...string[]]>(
   fallback: T[number],
   description: string,
 ): ConfigKeySpec {
-  return {
-    kind: "string",
-    schema: z.enum(values, {
-      error: `must be one of ${values.join(", ")}`,
-    }).default(fallback as never).describe(description),
-  };
+  return key(
+    "string",
+    () => z.enum(values, { error: `must be one of ${values.join(", ")}` }),
+    { fallback, description },
+  );
+}
+
+function permission(
+  values: readonly [string, ...string[]],
+  fallback: string,
+  description: string,
+): ConfigKeySpec {
+  const listed = `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
+  return key(
+    "permission",
+    () => z.enum(values, { error: `must be one of ${listed}` }),
+    { fallback, description },
+  );
 }
 
 function port(description: string, fallback?: number): ConfigKeySpec {
   const message = { error: "must be a port number 0-65535" };
-  const schema = z.number({ error: "must be a number" }).int(message)
-    .min(0, message).max(65535, message);
-  return {
-    kind: "number",
-    schema:
-      (fallback === undefined ? schema.optional() : schema.default(fallback))
-        .describe(description),
-    docDefault: fallback === undefined ? "—" : undefined,
-  };
+  return key(
+    "number",
+    () =>
+      z.number({ error: "must be a number" }).int(message).min(0, message)
+        .max(65535, message),
+    {
+      fallback,
+      description,
+      docDefault: fallback === undefined ? "—" : undefined,
+    },
+  );
 }
 
 /** An absolute path of this machine's kind, `~` or `~/…`. */
@@ -111,36 +157,36 @@ export function isWindowsStylePath(path: string): boolean {
 
 /** Windows-style paths pass here; `parseRunConfig` keeps them to PowerShell remotes. */
 function path(description: string, docDefault: string): ConfigKeySpec {
-  return {
-    kind: "string",
-    schema: z.string({ error: "must be a non-empty path" })
-      .min(1, { error: "must be a non-empty path" })
-      .refine(
-        (value) => isPosixStylePath(value) || isWindowsStylePath(value),
-        { error: (issue) => `must be an absolute path (got "${issue.input}")` },
-      ).optional().describe(description),
-    docDefault,
-  };
+  return key(
+    "string",
+    () =>
+      z.string({ error: "must be a non-empty path" })
+        .min(1, { error: "must be a non-empty path" })
+        .refine(
+          (value) => isPosixStylePath(value) || isWindowsStylePath(value),
+          {
+            error: (issue) => `must be an absolute path (got "${issue.input}")`,
+          },
+        ),
+    { description, docDefault },
+  );
 }
 
 function list(description: string): ConfigKeySpec {
-  return {
-    kind: "list",
-    schema: z.array(z.string()).default([]).describe(description),
-  };
+  return key("list", () => z.array(z.string()), {
+    fallback: [],
+    description,
+  });
 }
 
 const AT_MOST = (max: number) => `; at most ${max}`;
 
 /** Every run-config key, in the order of `docs/config.md`. */
 export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
-  "provider": {
-    kind: "string",
-    schema: z.string({ error: "must be a string" }).optional().describe(
-      "a preset from `runner providers`, or `custom`",
-    ),
+  "provider": key("string", () => z.string({ error: "must be a string" }), {
+    description: "a preset from `runner providers`, or `custom`",
     docDefault: "(required)",
-  },
+  }),
   "location": choice(
     ["local", "remote-ssh", "daemon"],
     "local",
@@ -158,18 +204,22 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "the agent command, split like Python's `shlex.split` (no shell runs); required for `custom`",
     "the preset's",
   ),
-  "env-json": {
-    kind: "env",
-    schema: z.record(
-      z.string().regex(NAME, {
-        error: (issue) =>
-          `"${issue.input}" is not a valid environment variable name`,
-      }),
-      z.string({ error: "must be a string" }),
-    ).default({}).describe(
-      'JSON object of extra environment for the agent; values under secret-looking names are redacted (`docs/permissions.md`, "Secrets")',
-    ),
-  },
+  "env-json": key(
+    "env",
+    () =>
+      z.record(
+        z.string().regex(NAME, {
+          error: (issue) =>
+            `"${issue.input}" is not a valid environment variable name`,
+        }),
+        z.string({ error: "must be a string" }),
+      ),
+    {
+      fallback: {},
+      description:
+        'JSON object of extra environment for the agent; values under secret-looking names are redacted (`docs/permissions.md`, "Secrets")',
+    },
+  ),
   "secret-env-names": list(
     "more variable names whose values are secrets and redacted (list or comma-separated), e.g. `CORP_SSO`; operator only",
   ),
@@ -201,77 +251,55 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
       AT_MOST(5),
     5,
   ),
-  "late-update-ms": {
-    kind: "number",
-    schema: positive(5000).default(150).describe(
+  "late-update-ms": key("number", () => positive(5000), {
+    fallback: 150,
+    description:
       "quiet window (ms) after the prompt answer for straggling updates; at most 5000 (`docs/runs.md`)",
-    ),
-  },
-  "replay-quiet-ms": {
-    kind: "number",
-    schema: positive(5000).default(200).describe(
+  }),
+  "replay-quiet-ms": key("number", () => positive(5000), {
+    fallback: 200,
+    description:
       "after `session/load`: the replay counts as over once the agent has sent nothing for this long (ms; at most 10 × that in all); at most 5000",
-    ),
-  },
-  "delta-coalesce-ms": {
-    kind: "number",
-    schema: z.number({ error: "must be a number" })
-      .min(0, { error: "must be at least 0" })
-      .max(10_000, { error: "must be at most 10000" })
-      .default(25).describe(
+  }),
+  "delta-coalesce-ms": key(
+    "number",
+    () =>
+      z.number({ error: "must be a number" })
+        .min(0, { error: "must be at least 0" })
+        .max(10_000, { error: "must be at most 10000" }),
+    {
+      fallback: 25,
+      description:
         "chunks arriving within this many ms after a delta become one delta; `0` = one delta per chunk; at most 10000 (`docs/events.md`)",
-      ),
-  },
-  "max-message-mb": {
-    kind: "number",
-    schema: positive().default(64).describe(
-      "largest single ACP message accepted from the agent",
-    ),
-  },
-  "max-attachment-mb": {
-    kind: "number",
-    schema: positive().default(10).describe("largest decoded attachment"),
-  },
-  "max-prompt-mb": {
-    kind: "number",
-    schema: positive().default(25).describe(
-      "largest total of decoded attachments in one prompt",
-    ),
-  },
-  "permission-decision": {
-    kind: "permission",
-    schema: z.enum([
-      "ask",
-      "allow_once",
-      "allow_always",
-      "reject_once",
-      "reject_always",
-    ], {
-      error:
-        "must be one of ask, allow_once, allow_always, reject_once or reject_always",
-    }).default("allow_once").describe(
-      "`ask` (a person answers: `permission.requested`, then `POST /v1/runs/{id}/permissions/{request_id}`, the console or the `runner run` terminal prompt), `allow_once`, `allow_always`, `reject_once`, `reject_always`",
-    ),
-  },
+    },
+  ),
+  "max-message-mb": key("number", () => positive(), {
+    fallback: 64,
+    description: "largest single ACP message accepted from the agent",
+  }),
+  "max-attachment-mb": key("number", () => positive(), {
+    fallback: 10,
+    description: "largest decoded attachment",
+  }),
+  "max-prompt-mb": key("number", () => positive(), {
+    fallback: 25,
+    description: "largest total of decoded attachments in one prompt",
+  }),
+  "permission-decision": permission(
+    ["ask", "allow_once", "allow_always", "reject_once", "reject_always"],
+    "allow_once",
+    "`ask` (a person answers: `permission.requested`, then `POST /v1/runs/{id}/permissions/{request_id}`, the console or the `runner run` terminal prompt), `allow_once`, `allow_always`, `reject_once`, `reject_always`",
+  ),
   "permission-timeout": seconds(
     120,
     "seconds an `ask` request waits for an answer before `permission-fallback` decides it" +
       AT_MOST(MAX_TIMER_SECONDS),
   ),
-  "permission-fallback": {
-    kind: "permission",
-    schema: z.enum([
-      "allow_once",
-      "allow_always",
-      "reject_once",
-      "reject_always",
-    ], {
-      error:
-        "must be one of allow_once, allow_always, reject_once or reject_always",
-    }).default("reject_once").describe(
-      "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
-    ),
-  },
+  "permission-fallback": permission(
+    ["allow_once", "allow_always", "reject_once", "reject_always"],
+    "reject_once",
+    "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
+  ),
   "fs-read": bool(
     false,
     "advertise and serve `fs/read_text_file` inside the workspace (by real path, see below); refused with `location=remote-ssh`",
@@ -284,13 +312,11 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     false,
     "prepend a short run-scope note (run id, available assets) to the first prompt",
   ),
-  "mcp-servers-json": {
-    kind: "json-text",
-    schema: z.string().optional().describe(
+  "mcp-servers-json": key("json-text", () => z.string(), {
+    description:
       "the user's own MCP servers: a JSON array or `{mcpServers:{…}}`, given as JSON text or as a JSON value",
-    ),
     docDefault: "—",
-  },
+  }),
   "langbot-assets-enabled": bool(
     true,
     "inject the run-scoped LangBot assets MCP server",
@@ -300,11 +326,14 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "auto",
     "`auto` (= ephemeral), `ephemeral` or `gateway`",
   ),
-  "langbot-assets-gateway-host": {
-    kind: "string",
-    schema: z.string({ error: "must be a string" }).default("127.0.0.1")
-      .describe("gateway listen host (operator only)"),
-  },
+  "langbot-assets-gateway-host": key(
+    "string",
+    () => z.string({ error: "must be a string" }),
+    {
+      fallback: "127.0.0.1",
+      description: "gateway listen host (operator only)",
+    },
+  ),
   "langbot-assets-gateway-port": port(
     "gateway port (fixed, so other platforms can register it; operator only)",
   ),
@@ -320,13 +349,15 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "ssh-tunnel",
     "how a remote-ssh agent reaches its assets: `ssh-tunnel` (`ssh -R`) or `http` (`mcp-public-url`; see below; operator only)",
   ),
-  "mcp-bridge-host": {
-    kind: "string",
-    schema: z.string({ error: "must be a string" }).default("127.0.0.1")
-      .describe(
+  "mcp-bridge-host": key(
+    "string",
+    () => z.string({ error: "must be a string" }),
+    {
+      fallback: "127.0.0.1",
+      description:
         "with `http`: the shared bridge's listen host, e.g. `0.0.0.0` (operator only)",
-      ),
-  },
+    },
+  ),
   "mcp-bridge-port": port(
     "with `http`: the shared bridge's fixed port (required unless `langbot-assets-mode=gateway`; operator only)",
   ),
