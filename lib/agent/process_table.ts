@@ -6,8 +6,6 @@
  * @module
  */
 
-import process from "node:process";
-
 /** One row of the process table. */
 export interface ProcessRow {
   /** Process id. */
@@ -80,15 +78,17 @@ async function psRows(extra: string[]): Promise<ProcessRow[]> {
 
 /**
  * Whether any process (zombies included) is in group `pgid`: signal 0 to the
- * group fails with ESRCH when it is empty. Costs no process spawn, unlike
- * `ps`, which the runtime permission set needs instead of `/proc`.
+ * group (it delivers nothing) fails with ESRCH when it is empty. Costs no
+ * process spawn, unlike `ps`, which the runtime permission set needs instead
+ * of `/proc`. `Deno.kill` takes the number although its type lists signal
+ * names; `node:process` would add its start-up cost to every command.
  */
 function groupMayHaveMembers(pgid: number): boolean {
   try {
-    process.kill(-pgid, 0);
+    Deno.kill(-pgid, 0 as unknown as Deno.Signal);
     return true;
   } catch (error) {
-    return (error as { code?: string }).code !== "ESRCH";
+    return !(error instanceof Deno.errors.NotFound);
   }
 }
 

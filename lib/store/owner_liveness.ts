@@ -8,8 +8,6 @@
  * @module
  */
 
-import process from "node:process";
-
 /** One process as the process table shows it. */
 interface ProcessStat {
   /** Process id. */
@@ -109,13 +107,17 @@ export function processIdentity(pid: number): ProcessIdentity {
   return { alive: true, startTime: stat.startTime };
 }
 
-/** Whether `pid` is a live process, by sending it signal 0. */
+/**
+ * Whether `pid` is a live process, by sending it signal 0 (delivers nothing).
+ * `Deno.kill` takes the number although its type lists signal names;
+ * `node:process` would add its start-up cost to every command.
+ */
 function signalProbe(pid: number): boolean {
   try {
-    process.kill(pid, 0);
+    Deno.kill(pid, 0 as unknown as Deno.Signal);
     return true;
   } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
+    return !(error instanceof Deno.errors.NotFound); // EPERM: alive
   }
 }
 
