@@ -77,17 +77,55 @@ function messageOf(
 }
 
 /**
- * Whether a completion's `message` is `text`: the same, or cut short on the
- * relay wire (`truncated`) from it.
+ * A message's text as its deltas carried it, kept as those pieces: joining
+ * them would copy the whole text once more only to compare it.
+ */
+class StreamedText {
+  #pieces: string[] = [];
+  #length = 0;
+
+  /** Appends a delta's text. */
+  push(piece: string): void {
+    if (!piece) return;
+    this.#pieces.push(piece);
+    this.#length += piece.length;
+  }
+
+  /** Whether no text was streamed. */
+  get empty(): boolean {
+    return this.#length === 0;
+  }
+
+  /** Whether `text` is the streamed text (`whole`) or a beginning of it. */
+  matches(text: string, whole: boolean): boolean {
+    if (whole ? text.length !== this.#length : text.length > this.#length) {
+      return false;
+    }
+    let offset = 0;
+    for (const piece of this.#pieces) {
+      if (offset >= text.length) break;
+      const part = piece.length > text.length - offset
+        ? piece.slice(0, text.length - offset)
+        : piece;
+      if (!text.startsWith(part, offset)) return false;
+      offset += part.length;
+    }
+    return true;
+  }
+}
+
+/**
+ * Whether a completion's `message` is the streamed text: the same, or cut
+ * short on the relay wire (`truncated`) from it.
  */
 function messageIs(
   message: { content?: unknown; truncated?: unknown } | undefined,
-  text: string,
+  text: StreamedText,
 ): boolean {
   const content = message?.content;
   if (typeof content !== "string") return false;
-  return content === text ||
-    (message?.truncated === true && text.startsWith(content));
+  return text.matches(content, true) ||
+    (message?.truncated === true && text.matches(content, false));
 }
 
 /** `event` without `all_content` on its chunk (other events as they are). */
@@ -108,19 +146,19 @@ function withoutAllContent(event: RunEvent): RunEvent {
  * completion whose text differs from its deltas stays as it is.
  */
 export function createLeanEvents(): (event: RunEvent) => RunEvent {
-  let text = "";
-  let streamedAnswer: string | undefined;
+  let text = new StreamedText();
+  let streamedAnswer: StreamedText | undefined;
   return (raw) => {
     const event = withoutAllContent(raw);
     if (event.type === "message.delta") {
-      text += deltaText(event);
+      text.push(deltaText(event));
       return event;
     }
     const message = messageOf(event);
     if (event.type === "message.completed") {
-      const streamed = text !== "" && messageIs(message, text);
+      const streamed = !text.empty && messageIs(message, text);
       streamedAnswer = streamed ? text : undefined;
-      text = "";
+      text = new StreamedText();
       if (!streamed) return event;
       return {
         ...event,

@@ -105,6 +105,24 @@ Deno.test("lean events leave out only text the deltas carried, and the restorer 
   );
 });
 
+Deno.test("a completion that is only the beginning of its deltas' text, or differs inside a piece, keeps its text", () => {
+  const events = [
+    delta("ab", 1),
+    delta("cd", 2),
+    completed("abc"), // shorter than the deltas, not marked truncated
+    delta("ab", 3),
+    delta("cd", 4),
+    completed("abXd"), // same length, differs inside the second piece
+    delta("ab", 5),
+    delta("cd", 6),
+    completed("abcde"), // longer
+  ];
+  const lean = events.map(createLeanEvents());
+  assert.deepEqual(lean[2], events[2]);
+  assert.deepEqual(lean[5], events[5]);
+  assert.deepEqual(lean[8], events[8]);
+});
+
 Deno.test("completions cut short on the relay wire are made lean, and come back whole", () => {
   const cut = (event: RunEvent): RunEvent => ({
     ...event,
