@@ -27,9 +27,9 @@ export interface DeltaCoalescerOptions {
 /** An {@linkcode EventEmitter} that also takes text chunks and coalesces them. */
 export interface DeltaCoalescer extends EventEmitter {
   /**
-   * Queues a chunk of `stream`'s text. With `keep`, the unredacted text is
-   * also appended there, batch by batch as it is flushed (one copy of the
-   * text for the delta and the message, and chunks that die young).
+   * Queues a chunk of `stream`'s text. With `keep`, each delta's (redacted)
+   * text is also appended there as it is flushed: the message and its deltas
+   * share one copy of the text, and the chunks die young.
    */
   text(stream: DeltaStream, text: string, keep?: TextBuilder): void;
   /** Emits the pending text now (and whatever was held back). */
@@ -77,10 +77,10 @@ export function createDeltaCoalescer(
     if (!stream || !redactor) return;
     const text = pending.toString();
     pending = new TextBuilder();
-    if (text) keeper?.append(text);
     let content = text ? redactor.push(text) : "";
     if (end) content += redactor.end();
     const kind = stream;
+    if (content) keeper?.append(content);
     if (end) {
       stream = undefined;
       redactor = undefined;
