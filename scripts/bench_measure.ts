@@ -12,7 +12,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -22,7 +22,7 @@ export function runnerCommand(...args: string[]): string[] {
   return [
     Deno.execPath(),
     "run",
-    ...RUNTIME_PERMISSION_FLAGS,
+    ...RUNTIME_FLAGS,
     `${ROOT}main.ts`,
     ...args,
   ];

@@ -8,7 +8,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 
 /** The arguments `deno compile` gets. */
 export function compileArgs(
@@ -16,7 +16,7 @@ export function compileArgs(
 ): string[] {
   return [
     "compile",
-    ...RUNTIME_PERMISSION_FLAGS,
+    ...RUNTIME_FLAGS,
     ...(options.target ? ["--target", options.target] : []),
     "--output",
     options.output,

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { compileArgs } from "../scripts/compile.ts";
-import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 import { fixtureCommand, ROOT, tempDir } from "./helpers.ts";
 
-Deno.test("the binary is compiled with exactly the runtime permission set", () => {
+Deno.test("the binary is compiled with exactly the runtime flags (permission set and V8 settings)", () => {
   const args = compileArgs({ output: "dist/runner" });
-  assert.deepEqual(args.slice(1, 1 + RUNTIME_PERMISSION_FLAGS.length), [
-    ...RUNTIME_PERMISSION_FLAGS,
+  assert.deepEqual(args.slice(1, 1 + RUNTIME_FLAGS.length), [
+    ...RUNTIME_FLAGS,
   ]);
   assert.equal(args.at(-1), "main.ts");
   assert.ok(!args.includes("-A") && !args.includes("--allow-all"));

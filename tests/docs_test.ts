@@ -44,18 +44,18 @@ Deno.test("the README's commands exist in deno.json and main.ts", () => {
   }
 });
 
-Deno.test("deno task start uses exactly the runtime permission flags", async () => {
-  const { RUNTIME_PERMISSION_FLAGS } = await import(
+Deno.test("deno task start uses exactly the runtime flags (permissions and V8 settings)", async () => {
+  const { RUNTIME_FLAGS } = await import(
     "../lib/runtime_permissions.ts"
   );
   const tasks = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)).tasks;
   assert.equal(
     tasks.start,
-    `deno run ${RUNTIME_PERMISSION_FLAGS.join(" ")} main.ts serve`,
+    `deno run ${RUNTIME_FLAGS.join(" ")} main.ts serve`,
   );
   assert.equal(
     tasks.runner,
-    `deno run ${RUNTIME_PERMISSION_FLAGS.join(" ")} main.ts`,
+    `deno run ${RUNTIME_FLAGS.join(" ")} main.ts`,
   );
 });
 

@@ -7,7 +7,7 @@
 
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
 import { openSqliteStore } from "../lib/store/sqlite.ts";
 import { asyncRunStore } from "../lib/store/sync_adapter.ts";
@@ -48,7 +48,7 @@ export async function runCli(
   options: RunCliOptions = {},
 ): Promise<CliResult> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...RUNTIME_PERMISSION_FLAGS, `${ROOT}main.ts`, ...args],
+    args: ["run", ...RUNTIME_FLAGS, `${ROOT}main.ts`, ...args],
     env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
     stdout: "piped",
     stderr: "piped",
@@ -66,7 +66,7 @@ export function spawnCli(
   options: RunCliOptions = {},
 ): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", ...RUNTIME_PERMISSION_FLAGS, `${ROOT}main.ts`, ...args],
+    args: ["run", ...RUNTIME_FLAGS, `${ROOT}main.ts`, ...args],
     env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
     stdin: "null",
     stdout: "piped",

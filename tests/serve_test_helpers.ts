@@ -7,7 +7,7 @@
  */
 
 import { join } from "node:path";
-import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
+import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { tempDir as makeTempDir } from "./helpers.ts";
@@ -70,7 +70,7 @@ export function spawnServe(options: StartServeOptions): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      ...RUNTIME_PERMISSION_FLAGS,
+      ...RUNTIME_FLAGS,
       "--config",
       CONFIG,
       MAIN,
