@@ -116,8 +116,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "an ssh launch with tunnels ignores cancel and start-up timeout",
     file: "lib/locations/launch.ts",
-    find: "        registry,\n        signal,\n",
-    replace: "        registry,\n",
+    find: "    registry,\n    signal,\n",
+    replace: "    registry,\n",
     test: "tests/run_ssh_test.ts",
     filter: "never reports in",
   },
@@ -125,8 +125,8 @@ export const MUST_CATCH: MustCatch[] = [
     name:
       "an agent started before its assets endpoint outlives the endpoint's failure",
     file: "lib/locations/launch.ts",
-    find: "          release?.();\n          await transport.teardown();\n",
-    replace: "          release?.();\n",
+    find: "    release();\n    await transport.teardown();\n",
+    replace: "    release();\n",
     test: "tests/run_cli_test.ts",
     filter: "assets endpoint that cannot start",
   },

@@ -71,74 +71,100 @@ export function prepareLocalWorkspace(cwd: string): void {
 
 /** Builds the engine's launch for a local or remote-ssh run. */
 export function createAgentLaunch(options: AgentLaunchOptions): PreparedLaunch {
-  const { runId, request, launch, assets, registry, secrets, keepable } =
-    options;
+  const { runId, request, assets, secrets, keepable } = options;
   let release: (() => void) | undefined;
   let keep: (() => KeptRunAssets) | undefined;
+  const prepare = async () => {
+    const prepared = await assets?.prepare({ runId, request, keepable });
+    release = prepared?.release;
+    keep = prepared?.keep;
+    secrets.push(...(prepared?.secrets ?? []));
+    return prepared;
+  };
+  const releaseAssets = () => release?.();
   return {
-    release: () => release?.(),
+    release: releaseAssets,
     keepAssets: () => keep?.(),
-    async launch(signal) {
-      const accept = (prepared: PreparedRunAssets | undefined) => {
-        release = prepared?.release;
-        keep = prepared?.keep;
-        secrets.push(...(prepared?.secrets ?? []));
-      };
-      if (request.config.location !== "remote-ssh") {
-        // The agent boots while the run's assets endpoint starts: the
-        // endpoint is only needed for session/new.
-        const preparing = assets?.prepare({ runId, request, keepable });
-        preparing?.catch(() => {});
-        const transport = await launchLocal({ launch, registry }).catch(
-          (error) => {
-            preparing?.then((prepared) => prepared?.release(), () => {});
-            throw error;
-          },
-        );
-        let prepared: PreparedRunAssets | undefined;
-        try {
-          prepared = await preparing;
-          accept(prepared);
-          if (signal.aborted) throw signal.reason;
-        } catch (error) {
-          release?.();
-          await transport.teardown();
-          throw error;
-        }
-        return {
-          ...transport,
-          mcpServers: prepared?.mcpServers,
-          sessionMcpServers: prepared?.sessionMcpServers,
-          promptPrefix: prepared?.promptPrefix,
-        };
-      }
-      const prepared = await assets?.prepare({ runId, request, keepable });
-      accept(prepared);
-      if (signal.aborted) {
-        release?.();
-        throw signal.reason;
-      }
-      const transport = await launchSsh({
-        launch,
-        config: request.config,
-        mcpServers: prepared?.mcpServers,
-        registry,
-        signal,
-      });
-      // The tunnelled servers are offered like any other: http/sse only
-      // when the agent advertises them (with mcp-bridge-transport=http
-      // nothing is tunnelled: the assets entry comes from the session list).
-      const forwarded = transport.mcpServers ?? [];
-      return {
-        ...transport,
-        mcpServers: undefined,
-        promptPrefix: prepared?.promptPrefix,
-        sessionMcpServers: (caps) => [
-          ...forwarded.filter((server) => supportsTransport(server, caps)),
-          ...(prepared?.sessionMcpServers?.(caps) ?? []),
-        ],
-      };
+    launch: (signal) => {
+      const steps = { prepare, release: releaseAssets, signal };
+      return request.config.location === "remote-ssh"
+        ? launchOverSsh(options, steps)
+        : launchHere(options, steps);
     },
+  };
+}
+
+/** How a launch prepares (and releases) the run's assets, and its abort signal. */
+interface LaunchSteps {
+  /** Prepares the run's assets (recording their release). */
+  prepare(): Promise<PreparedRunAssets | undefined>;
+  /** Releases what `prepare` made. */
+  release(): void;
+  /** Aborts the launch. */
+  signal: AbortSignal;
+}
+
+/**
+ * A local agent starts first and boots while the run's assets endpoint
+ * starts (`session/new` is the first to need it); if the endpoint fails, the
+ * agent is torn down.
+ */
+async function launchHere(
+  { launch, registry }: AgentLaunchOptions,
+  { prepare, release, signal }: LaunchSteps,
+): Promise<AgentTransport> {
+  const preparing = prepare();
+  preparing.catch(() => {});
+  const transport = await launchLocal({ launch, registry }).catch((error) => {
+    preparing.then(release, () => {});
+    throw error;
+  });
+  let prepared: PreparedRunAssets | undefined;
+  try {
+    prepared = await preparing;
+    if (signal.aborted) throw signal.reason;
+  } catch (error) {
+    release();
+    await transport.teardown();
+    throw error;
+  }
+  return {
+    ...transport,
+    mcpServers: prepared?.mcpServers,
+    sessionMcpServers: prepared?.sessionMcpServers,
+    promptPrefix: prepared?.promptPrefix,
+  };
+}
+
+/** A remote-ssh agent starts once its assets are ready: its tunnels need them. */
+async function launchOverSsh(
+  { launch, request, registry }: AgentLaunchOptions,
+  { prepare, release, signal }: LaunchSteps,
+): Promise<AgentTransport> {
+  const prepared = await prepare();
+  if (signal.aborted) {
+    release();
+    throw signal.reason;
+  }
+  const transport = await launchSsh({
+    launch,
+    config: request.config,
+    mcpServers: prepared?.mcpServers,
+    registry,
+    signal,
+  });
+  // The tunnelled servers are offered like any other: http/sse only
+  // when the agent advertises them (with mcp-bridge-transport=http
+  // nothing is tunnelled: the assets entry comes from the session list).
+  const forwarded = transport.mcpServers ?? [];
+  return {
+    ...transport,
+    mcpServers: undefined,
+    promptPrefix: prepared?.promptPrefix,
+    sessionMcpServers: (caps) => [
+      ...forwarded.filter((server) => supportsTransport(server, caps)),
+      ...(prepared?.sessionMcpServers?.(caps) ?? []),
+    ],
   };
 }
 
