@@ -251,11 +251,18 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
       AT_MOST(5),
     5,
   ),
-  "late-update-ms": key("number", () => positive(5000), {
-    fallback: 150,
-    description:
-      "quiet window (ms) after the prompt answer for straggling updates; at most 5000 (`docs/runs.md`)",
-  }),
+  "late-update-ms": key(
+    "number",
+    () =>
+      z.number({ error: "must be a number" })
+        .min(0, { error: "must be at least 0" })
+        .max(5000, { error: "must be at most 5000" }),
+    {
+      fallback: 150,
+      description:
+        "quiet window (ms) after the prompt answer for straggling updates; `0` = none (the run ends with the answer); at most 5000 (`docs/runs.md`)",
+    },
+  ),
   "replay-quiet-ms": key("number", () => positive(5000), {
     fallback: 200,
     description:

@@ -166,8 +166,8 @@ async function main(): Promise<BenchRow[]> {
     bare: await bare(1, coldRounds),
   });
   rows.push({
-    path: "runner run, one short cold prompt, --late-update-ms 1",
-    runner: await runnerRun(1, coldRounds, ["--late-update-ms", "1"]),
+    path: "runner run, one short cold prompt, --late-update-ms 0",
+    runner: await runnerRun(1, coldRounds, ["--late-update-ms", "0"]),
     bare: rows.at(-1)!.bare,
     note: "without the 150 ms wait for straggling updates",
   });

@@ -130,6 +130,32 @@ Deno.test("updates after the prompt answer are delivered before the terminal eve
   assert.equal(events.at(-1)!.type, "run.completed");
 });
 
+Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not part of it", async () => {
+  const flags = [
+    "--text",
+    "main",
+    "--late-updates",
+    "2",
+    "--late-update-delay-ms",
+    "100",
+  ];
+  const waited = await runCli(runArgs(flags, "--json", "hi"));
+  const ended = await runCli(
+    runArgs(flags, "--json", "--late-update-ms", "0", "hi"),
+  );
+  const message = (result: { stdout: string }) => {
+    const events = parseJsonLines(result.stdout);
+    assert.equal(events.at(-1)!.type, "run.completed");
+    const completed = events.find((e) => e.type === "message.completed")!;
+    return (completed.data as { message: { content: string } }).message
+      .content;
+  };
+  assert.equal(waited.code, 0, waited.stderr);
+  assert.equal(message(waited), "mainlate-1late-2");
+  assert.equal(ended.code, 0, ended.stderr);
+  assert.equal(message(ended), "main");
+});
+
 Deno.test("stdout noise, megabytes of stderr and a 40 MB line do not break a run", async () => {
   const result = await runCli(
     runArgs([
