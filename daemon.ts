@@ -14,7 +14,14 @@ import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
 import { DECIMAL_PATTERN } from "./lib/config.ts";
-import { createLogger, type Logger } from "./lib/log.ts";
+import {
+  createLogger,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type LogFormat,
+  type Logger,
+  type LogLevel,
+} from "./lib/log.ts";
 import {
   createReaperRegistry,
   reapLeftoverGroups,
@@ -55,6 +62,8 @@ Options:
                          between jobs (default 300; 0 = never)
   --max-warm-agents N    warm agents at most, least recently used stopped
                          first (default 16; 0 = none)
+  --log-level LEVEL      debug | info | warn | error (default info)
+  --log-format FORMAT    json | text (default: text on a terminal, else json)
   -h, --help             this text
 
 Exit codes: 0 stopped by SIGINT/SIGTERM, 1 cleanup unconfirmed or another
@@ -74,6 +83,10 @@ interface DaemonSettings {
   agentIdleTimeout: number;
   /** Warm agents at most (0: off). */
   maxWarmAgents: number;
+  /** The least severe log level written. */
+  logLevel: LogLevel;
+  /** The log line format (default: by the terminal). */
+  logFormat?: LogFormat;
 }
 
 function invalid(message: string): RunnerError {
@@ -127,6 +140,7 @@ async function settingsFrom(
     daemonId,
     token,
     ...warm,
+    ...logSettings(values),
     tokenFromFlag: values.token !== undefined,
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
@@ -162,6 +176,25 @@ function warmPoolSettings(
     maxAgents: settings.maxWarmAgents,
   });
   return settings;
+}
+
+/** `--log-level` and `--log-format`, checked. */
+function logSettings(
+  values: Record<string, string | boolean | undefined>,
+): Pick<DaemonSettings, "logLevel" | "logFormat"> {
+  const choice = <T extends string>(name: string, allowed: readonly T[]) => {
+    const raw = values[name];
+    if (raw === undefined) return undefined;
+    const value = String(raw).trim().toLowerCase();
+    if (!allowed.includes(value as T)) {
+      throw invalid(`--${name} must be one of ${allowed.join(", ")}`);
+    }
+    return value as T;
+  };
+  return {
+    logLevel: choice("log-level", LOG_LEVELS) ?? "info",
+    logFormat: choice("log-format", LOG_FORMATS),
+  };
 }
 
 /** A flag in seconds (> 0) as milliseconds; `defaultMs` when absent. */
@@ -232,6 +265,8 @@ export async function daemonCommand(args: string[]): Promise<number> {
         "ping-timeout": { type: "string" },
         "agent-idle-timeout": { type: "string" },
         "max-warm-agents": { type: "string" },
+        "log-level": { type: "string" },
+        "log-format": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -248,7 +283,11 @@ export async function daemonCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(error);
   }
-  const log = createLogger({ secrets: () => [settings.token] });
+  const log = createLogger({
+    secrets: () => [settings.token],
+    level: settings.logLevel,
+    format: settings.logFormat,
+  });
   warnAboutToken(settings, log);
   const agentsDir = join(settings.dataDir, "agents");
   const reaped = await reapLeftoverGroups(agentsDir);

@@ -21,7 +21,13 @@ import {
   isLoopbackHost,
   looksWeak,
 } from "../lib/hub/token_rules.ts";
-import { fixtureCommand, isAlive, runCli, tempDir } from "./helpers.ts";
+import {
+  fixtureCommand,
+  isAlive,
+  runCli,
+  spawnCli,
+  tempDir,
+} from "./helpers.ts";
 
 const MAP_OPTIONS = {
   jobId: "job-1",
@@ -547,6 +553,62 @@ Deno.test("runner daemon refuses bad options with exit 2 and a hint", async () =
   ]);
   assert.equal(ping.code, 2);
   assert.match(ping.stderr, /--ping-timeout must be a number of seconds > 0/);
+});
+
+Deno.test("runner daemon --log-level and --log-format shape its log like runner serve's", async () => {
+  const bad = await runCli([
+    "daemon",
+    "--url",
+    "ws://127.0.0.1:1",
+    "--daemon-id",
+    "a",
+    "--log-level",
+    "loud",
+  ]);
+  assert.equal(bad.code, 2);
+  assert.match(
+    bad.stderr,
+    /--log-level must be one of debug, info, warn, error/,
+  );
+  // No hub listens on port 1: the daemon warns (no token), fails to connect
+  // and retries until it is stopped (its start and stop are info lines).
+  const child = spawnCli([
+    "daemon",
+    "--url",
+    "ws://127.0.0.1:1",
+    "--daemon-id",
+    "quiet-box",
+    "--data-dir",
+    tempDir(),
+    "--log-level",
+    "warn",
+    "--log-format",
+    "text",
+  ], { env: { RUNNER_DAEMON_TOKEN: "" } });
+  let text = "";
+  const decoder = new TextDecoder();
+  const reader = child.stderr.getReader();
+  // The first failed connection comes after start-up (signals handled).
+  while (!text.includes("disconnected from the hub")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  child.kill("SIGTERM");
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  await child.stdout.cancel();
+  assert.equal((await child.status).code, 0);
+  // Text lines (stderr is no terminal: the default would be JSON), and
+  // nothing below warn ("daemon starting" is info).
+  const lines = text.trim().split("\n");
+  assert.ok(lines.some((line) => / WARN no daemon token given/.test(line)));
+  for (const line of lines) {
+    assert.match(line, /^\d\d:\d\d:\d\d (WARN|ERROR) /);
+  }
 });
 
 Deno.test("runner daemons unfence --yes removes the marker; list shows markers", async () => {
