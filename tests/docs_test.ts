@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RUN_CONFIG_KEYS } from "../lib/config.ts";
-import { configTableRows } from "../lib/config_schema.ts";
+import { configTableRows } from "../scripts/config_table.ts";
 import { ROOT } from "./helpers.ts";
 
 Deno.test("docs/config.md documents every run-config key", () => {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { runConfigJsonSchema } from "../config_schema.ts";
+import { runConfigJsonSchema } from "./openapi_config.ts";
 import { ERROR_CODES } from "../errors.ts";
 import { RUN_EVENT_TYPES } from "../events.ts";
 
