@@ -24,6 +24,7 @@ import {
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
 import { startMcpProxy } from "../lib/mcp_proxy.ts";
 import { tempDir } from "./helpers.ts";
+import { within } from "./stream_helpers.ts";
 
 const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
 const READY =
@@ -519,7 +520,8 @@ Deno.test("an MCP request the hub never answers fails with relay.mcp_failed: on 
           "mcp.request",
         ]);
         if (drop) side.ws.close(1001);
-        const error = await failure.promise;
+        // A safety net: a request nobody fails would otherwise hang the suite.
+        const error = await within(failure.promise, "relay.mcp_failed");
         assert.ok(error instanceof RunnerError, String(error));
         assert.equal(error.code, "relay.mcp_failed");
         assert.equal(error.retryable, true);
