@@ -57,8 +57,14 @@ export interface RunContext {
   permissionRejected?: boolean;
   /** Usage the agent reported so far. */
   usage?: RunUsage;
-  /** When the agent last sent an update (`performance.now()`). */
+  /**
+   * When the agent last sent an update (`performance.now()`), kept while it
+   * matters: during a replay and while a quiet window waits (a clock read
+   * per streamed chunk would cost more than the rest of its handling).
+   */
   lastUpdateAt: number;
+  /** Whether a quiet window is waiting for the agent to go silent. */
+  awaitingQuiet: boolean;
   /** The ACP session, once chosen. */
   sessionId?: string;
   /** The launched agent, once the location has started it. */
@@ -140,6 +146,7 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     replaying: false,
     replayedUpdates: 0,
     lastUpdateAt: 0,
+    awaitingQuiet: false,
   };
 }
 

@@ -59,7 +59,7 @@ export function handleUpdate(
   run: RunContext,
   update: Record<string, unknown>,
 ): void {
-  run.lastUpdateAt = performance.now();
+  if (run.replaying || run.awaitingQuiet) run.lastUpdateAt = performance.now();
   if (run.replaying) {
     run.replayedUpdates++;
     return;

@@ -172,13 +172,18 @@ async function quietWindow(run: RunContext, quiet: number) {
   let stop = false;
   interrupted.then(() => stop = true, () => stop = true);
   run.lastUpdateAt = Math.max(run.lastUpdateAt, performance.now());
-  while (!stop && performance.now() < limit) {
-    const wait = Math.min(
-      run.lastUpdateAt + quiet - performance.now(),
-      limit - performance.now(),
-    );
-    if (wait <= 0) break;
-    await settleWithin(interrupted, wait);
+  run.awaitingQuiet = true;
+  try {
+    while (!stop && performance.now() < limit) {
+      const wait = Math.min(
+        run.lastUpdateAt + quiet - performance.now(),
+        limit - performance.now(),
+      );
+      if (wait <= 0) break;
+      await settleWithin(interrupted, wait);
+    }
+  } finally {
+    run.awaitingQuiet = false;
   }
 }
 
