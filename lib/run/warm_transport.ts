@@ -214,46 +214,78 @@ function newLine(): LineState {
   return { classified: false, idleBytes: [], idleSize: 0 };
 }
 
-/** Splits a chunk at line ends and gives each piece to the owner of its line. */
+/**
+ * Splits a chunk at line ends and gives each piece to the owner of its line;
+ * consecutive lines of the run's view go to it as one piece (a chunk holds
+ * hundreds of small lines, and the view's reader splits lines itself).
+ */
 function route(shared: Shared, chunk: Uint8Array): void {
+  const toView: ViewSpan = { from: -1 };
   let start = 0;
   while (start < chunk.length) {
     if (!shared.line.owner) claimLine(shared);
     const end = chunk.indexOf(NEWLINE, start);
     const stop = end < 0 ? chunk.length : end + 1;
-    deliver(shared, chunk.subarray(start, stop));
+    deliver(shared, { chunk, start, stop, toView });
     if (end >= 0) {
       if (shared.line.owner === "idle") finishIdleLine(shared);
       shared.line = newLine();
     }
     start = stop;
   }
+  flushView(chunk, toView, chunk.length);
+}
+
+/** Bytes of the chunk being routed that still go to a view, from `from`. */
+interface ViewSpan {
+  from: number;
+  view?: View;
+}
+
+/** Hands the view its pending bytes of `chunk`, up to `to`. */
+function flushView(chunk: Uint8Array, span: ViewSpan, to: number): void {
+  if (span.from >= 0 && to > span.from) {
+    span.view!.controller?.enqueue(chunk.subarray(span.from, to));
+  }
+  span.from = -1;
 }
 
 /** Decides who owns the line that starts now. */
 function claimLine(shared: Shared): void {
   const view = shared.view;
   if (view && !view.closed && view.forwarding) {
-    shared.line = { ...newLine(), owner: "view", view };
+    shared.line.owner = "view";
+    shared.line.view = view;
   } else {
-    shared.line = { ...newLine(), owner: "idle" };
+    shared.line.owner = "idle";
   }
 }
 
-function deliver(shared: Shared, piece: Uint8Array): void {
+function deliver(
+  shared: Shared,
+  piece: { chunk: Uint8Array; start: number; stop: number; toView: ViewSpan },
+): void {
   const { line } = shared;
-  if (line.owner === "view") {
-    const view = line.view!;
-    if (view.closed) {
-      // The run let go mid-line: the rest of the line is nobody's.
-      line.owner = "fragment";
-      return;
+  const { chunk, start, stop, toView } = piece;
+  if (line.owner === "view" && !line.view!.closed) {
+    if (!line.classified) {
+      classifyViewLine(shared, chunk.subarray(start, stop));
     }
-    if (!line.classified) classifyViewLine(shared, piece);
-    view.controller?.enqueue(piece);
+    if (toView.from < 0 || toView.view !== line.view) {
+      flushView(chunk, toView, start);
+      toView.from = start;
+      toView.view = line.view;
+    }
+    return;
+  }
+  flushView(chunk, toView, start);
+  if (line.owner === "view") {
+    // The run let go mid-line: the rest of the line is nobody's.
+    line.owner = "fragment";
   } else if (line.owner === "idle") {
-    if (line.idleSize <= IDLE_LINE_LIMIT) line.idleBytes.push(piece);
-    line.idleSize += piece.length;
+    const bytes = chunk.subarray(start, stop);
+    if (line.idleSize <= IDLE_LINE_LIMIT) line.idleBytes.push(bytes);
+    line.idleSize += bytes.length;
   }
 }
 
