@@ -61,10 +61,13 @@ export async function benchServeStreams(
   const client = curlClient() ? "curl" : "fetch";
   try {
     for (
-      const [name, accept] of [
-        ["SSE", "text/event-stream"],
-        ["NDJSON", "application/x-ndjson"],
-      ]
+      const [name, accept, conversation] of [
+        ["SSE", "text/event-stream", false],
+        ["NDJSON", "application/x-ndjson", false],
+        // A conversation's run: its agent may stay warm, so its streams are
+        // shared (a new conversation each round: every run starts its agent).
+        ["SSE, a conversation's run,", "text/event-stream", true],
+      ] as const
     ) {
       const usages: Usage[] = [];
       for (let i = 0; i < rounds; i++) {
@@ -74,6 +77,7 @@ export async function benchServeStreams(
           body: {
             input: { text: "bench" },
             config: runConfig(context, { chunks }),
+            ...(conversation ? { conversation_id: crypto.randomUUID() } : {}),
           },
           accept,
         });
