@@ -18,8 +18,7 @@ import {
 } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import { createEventRestorer, type RunEvent } from "../events.ts";
-import { type BufferedOutput, createBufferedOutput } from "./output.ts";
+import { eventPrinter } from "./run_output.ts";
 import type { Attachment } from "../run/prompt.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { RunResult } from "../run/types.ts";
@@ -296,61 +295,6 @@ function progressDelayMs(): number {
   return Number.isFinite(value) && value >= 0 ? value : 1000;
 }
 
-/** Events that print nothing for humans (they leave the progress line up). */
-const SILENT_EVENTS = new Set([
-  "run.started",
-  "state.updated",
-  "usage.updated",
-  "agent.update",
-  "thought.delta",
-]);
-
-/** Prints run events, as JSON lines or for humans, in batched writes. */
-interface EventPrinter {
-  /** Prints one event. */
-  print(event: RunEvent): void;
-  /** Writes whatever is still buffered. */
-  flush(): void;
-}
-
-/** How long printed text may wait in the buffer, in ms. */
-const OUTPUT_DELAY_MS = 20;
-
-/**
- * Makes the printer of `runner run`'s events; `beforeOutput` runs before the
- * first event that prints for humans (it erases the progress line).
- */
-function eventPrinter(
-  json: boolean,
-  beforeOutput: () => void,
-): EventPrinter {
-  const stdout = createBufferedOutput({
-    target: Deno.stdout,
-    delayMs: OUTPUT_DELAY_MS,
-    flushOnNewline: !json,
-  });
-  if (json) {
-    const withAllContent = createEventRestorer({ allContent: true });
-    return {
-      print: (event) =>
-        stdout.write(JSON.stringify(withAllContent(event)) + "\n"),
-      flush: stdout.flush,
-    };
-  }
-  const output: HumanOutput = {
-    stdout,
-    textOpen: false,
-    wroteText: false,
-  };
-  return {
-    print: (event) => {
-      if (!SILENT_EVENTS.has(event.type)) beforeOutput();
-      printHuman(event, output);
-    },
-    flush: stdout.flush,
-  };
-}
-
 /** Exit code of a run whose agent ended the turn as cancelled on its own. */
 const AGENT_CANCELLED_EXIT = 3;
 
@@ -359,77 +303,3 @@ const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
   ["SIGINT", 130],
   ["SIGTERM", 143],
 ];
-
-/** What human output has written so far. */
-interface HumanOutput {
-  /** Buffered stdout (flushed before anything goes to stderr). */
-  stdout: BufferedOutput;
-  /** Agent text on stdout that did not end with a newline. */
-  textOpen: boolean;
-  /** Whether the current turn's text was streamed as deltas. */
-  wroteText: boolean;
-}
-
-function printHuman(event: RunEvent, output: HumanOutput) {
-  const write = (stream: typeof Deno.stdout, text: string) => {
-    if (stream === Deno.stdout) return output.stdout.write(text);
-    output.stdout.flush();
-    stream.writeSync(new TextEncoder().encode(text));
-  };
-  const writeText = (text: string) => {
-    if (!text) return;
-    write(Deno.stdout, text);
-    output.textOpen = !text.endsWith("\n");
-  };
-  const data = event.data as Record<string, unknown>;
-  switch (event.type) {
-    case "message.delta":
-      writeText(String((data.chunk as { content?: string }).content ?? ""));
-      output.wroteText = true;
-      return;
-    case "message.completed":
-      if (!output.wroteText) {
-        writeText(
-          String((data.message as { content?: string }).content ?? ""),
-        );
-      }
-      write(Deno.stdout, "\n");
-      output.textOpen = false;
-      output.wroteText = false;
-      return;
-    case "tool.call.started":
-      write(Deno.stderr, `[tool] ${data.tool_name}\n`);
-      return;
-    case "tool.call.completed":
-      write(
-        Deno.stderr,
-        `[tool ${data.error ? "failed" : "done"}] ${data.tool_name}\n`,
-      );
-      return;
-    case "plan.updated":
-      write(
-        Deno.stderr,
-        `[plan] ${
-          (data.entries as Array<{ content?: string; status?: string }>)
-            .map((entry) => `${entry.status ?? ""}: ${entry.content ?? ""}`)
-            .join("; ")
-        }\n`,
-      );
-      return;
-    case "permission.decided":
-      write(
-        Deno.stderr,
-        `[permission] ${data.title ?? "request"}: ${
-          data.option_id ?? data.outcome
-        }\n`,
-      );
-      return;
-    case "run.failed":
-      // End the unfinished answer line first, so the error is on its own line
-      // when stdout and stderr share a terminal or a file.
-      if (output.textOpen) write(Deno.stdout, "\n");
-      output.textOpen = false;
-      write(Deno.stderr, `error [${data.code}]: ${data.error}\n`);
-      return;
-  }
-}
