@@ -91,6 +91,12 @@ function positive(max?: number) {
     : number.max(max, { error: `must be at most ${max}` });
 }
 
+function nonNegative(max: number) {
+  return z.number({ error: "must be a number" })
+    .min(0, { error: "must be at least 0" })
+    .max(max, { error: `must be at most ${max}` });
+}
+
 function bool(fallback: boolean, description: string): ConfigKeySpec {
   return key("bool", () => z.boolean({ error: "must be true or false" }), {
     fallback,
@@ -251,35 +257,21 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
       AT_MOST(5),
     5,
   ),
-  "late-update-ms": key(
-    "number",
-    () =>
-      z.number({ error: "must be a number" })
-        .min(0, { error: "must be at least 0" })
-        .max(5000, { error: "must be at most 5000" }),
-    {
-      fallback: 150,
-      description:
-        "quiet window (ms) after the prompt answer for straggling updates; `0` = none (the run ends with the answer); at most 5000 (`docs/runs.md`)",
-    },
-  ),
+  "late-update-ms": key("number", () => nonNegative(5000), {
+    fallback: 150,
+    description:
+      "quiet window (ms) after the prompt answer for straggling updates; `0` = none (the run ends with the answer); at most 5000 (`docs/runs.md`)",
+  }),
   "replay-quiet-ms": key("number", () => positive(5000), {
     fallback: 200,
     description:
       "after `session/load`: the replay counts as over once the agent has sent nothing for this long (ms; at most 10 × that in all); at most 5000",
   }),
-  "delta-coalesce-ms": key(
-    "number",
-    () =>
-      z.number({ error: "must be a number" })
-        .min(0, { error: "must be at least 0" })
-        .max(10_000, { error: "must be at most 10000" }),
-    {
-      fallback: 25,
-      description:
-        "chunks arriving within this many ms after a delta become one delta; `0` = one delta per chunk; at most 10000 (`docs/events.md`)",
-    },
-  ),
+  "delta-coalesce-ms": key("number", () => nonNegative(10_000), {
+    fallback: 25,
+    description:
+      "chunks arriving within this many ms after a delta become one delta; `0` = one delta per chunk; at most 10000 (`docs/events.md`)",
+  }),
   "max-message-mb": key("number", () => positive(), {
     fallback: 64,
     description: "largest single ACP message accepted from the agent",
