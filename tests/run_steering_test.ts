@@ -209,7 +209,9 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
   const h = harness();
   try {
     const gate = await makeGate();
-    const config = fixtureConfig(["--gate-fifo", gate.path, "--text", "x"], {
+    // "x." not "x": a lone "x" is held back while the agent waits at the
+    // gate whenever the run token happens to begin with it.
+    const config = fixtureConfig(["--gate-fifo", gate.path, "--text", "x."], {
       "reuse-session": "false",
     });
     const first = await h.manager.start({
