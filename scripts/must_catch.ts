@@ -78,13 +78,16 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "run.completed before teardown",
     file: "lib/run/engine.ts",
-    find: '  await finishAgent(run);\n  run.emitter.emit("run.completed", {\n' +
+    find: "  await finishAgent(run);\n" +
+      "  const message = completionMessage(run, answer);\n" +
+      '  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
-      '    message: { role: "assistant", content: answer },\n' +
+      "    ...(message.content === undefined ? {} : { message }),\n" +
       "  }, run.usage);",
-    replace: '  run.emitter.emit("run.completed", {\n' +
+    replace: "  const message = completionMessage(run, answer);\n" +
+      '  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
-      '    message: { role: "assistant", content: answer },\n' +
+      "    ...(message.content === undefined ? {} : { message }),\n" +
       "  }, run.usage);\n  await finishAgent(run);",
     test: "tests/run_engine_edges_test.ts",
     filter: "terminal event comes after teardown",

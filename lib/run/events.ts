@@ -73,6 +73,11 @@ export class TextBuilder {
     if (this.#parts.length >= 256) this.#join();
   }
 
+  /** Whether nothing has been appended (or only empty pieces). */
+  get empty(): boolean {
+    return !this.#text && this.#parts.every((part) => !part);
+  }
+
   /** The whole text. */
   toString(): string {
     if (this.#parts.length) this.#join();

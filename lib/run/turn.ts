@@ -17,7 +17,7 @@ export interface TurnsOutcome {
   /** The stop reason of the last turn. */
   stopReason: string;
   /** The assistant text of each turn that had any. */
-  texts: string[];
+  texts: TextBuilder[];
   /** Whether a permission request of the run was answered reject or cancelled. */
   permissionRejected?: boolean;
 }
@@ -29,14 +29,14 @@ export async function runTurns(
 ): Promise<TurnsOutcome> {
   let input: RunInput = run.options.input;
   let followUp = false;
-  const texts: string[] = [];
+  const texts: TextBuilder[] = [];
   let stopReason = "end_turn";
   for (;;) {
     const result = await runTurn({ run, conn, input, followUp });
     // A cancel that lands in the quiet window after the answer still wins.
     if (run.abort.signal.aborted) throw run.abort.signal.reason;
     stopReason = result.stopReason;
-    if (result.text) texts.push(result.text);
+    if (!result.text.empty) texts.push(result.text);
     // The queue closes in the same synchronous step that finds it empty (or
     // ends the turns): a later follow-up gets "closed" and a run of its own.
     const next = stopReason === "cancelled" ? undefined : run.queue.shift();
@@ -58,7 +58,7 @@ export async function runTurns(
 /** The final assistant text, or the error for turns that did not answer. */
 export function finalAnswer(
   { stopReason, texts, permissionRejected }: TurnsOutcome,
-): string {
+): TextBuilder {
   if (stopReason === "refusal") {
     throw new RunnerError(
       "acp.refused",
@@ -92,7 +92,7 @@ interface TurnOptions {
 
 async function runTurn(
   { run, conn, input, followUp }: TurnOptions,
-): Promise<{ stopReason: string; text: string }> {
+): Promise<{ stopReason: string; text: TextBuilder }> {
   const { config } = run;
   const { blocks } = buildPrompt({
     input,
@@ -126,13 +126,27 @@ async function runTurn(
   await quietWindow(run, config.lateUpdateMs);
   run.turn = undefined;
   run.emitter.flush(); // the last text reaches the turn's message
-  const text = current.text.toString();
-  if (text) {
+  if (!current.text.empty) {
     run.emitter.emit("message.completed", {
-      message: { role: "assistant", content: text },
+      message: completionMessage(run, current.text),
     });
   }
-  return { stopReason, text };
+  return { stopReason, text: current.text };
+}
+
+/**
+ * A completion's message. With `streaming` the deltas carried every piece of
+ * the text, so the message leaves it out: the lean form every consumer
+ * restores from the deltas (`docs/events.md`), and the whole text is never
+ * joined only to be compared with them and dropped.
+ */
+export function completionMessage(
+  run: RunContext,
+  text: TextBuilder,
+): { role: "assistant"; content?: string } {
+  return run.config.streaming
+    ? { role: "assistant" }
+    : { role: "assistant", content: text.toString() };
 }
 
 async function cancelTurn(
