@@ -106,6 +106,8 @@ export interface RunEventFrame {
   type: "run.event";
   job_id: string;
   event: JsonObject;
+  /** The runner's details of the event (`relay/wire_events.ts`); Python hubs ignore them. */
+  runner?: JsonObject;
 }
 /** daemon → hub: an MCP message from the job's agent. */
 export interface McpRequestFrame {
@@ -305,6 +307,9 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
   }
   if (type === "run.event" && !isObject(raw.event)) {
     return protocolError("invalid_field", "run.event event must be an object");
+  }
+  if (type === "run.event" && "runner" in raw && !isObject(raw.runner)) {
+    delete raw.runner; // details are optional: malformed ones are ignored
   }
   if (type === "mcp.request" || type === "mcp.response") {
     const badId = requireString(raw, "request_id");

@@ -22,6 +22,7 @@ import {
   REFUSAL_REASONS,
 } from "../lib/relay.ts";
 import { encodeEventFrames } from "../lib/relay/event_fit.ts";
+import { fromRelayEvent } from "../lib/relay/wire_events.ts";
 import { startMcpProxy } from "../lib/mcp_proxy.ts";
 import { tempDir } from "./helpers.ts";
 import { within } from "./stream_helpers.ts";
@@ -350,7 +351,7 @@ Deno.test("a 3 MiB answer crosses the hub: every delta (split), a truncated mess
       daemonId: "big",
       runId: "run-big",
       payload: { prompt_text: "write a lot" },
-      onEvent: (event) => events.push(event),
+      onEvent: (event, runner) => events.push(fromRelayEvent(event, runner)),
       connectTimeoutMs: 5000,
     });
     assert.equal(outcome, "finished");
@@ -366,7 +367,11 @@ Deno.test("a 3 MiB answer crosses the hub: every delta (split), a truncated mess
     );
     assert.equal(completed.length, 1);
     const message = completed[0].data.message as JsonObject;
-    assert.equal(message.truncated, true);
+    assert.equal(
+      completed[0].data.truncated,
+      true,
+      "the runner details say so",
+    );
     assert.equal(message.role, "assistant");
     const content = String(message.content);
     assert.ok(content.length > 0 && answer.startsWith(content), "a prefix");
@@ -382,7 +387,7 @@ Deno.test("a 3 MiB answer crosses the hub: every delta (split), a truncated mess
     assert.equal(terminal[0].type, "run.completed");
     assert.equal(events.at(-1), terminal[0]);
     assert.equal(terminal[0].data.finish_reason, "end_turn");
-    assert.equal((terminal[0].data.message as JsonObject).truncated, true);
+    assert.equal(terminal[0].data.truncated, true);
   } finally {
     controller.abort();
     await client;
@@ -429,25 +434,31 @@ Deno.test("codec: an oversized event loses only the largest strings, each marked
     type: "run.failed",
     data: { error: big + big, code: "acp.process_exited", retryable: false },
   });
-  const failure = JSON.parse(failed[0]).event.data;
+  const failedFrame = JSON.parse(failed[0]);
+  const failure = failedFrame.event.data;
   assert.deepEqual(
     [failure.code, failure.retryable, failure.truncated],
-    ["acp.process_exited", false, true],
+    ["acp.process_exited", false, undefined],
+  );
+  assert.equal(
+    failedFrame.runner.data.truncated,
+    true,
+    "the flag rides beside LangBot's closed payload",
   );
 
   const numbers = Array.from({ length: 300_000 }, (_, index) => index);
   const opaque = JSON.parse(
     encodeEventFrames("job", {
       type: "state.updated",
-      data: { key: "k", scope: "run", value: { numbers } },
+      data: { key: "k", scope: "conversation", value: { numbers } },
     })[0],
-  ).event.data;
-  assert.deepEqual(opaque, {
+  );
+  assert.deepEqual(opaque.event.data, {
     key: "k",
-    scope: "run",
+    scope: "conversation",
     value: null,
-    truncated: true,
   });
+  assert.deepEqual(opaque.runner, { data: { truncated: true } });
 });
 
 Deno.test("reconnect back-off: the base after a ready connection, doubling per failed attempt up to 60 s, plus at most 20% jitter", () => {

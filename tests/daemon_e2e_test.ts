@@ -4,6 +4,7 @@
  * flags, and the fixture agent started by that daemon.
  */
 
+import { type RelayTap, startRelayTap } from "./relay_tap.ts";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -53,6 +54,8 @@ class DaemonProcess {
   #waiters: { test: (line: LogLine) => boolean; resolve: () => void }[] = [];
   readonly #child: Deno.ChildProcess;
   readonly #drained: Promise<unknown>;
+  /** Checks every frame between this daemon and its hub against the relay contract. */
+  readonly tap: RelayTap;
 
   constructor(options: {
     url: string;
@@ -60,10 +63,11 @@ class DaemonProcess {
     dataDir: string;
     token?: string;
   }) {
+    this.tap = startRelayTap(options.url);
     this.#child = spawnCli([
       "daemon",
       "--url",
-      options.url,
+      this.tap.url,
       "--daemon-id",
       options.daemonId,
       "--data-dir",
@@ -122,6 +126,8 @@ class DaemonProcess {
     } catch { /* already gone */ }
     const status = await this.#child.status;
     await this.#drained;
+    await this.tap.close();
+    this.tap.assertClean();
     return status.code;
   }
 }

@@ -4,6 +4,7 @@
  * token rules and the `runner daemon`/`runner daemons` command lines.
  */
 
+import { assertRelayFrame } from "./contracts.ts";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -287,7 +288,15 @@ Deno.test("a preset's default command from any hub leaves the choice to this dae
   assert.equal(plan("codex-acp --fast"), "codex-acp --fast");
 });
 
-/** A job as runDaemonClient would hand it over, recording what it emits. */
+/** The runner details each recorded event came with. */
+const RUNNER_DETAILS = new WeakMap<JsonObject, JsonObject>();
+
+/** The runner's own `data` values of a recorded wire event. */
+function runnerData(event: JsonObject): JsonObject {
+  return (RUNNER_DETAILS.get(event)?.data ?? {}) as JsonObject;
+}
+
+/** A job as runDaemonClient would hand it over, recording what it emits (each checked against LangBot's model). */
 function fakeJob(payload: JsonObject) {
   const events: JsonObject[] = [];
   const controller = new AbortController();
@@ -295,8 +304,15 @@ function fakeJob(payload: JsonObject) {
   const job: DaemonJob = {
     jobId: "job-x",
     payload,
-    emit(event) {
+    emit(event, runner) {
+      assertRelayFrame({
+        type: "run.event",
+        job_id: "job-x",
+        event,
+        ...(runner ? { runner } : {}),
+      }, "daemon->hub");
       events.push(event);
+      if (runner) RUNNER_DETAILS.set(event, runner);
       if (event.type === "message.delta") firstDelta.resolve();
     },
     signal: controller.signal,
@@ -319,7 +335,7 @@ Deno.test("a refused payload becomes one run.failed and a confirmed cleanup", as
     events.map((e) => [
       e.type,
       (e.data as JsonObject).code,
-      (e.data as JsonObject).runner_code,
+      runnerData(e).code,
     ]),
     [["run.failed", "acp.daemon_config_invalid", "config.invalid"]],
   );
@@ -341,7 +357,7 @@ Deno.test("an empty prompt is refused before any agent or session work", async (
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
   assert.deepEqual(events.map((e) => e.type), ["run.failed"]);
   const data = events[0].data as JsonObject;
-  assert.deepEqual([data.code, data.runner_code, data.retryable], [
+  assert.deepEqual([data.code, runnerData(events[0]).code, data.retryable], [
     "acp.daemon_empty_prompt",
     "config.invalid",
     false,
@@ -373,7 +389,7 @@ async function jobEvents(
   return events;
 }
 
-Deno.test("job events use the relay's spellings: timestamps in seconds, finish_reason stop with the ACP stop reason kept", async () => {
+Deno.test("job events use the relay's spellings: whole seconds, finish_reason stop with the ACP stop reason beside the event", async () => {
   const events = await jobEvents({});
   assert.deepEqual(events.map((e) => e.type), [
     "run.started",
@@ -384,19 +400,25 @@ Deno.test("job events use the relay's spellings: timestamps in seconds, finish_r
   ]);
   for (const event of events) {
     const seconds = event.timestamp as number;
+    assert.ok(Number.isInteger(seconds), `whole seconds: ${seconds}`);
     assert.ok(seconds > 1e9 && seconds < 1e11, `seconds: ${seconds}`);
+    const ms = RUNNER_DETAILS.get(event)?.timestamp_ms as number;
+    assert.equal(Math.floor(ms / 1000), seconds);
   }
   const data = events.at(-1)!.data as JsonObject;
-  assert.deepEqual([data.finish_reason, data.stop_reason], [
+  assert.deepEqual([
+    data.finish_reason,
+    runnerData(events.at(-1)!).finish_reason,
+  ], [
     "stop",
     "end_turn",
   ]);
 });
 
-Deno.test("failures daemon.py also reports carry its codes on the wire, ours as runner_code", async () => {
+Deno.test("failures daemon.py also reports carry its codes on the wire, ours beside the event", async () => {
   const failure = (events: JsonObject[]) => {
     const data = events.at(-1)!.data as JsonObject;
-    return [data.code, data.runner_code];
+    return [data.code, runnerData(events.at(-1)!).code];
   };
   assert.deepEqual(
     failure(await jobEvents({}, "/nonexistent/bin/agent-xyz --acp")),

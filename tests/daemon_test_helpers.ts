@@ -8,20 +8,27 @@
 import { join } from "node:path";
 import { spawnCli, tempDir } from "./helpers.ts";
 import { startServe } from "./serve_test_helpers.ts";
+import { startRelayTap } from "./relay_tap.ts";
 
 /** The hub token the serve-plus-daemon tests share. */
 export const DAEMON_TOKEN = "serve-daemon-test-Zp4Qr8Wm2Kx6Ty1Bn5Vc9Hd3";
 
-/** Starts `runner daemon` dialling `url`; `connected` resolves once the hub accepted it. */
+/**
+ * Starts `runner daemon` dialling `url` through a tap that checks every frame
+ * against the relay contract (`relay_tap.ts`); `connected` resolves once the
+ * hub accepted it, and `stop()` fails on the first frame that broke the
+ * contract.
+ */
 export function daemonProcess(
   url: string,
   daemonId: string,
   tokenFile: string,
 ) {
+  const tap = startRelayTap(url);
   const child = spawnCli([
     "daemon",
     "--url",
-    url,
+    tap.url,
     "--daemon-id",
     daemonId,
     "--token-file",
@@ -46,6 +53,8 @@ export function daemonProcess(
     connected,
     /** What the daemon wrote to stderr so far. */
     logs: () => text,
+    /** The tap between the daemon and the hub. */
+    tap,
     /** SIGTERM, then waits for the exit; resolves with the exit code. */
     async stop(): Promise<number> {
       try {
@@ -54,6 +63,8 @@ export function daemonProcess(
       const status = await child.status;
       await child.stdout.cancel();
       await drained;
+      await tap.close();
+      tap.assertClean();
       return status.code;
     },
   };

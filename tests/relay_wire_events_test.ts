@@ -51,41 +51,108 @@ Deno.test("the relay codes of the failures daemon.py also reports", () => {
   );
 });
 
-Deno.test("our daemon's events: seconds, LangBot's finish_reason, daemon.py's code with ours kept", () => {
+Deno.test("our daemon's events: whole seconds, LangBot's finish_reason and daemon.py's code, ours beside the event", () => {
   assert.deepEqual(
     toRelayEvent({
       run_id: "r",
       type: "run.completed",
       data: { finish_reason: "end_turn", message: { content: "hi" } },
       sequence: 4,
-      timestamp: 1_718_000_000_123,
+      timestamp: 1_718_000_000_923,
     }),
     {
-      run_id: "r",
-      type: "run.completed",
-      data: {
-        finish_reason: "stop",
-        message: { content: "hi" },
-        stop_reason: "end_turn",
+      event: {
+        run_id: "r",
+        type: "run.completed",
+        data: { finish_reason: "stop", message: { content: "hi" } },
+        sequence: 4,
+        timestamp: 1_718_000_000,
       },
-      sequence: 4,
-      timestamp: 1_718_000_000.123,
+      runner: {
+        timestamp_ms: 1_718_000_000_923,
+        data: { finish_reason: "end_turn" },
+      },
     },
   );
   assert.deepEqual(
     toRelayEvent(
-      failed({ error: "slow", code: "run.timeout", retryable: true }),
-    )
-      .data,
+      failed({
+        error: "slow",
+        code: "run.timeout",
+        retryable: true,
+        stderr_tail: "tail",
+      }),
+    ),
     {
-      error: "slow",
-      code: "acp.daemon_timeout",
-      retryable: true,
-      runner_code: "run.timeout",
+      event: failed({
+        error: "slow",
+        code: "acp.daemon_timeout",
+        retryable: true,
+      }),
+      runner: { data: { code: "run.timeout", stderr_tail: "tail" } },
     },
   );
   const untouched = failed({ error: "x", code: "acp.session_missing" });
-  assert.deepEqual(toRelayEvent(untouched), untouched);
+  assert.deepEqual(toRelayEvent(untouched), { event: untouched });
+});
+
+Deno.test("tool events on the wire: parameters and result are objects, error a string, kind and locations beside", () => {
+  const started = toRelayEvent({
+    run_id: "r",
+    type: "tool.call.started",
+    data: {
+      tool_call_id: "t",
+      tool_name: "Read",
+      parameters: "ls -la",
+      kind: "read",
+      locations: [{ path: "/w/a" }],
+    },
+  });
+  assert.deepEqual(started.event.data, {
+    tool_call_id: "t",
+    tool_name: "Read",
+    parameters: { input: "ls -la" },
+  });
+  assert.deepEqual(fromRelayEvent(started.event, started.runner).data, {
+    tool_call_id: "t",
+    tool_name: "Read",
+    parameters: "ls -la",
+    kind: "read",
+    locations: [{ path: "/w/a" }],
+  });
+  for (
+    const [result, wire] of [
+      [undefined, null],
+      ["done", { text: "done" }],
+      [[{ type: "text" }], { content: [{ type: "text" }] }],
+      [{ exit: 0 }, { exit: 0 }],
+    ]
+  ) {
+    const data: Record<string, unknown> = { tool_call_id: "t", tool_name: "x" };
+    if (result !== undefined) data.result = result;
+    const relayed = toRelayEvent({
+      run_id: "r",
+      type: "tool.call.completed",
+      data,
+    });
+    assert.deepEqual(relayed.event.data, {
+      tool_call_id: "t",
+      tool_name: "x",
+      result: wire,
+      error: null,
+    });
+    assert.deepEqual(fromRelayEvent(relayed.event, relayed.runner).data, data);
+  }
+  const failedTool = toRelayEvent({
+    run_id: "r",
+    type: "tool.call.completed",
+    data: { tool_call_id: "t", tool_name: "x", error: { exitCode: 2 } },
+  });
+  assert.deepEqual(failedTool.event.data.error, '{"exitCode":2}');
+  assert.deepEqual(
+    fromRelayEvent(failedTool.event, failedTool.runner).data.error,
+    { exitCode: 2 },
+  );
 });
 
 Deno.test("the hub takes either spelling and gives the runner's", () => {
@@ -126,28 +193,36 @@ Deno.test("the hub takes either spelling and gives the runner's", () => {
       wire,
     );
   }
-  // Ours: runner_code and stop_reason win; seconds become milliseconds.
+  // Ours: the runner details win; whole seconds become the exact milliseconds.
   const ours = toRelayEvent({
     run_id: "r",
     type: "run.completed",
     data: { finish_reason: "max_turn_requests" },
     timestamp: 1_718_000_000_123,
   });
-  assert.deepEqual(fromRelayEvent(ours), {
+  assert.deepEqual(fromRelayEvent(ours.event, ours.runner), {
     run_id: "r",
     type: "run.completed",
     data: { finish_reason: "max_turn_requests" },
     timestamp: 1_718_000_000_123,
   });
+  const timedOut = toRelayEvent(failed({
+    error: "e",
+    code: "acp.initialize_timeout",
+    retryable: true,
+  }));
   assert.deepEqual(
-    fromRelayEvent(
-      toRelayEvent(failed({
-        error: "e",
-        code: "acp.initialize_timeout",
-        retryable: true,
-      })),
-    ).data,
+    fromRelayEvent(timedOut.event, timedOut.runner).data,
     { error: "e", code: "acp.initialize_timeout", retryable: true },
+  );
+  // An older runner daemon's stop_reason and runner_code inside data still count.
+  assert.deepEqual(
+    fromRelayEvent({
+      run_id: "r",
+      type: "run.completed",
+      data: { finish_reason: "stop", stop_reason: "max_tokens" },
+    }).data,
+    { finish_reason: "max_tokens" },
   );
   // An older runner daemon's milliseconds stay milliseconds.
   assert.equal(

@@ -229,7 +229,11 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      job.emit(toRelayEvent(withAllContent(event)) as unknown as JsonObject);
+      const wire = toRelayEvent(withAllContent(event));
+      job.emit(
+        wire.event as unknown as JsonObject,
+        wire.runner as JsonObject | undefined,
+      );
     },
     launch: agent.launch,
     warm: agent.warm,
@@ -280,13 +284,13 @@ async function finishJob(
 /** Reports a job that never started (the message holds no env values). */
 function emitFailure(job: DaemonJob, error: unknown): void {
   const runId = job.payload.run_id;
-  const { run_id: _, ...event } = toRelayEvent(
-    failedBeforeStartEvent(undefined, error),
-  );
+  const wire = toRelayEvent(failedBeforeStartEvent(undefined, error));
+  const { run_id: _, ...event } = wire.event;
   job.emit(
     (typeof runId === "string"
       ? { run_id: runId, ...event }
       : event) as unknown as JsonObject,
+    wire.runner as JsonObject | undefined,
   );
 }
 

@@ -28,9 +28,10 @@ export interface DaemonJob {
   payload: JsonObject;
   /**
    * Sends one run event to the hub (dropped once the job ended). A delta over
-   * the frame limit is split; any other event is truncated to fit.
+   * the frame limit is split; any other event is truncated to fit. `runner`
+   * is the event's runner details (`relay/wire_events.ts`), sent beside it.
    */
-  emit(event: JsonObject): void;
+  emit(event: JsonObject, runner?: JsonObject): void;
   /** Aborted on `run.cancel` or disconnect. */
   signal: AbortSignal;
   /**
@@ -153,13 +154,14 @@ export interface SessionJob {
 function createJobEvents(
   session: Session,
   options: Pick<StartJobOptions, "jobId" | "log">,
-): { emit(event: JsonObject): void; close(): void } {
+): { emit(event: JsonObject, runner?: JsonObject): void; close(): void } {
   const { jobId, log } = options;
   let open = true;
   return {
-    emit(event) {
+    emit(event, runner) {
       if (!open) return;
-      for (const text of encodeEventFrames(jobId, event, MAX_FRAME_BYTES)) {
+      const frames = encodeEventFrames(jobId, event, MAX_FRAME_BYTES, runner);
+      for (const text of frames) {
         if (isOversizedFrame(text)) {
           const type = String(event.type);
           log({

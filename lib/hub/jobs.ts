@@ -72,8 +72,8 @@ export interface RunJobOptions {
   payload: JsonObject | ((capabilities: readonly string[]) => JsonObject);
   /** Called once `run.start` is sent: what the job can take besides cancel. */
   onStarted?: (job: StartedJob) => void;
-  /** Receives the job's events, each with `run_id`. */
-  onEvent: (event: RunEvent) => void;
+  /** Receives the job's events, each with `run_id`, and the frame's `runner` details. */
+  onEvent: (event: RunEvent, runner?: JsonObject) => void;
   /** Cancels the job (sends `run.cancel`, waits for the acknowledgement). */
   signal?: AbortSignal;
   /** How long to wait for the daemon to come online. */
@@ -99,7 +99,7 @@ export interface JobSession {
   runId: string;
   daemonId: string;
   owner: HubConnection;
-  onEvent: (event: RunEvent) => void;
+  onEvent: (event: RunEvent, runner?: JsonObject) => void;
   cancelling: boolean;
   done: boolean;
   sawTerminal: boolean;
@@ -188,6 +188,7 @@ export function deliverEvent(
   core: HubCore,
   session: JobSession,
   event: JsonObject,
+  runner?: JsonObject,
 ): void {
   const withRunId =
     ("run_id" in event
@@ -197,7 +198,7 @@ export function deliverEvent(
     session.sawTerminal = true;
   }
   try {
-    session.onEvent(withRunId);
+    session.onEvent(withRunId, runner);
   } catch (error) {
     core.log({
       level: "error",

@@ -335,7 +335,7 @@ export class RelayHub {
       session.ended.resolve("finished");
     } else if (frame.type === "run.event") {
       if (!session.cancelling && !session.done) {
-        deliverEvent(this.#core, session, frame.event);
+        deliverEvent(this.#core, session, frame.event, frame.runner);
       }
     } else if (frame.type === "mcp.request") {
       void answerMcp(this.#core, session, frame, this.#mcpHandler);

@@ -12,7 +12,7 @@ import type { McpServer } from "@agentclientprotocol/sdk";
 import { parseMcpServersJson } from "../assets/mcp_servers_json.ts";
 import type { AssetsHook, AttachedRunAssets } from "../assets/wiring.ts";
 import { buildRunStartPayload } from "../relay/payload.ts";
-import { fromRelayEvent } from "../relay/wire_events.ts";
+import { fromRelayEvent, type RunnerDetails } from "../relay/wire_events.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
@@ -188,9 +188,13 @@ function forward(run: DaemonRun, event: RunEvent): void {
 }
 
 /** Takes one event of the current job (from our daemon or daemon.py). */
-function onJobEvent(run: DaemonRun, wireEvent: RunEvent): void {
+function onJobEvent(
+  run: DaemonRun,
+  wireEvent: RunEvent,
+  runner?: RunnerDetails,
+): void {
   if (run.terminal) return;
-  const event = fromRelayEvent(wireEvent);
+  const event = fromRelayEvent(wireEvent, runner);
   run.permissions.observe(event);
   if (
     event.type === "state.updated" &&
@@ -283,7 +287,7 @@ async function runOneJob(
       onStarted: (started) => {
         run.startedJob = started;
       },
-      onEvent: (event) => onJobEvent(run, event),
+      onEvent: (event, runner) => onJobEvent(run, event, runner),
       signal: run.stop.signal,
       connectTimeoutMs: config.daemonConnectTimeout * 1000,
     });

@@ -17,6 +17,29 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Room kept for moving a `truncated` flag into the runner details. */
+const LIFT_RESERVE_BYTES = 48;
+
+/**
+ * Moves the `truncated` flags that cutting left on the payload, its message
+ * or its chunk (objects LangBot's model closes) into the runner details.
+ */
+function liftTruncatedFlags(
+  data: JsonObject,
+  details: JsonObject | undefined,
+): JsonObject | undefined {
+  let cut = false;
+  for (const holder of [data, data.message, data.chunk]) {
+    if (isObject(holder) && holder.truncated === true) {
+      delete holder.truncated;
+      cut = true;
+    }
+  }
+  if (!cut) return details;
+  const kept = isObject(details?.data) ? details.data : {};
+  return { ...details, data: { ...kept, truncated: true } };
+}
+
 /**
  * Encodes `run.event` frames for `event`, splitting a `message.delta` whose
  * frame would exceed `maxBytes` into several deltas carrying consecutive pieces
@@ -25,15 +48,23 @@ function isObject(value: unknown): value is JsonObject {
  * `is_final`. Any other event over the limit (or a delta that cannot be split)
  * has the largest strings of its `data` cut, each with `"truncated": true`
  * next to it, so that it fits one frame; only an event that cannot be made to
- * fit that way comes back oversized.
+ * fit that way comes back oversized. `runner` (the runner's details of the
+ * event, `relay/wire_events.ts`) rides on every frame.
  */
 export function encodeEventFrames(
   jobId: string,
   event: JsonObject,
   maxBytes: number = MAX_FRAME_BYTES,
+  runner?: JsonObject,
 ): string[] {
+  let details = runner;
   const encode = (item: JsonObject) =>
-    encodeDaemonFrame({ type: "run.event", job_id: jobId, event: item });
+    encodeDaemonFrame({
+      type: "run.event",
+      job_id: jobId,
+      event: item,
+      ...(details ? { runner: details } : {}),
+    });
   const bytes = (text: string) => new TextEncoder().encode(text).length;
   const whole = encode(event);
   if (bytes(whole) <= maxBytes) return [whole];
@@ -42,10 +73,12 @@ export function encodeEventFrames(
   const truncated = () => {
     if (!data) return [whole];
     const copy: JsonObject = { ...event, data: structuredClone(data) };
-    truncateToFit(
-      copy.data as JsonObject,
-      () => bytes(encode(copy)) - maxBytes,
-    );
+    details = details ? structuredClone(details) : undefined;
+    // The flags' move into the runner details may add a few bytes.
+    const excess = () => bytes(encode(copy)) - maxBytes + LIFT_RESERVE_BYTES;
+    const fits = truncateToFit(copy.data as JsonObject, excess);
+    if (!fits && isObject(details?.data)) truncateToFit(details.data, excess);
+    details = liftTruncatedFlags(copy.data as JsonObject, details);
     return [encode(copy)];
   };
   if (
