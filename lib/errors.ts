@@ -94,7 +94,17 @@ export const ERROR_CODES = {
   "run.agent_cancelled": {
     retryable: false,
     meaning:
-      "The agent ended the turn with stop reason `cancelled` without being asked to (often after a rejected permission request).",
+      "The agent ended the turn with stop reason `cancelled` without being asked to, and no permission request was refused.",
+  },
+  "run.permission_rejected": {
+    retryable: false,
+    meaning:
+      "The agent ended the turn without an answer (any stop reason), or as `cancelled`, after a permission request was refused: rejected by policy, a person or the timeout's fallback, or answered `cancelled`.",
+  },
+  "run.tool_failed": {
+    retryable: false,
+    meaning:
+      "The agent ended the turn without any assistant text after a tool call ended with status `failed`.",
   },
   "run.steering_queue_full": {
     retryable: true,

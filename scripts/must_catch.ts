@@ -176,6 +176,15 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "permission request sent while",
   },
   {
+    name: "a rejection followed by end_turn reported as empty",
+    file: "lib/run/turn.ts",
+    find:
+      'if (rejectedPermission && (unanswered || stopReason === "cancelled")) {',
+    replace: 'if (rejectedPermission && stopReason === "cancelled") {',
+    test: "tests/run_agent_quirks_test.ts",
+    filter: "(end_turn, no text) after a rejected permission",
+  },
+  {
     name: "stop reason refusal not mapped",
     file: "lib/run/turn.ts",
     find: 'if (stopReason === "refusal") {',

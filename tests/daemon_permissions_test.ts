@@ -79,6 +79,46 @@ Deno.test("ask through runner daemon: the request streams from serve, the answer
   }
 });
 
+Deno.test("through runner daemon: a person's reject, then a turn without text, reaches serve as run.permission_rejected, not retryable", async () => {
+  const { serve, daemon } = await serveWithDaemon("refuser");
+  try {
+    await daemon.connected;
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "write the file" },
+      config: daemonRunConfig("refuser", {
+        "acp-command": fixtureCommand("--permission", "--silent-on-reject"),
+      }),
+    });
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(
+      messages,
+      events,
+      (m) => m.event === "permission.requested",
+    );
+    const requested = events.at(-1)!;
+    const answered = await postJson(
+      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
+      { decision: "reject_once" },
+    );
+    assert.equal(answered.status, 200);
+    await answered.body?.cancel();
+    for await (const message of messages) events.push(JSON.parse(message.data));
+    const failed = events.filter((e) => e.type === "run.failed");
+    assert.equal(failed.length, 1);
+    assert.equal(events.at(-1), failed[0]);
+    assert.equal(failed[0].data.code, "run.permission_rejected");
+    assert.equal(failed[0].data.retryable, false);
+    assert.match(
+      failed[0].data.error as string,
+      /"Write file" was refused \(reject_once\)/,
+    );
+  } finally {
+    await daemon.stop();
+    await serve.stop("SIGTERM");
+  }
+});
+
 Deno.test("ask with a daemon that lacks permission.ask: the hub sends the fallback and says so", async () => {
   const serve = await startServe({
     dataDir: tempDir(),

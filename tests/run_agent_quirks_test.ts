@@ -1,13 +1,15 @@
 /**
  * Runs against the fixture agent behaving like real third-party agents do:
- * tool input only in a later update (claude), a turn ended as cancelled
- * after a rejected permission, death during initialize.
+ * tool input only in a later update (claude), a turn ended after a rejected
+ * permission (cancelled, or end_turn with no text), a failed tool, death
+ * during initialize.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { quoteCommand } from "../lib/agent/shell_words.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
 import {
   assertAgentGone,
@@ -64,10 +66,87 @@ Deno.test("a tool call's input that arrives in a later tool_call_update is carri
   }]);
 });
 
-Deno.test("an agent that ends its turn as cancelled after a rejected permission is run.agent_cancelled, exit 3, not 130", async () => {
+/** The last event of a `--json` run, which must be its one `run.failed`. */
+function failureOf(stdout: string) {
+  const events = parseJsonLines(stdout);
+  const failed = events.at(-1)!;
+  assert.equal(failed.type, "run.failed");
+  assert.equal(events.filter((event) => event.type === "run.failed").length, 1);
+  return failed.data as { code: string; error: string; retryable: boolean };
+}
+
+// Each way an agent ends a turn after the tool it asked for was refused:
+// claude and codex end it `cancelled`; opencode, qwen-code and kilo end it
+// `end_turn` with no text, some after marking the tool call failed.
+const AFTER_REJECTION: Array<{ agent: string; flags: string[] }> = [
+  { agent: "cancelled", flags: ["--cancel-on-reject"] },
+  { agent: "end_turn, no text", flags: ["--silent-on-reject"] },
+  {
+    agent: "max_tokens, no text",
+    flags: ["--silent-on-reject", "--stop-reason", "max_tokens"],
+  },
+  {
+    agent: "the refused tool call failed, then end_turn",
+    flags: ["--fail-tool-on-reject", "--silent-on-reject"],
+  },
+  {
+    agent: "the refused tool call failed, then cancelled",
+    flags: ["--fail-tool-on-reject", "--cancel-on-reject"],
+  },
+];
+
+for (const { agent, flags } of AFTER_REJECTION) {
+  Deno.test(`a turn that ends (${agent}) after a rejected permission is run.permission_rejected, not retryable, exit 3`, async () => {
+    const fixture = ["--permission", ...flags];
+    const result = await runCli(
+      runArgs(
+        fixture,
+        "--permission-decision",
+        "reject_once",
+        "--json",
+        "write the file",
+      ),
+    );
+    assert.equal(result.code, 3, result.stderr);
+    const events = parseJsonLines(result.stdout);
+    assert.equal(dataOf(events, "permission.decided")[0].kind, "reject_once");
+    const data = failureOf(result.stdout);
+    assert.equal(data.code, "run.permission_rejected");
+    assert.equal(data.retryable, false);
+    assert.match(data.error, /"Write file" was refused \(reject_once\)/);
+    assert.match(data.error, /permission-decision=allow_once/);
+  });
+}
+
+Deno.test("a rejection by the ask fallback (no terminal) is run.permission_rejected too, with the error line", async () => {
+  const human = await runCli(
+    runArgs(
+      ["--permission", "--silent-on-reject"],
+      "--permission-decision",
+      "ask",
+      "--permission-fallback",
+      "reject_always",
+      "write the file",
+    ),
+  );
+  assert.equal(human.code, 3, human.stderr);
+  assert.equal(human.stdout, "");
+  assert.match(
+    human.stderr,
+    /^error \[run\.permission_rejected\]: .*"Write file" was refused \(reject_always\)/m,
+  );
+  assert.doesNotMatch(human.stderr, /login/);
+});
+
+Deno.test("a request answered cancelled (no reject option offered) is a rejection too", async () => {
   const result = await runCli(
     runArgs(
-      ["--permission", "--cancel-on-reject"],
+      [
+        "--permission",
+        "--permission-options",
+        "allow_once,allow_always",
+        "--silent-on-reject",
+      ],
       "--permission-decision",
       "reject_once",
       "--json",
@@ -76,22 +155,54 @@ Deno.test("an agent that ends its turn as cancelled after a rejected permission 
   );
   assert.equal(result.code, 3, result.stderr);
   const events = parseJsonLines(result.stdout);
-  assert.equal(dataOf(events, "permission.decided")[0].kind, "reject_once");
-  const failed = events.at(-1)!;
-  assert.equal(failed.type, "run.failed");
-  const data = failed.data as { code: string; error: string };
-  assert.equal(data.code, "run.agent_cancelled");
-  assert.match(data.error, /after a permission request was rejected/);
-  const human = await runCli(
-    runArgs(
-      ["--permission", "--cancel-on-reject"],
-      "--permission-decision",
-      "reject_once",
-      "write the file",
-    ),
+  assert.equal(dataOf(events, "permission.decided")[0].decision, "cancelled");
+  const data = failureOf(result.stdout);
+  assert.equal(data.code, "run.permission_rejected");
+  assert.match(data.error, /"Write file" was refused \(cancelled\)/);
+});
+
+/** Fixture flags for a `--script` turn. */
+function scripted(steps: string[][]): string[] {
+  return ["--script", quoteCommand([JSON.stringify(steps)])];
+}
+
+Deno.test("a turn that ends without text after a failed tool is run.tool_failed naming the tool and its error, exit 1", async () => {
+  const steps = [["tool-failed", "t1", "pytest: command not found"]];
+  const result = await runCli(runArgs(scripted(steps), "--json", "run tests"));
+  assert.equal(result.code, 1, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  assert.deepEqual(dataOf(events, "tool.call.completed"), [{
+    tool_call_id: "t1",
+    tool_name: "Tool t1",
+    error: "pytest: command not found",
+  }]);
+  const data = failureOf(result.stdout);
+  assert.equal(data.code, "run.tool_failed");
+  assert.equal(data.retryable, false);
+  assert.match(data.error, /"Tool t1" failed: pytest: command not found/);
+  const human = await runCli(runArgs(scripted(steps), "run tests"));
+  assert.equal(human.code, 1);
+  assert.match(human.stderr, /^error \[run\.tool_failed\]: .*"Tool t1"/m);
+});
+
+Deno.test("a failed tool the agent answers about still completes the run", async () => {
+  const steps = [
+    ["tool-failed", "t1", "pytest: command not found"],
+    ["text", "pytest is not installed"],
+  ];
+  const result = await runCli(runArgs(scripted(steps), "run tests"));
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, "pytest is not installed\n");
+});
+
+Deno.test("a turn without text, rejection or failed tool is still acp.empty_response (retryable)", async () => {
+  const result = await runCli(
+    runArgs(scripted([["tool", "t1"]]), "--json", "hi"),
   );
-  assert.equal(human.code, 3);
-  assert.match(human.stderr, /^error \[run\.agent_cancelled\]: /m);
+  assert.equal(result.code, 1, result.stderr);
+  const data = failureOf(result.stdout);
+  assert.equal(data.code, "acp.empty_response");
+  assert.equal(data.retryable, true);
 });
 
 /** A PATH holding a fake `npx` that fails as it does without a registry, and optionally a `codex-acp` that is the fixture agent. */

@@ -92,6 +92,24 @@ Deno.test("runner run on a terminal: 'N' never allows; a typo is asked again", a
   assert.equal(result.code, 0);
 });
 
+Deno.test("runner run on a terminal: 'n', then an agent that ends the turn without text, is run.permission_rejected and exit 3", async () => {
+  const dir = tempDir();
+  const result = await runOnTerminal([
+    "custom",
+    "--acp-command",
+    fixtureCommand("--permission", "--silent-on-reject"),
+    "--workspace",
+    join(dir, "ws"),
+    "write the file",
+  ], "n\n");
+  assert.match(
+    result.output,
+    /error \[run\.permission_rejected\]: .*"Write file" was refused \(reject_once\)/,
+  );
+  assert.doesNotMatch(result.output, /login/);
+  assert.equal(result.code, 3);
+});
+
 Deno.test("runner run on a terminal honours --permission-decision and asks nothing", async () => {
   const dir = tempDir();
   const result = await runOnTerminal([

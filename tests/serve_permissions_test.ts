@@ -1,7 +1,9 @@
 /**
  * Interactive approvals over HTTP (`permission-decision=ask`) against a real
  * `runner serve` and the fixture agent: answer allow, answer reject, timeout
- * to the fallback, cancel while asked, and the 404/409/400 answers.
+ * to the fallback, cancel while asked, and the 404/409/400 answers; a turn
+ * that ends without text after any of these rejections fails
+ * `run.permission_rejected`, not retryable.
  *
  * @module
  */
@@ -10,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import {
+  agentCommand,
   deltaText,
   fixtureConfig,
   postJson,
@@ -236,5 +239,78 @@ Deno.test("ask through the n8n webhook, where nobody can answer, takes the fallb
       event.type === "permission.decided"
     )!;
     assert.equal(decided.data.by, "policy");
+  });
+});
+
+/** An agent that, like opencode, ends the turn end_turn with no text after a refusal. */
+function silentOnReject(extra: string[] = []): Record<string, unknown> {
+  return {
+    "acp-command": agentCommand([
+      "--permission",
+      "--silent-on-reject",
+      ...extra,
+    ]),
+  };
+}
+
+/** Asserts the run's one terminal event is a non-retryable run.permission_rejected. */
+function assertRejectedRun(events: RunEvent[], refusal: string) {
+  const ends = terminals(events);
+  assert.equal(ends.length, 1);
+  assert.equal(ends[0].type, "run.failed");
+  assert.equal(ends[0].data.code, "run.permission_rejected");
+  assert.equal(ends[0].data.retryable, false);
+  assert.match(
+    ends[0].data.error as string,
+    new RegExp(`"Write file" was refused \\(${refusal}\\)`),
+  );
+}
+
+Deno.test("ask: a person's reject, then a turn without text, fails run.permission_rejected, not retryable", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const run = await startAskedRun(
+      serve.url,
+      join(dir, "ws"),
+      silentOnReject(),
+    );
+    const rejected = await answer(serve.url, run, { decision: "reject_once" });
+    assert.equal(rejected.status, 200);
+    await rejected.body?.cancel();
+    const events = await readToEnd(run);
+    assertRejectedRun(events, "reject_once");
+    const stored = await fetch(`${serve.url}/v1/runs/${run.runId}`);
+    const record = await stored.json();
+    assert.equal(record.status, "failed");
+  });
+});
+
+Deno.test("ask: the timeout's reject fallback, then a turn without text, fails run.permission_rejected", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const run = await startAskedRun(serve.url, join(dir, "ws"), {
+      ...silentOnReject(["--fail-tool-on-reject"]),
+      "permission-timeout": 1,
+      "permission-fallback": "reject_always",
+    });
+    const events = await readToEnd(run);
+    const decided = events.find((e) => e.type === "permission.decided")!;
+    assert.equal(decided.data.by, "timeout");
+    assertRejectedRun(events, "reject_always");
+  });
+});
+
+Deno.test("ask: an answer no offered option fits cancels the request; a turn without text then fails run.permission_rejected", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const run = await startAskedRun(
+      serve.url,
+      join(dir, "ws"),
+      silentOnReject(["--permission-options", "allow_once,allow_always"]),
+    );
+    const answered = await answer(serve.url, run, { decision: "reject_once" });
+    assert.equal(answered.status, 200);
+    await answered.body?.cancel();
+    const events = await readToEnd(run);
+    const decided = events.find((e) => e.type === "permission.decided")!;
+    assert.equal(decided.data.decision, "cancelled");
+    assertRejectedRun(events, "cancelled");
   });
 });

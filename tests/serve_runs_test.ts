@@ -1,6 +1,7 @@
 /**
  * The runs API of a real `runner serve` subprocess with the fixture agent:
- * the three response formats, follow-up input, cancel, reading runs back.
+ * the three response formats, follow-up input, cancel, reading runs back, a
+ * turn that ends without text after a failed tool.
  *
  * @module
  */
@@ -9,6 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import {
+  agentCommand,
   deltaText,
   fixtureConfig,
   jsonLines,
@@ -281,5 +283,29 @@ Deno.test("runs, their events and conversations can be read back", async () => {
     assert.ok(providers.presets.length > 0);
     const health = await fetch(`${serve.url}/healthz`);
     assert.equal((await health.json()).status, "ok");
+  });
+});
+
+Deno.test("a turn that ends without text after a failed tool fails run.tool_failed, not retryable", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const steps = [["tool-failed", "t1", "pytest: command not found"]];
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "run the tests" },
+      config: {
+        ...fixtureConfig(join(dir, "ws")),
+        "acp-command": agentCommand(["--script", JSON.stringify(steps)]),
+      },
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    const ends = terminals(events);
+    assert.equal(ends.length, 1);
+    assert.equal(ends[0].type, "run.failed");
+    assert.equal(ends[0].data.code, "run.tool_failed");
+    assert.equal(ends[0].data.retryable, false);
+    assert.match(
+      ends[0].data.error as string,
+      /"Tool t1" failed: pytest: command not found/,
+    );
   });
 });

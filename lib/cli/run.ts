@@ -57,9 +57,10 @@ Options:
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)
 
-Exit codes: 0 completed, 1 failed, 2 bad input, 3 the agent ended the turn as
-cancelled on its own (run.agent_cancelled, e.g. after a rejected permission),
-130 cancelled by SIGINT (Ctrl-C), 143 cancelled by SIGTERM.
+Exit codes: 0 completed, 1 failed, 2 bad input, 3 the agent ended the turn on
+its own without answering after a refused permission (run.permission_rejected)
+or as cancelled (run.agent_cancelled), 130 cancelled by SIGINT (Ctrl-C), 143
+cancelled by SIGTERM.
 `;
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -285,7 +286,7 @@ export async function runCommand(args: string[]): Promise<number> {
   await store.close();
   if (result?.status === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
-  if (result?.code === "run.agent_cancelled") return AGENT_CANCELLED_EXIT;
+  if (AGENT_STOPPED_CODES.has(result?.code ?? "")) return AGENT_STOPPED_EXIT;
   return result?.status === "cancelled" ? 130 : 1;
 }
 
@@ -295,8 +296,17 @@ function progressDelayMs(): number {
   return Number.isFinite(value) && value >= 0 ? value : 1000;
 }
 
-/** Exit code of a run whose agent ended the turn as cancelled on its own. */
-const AGENT_CANCELLED_EXIT = 3;
+/**
+ * Exit code of a run whose agent stopped on its own without answering: after
+ * a refused permission, or ended the turn as cancelled.
+ */
+const AGENT_STOPPED_EXIT = 3;
+
+/** The failure codes that exit {@linkcode AGENT_STOPPED_EXIT}. */
+const AGENT_STOPPED_CODES = new Set([
+  "run.agent_cancelled",
+  "run.permission_rejected",
+]);
 
 /** Exit codes of a run cancelled by a signal (128 + the signal number). */
 const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [

@@ -18,6 +18,7 @@ import {
 } from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
+import type { FailedTool, RejectedPermission } from "./unanswered.ts";
 
 /** One run's shared state; the engine's steps read and update it in place. */
 export interface RunContext {
@@ -53,8 +54,10 @@ export interface RunContext {
   replaying: boolean;
   /** How many replayed updates were dropped. */
   replayedUpdates: number;
-  /** Whether a permission request was answered reject or cancelled. */
-  permissionRejected?: boolean;
+  /** The last permission request answered reject or cancelled. */
+  rejectedPermission?: RejectedPermission;
+  /** The last tool call that ended with status `failed`. */
+  failedTool?: FailedTool;
   /** Usage the agent reported so far. */
   usage?: RunUsage;
   /**

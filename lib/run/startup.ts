@@ -5,11 +5,7 @@
  * @module
  */
 
-import type {
-  InitializeResponse,
-  RequestPermissionRequest,
-  RequestPermissionResponse,
-} from "@agentclientprotocol/sdk";
+import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { redactSecrets } from "../secrets.ts";
@@ -17,6 +13,7 @@ import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
 import { answerPermission } from "./permissions.ts";
 import { chooseSession } from "./session.ts";
+import { rejectionOf, toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
 
 /** Launches and connects the agent and chooses its session; returns the connection. */
@@ -76,19 +73,14 @@ export function handleUpdate(
     streaming: run.config.streaming,
     onUsage: (next) => run.usage = { ...run.usage, ...next },
   });
-}
-
-/** Whether a permission answer refuses the tool (a reject option, or cancelled). */
-function isRejection(
-  request: RequestPermissionRequest,
-  answer: RequestPermissionResponse,
-): boolean {
-  const { outcome } = answer;
-  if (outcome.outcome !== "selected") return true;
-  const chosen = request.options?.find((option) =>
-    option.optionId === outcome.optionId
-  );
-  return Boolean(chosen?.kind.startsWith("reject"));
+  if (
+    update.status === "failed" &&
+    String(update.sessionUpdate).startsWith("tool_call")
+  ) {
+    const id = String(update.toolCallId ?? "");
+    run.failedTool = toolFailureOf(update, run.turn?.startedTools.get(id)) ??
+      run.failedTool;
+  }
 }
 
 function startupTimeoutError(run: RunContext): RunnerError {
@@ -144,7 +136,8 @@ export function connectTransport(
           cancelled: run.abort.signal.aborted,
           emit: run.emitter.emit,
         });
-      if (isRejection(request, answer)) run.permissionRejected = true;
+      run.rejectedPermission = rejectionOf(request, answer) ??
+        run.rejectedPermission;
       return answer;
     },
     fs: {

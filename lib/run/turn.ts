@@ -11,6 +11,12 @@ import { settleWithin } from "../timing.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { TextBuilder, type TurnState } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
+import {
+  type FailedTool,
+  permissionRejectedError,
+  type RejectedPermission,
+  toolFailedError,
+} from "./unanswered.ts";
 
 /** What the turns of a run produced. */
 export interface TurnsOutcome {
@@ -18,8 +24,10 @@ export interface TurnsOutcome {
   stopReason: string;
   /** The assistant text of each turn that had any. */
   texts: TextBuilder[];
-  /** Whether a permission request of the run was answered reject or cancelled. */
-  permissionRejected?: boolean;
+  /** The run's last permission request answered reject or cancelled. */
+  rejectedPermission?: RejectedPermission;
+  /** The run's last tool call that ended with status `failed`. */
+  failedTool?: FailedTool;
 }
 
 /** Runs the first input, then drains the steering queue turn by turn. */
@@ -52,13 +60,28 @@ export async function runTurns(
     input = next;
     followUp = true;
   }
-  return { stopReason, texts, permissionRejected: run.permissionRejected };
+  return {
+    stopReason,
+    texts,
+    rejectedPermission: run.rejectedPermission,
+    failedTool: run.failedTool,
+  };
 }
 
-/** The final assistant text, or the error for turns that did not answer. */
+/**
+ * The final assistant text, or the error for turns that did not answer. A
+ * run without text is explained by a refused permission, else by a failed
+ * tool, whatever the stop reason; a turn ended `cancelled` after a refusal is
+ * the refusal too (agents end it either way).
+ */
 export function finalAnswer(
-  { stopReason, texts, permissionRejected }: TurnsOutcome,
+  { stopReason, texts, rejectedPermission, failedTool }: TurnsOutcome,
 ): TextBuilder {
+  const unanswered = !texts.length;
+  if (rejectedPermission && (unanswered || stopReason === "cancelled")) {
+    throw permissionRejectedError(rejectedPermission);
+  }
+  if (failedTool && unanswered) throw toolFailedError(failedTool);
   if (stopReason === "refusal") {
     throw new RunnerError(
       "acp.refused",
@@ -69,12 +92,10 @@ export function finalAnswer(
     // Nobody asked for it (a cancel of ours ends the run before this).
     throw new RunnerError(
       "run.agent_cancelled",
-      permissionRejected
-        ? "The agent ended the turn as cancelled after a permission request was rejected. Allow the tool (permission-decision=allow_once or allow_always), or ask for something that needs no permission."
-        : "The agent ended the turn as cancelled without being asked to. Its stderr may say why; retry, or rephrase the request.",
+      "The agent ended the turn as cancelled without being asked to. Its stderr may say why; retry, or rephrase the request.",
     );
   }
-  if (!texts.length) {
+  if (unanswered) {
     throw new RunnerError(
       "acp.empty_response",
       "The agent finished without any assistant text. Check the agent's login and model settings; its stderr may say more.",
