@@ -137,13 +137,13 @@ function withoutAllContent(event: RunEvent): RunEvent {
 }
 
 /**
- * Makes the lean form of one run's events, handed to it in order — the form
- * the event log keeps and HTTP streams carry: deltas without `all_content`,
- * and a `message.completed` (or `run.completed`) whose text is exactly the
- * text its deltas already carried (or a relay frame's truncated prefix of
- * it) keeps only `message.role` (respectively drops `message`). Nothing is
- * lost: {@linkcode createEventRestorer} puts the whole text back; any
- * completion whose text differs from its deltas stays as it is.
+ * Makes the lean (answer-once) form of one run's events, handed to it in
+ * order from the first — what HTTP callers get who ask for it
+ * (`completions=lean`, `docs/events.md`): deltas without `all_content`, and
+ * a `message.completed` (or `run.completed`) whose text is exactly the text
+ * its deltas already carried (or a relay frame's truncated prefix of it)
+ * keeps only `message.role` (respectively drops `message`). Any completion
+ * whose text differs from its deltas stays as it is.
  */
 export function createLeanEvents(): (event: RunEvent) => RunEvent {
   let text = new StreamedText();
@@ -175,11 +175,15 @@ export function createLeanEvents(): (event: RunEvent) => RunEvent {
 }
 
 /**
- * Makes the full form of one run's events (lean or not), handed to it in
- * order from the first: completions get their text back from their deltas,
- * and with `allContent` each `message.delta` carries `all_content` (the
- * message so far) while the message is under {@linkcode ALL_CONTENT_LIMIT}
- * — what the relay wire, `runner run --json` and HTTP callers that ask get.
+ * Makes the full form of one run's events, handed to it in order from the
+ * first: a completion that lacks its text, or whose text a relay frame cut
+ * short (`truncated`, a prefix of its deltas), gets the whole text back from
+ * its deltas, and a `run.completed` without `message` gets the last
+ * `message.completed`'s; with `allContent` each `message.delta` carries
+ * `all_content` (the message so far) while the message is under
+ * {@linkcode ALL_CONTENT_LIMIT}, without it no delta does. The hub puts
+ * daemons' events in this form; the relay wire, `runner run --json` and HTTP
+ * callers that ask get `all_content` from it.
  */
 export function createEventRestorer(
   options: { allContent: boolean },
@@ -201,28 +205,27 @@ export function createEventRestorer(
         };
       }
       case "message.completed": {
-        const whole = typeof message?.content === "string"
-          ? message.content
-          : text;
+        const whole = restoredText(message, text);
         text = "";
         answer = whole;
         if (message?.content === whole) return event;
-        const role = message?.role ?? "assistant";
         return {
           ...event,
-          data: { ...event.data, message: { role, content: whole } },
+          data: {
+            ...event.data,
+            message: wholeMessage(message, whole),
+          },
         };
       }
       case "run.completed": {
         const whole = answer;
         answer = undefined;
-        if (message || whole === undefined) return event;
+        if (whole === undefined) return event;
+        if (message && restoredText(message, whole) !== whole) return event;
+        if (message?.content === whole) return event;
         return {
           ...event,
-          data: {
-            ...event.data,
-            message: { role: "assistant", content: whole },
-          },
+          data: { ...event.data, message: wholeMessage(message, whole) },
         };
       }
       default:
@@ -230,6 +233,30 @@ export function createEventRestorer(
         return event;
     }
   };
+}
+
+/**
+ * A completion's whole text: its own, unless it has none or a relay frame cut
+ * it to a prefix of `streamed` (then `streamed`).
+ */
+function restoredText(
+  message: { content?: unknown; truncated?: unknown } | undefined,
+  streamed: string,
+): string {
+  const content = message?.content;
+  if (typeof content !== "string") return streamed;
+  return message?.truncated === true && streamed.startsWith(content)
+    ? streamed
+    : content;
+}
+
+/** `message` (or a new assistant message) with `content`, not cut short. */
+function wholeMessage(
+  message: Record<string, unknown> | undefined,
+  content: string,
+): Record<string, unknown> {
+  const { truncated: _, ...rest } = message ?? {};
+  return { ...rest, role: rest.role ?? "assistant", content };
 }
 
 /** Every run event type, in the order of `docs/events.md`'s table. */

@@ -78,16 +78,13 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "run.completed before teardown",
     file: "lib/run/engine.ts",
-    find: "  await finishAgent(run);\n" +
-      "  const message = completionMessage(run, answer);\n" +
-      '  run.emitter.emit("run.completed", {\n' +
+    find: '  await finishAgent(run);\n  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
-      "    ...(message.content === undefined ? {} : { message }),\n" +
+      '    message: { role: "assistant", content: answer.toString() },\n' +
       "  }, run.usage);",
-    replace: "  const message = completionMessage(run, answer);\n" +
-      '  run.emitter.emit("run.completed", {\n' +
+    replace: '  run.emitter.emit("run.completed", {\n' +
       "    finish_reason: outcome.stopReason,\n" +
-      "    ...(message.content === undefined ? {} : { message }),\n" +
+      '    message: { role: "assistant", content: answer.toString() },\n' +
       "  }, run.usage);\n  await finishAgent(run);",
     test: "tests/run_engine_edges_test.ts",
     filter: "terminal event comes after teardown",
@@ -293,6 +290,23 @@ export const MUST_CATCH: MustCatch[] = [
       '    if (event.type === "run.failed" && run.queue.length && false) {',
     test: "tests/daemon_steering_test.ts",
     filter: "real job runner",
+  },
+  {
+    name: "a streamed turn's completion without its text",
+    file: "lib/run/turn.ts",
+    find:
+      '      message: { role: "assistant", content: current.text.toString() },',
+    replace: '      message: { role: "assistant" },',
+    test: "tests/serve_completions_test.ts",
+    filter: "by default both completions carry the whole answer",
+  },
+  {
+    name: "a daemon's events reach the hub's callers as the wire carried them",
+    file: "lib/locations/daemon_run.ts",
+    find: "  const event = run.complete(fromRelayEvent(wireEvent));",
+    replace: "  const event = fromRelayEvent(wireEvent);",
+    test: "tests/serve_daemon_test.ts",
+    filter: "runs through a real runner daemon",
   },
 ];
 

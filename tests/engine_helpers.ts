@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { RunnerError } from "../lib/errors.ts";
-import { createEventRestorer, type RunEvent } from "../lib/events.ts";
+import type { RunEvent } from "../lib/events.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
   createRunManager,
@@ -127,9 +127,9 @@ export class EventLog {
     return this.events.filter((event) => event.type === type);
   }
 
-  /** The message texts of each completed turn (put back from the deltas where the lean events leave them out). */
+  /** The message texts of each completed turn. */
   messages(): string[] {
-    return this.events.map(createEventRestorer({ allContent: false }))
+    return this.events
       .filter((event) => event.type === "message.completed")
       .map((event) => (event.data.message as { content: string }).content);
   }

@@ -1,6 +1,7 @@
 /**
  * The text rules of run events as pure functions: redaction of text that
- * arrives in pieces, and the lean event form with its exact restoration.
+ * arrives in pieces, the full form (completions whole, put back where a
+ * relay frame cut them) and the opt-in lean (answer-once) form.
  *
  * @module
  */
@@ -123,7 +124,7 @@ Deno.test("a completion that is only the beginning of its deltas' text, or diffe
   assert.deepEqual(lean[8], events[8]);
 });
 
-Deno.test("completions cut short on the relay wire are made lean, and come back whole", () => {
+Deno.test("completions cut short on the relay wire, or left out, come back whole from the deltas; other text stays", () => {
   const cut = (event: RunEvent): RunEvent => ({
     ...event,
     data: {
@@ -131,18 +132,30 @@ Deno.test("completions cut short on the relay wire are made lean, and come back 
       message: { role: "assistant", content: "long te", truncated: true },
     },
   });
+  const restore = createEventRestorer({ allContent: false });
   const events = [
     delta("long ", 1),
     delta("text", 2),
     cut(completed("long text")),
     cut(runCompleted("long text")),
-  ];
-  const lean = events.map(createLeanEvents());
-  assert.deepEqual(lean[2].data, { message: { role: "assistant" } });
-  assert.deepEqual(lean[3].data, { finish_reason: "end_turn" });
-  const restored = lean.map(createEventRestorer({ allContent: false }));
-  assert.deepEqual(restored[2], completed("long text"));
-  assert.deepEqual(restored[3], runCompleted("long text"));
+  ].map(restore);
+  assert.deepEqual(events[2], completed("long text"));
+  assert.deepEqual(events[3], runCompleted("long text"));
+  // daemon.py sends run.completed without message after message.completed.
+  const { message: _, ...bare } = runCompleted("x").data;
+  const again = createEventRestorer({ allContent: false });
+  const fromDaemonPy = [
+    delta("answer", 1),
+    { ...completed("answer"), data: { message: { role: "assistant" } } },
+    { ...runCompleted("x"), data: bare },
+  ].map(again);
+  assert.deepEqual(fromDaemonPy[1], completed("answer"));
+  assert.deepEqual(fromDaemonPy[2], runCompleted("answer"));
+  // A completion that is not a cut prefix of its deltas keeps its own text.
+  const other = createEventRestorer({ allContent: false });
+  const kept = [delta("abc", 1), completed("xyz"), runCompleted("xyz")]
+    .map(other);
+  assert.deepEqual(kept.slice(1), [completed("xyz"), runCompleted("xyz")]);
 });
 
 Deno.test("all_content stops once the message reaches 64 KiB", () => {

@@ -16,7 +16,6 @@ import { runDaemonClient } from "../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../lib/daemon/job.ts";
 import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
 import { createDaemonLocation } from "../lib/locations/daemon.ts";
-import { createEventRestorer } from "../lib/events.ts";
 import type { JsonObject } from "../lib/relay.ts";
 import { createRunManager } from "../lib/run/manager.ts";
 import { openStore } from "../lib/store/open.ts";
@@ -321,10 +320,8 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
       }
     }
     await run.done;
-    // Stored and streamed events are lean; the full form carries the text
-    // daemon.py's frames did.
-    const events = log.events.map(createEventRestorer({ allContent: false }))
-      .map(({ type, data }) => ({ type, data }));
+    // Stored events carry the text daemon.py's frames did (completions whole).
+    const events = log.events.map(({ type, data }) => ({ type, data }));
     assertCompatible(scenario.hub_events, events, [], "events");
     for (const event of log.events) {
       assert.ok(event.timestamp! > 1e12, `milliseconds: ${event.timestamp}`);

@@ -46,9 +46,22 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       "run.completed",
       JSON.stringify(events.at(-1)),
     );
-    // The lean stream: the text came as deltas, the completion does not repeat it.
-    assert.equal(events.at(-1)!.data.message, undefined);
+    // The deltas' text, and the completions carry it whole (the daemon's
+    // all_content left out).
     const message = deltaText(events);
+    for (const type of ["message.completed", "run.completed"]) {
+      assert.deepEqual(
+        events.find((e) => e.type === type)!.data.message,
+        { role: "assistant", content: message },
+        type,
+      );
+    }
+    assert.ok(
+      events.every((e) =>
+        e.type !== "message.delta" ||
+        !("all_content" in (e.data.chunk as object))
+      ),
+    );
     assert.match(message, /^echo: through the daemon \(turn 1\)\nmcp: 6 tools/);
     const sequences = events.map((e) => e.sequence);
     assert.deepEqual(sequences, sequences.map((_, i) => i + 1));

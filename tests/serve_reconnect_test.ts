@@ -146,17 +146,20 @@ function completedMessages(events: RunEvent[]): string[] {
 }
 
 /**
- * Each turn's text as lean events carry it: the deltas up to each
- * `message.completed`, which itself repeats no text.
+ * Each turn's text: the deltas up to each `message.completed`, which carries
+ * the same text whole.
  */
-function leanTurnTexts(events: RunEvent[]): string[] {
+function turnTexts(events: RunEvent[]): string[] {
   const texts: string[] = [];
   let text = "";
   for (const event of events) {
     if (event.type === "message.delta") {
       text += (event.data.chunk as { content: string }).content;
     } else if (event.type === "message.completed") {
-      assert.deepEqual(event.data.message, { role: "assistant" });
+      assert.deepEqual(event.data.message, {
+        role: "assistant",
+        content: text,
+      });
       texts.push(text);
       text = "";
     }
@@ -181,8 +184,8 @@ Deno.test("a retried POST with the same run_id re-attaches to the run and never 
     await messages.return(undefined); // the connection drops
 
     // fetch-event-source sends the same POST again, with Last-Event-ID; this
-    // time it asks for the full form, whose completion is put back from
-    // deltas the first connection already carried.
+    // time it asks for all_content, which counts the deltas the first
+    // connection already carried.
     const retried = await postJson(
       `${serve.url}/v1/runs?all_content=true`,
       body,
@@ -196,8 +199,8 @@ Deno.test("a retried POST with the same run_id re-attaches to the run and never 
     assert.deepEqual(all.map((e) => e.sequence), all.map((_, i) => i + 1));
     assert.deepEqual(completedMessages(second), ["echo: only once (turn 1)"]);
 
-    // Once it ended, the same POST answers the stored run (stream=false too),
-    // in the lean form: the same events, the text once, in its deltas.
+    // Once it ended, the same POST answers the stored run (stream=false too):
+    // the same events, the text in its deltas and in the completion.
     const again = await postJson(`${serve.url}/v1/runs?stream=false`, body);
     assert.equal(again.status, 200);
     const document = await again.json();
@@ -208,7 +211,7 @@ Deno.test("a retried POST with the same run_id re-attaches to the run and never 
       document.events.map((e: RunEvent) => [e.sequence, e.type]),
       all.map((e) => [e.sequence, e.type]),
     );
-    assert.deepEqual(leanTurnTexts(document.events), [
+    assert.deepEqual(turnTexts(document.events), [
       "echo: only once (turn 1)",
     ]);
     const runs = await (await fetch(
@@ -262,7 +265,7 @@ Deno.test("Idempotency-Key: a repeated POST re-attaches, and a repeated follow-u
     await openGate(gate);
     await openGate(gate);
     for await (const message of messages) events.push(JSON.parse(message.data));
-    assert.deepEqual(leanTurnTexts(events), [
+    assert.deepEqual(turnTexts(events), [
       "echo: first (turn 1)",
       "echo: second (turn 2)",
     ]);

@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { createEventRestorer, type RunEvent } from "../lib/events.ts";
+import type { RunEvent } from "../lib/events.ts";
 import { readRecord } from "./helpers.ts";
 import {
   postJson,
@@ -63,11 +63,10 @@ async function peekError(response: Response): Promise<string> {
 }
 
 /**
- * The text of a message's `message.completed` events, as the agent wrote it
- * (stored and streamed completions are lean: the text is in the deltas).
+ * The text of a message's `message.completed` events, as the agent wrote it.
  */
 export function answers(message: Message): string[] {
-  return message.events.map(createEventRestorer({ allContent: false }))
+  return message.events
     .filter((event) => event.type === "message.completed")
     .map((event) => (event.data.message as { content: string }).content);
 }

@@ -15,7 +15,7 @@ import { buildRunStartPayload } from "../relay/payload.ts";
 import { fromRelayEvent, type RunnerDetails } from "../relay/wire_events.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
+import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import type { RelayHub, RelayJobOutcome } from "../hub/relay_hub.ts";
 import type { StartedJob } from "../hub/jobs.ts";
 import { buildPrompt, promptText, type RunInput } from "../run/prompt.ts";
@@ -66,6 +66,12 @@ interface DaemonRun {
   releaseAssets?: () => void;
   /** The permission requests the daemon's engine has open. */
   permissions: DaemonPermissions;
+  /**
+   * Puts back a completion's whole text where the wire left it out (daemon.py
+   * sends `run.completed` without `message`) or cut it to fit a frame, and
+   * drops `all_content`: the form the run's callers get.
+   */
+  complete: (event: RunEvent) => RunEvent;
   /** The current job, once its `run.start` went out. */
   startedJob?: StartedJob;
   /** Whether `permission.unavailable` was said already. */
@@ -95,6 +101,7 @@ export function startDaemonRun(
     sequence: 0,
     sessionId: context.storedSessionId,
     permissions: createDaemonPermissions(),
+    complete: createEventRestorer({ allContent: false }),
     givenUp: Promise.withResolvers<void>(),
   };
   // The hub enforces the run's timeout itself: a silent daemon cannot hold it.
@@ -194,7 +201,7 @@ function onJobEvent(
   runner?: RunnerDetails,
 ): void {
   if (run.terminal) return;
-  const event = fromRelayEvent(wireEvent, runner);
+  const event = run.complete(fromRelayEvent(wireEvent, runner));
   run.permissions.observe(event);
   if (
     event.type === "state.updated" &&

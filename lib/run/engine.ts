@@ -14,7 +14,7 @@ import { createRunContext, type RunContext } from "./context.ts";
 import type { AnswerOutcome, PermissionAnswer } from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
 import { failRun, shutdown } from "./teardown.ts";
-import { completionMessage, finalAnswer, runTurns } from "./turn.ts";
+import { finalAnswer, runTurns } from "./turn.ts";
 import type { RunEngineOptions, RunResult } from "./types.ts";
 import { finishAgent, startOrAdoptAgent } from "./warm_run.ts";
 
@@ -99,10 +99,9 @@ async function executeRun(run: RunContext): Promise<RunResult> {
   run.closed = true;
   const answer = finalAnswer(outcome);
   await finishAgent(run);
-  const message = completionMessage(run, answer);
   run.emitter.emit("run.completed", {
     finish_reason: outcome.stopReason,
-    ...(message.content === undefined ? {} : { message }),
+    message: { role: "assistant", content: answer.toString() },
   }, run.usage);
   return { status: "completed", sessionId: run.sessionId };
 }

@@ -1,8 +1,9 @@
 /**
  * Recording one run's events: redacted, stored (with the session mapping and
- * the run's outcome), then handed to the live listeners — in the lean form
- * (`createLeanEvents`: no `all_content`, completions do not repeat text their
- * deltas carried). A run records one terminal event; when storing its outcome
+ * the run's outcome), then handed to the live listeners — as the engine (or
+ * the hub, for a daemon's run) made them: deltas without `all_content`,
+ * completions with their whole text (`docs/events.md`, "Lean and full
+ * forms"). A run records one terminal event; when storing its outcome
  * fails (a full disk), the final write is retried until the store takes it.
  *
  * @module
@@ -10,7 +11,7 @@
 
 import { toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import { createLeanEvents, isTerminalEvent } from "../events.ts";
+import { isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 
@@ -34,7 +35,7 @@ const MAX_FINISH_RETRY_MS = 5_000;
 
 /** Records one run's events and fans them out to listeners. */
 export interface RunRecorder {
-  /** Redacts, stores and delivers an event (lean) to every listener. */
+  /** Redacts, stores and delivers an event to every listener. */
   emit(event: RunEvent): void;
   /**
    * Subscribes to events emitted from now on and, until
@@ -54,7 +55,6 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   let writes = Promise.resolve();
   // Events emitted before the starter could subscribe (a launch failing at once).
   let early: RunEvent[] | undefined = [];
-  const lean = createLeanEvents();
   let terminal: RunEvent | undefined;
   return {
     emit(raw) {
@@ -67,7 +67,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
         });
         return;
       }
-      const event = lean(redactDeep(raw, options.secrets));
+      const event = redactDeep(raw, options.secrets);
       if (isTerminalEvent(event)) terminal = event;
       // The run goes on for its live listeners even if the store fails.
       const logFailure = (error: unknown) => {

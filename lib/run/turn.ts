@@ -148,26 +148,13 @@ async function runTurn(
   run.turn = undefined;
   run.emitter.flush(); // the last text reaches the turn's message
   if (!current.text.empty) {
+    // The whole text, joined once: every consumer gets the answer from the
+    // completion (LangBot reads it there), not only from the deltas.
     run.emitter.emit("message.completed", {
-      message: completionMessage(run, current.text),
+      message: { role: "assistant", content: current.text.toString() },
     });
   }
   return { stopReason, text: current.text };
-}
-
-/**
- * A completion's message. With `streaming` the deltas carried every piece of
- * the text, so the message leaves it out: the lean form every consumer
- * restores from the deltas (`docs/events.md`), and the whole text is never
- * joined only to be compared with them and dropped.
- */
-export function completionMessage(
-  run: RunContext,
-  text: TextBuilder,
-): { role: "assistant"; content?: string } {
-  return run.config.streaming
-    ? { role: "assistant" }
-    : { role: "assistant", content: text.toString() };
 }
 
 async function cancelTurn(

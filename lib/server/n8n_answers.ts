@@ -77,7 +77,7 @@ export async function storedAnswer(
   const events = await store.getEvents(runId);
   const failed = events.find((event) => event.type === "run.failed");
   if (failed) return failureText(failed, secrets);
-  // Stored events are lean: the answer comes back from its deltas.
+  // The last completion's text (put back from the deltas for older, lean runs).
   return finalMessage(events);
 }
 

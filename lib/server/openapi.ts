@@ -40,8 +40,15 @@ function parameters(): Record<string, Schema> {
       name: "all_content",
       in: "query",
       description:
-        "true: events in the full form (docs/events.md): all_content on deltas while the message is under 64 KiB, the text on completions. Default: the lean, stored form.",
+        "true: each message.delta also carries all_content, the message so far, while that is under 64 KiB (docs/events.md). Default: false.",
       schema: { type: "boolean" },
+    },
+    Completions: {
+      name: "completions",
+      in: "query",
+      description:
+        "full (default): message.completed and run.completed carry the whole text. lean: the answer once — a completion whose text its deltas carried leaves it out (message.completed's message is {role}, run.completed has no message). Not with all_content=true.",
+      schema: { type: "string", enum: ["full", "lean"], default: "full" },
     },
     After: {
       name: "after",

@@ -140,6 +140,7 @@ export function runCollectionPaths(): Record<string, Schema> {
         parameters: [
           param("Stream"),
           param("AllContent"),
+          param("Completions"),
           param("IdempotencyKey"),
           param("LastEventId"),
         ],
@@ -161,6 +162,11 @@ export function runCollectionPaths(): Record<string, Schema> {
             all_content: {
               type: "boolean",
               description: "Like ?all_content=true (the query wins).",
+            },
+            completions: {
+              type: "string",
+              enum: ["full", "lean"],
+              description: "Like ?completions= (the query wins).",
             },
           },
         }),
@@ -206,7 +212,11 @@ export function singleRunPaths(): Record<string, Schema> {
       get: {
         operationId: "getRun",
         summary: "A run with its events so far",
-        parameters: [param("RunId"), param("AllContent")],
+        parameters: [
+          param("RunId"),
+          param("AllContent"),
+          param("Completions"),
+        ],
         responses: { "200": json(ref("Run")), ...errors(400, 401, 404) },
       },
     },
@@ -221,6 +231,7 @@ export function singleRunPaths(): Record<string, Schema> {
           param("LastEventId"),
           param("Stream"),
           param("AllContent"),
+          param("Completions"),
         ],
         responses: {
           "200": eventStream("RunEvents", false),

@@ -36,6 +36,49 @@ function object(
   return { type: "object", required, properties };
 }
 
+/** `data` of the events of `type` must match `schema`. */
+function eventData(type: string, schema: Schema): Schema {
+  return {
+    if: { properties: { type: { const: type } }, required: ["type"] },
+    then: { properties: { data: schema } },
+  };
+}
+
+/** `RunEvent` and the `Message` of its completions. */
+function eventSchemas(): Record<string, Schema> {
+  return {
+    RunEvent: {
+      ...object({
+        run_id: string,
+        type: { type: "string", enum: EVENT_TYPES },
+        data: { type: "object" },
+        usage: { type: "object" },
+        sequence: { type: "integer", minimum: 1 },
+        timestamp: {
+          type: "integer",
+          description: "Milliseconds since the epoch.",
+        },
+      }, ["run_id", "type", "data"]),
+      description:
+        "One run event (docs/events.md). Both completions carry the whole text; with completions=lean, a completion whose text its deltas carried leaves it out (message.completed's message is then {role} and run.completed has no message), so such events do not match the data schemas below.",
+      allOf: [
+        eventData("message.completed", object({ message: ref("Message") })),
+        eventData(
+          "run.completed",
+          object({ finish_reason: string, message: ref("Message") }),
+        ),
+      ],
+    },
+    Message: object({
+      role: { const: "assistant" },
+      content: {
+        ...string,
+        description: "The whole text of the message (the deltas joined).",
+      },
+    }),
+  };
+}
+
 function runSchemas(): Record<string, Schema> {
   const summary = {
     run_id: string,
@@ -54,17 +97,7 @@ function runSchemas(): Record<string, Schema> {
     finished_at: { ...timestamp, type: ["string", "null"] },
   };
   return {
-    RunEvent: object({
-      run_id: string,
-      type: { type: "string", enum: EVENT_TYPES },
-      data: { type: "object" },
-      usage: { type: "object" },
-      sequence: { type: "integer", minimum: 1 },
-      timestamp: {
-        type: "integer",
-        description: "Milliseconds since the epoch.",
-      },
-    }, ["run_id", "type", "data"]),
+    ...eventSchemas(),
     RunInput: {
       type: "object",
       properties: {

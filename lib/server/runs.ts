@@ -31,10 +31,11 @@ import {
   runView,
 } from "./run_fields.ts";
 import {
+  type EventShape,
   finalMessage,
+  requestedShape,
   shapeEvents,
   shapeStream,
-  wantsAllContent,
 } from "./stream_shape.ts";
 import {
   eventStreamResponse,
@@ -118,9 +119,9 @@ async function respondWithRun(
   c: Context,
   ctx: ServerContext,
   answer: RunToAnswer,
-  { format, allContent }: {
+  { format, shape }: {
     format: StreamFormat | "json";
-    allContent: boolean;
+    shape: EventShape;
   },
 ): Promise<Response> {
   const { store } = ctx;
@@ -134,7 +135,7 @@ async function respondWithRun(
       maxPendingEvents: ctx.maxPendingEvents,
     });
     return eventStreamResponse(
-      shapeStream(follower, { store, runId, after, allContent }),
+      shapeStream(follower, { store, runId, after, shape }),
       format,
       {
         headers: { "x-run-id": runId },
@@ -143,7 +144,7 @@ async function respondWithRun(
     );
   }
   await run?.done;
-  const events = shapeEvents(await store.getEvents(runId), allContent);
+  const events = shapeEvents(await store.getEvents(runId), shape);
   const record = await store.getRun(runId);
   return c.json(
     ctx.redact({
@@ -167,7 +168,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
   app.post("/v1/runs", async (c) => {
     const body = await readJsonObject(c);
     const format = requestedFormat(c, body.stream);
-    const allContent = wantsAllContent(c, body.all_content);
+    const shape = requestedShape(c, body);
     const runId = requestedRunId(c, optionalId(body.run_id, "run_id"));
     // In a fleet, a repeat of a run active on another replica re-attaches there.
     const owner = runId ? await routeRunRequest(c, ctx, runId) : undefined;
@@ -183,7 +184,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       : undefined;
     if (repeat instanceof Response) return repeat;
     if (repeat) {
-      return await respondWithRun(c, ctx, repeat, { format, allContent });
+      return await respondWithRun(c, ctx, repeat, { format, shape });
     }
     const request = { ...parseStartBody(body, ctx.config), runId };
     const forwarded = await routeStart(c, ctx, request);
@@ -198,7 +199,7 @@ function registerStartRoute(app: Hono, ctx: ServerContext): void {
       runId: run.runId,
       conversationId: run.conversationId,
       run,
-    }, { format, allContent });
+    }, { format, shape });
   });
 }
 
@@ -273,7 +274,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const events = await store.getEvents(runId);
     return c.json(ctx.redact({
       ...runView(record, Boolean(manager.get(runId))),
-      events: shapeEvents(events, wantsAllContent(c)),
+      events: shapeEvents(events, requestedShape(c)),
     }));
   });
 
@@ -285,10 +286,10 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     if (!record) throw notFound(runId);
     const after = parseAfterSequence(c);
     const format = requestedFormat(c);
-    const allContent = wantsAllContent(c);
+    const shape = requestedShape(c);
     if (format === "json") {
-      const events = allContent
-        ? shapeEvents(await store.getEvents(runId), true).filter((event) =>
+      const events = shape.allContent || shape.leanCompletions
+        ? shapeEvents(await store.getEvents(runId), shape).filter((event) =>
           (event.sequence ?? 0) > after
         )
         : await store.getEvents(runId, { after });
@@ -314,7 +315,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
       failIfOrphaned: (id) => failIfOrphaned(store, id, ctx.log),
     });
     return eventStreamResponse(
-      shapeStream(follower, { store, runId, after, allContent }),
+      shapeStream(follower, { store, runId, after, shape }),
       format,
       { keepaliveMs: ctx.config.keepaliveSeconds * 1000 },
     );
