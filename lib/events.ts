@@ -178,8 +178,8 @@ export function createLeanEvents(): (event: RunEvent) => RunEvent {
  * Makes the full form of one run's events, handed to it in order from the
  * first: a completion that lacks its text, or whose text a relay frame cut
  * short (`truncated`, a prefix of its deltas), gets the whole text back from
- * its deltas, and a `run.completed` without `message` gets the last
- * `message.completed`'s; with `allContent` each `message.delta` carries
+ * its deltas (a `run.completed` without `message` stays so: the last
+ * `message.completed` carried the answer); with `allContent` each `message.delta` carries
  * `all_content` (the message so far) while the message is under
  * {@linkcode ALL_CONTENT_LIMIT}, without it no delta does. The hub puts
  * daemons' events in this form; the relay wire, `runner run --json` and HTTP
@@ -220,8 +220,9 @@ export function createEventRestorer(
       case "run.completed": {
         const whole = answer;
         answer = undefined;
-        if (whole === undefined) return event;
-        if (message && restoredText(message, whole) !== whole) return event;
+        // No message: the last message.completed carried the answer already.
+        if (whole === undefined || !message) return event;
+        if (restoredText(message, whole) !== whole) return event;
         if (message?.content === whole) return event;
         return {
           ...event,

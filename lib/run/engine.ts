@@ -97,11 +97,13 @@ async function executeRun(run: RunContext): Promise<RunResult> {
   const conn = await startOrAdoptAgent(run);
   const outcome = await runTurns(run, conn);
   run.closed = true;
-  const answer = finalAnswer(outcome);
+  finalAnswer(outcome); // throws when the run ended without an answer
   await finishAgent(run);
+  // The answer is the last turn's message.completed: a run.completed that
+  // repeated it would put it on every stream a third time (LangBot's model
+  // lets run.completed leave it out once a message.completed carried it).
   run.emitter.emit("run.completed", {
     finish_reason: outcome.stopReason,
-    message: { role: "assistant", content: answer.toString() },
   }, run.usage);
   return { status: "completed", sessionId: run.sessionId };
 }

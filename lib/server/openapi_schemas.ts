@@ -60,12 +60,14 @@ function eventSchemas(): Record<string, Schema> {
         },
       }, ["run_id", "type", "data"]),
       description:
-        "One run event (docs/events.md). Both completions carry the whole text; with completions=lean, a completion whose text its deltas carried leaves it out (message.completed's message is then {role} and run.completed has no message), so such events do not match the data schemas below.",
+        "One run event (docs/events.md). message.completed carries the whole text; run.completed carries a message only where no message.completed did (e.g. from an older daemon), so a stream holds the answer at most twice (deltas and completion); with completions=lean, a completion whose text its deltas carried leaves it out (message.completed's message is then {role} and run.completed has no message), so such events do not match the data schemas below.",
       allOf: [
         eventData("message.completed", object({ message: ref("Message") })),
         eventData(
           "run.completed",
-          object({ finish_reason: string, message: ref("Message") }),
+          object({ finish_reason: string, message: ref("Message") }, [
+            "finish_reason",
+          ]),
         ),
       ],
     },
