@@ -2,8 +2,8 @@
  * The SQLite store file over months: pruned runs give their space back to
  * the file system (incremental vacuum; a file written before is converted
  * once when `runner serve` opens it), and a damaged file is reported as soon
- * as the store opens, not at the first write that happens to touch the
- * damage.
+ * as the store opens — `/healthz` is degraded from its first answer — not at
+ * the first write that happens to touch the damage.
  *
  * @module
  */
@@ -15,6 +15,7 @@ import { insertRunRows } from "../scripts/bulk_runs.ts";
 import { openStore, STORE_FILE_NAME } from "../lib/store/open.ts";
 import type { RunStore } from "../lib/store/types.ts";
 import { tempDir } from "./helpers.ts";
+import { startServe } from "./serve_test_helpers.ts";
 
 /** `PRAGMA auto_vacuum` of the store file in `dataDir` (2: incremental). */
 function autoVacuum(dataDir: string): number {
@@ -167,6 +168,25 @@ Deno.test("a damaged store file is reported at open: health is not ok before any
       await store.close();
     }
   } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("runner serve on a damaged store file answers /healthz degraded from the start", async () => {
+  const dataDir = await damagedCopy();
+  const serve = await startServe({ dataDir });
+  try {
+    const response = await fetch(`${serve.url}/healthz`);
+    assert.equal(response.status, 503);
+    const health = await response.json();
+    assert.equal(health.status, "degraded");
+    assert.match(health.store.error, /is damaged/);
+    const logged = await serve.waitForLog((entry) =>
+      entry.msg === "the store file is damaged"
+    );
+    assert.equal(logged.level, "error");
+  } finally {
+    await serve.stop();
     await Deno.remove(dataDir, { recursive: true });
   }
 });
