@@ -22,15 +22,30 @@ import { KEY } from "./store_suite.ts";
 
 const RUNS = 200_000;
 
-/** A data directory whose store holds {@linkcode RUNS} runs (1 in 10 000 active). */
-async function bigStore(): Promise<string> {
-  const dataDir = tempDir("runner-plan-test-");
-  await (await openStore({ dataDir })).close();
+/** The store file of {@linkcode RUNS} runs (1 in 10 000 active), built once for this file. */
+let template: string | undefined;
+
+Deno.test.beforeAll(async () => {
+  template = tempDir("runner-plan-test-");
+  await (await openStore({ dataDir: template })).close();
   insertRunRows({
-    path: join(dataDir, STORE_FILE_NAME),
+    path: join(template, STORE_FILE_NAME),
     count: RUNS,
     activeEvery: 10_000,
   });
+});
+
+Deno.test.afterAll(async () => {
+  if (template) await Deno.remove(template, { recursive: true });
+});
+
+/** A data directory holding a copy of the {@linkcode RUNS}-run store. */
+async function bigStore(): Promise<string> {
+  const dataDir = tempDir("runner-plan-test-");
+  await Deno.copyFile(
+    join(template!, STORE_FILE_NAME),
+    join(dataDir, STORE_FILE_NAME),
+  );
   return dataDir;
 }
 
