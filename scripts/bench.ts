@@ -2,7 +2,8 @@
  * `deno task bench [--short]`: what the runner costs on each path, as ratios
  * against a bare ACP client (`scripts/bench_bare_client.ts`) measured in the
  * same run on the same machine, with the same hand-written agent
- * (`scripts/bench_agent.ts`). It prints one Markdown table; the last full
+ * (`scripts/bench_agent.ts`), and the run listing on a small store against a
+ * large one (`scripts/bench_listing.ts`). It prints one Markdown table; the last full
  * results live in `docs/performance.md`. Nothing here is a pass/fail
  * threshold: `--short` (tiny sizes, one round) only proves the bench works,
  * and a test runs it.
@@ -25,6 +26,7 @@ import {
 } from "./bench_measure.ts";
 import { curlClient } from "./bench_serve.ts";
 import { benchSecondMessage } from "./bench_warm.ts";
+import { benchListing } from "./bench_listing.ts";
 import {
   benchConcurrentRuns,
   benchDaemon,
@@ -177,6 +179,7 @@ async function main(): Promise<BenchRow[]> {
   });
   rows.push(await benchConcurrentRuns(context));
   rows.push(...await benchN8n(context));
+  rows.push(await benchListing(work, values.short ? 20 : 200));
   return rows;
 }
 

@@ -29,6 +29,7 @@ Deno.test("deno task bench --short measures every path against the bare client",
       /\| \d+ concurrent runs on runner serve \| .* (\d+)\/\1 completed/,
       /\| n8n stream, .*fast agent/,
       /\| n8n stream, .*slow agent/,
+      /\| GET \/v1\/runs\?limit=50, 100000 vs 1000 runs stored, \d+ requests \| .* [\d.]+× \(target ≤ 2×\)/,
     ]
   ) {
     assert.match(stdout, path);

@@ -1,7 +1,7 @@
 /**
  * `runner serve`'s parts assembled in the test process — the real config
- * loader, store, run manager, Hono app and `node:http` listener on
- * 127.0.0.1 — for tests that need a knob no flag offers (a tiny live-event
+ * loader, store, run manager, Hono app, retention timer and `node:http`
+ * listener on 127.0.0.1 — for tests that need a knob no flag offers (a tiny live-event
  * buffer, a short store lock wait) or direct access to the store.
  *
  * @module
@@ -19,6 +19,7 @@ import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { createServerApp } from "../lib/server/app.ts";
 import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
 import { createMetrics } from "../lib/server/metrics.ts";
+import { type Retention, startRetention } from "../lib/server/retention.ts";
 import { bridgeRequest } from "../lib/server/node_bridge.ts";
 import { openStore } from "../lib/store/open.ts";
 import type { OpenStoreOptions, RunStore } from "../lib/store/types.ts";
@@ -29,6 +30,8 @@ export interface InProcessServe {
   url: string;
   store: RunStore;
   manager: RunManager;
+  /** The retention timer (`pass()` runs one pass now). */
+  retention: Retention;
   /** Every log entry so far. */
   logs: Record<string, unknown>[];
   /**
@@ -87,13 +90,20 @@ export async function startInProcessServe(
     registry: createReaperRegistry(join(options.dataDir, "agents")),
     log,
   });
+  const metrics = createMetrics();
   const app = createServerApp({
     manager,
     store,
     config,
-    metrics: createMetrics(),
+    metrics,
     log,
     maxPendingEvents: options.maxPendingEvents,
+  });
+  const retention = startRetention({
+    store,
+    settings: config.retention,
+    metrics,
+    log,
   });
   const listener: HttpListener = await startHttpListener({
     hostname: "127.0.0.1",
@@ -118,6 +128,7 @@ export async function startInProcessServe(
     url: `http://127.0.0.1:${listener.port}`,
     store,
     manager,
+    retention,
     logs,
     async waitForLog(predicate) {
       const deadline = Date.now() + 30_000;
@@ -139,6 +150,7 @@ export async function startInProcessServe(
       );
       await listener.close(1000);
       await assets.close();
+      await retention.stop();
       try {
         await store.close();
       } catch { /* a test may leave the store unwritable */ }

@@ -66,6 +66,19 @@ Deno.test("a failed final flush is retried once the store takes writes again; /h
     const health = await degraded.json();
     assert.equal(health.status, "degraded");
     assert.match(health.store.error, /database is locked/);
+    // The run has ended; its outcome waits for the store, yet reads as ended.
+    const waiting = await (await fetch(`${serve.url}/v1/runs/${runId}`))
+      .json();
+    assert.deepEqual([waiting.status, waiting.active], ["completed", false]);
+    assert.equal(terminals(waiting.events).length, 1);
+    const listed = await (await fetch(`${serve.url}/v1/runs`)).json();
+    assert.deepEqual(
+      listed.runs.map((r: { status: string; active: boolean }) => [
+        r.status,
+        r.active,
+      ]),
+      [["completed", false]],
+    );
 
     lock.exec("COMMIT");
     lock.close();

@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import postgres from "postgres";
 import { RunnerError } from "../lib/errors.ts";
 import { openStore } from "../lib/store/open.ts";
+import { POSTGRES_PRUNE_SQL } from "../lib/store/postgres_retention.ts";
 import { POSTGRES_SCHEMA_VERSION } from "../lib/store/postgres_schema.ts";
-import type { RunStore } from "../lib/store/types.ts";
+import { listRunsQuery } from "../lib/store/run_listing.ts";
+import type { ListRunsOptions, RunStore } from "../lib/store/types.ts";
 import { clusterForThisFile } from "./pg_helpers.ts";
 import { defineStoreSuite, event } from "./store_suite.ts";
 
@@ -34,6 +36,29 @@ defineStoreSuite({
     let opened = 0;
     return {
       open: (options) => openReplica(url, `replica-${++opened}`, options),
+      async refuseWrites() {
+        // As a full disk: inserts and updates of runs and events fail, reads go on.
+        await withSql(
+          url,
+          (sql) =>
+            sql.unsafe(`CREATE FUNCTION refuse_writes() RETURNS trigger
+            LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+            CREATE TRIGGER refuse_events BEFORE INSERT OR UPDATE OR DELETE
+              ON events FOR EACH ROW EXECUTE FUNCTION refuse_writes();
+            CREATE TRIGGER refuse_runs BEFORE INSERT OR UPDATE OR DELETE
+              ON runs FOR EACH ROW EXECUTE FUNCTION refuse_writes();`).then(
+              () => {},
+            ),
+        );
+        return () =>
+          withSql(
+            url,
+            (sql) =>
+              sql.unsafe(`DROP TRIGGER refuse_events ON events;
+              DROP TRIGGER refuse_runs ON runs;
+              DROP FUNCTION refuse_writes();`).then(() => {}),
+          );
+      },
       remove: () => Promise.resolve(),
     };
   },
@@ -248,6 +273,10 @@ test("[postgres] a schema-1 database is migrated in place: its runs are kept and
   await withSql(url, async (sql) => {
     await sql`ALTER TABLE runs DROP COLUMN owner_pid`;
     await sql`ALTER TABLE runs DROP COLUMN owner_start_time`;
+    await sql.unsafe(`DROP INDEX runs_by_created, runs_by_conversation_status,
+        runs_by_conversation, runs_by_status;
+      CREATE INDEX runs_by_conversation ON runs (conversation_id, created_at);
+      CREATE INDEX runs_by_status ON runs (status, created_at);`);
     await sql`DELETE FROM runner_schema_version WHERE version > 1`;
     await sql`INSERT INTO runs (run_id, status, config_json, owner_replica,
       owner_instance, created_at, updated_at, finished_at)
@@ -302,6 +331,105 @@ test("[postgres] while event writes fail, reads include the queued events and he
     );
     await store.flush();
     assert.deepEqual(await store.health(), { ok: true });
+  } finally {
+    await store.close();
+  }
+});
+
+/** A plan node of `EXPLAIN (FORMAT JSON)`. */
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Plan Rows"?: number;
+  Plans?: PlanNode[];
+}
+
+/** Every node of a plan, depth first. */
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+/**
+ * Fails when the plan of `text` reads the whole runs or events table, or
+ * sorts more rows than it returns (`limit`): PostgreSQL may sort the handful
+ * of rows an index found for a rare filter instead of walking the index in
+ * order, never a table's worth.
+ */
+async function assertIndexedPlan(
+  sql: postgres.Sql,
+  text: string,
+  values: unknown[],
+  limit = 0,
+): Promise<void> {
+  const [row] = await sql.unsafe(
+    `EXPLAIN (FORMAT JSON) ${text}`,
+    values as postgres.ParameterOrJSON<never>[],
+  );
+  const nodes = planNodes(row["QUERY PLAN"][0].Plan);
+  const shown = JSON.stringify(nodes.map((node) => node["Node Type"]));
+  for (const node of nodes) {
+    if (/Sort/.test(node["Node Type"])) {
+      const sorted = node.Plans?.[0]?.["Plan Rows"] ?? Infinity;
+      assert.ok(sorted <= limit, `${text}: sorts ${sorted} rows: ${shown}`);
+    }
+    assert.ok(
+      !(node["Node Type"] === "Seq Scan" &&
+        ["runs", "events"].includes(node["Relation Name"] ?? "")),
+      `${text}: ${shown}`,
+    );
+  }
+  assert.ok(
+    nodes.some((node) => /Index/.test(node["Node Type"])),
+    `${text}: ${shown}`,
+  );
+}
+
+test("[postgres] every listing filter and the prune statements use an index on a 200 000-run database", async () => {
+  const url = await cluster().newDatabase();
+  await (await openReplica(url, "a")).close();
+  await withSql(url, async (sql) => {
+    await sql.unsafe(`INSERT INTO runs (run_id, conversation_id, status,
+        config_json, owner_replica, owner_instance, created_at, updated_at,
+        finished_at)
+      SELECT 'bulk-' || lpad(i::text, 7, '0'), 'conv-' || (i % 500),
+        CASE WHEN i % 10000 = 0 THEN 'active'
+          WHEN i % 97 = 0 THEN 'failed' ELSE 'completed' END,
+        '{}', 'a', 'gone', 1700000000000 + i, 1700000000000 + i,
+        CASE WHEN i % 10000 = 0 THEN NULL ELSE 1700000000000 + i END
+      FROM generate_series(0, 199999) AS i`);
+    await sql`ANALYZE runs`;
+    const listings: ListRunsOptions[] = [
+      { limit: 50 },
+      { conversationId: "conv-7", limit: 50 },
+      { status: "active", limit: 50 },
+      { status: "completed", limit: 1000 },
+      { conversationId: "conv-7", status: "failed", limit: 50 },
+      { conversationId: "conv-7", status: "completed", limit: 50 },
+    ];
+    for (const options of listings) {
+      const query = listRunsQuery(options, "postgres");
+      await assertIndexedPlan(sql, query.text, query.values, options.limit);
+    }
+    await assertIndexedPlan(sql, POSTGRES_PRUNE_SQL.boundary, [100_000]);
+    await assertIndexedPlan(sql, POSTGRES_PRUNE_SQL.candidates, [
+      1700000100000,
+      100_000,
+      100,
+    ]);
+    await assertIndexedPlan(sql, POSTGRES_PRUNE_SQL.events, [["bulk-0000001"]]);
+    await assertIndexedPlan(sql, POSTGRES_PRUNE_SQL.runs, [["bulk-0000001"]]);
+  });
+  // Retention on it: the 250 runs past the newest, less the active one, in batches.
+  const store = await openReplica(url, "b");
+  try {
+    const batch = { keepNewest: 200_000 - 250, limit: 100 };
+    assert.deepEqual(await store.pruneRuns(batch), { runs: 100, events: 0 });
+    assert.deepEqual(await store.pruneRuns(batch), { runs: 100, events: 0 });
+    assert.deepEqual(await store.pruneRuns(batch), { runs: 49, events: 0 });
+    assert.equal((await store.getRun("bulk-0000000"))?.status, "active");
+    assert.equal(await store.getRun("bulk-0000249"), undefined);
+    assert.equal((await store.getRun("bulk-0000250"))?.status, "completed");
   } finally {
     await store.close();
   }

@@ -26,6 +26,11 @@ export interface StoreUnderTest {
 export interface StoreLocation {
   /** Opens a store on the location. */
   open(options?: { holdEvents?: boolean }): Promise<RunStore>;
+  /**
+   * Makes every write to the location fail (as on a full disk) while reads
+   * go on; resolves to the function that lets writes through again.
+   */
+  refuseWrites(): Promise<() => Promise<void>>;
   /** Removes the location. */
   remove(): Promise<void>;
 }
@@ -53,6 +58,7 @@ export async function withLocation(
   kind: StoreUnderTest,
   body: (
     open: (options?: { holdEvents?: boolean }) => Promise<RunStore>,
+    location: StoreLocation,
   ) => Promise<void>,
 ): Promise<void> {
   const location = await kind.fresh();
@@ -62,7 +68,7 @@ export async function withLocation(
       const store = await location.open(options);
       stores.push(store);
       return store;
-    });
+    }, location);
   } finally {
     for (const store of stores) await store.close();
     await location.remove();
@@ -335,5 +341,152 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       await assert.rejects(() => store.getRun("r1"), {
         code: "runner.internal",
       });
+    }));
+
+  defineRetentionTests(test, kind);
+}
+
+/** Creates runs `r0`… of one conversation, each with two events; `active` ones stay unfinished. */
+async function seedRuns(
+  store: RunStore,
+  count: number,
+  active: string[] = [],
+): Promise<void> {
+  for (let index = 0; index < count; index++) {
+    const runId = `r${index}`;
+    await store.createRun({
+      runId,
+      conversationId: KEY.conversationId,
+      config: {},
+      status: "active",
+    });
+    store.appendEvent(runId, event("message.delta", { text: runId }));
+    if (active.includes(runId)) continue;
+    store.appendEvent(runId, event("run.completed"));
+    await store.finishRun(runId, { status: "completed" });
+  }
+  await store.flush();
+}
+
+/** The ids `listRuns` shows, newest first. */
+async function listedIds(store: RunStore): Promise<string[]> {
+  return (await store.listRuns({ limit: 1000 })).map((run) => run.runId);
+}
+
+/** The retention and fault-state tests of the shared suite. */
+function defineRetentionTests(
+  test: (name: string, body: () => Promise<void>) => void,
+  kind: StoreUnderTest,
+): void {
+  test("pruning keeps the newest runs, deletes the older finished ones with their events in batches, and never an active run or a session", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      await store.putSession(KEY, "sess-1");
+      // Created within the same milliseconds: ties go by creation order.
+      await seedRuns(store, 10, ["r2"]);
+      const batches = [];
+      for (;;) {
+        const batch = await store.pruneRuns({ keepNewest: 4, limit: 3 });
+        batches.push(batch);
+        if (batch.runs < 3) break;
+      }
+      assert.deepEqual(batches, [
+        { runs: 3, events: 6 },
+        { runs: 2, events: 4 },
+      ]);
+      assert.deepEqual(await listedIds(store), ["r9", "r8", "r7", "r6", "r2"]);
+      for (const gone of ["r0", "r1", "r3", "r4", "r5"]) {
+        assert.equal(await store.getRun(gone), undefined, gone);
+        assert.deepEqual(await store.getEvents(gone), [], gone);
+      }
+      assert.deepEqual(
+        (await store.getEvents("r2")).map((e) => e.data.text),
+        ["r2"],
+      );
+      assert.equal((await store.getSession(KEY))?.sessionId, "sess-1");
+      assert.deepEqual(await store.pruneRuns({ keepNewest: 4, limit: 3 }), {
+        runs: 0,
+        events: 0,
+      });
+      // The active run ends: now it is the oldest finished run past the newest 4.
+      store.appendEvent("r2", event("run.completed"));
+      await store.finishRun("r2", { status: "completed" });
+      assert.deepEqual(await store.pruneRuns({ keepNewest: 4, limit: 3 }), {
+        runs: 1,
+        events: 2,
+      });
+      assert.deepEqual(await listedIds(store), ["r9", "r8", "r7", "r6"]);
+    }));
+
+  test("pruning by age deletes finished runs created before the cutoff; the later of both bounds wins; nothing set deletes nothing", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      await seedRuns(store, 4, ["r1"]);
+      assert.deepEqual(await store.pruneRuns({ limit: 10 }), {
+        runs: 0,
+        events: 0,
+      });
+      const before = (await store.getRun("r0"))!.createdAt;
+      assert.deepEqual(
+        await store.pruneRuns({ createdBefore: before, limit: 10 }),
+        { runs: 0, events: 0 },
+      );
+      // The age bound keeps everything; the count bound goes further.
+      assert.deepEqual(
+        await store.pruneRuns({
+          createdBefore: before,
+          keepNewest: 3,
+          limit: 10,
+        }),
+        { runs: 1, events: 2 },
+      );
+      assert.deepEqual(
+        await store.pruneRuns({
+          createdBefore: Date.now() + 1,
+          keepNewest: 3,
+          limit: 10,
+        }),
+        { runs: 2, events: 4 },
+      );
+      assert.deepEqual(await listedIds(store), ["r1"]);
+    }));
+
+  test("a run whose outcome could not be stored reads as ended until the retried write lands", () =>
+    withLocation(kind, async (open, location) => {
+      const store = await open();
+      await seedRuns(store, 1, ["r0"]);
+      const allow = await location.refuseWrites();
+      try {
+        store.appendEvent("r0", event("run.completed"));
+        await assert.rejects(
+          () => store.finishRun("r0", { status: "completed" }),
+          { code: "store.unavailable" },
+        );
+        const run = await store.getRun("r0");
+        assert.equal(run?.status, "completed");
+        assert.equal(typeof run?.finishedAt, "number");
+        assert.deepEqual(
+          (await store.listRuns({ limit: 10 })).map((r) => r.status),
+          ["completed"],
+        );
+        assert.deepEqual(
+          await store.listRuns({ status: "active", limit: 10 }),
+          [],
+        );
+        // Stored as active, so never pruned meanwhile.
+        assert.deepEqual(
+          await store.pruneRuns({ createdBefore: Date.now() + 1, limit: 10 }),
+          { runs: 0, events: 0 },
+        );
+      } finally {
+        await allow();
+      }
+      assert.equal(await store.finishRun("r0", { status: "completed" }), true);
+      const reader = await open();
+      assert.equal((await reader.getRun("r0"))?.status, "completed");
+      assert.deepEqual(
+        (await reader.getEvents("r0")).map((e) => e.type),
+        ["message.delta", "run.completed"],
+      );
     }));
 }

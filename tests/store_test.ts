@@ -17,7 +17,18 @@ defineStoreSuite({
   fresh() {
     const dataDir = tempDir("runner-store-test-");
     return Promise.resolve({
-      open: () => openStore({ dataDir }),
+      // Writes give up soon while the suite holds the lock (refuseWrites).
+      open: () => openStore({ dataDir, busyTimeoutMs: 100 }),
+      refuseWrites() {
+        // Another process holding the write lock: every write fails, reads go on.
+        const lock = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
+        lock.exec("BEGIN EXCLUSIVE");
+        return Promise.resolve(() => {
+          lock.exec("COMMIT");
+          lock.close();
+          return Promise.resolve();
+        });
+      },
       remove: () => Deno.remove(dataDir, { recursive: true }),
     });
   },
@@ -75,6 +86,11 @@ Deno.test("a new or empty store file is migrated to the current schema", async (
         journal_mode: string;
       };
       assert.equal(mode.journal_mode, "wal");
+      // Pruned runs' pages go back to the file system (incremental vacuum).
+      const vacuum = db.prepare("PRAGMA auto_vacuum").get() as {
+        auto_vacuum: number;
+      };
+      assert.equal(vacuum.auto_vacuum, 2);
       const tables = db.prepare(
         "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
       )

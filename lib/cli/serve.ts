@@ -1,6 +1,7 @@
 /**
- * `runner serve`: reaps agents a crashed predecessor left, fails its
- * interrupted runs, serves the HTTP API, and on SIGTERM/SIGINT refuses new
+ * `runner serve`: reaps agents a crashed predecessor left, checks the store
+ * file, fails its interrupted runs, serves the HTTP API, prunes old runs on a
+ * timer (`server/retention.ts`), and on SIGTERM/SIGINT refuses new
  * runs (`/healthz` answers 503 while runs drain), cancels active runs
  * (`runner.shutting_down`) so their streams end with a terminal event, stops
  * the warm agents, waits for every agent to be torn down, stops listening,
@@ -32,6 +33,7 @@ import {
   serveSecrets,
 } from "../server/config.ts";
 import { createServerApp } from "../server/app.ts";
+import { startRetention } from "../server/retention.ts";
 import {
   failOrphanedRuns,
   ORPHANED_RUN_MESSAGE,
@@ -63,6 +65,9 @@ async function openForServe(
   const fleet = config.fleet;
   const store = await openStore({
     dataDir: config.dataDir,
+    checkIntegrity: true,
+    reclaimSpace: true,
+    log,
     shared: fleet && {
       url: fleet.storeUrl,
       replicaId: fleet.replicaId,
@@ -303,6 +308,12 @@ async function serveUntilSignal(
   const sweep = store.fleet
     ? undefined
     : setInterval(() => void failOrphanedRuns(store, { log }), ORPHAN_SWEEP_MS);
+  const retention = startRetention({
+    store,
+    settings: config.retention,
+    metrics,
+    log,
+  });
 
   const stopSignals = listenForStopSignals(log);
   const signal = await stopSignals.first;
@@ -310,6 +321,7 @@ async function serveUntilSignal(
   // Still listening while runs drain: /healthz answers 503, new runs are refused.
   shuttingDown = true;
   clearInterval(sweep);
+  const retentionStopped = retention.stop();
   log({
     msg: "shutting down",
     always: true,
@@ -329,6 +341,7 @@ async function serveUntilSignal(
   await fleet?.stop();
   await hub?.close();
   await assets.close();
+  await retentionStopped;
   await closeStore(store, log);
   stopSignals.remove();
   log({ msg: "stopped", always: true });

@@ -11,6 +11,7 @@ import { secretsOf } from "../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
+import type { RetentionSettings } from "./retention.ts";
 import {
   checkWarmPoolOptions,
   type WarmPoolSettings,
@@ -95,6 +96,8 @@ export interface ServeConfig {
   fleet?: FleetSettings;
   /** The warm pool's bounds (`agent-idle-timeout`, `max-warm-agents`; `docs/runs.md`). */
   warmAgents: WarmPoolSettings;
+  /** Which finished runs are kept (`retain-runs-days`, `retain-runs`; `docs/runs.md`). */
+  retention: RetentionSettings;
 }
 
 /** Connection limits, in the units of the flags. */
@@ -221,6 +224,10 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       idleTimeout: server["agent-idle-timeout"] as number,
       maxAgents: server["max-warm-agents"] as number,
     },
+    retention: {
+      maxAgeDays: server["retain-runs-days"] as number,
+      maxRuns: server["retain-runs"] as number,
+    },
   };
 }
 
@@ -289,6 +296,7 @@ function validateServeConfig(config: ServeConfig): void {
     throw invalidConfig("max-body-mb: must be greater than 0.");
   }
   checkWarmPoolOptions(config.warmAgents);
+  validateRetention(config.retention);
   validateLimits(config);
   if (config.keepaliveSeconds <= 0) {
     throw invalidConfig("keepalive-seconds: must be greater than 0.");
@@ -307,6 +315,19 @@ function validateServeConfig(config: ServeConfig): void {
   if (n8n.auth === "jwt" && !n8n.jwtSecret) {
     throw invalidConfig(
       "--n8n-auth jwt needs --n8n-jwt-secret (the HS256/HS384/HS512 signing secret).",
+    );
+  }
+}
+
+function validateRetention({ maxAgeDays, maxRuns }: RetentionSettings): void {
+  if (maxAgeDays > 36_500) {
+    throw invalidConfig(
+      "retain-runs-days: must be at most 36500 days (0 keeps runs forever).",
+    );
+  }
+  if (!Number.isInteger(maxRuns)) {
+    throw invalidConfig(
+      "retain-runs: must be a whole number of runs (0 keeps every run).",
     );
   }
 }

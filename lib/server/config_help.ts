@@ -36,6 +36,10 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --log-format FORMAT         json | text (default: text on a terminal, else json)
   --agent-idle-timeout S      seconds an agent stays warm between runs (default 300; 0 off)
   --max-warm-agents N         warm agents at most, LRU stopped first (default 16)
+  --retain-runs-days N        delete finished runs (and their events) started
+                              more than N days ago (default 30; 0 = keep)
+  --retain-runs N             delete finished runs past the newest N
+                              (default 100000; 0 = no limit)
   --n8n-auth MODE             none | basic | header | jwt (default none)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password

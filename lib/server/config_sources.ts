@@ -45,6 +45,8 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "log-format": { kind: "string", choices: ["json", "text"] },
   "agent-idle-timeout": { kind: "number", default: 300 },
   "max-warm-agents": { kind: "number", default: 16 },
+  "retain-runs-days": { kind: "number", default: 30 },
+  "retain-runs": { kind: "number", default: 100_000 },
   "n8n-auth": {
     kind: "string",
     default: "none",

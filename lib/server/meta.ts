@@ -73,6 +73,7 @@ function registerServiceRoutes(app: Hono, ctx: ServerContext): void {
         await ctx.metrics.render(
           manager.active().length,
           await daemonGauges(ctx),
+          await ctx.store.size().catch(() => undefined),
         ) + warmAgentMetricLines(ctx).map((line) => `${line}\n`).join(""),
         200,
         {

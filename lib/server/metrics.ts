@@ -2,7 +2,7 @@
  * Prometheus metrics of `runner serve`: runs (active, finished, duration,
  * time to first output, gaps between streamed chunks; by provider and
  * location), live agent processes, HTTP requests by route and status, the
- * daemon hub, and the `process_*` metrics.
+ * daemon hub, the store (size, pruning) and the `process_*` metrics.
  *
  * @module
  */
@@ -63,6 +63,16 @@ export interface RequestObservation {
   seconds: number;
 }
 
+/** One retention pass, as {@linkcode Metrics.observePrune} counts it. */
+export interface PruneObservation {
+  /** Runs deleted. */
+  runs: number;
+  /** Events deleted. */
+  events: number;
+  /** How long the pass took, in seconds. */
+  seconds: number;
+}
+
 /** Collects the service's metrics. */
 export interface Metrics {
   /** Follows one run's events from its start. */
@@ -74,8 +84,17 @@ export interface Metrics {
   observeRequest(request: RequestObservation): void;
   /** Wraps a reaper registry so live agent process groups are counted. */
   countAgents(registry: ReaperRegistry): ReaperRegistry;
-  /** The Prometheus text exposition; `activeRuns` is read at scrape time. */
-  render(activeRuns: number, daemons?: DaemonGauges): Promise<string>;
+  /** Counts one retention pass (rows deleted, its duration). */
+  observePrune(pass: PruneObservation): void;
+  /**
+   * The Prometheus text exposition; `activeRuns`, the daemon gauges and the
+   * store's size (bytes) are read at scrape time.
+   */
+  render(
+    activeRuns: number,
+    daemons?: DaemonGauges,
+    storeBytes?: number,
+  ): Promise<string>;
 }
 
 /** The `runner_runs_finished_total` labels of a run's terminal event (no code on success). */
@@ -134,6 +153,39 @@ function followRun(
   });
 }
 
+/** The store's metrics: rows retention deleted, its passes' durations, the size. */
+function createStoreMetrics(): {
+  observePrune(pass: PruneObservation): void;
+  lines(storeBytes?: number): string[];
+} {
+  const pruned = new Counter();
+  pruned.add({ table: "runs" }, 0);
+  pruned.add({ table: "events" }, 0);
+  const duration = new Histogram(LATENCY_BUCKETS);
+  return {
+    observePrune({ runs, events, seconds }) {
+      pruned.add({ table: "runs" }, runs);
+      pruned.add({ table: "events" }, events);
+      duration.observe(seconds);
+    },
+    lines: (storeBytes) => [
+      ...(storeBytes === undefined ? [] : [
+        "# HELP runner_store_size_bytes The store's size: the SQLite file's pages, or the PostgreSQL database.",
+        "# TYPE runner_store_size_bytes gauge",
+        `runner_store_size_bytes ${storeBytes}`,
+      ]),
+      ...pruned.render(
+        "runner_store_pruned_rows_total",
+        "Rows deleted by retention (--retain-runs-days, --retain-runs), by table.",
+      ),
+      ...duration.render(
+        "runner_store_prune_duration_seconds",
+        "Time one retention pass took (all its batches).",
+      ),
+    ],
+  };
+}
+
 /** Makes an empty {@linkcode Metrics}. */
 export function createMetrics(): Metrics {
   const runs: RunMetrics = {
@@ -144,6 +196,7 @@ export function createMetrics(): Metrics {
   };
   const requests = new Counter();
   const requestDuration = new Histogram(LATENCY_BUCKETS);
+  const store = createStoreMetrics();
   let agentsAlive = 0;
 
   return {
@@ -169,7 +222,8 @@ export function createMetrics(): Metrics {
         },
       };
     },
-    async render(activeRuns, daemons) {
+    observePrune: store.observePrune,
+    async render(activeRuns, daemons, storeBytes) {
       const lines = [
         "# HELP runner_runs_active Runs in progress.",
         "# TYPE runner_runs_active gauge",
@@ -201,6 +255,7 @@ export function createMetrics(): Metrics {
           "runner_http_request_duration_seconds",
           "Time until an HTTP response started (streams go on after), by method, route and status.",
         ),
+        ...store.lines(storeBytes),
         ...await processMetricLines(RUNNER_VERSION),
       ];
       if (daemons) lines.push(...daemonLines(daemons));

@@ -76,16 +76,17 @@ export function requestedFormat(
   return accept.includes("application/x-ndjson") ? "ndjson" : "sse";
 }
 
-/** A run as the API shows it. */
-export function runView(
-  record: RunRecord,
-  active: boolean,
-): Record<string, unknown> {
+/**
+ * A run as the API shows it. `active` is whether it is still in progress,
+ * read from the same record as `status` so the two always agree (a run that
+ * has ended shows its outcome even while the store cannot write it yet).
+ */
+export function runView(record: RunRecord): Record<string, unknown> {
   return {
     run_id: record.runId,
     conversation_id: record.conversationId ?? null,
     status: record.status,
-    active,
+    active: record.status === "active",
     code: record.code ?? null,
     error: record.error ?? null,
     config: record.config,

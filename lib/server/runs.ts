@@ -258,9 +258,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     const runs = await store.listRuns(parseListQuery(c));
     return c.json(
       ctx.redact({
-        runs: runs.map((record) =>
-          runView(record, Boolean(manager.get(record.runId)))
-        ),
+        runs: runs.map((record) => runView(record)),
       }),
     );
   });
@@ -273,7 +271,7 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
     if (!record) throw notFound(runId);
     const events = await store.getEvents(runId);
     return c.json(ctx.redact({
-      ...runView(record, Boolean(manager.get(runId))),
+      ...runView(record),
       events: shapeEvents(events, requestedShape(c)),
     }));
   });

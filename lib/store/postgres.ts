@@ -18,11 +18,16 @@ import { ownStartTime } from "./owner_liveness.ts";
 import { PostgresFleet } from "./postgres_fleet.ts";
 import { failLostReplicaRuns } from "./postgres_orphans.ts";
 import { migratePostgres } from "./postgres_schema.ts";
+import { postgresSize, prunePostgresRuns } from "./postgres_retention.ts";
+import { listRunsQuery } from "./run_listing.ts";
 import { toRunRecord } from "./rows.ts";
+import { UnstoredOutcomes } from "./unstored_outcomes.ts";
 import type {
   GetEventsOptions,
   ListRunsOptions,
   NewRun,
+  PrunedRuns,
+  PruneRunsOptions,
   RunOutcome,
   RunRecord,
   RunStore,
@@ -93,6 +98,7 @@ class PostgresRunStore implements RunStore {
   readonly #sql: postgres.Sql;
   readonly #writer: BatchWriter;
   readonly #lastSequence = new Map<string, number>();
+  readonly #unstored = new UnstoredOutcomes();
   readonly #instanceId: string;
   #closed = false;
   /** The last failed query, until a write succeeds again. */
@@ -227,9 +233,21 @@ class PostgresRunStore implements RunStore {
   }
 
   async finishRun(runId: string, outcome: RunOutcome): Promise<boolean> {
-    await this.flush();
-    this.#lastSequence.delete(runId);
-    return await this.#query("record the run's end", async () => {
+    try {
+      await this.flush();
+      this.#lastSequence.delete(runId);
+      const finished = await this.#finish(runId, outcome);
+      this.#unstored.forget(runId);
+      return finished;
+    } catch (error) {
+      // Until the retried write lands, the run reads as ended.
+      this.#unstored.remember(runId, outcome);
+      throw error;
+    }
+  }
+
+  #finish(runId: string, outcome: RunOutcome): Promise<boolean> {
+    return this.#query("record the run's end", async () => {
       const now = Date.now();
       const result = await this.#sql`UPDATE runs SET status = ${outcome.status},
         code = ${outcome.code ?? null}, error = ${outcome.error ?? null},
@@ -242,24 +260,28 @@ class PostgresRunStore implements RunStore {
   getRun(runId: string): Promise<RunRecord | undefined> {
     return this.#query("read the run", async () => {
       const [row] = await this.#sql`SELECT * FROM runs WHERE run_id = ${runId}`;
-      return row ? toRunRecord(row) : undefined;
+      return row ? this.#unstored.apply(toRunRecord(row)) : undefined;
     });
   }
 
   listRuns(options: ListRunsOptions): Promise<RunRecord[]> {
     return this.#query("list the runs", async () => {
-      const sql = this.#sql;
-      const conversation = options.conversationId === undefined
-        ? sql``
-        : sql`AND conversation_id = ${options.conversationId}`;
-      const status = options.status === undefined
-        ? sql``
-        : sql`AND status = ${options.status}`;
-      const rows = await sql`SELECT * FROM runs WHERE true ${conversation}
-        ${status} ORDER BY created_at DESC, position DESC
-        LIMIT ${Math.max(0, Math.floor(options.limit))}`;
-      return rows.map(toRunRecord);
+      const query = listRunsQuery(options, "postgres");
+      const rows = await this.#sql.unsafe(query.text, query.values);
+      return this.#unstored.applyToListing(rows.map(toRunRecord), options);
     });
+  }
+
+  pruneRuns(options: PruneRunsOptions): Promise<PrunedRuns> {
+    return this.#query(
+      "prune old runs",
+      () => prunePostgresRuns(this.#sql, options),
+      "write",
+    );
+  }
+
+  size(): Promise<number> {
+    return this.#query("read the store's size", () => postgresSize(this.#sql));
   }
 
   appendEvent(runId: string, event: RunEvent): RunEvent {

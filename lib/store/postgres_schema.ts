@@ -79,6 +79,15 @@ const MIGRATIONS: readonly string[] = [
   // hosts; these columns say which process on the owner's host ran the run.
   `ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
    ALTER TABLE runs ADD COLUMN owner_start_time TEXT;`,
+  // An index for each listing filter (none, conversation, status, both) in
+  // listing order, ties by position, and for pruning the oldest runs.
+  `DROP INDEX runs_by_conversation;
+   DROP INDEX runs_by_status;
+   CREATE INDEX runs_by_created ON runs (created_at, position);
+   CREATE INDEX runs_by_conversation ON runs (conversation_id, created_at, position);
+   CREATE INDEX runs_by_status ON runs (status, created_at, position);
+   CREATE INDEX runs_by_conversation_status
+     ON runs (conversation_id, status, created_at, position);`,
 ];
 
 /** The schema version this code writes. */

@@ -46,6 +46,10 @@ const MIGRATIONS: readonly string[] = [
    ) WITHOUT ROWID;`,
   // The owner's start time tells a live owner from a zombie or a reused pid.
   `ALTER TABLE runs ADD COLUMN owner_start_time TEXT;`,
+  // An index for each listing filter (none, conversation, status, both) in
+  // listing order, and for pruning the oldest runs.
+  `CREATE INDEX runs_by_created ON runs (created_at);
+   CREATE INDEX runs_by_conversation_status ON runs (conversation_id, status, created_at);`,
 ];
 
 /** The schema version this code writes. */

@@ -1,8 +1,10 @@
 /**
  * The embedded {@linkcode RunStore}: one SQLite file (`node:sqlite`) in WAL
  * mode, shared safely by several runner processes on one machine. Event
- * writes go through `store_event_queue.ts` and are flushed in one transaction
+ * writes go through `event_queue.ts` and are flushed in one transaction
  * shortly after, so the streaming path does not pay for a commit per chunk.
+ * Pruning (`sqlite_retention.ts`) hands freed pages back (incremental
+ * vacuum); `runner serve` checks the file's pages at open (`sqlite_file.ts`).
  *
  * @module
  */
@@ -18,13 +20,24 @@ import {
 } from "./owner_liveness.ts";
 import { EventQueue, type QueuedEvent } from "./event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "./orphaned_runs.ts";
+import { listRunsQuery } from "./run_listing.ts";
 import { sessionKeyValues, toRunRecord, unavailable } from "./rows.ts";
 import { inTransaction, migrateSchema } from "./schema.ts";
+import {
+  damagedFileMessage,
+  enableIncrementalVacuum,
+  isDamage,
+  quickCheck,
+} from "./sqlite_file.ts";
+import { pruneSqliteRuns, sqliteSize } from "./sqlite_retention.ts";
+import { UnstoredOutcomes } from "./unstored_outcomes.ts";
 import type {
   GetEventsOptions,
   ListRunsOptions,
   NewRun,
   OpenStoreOptions,
+  PrunedRuns,
+  PruneRunsOptions,
   RunOutcome,
   RunRecord,
   SessionKey,
@@ -48,7 +61,8 @@ type Row = Record<string, unknown>;
 
 /**
  * Opens the SQLite store at `options.path`, creating the directory and file
- * and running pending migrations.
+ * and running pending migrations (and, when asked, checking the file and
+ * converting it for incremental vacuum).
  *
  * @throws {RunnerError} `store.unavailable` or `store.schema_too_new`.
  */
@@ -67,14 +81,52 @@ export function openSqliteStore(
     db.exec(
       `PRAGMA busy_timeout = ${Math.floor(options.busyTimeoutMs ?? 5000)}`,
     );
+    // Only takes on a new file, before the WAL switch writes its header.
+    db.exec("PRAGMA auto_vacuum = INCREMENTAL");
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
     migrateSchema(db, options.path);
-    return new SqliteRunStore(db, options);
+    const damage = options.checkIntegrity ? quickCheck(db) : undefined;
+    if (damage !== undefined) {
+      options.log?.({
+        msg: "the store file is damaged",
+        level: "error",
+        path: options.path,
+        error: damage,
+      });
+    } else if (options.reclaimSpace) {
+      reclaimSpace(db, options);
+    }
+    return new SqliteRunStore(db, {
+      ...options,
+      damage: damage && damagedFileMessage(options.path, damage),
+    });
   } catch (error) {
     db.close();
     if (error instanceof RunnerError) throw error;
     throw unavailable(`open the store at ${options.path}`, error);
+  }
+}
+
+/** Converts an older file for incremental vacuum; a failure is logged, not thrown. */
+function reclaimSpace(db: DatabaseSync, options: OpenSqliteStoreOptions): void {
+  const started = performance.now();
+  try {
+    if (enableIncrementalVacuum(db)) {
+      options.log?.({
+        msg: "store file converted so pruned runs give their space back",
+        path: options.path,
+        ms: Math.round(performance.now() - started),
+      });
+    }
+  } catch (error) {
+    options.log?.({
+      msg:
+        "could not convert the store file for incremental vacuum; pruned runs' space is reused but not given back",
+      level: "warn",
+      path: options.path,
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
 }
 
@@ -85,12 +137,21 @@ class SqliteRunStore implements SyncRunStore {
   readonly #statements: Record<string, StatementSync> = {};
   readonly #queue: EventQueue;
   readonly #lastSequence = new Map<string, number>();
+  readonly #unstored = new UnstoredOutcomes();
+  readonly #path: string;
   #closed = false;
   /** The last failure of a write or read, until a write succeeds again. */
   #failure: string | undefined;
+  /** Why the file is damaged, once found: the store stays unhealthy. */
+  #damage: string | undefined;
 
-  constructor(db: DatabaseSync, options: OpenSqliteStoreOptions) {
+  constructor(
+    db: DatabaseSync,
+    options: OpenSqliteStoreOptions & { damage?: string },
+  ) {
     this.#db = db;
+    this.#path = options.path;
+    this.#damage = options.damage;
     this.#ownerIsAlive = createOwnerCheck({
       isProcessAlive: options.isProcessAlive ?? isSameProcessAlive,
       isOpenHere: (instance) => openInstances.has(instance),
@@ -129,8 +190,19 @@ class SqliteRunStore implements SyncRunStore {
       const failure = error instanceof RunnerError
         ? error
         : unavailable(action, error);
-      this.#failure = failure.message;
+      this.#failed(failure, error);
       throw failure;
+    }
+  }
+
+  /** Records a failure; one that says the file is damaged is kept for good. */
+  #failed(failure: RunnerError, cause: unknown): void {
+    this.#failure = failure.message;
+    if (this.#damage === undefined && isDamage(cause)) {
+      this.#damage = damagedFileMessage(
+        this.#path,
+        cause instanceof Error ? cause.message : String(cause),
+      );
     }
   }
 
@@ -141,7 +213,7 @@ class SqliteRunStore implements SyncRunStore {
     } catch (error) {
       if (error instanceof RunnerError) throw error;
       const failure = unavailable(action, error);
-      this.#failure = failure.message;
+      this.#failed(failure, error);
       throw failure;
     }
   }
@@ -149,14 +221,13 @@ class SqliteRunStore implements SyncRunStore {
   health(): StoreHealth {
     if (this.#closed) return { ok: false, error: "the store is closed" };
     try {
-      this.#statement("SELECT COUNT(*) FROM runs WHERE status = 'active'")
-        .get();
+      // One page: the health check never waits for the store's size.
+      this.#statement("SELECT 1 FROM runs LIMIT 1").get();
     } catch (error) {
-      this.#failure = unavailable("read the store", error).message;
+      this.#failed(unavailable("read the store", error), error);
     }
-    return this.#failure === undefined
-      ? { ok: true }
-      : { ok: false, error: this.#failure };
+    const error = this.#damage ?? this.#failure;
+    return error === undefined ? { ok: true } : { ok: false, error };
   }
 
   getSession(key: SessionKey): StoredSession | undefined {
@@ -231,8 +302,20 @@ class SqliteRunStore implements SyncRunStore {
   }
 
   finishRun(runId: string, outcome: RunOutcome): boolean {
-    this.flush();
-    this.#lastSequence.delete(runId);
+    try {
+      this.flush();
+      this.#lastSequence.delete(runId);
+      const finished = this.#finish(runId, outcome);
+      this.#unstored.forget(runId);
+      return finished;
+    } catch (error) {
+      // Until the retried write lands, the run reads as ended.
+      this.#unstored.remember(runId, outcome);
+      throw error;
+    }
+  }
+
+  #finish(runId: string, outcome: RunOutcome): boolean {
     return this.#write("record the run's end", () => {
       const now = Date.now();
       const result = this.#statement(
@@ -257,28 +340,34 @@ class SqliteRunStore implements SyncRunStore {
     ) as
       | Row
       | undefined;
-    return row === undefined ? undefined : toRunRecord(row);
+    return row === undefined
+      ? undefined
+      : this.#unstored.apply(toRunRecord(row));
   }
 
   listRuns(options: ListRunsOptions): RunRecord[] {
-    const conditions: string[] = [];
-    const values: (string | number)[] = [];
-    if (options.conversationId !== undefined) {
-      conditions.push("conversation_id = ?");
-      values.push(options.conversationId);
-    }
-    if (options.status !== undefined) {
-      conditions.push("status = ?");
-      values.push(options.status);
-    }
-    const where = conditions.length > 0
-      ? `WHERE ${conditions.join(" AND ")}`
-      : "";
-    const rows = this.#read("list the runs", () =>
-      this.#statement(
-        `SELECT * FROM runs ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?`,
-      ).all(...values, Math.max(0, Math.floor(options.limit)))) as Row[];
-    return rows.map(toRunRecord);
+    const query = listRunsQuery(options, "sqlite");
+    const rows = this.#read(
+      "list the runs",
+      () => this.#statement(query.text).all(...query.values),
+    ) as Row[];
+    return this.#unstored.applyToListing(rows.map(toRunRecord), options);
+  }
+
+  pruneRuns(options: PruneRunsOptions): PrunedRuns {
+    return this.#write("prune old runs", () =>
+      pruneSqliteRuns({
+        db: this.#db,
+        statement: (sql) => this.#statement(sql),
+      }, options));
+  }
+
+  size(): number {
+    return this.#read("read the store's size", () =>
+      sqliteSize({
+        db: this.#db,
+        statement: (sql) => this.#statement(sql),
+      }));
   }
 
   appendEvent(runId: string, event: RunEvent): RunEvent {

@@ -37,6 +37,8 @@ export function asyncRunStore(store: SyncRunStore): RunStore {
       settled(() => store.getEvents(runId, options)),
     markActiveRunsFailed: (code, message, options) =>
       settled(() => store.markActiveRunsFailed(code, message, options)),
+    pruneRuns: (options) => settled(() => store.pruneRuns(options)),
+    size: () => settled(() => store.size()),
     health: () => settled(() => store.health()),
     close: () => settled(() => store.close()),
   };

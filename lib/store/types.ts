@@ -112,9 +112,34 @@ export interface GetEventsOptions {
   limit?: number;
 }
 
+/**
+ * Which runs {@linkcode RunStore.pruneRuns} deletes: finished runs (never an
+ * active one) that are older than `createdBefore` or not among the newest
+ * `keepNewest` runs, oldest first. Sessions are never deleted.
+ */
+export interface PruneRunsOptions {
+  /** Finished runs created before this time (ms since the epoch) go. */
+  createdBefore?: number;
+  /** Finished runs past the newest this many (active ones counted) go. */
+  keepNewest?: number;
+  /** At most this many runs (with their events) in one call. */
+  limit: number;
+}
+
+/** What one {@linkcode RunStore.pruneRuns} call deleted. */
+export interface PrunedRuns {
+  /** Runs deleted. */
+  runs: number;
+  /** Their events deleted. */
+  events: number;
+}
+
 /** Whether the store can serve, as {@linkcode RunStore.health} reports it. */
 export interface StoreHealth {
-  /** False while reads or writes fail (until a write succeeds again). */
+  /**
+   * False while reads or writes fail (until a write succeeds again), and for
+   * good once the store file is found damaged.
+   */
   ok: boolean;
   /** The last failure, when not ok. */
   error?: string;
@@ -180,7 +205,19 @@ export interface RunStore {
     options?: { runId?: string },
   ): Promise<string[]>;
 
-  /** Whether reads and writes currently succeed. */
+  /**
+   * Deletes one batch of the runs `options` selects, with their events, in
+   * one transaction; a networked store's concurrent callers skip each
+   * other's rows. The embedded store hands the freed pages back to the file
+   * system. Resolves to what it deleted (fewer runs than `limit`: nothing
+   * more to delete).
+   */
+  pruneRuns(options: PruneRunsOptions): Promise<PrunedRuns>;
+
+  /** The store's size in bytes (the SQLite file's pages; PostgreSQL: the database). */
+  size(): Promise<number>;
+
+  /** Whether reads and writes currently succeed (and the file is intact). */
   health(): Promise<StoreHealth>;
 
   /** Flushes queued events and closes the store. Safe to call twice. */
@@ -211,10 +248,24 @@ export interface OpenStoreOptions {
    * process table: a gone pid, a zombie or a reused pid counts as dead.
    */
   isProcessAlive?: (pid: number, startTime?: string) => boolean;
+  /**
+   * Checks the SQLite file's pages at open (`PRAGMA quick_check`, about a
+   * second per 100 MB) and reports the store unhealthy for good when it is
+   * damaged; `runner serve` does.
+   */
+  checkIntegrity?: boolean;
+  /**
+   * Converts an SQLite file written without incremental vacuum, so pruned
+   * runs give their space back (a one-off `VACUUM`, which rewrites the
+   * file); `runner serve` does. New files always have it.
+   */
+  reclaimSpace?: boolean;
   /** How long a write waits for another process's lock, in ms (default 5000). */
   busyTimeoutMs?: number;
   /** Called when a background event flush fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
+  /** Structured log of what opening found and did (a damaged file, a conversion). */
+  log?: (entry: Record<string, unknown>) => void;
   /** Opens the fleet's shared PostgreSQL store instead of the data directory's SQLite file. */
   shared?: SharedStoreOptions;
 }
