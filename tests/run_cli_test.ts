@@ -93,8 +93,15 @@ Deno.test("run --json prints the run-event shapes with increasing sequences", as
     cost: { amount: 0.01, currency: "USD" },
   });
   assert.deepEqual(
-    (completed.data as { message: unknown }).message,
+    (events.find((e) => e.type === "message.completed")!.data as {
+      message: unknown;
+    }).message,
     { role: "assistant", content: "abcdefghij" },
+  );
+  assert.equal(
+    (completed.data as { message?: unknown }).message,
+    undefined,
+    "run.completed leaves the answer to message.completed",
   );
   const sequences = events.map((e) => e.sequence as number);
   assert.deepEqual(sequences, sequences.map((_, i) => i + 1));
@@ -111,7 +118,9 @@ Deno.test("an update kind the SDK does not know is kept as agent.update, not mes
   const unknown = events.find((e) => e.type === "agent.update");
   assert.equal((unknown?.data as { kind: string }).kind, "future_kind_xyz");
   assert.equal(
-    (events.at(-1)!.data as { message: { content: string } }).message.content,
+    (events.findLast((e) => e.type === "message.completed")!.data as {
+      message: { content: string };
+    }).message.content,
     "ok",
   );
 });

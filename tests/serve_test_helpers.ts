@@ -6,6 +6,7 @@
  * @module
  */
 
+import { assertHttpEvent, assertN8nObject } from "./contracts.ts";
 import { join } from "node:path";
 import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
@@ -236,23 +237,49 @@ export async function* readSse(
   }
 }
 
-/** Reads every SSE event of a response into run events. */
+/**
+ * Checks each object a run stream carried against its contract: a run event
+ * against `RunEvent` of `/openapi.json` (unless the caller asked for the
+ * lean form, which leaves completions' text out), an n8n line against what
+ * LangBot's n8n runner reads.
+ */
+export function assertStreamObject(
+  value: Record<string, unknown>,
+  response: Response,
+): void {
+  if ("run_id" in value && typeof value.type === "string") {
+    if (!new URL(response.url).searchParams.has("completions")) {
+      assertHttpEvent(value);
+    }
+  } else if (new URL(response.url).pathname.startsWith("/v1/webhooks/n8n")) {
+    assertN8nObject(value);
+  }
+}
+
+/** Reads every SSE event of a response into run events, each checked against its contract. */
 export async function sseEvents(response: Response): Promise<RunEvent[]> {
   const events: RunEvent[] = [];
   for await (const message of readSse(response.body!)) {
-    events.push(JSON.parse(message.data));
+    const event = JSON.parse(message.data);
+    assertStreamObject(event, response);
+    events.push(event);
   }
   return events;
 }
 
-/** Reads every line of an NDJSON (or newline-separated JSON) body. */
+/**
+ * Reads every line of an NDJSON (or newline-separated JSON) body, each run
+ * event or n8n object checked against its contract.
+ */
 export async function jsonLines(
   response: Response,
 ): Promise<Record<string, unknown>[]> {
   const text = await response.text();
-  return text.split("\n").filter((line) => line.trim()).map((line) =>
-    JSON.parse(line)
-  );
+  return text.split("\n").filter((line) => line.trim()).map((line) => {
+    const value = JSON.parse(line);
+    assertStreamObject(value, response);
+    return value;
+  });
 }
 
 /** The text of a run's `message.delta` events. */
