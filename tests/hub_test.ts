@@ -4,6 +4,7 @@
  * daemon-side proxy.
  */
 
+import { assertRelayFrame } from "./contracts.ts";
 import assert from "node:assert/strict";
 import {
   createHub,
@@ -34,7 +35,10 @@ class Daemon {
   private constructor(ws: WebSocket) {
     this.ws = ws;
     ws.addEventListener("message", (event) => {
-      const frame = JSON.parse(event.data as string);
+      const frame = assertRelayFrame(
+        event.data as string,
+        "hub->daemon",
+      ) as JsonObject;
       const waiter = this.#waiters.shift();
       if (waiter) waiter(frame);
       else this.#queue.push(frame);

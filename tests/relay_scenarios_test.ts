@@ -9,6 +9,7 @@
  * callers the runner's spellings.
  */
 
+import { assertRelayFrame, type RelayDirection } from "./contracts.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
@@ -97,8 +98,10 @@ class FrameSocket {
   #queue: string[] = [];
   #waiters: ((text: string) => void)[] = [];
 
-  constructor(readonly ws: WebSocket) {
+  /** `receives`: the direction of the frames this end reads, each checked against the relay contract. */
+  constructor(readonly ws: WebSocket, receives: RelayDirection) {
     ws.addEventListener("message", (event) => {
+      assertRelayFrame(String(event.data), receives);
       const waiter = this.#waiters.shift();
       if (waiter) waiter(String(event.data));
       else this.#queue.push(String(event.data));
@@ -142,7 +145,7 @@ class ScriptHub {
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (request) => {
         const { socket, response } = Deno.upgradeWebSocket(request);
-        this.#accepted.resolve(new FrameSocket(socket));
+        this.#accepted.resolve(new FrameSocket(socket, "daemon->hub"));
         return response;
       },
     );
@@ -284,7 +287,7 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
     store,
     locations: { daemon: createDaemonLocation({ hub }) },
   });
-  const daemon = new FrameSocket(new WebSocket(server.url));
+  const daemon = new FrameSocket(new WebSocket(server.url), "hub->daemon");
   try {
     await new Promise((resolve) =>
       daemon.ws.addEventListener("open", resolve, { once: true })

@@ -3,6 +3,7 @@
  * and daemon) against our hub and our daemon client, frame by frame.
  */
 
+import { assertRelayFrame, type RelayDirection } from "./contracts.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -93,9 +94,11 @@ export class TestSocket {
   #queue: string[] = [];
   #waiters: ((text: string) => void)[] = [];
 
-  constructor(ws: WebSocket) {
+  /** `receives`: the direction of the frames this end reads, each checked against the relay contract. */
+  constructor(ws: WebSocket, receives: RelayDirection) {
     this.ws = ws;
     ws.addEventListener("message", (event) => {
+      assertRelayFrame(event.data as string, receives);
       const waiter = this.#waiters.shift();
       if (waiter) waiter(event.data as string);
       else this.#queue.push(event.data as string);
@@ -110,7 +113,7 @@ export class TestSocket {
 
   /** Opens a socket to `url`. */
   static async open(url: string): Promise<TestSocket> {
-    const socket = new TestSocket(new WebSocket(url));
+    const socket = new TestSocket(new WebSocket(url), "hub->daemon");
     await new Promise((resolve, reject) => {
       socket.ws.addEventListener("open", resolve, { once: true });
       socket.ws.addEventListener("error", reject, { once: true });
@@ -467,7 +470,7 @@ export class ScriptedHub {
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (request) => {
         const { socket, response } = Deno.upgradeWebSocket(request);
-        const side = new TestSocket(socket);
+        const side = new TestSocket(socket, "daemon->hub");
         this.sockets.push(side);
         const waiter = this.#waiters.shift();
         if (waiter) waiter(side);
@@ -754,7 +757,7 @@ Deno.test("daemon: a second run.cancel does not cut the job's cleanup short", as
     await job.mcp({ jsonrpc: "2.0", method: "notifications/probe" }); // answered after the 2nd cancel
     job.emit({
       type: "state.updated",
-      data: { key: "cleanup", value: "done" },
+      data: { scope: "conversation", key: "cleanup", value: "done" },
     });
     return { cleanupConfirmed: true };
   }, async (side) => {
@@ -769,7 +772,7 @@ Deno.test("daemon: a second run.cancel does not cut the job's cleanup short", as
     assert.deepEqual(
       [await side.next(), await side.next(), await side.next()],
       [
-        '{"type":"run.event","job_id":"job-1","event":{"type":"state.updated","data":{"key":"cleanup","value":"done"}}}',
+        '{"type":"run.event","job_id":"job-1","event":{"type":"state.updated","data":{"scope":"conversation","key":"cleanup","value":"done"}}}',
         '{"type":"run.event","job_id":"job-1","event":{"type":"run.failed","data":{"error":"daemon run cancelled","code":"agent_runtime.daemon_cancelled"}}}',
         '{"type":"run.finished","job_id":"job-1"}',
       ],
