@@ -78,14 +78,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "run.completed before teardown",
     file: "lib/run/engine.ts",
-    find: '  await finishAgent(run);\n  run.emitter.emit("run.completed", {\n' +
-      "    finish_reason: outcome.stopReason,\n" +
-      '    message: { role: "assistant", content: answer.toString() },\n' +
-      "  }, run.usage);",
-    replace: '  run.emitter.emit("run.completed", {\n' +
-      "    finish_reason: outcome.stopReason,\n" +
-      '    message: { role: "assistant", content: answer.toString() },\n' +
-      "  }, run.usage);\n  await finishAgent(run);",
+    find: "  await finishAgent(run);\n  // The answer is the last turn's",
+    replace: "  void finishAgent;\n  // The answer is the last turn's",
     test: "tests/run_engine_edges_test.ts",
     filter: "terminal event comes after teardown",
   },

@@ -165,7 +165,7 @@ Deno.test("chunks within the window become one delta, flushed before the turn en
     assertGapFree(log.events);
     const full = log.events.map(createEventRestorer({ allContent: true }));
     assert.equal(
-      (full.at(-1)!.data.message as { content: string }).content,
+      (full.at(-2)!.data.message as { content: string }).content,
       "abcd",
     );
   } finally {

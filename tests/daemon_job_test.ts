@@ -714,7 +714,7 @@ Deno.test("ask on a daemon whose hub confirmed permission.ask waits for the hub'
   const decided = events.find((e) => e.type === "permission.decided")!;
   assert.equal((decided.data as JsonObject).by, "caller");
   assert.equal((decided.data as JsonObject).decision, "allow_always");
-  const done = events.at(-1)!;
+  const done = events.findLast((e) => e.type === "message.completed")!;
   assert.match(
     String(((done.data as JsonObject).message as JsonObject).content),
     /^permission: allow_always/,

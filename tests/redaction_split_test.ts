@@ -150,7 +150,12 @@ Deno.test("runner serve: a secret split over two or three chunks is redacted on 
         `${serve.url}/v1/runs/${runId}?all_content=true`,
       )).json();
       assertNoSecret(JSON.stringify(full.events), `all_content (${name})`);
-      assert.equal(full.events.at(-1).data.message.content, SHOWN);
+      assert.equal(
+        full.events.findLast((e: { type: string }) =>
+          e.type === "message.completed"
+        ).data.message.content,
+        SHOWN,
+      );
     }
   });
 });

@@ -104,8 +104,9 @@ Deno.test("a runner variable with a secret-looking name is redacted from the age
     },
   );
   assert.equal(result.code, 0, result.stderr);
-  const completed = parseJsonLines(result.stdout).at(-1)!;
-  assert.equal(completed.type, "run.completed");
+  const events = parseJsonLines(result.stdout);
+  assert.equal(events.at(-1)!.type, "run.completed");
+  const completed = events.findLast((e) => e.type === "message.completed")!;
   assert.deepEqual((completed.data as { message: unknown }).message, {
     role: "assistant",
     content: "token [REDACTED] colour runner-env-plain-789",

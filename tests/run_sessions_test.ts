@@ -36,7 +36,9 @@ function cliRun(
 }
 
 function messageOf(stdout: string): string {
-  const last = parseJsonLines(stdout).at(-1)!;
+  const last = parseJsonLines(stdout).findLast((event) =>
+    event.type === "message.completed"
+  )!;
   return (last.data as { message: { content: string } }).message.content;
 }
 
