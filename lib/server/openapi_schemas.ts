@@ -69,6 +69,50 @@ function eventSchemas(): Record<string, Schema> {
             "finish_reason",
           ]),
         ),
+        eventData(
+          "message.delta",
+          object({
+            chunk: object({
+              role: { const: "assistant" },
+              content: string,
+              all_content: string,
+              msg_sequence: { type: "integer", minimum: 1 },
+            }, ["role", "content", "msg_sequence"]),
+          }),
+        ),
+        eventData("thought.delta", object({ content: string })),
+        eventData(
+          "tool.call.started",
+          object({ tool_call_id: string, tool_name: string }),
+        ),
+        eventData(
+          "tool.call.updated",
+          object({ tool_call_id: string }),
+        ),
+        eventData(
+          "tool.call.completed",
+          object({ tool_call_id: string, tool_name: string }),
+        ),
+        eventData(
+          "state.updated",
+          object({ scope: string, key: string, value: {} }),
+        ),
+        eventData(
+          "run.failed",
+          object({
+            error: string,
+            code: string,
+            retryable: { type: "boolean" },
+          }),
+        ),
+        eventData(
+          "permission.decided",
+          object({ request_id: string, decision: string, by: string }),
+        ),
+        eventData(
+          "run.started",
+          object({ agent: { enum: ["warm", "cold"] } }),
+        ),
       ],
     },
     Message: object({
