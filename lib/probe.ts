@@ -65,6 +65,8 @@ export interface ProbeReport {
   error?: { code: string; message: string };
   /** The agent's stderr tail on failure. */
   stderrTail?: string;
+  /** When the agent did not start or open a session: what its preset needs ({@linkcode ProbeOptions.startHint}). */
+  hint?: string;
 }
 
 /** Options for {@linkcode probeAgent}. */
@@ -85,6 +87,8 @@ export interface ProbeOptions {
   maxMessageBytes?: number;
   /** Records agent groups so a SIGKILLed probe's agents are reaped later. */
   registry?: ReaperRegistry;
+  /** Said when the agent does not start (missing, unstartable, exits, never answers `initialize`, or fails `session/new`): a preset's requirements. */
+  startHint?: string;
 }
 
 interface Started {
@@ -167,7 +171,7 @@ export async function probeAgent(options: ProbeOptions): Promise<ProbeReport> {
   } catch (error) {
     // Stopped first, so the stderr tail holds everything the agent wrote.
     if (started) await stop(started);
-    return fail(report, error, started);
+    return fail(report, error, started, options.startHint);
   } finally {
     if (started) await stop(started);
   }
@@ -277,10 +281,24 @@ const OUTCOME_BY_CODE: Record<string, ProbeOutcome> = {
   "acp.process_exited": "agent_exited",
 };
 
+/**
+ * The outcomes where the agent did not start or could not open a session (an
+ * adapter such as pi-acp answers `initialize` itself and only fails at
+ * `session/new` when the program it drives is missing).
+ */
+const START_FAILURES: readonly ProbeOutcome[] = [
+  "missing_binary",
+  "spawn_error",
+  "handshake_timeout",
+  "agent_exited",
+  "session_error",
+];
+
 function fail(
   report: ProbeReport,
   error: unknown,
   started: Started | undefined,
+  startHint: string | undefined,
 ): ProbeReport {
   const inconclusive = error instanceof Inconclusive;
   const failure = inconclusive ? error.failure : toRunnerError(error);
@@ -292,5 +310,8 @@ function fail(
   const tail = started?.transport.stderrTail() ??
     (error as { stderrTail?: string }).stderrTail;
   if (tail?.trim()) report.stderrTail = tail.slice(-4096);
+  if (startHint && START_FAILURES.includes(report.outcome)) {
+    report.hint = startHint;
+  }
   return finish(report);
 }

@@ -228,7 +228,7 @@ export interface PresetListing {
   executable: string;
   /** The pinned npx command used when the executable is not on PATH. */
   fallback: string;
-  /** The pin: package, exact version (null: unpinned), date checked, how. */
+  /** The pin: package, exact version (null: unpinned), date checked, how, the platforms it installs on (and why not on the others), and what else it needs. */
   pin: Omit<PresetPin, "bin" | "args">;
   /** Verified session-recovery signals. */
   recovery: readonly RecoverySignal[];
@@ -255,6 +255,11 @@ export function listProviders(path = Deno.env.get("PATH")): {
         version: pin.version,
         checked: pin.checked,
         evidence: pin.evidence,
+        ...(pin.native ? { native: pin.native } : {}),
+        platforms: pin.platforms,
+        ...(pin.notOn ? { notOn: pin.notOn } : {}),
+        node: pin.node,
+        ...(pin.requires ? { requires: pin.requires } : {}),
       },
       recovery: preset.recovery,
       envNames: preset.envNames ?? [],

@@ -61,6 +61,7 @@ Deno.test("probe --handshake-only initializes but never opens a session", async 
   ]);
   assert.notEqual(full.code, 0);
   assert.notEqual(JSON.parse(full.stdout).outcome, "ok");
+  assert.equal(JSON.parse(full.stdout).hint, undefined);
 });
 
 Deno.test("probe human output names the capabilities", async () => {
@@ -88,6 +89,49 @@ Deno.test("probe of a missing binary reports missing_binary (127)", async () => 
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "missing_binary");
   assert.equal(report.error.code, "acp.missing_binary");
+  assert.equal(report.hint, undefined);
+});
+
+Deno.test("a preset agent that does not start is told what its preset needs besides npx", async () => {
+  const noNpx = tempDir();
+  const failingNpx = tempDir();
+  // What pi-acp prints when the `pi` program it drives is missing.
+  Deno.writeTextFileSync(
+    join(failingNpx, "npx"),
+    "#!/bin/sh\necho 'Could not start pi: executable not found' >&2\nexit 1\n",
+  );
+  Deno.chmodSync(join(failingNpx, "npx"), 0o755);
+  // An adapter that answers initialize itself and fails at session/new, as
+  // pi-acp does (-32603) when `pi` is missing.
+  const adapterNpx = tempDir();
+  Deno.writeTextFileSync(
+    join(adapterNpx, "npx"),
+    `#!/bin/sh\nexec ${fixtureCommand("--fail-session-new")}\n`,
+  );
+  Deno.chmodSync(join(adapterNpx, "npx"), 0o755);
+  const needs =
+    "pi-acp needs Node >=20; `pi` 0.81.0 or later on PATH, which pi-acp starts (npm i -g @earendil-works/pi-coding-agent; Node >=22.19.0).";
+  for (
+    const [path, outcome] of [
+      [noNpx, "missing_binary"],
+      [failingNpx, "agent_exited"],
+      [adapterNpx, "session_error"],
+    ]
+  ) {
+    const result = await runCli(["probe", "pi-acp", "--json"], {
+      env: { PATH: path },
+    });
+    const report = JSON.parse(result.stdout);
+    assert.equal(report.outcome, outcome, result.stdout);
+    assert.equal(report.command, "npx -y pi-acp@0.0.34");
+    assert.equal(report.hint, needs);
+  }
+  const human = await runCli(["probe", "pi-acp"], {
+    env: { PATH: failingNpx },
+  });
+  assert.equal(human.code, 8);
+  assert.match(human.stdout, new RegExp(`\nhint: ${RegExp.escape(needs)}\n`));
+  assert.match(human.stdout, /Could not start pi/);
 });
 
 Deno.test("probe of a stalling agent reports handshake_timeout (124)", async () => {

@@ -13,7 +13,9 @@ import { tempDir } from "./helpers.ts";
 /**
  * The presets of the Python product's README, with each agent's own command
  * and the pinned npx fallback (unpinned where the registry had no package on
- * the check date), copied by hand.
+ * the check date), copied by hand. `kilo` and `opencode` are pinned older
+ * than there: the newer versions have no platform package for linux-x64 (or
+ * fewer platforms) on the registry.
  */
 const SEED_PRESETS: [string, string, string, string[]][] = [
   ["auggie", "auggie --acp", "npx -y @augmentcode/auggie@0.36.0 --acp", [
@@ -58,11 +60,11 @@ const SEED_PRESETS: [string, string, string, string[]][] = [
     "loadSession",
     "session/resume",
   ]],
-  ["kilo", "kilo acp", "npx -y @kilocode/cli@7.8.1 acp", [
+  ["kilo", "kilo acp", "npx -y @kilocode/cli@7.7.7 acp", [
     "loadSession",
     "session/resume",
   ]],
-  ["opencode", "opencode acp", "npx -y opencode-ai@1.18.33 acp", [
+  ["opencode", "opencode acp", "npx -y opencode-ai@1.18.18 acp", [
     "loadSession",
     "session/resume",
   ]],
@@ -347,4 +349,50 @@ Deno.test("the providers table shows presets, the command used here, recovery an
   for (const [name, reason] of NOT_PRESETS) {
     assert.match(text, new RegExp(RegExp.escape(`${name}: ${reason}`)));
   }
+});
+
+Deno.test("the providers table shows each pin's platforms and what it needs, or why a preset has no pin", () => {
+  const text = formatProvidersTable("/nonexistent");
+  const section = text.split("Pinned fallbacks")[1].split("\n\n")[0];
+  const row = (name: string) =>
+    section.split("\n").find((line) => line.trim().startsWith(`${name} `)) ??
+      "";
+  for (const [name, pin] of Object.entries(PRESET_PINS)) {
+    assert.match(
+      row(name),
+      pin.version
+        ? new RegExp(RegExp.escape(`${pin.package}@${pin.version} `))
+        : new RegExp(
+          RegExp.escape(`unpinned: no ${pin.package} on the registry`),
+        ),
+      name,
+    );
+  }
+  assert.match(
+    row("kilo"),
+    /@kilocode\/cli@7\.7\.7 +linux-x64 \(no npm package for linux-arm64, darwin-x64, darwin-arm64\)/,
+  );
+  assert.match(
+    row("claude-code"),
+    /linux-x64, linux-arm64, darwin-x64, darwin-arm64 +Node >=22$/,
+  );
+  assert.match(
+    row("gemini"),
+    /any platform with Node \(JavaScript\) +Node >=20$/,
+  );
+  assert.match(row("pi-acp"), /`pi` 0\.81\.0 or later on PATH/);
+  assert.match(
+    row("pi-acp"),
+    /@earendil-works\/pi-coding-agent; Node >=22\.19\.0/,
+  );
+  const listed = listProviders("/nonexistent").presets;
+  const piAcp = listed.find((preset) => preset.name === "pi-acp")!;
+  assert.deepEqual(piAcp.pin.requires, PRESET_PINS["pi-acp"].requires);
+  const kilo = listed.find((preset) => preset.name === "kilo")!;
+  assert.deepEqual(kilo.pin.platforms, ["linux-x64"]);
+  assert.deepEqual(Object.keys(kilo.pin.notOn ?? {}), [
+    "linux-arm64",
+    "darwin-x64",
+    "darwin-arm64",
+  ]);
 });

@@ -7,10 +7,11 @@
 import { join } from "node:path";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
-import { prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
+import { pinStartHint, PRESET_PINS } from "../agent/preset_pins.ts";
 import {
   PROBE_OUTCOMES,
   probeAgent,
@@ -104,6 +105,7 @@ export async function probeCommand(args: string[]): Promise<number> {
     recoveryPrompt: !values["no-prompt"],
     promptTimeoutMs: promptTimeout * 1000,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
+    startHint: startHint(config.provider, launch.commandSource),
   });
   if (values.json) {
     console.log(JSON.stringify(probeReportJson(report), null, 2));
@@ -122,6 +124,18 @@ function parsePromptTimeout(raw: string | undefined): number {
     );
   }
   return Math.min(seconds, 2_147_483);
+}
+
+/** A preset's requirements, for a probe whose agent does not start. */
+function startHint(
+  provider: string,
+  source: AgentLaunch["commandSource"],
+): string | undefined {
+  const pin = Object.hasOwn(PRESET_PINS, provider)
+    ? PRESET_PINS[provider]
+    : undefined;
+  if (!pin || (source !== "executable" && source !== "fallback")) return;
+  return pinStartHint(pin, { name: provider, source });
 }
 
 const SOURCE_NOTES = {
@@ -161,6 +175,7 @@ export function formatProbeReport(report: ProbeReport): string {
       );
     }
   }
+  if (report.hint) lines.push(`hint: ${report.hint}`);
   if (report.stderrTail) lines.push("stderr (tail):", report.stderrTail);
   return lines.join("\n");
 }
@@ -203,5 +218,6 @@ export function probeReportJson(report: ProbeReport): Record<string, unknown> {
     recovery: report.recovery,
     error: report.error,
     stderr_tail: report.stderrTail,
+    hint: report.hint,
   };
 }

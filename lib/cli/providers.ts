@@ -10,10 +10,15 @@ import {
   listProviders,
   UNSUPPORTED_PROVIDERS,
 } from "../providers.ts";
-import { PRESET_PINS } from "../agent/preset_pins.ts";
+import {
+  PIN_PLATFORMS,
+  pinNeeds,
+  PRESET_PINS,
+  type PresetPin,
+} from "../agent/preset_pins.ts";
 
 const PROVIDERS_HELP =
-  "Usage: runner providers [--json]\n\nLists the built-in provider presets, the command each runs on this machine (its own executable when on PATH, else its pinned npx fallback), and known agents that are not presets.";
+  "Usage: runner providers [--json]\n\nLists the built-in provider presets, the command each runs on this machine (its own executable when on PATH, else its pinned npx fallback), each pin's platforms and what else it needs, and known agents that are not presets.";
 
 const TOKEN_HELP =
   "Usage: runner token\n\nPrints a fresh random token (for --daemon-token or --api-token).";
@@ -82,10 +87,40 @@ export function formatProvidersTable(path = Deno.env.get("PATH")): string {
     "A preset runs the agent's own executable when it is on the agent's PATH, else its pinned npx fallback; acp-command overrides both.",
     `Any other ACP agent: provider=${CUSTOM_PROVIDER} with acp-command="<command>".`,
     "",
+    "Pinned fallbacks: where npm installs them, and what they need that npx does not bring:",
+    ...alignColumns([
+      ["NAME", "PIN", "INSTALLS ON", "NEEDS"],
+      ...Object.entries(PRESET_PINS).map(([name, pin]) => [
+        name,
+        ...pinCells(pin),
+      ]),
+    ]),
+    "",
     "Not built in (usable with provider=custom, without verified session recovery):",
     ...UNSUPPORTED_PROVIDERS.map((entry) => `  ${entry.name}: ${entry.reason}`),
   ];
   return lines.join("\n") + "\n";
+}
+
+/** A pin's PIN, INSTALLS ON and NEEDS cells. */
+function pinCells(pin: PresetPin): string[] {
+  if (pin.version === null) {
+    return [
+      `unpinned: no ${pin.package} on the registry (${pin.checked})`,
+      "-",
+      "-",
+    ];
+  }
+  const missing = PIN_PLATFORMS.filter((platform) => pin.notOn?.[platform]);
+  const installs = !pin.native
+    ? "any platform with Node (JavaScript)"
+    : pin.platforms.join(", ") +
+      (missing.length ? ` (no npm package for ${missing.join(", ")})` : "");
+  return [
+    `${pin.package}@${pin.version}`,
+    installs,
+    pinNeeds(pin).join("; ") || "-",
+  ];
 }
 
 function alignColumns(rows: string[][]): string[] {
