@@ -248,6 +248,8 @@ test("[postgres] a schema-1 database is migrated in place: its runs are kept and
   await withSql(url, async (sql) => {
     await sql`ALTER TABLE runs DROP COLUMN owner_pid`;
     await sql`ALTER TABLE runs DROP COLUMN owner_start_time`;
+    await sql`ALTER TABLE runs DROP COLUMN owner_epoch`;
+    await sql`ALTER TABLE replicas DROP COLUMN epoch`;
     await sql`DELETE FROM runner_schema_version WHERE version > 1`;
     await sql`INSERT INTO runs (run_id, status, config_json, owner_replica,
       owner_instance, created_at, updated_at, finished_at)

@@ -79,6 +79,11 @@ const MIGRATIONS: readonly string[] = [
   // hosts; these columns say which process on the owner's host ran the run.
   `ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
    ALTER TABLE runs ADD COLUMN owner_start_time TEXT;`,
+  // Fencing: a replica's lease has an epoch, bumped when the lease is
+  // declared lost or taken again; a run carries the epoch it was created
+  // under, and only that lease, while live, may write the run.
+  `ALTER TABLE replicas ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+   ALTER TABLE runs ADD COLUMN owner_epoch BIGINT NOT NULL DEFAULT 0;`,
 ];
 
 /** The schema version this code writes. */
