@@ -127,6 +127,15 @@ export const ERROR_CODES = {
     meaning:
       "The fleet replica that ran the run stopped renewing its lease (it died or lost the database).",
   },
+  "runner.lease_lost": {
+    retryable: true,
+    meaning:
+      "This fleet replica's lease lapsed (it was paused or cut off from the database), so it may not start or take work until it joins again.",
+  },
+  "runner.replica_id_taken": {
+    retryable: false,
+    meaning: "Another live runner process holds this fleet replica id.",
+  },
   "runner.replica_unreachable": {
     retryable: true,
     meaning:

@@ -34,7 +34,7 @@ export interface Replica extends ServeProcess {
   dataDir: string;
 }
 
-/** Starts replica `replicaId` of the fleet on database `storeUrl`. */
+/** Starts replica `replicaId` (empty: the default id) of the fleet on database `storeUrl`. */
 export async function startReplica(
   storeUrl: string,
   replicaId: string,
@@ -50,8 +50,7 @@ export async function startReplica(
       String(port),
       "--store",
       storeUrl,
-      "--replica-id",
-      replicaId,
+      ...(replicaId ? ["--replica-id", replicaId] : []),
       "--advertise-url",
       `http://127.0.0.1:${port}`,
       "--cluster-token",
@@ -61,8 +60,10 @@ export async function startReplica(
       ...extraArgs,
     ],
   });
-  await serve.waitForLog((entry) => entry.msg === "joined the fleet");
-  return { ...serve, replicaId, dataDir };
+  const joined = await serve.waitForLog((entry) =>
+    entry.msg === "joined the fleet"
+  );
+  return { ...serve, replicaId: String(joined.replica_id), dataDir };
 }
 
 /** Polls `check` (one HTTP round trip each) until it returns a value; fails after `tries`. */

@@ -262,6 +262,7 @@ async function startRunServices(
       manager,
       hub: hub?.hub,
       log,
+      warmAgents: warmPool,
     });
   }
   return { metrics, assets, hub, manager, fleet, warmPool };
@@ -316,7 +317,11 @@ async function serveUntilSignal(
   });
 
   const stopSignals = listenForStopSignals(log);
-  const signal = await stopSignals.first;
+  // Another live process took this replica id: stop serving as it.
+  const displaced = fleet?.identityLost.then(() => "replica_id_taken");
+  const signal = await Promise.race(
+    displaced ? [stopSignals.first, displaced] : [stopSignals.first],
+  );
 
   // Still listening while runs drain: /healthz answers 503, new runs are refused.
   shuttingDown = true;
@@ -345,6 +350,12 @@ async function serveUntilSignal(
   await closeStore(store, log);
   stopSignals.remove();
   log({ msg: "stopped", always: true });
+  if (signal === "replica_id_taken") {
+    console.error(
+      "runner serve [runner.replica_id_taken]: another live process took this --replica-id; give each replica its own.",
+    );
+    return 1;
+  }
   return 0;
 }
 

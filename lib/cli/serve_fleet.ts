@@ -16,6 +16,7 @@ import type { RunManager } from "../run/manager.ts";
 import { type DaemonsView, failOrphanedRuns } from "../server/context.ts";
 import type { FleetStore } from "../store/fleet.ts";
 import type { RunStore } from "../store/types.ts";
+import type { WarmAgentsView } from "../run/warm_pool.ts";
 
 /** Options of {@linkcode startFleetDuties}. */
 export interface FleetDutiesOptions {
@@ -29,6 +30,8 @@ export interface FleetDutiesOptions {
   hub?: RelayHub;
   /** The structured log. */
   log: Logger;
+  /** This replica's warm agents (stopped when its lease is lost). */
+  warmAgents?: WarmAgentsView;
 }
 
 /** A replica's running fleet duties. */
@@ -37,6 +40,8 @@ export interface FleetDuties {
   daemons: DaemonsView;
   /** Publishes this replica's daemons and fences now (after a hub change). */
   syncSoon(): void;
+  /** Resolves when another live process took this replica id: stop serving. */
+  identityLost: Promise<void>;
   /** Stops the timer and waits for a sync under way. */
   stop(): Promise<void>;
 }
@@ -64,15 +69,23 @@ export function startFleetDuties(options: FleetDutiesOptions): FleetDuties {
   };
   const timer = setInterval(tick, fleet.leaseMs / 3);
   void tick();
+  // Lost lease: everything this replica did under it is fenced, so its runs
+  // stop (the fleet ends them) and its warm agents go (they may miss turns
+  // taken elsewhere meanwhile).
   fleet.onLeaseLost(() => {
     const failure = new RunnerError(
-      "store.unavailable",
-      "This replica lost the fleet's database and could not renew its lease, so its runs were stopped; start the run again (another replica can take it).",
+      "runner.replica_lost",
+      "This replica lost its fleet lease (it was paused or cut off from the database), so the fleet ended its runs; start the run again (any replica can take it).",
     );
-    log({ msg: "replica lease lost; cancelling active runs", level: "error" });
+    log({ msg: "replica lease lost; stopping active runs", level: "error" });
     for (const run of manager.active()) run.handle.cancel(failure);
+    const warm = options.warmAgents;
+    for (const agent of warm?.list() ?? []) void warm!.stop(agent.agent_id);
   });
+  const identityLost = Promise.withResolvers<void>();
+  fleet.onIdentityLost(() => identityLost.resolve());
   return {
+    identityLost: identityLost.promise,
     daemons: fleetDaemonsView(fleet, options.hub),
     syncSoon: () => void tick(),
     async stop() {

@@ -290,9 +290,11 @@ async function startAdmittedRun(
     recorder.emit(failedBeforeStartEvent(runId, error));
     throw toRunnerError(error);
   }
+  const unwatch = stopWhenFenced(store, runId, handle);
   // A run is done once its outcome and session id are stored, too.
   const stored = handle.done.then(async (result) => {
     await recorder.settled();
+    unwatch?.();
     return result;
   });
   const run = trackRun(state.active, {
@@ -313,6 +315,24 @@ async function startAdmittedRun(
   // Whoever awaited start() subscribes within this task; later ones read the store.
   setTimeout(recorder.stopReplay, 0);
   return run;
+}
+
+/**
+ * In a fleet: stops the run at once when this replica may no longer write it
+ * (it lost its lease); returns the function that stops watching.
+ */
+function stopWhenFenced(
+  store: RunStore,
+  runId: string,
+  handle: RunHandle,
+): (() => void) | undefined {
+  return store.watchFence?.(runId, () =>
+    handle.cancel(
+      new RunnerError(
+        "runner.replica_lost",
+        "This replica lost its fleet lease while the run was active, so the fleet ended the run; start it again (any replica can take it).",
+      ),
+    ));
 }
 
 /** Steers into the conversation's active run, or admits and starts a new run. */

@@ -5,11 +5,15 @@
  * completions with their whole text (`docs/events.md`, "Lean and full
  * forms"). A run records one terminal event; when storing its outcome
  * fails (a full disk), the final write is retried until the store takes it.
+ * In a fleet (a store that fences), the terminal event reaches listeners only
+ * once the store took the run's end; a run the store fenced (this replica
+ * lost its lease) ends for its listeners with one `runner.replica_lost`
+ * failure instead, whatever the agent did next.
  *
  * @module
  */
 
-import { toRunnerError } from "../errors.ts";
+import { ERROR_CODES, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
@@ -56,8 +60,17 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   // Events emitted before the starter could subscribe (a launch failing at once).
   let early: RunEvent[] | undefined = [];
   let terminal: RunEvent | undefined;
+  let lastSequence = 0;
+  const deliver = (event: RunEvent) => {
+    lastSequence = event.sequence ?? lastSequence;
+    early?.push(event);
+    deliverTo(listeners, event, options);
+  };
+  // Fencing: the terminal event waits for the store's verdict on the run's end.
+  const fence = fencedTerminal(options, deliver, () => lastSequence);
   return {
     emit(raw) {
+      if (fence.lost) return; // the run already ended for its listeners
       if (terminal) {
         log({
           msg: "event after the terminal event dropped",
@@ -79,29 +92,28 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
           code: toRunnerError(error).code,
           error: toRunnerError(error).message,
         });
-        if (terminal === event) retryFinish(options, event);
+        if (terminal !== event) return;
+        if (toRunnerError(error).code === "runner.replica_lost") {
+          fence.lose();
+        } else retryFinish(options, event, () => fence.release(event));
       };
       try {
         const stored = Promise.all(storeEvent(options, event)).then(
-          () => {},
+          () => {
+            if (terminal === event) fence.release(event);
+          },
           logFailure,
         );
         writes = writes.then(() => stored);
       } catch (error) {
         logFailure(error);
       }
-      early?.push(event);
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch (error) {
-          log({
-            msg: "event listener failed",
-            run_id: runId,
-            error: String(error),
-          });
-        }
+      if (terminal === event && fence.holds) {
+        fence.hold(event);
+        writes = writes.then(() => fence.settled);
+        return;
       }
+      deliver(event);
     },
     subscribe(listener) {
       for (const event of early ?? []) listener(event);
@@ -113,6 +125,25 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
     },
     settled: () => writes,
   };
+}
+
+/** Hands an event to every listener; one that throws is logged, not fatal. */
+function deliverTo(
+  listeners: Set<(event: RunEvent) => void>,
+  event: RunEvent,
+  { runId, log }: RunRecorderOptions,
+): void {
+  for (const listener of listeners) {
+    try {
+      listener(event);
+    } catch (error) {
+      log({
+        msg: "event listener failed",
+        run_id: runId,
+        error: String(error),
+      });
+    }
+  }
 }
 
 /**
@@ -153,17 +184,86 @@ async function finishInStore(
   await store.flush();
 }
 
+/** The terminal event of a run in a fencing store, held until the store's verdict. */
+interface FencedTerminal {
+  /** Whether terminal events wait for the store (the store fences). */
+  readonly holds: boolean;
+  /** Whether the run ended for its listeners as lost (fenced). */
+  readonly lost: boolean;
+  /** Resolves once the terminal event (or the lost one) was delivered. */
+  readonly settled: Promise<void>;
+  /** Holds the run's terminal event. */
+  hold(event: RunEvent): void;
+  /** The store took the run's end: delivers the held event. */
+  release(event: RunEvent): void;
+  /** The store fenced the run: delivers one `runner.replica_lost` failure. */
+  lose(): void;
+}
+
+function fencedTerminal(
+  { store, runId }: RunRecorderOptions,
+  deliver: (event: RunEvent) => void,
+  lastSequence: () => number,
+): FencedTerminal {
+  const settled = Promise.withResolvers<void>();
+  let held: RunEvent | undefined;
+  let done = false;
+  let lost = false;
+  const finish = (event: RunEvent) => {
+    if (done) return;
+    done = true;
+    unwatch?.();
+    deliver(event);
+    settled.resolve();
+  };
+  const lose = () => {
+    lost = true;
+    finish({
+      run_id: runId,
+      type: "run.failed",
+      data: {
+        error:
+          "This replica lost its fleet lease (it was paused or cut off from the database) while the run was active, so the fleet ended the run; start it again (any replica can take it).",
+        code: "runner.replica_lost",
+        retryable: ERROR_CODES["runner.replica_lost"].retryable,
+      },
+      sequence: held?.sequence ?? lastSequence() + 1,
+      timestamp: Date.now(),
+    });
+  };
+  const unwatch = store.watchFence?.(runId, lose);
+  return {
+    holds: unwatch !== undefined,
+    get lost() {
+      return lost;
+    },
+    settled: settled.promise,
+    hold(event) {
+      held = event;
+    },
+    release(event) {
+      if (held === event) finish(event);
+    },
+    lose,
+  };
+}
+
 /**
  * Retries the final flush (events and outcome) with growing waits until the
  * store takes it, or fails other than by being unavailable (e.g. closed).
  */
-function retryFinish(options: RunRecorderOptions, event: RunEvent): void {
+function retryFinish(
+  options: RunRecorderOptions,
+  event: RunEvent,
+  onStored: () => void,
+): void {
   const { store, runId, log } = options;
   let waitMs = options.finishRetryMs ?? 250;
   const attempt = async () => {
     try {
       await finishInStore(store, runId, event);
       log({ msg: "run outcome stored after retrying", run_id: runId });
+      onStored();
     } catch (error) {
       const failure = toRunnerError(error);
       log({
@@ -174,7 +274,7 @@ function retryFinish(options: RunRecorderOptions, event: RunEvent): void {
         error: failure.message,
         retry: failure.code === "store.unavailable",
       });
-      if (failure.code !== "store.unavailable") return;
+      if (failure.code !== "store.unavailable") return onStored();
       waitMs = Math.min(waitMs * 2, MAX_FINISH_RETRY_MS);
       setTimeout(attempt, waitMs);
     }

@@ -12,7 +12,7 @@ import { invalidConfig } from "./config_sources.ts";
 export interface FleetSettings {
   /** The PostgreSQL URL (`--store`, `RUNNER_STORE_URL`). */
   storeUrl: string;
-  /** This replica's id (`--replica-id`, default the host name). */
+  /** This replica's id (`--replica-id`, default the host name plus a random suffix). */
   replicaId: string;
   /** Where other replicas reach this one (`--advertise-url`). */
   advertiseUrl: string;
@@ -50,7 +50,9 @@ export function fleetSettings(
   }
   return {
     storeUrl,
-    replicaId: (server["replica-id"] as string | undefined) || hostName(),
+    // Unique by default: two replicas on one host must not share an id.
+    replicaId: (server["replica-id"] as string | undefined) ||
+      `${hostName()}-${crypto.randomUUID().slice(0, 8)}`,
     advertiseUrl: advertiseUrl(server),
     clusterToken,
     leaseMs: Math.round(leaseSeconds * 1000),

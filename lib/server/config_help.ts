@@ -64,7 +64,7 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --store postgres://…        share runs, sessions, events, leases and daemon
                               fences with other replicas in PostgreSQL
                               (RUNNER_STORE_URL; default: SQLite in --data-dir)
-  --replica-id ID             this replica's id in the fleet (default: host name)
+  --replica-id ID             this replica's id in the fleet (default: host-random)
   --advertise-url URL         where other replicas reach this one
                               (default http://HOST:PORT)
   --cluster-token TOKEN       secret replicas send each other (required with --store)

@@ -100,6 +100,7 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   "http.too_many_runs": 429,
   "agent_runtime.daemon_fenced": 409,
   "runner.replica_unreachable": 503,
+  "runner.lease_lost": 503,
   "run.steering_queue_full": 429,
   "runner.shutting_down": 503,
   "store.unavailable": 503,

@@ -19,11 +19,21 @@ export const CLUSTER_TOKEN_HEADER = "x-runner-cluster-token";
 /** The header naming the replica that forwarded a request. */
 export const FORWARDED_FROM_HEADER = "x-runner-forwarded-from";
 
-/** Request headers not passed on to the owner. */
+/**
+ * Request headers not passed on to the owner. The browser-only ones (the
+ * forwarding replica already checked `Origin` against its own host; the
+ * owner's host differs) are dropped: the owner trusts that check.
+ */
 const DROPPED_REQUEST_HEADERS = [
   "host",
   "content-length",
   "connection",
+  "origin",
+  "referer",
+  "cookie",
+  "sec-fetch-site",
+  "sec-fetch-mode",
+  "sec-fetch-dest",
   CLUSTER_TOKEN_HEADER,
   FORWARDED_FROM_HEADER,
 ];
@@ -188,14 +198,25 @@ async function forwardRequest(
     ? undefined
     : await c.req.text();
   let answer: Response;
+  // An owner whose lease lapses before it answers (paused, hung) is reported
+  // unreachable; once it answered, its stream may last.
+  const silent = new AbortController();
+  const timer = setInterval(() => {
+    fleet.replicaAlive(owner.replicaId).then(
+      (alive) => alive || silent.abort(),
+      () => {},
+    );
+  }, fleet.leaseMs / 3);
   try {
     answer = await fetch(target, {
       method,
       headers,
       body,
-      signal: stopping
-        ? AbortSignal.any([c.req.raw.signal, stopping])
-        : c.req.raw.signal,
+      signal: AbortSignal.any([
+        c.req.raw.signal,
+        silent.signal,
+        ...(stopping ? [stopping] : []),
+      ]),
     });
   } catch (error) {
     throw new RunnerError(
@@ -204,6 +225,8 @@ async function forwardRequest(
         error instanceof Error ? error.message : error
       }); retry shortly (another replica takes over once its lease expires).`,
     );
+  } finally {
+    clearInterval(timer);
   }
   log({
     msg: "request forwarded",

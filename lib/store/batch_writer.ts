@@ -63,6 +63,11 @@ export class BatchWriter {
     );
   }
 
+  /** Forgets the queued events of `runId` (a run the store may no longer write). */
+  drop(runId: string): void {
+    this.#queue = this.#queue.filter((event) => event.runId !== runId);
+  }
+
   /** Stops background writes and retries (call after the last {@linkcode flush}). */
   close(): void {
     this.#closed = true;

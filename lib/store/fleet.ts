@@ -71,8 +71,18 @@ export interface FleetStore {
   readonly leaseMs: number;
   /** Whether this replica's last lease renewal reached the database. */
   leaseHealth(): LeaseHealth;
-  /** Called once each time the lease could not be renewed before it expired. */
+  /**
+   * Called once each time this replica's lease was lost: it could not be
+   * renewed before it expired, or the fleet declared it lost. Everything
+   * written under that lease is fenced from then on; the replica joins again
+   * under a new lease for new runs.
+   */
   onLeaseLost(listener: () => void): void;
+  /**
+   * Called once when another live process took this replica id: this process
+   * must stop serving as that id.
+   */
+  onIdentityLost(listener: () => void): void;
   /**
    * Makes this replica the conversation's owner unless another live replica
    * holds a live lease on it (a lease of a replica whose own lease lapsed
@@ -82,6 +92,8 @@ export interface FleetStore {
     conversationId: string,
     options?: { force?: boolean },
   ): Promise<ReplicaRef>;
+  /** Whether the replica's lease is live. */
+  replicaAlive(replicaId: string): Promise<boolean>;
   /** The conversation's owner, if it has one (alive or not). */
   conversationOwner(conversationId: string): Promise<ReplicaRef | undefined>;
   /** The replica running a run, if the run exists and is still active. */

@@ -15,7 +15,8 @@ import { BatchWriter } from "./batch_writer.ts";
 import type { QueuedEvent } from "./event_queue.ts";
 import type { SharedStoreOptions } from "./fleet.ts";
 import { ownStartTime } from "./owner_liveness.ts";
-import { PostgresFleet } from "./postgres_fleet.ts";
+import { leaseLost, PostgresFleet } from "./postgres_fleet.ts";
+import { writableRuns } from "./postgres_fencing.ts";
 import { failLostReplicaRuns } from "./postgres_orphans.ts";
 import { migratePostgres } from "./postgres_schema.ts";
 import { postgresSize, prunePostgresRuns } from "./postgres_retention.ts";
@@ -100,6 +101,8 @@ class PostgresRunStore implements RunStore {
   readonly #lastSequence = new Map<string, number>();
   readonly #unstored = new UnstoredOutcomes();
   readonly #instanceId: string;
+  /** Listeners of runs this replica may still write, by run id. */
+  readonly #fenceWatchers = new Map<string, Set<() => void>>();
   #closed = false;
   /** The last failed query, until a write succeeds again. */
   #failure: { message: string; at: number } | undefined;
@@ -123,6 +126,29 @@ class PostgresRunStore implements RunStore {
         ((error) =>
           console.error(`runner store [${error.code}]: ${error.message}`)),
     });
+    // A lost lease fences every run written under it.
+    fleet.onLeaseLost(() => {
+      for (const runId of [...this.#fenceWatchers.keys()]) this.#fenced(runId);
+    });
+  }
+
+  watchFence(runId: string, listener: () => void): () => void {
+    const listeners = this.#fenceWatchers.get(runId) ?? new Set();
+    listeners.add(listener);
+    this.#fenceWatchers.set(runId, listeners);
+    return () => {
+      listeners.delete(listener);
+      if (!listeners.size) this.#fenceWatchers.delete(runId);
+    };
+  }
+
+  /** Tells a fenced run's watchers (once) and has the lease checked. */
+  #fenced(runId: string): void {
+    const listeners = this.#fenceWatchers.get(runId);
+    this.#fenceWatchers.delete(runId);
+    this.#writer.drop(runId);
+    this.fleet.checkLease();
+    for (const listener of listeners ?? []) listener();
   }
 
   /**
@@ -222,13 +248,18 @@ class PostgresRunStore implements RunStore {
     this.#remember(run.runId, 0);
     return this.#query("record the run", async () => {
       const now = Date.now();
-      await this.#sql`INSERT INTO runs (run_id, conversation_id, status,
-        config_json, owner_replica, owner_instance, owner_pid, owner_start_time,
-        created_at, updated_at)
-        VALUES (${run.runId}, ${run.conversationId ?? null}, ${run.status},
+      const created = await this.#sql`INSERT INTO runs (run_id, conversation_id,
+        status, config_json, owner_replica, owner_instance, owner_epoch,
+        owner_pid, owner_start_time, created_at, updated_at)
+        SELECT ${run.runId}, ${run.conversationId ?? null}, ${run.status},
           ${JSON.stringify(run.config)}, ${this.fleet.replicaId},
-          ${this.#instanceId}, ${Deno.pid}, ${ownStartTime() ?? null},
-          ${now}, ${now})`;
+          ${this.#instanceId}, ${this.fleet.epoch}, ${Deno.pid},
+          ${ownStartTime() ?? null}, ${now}, ${now}
+        WHERE ${this.fleet.ownLease()}`;
+      if (created.count === 0) {
+        this.fleet.checkLease();
+        throw leaseLost(this.fleet.replicaId);
+      }
     }, "write");
   }
 
@@ -240,21 +271,44 @@ class PostgresRunStore implements RunStore {
       this.#unstored.forget(runId);
       return finished;
     } catch (error) {
-      // Until the retried write lands, the run reads as ended.
-      this.#unstored.remember(runId, outcome);
+      // Until the retried write lands, the run reads as ended; a fenced run
+      // is the fleet's to end, not this replica's.
+      const fenced = error instanceof RunnerError &&
+        error.code === "runner.replica_lost";
+      if (!fenced) this.#unstored.remember(runId, outcome);
       throw error;
     }
   }
 
-  #finish(runId: string, outcome: RunOutcome): Promise<boolean> {
-    return this.#query("record the run's end", async () => {
-      const now = Date.now();
-      const result = await this.#sql`UPDATE runs SET status = ${outcome.status},
-        code = ${outcome.code ?? null}, error = ${outcome.error ?? null},
-        updated_at = ${now}, finished_at = ${now}
-        WHERE run_id = ${runId} AND status = 'active'`;
-      return result.count === 1;
-    }, "write");
+  async #finish(runId: string, outcome: RunOutcome): Promise<boolean> {
+    const finished = await this.#query(
+      "record the run's end",
+      () =>
+        this.#sql.begin(async (tx) => {
+          const status = (await writableRuns(tx, this.#instanceId, [runId]))
+            .get(runId);
+          if (status === undefined) return undefined;
+          const now = Date.now();
+          const result = await tx`UPDATE runs SET status = ${outcome.status},
+          code = ${outcome.code ?? null}, error = ${outcome.error ?? null},
+          updated_at = ${now}, finished_at = ${now}
+          WHERE run_id = ${runId} AND status = 'active'`;
+          return result.count === 1;
+        }),
+      "write",
+    );
+    if (finished !== undefined) return finished;
+    const [known] = await this.#query(
+      "read the run",
+      () => this.#sql`SELECT 1 FROM runs WHERE run_id = ${runId}`,
+    );
+    if (!known) return false;
+    // Fenced: the fleet ends this run (or already did), not this replica.
+    this.#fenced(runId);
+    throw new RunnerError(
+      "runner.replica_lost",
+      `This replica lost its fleet lease while run ${runId} was active, so the fleet ended the run; start it again (any replica can take it).`,
+    );
   }
 
   getRun(runId: string): Promise<RunRecord | undefined> {
@@ -330,16 +384,27 @@ class PostgresRunStore implements RunStore {
 
   #writeEvents(batch: QueuedEvent[]): Promise<void> {
     return this.#query("write run events", async () => {
-      const rows = batch.map((event) => ({
-        run_id: event.runId,
-        sequence: event.sequence,
-        type: event.type,
-        event_json: event.json,
-        timestamp: event.timestamp,
-      }));
-      await this.#sql`INSERT INTO events ${
-        this.#sql(rows, "run_id", "sequence", "type", "event_json", "timestamp")
-      } ON CONFLICT DO NOTHING`;
+      const runIds = [...new Set(batch.map((event) => event.runId))];
+      const fenced = await this.#sql.begin(async (tx) => {
+        // Only runs this replica still owns, under a live lease, and active.
+        const writable = await writableRuns(tx, this.#instanceId, runIds);
+        const rows = batch.filter((event) =>
+          writable.get(event.runId) === "active"
+        ).map((event) => ({
+          run_id: event.runId,
+          sequence: event.sequence,
+          type: event.type,
+          event_json: event.json,
+          timestamp: event.timestamp,
+        }));
+        if (rows.length) {
+          await tx`INSERT INTO events ${
+            tx(rows, "run_id", "sequence", "type", "event_json", "timestamp")
+          } ON CONFLICT DO NOTHING`;
+        }
+        return runIds.filter((runId) => !writable.has(runId));
+      });
+      for (const runId of fenced) this.#fenced(runId);
     }, "write");
   }
 

@@ -1,7 +1,8 @@
 /**
  * Ending the runs of lost replicas in the PostgreSQL store: an active run
- * whose owning replica instance holds no live lease (the replica died, was
- * cut off, or restarted as a new instance) is ended exactly once, however
+ * whose owning replica lease (instance and epoch) is not live (the replica
+ * died, was paused or cut off past its lease, or restarted as a new
+ * instance) is ended exactly once, after that lease is fenced, however
  * many replicas sweep at the same moment (rows are locked and skipped). As
  * in the SQLite store, a run whose terminal event was already stored is
  * finished with that event's outcome; only a run without one gets a
@@ -34,10 +35,11 @@ export function failLostReplicaRuns(
     const only = options.runId === undefined
       ? tx``
       : tx`AND r.run_id = ${options.runId}`;
+    await invalidateLapsedLeases(tx, only);
     const rows = await tx`SELECT r.run_id FROM runs r WHERE r.status = 'active'
       ${only} AND NOT EXISTS (SELECT 1 FROM replicas p
         WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance
-        AND p.expires_at > now())
+        AND p.epoch = r.owner_epoch AND p.expires_at > clock_timestamp())
       FOR UPDATE OF r SKIP LOCKED`;
     const ended: string[] = [];
     for (const row of rows) {
@@ -47,6 +49,27 @@ export function failLostReplicaRuns(
     }
     return ended;
   });
+}
+
+/**
+ * Fences the lapsed leases whose runs are about to be ended: bumps their
+ * epoch, so the lease can never be renewed, after waiting for the writes
+ * that hold it (they lock it `FOR KEY SHARE`); those writes are then
+ * visible to the rest of the sweep, and none can follow.
+ */
+async function invalidateLapsedLeases(
+  tx: postgres.TransactionSql,
+  only: postgres.PendingQuery<postgres.Row[]>,
+): Promise<void> {
+  const lapsed = await tx`SELECT p.replica_id FROM replicas p
+    WHERE p.expires_at <= clock_timestamp() AND EXISTS (SELECT 1 FROM runs r
+      WHERE r.status = 'active' AND r.owner_replica = p.replica_id
+      AND r.owner_instance = p.instance_id AND r.owner_epoch = p.epoch ${only})
+    FOR UPDATE OF p`;
+  if (!lapsed.length) return;
+  await tx`UPDATE replicas SET epoch = epoch + 1 WHERE replica_id = ANY(${
+    lapsed.map((row) => String(row.replica_id))
+  }::text[]) AND expires_at <= clock_timestamp()`;
 }
 
 async function endLostRun(

@@ -88,6 +88,11 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX runs_by_status ON runs (status, created_at, position);
    CREATE INDEX runs_by_conversation_status
      ON runs (conversation_id, status, created_at, position);`,
+  // Fencing: a replica's lease has an epoch, bumped when the lease is
+  // declared lost or taken again; a run carries the epoch it was created
+  // under, and only that lease, while live, may write the run.
+  `ALTER TABLE replicas ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+   ALTER TABLE runs ADD COLUMN owner_epoch BIGINT NOT NULL DEFAULT 0;`,
 ];
 
 /** The schema version this code writes. */

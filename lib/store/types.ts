@@ -225,6 +225,14 @@ export interface RunStore {
 
   /** The fleet's shared state, when replicas share this store (PostgreSQL). */
   readonly fleet?: FleetStore;
+
+  /**
+   * In a fleet: calls `listener` once when this replica may no longer write
+   * the run (its lease lapsed or the fleet declared it lost; the run's end is
+   * the fleet's from then on). Resolves to a function that stops watching.
+   * Stores without fencing (SQLite) leave it out.
+   */
+  watchFence?(runId: string, listener: () => void): () => void;
 }
 
 /**
