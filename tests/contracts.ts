@@ -29,33 +29,58 @@ import { openApiDocument } from "../lib/server/openapi.ts";
 /** A direction of the relay wire. */
 export type RelayDirection = "daemon->hub" | "hub->daemon";
 
-let compiled:
-  | {
-    langbot: ValidateFunction;
-    relay: Record<RelayDirection, ValidateFunction>;
-    n8n: ValidateFunction;
-    n8nAnswer: ValidateFunction;
-    http: ValidateFunction;
-  }
-  | undefined;
+/** One Ajv per contract family, compiled on first use (the OpenAPI document is large). */
+const cache = new Map<string, ValidateFunction>();
 
-function validators() {
-  if (compiled) return compiled;
+function compiled(
+  name: string,
+  build: () => ValidateFunction,
+): ValidateFunction {
+  let validate = cache.get(name);
+  if (!validate) cache.set(name, validate = build());
+  return validate;
+}
+
+function relayAjv(): Ajv2020 {
   const ajv = new Ajv2020({ strict: false, allErrors: false });
   ajv.addSchema(LANGBOT_WIRE_EVENT_SCHEMA);
-  const document = openApiDocument();
-  ajv.addSchema(document, "openapi");
-  compiled = {
-    langbot: ajv.compile(LANGBOT_RUN_RESULT_SCHEMA),
-    relay: {
-      "daemon->hub": ajv.compile(relayDirectionSchema("daemon->hub")),
-      "hub->daemon": ajv.compile(relayDirectionSchema("hub->daemon")),
+  return ajv;
+}
+
+function validators() {
+  return {
+    get langbot() {
+      return compiled(
+        "langbot",
+        () => new Ajv2020({ strict: false }).compile(LANGBOT_RUN_RESULT_SCHEMA),
+      );
     },
-    n8n: ajv.compile(N8N_STREAM_OBJECT_SCHEMA),
-    n8nAnswer: ajv.compile(n8nAnswerSchema()),
-    http: ajv.getSchema("openapi#/components/schemas/RunEvent")!,
+    relay(direction: RelayDirection) {
+      return compiled(
+        direction,
+        () => relayAjv().compile(relayDirectionSchema(direction)),
+      );
+    },
+    get n8n() {
+      return compiled(
+        "n8n",
+        () => new Ajv2020({ strict: false }).compile(N8N_STREAM_OBJECT_SCHEMA),
+      );
+    },
+    get n8nAnswer() {
+      return compiled(
+        "n8nAnswer",
+        () => new Ajv2020({ strict: false }).compile(n8nAnswerSchema()),
+      );
+    },
+    get http() {
+      return compiled("http", () => {
+        const ajv = new Ajv2020({ strict: false });
+        ajv.addSchema(openApiDocument(), "openapi");
+        return ajv.getSchema("openapi#/components/schemas/RunEvent")!;
+      });
+    },
   };
-  return compiled;
 }
 
 function valueAt(root: unknown, pointer: string): unknown {
@@ -115,7 +140,7 @@ export function assertRelayFrame(
   direction: RelayDirection,
 ): Record<string, unknown> {
   const parsed = typeof frame === "string" ? JSON.parse(frame) : frame;
-  check(validators().relay[direction], `relay frame ${direction}`, parsed);
+  check(validators().relay(direction), `relay frame ${direction}`, parsed);
   return parsed;
 }
 
@@ -133,3 +158,8 @@ export function assertN8nAnswer(value: unknown): void {
 export function assertHttpEvent(event: unknown): void {
   check(validators().http, "HTTP run event", event);
 }
+
+// Compiled at load, not inside a socket's message handler, where a first
+// compile would stall the event loop that a peer's keep-alive is watching.
+validators().relay("daemon->hub");
+validators().relay("hub->daemon");
