@@ -334,6 +334,58 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/store_file_test.ts",
     filter: "damaged",
   },
+  {
+    name: "the fleet takes any non-empty cluster token",
+    file: "lib/server/fleet_router.ts",
+    find: "return given !== undefined && sameSecret(given, clusterToken);",
+    replace: "return Boolean(given);",
+    test: "tests/guards_test.ts",
+    filter: "the cluster token",
+  },
+  {
+    name: "the Origin check ignores the port",
+    file: "lib/server/request_guard.ts",
+    find:
+      "if (host && new URL(normalized).host === host.trim().toLowerCase()) {",
+    replace: "if (host && new URL(normalized).hostname === hostName(host)) {",
+    test: "tests/guards_test.ts",
+    filter: "the same host on another port",
+  },
+  {
+    name: "a *.name allowed host matches look-alikes",
+    file: "lib/server/request_guard.ts",
+    find: 'if (wanted.startsWith("*.")) return name.endsWith(wanted.slice(1));',
+    replace:
+      'if (wanted.startsWith("*.")) return name.endsWith(wanted.slice(2));',
+    test: "tests/guards_test.ts",
+    filter: "a *.name pattern",
+  },
+  {
+    name: "an ssh-target starting with - is accepted",
+    file: "lib/config.ts",
+    find: '  if (result.sshTarget?.startsWith("-")) {',
+    replace: '  if (result.sshTarget?.startsWith("--")) {',
+    test: "tests/guards_test.ts",
+    filter: "ssh-target",
+  },
+  {
+    name: "the warm-agent key drops the agent's environment",
+    file: "lib/run/warm_manager.ts",
+    find:
+      "    env: launch.env,\n    sessionCwd: config.sessionCwd ?? launch.cwd,",
+    replace: "    sessionCwd: config.sessionCwd ?? launch.cwd,",
+    test: "tests/identity_test.ts",
+    filter: "every part of a local target",
+  },
+  {
+    name: "the lost-replica sweep ignores the instance id",
+    file: "lib/store/postgres_orphans.ts",
+    find:
+      "WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance",
+    replace: "WHERE p.replica_id = r.owner_replica",
+    test: "tests/store_postgres_test.ts",
+    filter: "restarted under the same id",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

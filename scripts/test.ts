@@ -25,9 +25,6 @@ export function leftovers(dir: string): string[] {
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
   const tmp = Deno.makeTempDirSync({ prefix: "runner-suite-tmp-" });
-  // Traversable (not listable) by others: the PostgreSQL tests run their
-  // private cluster, in a directory inside, as the unprivileged postgres user.
-  Deno.chmodSync(tmp, 0o711);
   const args = Deno.args.length ? Deno.args : ["tests/"];
   const status = await new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--parallel", ...args],

@@ -160,8 +160,10 @@ Deno.test("keep-alive: answered pings keep the connection", async () => {
     daemonId: "quiet",
     token: TOKEN,
     reconnectDelayMs: 10,
-    pingIntervalMs: 5,
-    pingTimeoutMs: 250,
+    // A late pong on a loaded machine must not pass for a dead hub: the
+    // timeout is generous, the hundred pings still span two of them.
+    pingIntervalMs: 20,
+    pingTimeoutMs: 1000,
     signal: controller.signal,
     runJob: () => Promise.resolve({ cleanupConfirmed: true }),
   });

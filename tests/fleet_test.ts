@@ -14,7 +14,12 @@ import {
   tempDir,
   terminals,
 } from "./serve_test_helpers.ts";
-import { eventually, type Replica, startReplica } from "./fleet_helpers.ts";
+import {
+  CLUSTER_TOKEN,
+  eventually,
+  type Replica,
+  startReplica,
+} from "./fleet_helpers.ts";
 import { listAgents, recordByProcess } from "./warm_helpers.ts";
 
 const cluster = clusterForThisFile();
@@ -311,6 +316,36 @@ test("without its database a replica reports degraded, refuses runs with store.u
       const body = await (await fetch(`${a.url}/healthz`)).json();
       return body.status === "ok" ? true : undefined;
     }, "the replica to recover");
+  } finally {
+    await a.stop();
+  }
+});
+
+test("behind --api-token, only the exact cluster token stands in for the bearer token", async () => {
+  const apiToken = "fleet-api-token-Wd5Kq8Zm3Xr7Lt2Nv6Pc";
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a", ["--api-token", apiToken]);
+  try {
+    const status = async (headers: Record<string, string>) => {
+      const answer = await fetch(`${a.url}/v1/runs`, { headers });
+      await answer.body?.cancel();
+      return answer.status;
+    };
+    const header = "x-runner-cluster-token";
+    for (
+      const value of [
+        "",
+        "x",
+        CLUSTER_TOKEN.slice(0, -1),
+        `${CLUSTER_TOKEN}x`,
+        CLUSTER_TOKEN.toUpperCase(),
+        apiToken,
+      ]
+    ) {
+      assert.equal(await status({ [header]: value }), 401, value);
+    }
+    assert.equal(await status({ [header]: CLUSTER_TOKEN }), 200);
+    assert.equal(await status({ authorization: `Bearer ${apiToken}` }), 200);
   } finally {
     await a.stop();
   }

@@ -180,6 +180,33 @@ Deno.test("per-daemon tokens admit only their own daemon ID; the shared token th
   }, { token: undefined, tokens: { laptop: LAPTOP_TOKEN } });
 });
 
+Deno.test("near-miss daemon tokens are refused: empty, cut, extended, re-cased, or another ID's", async () => {
+  await withHub(async ({ url }) => {
+    for (
+      const [daemonId, token] of [
+        ["desktop", ""],
+        ["desktop", TOKEN.slice(0, -1)],
+        ["desktop", `${TOKEN}x`],
+        ["desktop", ` ${TOKEN}`],
+        ["desktop", TOKEN.toUpperCase()],
+        ["desktop", LAPTOP_TOKEN], // a per-daemon token is not the shared one
+        [" laptop", TOKEN], // the same ID, padded: still needs its own token
+        ["laptop", `${LAPTOP_TOKEN} `],
+        ["laptop", LAPTOP_TOKEN.toLowerCase()],
+      ]
+    ) {
+      const refused = await helloDaemon(url, daemonId, token);
+      assert.deepEqual(await refused.first, {
+        closed: 1008,
+        reason: REFUSAL_REASONS.invalidToken,
+      }, `${JSON.stringify(daemonId)} with ${JSON.stringify(token)}`);
+    }
+    const own = await helloDaemon(url, " laptop ", LAPTOP_TOKEN);
+    assert.equal((await own.first).type, "daemon.ready");
+    own.ws.close();
+  }, { tokens: { laptop: LAPTOP_TOKEN } });
+});
+
 Deno.test("one daemon ID runs at most --daemon-max-jobs-per-id jobs at once", async () => {
   await withHub(async ({ hub, url }) => {
     const daemon = await helloDaemon(url, "laptop", TOKEN);

@@ -1,9 +1,12 @@
 /**
  * A private PostgreSQL 15 cluster for one test file: `initdb` in a temporary
  * directory and `pg_ctl` on a free 127.0.0.1 port, run as the unprivileged
- * `postgres` OS user when the tests run as root. Each test takes a fresh
- * database from it; the file stops the cluster and removes its directory at
- * the end (`Deno.test.afterAll`).
+ * `postgres` OS user when the tests run as root. That user cannot enter a
+ * private `TMPDIR` (mode 0700, as `mktemp -d` makes it), so as root the
+ * cluster lives in a directory of its own under the system's `/tmp`, owned
+ * by `postgres`. Each test takes a fresh database from it; the file stops the
+ * cluster and removes its directory at the end (`Deno.test.afterAll`, and
+ * when the module unloads).
  *
  * @module
  */
@@ -52,15 +55,32 @@ async function pgCommand(name: string, args: string[]): Promise<void> {
   }
 }
 
+/** Where the system keeps temporary files whatever `TMPDIR` says. */
+const SYSTEM_TMP = "/tmp";
+
+/**
+ * The cluster's directory: as root, a new directory under {@linkcode
+ * SYSTEM_TMP} handed to the `postgres` user (removed by `remove()`, or when
+ * the module unloads); otherwise a {@linkcode tempDir}.
+ */
+async function clusterDir(): Promise<string> {
+  if (Deno.uid() !== 0) return tempDir("runner-pg-");
+  const dir = Deno.makeTempDirSync({ dir: SYSTEM_TMP, prefix: "runner-pg-" });
+  globalThis.addEventListener("unload", () => {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* already removed */ }
+  });
+  const chown = await new Deno.Command("chown", {
+    args: ["postgres:postgres", dir],
+  }).output();
+  if (!chown.success) throw new Error("chown of the cluster dir failed");
+  return dir;
+}
+
 /** Initialises and starts a private cluster in a new temporary directory. */
 export async function startPgCluster(): Promise<PgCluster> {
-  const dir = tempDir("runner-pg-");
-  if (Deno.uid() === 0) {
-    const chown = await new Deno.Command("chown", {
-      args: ["postgres:postgres", dir],
-    }).output();
-    if (!chown.success) throw new Error("chown of the cluster dir failed");
-  }
+  const dir = await clusterDir();
   const data = join(dir, "data");
   await pgCommand("initdb", [
     "-D",

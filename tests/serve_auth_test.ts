@@ -73,6 +73,58 @@ Deno.test("/v1 needs the bearer token (401 with WWW-Authenticate: Bearer); /heal
   });
 });
 
+Deno.test("near-miss API tokens are 401: empty, cut, extended, re-cased, in another scheme, header or the query", async () => {
+  await withServe({ env: { RUNNER_API_TOKEN: TOKEN } }, async (serve) => {
+    const status = async (headers: Record<string, string>, query = "") => {
+      const answer = await fetch(`${serve.url}/v1/runs${query}`, { headers });
+      await answer.body?.cancel();
+      return answer.status;
+    };
+    for (
+      const headers of <Record<string, string>[]> [
+        { authorization: "" },
+        { authorization: "Bearer" },
+        { authorization: "Bearer " },
+        { authorization: `Bearer ${TOKEN.slice(0, -1)}` },
+        { authorization: `Bearer ${TOKEN}x` },
+        { authorization: `Bearer ${TOKEN.toUpperCase()}` },
+        { authorization: `Bearer ${TOKEN} ${TOKEN}` },
+        { authorization: `Basic ${TOKEN}` },
+        { authorization: TOKEN },
+        { "x-api-token": TOKEN },
+        // Outside a fleet the cluster header means nothing.
+        { "x-runner-cluster-token": TOKEN },
+      ]
+    ) {
+      assert.equal(await status(headers), 401, JSON.stringify(headers));
+    }
+    assert.equal(await status({}, `?token=${TOKEN}`), 401);
+    assert.equal(await status({ authorization: `bearer ${TOKEN}` }), 200);
+  });
+});
+
+Deno.test("an ssh-target ssh would read as an option is a 400 config.invalid, and no run starts", async () => {
+  await withServe({}, async (serve) => {
+    for (const target of ["-oProxyCommand=id", "-v", "-luser@host"]) {
+      const answer = await postJson(`${serve.url}/v1/runs`, {
+        input: { text: "hi" },
+        config: {
+          provider: "claude",
+          location: "remote-ssh",
+          "ssh-target": target,
+        },
+        stream: false,
+      });
+      assert.equal(answer.status, 400, target);
+      const { error } = await answer.json();
+      assert.equal(error.code, "config.invalid", target);
+      assert.match(error.message, /ssh-target/);
+    }
+    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    assert.deepEqual(runs.runs, []);
+  });
+});
+
 Deno.test("callers cannot set commands or env names the operator did not allow", async () => {
   await withServe({
     args: ["--provider", "custom", "--acp-command", agentCommand()],

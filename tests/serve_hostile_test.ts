@@ -133,6 +133,31 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
       JSON.parse(crossSite.body).error.code,
       "http.origin_not_allowed",
     );
+    // A page of another server on this machine (same host, another port)
+    // and look-alikes of the allowed origin are other sites too.
+    for (
+      const origin of [
+        `http://${new URL(serve.url).hostname}:3000`,
+        `http://localhost:${new URL(serve.url).port}`,
+        "https://console.example.com:8443",
+        "http://console.example.com",
+        "https://console.example.com.evil.example",
+        "null",
+      ]
+    ) {
+      const other = await rawRequest(serve.url, {
+        method: "POST",
+        path: "/v1/runs",
+        headers: { host, origin, "content-type": "text/plain" },
+        body,
+      });
+      assert.equal(other.status, 403, origin);
+      assert.equal(
+        JSON.parse(other.body).error.code,
+        "http.origin_not_allowed",
+        origin,
+      );
+    }
     const noOrigin = await rawRequest(serve.url, {
       method: "POST",
       path: "/v1/runs",
@@ -151,6 +176,15 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
     });
     assert.equal(rebound.status, 403);
     assert.equal(JSON.parse(rebound.body).error.code, "http.host_not_allowed");
+    for (
+      const name of ["runner.internal.evil.example", "evilrunner.internal"]
+    ) {
+      const lookalike = await rawRequest(serve.url, {
+        path: "/v1/runs",
+        headers: { host: name },
+      });
+      assert.equal(lookalike.status, 403, name);
+    }
     assert.match(JSON.parse(rebound.body).error.message, /--allowed-hosts/);
 
     // A body that is not JSON, even from a non-browser client.

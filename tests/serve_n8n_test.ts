@@ -39,6 +39,10 @@ Deno.test("the n8n webhook streams item objects then end, in the n8n shape", asy
       "0",
       "--n8n-merge-ms",
       "0",
+      // Exact items: no run token, whose first letter would hold back an
+      // item's last one ("t", "e") until the next.
+      "--langbot-assets-enabled",
+      "false",
     ],
   }, async (serve) => {
     const response = await postJson(`${serve.url}/v1/webhooks/n8n`, {

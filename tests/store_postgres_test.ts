@@ -436,3 +436,33 @@ test("[postgres] every listing filter and the prune statements use an index on a
     await store.close();
   }
 });
+
+test("[postgres] a replica restarted under the same id fails its previous instance's runs, not its own", async () => {
+  const url = await cluster().newDatabase();
+  const before = await openReplica(url, "r");
+  await before.createRun({ runId: "old", config: {}, status: "active" });
+  // It crashes (no release) and comes back at once as a new instance: the
+  // replica id's lease is live again, but not for the old run's owner.
+  await (before.fleet as unknown as { stop(release: boolean): Promise<void> })
+    .stop(false);
+  const after = await openReplica(url, "r");
+  const other = await openReplica(url, "other");
+  try {
+    await after.createRun({ runId: "new", config: {}, status: "active" });
+    assert.deepEqual(
+      await other.markActiveRunsFailed("runner.replica_lost", "lost"),
+      ["old"],
+    );
+    assert.equal((await other.getRun("old"))?.status, "failed");
+    assert.equal((await other.getRun("new"))?.status, "active");
+    assert.deepEqual(
+      await after.markActiveRunsFailed("runner.replica_lost", "lost"),
+      [],
+      "the live instance's own run is not swept",
+    );
+  } finally {
+    await other.close();
+    await after.close();
+    await before.close();
+  }
+});

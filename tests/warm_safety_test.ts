@@ -150,6 +150,34 @@ Deno.test("a changed config starts cold; the agent it left behind is stale and i
   });
 });
 
+Deno.test("a rotated env-json value starts a new agent: the old key's agent is not reused", async () => {
+  await withServe({
+    args: [...SERVE, "--allow-env-names", "PROVIDER_API_KEY"],
+  }, async (serve, dir) => {
+    const record = join(dir, "record.jsonl");
+    const config = fixtureConfig(join(dir, "ws"), [
+      "--load-session",
+      "--state-dir",
+      join(dir, "sessions"),
+      "--record",
+      record,
+    ]);
+    const message = (text: string, key: string) =>
+      sendMessage(serve, {
+        conversation_id: "chat",
+        text,
+        config: { ...config, "env-json": { PROVIDER_API_KEY: key } },
+      });
+    assert.equal((await message("one", "key-1")).agent, "cold");
+    assert.equal((await message("two", "key-1")).agent, "warm", "same key");
+    const rotated = await message("three", "key-2");
+    assert.equal(rotated.agent, "cold", "the agent of the old key was reused");
+    assert.deepEqual(answers(rotated), ["echo: three (turn 3)"]);
+    assert.equal(recordByProcess(record).length, 2);
+    assert.equal((await message("four", "key-2")).agent, "warm");
+  });
+});
+
 Deno.test("late updates of a turn that arrive while the agent is idle never reach the next run", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
     const config = {

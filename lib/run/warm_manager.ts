@@ -87,7 +87,7 @@ function isKeptAssets(
  * Everything that makes a local or SSH run's target: the same values mean an
  * agent started for one run is exactly what the other would start.
  */
-function targetParts(
+export function targetParts(
   request: RunRequest,
   launch: AgentLaunch,
 ): Record<string, unknown> {
