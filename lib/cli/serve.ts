@@ -334,6 +334,26 @@ async function serveUntilSignal(
     active_runs: manager.active().length,
   });
   stopping.abort();
+  await drainAndClose(services, listener);
+  await retentionStopped;
+  await closeStore(store, log);
+  stopSignals.remove();
+  log({ msg: "stopped", always: true });
+  if (signal === "replica_id_taken") {
+    console.error(
+      "runner serve [runner.replica_id_taken]: another live process took this --replica-id; give each replica its own.",
+    );
+    return 1;
+  }
+  return 0;
+}
+
+/** Ends the active runs, then closes the warm agents, listener, fleet duties, hub and assets. */
+async function drainAndClose(
+  services: RunServices,
+  listener: HttpListener,
+): Promise<void> {
+  const { manager, warmPool, fleet, hub, assets } = services;
   await manager.shutdown(
     new RunnerError(
       "runner.shutting_down",
@@ -346,17 +366,6 @@ async function serveUntilSignal(
   await fleet?.stop();
   await hub?.close();
   await assets.close();
-  await retentionStopped;
-  await closeStore(store, log);
-  stopSignals.remove();
-  log({ msg: "stopped", always: true });
-  if (signal === "replica_id_taken") {
-    console.error(
-      "runner serve [runner.replica_id_taken]: another live process took this --replica-id; give each replica its own.",
-    );
-    return 1;
-  }
-  return 0;
 }
 
 /** Closes the store; a final flush that fails is logged, not thrown. */
