@@ -288,6 +288,8 @@ async function startAdmittedRun(
     });
   } catch (error) {
     recorder.emit(failedBeforeStartEvent(runId, error));
+    // Its listeners have the failure (once stored) before the caller does.
+    await recorder.settled();
     throw toRunnerError(error);
   }
   // A run is done once its outcome and session id are stored, too.

@@ -2,8 +2,11 @@
  * Recording one run's events: redacted, stored (with the session mapping and
  * the run's outcome), then handed to the live listeners — in the lean form
  * (`createLeanEvents`: no `all_content`, completions do not repeat text their
- * deltas carried). A run records one terminal event; when storing its outcome
- * fails (a full disk), the final write is retried until the store takes it.
+ * deltas carried). Listeners get an event only once its batch is committed
+ * (durable before visible), in order, so whatever a reader saw survives a
+ * crash; while the store cannot write, events are withheld until it can. A
+ * run records one terminal event; when storing its outcome fails (a full
+ * disk), the final write is retried until the store takes it.
  *
  * @module
  */
@@ -34,7 +37,7 @@ const MAX_FINISH_RETRY_MS = 5_000;
 
 /** Records one run's events and fans them out to listeners. */
 export interface RunRecorder {
-  /** Redacts, stores and delivers an event (lean) to every listener. */
+  /** Redacts and stores an event, and delivers it (lean) to every listener once it is durable. */
   emit(event: RunEvent): void;
   /**
    * Subscribes to events emitted from now on and, until
@@ -43,7 +46,10 @@ export interface RunRecorder {
   subscribe(listener: (event: RunEvent) => void): () => void;
   /** Ends the replay of early events to new subscribers. */
   stopReplay(): void;
-  /** Resolves once the store writes of every event emitted so far have settled. */
+  /**
+   * Resolves once every event emitted so far is delivered (so stored) and the
+   * other store writes (session id, outcome) have settled.
+   */
   settled(): Promise<void>;
 }
 
@@ -56,6 +62,21 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   let early: RunEvent[] | undefined = [];
   const lean = createLeanEvents();
   let terminal: RunEvent | undefined;
+  const deliver = (event: RunEvent) => {
+    early?.push(event);
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        log({
+          msg: "event listener failed",
+          run_id: runId,
+          error: String(error),
+        });
+      }
+    }
+  };
+  const publisher = createDurablePublisher(options, deliver);
   return {
     emit(raw) {
       if (terminal) {
@@ -69,7 +90,6 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       }
       const event = lean(redactDeep(raw, options.secrets));
       if (isTerminalEvent(event)) terminal = event;
-      // The run goes on for its live listeners even if the store fails.
       const logFailure = (error: unknown) => {
         log({
           msg: "storing a run event failed",
@@ -90,18 +110,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       } catch (error) {
         logFailure(error);
       }
-      early?.push(event);
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch (error) {
-          log({
-            msg: "event listener failed",
-            run_id: runId,
-            error: String(error),
-          });
-        }
-      }
+      publisher.publish(event);
     },
     subscribe(listener) {
       for (const event of early ?? []) listener(event);
@@ -111,7 +120,63 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
     stopReplay() {
       early = undefined;
     },
-    settled: () => writes,
+    settled: () => Promise.all([writes, publisher.idle()]).then(() => {}),
+  };
+}
+
+/** Hands events to `deliver` in order, each once the store has committed it. */
+interface DurablePublisher {
+  /** Delivers `event` once it (and every event before it) is durable. */
+  publish(event: RunEvent): void;
+  /** Resolves once every event published so far is delivered (or given up). */
+  idle(): Promise<void>;
+}
+
+/**
+ * Waits for the store's commits on behalf of one run: one wait at a time,
+ * covering every event queued when it began (a group commit takes them all,
+ * so the next wait usually resolves at once).
+ */
+function createDurablePublisher(
+  { store, runId, log }: RunRecorderOptions,
+  deliver: (event: RunEvent) => void,
+): DurablePublisher {
+  const waiting: RunEvent[] = [];
+  let busy = false;
+  let idle = Promise.withResolvers<void>();
+  idle.resolve();
+  const wait = () => {
+    busy = true;
+    const count = waiting.length;
+    const next = () => {
+      busy = false;
+      if (waiting.length) wait();
+      else idle.resolve();
+    };
+    store.durable().then(() => {
+      for (const event of waiting.splice(0, count)) deliver(event);
+      next();
+    }, (error) => {
+      // The store closed with them unwritten: nobody ever sees them.
+      const failure = toRunnerError(error);
+      log({
+        msg: "run events were never stored, so never shown",
+        level: "error",
+        run_id: runId,
+        events: waiting.splice(0, count).length,
+        code: failure.code,
+        error: failure.message,
+      });
+      next();
+    });
+  };
+  return {
+    publish(event) {
+      if (!busy && !waiting.length) idle = Promise.withResolvers<void>();
+      waiting.push(event);
+      if (!busy) wait();
+    },
+    idle: () => idle.promise,
   };
 }
 
