@@ -98,7 +98,7 @@ export class EventQueue {
       this.#commits.fail(
         new RunnerError(
           "store.unavailable",
-          `The store closed with ${this.#queue.length} run events unwritten.`,
+          `The store closed with ${this.#queue.length} run events unwritten; nobody saw them and they are lost. Check that the store can be written (disk space, locks, the database) before the next start.`,
         ),
       );
     }
