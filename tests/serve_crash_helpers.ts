@@ -23,7 +23,7 @@ import {
   terminals,
 } from "./serve_test_helpers.ts";
 
-/** Chunks of the streamed reply (one delta each). */
+/** Chunks of 32 bytes in the streamed reply (one delta each). */
 const CHUNKS = 4000;
 
 /** What one try saw before and after the crash. */
@@ -52,6 +52,8 @@ async function streamAndKill(
       ...fixtureConfig(options.workspace, [
         "--chunks",
         String(CHUNKS),
+        "--chunk-bytes",
+        "32",
         "--pid-file",
         options.pidFile,
       ]),
