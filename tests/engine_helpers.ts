@@ -34,16 +34,32 @@ export interface HarnessOptions {
   log?: (entry: Record<string, unknown>) => void;
   /** The environment the runs see (secrets are found in it by name). */
   environment?: Record<string, string>;
+  /**
+   * Called as a run emits each event, at its append to the store (listeners
+   * get it only once it is committed, a commit later).
+   */
+  onAppend?: (event: RunEvent) => void;
 }
 
 /** Makes a run manager with a real SQLite store in a temp directory; `close` ends runs still active. */
 export function harness(options: HarnessOptions = {}): Harness {
   const dataDir = tempDir();
   const store = openStoreNow(dataDir);
+  const { onAppend } = options;
+  const appending: RunStore = onAppend
+    ? {
+      ...store,
+      appendEvent(runId, event) {
+        const stored = store.appendEvent(runId, event);
+        onAppend(stored);
+        return stored;
+      },
+    }
+    : store;
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
     assets,
-    store,
+    store: appending,
     registry: createReaperRegistry(join(dataDir, "agents")),
     environment: options.environment,
     log: options.log,

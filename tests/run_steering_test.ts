@@ -2,9 +2,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunnerError } from "../lib/errors.ts";
 import type { StartOutcome } from "../lib/run/manager.ts";
+import type { RunEvent } from "../lib/events.ts";
 import {
   EventLog,
   fixtureConfig,
+  type Harness,
   harness,
   makeGate,
 } from "./engine_helpers.ts";
@@ -63,21 +65,17 @@ Deno.test("three follow-ups during a run become four turns on one session with o
 });
 
 // The race between a follow-up and the run's last look at its queue, forced
-// both ways: run listeners are called synchronously as events are emitted,
-// so a follow-up sent from a listener lands at an exact point of the run.
+// both ways: a follow-up sent as an event is appended to the store (where
+// the engine emits it) lands at an exact point of the run; listeners get the
+// event once it is committed, a commit later.
 
 Deno.test("a follow-up that arrives as the last turn completes, before the queue closes, is answered in the same run", async () => {
-  const h = harness();
+  let sent: ReturnType<Harness["manager"]["start"]> | undefined;
+  let onAppend: ((event: RunEvent) => void) | undefined;
+  const h = harness({ onAppend: (event) => onAppend?.(event) });
   try {
     const config = fixtureConfig([]);
-    const first = await h.manager.start({
-      conversationId: "race",
-      input: { text: "one" },
-      config,
-    });
-    const log = new EventLog(first.run);
-    let sent: ReturnType<typeof h.manager.start> | undefined;
-    first.run.subscribe((event) => {
+    onAppend = (event) => {
       // message.completed of turn 1 comes just before the engine's last look
       // at the queue.
       if (event.type === "message.completed" && !sent) {
@@ -87,7 +85,13 @@ Deno.test("a follow-up that arrives as the last turn completes, before the queue
           config,
         });
       }
+    };
+    const first = await h.manager.start({
+      conversationId: "race",
+      input: { text: "one" },
+      config,
     });
+    const log = new EventLog(first.run);
     const result = await first.run.done;
     const late = await sent;
     assert.equal(late?.kind, "steered");

@@ -24,7 +24,7 @@ function openReplica(
       replicaId,
       advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
       leaseMs: options.leaseMs ?? 60_000,
-      eventDelayMs: options.holdEvents ? -1 : undefined,
+      holdEvents: options.holdEvents,
     },
   });
 }
@@ -303,7 +303,7 @@ test("[postgres] a schema-1 database is migrated in place: its runs are kept and
   }
 });
 
-test("[postgres] while event writes fail, reads include the queued events and health says why; a write that lands clears it", async () => {
+test("[postgres] while event writes fail, reads show only the stored events, durable() waits and health says why; a write that lands clears it", async () => {
   const url = await cluster().newDatabase();
   const store = await openReplica(url, "a", { holdEvents: true });
   try {
@@ -319,11 +319,15 @@ test("[postgres] while event writes fail, reads include the queued events and he
         FOR EACH ROW EXECUTE FUNCTION refuse();`);
     });
     store.appendEvent("r1", event("message.delta", { text: "queued" }));
+    let committed = false;
+    const durable = store.durable().then(() => committed = true);
     await assert.rejects(() => store.flush(), { code: "store.unavailable" });
+    // Nobody sees an event that is not durable.
     assert.deepEqual(
       (await store.getEvents("r1")).map((e) => [e.sequence, e.data.text]),
-      [[1, "stored"], [2, "queued"]],
+      [[1, "stored"]],
     );
+    assert.equal(committed, false);
     const health = await store.health();
     assert.equal(health.ok, false);
     assert.match(String(health.error), /disk full/);
@@ -332,6 +336,11 @@ test("[postgres] while event writes fail, reads include the queued events and he
       (sql) => sql`DROP TRIGGER refuse ON events`.then(() => {}),
     );
     await store.flush();
+    await durable;
+    assert.deepEqual(
+      (await store.getEvents("r1")).map((e) => [e.sequence, e.data.text]),
+      [[1, "stored"], [2, "queued"]],
+    );
     assert.deepEqual(await store.health(), { ok: true });
   } finally {
     await store.close();

@@ -186,6 +186,28 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       assert.deepEqual(await writer.getEvents("no-such-run"), []);
     }));
 
+  test("durable() resolves once the events queued before it are committed, with no flush asked", () =>
+    withLocation(kind, async (open) => {
+      const writer = await open();
+      const reader = await open();
+      await writer.createRun({ runId: "run-1", config: {}, status: "active" });
+      await writer.durable(); // nothing queued
+      writer.appendEvent("run-1", event("message.delta", { text: "a" }));
+      writer.appendEvent("run-1", event("message.delta", { text: "b" }));
+      const first = writer.durable();
+      writer.appendEvent("run-1", event("message.delta", { text: "c" }));
+      await first;
+      assert.deepEqual(
+        (await reader.getEvents("run-1")).slice(0, 2).map((e) => e.data.text),
+        ["a", "b"],
+      );
+      await writer.durable();
+      assert.deepEqual(
+        (await reader.getEvents("run-1")).map((e) => e.data.text),
+        ["a", "b", "c"],
+      );
+    }));
+
   test("given sequences are kept and a repeated sequence is ignored", () =>
     withLocation(kind, async (open) => {
       const store = await open();

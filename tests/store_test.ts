@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { RunnerError } from "../lib/errors.ts";
+import type { RunEvent } from "../lib/events.ts";
 import type { RunStore } from "../lib/store/types.ts";
 import { defineStoreSuite } from "./store_suite.ts";
 import {
@@ -50,6 +51,11 @@ async function withDataDir(
     for (const store of stores) await store.close();
     await Deno.remove(dataDir, { recursive: true });
   }
+}
+
+/** A delta event carrying `text`. */
+function delta(text: string): RunEvent {
+  return { run_id: "", type: "message.delta", data: { text } };
 }
 
 const STORE_MODULE = new URL("../lib/store/open.ts", import.meta.url).href;
@@ -209,6 +215,79 @@ Deno.test("markActiveRunsFailed ends runs of a crashed process only", async () =
         "live-run",
       ],
     );
+  });
+});
+
+Deno.test("events a process was told are durable survive its kill -9", async () => {
+  await withDataDir(async (dataDir, open) => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        `import { openStore } from ${JSON.stringify(STORE_MODULE)};
+        const store = await openStore({ dataDir: ${JSON.stringify(dataDir)} });
+        await store.createRun({ runId: "r1", config: {}, status: "active" });
+        for (let i = 1; i <= 50; i++) {
+          store.appendEvent("r1", { run_id: "", type: "message.delta", data: { text: String(i) } });
+          if (i % 10 === 0) {
+            await store.durable();
+            console.log(i);
+          }
+        }
+        await new Response(Deno.stdin.readable).arrayBuffer();`,
+      ],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let output = "";
+    while (!output.includes("50\n")) output += (await lines.read()).value ?? "";
+    child.kill("SIGKILL");
+    await child.status;
+    await lines.cancel();
+    await child.stdin.close().catch(() => {});
+    const store = await open();
+    assert.deepEqual(
+      (await store.getEvents("r1")).map((e) => e.data.text),
+      Array.from({ length: 50 }, (_, i) => String(i + 1)),
+    );
+  });
+});
+
+Deno.test("while another process holds the write lock, durable() waits and reads show only committed events", async () => {
+  await withDataDir(async (dataDir) => {
+    const store = await openStore({
+      dataDir,
+      busyTimeoutMs: 20,
+      onFlushError: () => {},
+    });
+    const lock = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
+    try {
+      await store.createRun({ runId: "r1", config: {}, status: "active" });
+      store.appendEvent("r1", delta("stored"));
+      await store.durable();
+      lock.exec("BEGIN EXCLUSIVE");
+      store.appendEvent("r1", delta("queued"));
+      let committed = false;
+      const durable = store.durable().then(() => committed = true);
+      await assert.rejects(() => store.flush(), { code: "store.unavailable" });
+      assert.equal(committed, false);
+      assert.deepEqual(
+        (await store.getEvents("r1")).map((e) => e.data.text),
+        ["stored"],
+      );
+      lock.exec("COMMIT");
+      // The background retry writes it; then it is durable.
+      await durable;
+      assert.deepEqual(
+        (await store.getEvents("r1")).map((e) => e.data.text),
+        ["stored", "queued"],
+      );
+    } finally {
+      if (lock.isTransaction) lock.exec("COMMIT");
+      lock.close();
+      await store.close();
+    }
   });
 });
 

@@ -288,6 +288,8 @@ async function startAdmittedRun(
     });
   } catch (error) {
     recorder.emit(failedBeforeStartEvent(runId, error));
+    // Its listeners have the failure (once stored) before the caller does.
+    await recorder.settled();
     throw toRunnerError(error);
   }
   const unwatch = stopWhenFenced(store, runId, handle);

@@ -3,12 +3,15 @@
  * the run's outcome), then handed to the live listeners — as the engine (or
  * the hub, for a daemon's run) made them: deltas without `all_content`,
  * completions with their whole text (`docs/events.md`, "Lean and full
- * forms"). A run records one terminal event; when storing its outcome
- * fails (a full disk), the final write is retried until the store takes it.
- * In a fleet (a store that fences), the terminal event reaches listeners only
- * once the store took the run's end; a run the store fenced (this replica
- * lost its lease) ends for its listeners with one `runner.replica_lost`
- * failure instead, whatever the agent did next.
+ * forms"). Listeners get an event only once its batch is committed (durable
+ * before visible), in order, so whatever a reader saw survives a crash; while
+ * the store cannot write, events are withheld until it can. A run records one
+ * terminal event; when storing its outcome fails (a full disk), the final
+ * write is retried until the store takes it. In a fleet (a store that
+ * fences), the terminal event reaches listeners only once the store took the
+ * run's end; a run the store fenced (this replica lost its lease) ends for its
+ * listeners with one `runner.replica_lost` failure instead, whatever the agent
+ * did next.
  *
  * @module
  */
@@ -39,7 +42,7 @@ const MAX_FINISH_RETRY_MS = 5_000;
 
 /** Records one run's events and fans them out to listeners. */
 export interface RunRecorder {
-  /** Redacts, stores and delivers an event to every listener. */
+  /** Redacts and stores an event, and delivers it to every listener once it is durable. */
   emit(event: RunEvent): void;
   /**
    * Subscribes to events emitted from now on and, until
@@ -48,7 +51,10 @@ export interface RunRecorder {
   subscribe(listener: (event: RunEvent) => void): () => void;
   /** Ends the replay of early events to new subscribers. */
   stopReplay(): void;
-  /** Resolves once the store writes of every event emitted so far have settled. */
+  /**
+   * Resolves once every event emitted so far is delivered (so stored) and the
+   * other store writes (session id, outcome) have settled.
+   */
   settled(): Promise<void>;
 }
 
@@ -61,13 +67,23 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   let early: RunEvent[] | undefined = [];
   let terminal: RunEvent | undefined;
   let lastSequence = 0;
+  let deliveredTerminal = false;
   const deliver = (event: RunEvent) => {
+    if (deliveredTerminal) return; // nothing follows the terminal event
+    if (isTerminalEvent(event)) deliveredTerminal = true;
     lastSequence = event.sequence ?? lastSequence;
     early?.push(event);
     deliverTo(listeners, event, options);
   };
-  // Fencing: the terminal event waits for the store's verdict on the run's end.
-  const fence = fencedTerminal(options, deliver, () => lastSequence);
+  const publisher = createDurablePublisher(options, deliver);
+  // Fencing: the terminal event waits for the store's verdict on the run's
+  // end, then follows the events before it; a lost lease's failure is not
+  // stored, so it goes to the listeners at once.
+  const fence: FencedTerminal = fencedTerminal(
+    options,
+    (event) => fence.lost ? deliver(event) : publisher.publish(event),
+    () => lastSequence,
+  );
   return {
     emit(raw) {
       if (fence.lost) return; // the run already ended for its listeners
@@ -82,38 +98,17 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       }
       const event = redactDeep(raw, options.secrets);
       if (isTerminalEvent(event)) terminal = event;
-      // The run goes on for its live listeners even if the store fails.
-      const logFailure = (error: unknown) => {
-        log({
-          msg: "storing a run event failed",
-          level: "error",
-          run_id: runId,
-          type: event.type,
-          code: toRunnerError(error).code,
-          error: toRunnerError(error).message,
-        });
-        if (terminal !== event) return;
-        if (toRunnerError(error).code === "runner.replica_lost") {
-          fence.lose();
-        } else retryFinish(options, event, () => fence.release(event));
-      };
-      try {
-        const stored = Promise.all(storeEvent(options, event)).then(
-          () => {
-            if (terminal === event) fence.release(event);
-          },
-          logFailure,
-        );
-        writes = writes.then(() => stored);
-      } catch (error) {
-        logFailure(error);
-      }
+      const stored = storeTracked(options, event, {
+        terminal: terminal === event,
+        fence,
+      });
+      writes = writes.then(() => stored);
       if (terminal === event && fence.holds) {
         fence.hold(event);
         writes = writes.then(() => fence.settled);
         return;
       }
-      deliver(event);
+      publisher.publish(event);
     },
     subscribe(listener) {
       for (const event of early ?? []) listener(event);
@@ -123,7 +118,100 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
     stopReplay() {
       early = undefined;
     },
-    settled: () => writes,
+    settled: () => Promise.all([writes, publisher.idle()]).then(() => {}),
+  };
+}
+
+/**
+ * Starts storing `event` (and a terminal event's outcome); a failure is
+ * logged, and for the terminal event retried, or ends the run as lost when
+ * the store fenced it. Resolves once the writes settled.
+ */
+function storeTracked(
+  options: RunRecorderOptions,
+  event: RunEvent,
+  { terminal, fence }: { terminal: boolean; fence: FencedTerminal },
+): Promise<void> {
+  const logFailure = (error: unknown) => {
+    options.log({
+      msg: "storing a run event failed",
+      level: "error",
+      run_id: options.runId,
+      type: event.type,
+      code: toRunnerError(error).code,
+      error: toRunnerError(error).message,
+    });
+    if (!terminal) return;
+    if (toRunnerError(error).code === "runner.replica_lost") {
+      fence.lose();
+    } else retryFinish(options, event, () => fence.release(event));
+  };
+  try {
+    return Promise.all(storeEvent(options, event)).then(
+      () => {
+        if (terminal) fence.release(event);
+      },
+      logFailure,
+    );
+  } catch (error) {
+    logFailure(error);
+    return Promise.resolve();
+  }
+}
+
+/** Hands events to `deliver` in order, each once the store has committed it. */
+interface DurablePublisher {
+  /** Delivers `event` once it (and every event before it) is durable. */
+  publish(event: RunEvent): void;
+  /** Resolves once every event published so far is delivered (or given up). */
+  idle(): Promise<void>;
+}
+
+/**
+ * Waits for the store's commits on behalf of one run: one wait at a time,
+ * covering every event queued when it began (a group commit takes them all,
+ * so the next wait usually resolves at once).
+ */
+function createDurablePublisher(
+  { store, runId, log }: RunRecorderOptions,
+  deliver: (event: RunEvent) => void,
+): DurablePublisher {
+  const waiting: RunEvent[] = [];
+  let busy = false;
+  let idle = Promise.withResolvers<void>();
+  idle.resolve();
+  const wait = () => {
+    busy = true;
+    const count = waiting.length;
+    const next = () => {
+      busy = false;
+      if (waiting.length) wait();
+      else idle.resolve();
+    };
+    store.durable().then(() => {
+      for (const event of waiting.splice(0, count)) deliver(event);
+      next();
+    }, (error) => {
+      // The store closed with them unwritten: nobody ever sees them.
+      const failure = toRunnerError(error);
+      log({
+        msg: "run events were never stored, so never shown",
+        level: "error",
+        run_id: runId,
+        events: waiting.splice(0, count).length,
+        code: failure.code,
+        error: failure.message,
+      });
+      next();
+    });
+  };
+  return {
+    publish(event) {
+      if (!busy && !waiting.length) idle = Promise.withResolvers<void>();
+      waiting.push(event);
+      if (!busy) wait();
+    },
+    idle: () => idle.promise,
   };
 }
 

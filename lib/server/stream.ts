@@ -106,8 +106,8 @@ function onLiveEvent(state: FollowState, event: RunEvent): void {
   if (!state.catchingUp) {
     if (state.live.length < state.maxPending) state.live.push(event);
     else {
-      // Every event a listener sees is already in the store (stored before
-      // delivery): drop the buffer and catch up from there.
+      // Every event a listener sees is already in the store (committed
+      // before delivery): drop the buffer and catch up from there.
       state.catchingUp = true;
       state.live.length = 0;
     }

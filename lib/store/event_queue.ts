@@ -1,15 +1,19 @@
 /**
- * The store's event write queue: events are held briefly and written in one
- * batch, at once when the queue is full, and a failed background write is
- * retried with the events kept in order.
+ * The embedded store's event write queue, a group commit: queued events are
+ * written in one transaction at the next turn of the event loop (at once
+ * when the queue is full), so every event queued while the previous commit
+ * and the rest of that turn ran goes into one batch; there is no fixed
+ * delay. A failed background write is retried with the events kept in
+ * order, and {@linkcode EventQueue.durable} tells when the events queued so
+ * far are committed.
  *
  * @module
  */
 
-import type { RunnerError } from "../errors.ts";
+import { RunnerError } from "../errors.ts";
+import { CommitWaiters } from "./commit_waiters.ts";
 
-const FLUSH_DELAY_MS = 25;
-const FLUSH_RETRY_DELAY_MS = 1000;
+const RETRY_DELAY_MS = 1000;
 const MAX_QUEUED_EVENTS = 256;
 
 /** One run event awaiting its write, already serialised. */
@@ -34,11 +38,14 @@ export interface EventQueueOptions {
   onFlushError(error: RunnerError): void;
 }
 
-/** Batches event writes: written shortly after queueing, or at once past a size. */
+/** Batches event writes: one commit per turn of the event loop, or at once past a size. */
 export class EventQueue {
   readonly #options: EventQueueOptions;
+  readonly #commits = new CommitWaiters();
   #queue: QueuedEvent[] = [];
-  #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** A write failed: the next one waits for the retry, not for the next event. */
+  #retrying = false;
   #closed = false;
 
   /** Makes an empty queue that writes through `options.write`. */
@@ -46,22 +53,17 @@ export class EventQueue {
     this.#options = options;
   }
 
-  /** Queues `event`; writes the queue at once when it is full (and throws what that write throws). */
+  /** Queues `event` for the next commit (a failed write of a full queue is reported, not thrown). */
   push(event: QueuedEvent): void {
     this.#queue.push(event);
-    if (this.#queue.length >= MAX_QUEUED_EVENTS) {
-      this.flush();
-    } else {
-      this.#scheduleFlush(FLUSH_DELAY_MS);
-    }
+    this.#commits.queued();
+    if (this.#retrying || this.#closed) return;
+    if (this.#queue.length >= MAX_QUEUED_EVENTS) this.#writeInBackground();
+    else this.#schedule(0);
   }
 
-  /** Writes every queued event now; on failure they stay queued and the error is thrown. */
+  /** Writes every queued event now; on failure they stay queued (and are retried) and the error is thrown. */
   flush(): void {
-    if (this.#flushTimer !== undefined) {
-      clearTimeout(this.#flushTimer);
-      this.#flushTimer = undefined;
-    }
     if (this.#queue.length === 0) return;
     const batch = this.#queue;
     this.#queue = [];
@@ -69,32 +71,62 @@ export class EventQueue {
       this.#options.write(batch);
     } catch (error) {
       this.#queue = [...batch, ...this.#queue];
+      this.#retryLater();
       throw error;
     }
+    this.#retrying = false;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#commits.committed(batch.length);
   }
 
-  /** The events of `runId` still waiting for their write, in order. */
-  pendingFor(runId: string): QueuedEvent[] {
-    return this.#queue.filter((event) => event.runId === runId);
+  /**
+   * Resolves once every event queued so far is committed, without a commit
+   * of its own; waits through failed writes (they are retried) and rejects
+   * only when the queue closes with them unwritten.
+   */
+  durable(): Promise<void> {
+    return this.#commits.wait();
   }
 
   /** Stops background writes and retries (call after the last {@linkcode flush}). */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#flushTimer);
-    this.#flushTimer = undefined;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#queue.length) {
+      this.#commits.fail(
+        new RunnerError(
+          "store.unavailable",
+          `The store closed with ${this.#queue.length} run events unwritten; nobody saw them and they are lost. Check that the store can be written (disk space, locks, the database) before the next start.`,
+        ),
+      );
+    }
   }
 
-  #scheduleFlush(delay: number): void {
-    if (this.#flushTimer !== undefined) return;
-    this.#flushTimer = setTimeout(() => {
-      this.#flushTimer = undefined;
-      try {
-        this.flush();
-      } catch (error) {
-        this.#options.onFlushError(error as RunnerError);
-        if (!this.#closed) this.#scheduleFlush(FLUSH_RETRY_DELAY_MS);
-      }
+  #writeInBackground(): void {
+    try {
+      this.flush();
+    } catch (error) {
+      this.#options.onFlushError(error as RunnerError);
+    }
+  }
+
+  #retryLater(): void {
+    if (this.#closed) return;
+    if (!this.#retrying) {
+      this.#retrying = true;
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#schedule(RETRY_DELAY_MS);
+  }
+
+  #schedule(delay: number): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#writeInBackground();
     }, delay);
   }
 }

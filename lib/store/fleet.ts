@@ -17,8 +17,8 @@ export interface SharedStoreOptions {
   advertiseUrl: string;
   /** The replica lease, in milliseconds. */
   leaseMs: number;
-  /** How long events wait for their batch; undefined: the default. */
-  eventDelayMs?: number;
+  /** Keep queued events unwritten until a flush or a full queue (for tests; default: group commit). */
+  holdEvents?: boolean;
   /** Structured log. */
   log?: (entry: Record<string, unknown>) => void;
 }

@@ -1,9 +1,11 @@
 /**
  * The PostgreSQL {@linkcode RunStore}: one database shared by every replica
- * of a fleet (`--store postgres://…`). Event writes are batched (one
- * multi-row insert per batch, in order); a run belongs to the replica
- * instance that created it, and runs whose replica's lease lapsed are
- * failed exactly once by whichever replica sweeps first. See `docs/fleet.md`.
+ * of a fleet (`--store postgres://…`). Event writes are batched (a group
+ * commit: one multi-row insert per batch, in order, each batch as soon as
+ * the previous one committed, durable once it returns); a run belongs to
+ * the replica instance that created it, and runs whose replica's lease
+ * lapsed are failed exactly once by whichever replica sweeps first. See
+ * `docs/fleet.md`.
  *
  * @module
  */
@@ -46,9 +48,6 @@ export interface OpenPostgresStoreOptions extends SharedStoreOptions {
   /** Called when a background event write fails (events stay queued and are retried). */
   onFlushError?: (error: RunnerError) => void;
 }
-
-/** The default delay of a batched event write. */
-export const POSTGRES_EVENT_DELAY_MS = 25;
 
 /**
  * Connects, migrates, registers this replica's lease and returns the store.
@@ -117,11 +116,7 @@ class PostgresRunStore implements RunStore {
     this.#instanceId = fleet.instanceId;
     this.#writer = new BatchWriter({
       write: (batch) => this.#writeEvents(batch),
-      delayMs: options.eventDelayMs === undefined
-        ? POSTGRES_EVENT_DELAY_MS
-        : options.eventDelayMs < 0
-        ? undefined
-        : options.eventDelayMs,
+      hold: options.holdEvents,
       onFlushError: options.onFlushError ??
         ((error) =>
           console.error(`runner store [${error.code}]: ${error.message}`)),
@@ -382,6 +377,10 @@ class PostgresRunStore implements RunStore {
     return this.#writer.flush();
   }
 
+  durable(): Promise<void> {
+    return this.#writer.durable();
+  }
+
   #writeEvents(batch: QueuedEvent[]): Promise<void> {
     return this.#query("write run events", async () => {
       const runIds = [...new Set(batch.map((event) => event.runId))];
@@ -413,14 +412,11 @@ class PostgresRunStore implements RunStore {
     options: GetEventsOptions = {},
   ): Promise<RunEvent[]> {
     const after = options.after ?? 0;
-    let queued: RunEvent[] = [];
     try {
       await this.flush();
     } catch {
-      // Writes are failing: answer from what is stored plus what still waits.
-      queued = this.#writer.pendingFor(runId)
-        .filter((event) => event.sequence > after)
-        .map((event) => JSON.parse(event.json) as RunEvent);
+      // Writes are failing: answer with what is stored (the queued events
+      // show once they are written; until then no reader sees them).
     }
     const events = await this.#query("read run events", async () => {
       const limit = options.limit === undefined
@@ -435,7 +431,7 @@ class PostgresRunStore implements RunStore {
     if (last !== undefined && last > (this.#lastSequence.get(runId) ?? 0)) {
       this.#remember(runId, last);
     }
-    return mergeQueued(events, queued, options.limit);
+    return events;
   }
 
   async markActiveRunsFailed(
@@ -464,19 +460,4 @@ class PostgresRunStore implements RunStore {
     await this.fleet.stop(true).catch(() => {});
     await this.#sql.end({ timeout: 2 });
   }
-}
-
-/** Stored events plus the queued ones not stored yet, in sequence order. */
-function mergeQueued(
-  stored: RunEvent[],
-  queued: RunEvent[],
-  limit: number | undefined,
-): RunEvent[] {
-  if (!queued.length) return stored;
-  const sequences = new Set(stored.map((event) => event.sequence));
-  const merged = [
-    ...stored,
-    ...queued.filter((event) => !sequences.has(event.sequence)),
-  ].sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0));
-  return limit === undefined ? merged : merged.slice(0, limit);
 }

@@ -1,8 +1,12 @@
 /**
  * The embedded {@linkcode RunStore}: one SQLite file (`node:sqlite`) in WAL
  * mode, shared safely by several runner processes on one machine. Event
- * writes go through `event_queue.ts` and are flushed in one transaction
- * shortly after, so the streaming path does not pay for a commit per chunk.
+ * writes go through `event_queue.ts`: the events of one turn of the event
+ * loop are committed in one transaction (a group commit), so the streaming
+ * path does not pay for a commit per chunk. With `synchronous = NORMAL` a
+ * commit is in the WAL file when it returns: it survives a crash or kill -9
+ * of the process (the operating system still holds it), not a power loss or
+ * an operating-system crash (the WAL is synced only at checkpoints).
  * Pruning (`sqlite_retention.ts`) hands freed pages back (incremental
  * vacuum); `runner serve` checks the file's pages at open (`sqlite_file.ts`).
  *
@@ -84,6 +88,7 @@ export function openSqliteStore(
     // Only takes on a new file, before the WAL switch writes its header.
     db.exec("PRAGMA auto_vacuum = INCREMENTAL");
     db.exec("PRAGMA journal_mode = WAL");
+    // Committed transactions survive a killed process, not a power loss.
     db.exec("PRAGMA synchronous = NORMAL");
     migrateSchema(db, options.path);
     const damage = options.checkIntegrity ? quickCheck(db) : undefined;
@@ -299,6 +304,8 @@ class SqliteRunStore implements SyncRunStore {
         now,
       );
     });
+    // A new run has no events: its first one needs no read of the store.
+    this.#lastSequence.set(run.runId, 0);
   }
 
   finishRun(runId: string, outcome: RunOutcome): boolean {
@@ -411,6 +418,10 @@ class SqliteRunStore implements SyncRunStore {
     this.#queue.flush();
   }
 
+  durable(): Promise<void> {
+    return this.#queue.durable();
+  }
+
   #writeEvents(batch: QueuedEvent[]): void {
     this.#write("write run events", () => {
       const insert = this.#statement(
@@ -432,31 +443,17 @@ class SqliteRunStore implements SyncRunStore {
   }
 
   getEvents(runId: string, options: GetEventsOptions = {}): RunEvent[] {
-    const after = options.after ?? 0;
-    const limit = options.limit ?? -1;
-    let queued: RunEvent[] = [];
     try {
       this.flush();
     } catch {
-      // Writes are failing: answer from what is stored plus what still waits.
-      queued = this.#queue.pendingFor(runId)
-        .filter((event) => event.sequence > after)
-        .map((event) => JSON.parse(event.json) as RunEvent);
+      // Writes are failing: answer with what is stored (the queued events
+      // show once they are written; until then no reader sees them).
     }
     const rows = this.#read("read the run's events", () =>
       this.#statement(
         "SELECT event_json FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-      ).all(runId, after, limit)) as Row[];
-    const events = rows.map((row) =>
-      JSON.parse(String(row.event_json)) as RunEvent
-    );
-    if (!queued.length) return events;
-    const stored = new Set(events.map((event) => event.sequence));
-    const merged = [
-      ...events,
-      ...queued.filter((event) => !stored.has(event.sequence)),
-    ].sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0));
-    return limit < 0 ? merged : merged.slice(0, limit);
+      ).all(runId, options.after ?? 0, options.limit ?? -1)) as Row[];
+    return rows.map((row) => JSON.parse(String(row.event_json)) as RunEvent);
   }
 
   markActiveRunsFailed(

@@ -33,6 +33,7 @@ export function asyncRunStore(store: SyncRunStore): RunStore {
     listRuns: (options) => settled(() => store.listRuns(options)),
     appendEvent: (runId, event) => store.appendEvent(runId, event),
     flush: () => settled(() => store.flush()),
+    durable: () => store.durable(),
     getEvents: (runId, options) =>
       settled(() => store.getEvents(runId, options)),
     markActiveRunsFailed: (code, message, options) =>

@@ -175,7 +175,8 @@ export interface RunStore {
   /**
    * Queues one event for the run's log and returns it as stored: `run_id`
    * set, `sequence` assigned (next after the run's last) unless given,
-   * `timestamp` defaulted to now. Writes are batched; an event whose
+   * `timestamp` defaulted to now. Writes are batched (a group commit: the
+   * events queued while one batch commits form the next); an event whose
    * sequence is already stored is ignored. A networked store assigns
    * sequences only for runs it created, appended to or read the events of.
    */
@@ -183,8 +184,15 @@ export interface RunStore {
   /** Writes queued events now, in one transaction. */
   flush(): Promise<void>;
   /**
-   * A run's events ordered by sequence (queued events are flushed first; while
-   * writes fail, the queued ones are included from memory).
+   * Resolves once every event queued so far is committed — durable: it
+   * survives a kill -9 of this process — without forcing a commit of its
+   * own. While writes fail it keeps waiting (the events stay queued and are
+   * retried); it rejects only when the store closes with them unwritten.
+   */
+  durable(): Promise<void>;
+  /**
+   * A run's stored events ordered by sequence (queued events are flushed
+   * first; while writes fail, the queued ones are not shown).
    */
   getEvents(runId: string, options?: GetEventsOptions): Promise<RunEvent[]>;
 
@@ -237,11 +245,13 @@ export interface RunStore {
 
 /**
  * The synchronous shape of {@linkcode RunStore} that the embedded SQLite
- * store implements (`node:sqlite` is synchronous); `open.ts` wraps it.
+ * store implements (`node:sqlite` is synchronous; only waiting for a commit
+ * stays a promise); `open.ts` wraps it.
  */
 export type SyncRunStore = {
-  [K in keyof RunStore]: RunStore[K] extends
-    (...args: infer A) => Promise<infer R> ? (...args: A) => R
+  [K in keyof RunStore]: K extends "durable" ? RunStore[K]
+    : RunStore[K] extends (...args: infer A) => Promise<infer R>
+      ? (...args: A) => R
     : RunStore[K];
 };
 
