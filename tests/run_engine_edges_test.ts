@@ -7,6 +7,7 @@ import { startRun } from "../lib/run/engine.ts";
 import {
   EventLog,
   fixtureConfig,
+  type Harness,
   harness,
   makeGate,
 } from "./engine_helpers.ts";
@@ -69,7 +70,11 @@ Deno.test("a cancel while the location is still launching tears down the agent i
 });
 
 Deno.test("follow-ups a failing run could not answer come back in run.failed", async () => {
-  const h = harness();
+  // Listeners see an event a commit after it is stored: the follow-up is sent
+  // at the store append of the first delta, while the agent is surely alive.
+  let sent: ReturnType<Harness["manager"]["start"]> | undefined;
+  let onAppend: ((event: RunEvent) => void) | undefined;
+  const h = harness({ onAppend: (event) => onAppend?.(event) });
   try {
     const gate = await makeGate();
     const config = fixtureConfig([
@@ -77,6 +82,15 @@ Deno.test("follow-ups a failing run could not answer come back in run.failed", a
       gate.path,
       "--exit-mid-prompt",
     ]);
+    onAppend = (event) => {
+      if (event.type === "message.delta" && !sent) {
+        sent = h.manager.start({
+          conversationId: "lost?",
+          input: { text: "two" },
+          config,
+        });
+      }
+    };
     const { run } = await h.manager.start({
       conversationId: "lost?",
       input: { text: "one" },
@@ -84,14 +98,7 @@ Deno.test("follow-ups a failing run could not answer come back in run.failed", a
     });
     const log = new EventLog(run);
     await log.waitFor((e) => e.type === "message.delta");
-    assert.equal(
-      (await h.manager.start({
-        conversationId: "lost?",
-        input: { text: "two" },
-        config,
-      })).kind,
-      "steered",
-    );
+    assert.equal((await sent)?.kind, "steered");
     await run.done;
     const failed = log.events.at(-1)!;
     assert.equal(failed.type, "run.failed");
