@@ -59,8 +59,11 @@ async function gatedRun(replica: Replica, conversationId: string) {
 
 test("a replica paused past its lease writes nothing after the fleet ended its run, and its client sees runner.replica_lost once", async () => {
   const url = await cluster().newDatabase();
-  const a = await startReplica(url, "a");
-  const b = await startReplica(url, "b");
+  // A lease of 3 s, not the fleet tests' 1 s: on a loaded machine a 1 s lease
+  // can lapse before the first delta, without any pause.
+  const lease = ["--lease-seconds", "3"];
+  const a = await startReplica(url, "a", lease);
+  const b = await startReplica(url, "b", lease);
   try {
     const run = await gatedRun(a, "conv-paused");
     a.child.kill("SIGSTOP");
