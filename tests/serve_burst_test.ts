@@ -189,9 +189,9 @@ Deno.test("at the cap an idle connection makes room for a real request; busy one
     assert.ok(
       metricValue(metrics, http("runner_connections_evicted_total"))! >= 1,
     );
-    assert.equal(
-      metricValue(metrics, http("runner_connections_refused_total")),
-      1,
+    // The refusal above (and any scrape refused before the upload was seen going).
+    assert.ok(
+      metricValue(metrics, http("runner_connections_refused_total"))! >= 1,
     );
     closeAll(uploads);
     await serve.waitForLog((entry) =>

@@ -13,7 +13,7 @@ import { Buffer } from "node:buffer";
 import { Duplex } from "node:stream";
 
 /** A read waiting on an idle connection holds its buffer: start small. */
-const FIRST_READ_SIZE = 4096;
+const FIRST_READ_SIZE = 1024;
 const MAX_READ_SIZE = 64 * 1024;
 /** How long a closing socket reads what the client still sends (see `_destroy`). */
 const LINGER_MS = 2000;

@@ -82,7 +82,7 @@ export interface TcpListener {
 const MAX_LINGERING = 64;
 /** How long a refused connection waits for the client to read its answer. */
 const LINGER_MS = 1000;
-/** How long the accept loop waits for a closed connection's descriptor. */
+/** How long the accept loop waits for a closed connection's descriptor (or a refusal's answer). */
 const EVICT_WAIT_MS = 1000;
 /** The longest pause after a failed accept. */
 const MAX_ACCEPT_BACKOFF_MS = 500;
@@ -213,7 +213,8 @@ class ConnectionTable {
   async #refuse(conn: Deno.Conn): Promise<void> {
     this.#counts.refused++;
     this.notes.refused();
-    await writeAnswer(conn, this.#options.refusal);
+    const written = writeAnswer(conn, this.#options.refusal);
+    if (!await settleWithin(written, EVICT_WAIT_MS)) return closeQuietly(conn);
     if (this.#lingering >= MAX_LINGERING) return closeQuietly(conn);
     this.#lingering++;
     void lingerAndClose(conn).finally(() => this.#lingering--);
