@@ -199,3 +199,49 @@ Deno.test("at the cap an idle connection makes room for a real request; busy one
     );
   });
 });
+
+/** Sends a keep-alive `GET path` on `conn` and reads its chunked answer's head. */
+async function keepAliveGet(
+  conn: Deno.Conn,
+  serve: ServeProcess,
+  path: string,
+): Promise<string> {
+  await writeAll(
+    conn,
+    `GET ${path} HTTP/1.1\r\nHost: ${new URL(serve.url).host}\r\n\r\n`,
+  );
+  let text = "";
+  const chunk = new Uint8Array(4096);
+  while (!text.endsWith("\r\n0\r\n\r\n")) {
+    const read = await conn.read(chunk);
+    if (read === null) throw new Error(`closed after ${JSON.stringify(text)}`);
+    text += new TextDecoder().decode(chunk.subarray(0, read));
+  }
+  return text.slice(0, text.indexOf("\r\n"));
+}
+
+Deno.test("keep-alive connections are reused; at the cap the one idle the longest is closed without an answer to make room", async () => {
+  await withServe({ args: ["--max-connections", "2"] }, async (serve) => {
+    const [older, newer] = await Promise.all([
+      connectTo(serve.url),
+      connectTo(serve.url),
+    ]);
+    assert.match(
+      await keepAliveGet(older, serve, "/healthz"),
+      /^HTTP\/1.1 200 /,
+    );
+    assert.match(
+      await keepAliveGet(newer, serve, "/healthz"),
+      /^HTTP\/1.1 200 /,
+    );
+    // Both are idle between requests now, `older` the longest.
+    const health = await get(serve, "/healthz");
+    assert.equal(health.status, 200, health.body);
+    assert.equal((await readToEnd(older)).length, 0, "closed without a word");
+    assert.match(
+      await keepAliveGet(newer, serve, "/healthz"),
+      /^HTTP\/1.1 200 /,
+    );
+    newer.close();
+  });
+});

@@ -159,7 +159,10 @@ export function startHttpListener(
     log: options.log,
     onConnection: (slot) => serveSocket(server, sockets, slot),
   });
-  // The server never listens itself; this starts its header/request timeouts.
+  // The server never listens itself: it counts as listening until closed (or
+  // it ends every keep-alive connection after one answer), and this event
+  // starts its header and request timeouts.
+  Object.defineProperty(server, "listening", { get: () => !sockets.closing });
   server.emit("listening");
   handleServerEvents(server, sockets, options);
   return {
