@@ -203,6 +203,7 @@ export class ConnSocket extends Duplex {
       if (left > 1) return this.#arm(left);
       this.emit("timeout");
     }, ms);
+    Deno.unrefTimer(this.#timer);
   }
 
   #touch(): void {
@@ -225,12 +226,12 @@ export class ConnSocket extends Duplex {
     return this;
   }
 
-  /** Present for `node:net` compatibility; the connection never keeps the process alive on its own. */
+  /** Present for `node:net` compatibility (does nothing). */
   ref(): this {
     return this;
   }
 
-  /** Present for `node:net` compatibility. */
+  /** Present for `node:net` compatibility (does nothing). */
   unref(): this {
     return this;
   }
