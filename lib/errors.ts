@@ -273,7 +273,8 @@ export const ERROR_CODES = {
   },
   "http.too_many_connections": {
     retryable: true,
-    meaning: "The server already holds `--max-connections` open connections.",
+    meaning:
+      "The server holds `--max-connections` connections and all are busy, or yours had not sent its request head when a new one needed its place.",
   },
   "http.request_timeout": {
     retryable: true,

@@ -10,6 +10,7 @@
 import { Hono } from "hono";
 import { type Json, MCP_REQUEST_TIMEOUT_MS } from "./relay.ts";
 import { pythonJsonDumps } from "./relay/json.ts";
+import { serveFetch } from "./net/fetch_server.ts";
 
 /** The proxy's entry for ACP's `mcpServers` list. */
 export interface McpServerEntry {
@@ -46,9 +47,10 @@ export interface McpProxy {
 const JSON_TYPE = "application/json; charset=utf-8";
 
 function jsonResponse(status: number, payload: unknown): Response {
-  return new Response(pythonJsonDumps(payload), {
+  const body = new TextEncoder().encode(pythonJsonDumps(payload));
+  return new Response(body, {
     status,
-    headers: { "content-type": JSON_TYPE },
+    headers: { "content-type": JSON_TYPE, "content-length": `${body.length}` },
   });
 }
 
@@ -113,17 +115,17 @@ export function startMcpProxy(options: McpProxyOptions): McpProxy {
       };
     }
     if (result === null || result === undefined) {
-      return new Response("", { status: 202 });
+      return new Response("", {
+        status: 202,
+        headers: { "content-length": "0" },
+      });
     }
     return jsonResponse(200, result);
   };
   app.post("/mcp", (c) => handle(c.req.raw));
   app.post("/mcp/http", (c) => handle(c.req.raw));
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    app.fetch,
-  );
-  const url = `http://127.0.0.1:${server.addr.port}/mcp`;
+  const server = serveFetch(app.fetch, { name: "mcp proxy" });
+  const url = `http://127.0.0.1:${server.port}/mcp`;
   return {
     url,
     serverEntry: {
@@ -132,6 +134,6 @@ export function startMcpProxy(options: McpProxyOptions): McpProxy {
       url,
       headers: [],
     },
-    close: () => server.shutdown(),
+    close: () => server.close(),
   };
 }

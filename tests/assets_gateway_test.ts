@@ -6,6 +6,7 @@ import {
   postMcp,
   sampleSpec,
 } from "./assets_test_helpers.ts";
+import { closeAll, openHalfSent } from "./raw_tcp_helpers.ts";
 
 const LIST = { jsonrpc: "2.0", id: 1, method: "tools/list" };
 
@@ -203,5 +204,46 @@ Deno.test("gateway: a public URL is what runs are given", async () => {
     );
   } finally {
     await gateway.close();
+  }
+});
+
+Deno.test("gateway: a burst of half-sent requests that runs it out of file descriptors cannot keep an agent's call out", async () => {
+  // 64 open files, far fewer than the gateway's connection cap.
+  const child = new Deno.Command("prlimit", {
+    args: [
+      "--nofile=64:64",
+      Deno.execPath(),
+      "run",
+      "-A",
+      new URL("./fixtures/assets_gateway.ts", import.meta.url).pathname,
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stderr = new Response(child.stderr).text();
+  try {
+    const { value } = await lines.read();
+    if (!value) throw new Error(`the gateway did not start: ${await stderr}`);
+    const url = JSON.parse(value).url;
+    const slow = await openHalfSent(
+      url,
+      100,
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+    );
+    try {
+      const listed = await postMcp(url, LIST);
+      assert.equal(listed.status, 200);
+    } finally {
+      closeAll(slow);
+    }
+    assert.equal((await postMcp(url, LIST)).status, 200);
+  } finally {
+    await child.stdin.close();
+    await lines.cancel();
+    const status = await child.status;
+    const log = await stderr;
+    assert.equal(status.code, 0, log);
   }
 });

@@ -1,7 +1,8 @@
 /**
  * The daemon hub against hostile or broken peers on 127.0.0.1: a frame
  * header announcing 60 MiB is refused before its payload arrives, an upgrade
- * request that never finishes times out, sockets past the cap get 503,
+ * request that never finishes times out, at the cap the oldest unfinished
+ * one is closed to make room and a socket past upgraded ones gets 503,
  * per-daemon tokens admit only their own ID, one ID cannot take every job
  * slot, and a daemon that never answers cannot hold a run past its timeout.
  *
@@ -9,11 +10,18 @@
  */
 
 import assert from "node:assert/strict";
-import { createHub, type RelayHub, serveHub } from "../lib/hub/relay_hub.ts";
+import {
+  createHub,
+  type HubServer,
+  type RelayHub,
+  serveHub,
+} from "../lib/hub/relay_hub.ts";
 import { REFUSAL_REASONS } from "../lib/relay.ts";
 import { tempDir } from "./helpers.ts";
 import {
+  closeAll,
   connectTo,
+  openHalfSent,
   parseAnswer,
   readToEnd,
   writeAll,
@@ -24,7 +32,9 @@ const TOKEN = "hub-hostile-token-Xq3Vw8Lm2Rt6Yp1Zk9";
 const LAPTOP_TOKEN = "laptop-own-token-Hn4Bc7Jd2Gs5Wf8Qe1";
 
 async function withHub(
-  test: (ctx: { hub: RelayHub; url: string }) => Promise<void>,
+  test: (
+    ctx: { hub: RelayHub; url: string; server: HubServer },
+  ) => Promise<void>,
   options: {
     tokens?: Record<string, string>;
     token?: string;
@@ -41,7 +51,7 @@ async function withHub(
   });
   const server = serveHub({ hub, limits: options.limits });
   try {
-    await test({ hub, url: server.url });
+    await test({ hub, url: server.url, server });
   } finally {
     await hub.close();
     await server.close();
@@ -83,9 +93,14 @@ async function helloDaemon(
   token: string,
 ): Promise<{ ws: WebSocket; first: Promise<Record<string, unknown>> }> {
   const ws = new WebSocket(url);
-  await new Promise((resolve) =>
-    ws.addEventListener("open", resolve, { once: true })
-  );
+  await new Promise((resolve, reject) => {
+    ws.addEventListener("open", resolve, { once: true });
+    ws.addEventListener(
+      "close",
+      () => reject(new Error("the hub closed the socket before it opened")),
+      { once: true },
+    );
+  });
   const first = new Promise<Record<string, unknown>>((resolve) => {
     ws.addEventListener("message", (e) => resolve(JSON.parse(e.data)), {
       once: true,
@@ -141,19 +156,61 @@ Deno.test("a frame header announcing 60 MiB is refused with 1009 before any payl
   });
 });
 
-Deno.test("an upgrade request that never finishes gets 408; sockets past the cap get 503", async () => {
+Deno.test("an upgrade request that never finishes gets 408", async () => {
   await withHub(async ({ url }) => {
     const slow = await connectTo(url);
     await writeAll(slow, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    assert.equal(parseAnswer(await readToEnd(slow)).status, 408);
+  }, { limits: { headerTimeoutMs: 300 } });
+});
+
+Deno.test("at the cap the oldest unfinished upgrade request makes room for a daemon; past upgraded sockets a new one gets 503", async () => {
+  await withHub(async ({ url }) => {
+    // Two upgraded sockets and one that never finishes its request fill the cap.
+    const stalled = await connectTo(url);
+    await writeAll(stalled, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
     const held = await Promise.all([upgraded(url), upgraded(url)]);
+    // A real daemon still gets in: the unfinished request is closed for it.
+    const third = await upgraded(url);
+    assert.match(
+      new TextDecoder().decode(await readToEnd(stalled)),
+      /^HTTP\/1.1 503 /,
+    );
+    // Every socket is upgraded now: none may be closed, so a new one is refused.
     const extra = await connectTo(url);
     assert.match(
       new TextDecoder().decode(await readToEnd(extra)),
       /^HTTP\/1.1 503 /,
     );
-    assert.equal(parseAnswer(await readToEnd(slow)).status, 408);
-    held.forEach((conn) => conn.close());
-  }, { limits: { maxConnections: 3, headerTimeoutMs: 300 } });
+    [...held, third].forEach((conn) => conn.close());
+  }, { limits: { maxConnections: 3 } });
+});
+
+Deno.test("a burst of unfinished upgrade requests past the cap cannot keep a daemon out", async () => {
+  await withHub(async ({ url, server }) => {
+    const slow = await openHalfSent(
+      url,
+      60,
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n",
+    );
+    try {
+      // Each socket past the cap closed the oldest unfinished one to get in.
+      const daemon = await helloDaemon(url, "laptop", TOKEN);
+      assert.equal((await daemon.first).type, "daemon.ready");
+      const { evicted, refused, open, acceptErrors } = server.stats();
+      assert.ok(evicted >= 60 - 16, `evicted ${evicted}`);
+      assert.equal(refused, 0);
+      assert.equal(acceptErrors, 0);
+      assert.ok(open <= 16, `open ${open}`);
+      daemon.ws.close();
+    } finally {
+      closeAll(slow);
+    }
+    // After the burst a daemon connects as ever.
+    const later = await helloDaemon(url, "desktop", TOKEN);
+    assert.equal((await later.first).type, "daemon.ready");
+    later.ws.close();
+  }, { limits: { maxConnections: 16 } });
 });
 
 Deno.test("per-daemon tokens admit only their own daemon ID; the shared token the others", async () => {

@@ -14,13 +14,13 @@ import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import {
   type HttpListener,
   startHttpListener,
-} from "../lib/server/http_listener.ts";
+} from "../lib/net/http_listener.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { createServerApp } from "../lib/server/app.ts";
 import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
 import { createMetrics } from "../lib/server/metrics.ts";
 import { type Retention, startRetention } from "../lib/server/retention.ts";
-import { bridgeRequest } from "../lib/server/node_bridge.ts";
+import { bridgeRequest } from "../lib/net/node_bridge.ts";
 import { openStore } from "../lib/store/open.ts";
 import type { OpenStoreOptions, RunStore } from "../lib/store/types.ts";
 
@@ -105,7 +105,7 @@ export async function startInProcessServe(
     metrics,
     log,
   });
-  const listener: HttpListener = await startHttpListener({
+  const listener: HttpListener = startHttpListener({
     hostname: "127.0.0.1",
     port: 0,
     limits: {

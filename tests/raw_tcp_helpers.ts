@@ -136,3 +136,48 @@ function unchunk(text: string): string {
     rest = rest.slice(lineEnd + 2 + size + 2);
   }
 }
+
+/** Half a request head: what a slowloris client sends, and then nothing. */
+export const HALF_SENT_HEAD = "GET /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+
+/**
+ * Opens `count` connections that each send `head` (by default half a request
+ * head) and then nothing, 100 at a time; a connection the server has already
+ * closed is kept too (the burst is the point, not each socket).
+ */
+export async function openHalfSent(
+  url: string,
+  count: number,
+  head = HALF_SENT_HEAD,
+): Promise<Deno.TcpConn[]> {
+  const conns: Deno.TcpConn[] = [];
+  for (let start = 0; start < count; start += 100) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(100, count - start) }, async () => {
+        const conn = await connectTo(url);
+        await writeAll(conn, head).catch(() => {});
+        return conn;
+      }),
+    );
+    conns.push(...batch);
+  }
+  return conns;
+}
+
+/** Closes every connection (those the server closed already too). */
+export function closeAll(conns: Deno.Conn[]): void {
+  for (const conn of conns) {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+  }
+}
+
+/** A sample's value in Prometheus text (`name{labels} value`), or undefined. */
+export function metricValue(
+  text: string,
+  sample: string,
+): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${sample} `));
+  return line === undefined ? undefined : Number(line.split(" ").pop());
+}

@@ -55,6 +55,8 @@ export interface StartServeOptions {
   args?: string[];
   /** Extra environment. */
   env?: Record<string, string>;
+  /** A command that runs the server (`["prlimit", "--nofile=1024:1024"]`). */
+  wrapper?: string[];
 }
 
 function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -68,8 +70,13 @@ function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
 
 /** Spawns `runner serve` without waiting for it (for start-up failures). */
 export function spawnServe(options: StartServeOptions): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
+  const [command, ...wrapperArgs] = [
+    ...(options.wrapper ?? []),
+    Deno.execPath(),
+  ];
+  return new Deno.Command(command, {
     args: [
+      ...wrapperArgs,
       "run",
       ...RUNTIME_FLAGS,
       "--config",
@@ -309,7 +316,7 @@ export function processAlive(pid: number): boolean {
 
 /** Starts a server in a fresh temporary directory, runs `body`, then stops it (SIGTERM) and cleans up. */
 export async function withServe(
-  options: { args?: string[]; env?: Record<string, string> },
+  options: Omit<StartServeOptions, "dataDir">,
   body: (serve: ServeProcess, dir: string) => Promise<void>,
 ): Promise<void> {
   const dir = await tempDir();

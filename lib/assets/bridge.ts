@@ -19,6 +19,7 @@ import {
 import { dispatchJsonRpc, JSONRPC_ERRORS, jsonRpcError } from "./jsonrpc.ts";
 import { createTokenRegistry, type TokenRegistry } from "./tokens.ts";
 import { ASSETS_MCP_SERVER_NAME } from "./tools.ts";
+import { serveFetch } from "../net/fetch_server.ts";
 
 export { ASSETS_MCP_SERVER_NAME };
 
@@ -139,15 +140,15 @@ function serve(route: Route, options: ServeOptions) {
     route,
     options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
   );
-  const server = Deno.serve({
+  const server = serveFetch(app.fetch, {
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
-    onListen: () => {},
-  }, app.fetch);
-  const host = server.addr.hostname.includes(":")
-    ? `[${server.addr.hostname}]`
-    : server.addr.hostname;
-  return { server, url: `http://${host}:${server.addr.port}/mcp` };
+    name: "assets",
+  });
+  const host = server.hostname.includes(":")
+    ? `[${server.hostname}]`
+    : server.hostname;
+  return { server, url: `http://${host}:${server.port}/mcp` };
 }
 
 function mcpServerEntry(url: string, token: string): AssetsMcpServer {
@@ -214,7 +215,7 @@ export function startEphemeralBridge(
     mcpServer: mcpServerEntry(url, token),
     close() {
       registry.clear();
-      closed ??= server.shutdown();
+      closed ??= server.close();
       return closed;
     },
   });
@@ -269,7 +270,7 @@ export function startSharedBridge(
     },
     close() {
       registry.clear();
-      closed ??= server.shutdown();
+      closed ??= server.close();
       return closed;
     },
   });
@@ -394,7 +395,7 @@ export function startAssetGateway(
     },
     close() {
       registry.clear();
-      closed ??= server.shutdown();
+      closed ??= server.close();
       return closed;
     },
   });

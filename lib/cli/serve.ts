@@ -43,7 +43,7 @@ import { type RunStore } from "../store/types.ts";
 import { openStore } from "../store/open.ts";
 import { type FleetDuties, startFleetDuties } from "./serve_fleet.ts";
 import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
-import type { HttpListener } from "../server/http_listener.ts";
+import type { HttpListener } from "../net/http_listener.ts";
 import { catchStrayRejections, fitLimits, listen } from "./serve_listen.ts";
 
 /** Sockets the daemon hub holds at most (each daemon needs one). */
@@ -227,6 +227,7 @@ async function startRunServices(
         dataDir: config.dataDir,
         mcpHandler: hubMcpHandlerFor((runId) => assets.backendForRun(runId)),
         onChange: () => fleet?.syncSoon(),
+        log,
         onLog: (entry) =>
           log({
             msg: entry.message,
@@ -297,7 +298,7 @@ async function serveUntilSignal(
   });
   let listener: HttpListener;
   try {
-    listener = await listen(config, app.fetch, log);
+    listener = listen(config, app.fetch, log);
   } catch (error) {
     await warmPool.close();
     await hub?.close();
@@ -305,6 +306,8 @@ async function serveUntilSignal(
     await store.close();
     return reportFailure(error);
   }
+  metrics.observeListener("http", () => listener.stats());
+  if (hub) metrics.observeListener("hub", () => hub.server.stats());
   // A fleet's replicas sweep runs of lost replicas in their fleet duties.
   const sweep = store.fleet
     ? undefined

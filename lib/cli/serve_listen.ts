@@ -9,12 +9,12 @@
 import { RunnerError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ServeConfig } from "../server/config.ts";
-import { bridgeRequest } from "../server/node_bridge.ts";
+import { bridgeRequest } from "../net/node_bridge.ts";
 import {
   type ConnectionLimits,
   type HttpListener,
   startHttpListener,
-} from "../server/http_listener.ts";
+} from "../net/http_listener.ts";
 import { fitConnectionCap, raiseFileLimit } from "./file_limit.ts";
 
 /** The `http://host:port` of a listen address. */
@@ -68,11 +68,11 @@ export async function fitLimits(
 }
 
 /** Starts the HTTP listener; throws `config.invalid` when it cannot listen. */
-export async function listen(
+export function listen(
   config: ServeConfig,
   handler: (request: Request) => Response | Promise<Response>,
   log: Logger,
-): Promise<HttpListener> {
+): HttpListener {
   const onError = (error: unknown) =>
     log({
       msg: "request failed",
@@ -82,10 +82,11 @@ export async function listen(
   const origin = listenUrl(config.host, config.port || 80);
   let listener: HttpListener;
   try {
-    listener = await startHttpListener({
+    listener = startHttpListener({
       hostname: config.host,
       port: config.port,
       limits: connectionLimits(config),
+      log,
       onRequest: (request, response) =>
         void bridgeRequest(request, response, {
           handler,

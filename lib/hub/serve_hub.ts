@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { Logger } from "../log.ts";
+import type { ListenerStats } from "../net/tcp_listener.ts";
 import { MAX_DAEMONS, MAX_FRAME_BYTES, REFUSAL_REASONS } from "../relay.ts";
 import {
   listenForWebSockets,
@@ -18,6 +20,8 @@ export interface HubServer {
   url: string;
   /** The bound port. */
   port: number;
+  /** What the listener has done (for `/metrics`). */
+  stats(): ListenerStats;
   /** Stops listening (the hub itself is closed separately). */
   close(): Promise<void>;
 }
@@ -32,8 +36,8 @@ export interface ServeHubOptions {
   hub: { handleSocket(ws: WebSocket): void };
   /** Connection limits (defaults: 256 sockets, 10 s for the upgrade request). */
   limits?: Partial<WebSocketListenerLimits>;
-  /** Receives accept failures. */
-  onError?: (message: string, error: unknown) => void;
+  /** Where the connection cap and accept failures are logged. */
+  log?: Logger;
 }
 
 /** Default connection limits of the hub listener. */
@@ -59,13 +63,14 @@ export function serveHub(options: ServeHubOptions): HubServer {
     // The hub types its sockets as the browser API; ServerWebSocket is that subset.
     onSocket: (socket) =>
       options.hub.handleSocket(socket as unknown as WebSocket),
-    onError: options.onError,
+    log: options.log,
   });
   return {
     url: `ws://${
       hostname.includes(":") ? `[${hostname}]` : hostname
     }:${listener.port}`,
     port: listener.port,
+    stats: () => listener.stats(),
     close: () => listener.close(),
   };
 }

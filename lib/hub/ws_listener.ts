@@ -1,15 +1,22 @@
 /**
- * The hub's TCP listener: accepts at most `maxConnections` sockets (one more
- * gets a clean `503`), gives each `headerTimeoutMs` to send its HTTP upgrade
- * request, answers anything but a WebSocket upgrade with `426`, and hands
- * upgraded connections over as {@linkcode ServerWebSocket}s. An accept error
- * (e.g. too many open files) is reported and the loop goes on.
+ * The hub's listener: the shared accept loop (`net/tcp_listener.ts`: at most
+ * `maxConnections` sockets; at the cap the oldest one still sending its
+ * upgrade request is closed with a `503` to make room, and a new one is
+ * refused with `503` only when every socket is upgraded; accept errors such
+ * as running out of file descriptors never stop it), `headerTimeoutMs` to
+ * send the HTTP upgrade request, `426` for anything but a WebSocket upgrade,
+ * and upgraded connections handed over as {@linkcode ServerWebSocket}s.
  *
  * @module
  */
 
 import { createHash } from "node:crypto";
-import { delay } from "../timing.ts";
+import type { Logger } from "../log.ts";
+import {
+  type ListenerStats,
+  listenTcp,
+  type Slot,
+} from "../net/tcp_listener.ts";
 import { ServerWebSocket } from "./websocket.ts";
 
 /** Limits of {@linkcode listenForWebSockets}. */
@@ -36,8 +43,8 @@ export interface WebSocketListenerOptions {
   limits: WebSocketListenerLimits;
   /** Takes each upgraded socket. */
   onSocket(socket: ServerWebSocket): void;
-  /** Receives accept failures. */
-  onError?(message: string, error: unknown): void;
+  /** Where the connection cap and accept failures are logged. */
+  log?: Logger;
 }
 
 /** A listening {@linkcode listenForWebSockets}. */
@@ -46,6 +53,8 @@ export interface WebSocketListener {
   port: number;
   /** Sockets open now. */
   connections(): number;
+  /** What the listener has done (for `/metrics`). */
+  stats(): ListenerStats;
   /** Stops accepting and drops connections not yet upgraded. */
   close(): Promise<void>;
 }
@@ -156,58 +165,51 @@ function acceptAnswer(key: string): Uint8Array {
 export function listenForWebSockets(
   options: WebSocketListenerOptions,
 ): WebSocketListener {
-  const listener = Deno.listen({
+  const pending = new Set<Deno.Conn>();
+  const listener = listenTcp({
     hostname: options.hostname,
     port: options.port,
+    maxConnections: options.limits.maxConnections,
+    name: "hub",
+    refusal: TOO_MANY,
+    log: options.log,
+    onConnection(slot) {
+      const state = { evicted: false };
+      void serveConnection(slot, { options, pending, state })
+        .finally(() => slot.release());
+      return () => {
+        state.evicted = true;
+        pending.delete(slot.conn);
+        return answerAndClose(slot.conn, TOO_MANY);
+      };
+    },
   });
-  const open = new Set<Deno.Conn>();
-  const pending = new Set<Deno.Conn>();
-  let closed = false;
-  const accepting = (async () => {
-    while (!closed) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch (error) {
-        if (closed || error instanceof Deno.errors.BadResource) return;
-        options.onError?.("hub accept failed", error);
-        await delay(100); // e.g. out of file descriptors: let some close first
-        continue;
-      }
-      if (open.size >= options.limits.maxConnections) {
-        void answerAndClose(conn, TOO_MANY);
-        continue;
-      }
-      open.add(conn);
-      void serveConnection(conn, { options, pending })
-        .finally(() => open.delete(conn));
-    }
-  })();
   return {
-    port: (listener.addr as Deno.NetAddr).port,
-    connections: () => open.size,
+    port: listener.port,
+    connections: () => listener.stats().open,
+    stats: () => listener.stats(),
     async close() {
-      closed = true;
-      listener.close();
+      await listener.close();
       for (const conn of pending) {
         try {
           conn.close();
         } catch { /* closed */ }
       }
-      await accepting;
     },
   };
 }
 
 /** Reads the upgrade request within the header timeout, then serves the socket until it closes. */
 async function serveConnection(
-  conn: Deno.Conn,
-  { options, pending }: {
+  slot: Slot,
+  { options, pending, state }: {
     options: WebSocketListenerOptions;
     pending: Set<Deno.Conn>;
+    state: { evicted: boolean };
   },
 ): Promise<void> {
   const { limits } = options;
+  const { conn } = slot;
   pending.add(conn);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<"timeout">((resolve) => {
@@ -219,10 +221,13 @@ async function serveConnection(
   ]);
   clearTimeout(timer);
   pending.delete(conn);
+  // Closed to make room for a newer connection: it has its answer already.
+  if (state.evicted) return;
   if (head === "timeout") return await answerAndClose(conn, TIMED_OUT);
   if (!head || !isUpgrade(head)) {
     return await answerAndClose(conn, UPGRADE_REQUIRED);
   }
+  slot.busy();
   try {
     await conn.write(acceptAnswer(head.headers.get("sec-websocket-key")!));
   } catch {

@@ -21,6 +21,7 @@ import {
   type RelayHub,
   serveHub,
 } from "../hub/relay_hub.ts";
+import type { Logger } from "../log.ts";
 import type { Json } from "../relay.ts";
 import type { RemoteRunner } from "../run/manager.ts";
 import { checkListenerToken } from "../hub/token_rules.ts";
@@ -96,6 +97,8 @@ export interface HubListenerOptions {
   mcpHandler?: McpHandler;
   /** Receives the hub's log records. */
   onLog?: (entry: HubLogEntry) => void;
+  /** Where the listener's connection cap and accept failures are logged. */
+  log?: Logger;
   /** Called after a daemon connects or disconnects. */
   onChange?: () => void;
 }
@@ -147,13 +150,7 @@ export function startHubListener(options: HubListenerOptions): HubListener {
     hostname: host,
     port: options.port,
     limits: options.limits,
-    onError: (message, error) =>
-      options.onLog?.({
-        level: "error",
-        message: `${message}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-      }),
+    log: options.log,
   });
   return {
     hub,

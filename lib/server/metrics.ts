@@ -1,8 +1,10 @@
 /**
  * Prometheus metrics of `runner serve`: runs (active, finished, duration,
  * time to first output, gaps between streamed chunks; by provider and
- * location), live agent processes, HTTP requests by route and status, the
- * daemon hub, the store (size, pruning) and the `process_*` metrics.
+ * location), live agent processes, HTTP requests by route and status,
+ * connections by listener (open, cap, closed to make room, refused, failed
+ * accepts), the daemon hub, the store (size, pruning) and the `process_*`
+ * metrics.
  *
  * @module
  */
@@ -10,6 +12,7 @@
 import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
+import type { ListenerStats } from "../net/tcp_listener.ts";
 import { Counter, Histogram, type Labels } from "./histogram.ts";
 import { processMetricLines } from "./process_metrics.ts";
 import { RUNNER_VERSION } from "../version.ts";
@@ -82,6 +85,8 @@ export interface Metrics {
   ): void;
   /** Counts one HTTP request. */
   observeRequest(request: RequestObservation): void;
+  /** Reports a listener's connections (`http`, `hub`), read at scrape time. */
+  observeListener(name: string, stats: () => ListenerStats): void;
   /** Wraps a reaper registry so live agent process groups are counted. */
   countAgents(registry: ReaperRegistry): ReaperRegistry;
   /** Counts one retention pass (rows deleted, its duration). */
@@ -118,6 +123,55 @@ function daemonLines(daemons: DaemonGauges): string[] {
     "# TYPE runner_daemon_jobs_active gauge",
     `runner_daemon_jobs_active ${daemons.activeJobs}`,
   ];
+}
+
+/** The metric name, help and field of each listener figure. */
+const LISTENER_METRICS: [string, string, string, keyof ListenerStats][] = [
+  [
+    "runner_connections_open",
+    "gauge",
+    "Connections open now, by listener.",
+    "open",
+  ],
+  [
+    "runner_connections_max",
+    "gauge",
+    "The connection cap, by listener.",
+    "max",
+  ],
+  [
+    "runner_connections_evicted_total",
+    "counter",
+    "Idle connections (still sending their request head, or idle between requests) closed at the cap to make room for a new one, by listener.",
+    "evicted",
+  ],
+  [
+    "runner_connections_refused_total",
+    "counter",
+    "New connections answered 503 at the cap because every connection was busy, by listener.",
+    "refused",
+  ],
+  [
+    "runner_accept_errors_total",
+    "counter",
+    "Connections the listener failed to accept (e.g. out of file descriptors), by listener.",
+    "acceptErrors",
+  ],
+];
+
+/** The exposition lines of the listeners' connection figures. */
+function listenerLines(
+  listeners: Map<string, () => ListenerStats>,
+): string[] {
+  if (!listeners.size) return [];
+  const stats = [...listeners].map(([name, read]) => [name, read()] as const);
+  return LISTENER_METRICS.flatMap(([metric, type, help, field]) => [
+    `# HELP ${metric} ${help}`,
+    `# TYPE ${metric} ${type}`,
+    ...stats.map(([name, figures]) =>
+      `${metric}{listener="${name}"} ${figures[field]}`
+    ),
+  ]);
 }
 
 /** The run metrics: what {@linkcode Metrics.trackRun} feeds. */
@@ -198,6 +252,7 @@ export function createMetrics(): Metrics {
   const requestDuration = new Histogram(LATENCY_BUCKETS);
   const store = createStoreMetrics();
   let agentsAlive = 0;
+  const listeners = new Map<string, () => ListenerStats>();
 
   return {
     trackRun: (subscribe, labels) => followRun(runs, subscribe, labels),
@@ -205,6 +260,9 @@ export function createMetrics(): Metrics {
       const labels = { method, route, status: String(status) };
       requests.add(labels);
       requestDuration.observe(seconds, labels);
+    },
+    observeListener(name, stats) {
+      listeners.set(name, stats);
     },
     countAgents(registry) {
       return {
@@ -256,6 +314,7 @@ export function createMetrics(): Metrics {
           "Time until an HTTP response started (streams go on after), by method, route and status.",
         ),
         ...store.lines(storeBytes),
+        ...listenerLines(listeners),
         ...await processMetricLines(RUNNER_VERSION),
       ];
       if (daemons) lines.push(...daemonLines(daemons));

@@ -79,6 +79,9 @@ export async function writeResponse(
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers["set-cookie"] = cookies;
+  // A request body the handler did not read ends the connection after this
+  // answer (see bridgeRequest): say so, or the client may reuse it.
+  if (outgoing.req && !outgoing.req.complete) headers.connection = "close";
   outgoing.writeHead(response.status, response.statusText, headers);
   if (!response.body) {
     outgoing.end();
