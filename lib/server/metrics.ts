@@ -240,6 +240,27 @@ function createStoreMetrics(): {
   };
 }
 
+/** A registry that also counts the groups registered and not yet released. */
+function countingRegistry(
+  registry: Parameters<Metrics["countAgents"]>[0],
+  count: (change: number) => void,
+): ReturnType<Metrics["countAgents"]> {
+  return {
+    register(pgid) {
+      const registration = registry.register(pgid);
+      count(1);
+      let released = false;
+      return {
+        release() {
+          if (!released) count(-1);
+          released = true;
+          registration.release();
+        },
+      };
+    },
+  };
+}
+
 /** Makes an empty {@linkcode Metrics}. */
 export function createMetrics(): Metrics {
   const runs: RunMetrics = {
@@ -265,20 +286,7 @@ export function createMetrics(): Metrics {
       listeners.set(name, stats);
     },
     countAgents(registry) {
-      return {
-        register(pgid) {
-          const registration = registry.register(pgid);
-          agentsAlive++;
-          let released = false;
-          return {
-            release() {
-              if (!released) agentsAlive--;
-              released = true;
-              registration.release();
-            },
-          };
-        },
-      };
+      return countingRegistry(registry, (change) => agentsAlive += change);
     },
     observePrune: store.observePrune,
     async render(activeRuns, daemons, storeBytes) {
