@@ -1,0 +1,293 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../lib/events.ts";
+import { agentPids, isAlive } from "./helpers.ts";
+import { clusterForThisFile } from "./pg_helpers.ts";
+import {
+  deltaText,
+  fixtureConfig,
+  makeFifo,
+  postJson,
+  readSse,
+  type SseMessage,
+  startServe,
+  tempDir,
+  terminals,
+} from "./serve_test_helpers.ts";
+import {
+  CLUSTER_TOKEN,
+  eventually,
+  freePort,
+  LEASE_SECONDS,
+  type Replica,
+} from "./fleet_helpers.ts";
+import { startNginx, type TestNginx } from "./nginx_helpers.ts";
+
+const cluster = clusterForThisFile();
+
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+
+/** Where a replica listens and keeps its data, so it can be started again there. */
+interface Slot {
+  replicaId: string;
+  port: number;
+  dataDir: string;
+}
+
+/** Starts the replica of `slot` on database `storeUrl`. */
+async function startSlot(storeUrl: string, slot: Slot): Promise<Replica> {
+  const serve = await startServe({
+    dataDir: slot.dataDir,
+    args: [
+      "--allow-custom-commands",
+      "--port",
+      String(slot.port),
+      "--store",
+      storeUrl,
+      "--replica-id",
+      slot.replicaId,
+      "--advertise-url",
+      `http://127.0.0.1:${slot.port}`,
+      "--cluster-token",
+      CLUSTER_TOKEN,
+      "--lease-seconds",
+      LEASE_SECONDS,
+    ],
+  });
+  await serve.waitForLog((entry) => entry.msg === "joined the fleet");
+  return { ...serve, replicaId: slot.replicaId, dataDir: slot.dataDir };
+}
+
+/** Replicas `ids` on a fresh database behind nginx; stops everything after `body`. */
+async function withBalancedFleet(
+  ids: string[],
+  body: (
+    lb: TestNginx,
+    replicas: Replica[],
+    restart: (index: number) => Promise<Replica>,
+  ) => Promise<void>,
+): Promise<void> {
+  const url = await cluster().newDatabase();
+  const slots: Slot[] = [];
+  for (const replicaId of ids) {
+    slots.push({
+      replicaId,
+      port: freePort(),
+      dataDir: join(await tempDir(), "data"),
+    });
+  }
+  const replicas: Replica[] = [];
+  let lb: TestNginx | undefined;
+  try {
+    for (const slot of slots) replicas.push(await startSlot(url, slot));
+    lb = await startNginx(slots.map((slot) => `127.0.0.1:${slot.port}`));
+    await body(lb, replicas, async (index) => {
+      replicas[index] = await startSlot(url, slots[index]);
+      return replicas[index];
+    });
+  } finally {
+    await lb?.close();
+    for (const replica of replicas.reverse()) await replica.stop();
+  }
+}
+
+/** Reads SSE messages into `events` (ids into `ids`) until the stream ends or breaks. */
+async function drain(
+  messages: AsyncGenerator<SseMessage>,
+  events: RunEvent[],
+  ids: string[],
+): Promise<void> {
+  try {
+    for await (const message of messages) {
+      if (message.id) ids.push(message.id);
+      events.push(JSON.parse(message.data));
+    }
+  } catch { /* the connection broke: the caller reconnects */ }
+}
+
+/**
+ * What an SSE client sees of run `runId` through `base`: the stream of
+ * `first`, then, while no terminal event came, reconnections to
+ * `/events` with `Last-Event-ID` (a retryable 503 is retried).
+ */
+async function followRun(
+  base: string,
+  runId: string,
+  first: AsyncGenerator<SseMessage>,
+  events: RunEvent[],
+  ids: string[],
+): Promise<void> {
+  await drain(first, events, ids);
+  await eventually(async () => {
+    if (terminals(events).length) return true;
+    const response = await fetch(`${base}/v1/runs/${runId}/events`, {
+      headers: ids.length ? { "last-event-id": ids.at(-1)! } : {},
+    }).catch(() => undefined);
+    if (!response) return undefined;
+    assert.notEqual(
+      response.status,
+      204,
+      `the runner said all was delivered after event ${
+        ids.at(-1)
+      }, but no terminal event came`,
+    );
+    if (response.status === 503) {
+      const error = (await response.json()).error;
+      assert.equal(error.retryable, true, JSON.stringify(error));
+      return undefined;
+    }
+    assert.equal(response.status, 200, await response.clone().text());
+    await drain(readSse(response.body!), events, ids);
+    return terminals(events).length ? true : undefined;
+  }, `a terminal event of ${runId} through the balancer`);
+}
+
+/** Asserts every replica's stored view of `runId` ends with one terminal, `type`. */
+async function assertStoredOnce(
+  replicas: Replica[],
+  runId: string,
+  type: string,
+): Promise<Record<string, unknown>> {
+  let last: Record<string, unknown> = {};
+  for (const replica of replicas) {
+    const run = await (await fetch(`${replica.url}/v1/runs/${runId}`)).json();
+    const ends = terminals(run.events);
+    assert.equal(ends.length, 1, `${replica.replicaId}: ${run.events}`);
+    assert.equal(run.events.at(-1).type, type);
+    last = run;
+  }
+  return last;
+}
+
+test("through nginx: /healthz reaches every replica, and each streamed run ends with one terminal event for its client and in every replica's store", async () => {
+  await withBalancedFleet(["a", "b"], async (lb, replicas) => {
+    const seenReplicas = new Set<string>();
+    for (let i = 0; i < 2 * replicas.length; i++) {
+      const health = await fetch(`${lb.url}/healthz`);
+      assert.equal(health.status, 200, await health.clone().text());
+      const body = await health.json();
+      assert.equal(body.status, "ok");
+      seenReplicas.add(body.replica_id);
+    }
+    assert.deepEqual([...seenReplicas].sort(), ["a", "b"]);
+
+    const dir = await tempDir();
+    const conversations = ["lb-1", "lb-2", "lb-3"];
+    let forwarded = 0;
+    for (const [turn, text] of [[1, "one"], [2, "two"]] as const) {
+      for (const conversation of conversations) {
+        const response = await postJson(`${lb.url}/v1/runs`, {
+          conversation_id: conversation,
+          input: { text },
+          config: fixtureConfig(join(dir, conversation)),
+        });
+        assert.equal(response.status, 200, await response.clone().text());
+        assert.match(
+          response.headers.get("content-type") ?? "",
+          /text\/event-stream/,
+        );
+        if (response.headers.get("x-runner-replica")) forwarded++;
+        const runId = response.headers.get("x-run-id")!;
+        const events: RunEvent[] = [];
+        await drain(readSse(response.body!), events, []);
+        const ends = terminals(events);
+        assert.equal(ends.length, 1, JSON.stringify(events));
+        assert.equal(events.at(-1)!.type, "run.completed");
+        assert.equal(
+          deltaText(events),
+          `echo: ${text} (turn ${turn})`,
+          "the conversation's session stayed with its owner",
+        );
+        await assertStoredOnce(replicas, runId, "run.completed");
+      }
+    }
+    assert.ok(forwarded > 0, "some run went nginx → replica → owner");
+  });
+});
+
+// Ignored: it fails today. The owner streams events before storing them; once
+// it is killed, the sweep's run.failed takes the next *stored* sequence, which
+// the client already saw on an unstored event, so its resume with
+// Last-Event-ID gets 204 and never a terminal event.
+Deno.test({
+  name:
+    "through nginx: kill -9 of a run's owner gives its client one runner.replica_lost, leaves no agent, and the conversation goes on",
+  ignore: true,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    await withBalancedFleet(["a", "b"], async (lb, replicas, restart) => {
+      const dir = await tempDir();
+      const gate = join(dir, "gate");
+      const pidFile = join(dir, "pids.json");
+      await makeFifo(gate);
+      const started = await postJson(`${lb.url}/v1/runs`, {
+        conversation_id: "lb-lost",
+        input: { text: "doomed" },
+        config: fixtureConfig(join(dir, "ws"), [
+          "--gate-fifo",
+          gate,
+          "--pid-file",
+          pidFile,
+          "--grandchild",
+        ]),
+      });
+      assert.equal(started.status, 200, await started.clone().text());
+      const runId = started.headers.get("x-run-id")!;
+      const stream = readSse(started.body!);
+      const events: RunEvent[] = [];
+      const ids: string[] = [];
+      for (;;) {
+        const { value, done } = await stream.next();
+        assert.ok(!done, "the stream ended before the first delta");
+        if (value.id) ids.push(value.id);
+        events.push(JSON.parse(value.data));
+        if (value.event === "message.delta") break;
+      }
+      const owner = await Promise.any(
+        replicas.map((replica) =>
+          replica.waitForLog((entry) =>
+            entry.msg === "run started" && entry.run_id === runId
+          ).then(() => replica)
+        ),
+      );
+      const ownerIndex = replicas.indexOf(owner);
+      owner.child.kill("SIGKILL");
+      await owner.child.status;
+
+      await followRun(lb.url, runId, stream, events, ids);
+      const ends = terminals(events);
+      assert.deepEqual(
+        ends.map((event) => [event.type, event.data.code]),
+        [["run.failed", "runner.replica_lost"]],
+      );
+      assert.equal(events.at(-1)!.type, "run.failed");
+      assert.equal(new Set(ids).size, ids.length, "no event came twice");
+      const survivors = replicas.filter((replica) => replica !== owner);
+      const stored = await assertStoredOnce(survivors, runId, "run.failed");
+      assert.equal(stored.code, "runner.replica_lost");
+
+      // The dead replica comes back on its data dir and port; it reaps the agent.
+      const back = await restart(ownerIndex);
+      await eventually(
+        () =>
+          Promise.resolve(
+            agentPids(pidFile).some(isAlive) ? undefined : true,
+          ),
+        "the restarted replica to reap the lost run's agent",
+      );
+      await assertStoredOnce([back, ...survivors], runId, "run.failed");
+
+      const next = await postJson(`${lb.url}/v1/runs?stream=false`, {
+        conversation_id: "lb-lost",
+        input: { text: "again" },
+        config: fixtureConfig(join(dir, "ws")),
+      });
+      assert.equal(next.status, 200, await next.clone().text());
+      const body = await next.json();
+      assert.equal(body.status, "completed", JSON.stringify(body));
+      assert.equal(terminals(body.events).length, 1);
+    });
+  },
+});
