@@ -206,10 +206,10 @@ test("through nginx: /healthz reaches every replica, and each streamed run ends 
   });
 });
 
-// Ignored: it fails today. The owner streams events before storing them; once
-// it is killed, the sweep's run.failed takes the next *stored* sequence, which
-// the client already saw on an unstored event, so its resume with
-// Last-Event-ID gets 204 and never a terminal event.
+// Ignored: it does not finish yet. Written when the owner streamed events
+// before storing them (the sweep's run.failed then took a sequence the client
+// had seen); events are durable before visible now, but the resume through
+// nginx still waits without an end: to be investigated.
 Deno.test({
   name:
     "through nginx: kill -9 of a run's owner gives its client one runner.replica_lost, leaves no agent, and the conversation goes on",
