@@ -193,7 +193,7 @@ Deno.test("token rules: short, padded, low-variety and published tokens are refu
       "128.0.0.1",
       "1127.0.0.1",
       "::2",
-      "192.168.1.10",
+      "198.51.100.10",
     ]
   ) {
     assert.ok(!isLoopbackHost(host), `${host} counted as loopback`);

@@ -76,7 +76,7 @@ Deno.test("warm key: every part of a local target alone changes it; the run's ot
       },
     },
     "langbot-assets-gateway-host": {
-      config: { langbotAssetsGatewayHost: "10.0.0.9" },
+      config: { langbotAssetsGatewayHost: "127.0.0.9" },
     },
     "langbot-assets-gateway-port": {
       config: { langbotAssetsGatewayPort: 9999 },
