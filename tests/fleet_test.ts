@@ -317,6 +317,44 @@ test("without its database a replica reports degraded, refuses runs with store.u
       return body.status === "ok" ? true : undefined;
     }, "the replica to recover");
   } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
+    await a.stop();
+  }
+});
+
+test("a replica busy with queries outlives its database going away, again and again", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  try {
+    for (let outage = 0; outage < 5; outage++) {
+      // Listing runs keeps queries in flight on every pooled connection.
+      let listing = true;
+      const readers = Array.from({ length: 8 }, async () => {
+        while (listing) {
+          const response = await fetch(`${a.url}/v1/runs?limit=5`);
+          await response.body?.cancel();
+        }
+      });
+      await cluster().stop();
+      await eventually(async () => {
+        const body = await (await fetch(`${a.url}/healthz`)).json();
+        return body.status === "degraded" ? true : undefined;
+      }, "the replica to notice the lost database");
+      await cluster().start();
+      await eventually(async () => {
+        const body = await (await fetch(`${a.url}/healthz`)).json();
+        return body.status === "ok" ? true : undefined;
+      }, "the replica to recover");
+      listing = false;
+      await Promise.all(readers);
+    }
+    const listed = await fetch(`${a.url}/v1/runs`);
+    assert.equal(listed.status, 200);
+    await listed.body?.cancel();
+  } catch (error) {
+    throw new Error(`${error}\nreplica log:\n${a.logs()}`);
+  } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
     await a.stop();
   }
 });

@@ -62,6 +62,9 @@ export async function openPostgresStore(
     max: 8,
     onnotice: () => {},
     connect_timeout: 5,
+    // The driver's default waits up to 20 s between tries: after an outage,
+    // queries would wait that long for a database that is already back.
+    backoff: reconnectDelaySeconds,
     connection: { application_name: `runner ${options.replicaId}` },
   });
   try {
@@ -80,6 +83,11 @@ export async function openPostgresStore(
     await sql.end({ timeout: 1 }).catch(() => {});
     throw toStoreError("open the PostgreSQL store", error);
   }
+}
+
+/** Seconds before the `retries`-th reconnection attempt: doubling, at most one. */
+function reconnectDelaySeconds(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, 1);
 }
 
 /** A driver failure as `store.unavailable` (runner errors pass through). */
