@@ -24,7 +24,7 @@ import {
   N8N_STREAM_OBJECT_SCHEMA,
   n8nAnswerSchema,
 } from "../lib/contracts/n8n_stream.ts";
-import { openApiDocument } from "../lib/server/openapi.ts";
+import { openApiDocument } from "../lib/server/openapi/document.ts";
 
 /** A direction of the relay wire. */
 export type RelayDirection = "daemon->hub" | "hub->daemon";

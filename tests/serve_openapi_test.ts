@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { runConfigJsonSchema } from "../lib/server/openapi_config.ts";
+import { runConfigJsonSchema } from "../lib/server/openapi/config.ts";
 import { createContract } from "./openapi_contract.ts";
 import {
   fixtureConfig,

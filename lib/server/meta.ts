@@ -9,7 +9,7 @@ import type { Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import { warmAgentMetricLines } from "./agents.ts";
 import type { DaemonGauges } from "./metrics.ts";
-import { openApiDocument } from "./openapi.ts";
+import { openApiDocument } from "./openapi/document.ts";
 import { listProviders } from "../providers.ts";
 import type { ServerContext } from "./context.ts";
 import { optionalId } from "./run_fields.ts";

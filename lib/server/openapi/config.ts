@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { type ConfigKind, RUN_CONFIG_SPEC } from "../config_schema.ts";
+import { type ConfigKind, RUN_CONFIG_SPEC } from "../../config_schema.ts";
 
 /**
  * The JSON Schema (2020-12, as OpenAPI 3.1 uses) of a caller's run config:

@@ -6,9 +6,9 @@
  * @module
  */
 
-import { runConfigJsonSchema } from "./openapi_config.ts";
-import { ERROR_CODES } from "../errors.ts";
-import { RUN_EVENT_TYPES } from "../events.ts";
+import { runConfigJsonSchema } from "./config.ts";
+import { ERROR_CODES } from "../../errors.ts";
+import { RUN_EVENT_TYPES } from "../../events.ts";
 
 type Schema = Record<string, unknown>;
 

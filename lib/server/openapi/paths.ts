@@ -6,7 +6,7 @@
  * @module
  */
 
-import { ref } from "./openapi_schemas.ts";
+import { ref } from "./schemas.ts";
 
 type Schema = Record<string, unknown>;
 

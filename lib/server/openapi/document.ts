@@ -7,7 +7,7 @@
  * @module
  */
 
-import { RUNNER_VERSION } from "../version.ts";
+import { RUNNER_VERSION } from "../../version.ts";
 import {
   metaPaths,
   n8nPaths,
@@ -15,9 +15,9 @@ import {
   runCollectionPaths,
   singleRunPaths,
   warmAgentPaths,
-} from "./openapi_paths.ts";
-import { componentSchemas } from "./openapi_schemas.ts";
-import { approvalPaths } from "./openapi_approval_paths.ts";
+} from "./paths.ts";
+import { componentSchemas } from "./schemas.ts";
+import { approvalPaths } from "./approval_paths.ts";
 
 type Schema = Record<string, unknown>;
 

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { errors, json } from "./openapi_paths.ts";
-import { ref } from "./openapi_schemas.ts";
+import { errors, json } from "./paths.ts";
+import { ref } from "./schemas.ts";
 
 type Schema = Record<string, unknown>;
 
