@@ -227,7 +227,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the webhook waits past --n8n-wait-seconds",
-    file: "lib/server/n8n.ts",
+    file: "lib/server/n8n/route.ts",
     find: "  if (timedOut) {",
     replace: "  if (timedOut && false) {",
     test: "tests/serve_n8n_test.ts",

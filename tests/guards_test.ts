@@ -29,7 +29,7 @@ import {
   CLUSTER_TOKEN_HEADER,
   createFleetRouter,
 } from "../lib/server/fleet_router.ts";
-import { checkN8nAuth } from "../lib/server/n8n_auth.ts";
+import { checkN8nAuth } from "../lib/server/n8n/auth.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
 import {
   checkRequestSource,

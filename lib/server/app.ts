@@ -25,7 +25,7 @@ import type { Metrics, RunLabels } from "./metrics.ts";
 import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerConsoleRoutes } from "./console.ts";
-import { registerN8nRoutes } from "./n8n.ts";
+import { registerN8nRoutes } from "./n8n/route.ts";
 import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
 import { createFleetRouter } from "./fleet_router.ts";

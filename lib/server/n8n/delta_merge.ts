@@ -6,9 +6,9 @@
  * @module
  */
 
-import type { RunEvent } from "../events.ts";
-import { settleWithin } from "../timing.ts";
-import type { RunEventFollower } from "./stream.ts";
+import type { RunEvent } from "../../events.ts";
+import { settleWithin } from "../../timing.ts";
+import type { RunEventFollower } from "../stream.ts";
 
 /** The text of a `message.delta`. */
 function deltaContent(event: RunEvent): string {

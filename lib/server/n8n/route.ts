@@ -8,28 +8,28 @@
  */
 
 import type { Context, Hono } from "hono";
-import type { RunConfig } from "../config.ts";
-import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
-import type { ManagedRun, RunManager } from "../run/manager.ts";
-import { redactSecrets } from "../secrets.ts";
-import { checkN8nAuth } from "./n8n_auth.ts";
+import type { RunConfig } from "../../config.ts";
+import { RunnerError } from "../../errors.ts";
+import type { RunEvent } from "../../events.ts";
+import type { ManagedRun, RunManager } from "../../run/manager.ts";
+import { redactSecrets } from "../../secrets.ts";
+import { checkN8nAuth } from "./auth.ts";
 import {
   createPendingAnswers,
   earlierAnswersText,
   failureText,
   type PendingAnswers,
-} from "./n8n_answers.ts";
+} from "./answers.ts";
 import {
   JSON_HEADERS,
   type N8nAnswer,
   type N8nErrorFormat,
   n8nJsonReply,
-} from "./n8n_reply.ts";
-import { resolveCallerConfig } from "./policy.ts";
-import { readJsonObject, type ServerContext } from "./context.ts";
-import { optionalId, requestedFormat } from "./run_fields.ts";
-import { followRunEvents, textStream } from "./stream.ts";
+} from "./reply.ts";
+import { resolveCallerConfig } from "../policy.ts";
+import { readJsonObject, type ServerContext } from "../context.ts";
+import { optionalId, requestedFormat } from "../run_fields.ts";
+import { followRunEvents, textStream } from "../stream.ts";
 import { mergeDeltas } from "./delta_merge.ts";
 
 /** Options for {@linkcode startWhenConversationIdle}. */

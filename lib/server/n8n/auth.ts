@@ -10,9 +10,9 @@
 
 import type { Context } from "hono";
 import { decode, verify } from "hono/jwt";
-import { RunnerError } from "../errors.ts";
-import type { N8nSettings } from "./config.ts";
-import { safeEqual, unauthorized } from "./context.ts";
+import { RunnerError } from "../../errors.ts";
+import type { N8nSettings } from "../config.ts";
+import { safeEqual, unauthorized } from "../context.ts";
 
 /** Checks the webhook credentials `settings` require; throws `http.unauthorized`. */
 export async function checkN8nAuth(

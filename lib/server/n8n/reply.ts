@@ -7,11 +7,11 @@
  */
 
 import type { Context } from "hono";
-import type { ManagedRun } from "../run/manager.ts";
-import type { ServerContext } from "./context.ts";
-import { failureText } from "./n8n_answers.ts";
-import { finalMessage } from "./stream_shape.ts";
-import { textStream } from "./stream.ts";
+import type { ManagedRun } from "../../run/manager.ts";
+import type { ServerContext } from "../context.ts";
+import { failureText } from "./answers.ts";
+import { finalMessage } from "../stream_shape.ts";
+import { textStream } from "../stream.ts";
 
 /** How a webhook answer reports a failed run. */
 export type N8nErrorFormat = "item" | "json";

@@ -7,10 +7,10 @@
  * @module
  */
 
-import type { RunEvent } from "../events.ts";
-import type { RunStore } from "../store/types.ts";
-import { redactSecrets } from "../secrets.ts";
-import { finalMessage } from "./stream_shape.ts";
+import type { RunEvent } from "../../events.ts";
+import type { RunStore } from "../../store/types.ts";
+import { redactSecrets } from "../../secrets.ts";
+import { finalMessage } from "../stream_shape.ts";
 
 /** How a failure's code reads to a chat user, by code or code family. */
 const FAILURE_LEADS: Array<[RegExp, string]> = [
