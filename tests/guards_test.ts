@@ -24,7 +24,7 @@ import {
   isLoopbackHost,
   tokenProblem,
 } from "../lib/hub/token_rules.ts";
-import type { N8nSettings } from "../lib/server/config.ts";
+import type { N8nSettings } from "../lib/server/config/serve_config.ts";
 import {
   CLUSTER_TOKEN_HEADER,
   createFleetRouter,

@@ -17,7 +17,10 @@ import {
 } from "../lib/net/http_listener.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { createServerApp } from "../lib/server/app.ts";
-import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
+import {
+  loadServeConfig,
+  type ServeConfig,
+} from "../lib/server/config/serve_config.ts";
 import { createMetrics } from "../lib/server/metrics.ts";
 import { type Retention, startRetention } from "../lib/server/retention.ts";
 import { bridgeRequest } from "../lib/net/node_bridge.ts";

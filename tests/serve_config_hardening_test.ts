@@ -12,7 +12,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fitConnectionCap, raiseFileLimit } from "../lib/cli/file_limit.ts";
 import { RunnerError } from "../lib/errors.ts";
-import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
+import {
+  loadServeConfig,
+  type ServeConfig,
+} from "../lib/server/config/serve_config.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
 import { ROOT, runCli, tempDir } from "./helpers.ts";
 import { startServe } from "./serve_test_helpers.ts";

@@ -9,7 +9,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createMetrics } from "../lib/server/metrics.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
+import {
+  loadServeConfig,
+  type ServeConfig,
+} from "../lib/server/config/serve_config.ts";
 import { createServerApp } from "../lib/server/app.ts";
 import { openStore } from "../lib/store/open.ts";
 import { tempDir, withServe } from "./serve_test_helpers.ts";

@@ -12,7 +12,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { RunEvent } from "../lib/events.ts";
-import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
+import {
+  loadServeConfig,
+  type ServeConfig,
+} from "../lib/server/config/serve_config.ts";
 import { openStore, STORE_FILE_NAME } from "../lib/store/open.ts";
 import { tempDir } from "./helpers.ts";
 import { startInProcessServe } from "./in_process_serve.ts";

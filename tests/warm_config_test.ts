@@ -7,7 +7,10 @@
 
 import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
-import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
+import {
+  loadServeConfig,
+  type ServeConfig,
+} from "../lib/server/config/serve_config.ts";
 import { runCli } from "./helpers.ts";
 
 /** Only named: loading the config creates nothing there. */

@@ -31,7 +31,7 @@ import {
   SERVE_HELP,
   type ServeConfig,
   serveSecrets,
-} from "../server/config.ts";
+} from "../server/config/serve_config.ts";
 import { createServerApp } from "../server/app.ts";
 import { startRetention } from "../server/retention.ts";
 import {

@@ -8,7 +8,7 @@
 
 import { RunnerError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { ServeConfig } from "../server/config.ts";
+import type { ServeConfig } from "../server/config/serve_config.ts";
 import { bridgeRequest } from "../net/node_bridge.ts";
 import {
   type ConnectionLimits,

@@ -20,7 +20,7 @@ import {
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunEvent } from "../events.ts";
-import type { ServeConfig } from "./config.ts";
+import type { ServeConfig } from "./config/serve_config.ts";
 import type { Metrics, RunLabels } from "./metrics.ts";
 import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";

@@ -15,7 +15,7 @@ import type { RunManager, StartOutcome } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { WarmAgentsView } from "../run/warm_pool.ts";
 import { redactSecrets } from "../secrets.ts";
-import type { ServeConfig } from "./config.ts";
+import type { ServeConfig } from "./config/serve_config.ts";
 import type { RunStore } from "../store/types.ts";
 import type { FleetRouter } from "./fleet_router.ts";
 

@@ -8,7 +8,7 @@
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
-import { parseRunDefaults, type ServeConfig } from "./config.ts";
+import { parseRunDefaults, type ServeConfig } from "./config/serve_config.ts";
 
 /**
  * Run-config keys a caller may set per run. Keys that choose a command to

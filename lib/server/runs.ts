@@ -10,7 +10,7 @@ import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { RunRequest } from "../run/request.ts";
 import { resolveCallerConfig } from "./policy.ts";
-import type { ServeConfig } from "./config.ts";
+import type { ServeConfig } from "./config/serve_config.ts";
 import { routeRunRequest } from "./fleet_router.ts";
 import {
   failIfOrphaned,

@@ -11,7 +11,7 @@
 import type { Context } from "hono";
 import { decode, verify } from "hono/jwt";
 import { RunnerError } from "../../errors.ts";
-import type { N8nSettings } from "../config.ts";
+import type { N8nSettings } from "../config/serve_config.ts";
 import { safeEqual, unauthorized } from "../context.ts";
 
 /** Checks the webhook credentials `settings` require; throws `http.unauthorized`. */

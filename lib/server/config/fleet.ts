@@ -6,7 +6,7 @@
  * @module
  */
 
-import { invalidConfig } from "./config_sources.ts";
+import { invalidConfig } from "./sources.ts";
 
 /** How this replica joins a fleet sharing one PostgreSQL store. */
 export interface FleetSettings {

@@ -6,30 +6,26 @@
  * @module
  */
 
-import type { LogFormat, LogLevel } from "../log.ts";
-import { secretsOf } from "../secrets.ts";
-import { parseRunConfig, type RunConfig } from "../config.ts";
-import { CUSTOM_PROVIDER } from "../providers.ts";
-import { defaultDataDir } from "../store/data_dir.ts";
-import type { RetentionSettings } from "./retention.ts";
+import type { LogFormat, LogLevel } from "../../log.ts";
+import { secretsOf } from "../../secrets.ts";
+import { parseRunConfig, type RunConfig } from "../../config.ts";
+import { CUSTOM_PROVIDER } from "../../providers.ts";
+import { defaultDataDir } from "../../store/data_dir.ts";
+import type { RetentionSettings } from "../retention.ts";
 import {
   checkWarmPoolOptions,
   type WarmPoolSettings,
-} from "../run/warm_pool.ts";
+} from "../../run/warm_pool.ts";
 import {
   invalidConfig,
   parseServeFlags,
   readServeOptions,
   type ServeOptionValues,
-} from "./config_sources.ts";
-import {
-  type FleetSettings,
-  fleetSettings,
-  storePassword,
-} from "./config_fleet.ts";
+} from "./sources.ts";
+import { type FleetSettings, fleetSettings, storePassword } from "./fleet.ts";
 
 export type { FleetSettings };
-export { SERVE_HELP } from "./config_help.ts";
+export { SERVE_HELP } from "./help.ts";
 
 /** How the n8n webhook authenticates callers. */
 export type N8nAuthMode = "none" | "basic" | "header" | "jwt";
