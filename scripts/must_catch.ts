@@ -387,7 +387,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the lost-replica sweep ignores the instance id",
-    file: "lib/store/postgres_orphans.ts",
+    file: "lib/store/postgres/orphans.ts",
     find:
       "WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance",
     replace: "WHERE p.replica_id = r.owner_replica",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RunnerError } from "../lib/errors.ts";
-import { BatchWriter } from "../lib/store/batch_writer.ts";
+import { BatchWriter } from "../lib/store/postgres/batch_writer.ts";
 import { EventQueue, type QueuedEvent } from "../lib/store/event_queue.ts";
 
 function event(sequence: number): QueuedEvent {

@@ -30,7 +30,7 @@ export async function openStore(options: OpenStoreOptions): Promise<RunStore> {
   const ownerKnown = prefetchOwnStartTime();
   if (options.shared) {
     // Loaded only for a fleet: the embedded store never needs the driver.
-    const { openPostgresStore } = await import("./postgres.ts");
+    const { openPostgresStore } = await import("./postgres/store.ts");
     const store = await openPostgresStore({
       ...options.shared,
       onFlushError: options.onFlushError,

@@ -9,9 +9,9 @@
  * @module
  */
 
-import { RunnerError, toRunnerError } from "../errors.ts";
-import { CommitWaiters } from "./commit_waiters.ts";
-import type { QueuedEvent } from "./event_queue.ts";
+import { RunnerError, toRunnerError } from "../../errors.ts";
+import { CommitWaiters } from "../commit_waiters.ts";
+import type { QueuedEvent } from "../event_queue.ts";
 
 const RETRY_DELAY_MS = 1000;
 const MAX_QUEUED_EVENTS = 256;

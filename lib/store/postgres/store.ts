@@ -11,20 +11,20 @@
  */
 
 import postgres from "postgres";
-import { type ErrorCode, RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { type ErrorCode, RunnerError } from "../../errors.ts";
+import type { RunEvent } from "../../events.ts";
 import { BatchWriter } from "./batch_writer.ts";
-import type { QueuedEvent } from "./event_queue.ts";
-import type { SharedStoreOptions } from "./fleet.ts";
-import { ownStartTime } from "./owner_liveness.ts";
-import { leaseLost, PostgresFleet } from "./postgres_fleet.ts";
-import { writableRuns } from "./postgres_fencing.ts";
-import { failLostReplicaRuns } from "./postgres_orphans.ts";
-import { migratePostgres } from "./postgres_schema.ts";
-import { postgresSize, prunePostgresRuns } from "./postgres_retention.ts";
-import { listRunsQuery } from "./run_listing.ts";
-import { toRunRecord } from "./rows.ts";
-import { UnstoredOutcomes } from "./unstored_outcomes.ts";
+import type { QueuedEvent } from "../event_queue.ts";
+import type { SharedStoreOptions } from "../fleet.ts";
+import { ownStartTime } from "../owner_liveness.ts";
+import { leaseLost, PostgresFleet } from "./fleet.ts";
+import { writableRuns } from "./fencing.ts";
+import { failLostReplicaRuns } from "./orphans.ts";
+import { migratePostgres } from "./schema.ts";
+import { postgresSize, prunePostgresRuns } from "./retention.ts";
+import { listRunsQuery } from "../run_listing.ts";
+import { toRunRecord } from "../rows.ts";
+import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
   ListRunsOptions,
@@ -38,7 +38,7 @@ import type {
   SessionRecord,
   StoredSession,
   StoreHealth,
-} from "./types.ts";
+} from "../types.ts";
 
 /** Run ids whose last sequence a store remembers at most (oldest forgotten first). */
 const REMEMBERED_RUNS = 10_000;

@@ -8,13 +8,13 @@
  */
 
 import type postgres from "postgres";
-import { RunnerError } from "../errors.ts";
+import { RunnerError } from "../../errors.ts";
 import type {
   FleetDaemon,
   FleetStore,
   LeaseHealth,
   ReplicaRef,
-} from "./fleet.ts";
+} from "../fleet.ts";
 
 type Row = Record<string, unknown>;
 

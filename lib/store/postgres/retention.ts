@@ -9,7 +9,7 @@
  */
 
 import type postgres from "postgres";
-import type { PrunedRuns, PruneRunsOptions } from "./types.ts";
+import type { PrunedRuns, PruneRunsOptions } from "../types.ts";
 
 /** The statements of a prune (the query-plan test explains them). */
 export const POSTGRES_PRUNE_SQL = {

@@ -12,9 +12,9 @@
  */
 
 import type postgres from "postgres";
-import { ERROR_CODES, type ErrorCode } from "../errors.ts";
-import { isTerminalEvent, type RunEvent } from "../events.ts";
-import { outcomeOf } from "./orphaned_runs.ts";
+import { ERROR_CODES, type ErrorCode } from "../../errors.ts";
+import { isTerminalEvent, type RunEvent } from "../../events.ts";
+import { outcomeOf } from "../orphaned_runs.ts";
 
 /** What {@linkcode failLostReplicaRuns} ends. */
 export interface LostReplicaRunsOptions {

@@ -7,7 +7,7 @@
  */
 
 import type { Sql } from "postgres";
-import { RunnerError } from "../errors.ts";
+import { RunnerError } from "../../errors.ts";
 
 /** Forward migrations; entry `i` moves the schema from version `i` to `i + 1`. */
 const MIGRATIONS: readonly string[] = [
