@@ -312,7 +312,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "a run listing without an index in its order",
-    file: "lib/store/schema.ts",
+    file: "lib/store/sqlite/schema.ts",
     find: "CREATE INDEX runs_by_created ON runs (created_at);",
     replace: "",
     test: "tests/store_plan_test.ts",
@@ -320,7 +320,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "retention deletes active runs",
-    file: "lib/store/sqlite_retention.ts",
+    file: "lib/store/sqlite/retention.ts",
     find: "     AND status <> 'active' ORDER BY created_at, rowid LIMIT ?`,",
     replace: "     ORDER BY created_at, rowid LIMIT ?`,",
     test: "tests/store_test.ts",
@@ -336,7 +336,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the store file's pages not checked at start",
-    file: "lib/store/sqlite.ts",
+    file: "lib/store/sqlite/store.ts",
     find: "const damage = options.checkIntegrity ? quickCheck(db) : undefined;",
     replace: "const damage = undefined as string | undefined;",
     test: "tests/store_file_test.ts",

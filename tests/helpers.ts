@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
-import { openSqliteStore } from "../lib/store/sqlite.ts";
-import { asyncRunStore } from "../lib/store/sync_adapter.ts";
+import { openSqliteStore } from "../lib/store/sqlite/store.ts";
+import { asyncRunStore } from "../lib/store/sqlite/sync_adapter.ts";
 import type { RunStore } from "../lib/store/types.ts";
 
 /** The repository root. */

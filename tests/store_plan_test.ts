@@ -15,7 +15,7 @@ import { DatabaseSync } from "node:sqlite";
 import { insertRunRows } from "../scripts/bulk_runs.ts";
 import { listRunsQuery } from "../lib/store/run_listing.ts";
 import { openStore, STORE_FILE_NAME } from "../lib/store/open.ts";
-import { SQLITE_PRUNE_SQL } from "../lib/store/sqlite_retention.ts";
+import { SQLITE_PRUNE_SQL } from "../lib/store/sqlite/retention.ts";
 import type { ListRunsOptions, RunStore } from "../lib/store/types.ts";
 import { tempDir } from "./helpers.ts";
 import { KEY } from "./store_suite.ts";

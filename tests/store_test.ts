@@ -10,7 +10,7 @@ import {
   openStore,
   STORE_FILE_NAME,
 } from "../lib/store/open.ts";
-import { SCHEMA_VERSION } from "../lib/store/schema.ts";
+import { SCHEMA_VERSION } from "../lib/store/sqlite/schema.ts";
 import { tempDir } from "./helpers.ts";
 
 defineStoreSuite({

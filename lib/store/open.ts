@@ -8,8 +8,8 @@
 
 import { join } from "node:path";
 import { prefetchOwnStartTime } from "./owner_liveness.ts";
-import { openSqliteStore } from "./sqlite.ts";
-import { asyncRunStore } from "./sync_adapter.ts";
+import { openSqliteStore } from "./sqlite/store.ts";
+import { asyncRunStore } from "./sqlite/sync_adapter.ts";
 import type { OpenStoreOptions, RunStore } from "./types.ts";
 
 export { defaultDataDir, type DefaultDataDirOptions } from "./data_dir.ts";

@@ -10,7 +10,7 @@
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { inTransaction } from "./schema.ts";
-import type { PrunedRuns, PruneRunsOptions } from "./types.ts";
+import type { PrunedRuns, PruneRunsOptions } from "../types.ts";
 
 /** Pages handed back to the file system at most after one batch. */
 const VACUUM_PAGES_PER_BATCH = 4096;

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { RunStore, SyncRunStore } from "./types.ts";
+import type { RunStore, SyncRunStore } from "../types.ts";
 
 /** Settles with what `body` returns or throws, after running it now. */
 function settled<T>(body: () => T): Promise<T> {

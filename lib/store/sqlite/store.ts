@@ -15,26 +15,26 @@
 
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { type ErrorCode, RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { type ErrorCode, RunnerError } from "../../errors.ts";
+import type { RunEvent } from "../../events.ts";
 import {
   createOwnerCheck,
   isSameProcessAlive,
   ownStartTime,
-} from "./owner_liveness.ts";
-import { EventQueue, type QueuedEvent } from "./event_queue.ts";
-import { failOrphanedRuns, findOrphanedRuns } from "./orphaned_runs.ts";
-import { listRunsQuery } from "./run_listing.ts";
-import { sessionKeyValues, toRunRecord, unavailable } from "./rows.ts";
+} from "../owner_liveness.ts";
+import { EventQueue, type QueuedEvent } from "../event_queue.ts";
+import { failOrphanedRuns, findOrphanedRuns } from "../orphaned_runs.ts";
+import { listRunsQuery } from "../run_listing.ts";
+import { sessionKeyValues, toRunRecord, unavailable } from "../rows.ts";
 import { inTransaction, migrateSchema } from "./schema.ts";
 import {
   damagedFileMessage,
   enableIncrementalVacuum,
   isDamage,
   quickCheck,
-} from "./sqlite_file.ts";
-import { pruneSqliteRuns, sqliteSize } from "./sqlite_retention.ts";
-import { UnstoredOutcomes } from "./unstored_outcomes.ts";
+} from "./file.ts";
+import { pruneSqliteRuns, sqliteSize } from "./retention.ts";
+import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
   ListRunsOptions,
@@ -49,7 +49,7 @@ import type {
   StoredSession,
   StoreHealth,
   SyncRunStore,
-} from "./types.ts";
+} from "../types.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface OpenSqliteStoreOptions

@@ -6,7 +6,7 @@
  */
 
 import type { DatabaseSync } from "node:sqlite";
-import { RunnerError } from "../errors.ts";
+import { RunnerError } from "../../errors.ts";
 
 /** Forward migrations; entry `i` moves the schema from version `i` to `i + 1`. */
 const MIGRATIONS: readonly string[] = [
