@@ -30,7 +30,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   probe: async () => (await import("./lib/cli/probe.ts")).probeCommand,
   providers: async () =>
     (await import("./lib/cli/providers.ts")).providersCommand,
-  serve: async () => (await import("./lib/cli/serve.ts")).serveCommand,
+  serve: async () => (await import("./lib/cli/serve/command.ts")).serveCommand,
   daemon: async () => (await import("./daemon.ts")).daemonCommand,
   daemons: async () => (await import("./lib/cli/daemons.ts")).daemonsCommand,
   "mcp-stdio": async () =>

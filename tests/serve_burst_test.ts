@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { raiseFileLimit } from "../lib/cli/file_limit.ts";
+import { raiseFileLimit } from "../lib/cli/serve/file_limit.ts";
 import {
   closeAll,
   connectTo,

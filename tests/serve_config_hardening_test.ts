@@ -10,7 +10,10 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fitConnectionCap, raiseFileLimit } from "../lib/cli/file_limit.ts";
+import {
+  fitConnectionCap,
+  raiseFileLimit,
+} from "../lib/cli/serve/file_limit.ts";
 import { RunnerError } from "../lib/errors.ts";
 import {
   loadServeConfig,
@@ -252,7 +255,7 @@ Deno.test({
     // A child lowers its own soft limit first (the deno CLI raises it at start).
     const script = `
       import { raiseFileLimit, readFileLimit } from ${
-      JSON.stringify(`${ROOT}lib/cli/file_limit.ts`)
+      JSON.stringify(`${ROOT}lib/cli/serve/file_limit.ts`)
     };
       const hard = readFileLimit().hard;
       await new Deno.Command("prlimit", { args: ["--pid", String(Deno.pid), "--nofile=256:" + hard] }).output();

@@ -6,15 +6,15 @@
  * @module
  */
 
-import { RunnerError } from "../errors.ts";
-import type { Logger } from "../log.ts";
-import type { ServeConfig } from "../server/config/serve_config.ts";
-import { bridgeRequest } from "../net/node_bridge.ts";
+import { RunnerError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import type { ServeConfig } from "../../server/config/serve_config.ts";
+import { bridgeRequest } from "../../net/node_bridge.ts";
 import {
   type ConnectionLimits,
   type HttpListener,
   startHttpListener,
-} from "../net/http_listener.ts";
+} from "../../net/http_listener.ts";
 import { fitConnectionCap, raiseFileLimit } from "./file_limit.ts";
 
 /** The `http://host:port` of a listen address. */

@@ -16,35 +16,38 @@ import {
   type HubListener,
   hubMcpHandlerFor,
   startHubListener,
-} from "../locations/daemon.ts";
-import { type AssetsHook, createAssetsHook } from "../assets/wiring.ts";
+} from "../../locations/daemon.ts";
+import { type AssetsHook, createAssetsHook } from "../../assets/wiring.ts";
 import { join } from "node:path";
-import { reportFailure } from "./args.ts";
-import { RunnerError } from "../errors.ts";
-import { createLogger, type Logger } from "../log.ts";
-import { createMetrics, type Metrics } from "../server/metrics.ts";
-import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
-import { createRunManager, type RunManager } from "../run/manager.ts";
-import { createWarmPool, type WarmPool } from "../run/warm_pool.ts";
+import { reportFailure } from "../args.ts";
+import { RunnerError } from "../../errors.ts";
+import { createLogger, type Logger } from "../../log.ts";
+import { createMetrics, type Metrics } from "../../server/metrics.ts";
+import {
+  createReaperRegistry,
+  reapLeftoverGroups,
+} from "../../agent/reaper.ts";
+import { createRunManager, type RunManager } from "../../run/manager.ts";
+import { createWarmPool, type WarmPool } from "../../run/warm_pool.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
   type ServeConfig,
   serveSecrets,
-} from "../server/config/serve_config.ts";
-import { createServerApp } from "../server/app.ts";
-import { startRetention } from "../server/retention.ts";
+} from "../../server/config/serve_config.ts";
+import { createServerApp } from "../../server/app.ts";
+import { startRetention } from "../../server/retention.ts";
 import {
   failOrphanedRuns,
   ORPHANED_RUN_MESSAGE,
   REPLICA_LOST_MESSAGE,
-} from "../server/context.ts";
-import { type RunStore } from "../store/types.ts";
-import { openStore } from "../store/open.ts";
-import { type FleetDuties, startFleetDuties } from "./serve_fleet.ts";
-import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
-import type { HttpListener } from "../net/http_listener.ts";
-import { catchStrayRejections, fitLimits, listen } from "./serve_listen.ts";
+} from "../../server/context.ts";
+import { type RunStore } from "../../store/types.ts";
+import { openStore } from "../../store/open.ts";
+import { type FleetDuties, startFleetDuties } from "./fleet.ts";
+import { checkListenerToken, isLoopbackHost } from "../../hub/token_rules.ts";
+import type { HttpListener } from "../../net/http_listener.ts";
+import { catchStrayRejections, fitLimits, listen } from "./listen.ts";
 
 /** Sockets the daemon hub holds at most (each daemon needs one). */
 const HUB_MAX_CONNECTIONS = 256;

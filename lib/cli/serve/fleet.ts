@@ -9,14 +9,14 @@
  * @module
  */
 
-import { RunnerError } from "../errors.ts";
-import type { Logger } from "../log.ts";
-import type { RelayHub } from "../hub/relay_hub.ts";
-import type { RunManager } from "../run/manager.ts";
-import { type DaemonsView, failOrphanedRuns } from "../server/context.ts";
-import type { FleetStore } from "../store/fleet.ts";
-import type { RunStore } from "../store/types.ts";
-import type { WarmAgentsView } from "../run/warm_pool.ts";
+import { RunnerError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import type { RelayHub } from "../../hub/relay_hub.ts";
+import type { RunManager } from "../../run/manager.ts";
+import { type DaemonsView, failOrphanedRuns } from "../../server/context.ts";
+import type { FleetStore } from "../../store/fleet.ts";
+import type { RunStore } from "../../store/types.ts";
+import type { WarmAgentsView } from "../../run/warm_pool.ts";
 
 /** Options of {@linkcode startFleetDuties}. */
 export interface FleetDutiesOptions {
