@@ -26,7 +26,7 @@ Options: --help (on every command), --version
 type Command = (args: string[]) => Promise<number>;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
-  run: async () => (await import("./lib/cli/run.ts")).runCommand,
+  run: async () => (await import("./lib/cli/run/command.ts")).runCommand,
   probe: async () => (await import("./lib/cli/probe.ts")).probeCommand,
   providers: async () =>
     (await import("./lib/cli/providers.ts")).providersCommand,

@@ -70,7 +70,7 @@ Deno.test("runner providers and runner probe load no HTTP framework and no store
 });
 
 Deno.test("runner run loads the store and the assets bridge only when it starts a run", async () => {
-  const loaded = await staticClosure("lib/cli/run.ts");
+  const loaded = await staticClosure("lib/cli/run/command.ts");
   assert.deepEqual(heavy(loaded), []);
   assert.ok(
     ![...loaded].some((s) => s.endsWith("/lib/run/manager.ts")),

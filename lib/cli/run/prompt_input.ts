@@ -6,7 +6,7 @@
  * @module
  */
 
-import { RunnerError } from "../errors.ts";
+import { RunnerError } from "../../errors.ts";
 
 /** What the command line says about the prompt. */
 export interface PromptSources {

@@ -6,8 +6,8 @@
  */
 
 import type { PermissionOptionKind } from "@agentclientprotocol/sdk";
-import type { RunEvent } from "../events.ts";
-import type { PermissionAnswer } from "../run/permission_desk.ts";
+import type { RunEvent } from "../../events.ts";
+import type { PermissionAnswer } from "../../run/permission_desk.ts";
 
 /** The keys a person types, and the decision each means. */
 export const TERMINAL_ANSWERS: Readonly<Record<string, PermissionOptionKind>> =

@@ -15,18 +15,18 @@ import {
   parseFlags,
   reportFailure,
   reportUsageError,
-} from "./args.ts";
-import { parseRunConfig } from "../config.ts";
-import { RunnerError } from "../errors.ts";
-import { eventPrinter } from "./run_output.ts";
-import type { Attachment } from "../run/prompt.ts";
-import type { RunRequest } from "../run/request.ts";
-import type { RunResult } from "../run/types.ts";
-import { defaultDataDir } from "../store/data_dir.ts";
-import { prefetchOwnStartTime } from "../store/owner_liveness.ts";
+} from "../args.ts";
+import { parseRunConfig } from "../../config.ts";
+import { RunnerError } from "../../errors.ts";
+import { eventPrinter } from "./output.ts";
+import type { Attachment } from "../../run/prompt.ts";
+import type { RunRequest } from "../../run/request.ts";
+import type { RunResult } from "../../run/types.ts";
+import { defaultDataDir } from "../../store/data_dir.ts";
+import { prefetchOwnStartTime } from "../../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
-import type { RunStore } from "../store/types.ts";
+import type { RunStore } from "../../store/types.ts";
 import {
   createTerminalApprover,
   terminalPermissionDecision,
@@ -222,10 +222,10 @@ export async function runCommand(args: string[]): Promise<number> {
   // The run machinery (store, assets, engine) loads only once there is a run.
   const [reaper, { openStore }, { createAssetsHook }, { createRunManager }] =
     await Promise.all([
-      import("../agent/reaper.ts"),
-      import("../store/open.ts"),
-      import("../assets/wiring.ts"),
-      import("../run/manager.ts"),
+      import("../../agent/reaper.ts"),
+      import("../../store/open.ts"),
+      import("../../assets/wiring.ts"),
+      import("../../run/manager.ts"),
     ]);
   await reaper.reapLeftoverGroups(join(dataDir, "agents"));
   let store: RunStore;

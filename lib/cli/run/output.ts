@@ -6,8 +6,11 @@
  * @module
  */
 
-import { createEventRestorer, type RunEvent } from "../events.ts";
-import { type BufferedOutput, createBufferedOutput } from "./output.ts";
+import { createEventRestorer, type RunEvent } from "../../events.ts";
+import {
+  type BufferedOutput,
+  createBufferedOutput,
+} from "./buffered_output.ts";
 
 /** Events that print nothing for humans (they leave the progress line up). */
 const SILENT_EVENTS = new Set([
