@@ -7,7 +7,7 @@ import {
   listProviders,
   providerNames,
   resolveProvider,
-} from "../lib/providers.ts";
+} from "../lib/agent/providers.ts";
 import { tempDir } from "./helpers.ts";
 
 /**

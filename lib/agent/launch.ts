@@ -7,7 +7,7 @@
 
 import { buildAgentEnv } from "./env.ts";
 import type { RunConfig } from "../config.ts";
-import { type CommandSource, resolveProvider } from "../providers.ts";
+import { type CommandSource, resolveProvider } from "./providers.ts";
 import { secretsOf } from "../secrets.ts";
 
 /** What starting one agent needs. */

@@ -9,7 +9,7 @@ import {
   CUSTOM_PROVIDER,
   listProviders,
   UNSUPPORTED_PROVIDERS,
-} from "../providers.ts";
+} from "../agent/providers.ts";
 import {
   PIN_PLATFORMS,
   pinNeeds,

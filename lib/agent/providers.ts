@@ -8,15 +8,15 @@
  * @module
  */
 
-import { RunnerError } from "./errors.ts";
-import { splitCommand } from "./agent/shell_words.ts";
-import { findOnPath } from "./agent/find_executable.ts";
+import { RunnerError } from "../errors.ts";
+import { splitCommand } from "./shell_words.ts";
+import { findOnPath } from "./find_executable.ts";
 import {
   executableArgv,
   fallbackArgv,
   PRESET_PINS,
   type PresetPin,
-} from "./agent/preset_pins.ts";
+} from "./preset_pins.ts";
 
 export {
   PROVIDER_PRESETS,
@@ -24,13 +24,13 @@ export {
   type RecoverySignal,
   UNSUPPORTED_PROVIDERS,
   type UnsupportedProvider,
-} from "./agent/presets.ts";
+} from "./presets.ts";
 import {
   PROVIDER_PRESETS,
   type RecoverySignal,
   UNSUPPORTED_PROVIDERS,
   type UnsupportedProvider,
-} from "./agent/presets.ts";
+} from "./presets.ts";
 
 /** The provider name that takes its command from `acp-command`. */
 export const CUSTOM_PROVIDER = "custom";
