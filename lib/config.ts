@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { RunnerError } from "./errors.ts";
-import { closestName } from "./agent/providers.ts";
+import { closestName } from "./closest_name.ts";
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
 import {
   type ConfigKind,

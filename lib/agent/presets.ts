@@ -1,7 +1,7 @@
 /**
  * The built-in provider presets (ACP agents whose session recovery has been
  * verified) and the ACP agents that are deliberately not presets, with the
- * environment each preset lets through. `lib/providers.ts` resolves them into
+ * environment each preset lets through. `providers.ts` resolves them into
  * commands (`agent/preset_pins.ts` pins those).
  *
  * `envNames` lists the extra environment variables a preset lets through to

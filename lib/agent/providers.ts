@@ -2,12 +2,13 @@
  * Providers: {@linkcode resolveProvider} turns `provider` + `acp-command` into
  * the argv to launch: `acp-command` when given, else the preset agent's own
  * executable when it is on the agent's `PATH`, else its pinned `npx`
- * fallback (`agent/preset_pins.ts`). The presets themselves, and the agents
- * that are deliberately not presets, are listed in `agent/presets.ts`.
+ * fallback (`preset_pins.ts`). The presets themselves, and the agents
+ * that are deliberately not presets, are listed in `presets.ts`.
  *
  * @module
  */
 
+import { closestName } from "../closest_name.ts";
 import { RunnerError } from "../errors.ts";
 import { splitCommand } from "./shell_words.ts";
 import { findOnPath } from "./find_executable.ts";
@@ -167,48 +168,6 @@ function presetCommand(
     choices: { executable, fallback },
     sessionCommand: executable.join(" "),
   };
-}
-
-/** Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`. */
-function editDistance(a: string, b: string): number {
-  const rows = Array.from(
-    { length: a.length + 1 },
-    (_, i) => Array.from({ length: b.length + 1 }, (_, j) => i || j),
-  );
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      rows[i][j] = Math.min(
-        rows[i - 1][j] + 1,
-        rows[i][j - 1] + 1,
-        rows[i - 1][j - 1] + cost,
-      );
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        rows[i][j] = Math.min(rows[i][j], rows[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return rows[a.length][b.length];
-}
-
-/**
- * The candidate a mistyped `name` most likely meant: the closest by edit
- * distance, if it is within a third of its length (at least 1, at most 3).
- */
-export function closestName(
-  name: string,
-  candidates: readonly string[],
-): string | undefined {
-  const typed = name.toLowerCase();
-  let best: { candidate: string; distance: number } | undefined;
-  for (const candidate of candidates) {
-    const distance = editDistance(typed, candidate.toLowerCase());
-    if (!best || distance < best.distance) best = { candidate, distance };
-  }
-  const limit = Math.min(3, Math.max(1, Math.floor(typed.length / 3)));
-  return best && best.distance > 0 && best.distance <= limit
-    ? best.candidate
-    : undefined;
 }
 
 /** Every valid `provider` value: the presets, then `custom`. */

@@ -8,7 +8,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { RUN_CONFIG_KEYS } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
-import { closestName } from "../agent/providers.ts";
+import { closestName } from "../closest_name.ts";
 
 /** `parseArgs` options for every run-config key (all strings). */
 export function configFlagOptions(): Record<string, { type: "string" }> {

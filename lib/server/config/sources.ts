@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { DECIMAL_PATTERN, RUN_CONFIG_KEYS } from "../../config.ts";
 import { RunnerError } from "../../errors.ts";
-import { closestName } from "../../agent/providers.ts";
+import { closestName } from "../../closest_name.ts";
 
 interface ServerKey {
   kind: "string" | "number" | "bool" | "list";
