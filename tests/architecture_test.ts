@@ -163,9 +163,9 @@ Deno.test("lib/ folders import only what docs/architecture.md allows", async () 
       "server",
       "store",
     ],
+    // store/ reads the process table of agent/ (whether a run's owner lives).
     store: [
       "acp",
-      "agent",
       "assets",
       "cli",
       "daemon",

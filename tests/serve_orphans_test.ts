@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { RUNTIME_PERMISSION_FLAGS } from "../lib/runtime_permissions.ts";
-import { processIdentity } from "../lib/store/owner_liveness.ts";
+import { processIdentity } from "../lib/agent/process_table.ts";
 import { openStore } from "../lib/store/open.ts";
 import { ROOT, tempDir } from "./helpers.ts";
 import {

@@ -1,7 +1,10 @@
 /**
- * Reads the process table: members of a process group and process start
- * times. Linux reads `/proc`; other systems ask `ps`. An empty group is
- * known without either: signal 0 to the group finds no process.
+ * Reads the process table, the one reader for the reaper (members of a
+ * process group, start times) and the store's owner-liveness check (whether
+ * a pid is still the process that started then). Linux reads `/proc` where it
+ * is readable (Deno wants `--allow-all` for it); other systems, and the
+ * runtime permission set, ask `ps`. An empty group is known without either:
+ * signal 0 to the group finds no process.
  *
  * @module
  */
@@ -56,14 +59,22 @@ async function readProcRowAsync(pid: number): Promise<ProcessRow | undefined> {
   }
 }
 
-async function psRows(extra: string[]): Promise<ProcessRow[]> {
-  const output = await new Deno.Command("ps", {
+function psOptions(extra: string[]): Deno.CommandOptions {
+  return {
     args: [...extra, "-o", "pid=,pgid=,stat=,lstart="],
     stdout: "piped",
     stderr: "null",
-  }).output();
+  };
+}
+
+async function psRows(extra: string[]): Promise<ProcessRow[]> {
+  const output = await new Deno.Command("ps", psOptions(extra)).output();
+  return parsePs(output.stdout);
+}
+
+function parsePs(stdout: Uint8Array): ProcessRow[] {
   const rows: ProcessRow[] = [];
-  for (const line of new TextDecoder().decode(output.stdout).split("\n")) {
+  for (const line of new TextDecoder().decode(stdout).split("\n")) {
     const match = line.trim().match(/^(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/);
     if (!match) continue;
     rows.push({
@@ -84,11 +95,16 @@ async function psRows(extra: string[]): Promise<ProcessRow[]> {
  * names; `node:process` would add its start-up cost to every command.
  */
 function groupMayHaveMembers(pgid: number): boolean {
+  return signalZero(-pgid);
+}
+
+/** Whether signal 0 reaches `target` (a pid, or a group as `-pgid`). */
+function signalZero(target: number): boolean {
   try {
-    Deno.kill(-pgid, 0 as unknown as Deno.Signal);
+    Deno.kill(target, 0 as unknown as Deno.Signal);
     return true;
   } catch (error) {
-    return !(error instanceof Deno.errors.NotFound);
+    return !(error instanceof Deno.errors.NotFound); // EPERM: alive
   }
 }
 
@@ -127,4 +143,32 @@ export function processStartTimeSync(pid: number): string | undefined {
   if (!hasProc) return undefined;
   const row = readProcRow(pid);
   return row && row.state !== "Z" ? row.startTime : undefined;
+}
+
+/** What {@linkcode processIdentity} knows about a pid. */
+export interface ProcessIdentity {
+  /** Whether a live (non-zombie) process has this pid. */
+  alive: boolean;
+  /** Its start time, when known. */
+  startTime?: string;
+}
+
+/**
+ * Whether `pid` is a live, non-zombie process, with its start time, read
+ * synchronously. Without `/proc` and `ps`, a signal-0 probe decides and the
+ * start time is unknown.
+ */
+export function processIdentity(pid: number): ProcessIdentity {
+  let row: ProcessRow | undefined;
+  if (hasProc) row = readProcRow(pid);
+  else {
+    try {
+      const options = psOptions(["-p", String(pid)]);
+      row = parsePs(new Deno.Command("ps", options).outputSync().stdout)[0];
+    } catch {
+      return { alive: signalZero(pid) };
+    }
+  }
+  if (!row || row.state === "Z") return { alive: false };
+  return { alive: true, startTime: row.startTime };
 }

@@ -1,125 +1,13 @@
 /**
  * Whether a run's owning process still lives: a live process is told from a
  * gone one, a zombie or a reused pid by its state and start time, read
- * synchronously (`/proc` where it is readable — Deno wants `--allow-all` for
- * it — else `ps`, which the runtime permission set allows). The reaper
- * (`agent/process_table.ts`) reads the same table for process groups.
+ * synchronously from the process table the reaper reads too
+ * (`agent/process_table.ts`).
  *
  * @module
  */
 
-/** One process as the process table shows it. */
-interface ProcessStat {
-  /** Process id. */
-  pid: number;
-  /** Process group id. */
-  pgid: number;
-  /** Single-letter state (`Z` = zombie). */
-  state: string;
-  /** Opaque start time; equal values mean the same process. */
-  startTime: string;
-}
-
-/** Whether `/proc` describes processes here (Linux). */
-const HAS_PROC: boolean = (() => {
-  try {
-    return Deno.build.os === "linux" && Deno.statSync("/proc/self").isDirectory;
-  } catch {
-    return false;
-  }
-})();
-
-/** Parses the text of `/proc/<pid>/stat`. */
-function parseProcStat(
-  pid: number,
-  text: string,
-): ProcessStat | undefined {
-  // The command name may contain spaces and parentheses: split after the last ")".
-  const close = text.lastIndexOf(")");
-  if (close < 0) return undefined;
-  const fields = text.slice(close + 2).split(" ");
-  // fields[0] = state (field 3), fields[2] = pgrp (field 5), fields[19] = starttime (field 22)
-  return {
-    pid,
-    state: fields[0],
-    pgid: Number(fields[2]),
-    startTime: fields[19],
-  };
-}
-
-/** `/proc/<pid>/stat`, parsed; undefined when there is no such process. */
-function readProcStat(pid: number): ProcessStat | undefined {
-  try {
-    return parseProcStat(pid, Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return undefined;
-  }
-}
-
-function psArgs(pid: number): Deno.CommandOptions {
-  return {
-    args: ["-p", String(pid), "-o", "pgid=,stat=,lstart="],
-    stdout: "piped",
-    stderr: "null",
-  };
-}
-
-function parsePs(pid: number, stdout: Uint8Array): ProcessStat | undefined {
-  const match = new TextDecoder().decode(stdout).trim().match(
-    /^(\d+)\s+(\S+)\s+(.*)$/,
-  );
-  if (!match) return undefined;
-  return {
-    pid,
-    pgid: Number(match[1]),
-    state: match[2][0],
-    startTime: match[3],
-  };
-}
-
-function psStat(pid: number): ProcessStat | undefined | "unknown" {
-  try {
-    return parsePs(
-      pid,
-      new Deno.Command("ps", psArgs(pid)).outputSync().stdout,
-    );
-  } catch {
-    return "unknown";
-  }
-}
-
-/** What {@linkcode processIdentity} knows about a pid. */
-export interface ProcessIdentity {
-  /** Whether a live (non-zombie) process has this pid. */
-  alive: boolean;
-  /** Its start time, when known. */
-  startTime?: string;
-}
-
-/**
- * Whether `pid` is a live, non-zombie process, with its start time. Without
- * `/proc` and `ps`, a signal-0 probe decides and the start time is unknown.
- */
-export function processIdentity(pid: number): ProcessIdentity {
-  const stat = HAS_PROC ? readProcStat(pid) : psStat(pid);
-  if (stat === "unknown") return { alive: signalProbe(pid) };
-  if (!stat || stat.state === "Z") return { alive: false };
-  return { alive: true, startTime: stat.startTime };
-}
-
-/**
- * Whether `pid` is a live process, by sending it signal 0 (delivers nothing).
- * `Deno.kill` takes the number although its type lists signal names;
- * `node:process` would add its start-up cost to every command.
- */
-function signalProbe(pid: number): boolean {
-  try {
-    Deno.kill(pid, 0 as unknown as Deno.Signal);
-    return true;
-  } catch (error) {
-    return !(error instanceof Deno.errors.NotFound); // EPERM: alive
-  }
-}
+import { processIdentity, processStartTime } from "../agent/process_table.ts";
 
 /**
  * Whether the process recorded as `pid` started at `startTime` is still
@@ -151,13 +39,10 @@ export function ownStartTime(): string | undefined {
  * way to its agent.
  */
 export function prefetchOwnStartTime(): Promise<void> {
-  if (cachedOwn || HAS_PROC) return Promise.resolve();
-  readingOwn ??= new Deno.Command("ps", psArgs(Deno.pid)).output().then(
-    (output) => {
-      const stat = parsePs(Deno.pid, output.stdout);
-      cachedOwn ??= {
-        value: stat?.state === "Z" ? undefined : stat?.startTime,
-      };
+  if (cachedOwn) return Promise.resolve();
+  readingOwn ??= processStartTime(Deno.pid).then(
+    (value) => {
+      cachedOwn ??= { value };
     },
     () => {}, // ownStartTime() asks again, synchronously
   );
