@@ -248,8 +248,10 @@ function listenForSignals(onSignal: () => void): () => void {
   };
 }
 
-/** Runs `runner daemon`; returns the exit code. */
-export async function daemonCommand(args: string[]): Promise<number> {
+/** The flags of `runner daemon`, or the exit code when there is nothing to run. */
+function parseDaemonFlags(
+  args: string[],
+): Record<string, string | boolean | undefined> | number {
   let values;
   try {
     ({ values } = parseFlags({
@@ -277,18 +279,20 @@ export async function daemonCommand(args: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  let settings: DaemonSettings;
-  try {
-    settings = await settingsFrom(values);
-  } catch (error) {
-    return reportFailure(error);
-  }
-  const log = createLogger({
-    secrets: () => [settings.token],
-    level: settings.logLevel,
-    format: settings.logFormat,
-  });
-  warnAboutToken(settings, log);
+  return values;
+}
+
+/** What runs a daemon's jobs: the job runner and the warm agents it keeps. */
+interface DaemonJobs {
+  runner: ReturnType<typeof createDaemonJobRunner>;
+  warmPool: ReturnType<typeof createWarmPool>;
+}
+
+/** Reaps what an earlier daemon left behind, then sets up the job runner. */
+async function startDaemonJobs(
+  settings: DaemonSettings,
+  log: Logger,
+): Promise<DaemonJobs> {
   const agentsDir = join(settings.dataDir, "agents");
   const reaped = await reapLeftoverGroups(agentsDir);
   if (reaped.killed.length) {
@@ -308,27 +312,62 @@ export async function daemonCommand(args: string[]): Promise<number> {
     warmPool,
     log,
   });
+  return { runner, warmPool };
+}
+
+/** How SIGINT/SIGTERM stop the daemon: jobs cancelled, then the connection. */
+interface DaemonStop {
+  /** Aborted once every job is cancelled and the warm agents are gone. */
+  signal: AbortSignal;
+  /** The stopping under way, if a signal came. */
+  stopping: () => Promise<void> | undefined;
+  /** Stops listening for the signals. */
+  remove: () => void;
+}
+
+function stopOnSignals(jobs: DaemonJobs, log: Logger): DaemonStop {
   const stop = new AbortController();
   let stopping: Promise<void> | undefined;
-  const removeSignals = listenForSignals(() => {
+  const remove = listenForSignals(() => {
     if (stopping) {
       log({ msg: "still stopping: waiting for agent cleanup" });
       return;
     }
-    log({ msg: "stopping: cancelling jobs", jobs: runner.active });
-    stopping = runner.cancelAll(
+    log({ msg: "stopping: cancelling jobs", jobs: jobs.runner.active });
+    stopping = jobs.runner.cancelAll(
       new RunnerError(
         "runner.shutting_down",
         "The daemon was stopped on its machine; the run was cancelled. Retry once the daemon is back.",
       ),
     ).then(async () => {
       // Idle agents go too: none outlives the daemon.
-      await warmPool.close();
+      await jobs.warmPool.close();
       // Let the client send each job's run.finished before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 0));
       stop.abort();
     });
   });
+  return { signal: stop.signal, stopping: () => stopping, remove };
+}
+
+/** Runs `runner daemon`; returns the exit code. */
+export async function daemonCommand(args: string[]): Promise<number> {
+  const values = parseDaemonFlags(args);
+  if (typeof values === "number") return values;
+  let settings: DaemonSettings;
+  try {
+    settings = await settingsFrom(values);
+  } catch (error) {
+    return reportFailure(error);
+  }
+  const log = createLogger({
+    secrets: () => [settings.token],
+    level: settings.logLevel,
+    format: settings.logFormat,
+  });
+  warnAboutToken(settings, log);
+  const jobs = await startDaemonJobs(settings, log);
+  const stop = stopOnSignals(jobs, log);
   log({
     msg: "daemon starting",
     daemon_id: settings.daemonId,
@@ -341,7 +380,7 @@ export async function daemonCommand(args: string[]): Promise<number> {
       daemonId: settings.daemonId,
       token: settings.token,
       version: RUNNER_VERSION,
-      runJob: runner.runJob,
+      runJob: jobs.runner.runJob,
       reconnectDelayMs: settings.reconnectDelayMs,
       pingIntervalMs: settings.pingIntervalMs,
       pingTimeoutMs: settings.pingTimeoutMs,
@@ -349,15 +388,15 @@ export async function daemonCommand(args: string[]): Promise<number> {
       onLog: (entry) =>
         log({ level: entry.level, msg: entry.message, job_id: entry.jobId }),
     });
-    await stopping;
+    await stop.stopping();
   } catch (error) {
     const failure = toRunnerError(error);
     log({ level: "error", msg: failure.message, code: failure.code });
     console.error(`error [${failure.code}]: ${failure.message}`);
     return 1;
   } finally {
-    removeSignals();
-    await warmPool.close();
+    stop.remove();
+    await jobs.warmPool.close();
   }
   log({ msg: "daemon stopped" });
   return 0;

@@ -220,6 +220,45 @@ export async function installPin(
   }
 }
 
+/** Where a pinned preset's platforms disagree with the record of its package. */
+function platformMismatches(pin: PresetPin, seen: PinRecord): string[] {
+  const problems: string[] = [];
+  const problem = (text: string) => problems.push(text);
+  for (const platform of PIN_PLATFORMS) {
+    const listed = pin.platforms.includes(platform);
+    const reason = pin.notOn?.[platform];
+    if (listed === Boolean(reason)) {
+      problem(
+        `${platform} must be either in platforms or have a reason in notOn`,
+      );
+      continue;
+    }
+    if (!pin.native) {
+      if (!listed) problem(`${platform}: JavaScript pins run everywhere`);
+      continue;
+    }
+    const found = seen.native?.platforms[platform];
+    const installs = found !== undefined && "version" in found &&
+      found.os.includes(platform.split("-")[0]) &&
+      found.cpu.includes(platform.split("-")[1]);
+    if (listed && !installs) {
+      problem(
+        `${platform}: listed, but the record has ${
+          JSON.stringify(found ?? null)
+        }`,
+      );
+    }
+    if (!listed && installs) {
+      problem(`${platform}: the registry has ${found.package} now`);
+    }
+    const installed = seen.installed?.[platform];
+    if (listed && installed && !installed.ok) {
+      problem(`${platform}: npm install failed: ${installed.detail}`);
+    }
+  }
+  return problems;
+}
+
 /**
  * Where the pins table disagrees with the record: each line names a preset
  * and what to fix (re-run this script, or change the table).
@@ -263,38 +302,9 @@ export function recordMismatches(
     if (!Object.values(seen.bin ?? {}).length) {
       problem("the package has no bin for npx to run");
     }
-    for (const platform of PIN_PLATFORMS) {
-      const listed = pin.platforms.includes(platform);
-      const reason = pin.notOn?.[platform];
-      if (listed === Boolean(reason)) {
-        problem(
-          `${platform} must be either in platforms or have a reason in notOn`,
-        );
-        continue;
-      }
-      if (!pin.native) {
-        if (!listed) problem(`${platform}: JavaScript pins run everywhere`);
-        continue;
-      }
-      const found = seen.native?.platforms[platform];
-      const installs = found !== undefined && "version" in found &&
-        found.os.includes(platform.split("-")[0]) &&
-        found.cpu.includes(platform.split("-")[1]);
-      if (listed && !installs) {
-        problem(
-          `${platform}: listed, but the record has ${
-            JSON.stringify(found ?? null)
-          }`,
-        );
-      }
-      if (!listed && installs) {
-        problem(`${platform}: the registry has ${found.package} now`);
-      }
-      const installed = seen.installed?.[platform];
-      if (listed && installed && !installed.ok) {
-        problem(`${platform}: npm install failed: ${installed.detail}`);
-      }
-    }
+    problems.push(
+      ...platformMismatches(pin, seen).map((text) => `${name}: ${text}`),
+    );
     if (pin.native && !seen.native) {
       problem("native, but the record has no platform packages");
     }
