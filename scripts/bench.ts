@@ -17,6 +17,8 @@ import { join } from "node:path";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
 import {
   agentCommand,
+  type BenchRow,
+  type BenchSizes,
   measureCommand,
   medianUsage,
   preciseCpu,
@@ -39,22 +41,6 @@ const { values } = parseArgs({
   options: { short: { type: "boolean" } },
 });
 
-/** Sizes of one bench run. */
-export interface BenchSizes {
-  /** Chunks of the streaming runs (32 bytes each). */
-  chunks: number;
-  /** Rounds per measurement (the median is shown). */
-  rounds: number;
-  /** Rounds of the short cold prompt. */
-  coldRounds: number;
-  /** Concurrent runs on one `runner serve`. */
-  concurrent: number;
-  /** Bytes of the fast n8n answer. */
-  n8nBytes: number;
-  /** 8-byte chunks of the slow (token-by-token, 5 ms) n8n answer. */
-  n8nSlowChunks: number;
-}
-
 const SIZES: BenchSizes = values.short
   ? {
     chunks: 2000,
@@ -72,22 +58,6 @@ const SIZES: BenchSizes = values.short
     n8nBytes: 900_000,
     n8nSlowChunks: 4000,
   };
-
-/** One line of the results table. */
-export interface BenchRow {
-  /** What was measured. */
-  path: string;
-  /** The runner's usage. */
-  runner: Usage;
-  /** The bare client's usage, when there is a baseline. */
-  bare?: Usage;
-  /** Bytes the client received (on the wire, or stdout). */
-  bytes?: number;
-  /** What the bytes carry (the answer's size). */
-  textBytes?: number;
-  /** Anything else worth saying. */
-  note?: string;
-}
 
 const work = Deno.makeTempDirSync({ prefix: "runner-bench-" });
 const workspace = join(work, "ws");

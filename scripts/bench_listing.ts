@@ -12,7 +12,7 @@ import { openStore, STORE_FILE_NAME } from "../lib/store/open.ts";
 import { median, type Usage, watchProcess } from "./bench_measure.ts";
 import { startServe } from "./bench_serve.ts";
 import { insertRunRows } from "./bulk_runs.ts";
-import type { BenchRow } from "./bench.ts";
+import type { BenchRow } from "./bench_measure.ts";
 
 const SMALL_STORE = 1_000;
 const LARGE_STORE = 100_000;

@@ -2,6 +2,7 @@
  * Measuring processes for `deno task bench`: CPU time, wall time and peak
  * RSS of a command (its agent's own CPU subtracted), and CPU/RSS of a
  * long-running process (`runner serve`) between two points.
+ * Also the shapes the bench scripts share: a run's sizes and a results row.
  *
  * CPU of a command that exits comes from `/usr/bin/time` (its children that
  * it waited for included, hence the agent's self-reported CPU is subtracted);
@@ -222,4 +223,36 @@ export function medianUsage(usages: Usage[]): Usage {
 /** Whether `/usr/bin/time` is there (precise CPU of commands that exit). */
 export function preciseCpu(): boolean {
   return hasTime;
+}
+
+/** Sizes of one bench run. */
+export interface BenchSizes {
+  /** Chunks of the streaming runs (32 bytes each). */
+  chunks: number;
+  /** Rounds per measurement (the median is shown). */
+  rounds: number;
+  /** Rounds of the short cold prompt. */
+  coldRounds: number;
+  /** Concurrent runs on one `runner serve`. */
+  concurrent: number;
+  /** Bytes of the fast n8n answer. */
+  n8nBytes: number;
+  /** 8-byte chunks of the slow (token-by-token, 5 ms) n8n answer. */
+  n8nSlowChunks: number;
+}
+
+/** One line of the results table. */
+export interface BenchRow {
+  /** What was measured. */
+  path: string;
+  /** The runner's usage. */
+  runner: Usage;
+  /** The bare client's usage, when there is a baseline. */
+  bare?: Usage;
+  /** Bytes the client received (on the wire, or stdout). */
+  bytes?: number;
+  /** What the bytes carry (the answer's size). */
+  textBytes?: number;
+  /** Anything else worth saying. */
+  note?: string;
 }

@@ -20,7 +20,7 @@ import {
   startServe,
   streamRun,
 } from "./bench_serve.ts";
-import type { BenchRow, BenchSizes } from "./bench.ts";
+import type { BenchRow, BenchSizes } from "./bench_measure.ts";
 
 /** What every path gets from the bench. */
 export interface BenchContext {
