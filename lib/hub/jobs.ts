@@ -1,7 +1,7 @@
 /**
  * The hub's job side of `coding-relay-v1`: starting a job on a daemon's socket,
  * forwarding its events, settling it (finish, cancel, disconnect) and fencing
- * the daemon ID when cleanup stays unconfirmed. Used by `hub.ts`.
+ * the daemon ID when cleanup stays unconfirmed. Used by `relay_hub.ts`.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * The hub's answers to `mcp.request`: the caller's handler, or by default a
  * JSON-RPC error "no assets for this run" (`null` for notifications), and
- * "Run tools revoked" once the job is cancelling or done. Used by `hub.ts`.
+ * "Run tools revoked" once the job is cancelling or done. Used by `relay_hub.ts`.
  *
  * @module
  */

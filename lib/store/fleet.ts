@@ -2,7 +2,7 @@
  * What replicas of `runner serve` sharing one PostgreSQL store know of each
  * other: replica leases, the owner of each conversation, which replica holds
  * each daemon's socket, and the daemon fences. Implemented by the PostgreSQL
- * store (`postgres_fleet.ts`); see `docs/fleet.md`.
+ * store (`postgres/fleet.ts`); see `docs/fleet.md`.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * The query behind `RunStore.listRuns`, for both stores: newest
  * first, ties broken by insertion order, each filter combination served by
- * an index of its own (`schema.ts`, `postgres_schema.ts`), so a listing reads
+ * an index of its own (`sqlite/schema.ts`, `postgres/schema.ts`), so a listing reads
  * only the rows it returns however many runs are stored.
  *
  * @module

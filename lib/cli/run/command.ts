@@ -5,6 +5,11 @@
  * ended the turn as cancelled itself, 130 cancelled by SIGINT, 143 cancelled
  * by SIGTERM.
  *
+ * `cli/run/` owns `runner run` as a command: where the prompt comes from
+ * (`prompt_input.ts`), what it prints (`output.ts`, in few writes by
+ * `buffered_output.ts`), the progress line (`progress.ts`) and the
+ * terminal's answers to permission requests (`terminal_approvals.ts`).
+ *
  * @module
  */
 

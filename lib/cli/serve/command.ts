@@ -7,6 +7,11 @@
  * the warm agents, waits for every agent to be torn down, stops listening,
  * closes the store and exits 0.
  *
+ * `cli/serve/` owns `runner serve` as a command: this file wires the server,
+ * the store, the hub and the warm agents together; `listen.ts` is how it
+ * listens (with the open-file limit, `file_limit.ts`), `fleet.ts` a fleet
+ * replica's duties.
+ *
  * @module
  */
 

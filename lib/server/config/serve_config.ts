@@ -3,6 +3,11 @@
  * flags, `RUNNER_*` environment variables and an optional JSON config file
  * (flags win, then environment, then file, then built-in defaults).
  *
+ * `server/config/` owns the settings of `runner serve` from its sources to
+ * one checked {@linkcode ServeConfig}: where values come from (`sources.ts`),
+ * the fleet settings (`fleet.ts`), the help text (`help.ts`) and this file,
+ * which reads every option. The run config it defaults is `lib/config.ts`'s.
+ *
  * @module
  */
 

@@ -4,6 +4,12 @@
  * streaming shape (`{"type":"item","content":…}` … `{"type":"end"}`) or one
  * JSON object out. See `docs/langbot.md`.
  *
+ * `server/n8n/` owns this one route and what only it needs: its auth modes
+ * (`auth.ts`), its `stream=false` answer (`reply.ts`), failures and late
+ * answers as items a LangBot user reads (`answers.ts`) and the merging of
+ * deltas into fewer, larger items (`delta_merge.ts`). The run itself, the
+ * stream and the caller policy are the server's, shared with `/v1/runs`.
+ *
  * @module
  */
 

@@ -1,8 +1,14 @@
 /**
  * The OpenAPI 3.1 description of `runner serve`, served at `/openapi.json`:
- * the operations (`openapi_paths.ts`), the body schemas
- * (`openapi_schemas.ts`, the run config's from its one description), and the
- * shared parameters, headers and security schemes.
+ * the operations (`paths.ts`, the approval routes in `approval_paths.ts`),
+ * the body schemas (`schemas.ts`, the run config's from its one description
+ * in `config.ts`), and the shared parameters, headers and security schemes.
+ *
+ * `server/openapi/` owns the service's self-description and nothing else: it
+ * builds the document from data (the route table, the body schemas, the run
+ * config's one description) and imports nothing of the routes that serve it;
+ * `server/meta.ts` serves it and `tests/serve_openapi_test.ts` checks every
+ * answer against it.
  *
  * @module
  */

@@ -7,6 +7,13 @@
  * lapsed are failed exactly once by whichever replica sweeps first. See
  * `docs/fleet.md`.
  *
+ * `store/postgres/` owns the fleet's store and nothing the embedded one
+ * uses: the batched event writer (`batch_writer.ts`), the schema and its
+ * migrations (`schema.ts`), the replica leases and shared fleet state
+ * (`fleet.ts`), the fencing check (`fencing.ts`), ending lost replicas' runs
+ * (`orphans.ts`) and pruning (`retention.ts`). It is loaded only for
+ * `--store postgres://…`.
+ *
  * @module
  */
 

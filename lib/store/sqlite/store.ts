@@ -1,14 +1,20 @@
 /**
  * The embedded {@linkcode RunStore}: one SQLite file (`node:sqlite`) in WAL
  * mode, shared safely by several runner processes on one machine. Event
- * writes go through `event_queue.ts`: the events of one turn of the event
+ * writes go through `store/event_queue.ts`: the events of one turn of the event
  * loop are committed in one transaction (a group commit), so the streaming
  * path does not pay for a commit per chunk. With `synchronous = NORMAL` a
  * commit is in the WAL file when it returns: it survives a crash or kill -9
  * of the process (the operating system still holds it), not a power loss or
  * an operating-system crash (the WAL is synced only at checkpoints).
- * Pruning (`sqlite_retention.ts`) hands freed pages back (incremental
- * vacuum); `runner serve` checks the file's pages at open (`sqlite_file.ts`).
+ * Pruning (`retention.ts`) hands freed pages back (incremental
+ * vacuum); `runner serve` checks the file's pages at open (`file.ts`).
+ *
+ * `store/sqlite/` owns the embedded store: this file, its schema and
+ * migrations (`schema.ts`), the file's upkeep at open (`file.ts`), pruning
+ * (`retention.ts`) and the asynchronous interface over the synchronous store
+ * (`sync_adapter.ts`). What both stores share (rows, the event queue, ending
+ * orphaned runs, the owner check) stays in `store/`.
  *
  * @module
  */
