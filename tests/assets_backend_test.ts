@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createAssetBackend } from "../lib/assets/mcp_server.ts";
+import { createAssetBackend } from "../lib/assets/mcp/server.ts";
 import { sampleHistory, sampleSpec } from "./assets_test_helpers.ts";
 
 interface Page {

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { verifyCallbackSignature } from "../lib/assets/sources.ts";
+import { verifyCallbackSignature } from "../lib/assets/mcp/sources.ts";
 import type { RunAssetsRequest } from "../lib/assets/request.ts";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { RunnerError } from "../lib/errors.ts";

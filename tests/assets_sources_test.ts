@@ -10,7 +10,7 @@ import {
   createCallbackSource,
   signCallbackBody,
   verifyCallbackSignature,
-} from "../lib/assets/sources.ts";
+} from "../lib/assets/mcp/sources.ts";
 import {
   bearer,
   callTool,

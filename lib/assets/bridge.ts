@@ -15,10 +15,14 @@ import {
   answersNow,
   type AssetBackend,
   createAssetBackend,
-} from "./mcp_server.ts";
-import { dispatchJsonRpc, JSONRPC_ERRORS, jsonRpcError } from "./jsonrpc.ts";
+} from "./mcp/server.ts";
+import {
+  dispatchJsonRpc,
+  JSONRPC_ERRORS,
+  jsonRpcError,
+} from "./mcp/jsonrpc.ts";
 import { createTokenRegistry, type TokenRegistry } from "./tokens.ts";
-import { ASSETS_MCP_SERVER_NAME } from "./tools.ts";
+import { ASSETS_MCP_SERVER_NAME } from "./mcp/tools.ts";
 import { serveFetch } from "../net/fetch_server.ts";
 
 export { ASSETS_MCP_SERVER_NAME };

@@ -7,7 +7,7 @@
 
 import type { McpServer } from "@agentclientprotocol/sdk";
 import { RunnerError } from "../errors.ts";
-import { ASSETS_MCP_SERVER_NAME } from "./tools.ts";
+import { ASSETS_MCP_SERVER_NAME } from "./mcp/tools.ts";
 
 /** Which remote MCP transports the agent accepts (its `mcpCapabilities`). */
 export interface McpTransportCaps {

@@ -14,7 +14,7 @@ import {
   startSharedBridge,
 } from "./bridge.ts";
 import type { RunAssetsSpec } from "./grant.ts";
-import type { AssetBackend } from "./mcp_server.ts";
+import type { AssetBackend } from "./mcp/server.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 

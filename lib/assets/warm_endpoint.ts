@@ -13,7 +13,7 @@ import {
   type AssetBackend,
   createAssetBackend,
   type JsonRpcRequest,
-} from "./mcp_server.ts";
+} from "./mcp/server.ts";
 
 /** An endpoint backend handed from run to run. */
 export interface WarmBackend {

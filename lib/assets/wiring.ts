@@ -11,7 +11,7 @@
 import { selfCommand } from "./stdio_bridge.ts";
 import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import type { RunAssetsSpec } from "./grant.ts";
-import { type AssetBackend, createAssetBackend } from "./mcp_server.ts";
+import { type AssetBackend, createAssetBackend } from "./mcp/server.ts";
 import { parseMcpServersJson } from "./mcp_servers_json.ts";
 import { runScopeNote } from "./run_scope.ts";
 import { parseRunAssetsRequest, type RunAssetsRequest } from "./request.ts";

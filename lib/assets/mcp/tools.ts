@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { ErrorCode } from "../errors.ts";
-import { ASSET_TYPES } from "./grant.ts";
+import type { ErrorCode } from "../../errors.ts";
+import { ASSET_TYPES } from "../grant.ts";
 
 /** The name of the assets server in the agent's `mcpServers`. */
 export const ASSETS_MCP_SERVER_NAME = "langbot_assets";

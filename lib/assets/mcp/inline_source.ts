@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { HistoryItem, InlineKnowledge } from "./grant.ts";
+import type { HistoryItem, InlineKnowledge } from "../grant.ts";
 
 /** Checked `langbot_history_page` arguments. */
 export interface HistoryPageArgs {

@@ -15,7 +15,7 @@ import {
   listAssets,
   retrievableKnowledgeBase,
   type RunAssetsSpec,
-} from "./grant.ts";
+} from "../grant.ts";
 import {
   type HistoryPageArgs,
   pageHistory,

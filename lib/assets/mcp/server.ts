@@ -11,7 +11,7 @@ import {
   type AssetGrant,
   type RunAssetsSpec,
   usableToolNames,
-} from "./grant.ts";
+} from "../grant.ts";
 import {
   createCallbackSource,
   createUpstreamSource,
