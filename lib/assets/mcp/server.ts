@@ -4,6 +4,14 @@
  * the six stable tools, authorized by the run's grant. Transport-free: the
  * HTTP bridge, the gateway and the daemon relay all call `handle`.
  *
+ * `assets/mcp/` owns what answers an assets MCP request, whatever carried it:
+ * the JSON-RPC framing (`jsonrpc.ts`), the six tools' definitions and
+ * argument checks (`tools.ts`), answering a call (`tool_calls.ts`) from
+ * inline data (`inline_source.ts`) or a remote source (`sources.ts`, with
+ * signed callbacks in `callback_signature.ts`), and this backend. It checks
+ * every call against the run's grant (`assets/grant.ts`); the transports
+ * (bridge, gateway, `mcp-stdio`) and the wiring into runs stay in `assets/`.
+ *
  * @module
  */
 
