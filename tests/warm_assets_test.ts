@@ -7,6 +7,7 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
@@ -75,6 +76,7 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
   const hook = createAssetsHook({ log: () => {} });
   const warmPool = createWarmPool({ idleTimeout: 60, maxAgents: 4 });
   const manager = createRunManager({
+    locations: runnerLocations(),
     store,
     assets: hook,
     warmPool,

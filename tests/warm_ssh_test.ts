@@ -6,6 +6,7 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
@@ -33,6 +34,7 @@ Deno.test({
     const store = await openStore({ dataDir });
     const pool = createWarmPool({ idleTimeout: 60, maxAgents: 2 });
     const manager = createRunManager({
+      locations: runnerLocations(),
       store,
       warmPool: pool,
       registry: createReaperRegistry(join(dataDir, "agents")),

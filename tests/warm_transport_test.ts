@@ -42,7 +42,7 @@ async function scriptedAgent() {
   const logs: Record<string, unknown>[] = [];
   const logged = new Watch();
   const raw = await launchLocal({
-    launch: {
+    command: {
       argv: ["sh", "-c", 'exec cat "$0"', fifo],
       commandText: "cat",
       cwd: dir,

@@ -24,6 +24,7 @@ import { RunnerError } from "../errors.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { createMetrics, type Metrics } from "../server/metrics.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
+import { runnerLocations } from "../locations/runner_locations.ts";
 import { createRunManager, type RunManager } from "../run/manager.ts";
 import { createWarmPool, type WarmPool } from "../run/warm_pool.ts";
 import {
@@ -245,9 +246,9 @@ async function startRunServices(
   }
   const manager = createRunManager({
     assets,
-    locations: hub
-      ? { daemon: createDaemonLocation({ hub: hub.hub, assets, log }) }
-      : undefined,
+    locations: runnerLocations(
+      hub ? createDaemonLocation({ hub: hub.hub, assets, log }) : undefined,
+    ),
     store,
     registry: metrics.countAgents(
       createReaperRegistry(join(config.dataDir, "agents")),

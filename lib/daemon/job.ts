@@ -11,7 +11,7 @@
 import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
-import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { runInputOf } from "../relay/input.ts";
@@ -134,7 +134,7 @@ async function runJob(
 function planJob(
   runner: JobRunnerState,
   job: DaemonJob,
-): { plan: DaemonJobPlan; launch: AgentLaunch } | undefined {
+): { plan: DaemonJobPlan; launch: AgentCommand } | undefined {
   const { environment } = runner;
   try {
     // Like daemon.py, an empty prompt is refused before anything else.
@@ -145,7 +145,7 @@ function planJob(
       home: environment.HOME ?? environment.USERPROFILE,
     });
     checkJobInput(plan);
-    const launch = prepareAgentLaunch(plan.config, { environment });
+    const launch = prepareAgentCommand(plan.config, { environment });
     return { plan, launch };
   } catch (error) {
     runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
@@ -183,7 +183,7 @@ interface StartedJob {
 interface JobStart {
   job: DaemonJob;
   plan: DaemonJobPlan;
-  launch: AgentLaunch;
+  launch: AgentCommand;
   log: (entry: Record<string, unknown>) => void;
 }
 

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { AgentLaunch } from "../agent/launch.ts";
+import type { AgentCommand } from "../agent/launch.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import { launchLocal } from "../locations/local.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
@@ -17,7 +17,7 @@ import type { Json } from "../relay.ts";
 import type { DaemonJobPlan } from "../relay/payload.ts";
 import type { AgentTransport, WarmSlot } from "../run/engine.ts";
 import type { AgentCompanion, WarmPool } from "../run/warm_pool.ts";
-import { createWarmLaunch, warmTargetKey } from "../run/warm_slot.ts";
+import { createWarmHold, warmTargetKey } from "../run/warm_slot.ts";
 import type { DaemonJob } from "./session.ts";
 
 /** Options for {@linkcode launchJobAgent}. */
@@ -29,7 +29,7 @@ export interface JobLaunchOptions {
   /** The job's mapped payload. */
   plan: DaemonJobPlan;
   /** The agent command and environment. */
-  launch: AgentLaunch;
+  launch: AgentCommand;
   /** Records the job's agent groups. */
   registry: ReaperRegistry;
   /** SIGTERM→SIGKILL grace at teardown, in ms. */
@@ -94,7 +94,7 @@ export function launchJobAgent(options: JobLaunchOptions): JobLaunch {
     }
     const entry = proxy?.proxy.serverEntry;
     launched = launchLocal({
-      launch: options.launch,
+      command: options.launch,
       registry: options.registry,
       killGraceMs: options.killGraceMs,
     }).then((transport) => ({
@@ -104,7 +104,7 @@ export function launchJobAgent(options: JobLaunchOptions): JobLaunch {
     return launched;
   };
   const warm = pool?.enabled && plan.config.reuseSession
-    ? createWarmLaunch({
+    ? createWarmHold({
       pool,
       target: warmTargetKey(targetParts(plan, options.launch)),
       labels: {
@@ -145,7 +145,7 @@ export function launchJobAgent(options: JobLaunchOptions): JobLaunch {
 /** Everything that makes a daemon job's target. */
 function targetParts(
   plan: DaemonJobPlan,
-  launch: AgentLaunch,
+  launch: AgentCommand,
 ): Record<string, unknown> {
   const { config } = plan;
   return {

@@ -24,7 +24,7 @@ import {
   type RunResult,
   STEERING_QUEUE_LIMIT,
 } from "../run/engine.ts";
-import type { RemoteRunner } from "../run/manager.ts";
+import type { RelayedRunContext } from "../run/location.ts";
 import {
   createDaemonPermissions,
   type DaemonPermissions,
@@ -45,7 +45,7 @@ export interface DaemonLocationOptions {
 }
 
 /** What the run manager hands a remote runner for one run. */
-export type DaemonRunContext = Parameters<RemoteRunner>[0];
+export type DaemonRunContext = RelayedRunContext;
 
 /** One run's state, shared by the steps below. */
 interface DaemonRun {

@@ -7,13 +7,12 @@
  * @module
  */
 
-import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
-import { prepareLocalWorkspace } from "../locations/launch.ts";
 import {
   type ActiveRuns,
   type ManagedRun,
@@ -24,14 +23,16 @@ import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
 import { oneAtATime } from "./one_at_a_time.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
-import { type RunHandle, startRun } from "./engine.ts";
+import type { RunHandle } from "./engine.ts";
 import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
-import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
-import { launchLocalOrSsh } from "./warm_manager.ts";
+import type { RunAssetsHook, RunRequest } from "./request.ts";
+import type { RelayedLocation, RunLocations } from "./location.ts";
+import { startAgentRun } from "./agent_run.ts";
+import { warmPlaceOf } from "./warm_manager.ts";
 import type { WarmPool } from "./warm_pool.ts";
 
-export type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
+export type { RunAssetsHook, RunRequest } from "./request.ts";
 export type { ManagedRun } from "./active_runs.ts";
 
 /** Options for {@linkcode createRunManager}. */
@@ -46,8 +47,8 @@ export interface RunManagerOptions {
   secrets?: string[];
   /** Structured log. */
   log?: (entry: Record<string, unknown>) => void;
-  /** Runners for `remote-ssh` and `daemon` locations. */
-  locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
+  /** Where runs go, by `location` (the entry point chooses them). */
+  locations: RunLocations;
   /** Assets wiring. */
   assets?: RunAssetsHook;
   /** Keeps conversations' agents warm between runs (`docs/runs.md`). */
@@ -126,7 +127,7 @@ export function publicConfig(config: RunConfig): Record<string, unknown> {
 /** What a run needs resolved before it starts. */
 interface RunSetup {
   /** The agent's command, environment and directory. */
-  launch: AgentLaunch;
+  launch: AgentCommand;
   /** Every value to redact from the run's config, events and logs. */
   secrets: string[];
   /** Where the conversation's agent session id is stored. */
@@ -141,6 +142,7 @@ interface RunSetupContext {
   environment: Record<string, string>;
   /** The runner's own secrets (API and daemon tokens). */
   secrets?: string[];
+  locations: RunLocations;
 }
 
 /** Resolves the agent launch, the secrets and the session to resume. */
@@ -149,10 +151,12 @@ async function setUpRun(
   context: RunSetupContext,
 ): Promise<RunSetup> {
   const { conversationId, config } = request;
-  const launch = prepareAgentLaunch(config, {
+  const launch = prepareAgentCommand(config, {
     environment: context.environment,
   });
-  if (config.location === "local") prepareLocalWorkspace(launch.cwd);
+  if (config.location !== "daemon") {
+    context.locations[config.location]?.prepare(launch);
+  }
   const secrets = [
     ...launch.secrets,
     ...(context.secrets ?? []),
@@ -175,15 +179,13 @@ async function setUpRun(
 interface LaunchRunOptions {
   runId: string;
   request: RunRequest;
-  launch: AgentLaunch;
-  remote?: RemoteRunner;
+  launch: AgentCommand;
+  remote?: RelayedLocation;
   storedSessionId?: string;
   secrets: string[];
   emit: (event: RunEvent) => void;
   log: (entry: Record<string, unknown>) => void;
-  assets?: RunAssetsHook;
-  registry?: ReaperRegistry;
-  warmPool?: WarmPool;
+  options: RunManagerOptions;
 }
 
 /** Starts the run on its remote runner, or the agent on this runner or over SSH. */
@@ -200,33 +202,23 @@ function launchRun(options: LaunchRunOptions): RunHandle {
       log,
     });
   }
-  const prepared = launchLocalOrSsh({
+  const { options: manager } = options;
+  const location = manager.locations[request.config.location as "local"];
+  return startAgentRun({
     runId,
     request,
-    launch,
-    assets: options.assets,
-    registry: options.registry,
+    command: launch,
+    location,
+    assets: manager.assets,
+    registry: manager.registry,
     secrets,
-    pool: options.warmPool,
-    storedSessionId,
-    log,
-  });
-  const handle = startRun({
-    runId,
-    conversationId: request.conversationId,
-    input: request.input,
-    config: request.config,
     storedSessionId,
     sessionCwd: request.config.sessionCwd ?? launch.cwd,
-    secrets,
+    warm: warmPlaceOf(request, launch, manager.warmPool),
     emit,
     log,
-    launch: prepared.launch,
-    warm: prepared.warm,
     permissionAskUnavailable: request.permissionAskUnavailable,
-  });
-  handle.done.finally(prepared.release);
-  return handle;
+  }).handle;
 }
 
 /** What the manager's steps share. */
@@ -255,7 +247,12 @@ async function startAdmittedRun(
   const { conversationId, config } = request;
   const { launch, secrets, sessionKey, storedSessionId } = await setUpRun(
     request,
-    { store, environment: state.environment, secrets: options.secrets },
+    {
+      store,
+      environment: state.environment,
+      secrets: options.secrets,
+      locations: options.locations,
+    },
   );
   await store.createRun({
     runId,
@@ -282,9 +279,7 @@ async function startAdmittedRun(
       secrets,
       emit: recorder.emit,
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),
-      assets: options.assets,
-      registry: options.registry,
-      warmPool: options.warmPool,
+      options,
     });
   } catch (error) {
     recorder.emit(failedBeforeStartEvent(runId, error));
