@@ -12,7 +12,7 @@ import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import { fileURLToPath } from "node:url";
 import { parseRunConfig } from "../lib/config.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));

@@ -109,18 +109,18 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "an ssh launch with tunnels ignores cancel and start-up timeout",
-    file: "lib/locations/launch.ts",
-    find: "    registry,\n    signal,\n",
-    replace: "    registry,\n",
+    file: "lib/locations/remote_ssh.ts",
+    find: "    registry: context.registry,\n    signal,\n",
+    replace: "    registry: context.registry,\n",
     test: "tests/run_ssh_test.ts",
     filter: "never reports in",
   },
   {
     name:
       "an agent started before its assets endpoint outlives the endpoint's failure",
-    file: "lib/locations/launch.ts",
-    find: "    release();\n    await transport.teardown();\n",
-    replace: "    release();\n",
+    file: "lib/locations/local.ts",
+    find: "    prepared?.release();\n    await transport.teardown();\n",
+    replace: "    prepared?.release();\n",
     test: "tests/run_cli_test.ts",
     filter: "assets endpoint that cannot start",
   },
@@ -378,10 +378,10 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the warm-agent key drops the agent's environment",
-    file: "lib/run/warm_manager.ts",
+    file: "lib/run/targets.ts",
     find:
-      "    env: launch.env,\n    sessionCwd: config.sessionCwd ?? launch.cwd,",
-    replace: "    sessionCwd: config.sessionCwd ?? launch.cwd,",
+      "    env: command.env,\n    sessionCwd: config.sessionCwd ?? command.cwd,",
+    replace: "    sessionCwd: config.sessionCwd ?? command.cwd,",
     test: "tests/identity_test.ts",
     filter: "every part of a local target",
   },

@@ -213,7 +213,8 @@ Deno.test("lib/ folders import only what docs/architecture.md allows", async () 
       "server",
       "store",
     ],
-    run: ["cli", "daemon", "hub", "server"],
+    // run/ defines the location interface; locations/ implement it.
+    run: ["cli", "daemon", "hub", "locations", "server"],
     server: ["cli", "daemon", "hub"],
     relay: ["cli", "daemon", "hub", "server", "store"],
     daemon: ["cli", "hub", "server", "store"],
@@ -237,6 +238,19 @@ Deno.test("lib/ folders import only what docs/architecture.md allows", async () 
       );
     }
   }
+  assert.deepEqual(broken, []);
+});
+
+Deno.test("lib/run/warm/ sits below the engine: it names only the engine's types and shared files", async () => {
+  const allowed = (to: string) => {
+    const rel = relative(LIB, to);
+    return rel.startsWith("run/warm/") || rel === "run/types.ts" ||
+      !rel.includes("/");
+  };
+  const broken = (await libGraph())
+    .filter((edge) => relative(LIB, edge.from).startsWith("run/warm/"))
+    .filter((edge) => !allowed(edge.to))
+    .map((edge) => `${relative(LIB, edge.from)} → ${relative(LIB, edge.to)}`);
   assert.deepEqual(broken, []);
 });
 

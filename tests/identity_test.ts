@@ -14,8 +14,8 @@ import { Hono } from "hono";
 import type { AgentCommand } from "../lib/agent/launch.ts";
 import { parseRunConfig, type RunConfig } from "../lib/config.ts";
 import type { RunRequest } from "../lib/run/request.ts";
-import { targetParts } from "../lib/run/warm_manager.ts";
-import { warmTargetKey } from "../lib/run/warm_slot.ts";
+import { targetParts } from "../lib/run/targets.ts";
+import { warmTargetKey } from "../lib/run/warm/slot.ts";
 import { requestedRunId } from "../lib/server/idempotency.ts";
 
 const LAUNCH: AgentCommand = {

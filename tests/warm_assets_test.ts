@@ -15,7 +15,7 @@ import type { RunAssetsRequest } from "../lib/assets/request.ts";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { quoteWord } from "../lib/agent/shell_words.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
 import { EventLog, fixtureConfig } from "./engine_helpers.ts";
 import { readRecord, tempDir } from "./helpers.ts";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
 import { EventLog } from "./engine_helpers.ts";
 import {

@@ -26,7 +26,7 @@ import { createMetrics, type Metrics } from "../server/metrics.ts";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { runnerLocations } from "../locations/runner_locations.ts";
 import { createRunManager, type RunManager } from "../run/manager.ts";
-import { createWarmPool, type WarmPool } from "../run/warm_pool.ts";
+import { createWarmPool, type WarmPool } from "../run/warm/pool.ts";
 import {
   loadServeConfig,
   SERVE_HELP,

@@ -27,7 +27,7 @@ import type { JsonObject } from "../relay.ts";
 import type { RunHandle } from "../run/engine.ts";
 import { type AgentRun, startAgentRun } from "../run/agent_run.ts";
 import type { AgentLocation } from "../run/location.ts";
-import type { WarmPool } from "../run/warm_pool.ts";
+import type { WarmPool } from "../run/warm/pool.ts";
 import { createLocalLocation } from "../locations/local.ts";
 import {
   createJobMcpAssets,

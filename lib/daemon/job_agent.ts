@@ -17,7 +17,7 @@ import type { Json } from "../relay.ts";
 import type { DaemonJobPlan } from "../relay/payload.ts";
 import type { WarmPlace } from "../run/agent_run.ts";
 import type { RunAssetsHook } from "../run/request.ts";
-import type { WarmPool } from "../run/warm_pool.ts";
+import type { WarmPool } from "../run/warm/pool.ts";
 import type { DaemonJob } from "./session.ts";
 
 /** Options of {@linkcode createJobMcpAssets}. */

@@ -17,8 +17,8 @@ import { type RunHandle, startRun } from "./engine.ts";
 import type { AgentLocation, StartedAgent } from "./location.ts";
 import type { KeptRunAssets, RunAssetsHook, RunRequest } from "./request.ts";
 import type { AgentTransport } from "./types.ts";
-import type { AgentCompanion, WarmPool } from "./warm_pool.ts";
-import { createWarmHold, warmTargetKey } from "./warm_slot.ts";
+import type { AgentCompanion, WarmPool } from "./warm/pool.ts";
+import { createWarmHold, warmTargetKey } from "./warm/slot.ts";
 
 /** Where a run's agent may come from the warm pool, and goes back to it. */
 export interface WarmPlace {

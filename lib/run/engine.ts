@@ -16,7 +16,7 @@ import type { RunInput } from "./prompt.ts";
 import { failRun, shutdown } from "./teardown.ts";
 import { finalAnswer, runTurns } from "./turn.ts";
 import type { RunEngineOptions, RunResult } from "./types.ts";
-import { finishAgent, startOrAdoptAgent } from "./warm_run.ts";
+import { finishAgent, startOrAdoptAgent } from "./reuse.ts";
 
 export type {
   AgentTransport,

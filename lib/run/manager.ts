@@ -29,8 +29,8 @@ import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RunAssetsHook, RunRequest } from "./request.ts";
 import type { RelayedLocation, RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
-import { warmPlaceOf } from "./warm_manager.ts";
-import type { WarmPool } from "./warm_pool.ts";
+import { warmPlaceOf } from "./targets.ts";
+import type { WarmPool } from "./warm/pool.ts";
 
 export type { RunAssetsHook, RunRequest } from "./request.ts";
 export type { ManagedRun } from "./active_runs.ts";

@@ -8,9 +8,9 @@
  */
 
 import { createHash } from "node:crypto";
-import type { AgentTransport, WarmSlot } from "./types.ts";
-import type { AgentCompanion, IdleAgent, WarmPool } from "./warm_pool.ts";
-import { shareAgent, type SharedAgent } from "./warm_transport.ts";
+import type { AgentTransport, WarmSlot } from "../types.ts";
+import type { AgentCompanion, IdleAgent, WarmPool } from "./pool.ts";
+import { shareAgent, type SharedAgent } from "./transport.ts";
 
 /** What a run that adopted a warm agent holds of its companion. */
 export interface AdoptedCompanion {

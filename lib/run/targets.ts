@@ -10,7 +10,7 @@
 import type { AgentCommand } from "../agent/launch.ts";
 import type { WarmPlace } from "./agent_run.ts";
 import type { RunRequest } from "./request.ts";
-import type { WarmPool } from "./warm_pool.ts";
+import type { WarmPool } from "./warm/pool.ts";
 
 /** The run's place in the pool, or undefined when the pool may not hold its agent. */
 export function warmPlaceOf(
