@@ -175,12 +175,13 @@ async function setUpRun(
   return { launch, secrets, sessionKey, storedSessionId };
 }
 
-/** Options for {@linkcode launchRun}. */
-interface LaunchRunOptions {
+/** Options for {@linkcode startAtLocation}. */
+interface RunStartOptions {
   runId: string;
   request: RunRequest;
-  launch: AgentCommand;
-  remote?: RelayedLocation;
+  command: AgentCommand;
+  /** The daemon location, for `location=daemon`. */
+  relayed?: RelayedLocation;
   storedSessionId?: string;
   secrets: string[];
   emit: (event: RunEvent) => void;
@@ -188,12 +189,12 @@ interface LaunchRunOptions {
   options: RunManagerOptions;
 }
 
-/** Starts the run on its remote runner, or the agent on this runner or over SSH. */
-function launchRun(options: LaunchRunOptions): RunHandle {
-  const { runId, request, launch, storedSessionId, secrets, emit, log } =
+/** Starts the run at its location: relayed to a daemon, or its agent here or over SSH. */
+function startAtLocation(options: RunStartOptions): RunHandle {
+  const { runId, request, command, storedSessionId, secrets, emit, log } =
     options;
-  if (options.remote) {
-    return options.remote({
+  if (options.relayed) {
+    return options.relayed({
       runId,
       request,
       storedSessionId,
@@ -203,18 +204,19 @@ function launchRun(options: LaunchRunOptions): RunHandle {
     });
   }
   const { options: manager } = options;
-  const location = manager.locations[request.config.location as "local"];
+  // Admission checked that the run's location is there.
+  const location = request.config.location as "local" | "remote-ssh";
   return startAgentRun({
     runId,
     request,
-    command: launch,
-    location,
+    command,
+    location: manager.locations[location]!,
     assets: manager.assets,
     registry: manager.registry,
     secrets,
     storedSessionId,
-    sessionCwd: request.config.sessionCwd ?? launch.cwd,
-    warm: warmPlaceOf(request, launch, manager.warmPool),
+    sessionCwd: request.config.sessionCwd ?? command.cwd,
+    warm: warmPlaceOf(request, command, manager.warmPool),
     emit,
     log,
     permissionAskUnavailable: request.permissionAskUnavailable,
@@ -270,11 +272,11 @@ async function startAdmittedRun(
   if (onEvent) recorder.subscribe(onEvent);
   let handle: RunHandle;
   try {
-    handle = launchRun({
+    handle = startAtLocation({
       runId,
       request,
-      launch,
-      remote,
+      command: launch,
+      relayed: remote,
       storedSessionId,
       secrets,
       emit: recorder.emit,
