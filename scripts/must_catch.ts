@@ -126,9 +126,9 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "a closed run still takes follow-ups",
-    file: "lib/run/engine.ts",
-    find: "if (run.closed || !run.options.conversationId)",
-    replace: "if (!run.options.conversationId)",
+    file: "lib/run/steering.ts",
+    find: "if (run.closed || !conversationId)",
+    replace: "if (!conversationId)",
     test: "tests/run_steering_test.ts",
     filter: "after the queue closed",
   },
@@ -245,7 +245,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "no steering limit",
-    file: "lib/run/engine.ts",
+    file: "lib/run/steering.ts",
     find: 'if (run.queue.length >= STEERING_QUEUE_LIMIT) return "full";',
     replace: "",
     test: "tests/serve_requests_test.ts",
