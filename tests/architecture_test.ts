@@ -241,6 +241,17 @@ Deno.test("lib/ folders import only what docs/architecture.md allows", async () 
   assert.deepEqual(broken, []);
 });
 
+Deno.test("every run the runner starts goes through run/agent_run.ts: no other lib/ file starts the engine", async () => {
+  const starters: string[] = [];
+  for (const file of await libFiles()) {
+    const code = await Deno.readTextFile(file);
+    if (/import\s*\{[^}]*\bstartRun\b[^}]*\}\s*from/.test(code)) {
+      starters.push(relative(LIB, file));
+    }
+  }
+  assert.deepEqual(starters, ["run/agent_run.ts"]);
+});
+
 Deno.test("lib/run/warm/ sits below the engine: it names only the engine's types and shared files", async () => {
   const allowed = (to: string) => {
     const rel = relative(LIB, to);
