@@ -152,7 +152,7 @@ async function runJob(
 function planJob(
   runner: JobRunnerState,
   job: DaemonJob,
-): { plan: DaemonJobPlan; launch: AgentCommand } | undefined {
+): { plan: DaemonJobPlan; command: AgentCommand } | undefined {
   const { environment } = runner;
   try {
     // Like daemon.py, an empty prompt is refused before anything else.
@@ -163,8 +163,8 @@ function planJob(
       home: environment.HOME ?? environment.USERPROFILE,
     });
     checkJobInput(plan);
-    const launch = prepareAgentCommand(plan.config, { environment });
-    return { plan, launch };
+    const command = prepareAgentCommand(plan.config, { environment });
+    return { plan, command };
   } catch (error) {
     runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
     emitFailure(job, error);
@@ -203,13 +203,13 @@ interface StartedJob {
 interface JobStart {
   job: DaemonJob;
   plan: DaemonJobPlan;
-  launch: AgentCommand;
+  command: AgentCommand;
   log: (entry: Record<string, unknown>) => void;
 }
 
 /** Starts the job's MCP proxy (when assets are on) and its engine run. */
 function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
-  const { job, plan, launch, log } = start;
+  const { job, plan, command, log } = start;
   const groups = new Set<number>();
   const registry: ReaperRegistry = {
     register(pgid) {
@@ -227,9 +227,9 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   log({
     msg: "job started",
     provider: plan.config.provider,
-    command: redactSecrets(launch.commandText, launch.secrets),
-    command_source: launch.commandSource,
-    cwd: launch.cwd,
+    command: redactSecrets(command.commandText, command.secrets),
+    command_source: command.commandSource,
+    cwd: command.cwd,
   });
   // The hub builds RunnerResult from all_content: the wire keeps it.
   const withAllContent = createEventRestorer({ allContent: true });
@@ -237,15 +237,15 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   const agent = startAgentRun({
     runId: plan.runId,
     request: { input: plan.input, config: plan.config },
-    command: launch,
+    command,
     location: runner.location,
     assets: assets.hook,
     registry,
-    secrets: [...launch.secrets],
+    secrets: [...command.secrets],
     storedSessionId: plan.storedSessionId,
     sessionCwd: plan.sessionCwd,
     mcpServers: plan.mcpServers,
-    warm: jobWarmPlace(plan, launch, runner.options.warmPool),
+    warm: jobWarmPlace(plan, command, runner.options.warmPool),
     permissionAskUnavailable: hubAnswers ? undefined : ASK_UNAVAILABLE_HERE,
     log,
     emit(event) {

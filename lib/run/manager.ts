@@ -127,7 +127,7 @@ export function publicConfig(config: RunConfig): Record<string, unknown> {
 /** What a run needs resolved before it starts. */
 interface RunSetup {
   /** The agent's command, environment and directory. */
-  launch: AgentCommand;
+  command: AgentCommand;
   /** Every value to redact from the run's config, events and logs. */
   secrets: string[];
   /** Where the conversation's agent session id is stored. */
@@ -145,20 +145,20 @@ interface RunSetupContext {
   locations: RunLocations;
 }
 
-/** Resolves the agent launch, the secrets and the session to resume. */
+/** Resolves the agent command, the secrets and the session to resume. */
 async function setUpRun(
   request: RunRequest,
   context: RunSetupContext,
 ): Promise<RunSetup> {
   const { conversationId, config } = request;
-  const launch = prepareAgentCommand(config, {
+  const command = prepareAgentCommand(config, {
     environment: context.environment,
   });
   if (config.location !== "daemon") {
-    context.locations[config.location]?.prepare(launch);
+    context.locations[config.location]?.prepare(command);
   }
   const secrets = [
-    ...launch.secrets,
+    ...command.secrets,
     ...(context.secrets ?? []),
     ...runAssetsSecrets(request.assets),
   ];
@@ -166,13 +166,13 @@ async function setUpRun(
     ? sessionKeyOf(
       conversationId,
       config,
-      launch.sessionCommand ?? launch.commandText,
+      command.sessionCommand ?? command.commandText,
     )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
     ? (await context.store.getSession(sessionKey))?.sessionId
     : undefined;
-  return { launch, secrets, sessionKey, storedSessionId };
+  return { command, secrets, sessionKey, storedSessionId };
 }
 
 /** Options for {@linkcode startAtLocation}. */
@@ -247,7 +247,7 @@ async function startAdmittedRun(
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const { launch, secrets, sessionKey, storedSessionId } = await setUpRun(
+  const { command, secrets, sessionKey, storedSessionId } = await setUpRun(
     request,
     {
       store,
@@ -275,7 +275,7 @@ async function startAdmittedRun(
     handle = startAtLocation({
       runId,
       request,
-      command: launch,
+      command,
       relayed: remote,
       storedSessionId,
       secrets,
@@ -308,8 +308,8 @@ async function startAdmittedRun(
     conversation_id: conversationId,
     location: config.location,
     provider: config.provider,
-    command: redactSecrets(launch.commandText, secrets),
-    command_source: launch.commandSource,
+    command: redactSecrets(command.commandText, secrets),
+    command_source: command.commandSource,
   });
   // Whoever awaited start() subscribes within this task; later ones read the store.
   setTimeout(recorder.stopReplay, 0);
