@@ -34,7 +34,7 @@ import {
 } from "./lib/relay.ts";
 import { defaultDataDir } from "./lib/store/data_dir.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
-import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm_pool.ts";
+import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm/pool.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 
 const HELP = `Usage: runner daemon --url ws://HOST:PORT --daemon-id ID [options]

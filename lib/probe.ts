@@ -11,7 +11,7 @@
 
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import { type AgentConnection, connectAgent } from "./acp/client.ts";
-import type { AgentLaunch } from "./agent/launch.ts";
+import type { AgentCommand } from "./agent/launch.ts";
 import { RunnerError, toRunnerError } from "./errors.ts";
 import { launchLocal } from "./locations/local.ts";
 import type { ReaperRegistry } from "./agent/reaper.ts";
@@ -46,7 +46,7 @@ export interface ProbeReport {
   /** The command probed. */
   command: string;
   /** Where the command came from: acp-command, the agent's own executable, or the preset's pinned fallback. */
-  commandSource?: AgentLaunch["commandSource"];
+  commandSource?: AgentCommand["commandSource"];
   /** Agent name and version, when the handshake completed. */
   agentInfo?: unknown;
   /** The protocol version the agent answered. */
@@ -72,7 +72,7 @@ export interface ProbeReport {
 /** Options for {@linkcode probeAgent}. */
 export interface ProbeOptions {
   /** What to start. */
-  launch: AgentLaunch;
+  launch: AgentCommand;
   /** `initialize` deadline in ms. */
   initializeTimeoutMs: number;
   /** Skip `session/new`. */
@@ -106,7 +106,7 @@ class Inconclusive extends Error {
 
 async function start(options: ProbeOptions): Promise<Started> {
   const transport = await launchLocal({
-    launch: options.launch,
+    command: options.launch,
     registry: options.registry,
   });
   const connection = connectAgent({

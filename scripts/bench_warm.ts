@@ -8,10 +8,11 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import { fileURLToPath } from "node:url";
 import { parseRunConfig } from "../lib/config.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -21,7 +22,11 @@ async function secondMessage(warm: boolean, delayMs: number): Promise<number> {
   const dataDir = await Deno.makeTempDir({ prefix: "runner-bench-warm-" });
   const store = await openStore({ dataDir });
   const pool = createWarmPool({ idleTimeout: warm ? 60 : 0, maxAgents: 4 });
-  const manager = createRunManager({ store, warmPool: pool });
+  const manager = createRunManager({
+    locations: runnerLocations(),
+    store,
+    warmPool: pool,
+  });
   const config = parseRunConfig({
     provider: "custom",
     "acp-command": [

@@ -137,8 +137,8 @@ const ORDER: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["cli/", [
     "server/",
     "probe.ts",
-    "run/",
     "locations/",
+    "run/",
     "assets/",
     "hub/",
     "store/",
@@ -149,16 +149,24 @@ const ORDER: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["server/", ["run/", "assets/", "store/", "agent/", "net/", "lib/*.ts"]],
   ["daemon/", [
     "mcp_proxy.ts",
-    "run/",
     "locations/",
+    "run/",
     "relay/",
     "agent/",
     "lib/*.ts",
   ]],
-  ["probe.ts", ["run/", "locations/", "acp/", "agent/", "lib/*.ts"]],
+  ["probe.ts", ["locations/", "run/", "acp/", "agent/", "lib/*.ts"]],
   ["mcp_proxy.ts", ["relay/", "net/"]],
-  ["run/", ["locations/", "assets/", "store/", "acp/", "agent/", "lib/*.ts"]],
-  ["locations/", ["assets/", "hub/", "relay/", "acp/", "agent/", "lib/*.ts"]],
+  ["locations/", [
+    "run/",
+    "assets/",
+    "hub/",
+    "relay/",
+    "acp/",
+    "agent/",
+    "lib/*.ts",
+  ]],
+  ["run/", ["assets/", "store/", "acp/", "agent/", "lib/*.ts"]],
   ["assets/", ["net/", "lib/*.ts"]],
   ["hub/", ["relay/", "net/", "lib/*.ts"]],
   ["relay/", ["contracts/", "agent/", "lib/*.ts"]],
@@ -176,17 +184,6 @@ const ORDER: ReadonlyArray<readonly [string, readonly string[]]> = [
  * a listed one that is gone (delete its line then).
  */
 const KNOWN_BACK_EDGES: readonly string[] = [
-  // locations/ must not import run/ (a location supplies the agent's streams
-  // and its teardown); these go with the one location interface (issue 26).
-  "lib/locations/daemon.ts → lib/run/manager.ts",
-  "lib/locations/daemon_permissions.ts → lib/run/permission_desk.ts",
-  "lib/locations/daemon_run.ts → lib/run/engine.ts",
-  "lib/locations/daemon_run.ts → lib/run/manager.ts",
-  "lib/locations/daemon_run.ts → lib/run/prompt.ts",
-  "lib/locations/launch.ts → lib/run/engine.ts",
-  "lib/locations/launch.ts → lib/run/request.ts",
-  "lib/locations/local.ts → lib/run/engine.ts",
-  "lib/locations/ssh.ts → lib/run/engine.ts",
   // The run request's vocabulary (prompt blocks, attachments, the request
   // types) sits in run/ while assets/ and relay/ below it read it; these go
   // when that vocabulary moves below them.
@@ -338,6 +335,30 @@ Deno.test("the function-length rule covers lib/, main.ts, daemon.ts and scripts/
   for (const path of ["tests/helpers.ts", "tests/fixtures/agent.ts"]) {
     assert.ok(!coveredByLengthRule(join(ROOT, path)), path);
   }
+});
+
+Deno.test("every run the runner starts goes through run/agent_run.ts: no other lib/ file starts the engine", async () => {
+  const starters: string[] = [];
+  for (const file of await tsFiles(LIB)) {
+    const code = await Deno.readTextFile(file);
+    if (/import\s*\{[^}]*\bstartRun\b[^}]*\}\s*from/.test(code)) {
+      starters.push(relative(LIB, file));
+    }
+  }
+  assert.deepEqual(starters, ["run/agent_run.ts"]);
+});
+
+Deno.test("lib/run/warm/ sits below the engine: it names only the engine's types and shared files", async () => {
+  const allowed = (to: string) => {
+    const rel = relative(LIB, to);
+    return rel.startsWith("run/warm/") || rel === "run/types.ts" ||
+      !rel.includes("/");
+  };
+  const broken = (await importGraph(LIB))
+    .filter((edge) => relative(LIB, edge.from).startsWith("run/warm/"))
+    .filter((edge) => !allowed(edge.to))
+    .map((edge) => `${relative(LIB, edge.from)} → ${relative(LIB, edge.to)}`);
+  assert.deepEqual(broken, []);
 });
 
 Deno.test("lib/ keeps few files at its top and no folder (nor sub-folder) repeats its name as a file prefix", async () => {

@@ -3,6 +3,7 @@
  * and the fixture agent, which calls every HTTP MCP server of its session.
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { verifyCallbackSignature } from "../lib/assets/mcp/sources.ts";
@@ -46,6 +47,7 @@ function assetsHarness(): AssetsHarness {
   const logs: Line[] = [];
   const hook = createAssetsHook({ log: (entry) => logs.push(entry) });
   const manager = createRunManager({
+    locations: runnerLocations(),
     store,
     registry: createReaperRegistry(join(dataDir, "agents")),
     assets: hook,

@@ -4,6 +4,7 @@
  * flags, and the fixture agent started by that daemon.
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import { type RelayTap, startRelayTap } from "./relay_tap.ts";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -166,9 +167,9 @@ class HubHarness {
     this.url = server.url;
     this.manager = createRunManager({
       store: this.store,
-      locations: {
-        daemon: createDaemonLocation({ hub: this.hub, assets }),
-      },
+      locations: runnerLocations(
+        createDaemonLocation({ hub: this.hub, assets }),
+      ),
     });
     this.#close = async () => {
       await this.hub.close();

@@ -7,6 +7,7 @@
  * of the issue, scaled down with `--ping-interval`/`--ping-timeout`).
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
@@ -133,7 +134,7 @@ Deno.test("a tool call longer than several keep-alive timeouts completes against
   const slowHub = new SlowToolHub(server.url);
   const manager = createRunManager({
     store,
-    locations: { daemon: createDaemonLocation({ hub }) },
+    locations: runnerLocations(createDaemonLocation({ hub })),
   });
   const daemon = spawnCli([
     "daemon",

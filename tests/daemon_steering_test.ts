@@ -7,6 +7,7 @@
  * follow-up.
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../lib/config.ts";
@@ -45,7 +46,7 @@ async function withSteeringHub(
   const server = serveHub({ hub });
   const manager = createRunManager({
     store,
-    locations: { daemon: createDaemonLocation({ hub, log: () => {} }) },
+    locations: runnerLocations(createDaemonLocation({ hub, log: () => {} })),
   });
   const started: HeldJob[] = [];
   const waiters: ((job: HeldJob) => void)[] = [];
@@ -203,7 +204,7 @@ Deno.test("through the daemon's real job runner, an agent crash on a follow-up e
   const server = serveHub({ hub });
   const manager = createRunManager({
     store,
-    locations: { daemon: createDaemonLocation({ hub, log: () => {} }) },
+    locations: runnerLocations(createDaemonLocation({ hub, log: () => {} })),
   });
   const jobs = createDaemonJobRunner({
     registry: createReaperRegistry(join(tempDir(), "agents")),

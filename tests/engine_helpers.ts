@@ -5,6 +5,7 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { parseRunConfig } from "../lib/config.ts";
@@ -58,6 +59,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     : store;
   const assets = createAssetsHook({ log: () => {} });
   const manager = createRunManager({
+    locations: runnerLocations(),
     assets,
     store: appending,
     registry: createReaperRegistry(join(dataDir, "agents")),

@@ -11,14 +11,14 @@
 
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import type { AgentLaunch } from "../lib/agent/launch.ts";
+import type { AgentCommand } from "../lib/agent/launch.ts";
 import { parseRunConfig, type RunConfig } from "../lib/config.ts";
 import type { RunRequest } from "../lib/run/request.ts";
-import { targetParts } from "../lib/run/warm_manager.ts";
-import { warmTargetKey } from "../lib/run/warm_slot.ts";
+import { targetParts } from "../lib/run/targets.ts";
+import { warmTargetKey } from "../lib/run/warm/slot.ts";
 import { requestedRunId } from "../lib/server/idempotency.ts";
 
-const LAUNCH: AgentLaunch = {
+const LAUNCH: AgentCommand = {
   argv: ["agent", "--acp"],
   commandText: "agent --acp",
   cwd: "/w",
@@ -31,7 +31,7 @@ function keyOf(
   change: {
     request?: Partial<RunRequest>;
     config?: Partial<RunConfig>;
-    launch?: Partial<AgentLaunch>;
+    launch?: Partial<AgentCommand>;
   } = {},
 ): string {
   const request: RunRequest = {

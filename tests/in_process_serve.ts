@@ -7,6 +7,7 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import { join } from "node:path";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { RunnerError } from "../lib/errors.ts";
@@ -88,6 +89,7 @@ export async function startInProcessServe(
   });
   const assets = createAssetsHook({ log });
   const manager = createRunManager({
+    locations: runnerLocations(),
     assets,
     store,
     registry: createReaperRegistry(join(options.dataDir, "agents")),

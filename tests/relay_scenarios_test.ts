@@ -9,6 +9,7 @@
  * callers the runner's spellings.
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import { assertRelayFrame, type RelayDirection } from "./contracts.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -289,7 +290,7 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
   const server = serveHub({ hub });
   const manager = createRunManager({
     store,
-    locations: { daemon: createDaemonLocation({ hub }) },
+    locations: runnerLocations(createDaemonLocation({ hub })),
   });
   const daemon = new FrameSocket(new WebSocket(server.url), "hub->daemon");
   try {

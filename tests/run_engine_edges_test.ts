@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../lib/agent/launch.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { launchLocal } from "../lib/locations/local.ts";
 import { startRun } from "../lib/run/engine.ts";
@@ -32,7 +32,7 @@ Deno.test("a cancel while the location is still launching tears down the agent i
     "--pid-file",
     pidFile,
   ]);
-  const launch = prepareAgentLaunch(config);
+  const launch = prepareAgentCommand(config);
   const launchGate = Promise.withResolvers<void>();
   const launching = Promise.withResolvers<void>();
   const events: RunEvent[] = [];
@@ -46,7 +46,7 @@ Deno.test("a cancel while the location is still launching tears down the agent i
       launching.resolve();
       await launchGate.promise;
       const watcher = Deno.watchFs(dir);
-      const transport = await launchLocal({ launch });
+      const transport = await launchLocal({ command: launch });
       // Hand the transport over only once the fixture has started its
       // grandchild (it writes the pid file atomically right after).
       for await (const _ of watcher) {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sessionKeyOf } from "../lib/run/manager.ts";
-import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../lib/agent/launch.ts";
 import { EventLog, fixtureConfig, harness } from "./engine_helpers.ts";
 import {
   fixtureCommand,
@@ -194,7 +194,7 @@ Deno.test("a crash mid-turn fails with the stderr tail and keeps the session map
     const key = sessionKeyOf(
       "crash",
       config,
-      prepareAgentLaunch(config).sessionCommand!,
+      prepareAgentCommand(config).sessionCommand!,
     );
     const stored = await h.store.getSession(key);
     const state = log.ofType("state.updated")[0];

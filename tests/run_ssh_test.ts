@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import type { AgentTransport } from "../lib/run/engine.ts";
 import { launchSsh } from "../lib/locations/ssh.ts";
@@ -277,7 +277,7 @@ Deno.test({
       const free = picks[1];
       const config = sshConfig(sshd, ["--text", "unused"]);
       transport = await launchSsh({
-        launch: prepareAgentLaunch(config),
+        command: prepareAgentCommand(config),
         config,
         mcpServers: [{
           type: "http",

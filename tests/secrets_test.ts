@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { RunnerError } from "../lib/errors.ts";
 import { secretsOf } from "../lib/secrets.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
-import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../lib/agent/launch.ts";
 import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
 
 /** One name per fragment of the rule (`*KEY*`, `*TOKEN*`, …), any case. */
@@ -190,7 +190,7 @@ Deno.test("secret-env-names is the operator's: a serve default applies to every 
     "env-json": { CORP_THING: "corp-value-123" },
   });
   assert.deepEqual(config.secretEnvNames, ["CORP_THING"]);
-  assert.ok(prepareAgentLaunch(config).secrets.includes("corp-value-123"));
+  assert.ok(prepareAgentCommand(config).secrets.includes("corp-value-123"));
   assert.throws(
     () =>
       resolveCallerConfig(serve, {

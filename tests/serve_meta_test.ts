@@ -5,6 +5,7 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createMetrics } from "../lib/server/metrics.ts";
@@ -103,7 +104,7 @@ Deno.test("every route the app registers is in the OpenAPI document", async () =
     const config = await loadServeConfig(["--data-dir", dir], {
       env: {},
     }) as ServeConfig;
-    const manager = createRunManager({ store });
+    const manager = createRunManager({ locations: runnerLocations(), store });
     const app = createServerApp({
       manager,
       store,

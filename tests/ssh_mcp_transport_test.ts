@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../lib/agent/launch.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { RunnerError } from "../lib/errors.ts";
 import { FORWARD_ATTEMPTS, launchSsh } from "../lib/locations/ssh.ts";
@@ -243,7 +243,7 @@ Deno.test({
       const config = remoteConfig(sshd, record);
       let picks = 0;
       const outcome = await launchSsh({
-        launch: prepareAgentLaunch(config),
+        command: prepareAgentCommand(config),
         config,
         mcpServers: [{
           type: "http",

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
@@ -14,7 +15,7 @@ import type { RunAssetsRequest } from "../lib/assets/request.ts";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
 import { quoteWord } from "../lib/agent/shell_words.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
 import { EventLog, fixtureConfig } from "./engine_helpers.ts";
 import { readRecord, tempDir } from "./helpers.ts";
@@ -75,6 +76,7 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
   const hook = createAssetsHook({ log: () => {} });
   const warmPool = createWarmPool({ idleTimeout: 60, maxAgents: 4 });
   const manager = createRunManager({
+    locations: runnerLocations(),
     store,
     assets: hook,
     warmPool,

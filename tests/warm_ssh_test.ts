@@ -6,12 +6,13 @@
  * @module
  */
 
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { createRunManager } from "../lib/run/manager.ts";
-import { createWarmPool } from "../lib/run/warm_pool.ts";
+import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
 import { EventLog } from "./engine_helpers.ts";
 import {
@@ -33,6 +34,7 @@ Deno.test({
     const store = await openStore({ dataDir });
     const pool = createWarmPool({ idleTimeout: 60, maxAgents: 2 });
     const manager = createRunManager({
+      locations: runnerLocations(),
       store,
       warmPool: pool,
       registry: createReaperRegistry(join(dataDir, "agents")),

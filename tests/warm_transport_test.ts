@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { launchLocal } from "../lib/locations/local.ts";
-import { shareAgent } from "../lib/run/warm_transport.ts";
+import { shareAgent } from "../lib/run/warm/transport.ts";
 import { tempDir } from "./helpers.ts";
 import { makeFifo } from "./serve_test_helpers.ts";
 
@@ -42,7 +42,7 @@ async function scriptedAgent() {
   const logs: Record<string, unknown>[] = [];
   const logged = new Watch();
   const raw = await launchLocal({
-    launch: {
+    command: {
       argv: ["sh", "-c", 'exec cat "$0"', fifo],
       commandText: "cat",
       cwd: dir,

@@ -11,7 +11,7 @@ import { type CommandSource, resolveProvider } from "./providers.ts";
 import { secretsOf } from "../secrets.ts";
 
 /** What starting one agent needs. */
-export interface AgentLaunch {
+export interface AgentCommand {
   /** Program and arguments. */
   argv: string[];
   /** The command that runs: as configured, or the preset's executable or fallback. */
@@ -30,8 +30,8 @@ export interface AgentLaunch {
   secrets: string[];
 }
 
-/** Options for {@linkcode prepareAgentLaunch}. */
-export interface PrepareLaunchOptions {
+/** Options for {@linkcode prepareAgentCommand}. */
+export interface PrepareCommandOptions {
   /** The runner's own environment (defaults to `Deno.env.toObject()`). */
   environment?: Record<string, string>;
   /** Working directory when the config has no workspace. */
@@ -39,10 +39,10 @@ export interface PrepareLaunchOptions {
 }
 
 /** Resolves provider, environment and directory for a run config. */
-export function prepareAgentLaunch(
+export function prepareAgentCommand(
   config: RunConfig,
-  options: PrepareLaunchOptions = {},
-): AgentLaunch {
+  options: PrepareCommandOptions = {},
+): AgentCommand {
   const wanted = { provider: config.provider, acpCommand: config.acpCommand };
   const environment = options.environment ?? Deno.env.toObject();
   const env = buildAgentEnv({

@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
-import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { parseRunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
@@ -90,7 +90,7 @@ export async function probeCommand(args: string[]): Promise<number> {
       "max-message-mb": values["max-message-mb"],
     });
     promptTimeout = parsePromptTimeout(values["prompt-timeout"]);
-    launch = prepareAgentLaunch(config);
+    launch = prepareAgentCommand(config);
   } catch (error) {
     return reportFailure(error);
   }
@@ -129,7 +129,7 @@ function parsePromptTimeout(raw: string | undefined): number {
 /** A preset's requirements, for a probe whose agent does not start. */
 function startHint(
   provider: string,
-  source: AgentLaunch["commandSource"],
+  source: AgentCommand["commandSource"],
 ): string | undefined {
   const pin = Object.hasOwn(PRESET_PINS, provider)
     ? PRESET_PINS[provider]

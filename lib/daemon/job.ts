@@ -1,7 +1,7 @@
 /**
- * The daemon's jobs: each `run.start` becomes a local run of the engine
- * (`launchLocal`), with a per-job MCP proxy that forwards the agent's MCP
- * requests to the hub; its events go out in the relay's spellings
+ * The daemon's jobs: each `run.start` becomes a run at the local location,
+ * started like the manager's runs (`run/agent_run.ts`), with a per-job MCP
+ * proxy that forwards the agent's MCP requests to the hub; its events go out in the relay's spellings
  * (`relay/wire_events.ts`). A job reports `cleanupConfirmed` only once every
  * process group it started is verified gone. See `docs/daemon.md`.
  *
@@ -11,7 +11,7 @@
 import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
-import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
 import { runInputOf } from "../relay/input.ts";
@@ -24,9 +24,16 @@ import { killGroup } from "../agent/process_group.ts";
 import { processGroupMembers } from "../agent/process_table.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";
-import { type RunHandle, startRun } from "../run/engine.ts";
-import type { WarmPool } from "../run/warm_pool.ts";
-import { type JobLaunch, launchJobAgent } from "./warm_jobs.ts";
+import type { RunHandle } from "../run/engine.ts";
+import { type AgentRun, startAgentRun } from "../run/agent_run.ts";
+import type { AgentLocation } from "../run/location.ts";
+import type { WarmPool } from "../run/warm/pool.ts";
+import { createLocalLocation } from "../locations/local.ts";
+import {
+  createJobMcpAssets,
+  type JobMcpAssets,
+  jobWarmPlace,
+} from "./job_agent.ts";
 
 /** Options of {@linkcode createDaemonJobRunner}. */
 export interface DaemonJobRunnerOptions {
@@ -42,6 +49,8 @@ export interface DaemonJobRunnerOptions {
   log?: (entry: Record<string, unknown>) => void;
   /** Keeps agents warm between the jobs of a session (`docs/daemon.md`). */
   warmPool?: WarmPool;
+  /** Where the jobs' agents start (default: the local location with `killGraceMs`). */
+  location?: AgentLocation;
 }
 
 /** Runs the hub's jobs on this machine. */
@@ -63,7 +72,10 @@ interface JobRunnerState {
   log: (entry: Record<string, unknown>) => void;
   environment: Record<string, string>;
   killGraceMs: number;
+  location: AgentLocation;
   jobs: Map<string, { handle: RunHandle; ended: Promise<void> }>;
+  /** The job that runs each run id now (a kept MCP proxy forwards through it). */
+  jobsByRun: Map<string, DaemonJob>;
   /** Set once `cancelAll` was called: new jobs are refused with it. */
   stopping?: RunnerError;
 }
@@ -77,7 +89,10 @@ export function createDaemonJobRunner(
     log: options.log ?? (() => {}),
     environment: options.environment ?? Deno.env.toObject(),
     killGraceMs: options.killGraceMs ?? 2000,
+    location: options.location ??
+      createLocalLocation({ killGraceMs: options.killGraceMs ?? 2000 }),
     jobs: new Map(),
+    jobsByRun: new Map(),
   };
   return {
     runJob: (job) => runJob(runner, job),
@@ -124,7 +139,10 @@ async function runJob(
     return await finishJob(runner, started);
   } finally {
     job.signal.removeEventListener("abort", onAbort);
-    await started.agent.finish();
+    await started.assets.closed();
+    if (runner.jobsByRun.get(plan.runId) === job) {
+      runner.jobsByRun.delete(plan.runId);
+    }
     runner.jobs.delete(job.jobId);
     ended.resolve();
   }
@@ -134,7 +152,7 @@ async function runJob(
 function planJob(
   runner: JobRunnerState,
   job: DaemonJob,
-): { plan: DaemonJobPlan; launch: AgentLaunch } | undefined {
+): { plan: DaemonJobPlan; command: AgentCommand } | undefined {
   const { environment } = runner;
   try {
     // Like daemon.py, an empty prompt is refused before anything else.
@@ -145,8 +163,8 @@ function planJob(
       home: environment.HOME ?? environment.USERPROFILE,
     });
     checkJobInput(plan);
-    const launch = prepareAgentLaunch(plan.config, { environment });
-    return { plan, launch };
+    const command = prepareAgentCommand(plan.config, { environment });
+    return { plan, command };
   } catch (error) {
     runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
     emitFailure(job, error);
@@ -172,8 +190,10 @@ function checkJobInput({ input, config }: DaemonJobPlan): void {
 /** A job whose run was started. */
 interface StartedJob {
   handle: RunHandle;
-  /** The job's agent: its launch, warm or cold, and its MCP proxy. */
-  agent: JobLaunch;
+  /** The job's run: its agent, warm or cold. */
+  agent: AgentRun;
+  /** The job's MCP proxy. */
+  assets: JobMcpAssets;
   /** Every process group the job's launch registered. */
   groups: Set<number>;
   log: (entry: Record<string, unknown>) => void;
@@ -183,13 +203,13 @@ interface StartedJob {
 interface JobStart {
   job: DaemonJob;
   plan: DaemonJobPlan;
-  launch: AgentLaunch;
+  command: AgentCommand;
   log: (entry: Record<string, unknown>) => void;
 }
 
 /** Starts the job's MCP proxy (when assets are on) and its engine run. */
 function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
-  const { job, plan, launch, log } = start;
+  const { job, plan, command, log } = start;
   const groups = new Set<number>();
   const registry: ReaperRegistry = {
     register(pgid) {
@@ -197,34 +217,36 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
       return runner.options.registry?.register(pgid) ?? { release() {} };
     },
   };
-  const agent = launchJobAgent({
-    pool: runner.options.warmPool,
+  runner.jobsByRun.set(plan.runId, job);
+  const assets = createJobMcpAssets({
     job,
     plan,
-    launch,
-    registry,
-    killGraceMs: runner.killGraceMs,
+    jobOfRun: (runId) => runner.jobsByRun.get(runId),
     log,
   });
   log({
     msg: "job started",
     provider: plan.config.provider,
-    command: redactSecrets(launch.commandText, launch.secrets),
-    command_source: launch.commandSource,
-    cwd: launch.cwd,
+    command: redactSecrets(command.commandText, command.secrets),
+    command_source: command.commandSource,
+    cwd: command.cwd,
   });
   // The hub builds RunnerResult from all_content: the wire keeps it.
   const withAllContent = createEventRestorer({ allContent: true });
   const hubAnswers = job.hubCapabilities.includes(PERMISSION_ASK_CAPABILITY);
-  const handle = startRun({
+  const agent = startAgentRun({
     runId: plan.runId,
-    permissionAskUnavailable: hubAnswers ? undefined : ASK_UNAVAILABLE_HERE,
-    input: plan.input,
-    config: plan.config,
+    request: { input: plan.input, config: plan.config },
+    command,
+    location: runner.location,
+    assets: assets.hook,
+    registry,
+    secrets: [...command.secrets],
     storedSessionId: plan.storedSessionId,
     sessionCwd: plan.sessionCwd,
     mcpServers: plan.mcpServers,
-    secrets: launch.secrets,
+    warm: jobWarmPlace(plan, command, runner.options.warmPool),
+    permissionAskUnavailable: hubAnswers ? undefined : ASK_UNAVAILABLE_HERE,
     log,
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
@@ -235,9 +257,8 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
         wire.runner as JsonObject | undefined,
       );
     },
-    launch: agent.launch,
-    warm: agent.warm,
   });
+  const { handle } = agent;
   if (hubAnswers) {
     job.onPermissionAnswer((requestId, answer) => {
       try {
@@ -247,7 +268,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
       }
     });
   }
-  return { handle, agent, groups, log };
+  return { handle, agent, assets, groups, log };
 }
 
 /** Why `ask` falls back on a daemon whose hub cannot carry answers. */

@@ -23,7 +23,7 @@ import {
 } from "../hub/relay_hub.ts";
 import type { Logger } from "../log.ts";
 import type { Json } from "../relay.ts";
-import type { RemoteRunner } from "../run/manager.ts";
+import type { RelayedLocation } from "../run/location.ts";
 import { checkListenerToken } from "../hub/token_rules.ts";
 import type { WebSocketListenerLimits } from "../hub/ws_listener.ts";
 
@@ -32,7 +32,7 @@ export type { DaemonLocationOptions } from "./daemon_run.ts";
 /** Makes the runner for `location=daemon`. */
 export function createDaemonLocation(
   options: DaemonLocationOptions,
-): RemoteRunner {
+): RelayedLocation {
   return (context) => startDaemonRun(options, context);
 }
 

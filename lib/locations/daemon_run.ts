@@ -19,12 +19,9 @@ import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import type { RelayHub, RelayJobOutcome } from "../hub/relay_hub.ts";
 import type { StartedJob } from "../hub/jobs.ts";
 import { buildPrompt, promptText, type RunInput } from "../run/prompt.ts";
-import {
-  type RunHandle,
-  type RunResult,
-  STEERING_QUEUE_LIMIT,
-} from "../run/engine.ts";
-import type { RemoteRunner } from "../run/manager.ts";
+import type { RunHandle, RunResult } from "../run/engine.ts";
+import { offerFollowUp } from "../run/steering.ts";
+import type { RelayedRunContext } from "../run/location.ts";
 import {
   createDaemonPermissions,
   type DaemonPermissions,
@@ -45,7 +42,7 @@ export interface DaemonLocationOptions {
 }
 
 /** What the run manager hands a remote runner for one run. */
-export type DaemonRunContext = Parameters<RemoteRunner>[0];
+export type DaemonRunContext = RelayedRunContext;
 
 /** One run's state, shared by the steps below. */
 interface DaemonRun {
@@ -116,12 +113,7 @@ export function startDaemonRun(
     .finally(() => clearTimeout(timer));
   return {
     runId,
-    steer(input) {
-      if (run.closed || !request.conversationId) return "closed";
-      if (run.queue.length >= STEERING_QUEUE_LIMIT) return "full";
-      run.queue.push(input);
-      return "queued";
-    },
+    steer: (input) => offerFollowUp(run, request.conversationId, input),
     cancel(reason) {
       cancelRun(
         run,

@@ -1,21 +1,27 @@
 /**
  * The local location: the agent runs on this machine, in a process group of
- * its own. Like every location it only supplies the agent's byte streams and
- * a teardown; the run engine does the rest.
+ * its own. It starts the agent first, so the agent boots while the run's
+ * assets endpoint starts (`session/new` is the first to need it); the run
+ * engine does the rest.
  *
  * @module
  */
 
-import type { AgentLaunch } from "../agent/launch.ts";
+import type { AgentCommand } from "../agent/launch.ts";
 import { RunnerError } from "../errors.ts";
 import { spawnAgent } from "../agent/process.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
-import type { AgentTransport } from "../run/engine.ts";
+import type {
+  AgentLocation,
+  AgentStart,
+  StartedAgent,
+} from "../run/location.ts";
+import type { AgentTransport } from "../run/types.ts";
 
 /** Options for {@linkcode launchLocal}. */
-export interface LocalLaunchOptions {
+export interface LocalAgentOptions {
   /** What to start. */
-  launch: AgentLaunch;
+  command: AgentCommand;
   /** Records the agent's group for the reaper. */
   registry?: ReaperRegistry;
   /** SIGTERM→SIGKILL grace at teardown, in ms. */
@@ -24,24 +30,24 @@ export interface LocalLaunchOptions {
 
 /** Starts the agent on this machine, creating the workspace if needed. */
 export async function launchLocal(
-  options: LocalLaunchOptions,
+  options: LocalAgentOptions,
 ): Promise<AgentTransport> {
-  const { launch } = options;
+  const { command } = options;
   try {
-    await Deno.mkdir(launch.cwd, { recursive: true });
+    await Deno.mkdir(command.cwd, { recursive: true });
   } catch (error) {
     throw new RunnerError(
       "config.invalid",
-      `workspace: cannot create ${launch.cwd} (${
+      `workspace: cannot create ${command.cwd} (${
         error instanceof Error ? error.message : String(error)
       }). Choose a writable directory.`,
     );
   }
   const agent = spawnAgent({
-    argv: launch.argv,
-    cwd: launch.cwd,
-    env: launch.env,
-    secrets: launch.secrets,
+    argv: command.argv,
+    cwd: command.cwd,
+    env: command.env,
+    secrets: command.secrets,
     registry: options.registry,
   });
   return {
@@ -50,5 +56,82 @@ export async function launchLocal(
     exited: agent.exited,
     stderrTail: agent.stderrTail,
     teardown: () => agent.terminate({ graceMs: options.killGraceMs ?? 2000 }),
+  };
+}
+
+/** Creates the workspace of a local run up front, so a bad one fails before anything starts. */
+export function prepareLocalWorkspace(cwd: string): void {
+  try {
+    Deno.mkdirSync(cwd, { recursive: true });
+  } catch (error) {
+    throw new RunnerError(
+      "config.invalid",
+      `workspace: cannot create ${cwd} (${
+        error instanceof Deno.errors.NotCapable ||
+          error instanceof Deno.errors.PermissionDenied
+          ? "permission denied"
+          : error instanceof Error
+          ? error.message
+          : String(error)
+      }). Choose a writable directory.`,
+    );
+  }
+}
+
+/** Options of {@linkcode createLocalLocation}. */
+export interface LocalLocationOptions {
+  /** SIGTERM→SIGKILL grace at teardown, in ms (default 2000). */
+  killGraceMs?: number;
+}
+
+/** Makes the local location. */
+export function createLocalLocation(
+  options: LocalLocationOptions = {},
+): AgentLocation {
+  return {
+    prepare: (command) => prepareLocalWorkspace(command.cwd),
+    start: (context) => startHere(context, options),
+  };
+}
+
+/**
+ * Starts the agent, then waits for the run's assets; if the endpoint fails,
+ * the agent is torn down.
+ */
+async function startHere(
+  context: AgentStart,
+  options: LocalLocationOptions,
+): Promise<StartedAgent> {
+  const { runId, request, keepable, signal } = context;
+  const preparing = context.assets?.prepare({ runId, request, keepable });
+  preparing?.catch(() => {});
+  const release = () => preparing?.then((p) => p.release(), () => {});
+  const transport = await launchLocal({
+    command: context.command,
+    registry: context.registry,
+    killGraceMs: options.killGraceMs,
+  }).catch((error) => {
+    release();
+    throw error;
+  });
+  let prepared: Awaited<typeof preparing>;
+  try {
+    prepared = await preparing;
+    if (signal.aborted) throw signal.reason;
+  } catch (error) {
+    prepared?.release();
+    await transport.teardown();
+    throw error;
+  }
+  return {
+    transport: {
+      ...transport,
+      mcpServers: prepared?.mcpServers,
+      sessionMcpServers: prepared?.sessionMcpServers,
+      promptPrefix: prepared?.promptPrefix,
+    },
+    secrets: prepared?.secrets ?? [],
+    release: () => prepared?.release(),
+    keepAssets: () => prepared?.keep?.(),
   };
 }

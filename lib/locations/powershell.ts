@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { AgentLaunch } from "../agent/launch.ts";
+import type { AgentCommand } from "../agent/launch.ts";
 import { RunnerError } from "../errors.ts";
 import { REMOTE_PGID_MARKER, REMOTE_READY_MARKER } from "./remote_report.ts";
 
@@ -58,7 +58,7 @@ export function checkPowerShellArgv(argv: string[]): void {
  */
 export function powerShellWrapper(
   workspace: string,
-  launch: Pick<AgentLaunch, "argv" | "choices">,
+  launch: Pick<AgentCommand, "argv" | "choices">,
 ): string {
   return [
     "$ErrorActionPreference = 'Stop'",
@@ -92,7 +92,7 @@ export function powerShellWrapper(
 }
 
 function runLines(
-  { argv, choices }: Pick<AgentLaunch, "argv" | "choices">,
+  { argv, choices }: Pick<AgentCommand, "argv" | "choices">,
 ): string[] {
   const call = (command: string[]) =>
     `& ${command.map(quotePowerShell).join(" ")}`;

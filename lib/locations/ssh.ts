@@ -11,13 +11,13 @@
  */
 
 import type { McpServer } from "@agentclientprotocol/sdk";
-import type { AgentLaunch } from "../agent/launch.ts";
+import type { AgentCommand } from "../agent/launch.ts";
 import { buildAgentEnv } from "../agent/env.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { type AgentProcess, spawnAgent } from "../agent/process.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
-import type { AgentTransport } from "../run/engine.ts";
+import type { AgentTransport } from "../run/types.ts";
 import { quoteCommand, quoteWord } from "../agent/shell_words.ts";
 import { settleWithin } from "../timing.ts";
 import {
@@ -37,9 +37,9 @@ import {
 const PGID_WAIT_MS = 3000;
 
 /** Options for {@linkcode launchSsh}. */
-export interface SshLaunchOptions {
+export interface SshAgentOptions {
   /** The agent command and env-json (env is rebuilt on the remote side). */
-  launch: AgentLaunch;
+  command: AgentCommand;
   /** `ssh-*` keys and `workspace`. */
   config: Pick<
     RunConfig,
@@ -78,7 +78,7 @@ export const FORWARD_ATTEMPTS = 5;
 const FORWARD_FAILED = /remote port forwarding failed for listen port (\d+)/;
 
 /** The ssh argv common to the agent connection and the teardown connection. */
-export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
+export function sshBaseArgs(config: SshAgentOptions["config"]): string[] {
   const args = [
     "-T",
     "-p",
@@ -106,7 +106,7 @@ export function sshBaseArgs(config: SshLaunchOptions["config"]): string[] {
  */
 export function remoteScript(
   workspace: string,
-  launch: Pick<AgentLaunch, "argv" | "choices">,
+  launch: Pick<AgentCommand, "argv" | "choices">,
 ): string {
   const dir = workspace === "~"
     ? '"$HOME"'
@@ -121,7 +121,7 @@ export function remoteScript(
   ].join("\n");
 }
 
-function execLine({ argv, choices }: Pick<AgentLaunch, "argv" | "choices">) {
+function execLine({ argv, choices }: Pick<AgentCommand, "argv" | "choices">) {
   if (!choices) return `exec ${quoteCommand(argv)}`;
   const program = quoteWord(choices.executable[0]);
   return `if command -v -- ${program} >/dev/null 2>&1; then exec ${
@@ -142,8 +142,8 @@ function randomRemotePort(): number {
 
 /** The command ssh runs on the remote: the bash or the PowerShell wrapper. */
 function remoteCommandLine(
-  config: SshLaunchOptions["config"],
-  launch: Pick<AgentLaunch, "argv" | "choices">,
+  config: SshAgentOptions["config"],
+  launch: Pick<AgentCommand, "argv" | "choices">,
 ): string {
   const workspace = config.workspace ?? ".";
   if (config.remoteShell !== "powershell") {
@@ -154,7 +154,7 @@ function remoteCommandLine(
 }
 
 function commandsOf(
-  { argv, choices }: Pick<AgentLaunch, "argv" | "choices">,
+  { argv, choices }: Pick<AgentCommand, "argv" | "choices">,
 ): string[][] {
   return choices ? [choices.executable, choices.fallback] : [argv];
 }
@@ -193,16 +193,16 @@ interface Forwards {
  * when every one is refused the run fails with `assets.tunnel_refused`.
  */
 export async function launchSsh(
-  options: SshLaunchOptions,
+  options: SshAgentOptions,
 ): Promise<AgentTransport> {
-  const { config, launch } = options;
+  const { config, command } = options;
   if (!config.sshTarget) {
     throw new RunnerError(
       "config.invalid",
       "ssh-target: is required when location=remote-ssh",
     );
   }
-  const remoteCommand = remoteCommandLine(config, launch);
+  const remoteCommand = remoteCommandLine(config, command);
   for (let attempt = 1;; attempt++) {
     if (options.signal?.aborted) throw options.signal.reason;
     const forwards = forwardMcpServers(
@@ -222,7 +222,7 @@ export async function launchSsh(
 
 /** Spawns ssh with the remote wrapper and the forwards' `-R` arguments. */
 function spawnSsh(
-  options: SshLaunchOptions,
+  options: SshAgentOptions,
   { remoteCommand, forwards }: { remoteCommand: string; forwards: Forwards },
 ): RemoteAgent {
   const argv = [
@@ -238,7 +238,7 @@ function spawnSsh(
     argv,
     cwd: Deno.cwd(),
     env: buildAgentEnv({ presetNames: ["SSH_AUTH_SOCK"] }),
-    secrets: options.launch.secrets,
+    secrets: options.command.secrets,
     registry: options.registry,
     onStderr: report.onStderr,
   });
@@ -246,7 +246,7 @@ function spawnSsh(
 }
 
 function transportOf(
-  options: SshLaunchOptions,
+  options: SshAgentOptions,
   remote: RemoteAgent,
   forwards: Forwards,
 ): AgentTransport {
@@ -281,7 +281,7 @@ interface RemoteAgent {
  * abort ends what was started and throws its reason.
  */
 async function startRemote(
-  options: SshLaunchOptions,
+  options: SshAgentOptions,
   remote: RemoteAgent,
 ): Promise<number | undefined> {
   const { agent, report } = remote;
@@ -323,7 +323,7 @@ function tunnelRefused(
 
 /** Kills the remote process group, then the local ssh process. */
 async function teardownRemote(
-  options: SshLaunchOptions,
+  options: SshAgentOptions,
   remote: RemoteAgent,
 ): Promise<void> {
   const { agent, report } = remote;
@@ -356,7 +356,7 @@ async function teardownRemote(
 
 /** Kills the remote process group over a second ssh connection and confirms it is gone. */
 async function killRemoteGroup(
-  options: SshLaunchOptions,
+  options: SshAgentOptions,
   pgid: number,
 ): Promise<void> {
   const result = await new Deno.Command("ssh", {

@@ -9,7 +9,8 @@ import { RunnerError } from "../errors.ts";
 import type { RunStore } from "../store/types.ts";
 import type { ActiveRuns } from "./active_runs.ts";
 import { buildPrompt } from "./prompt.ts";
-import type { RemoteRunner, RunRequest } from "./request.ts";
+import type { RelayedLocation, RunLocations } from "./location.ts";
+import type { RunRequest } from "./request.ts";
 
 /**
  * Checks the input's attachments (decoding, size limits) before anything
@@ -36,8 +37,8 @@ export interface AdmissionOptions {
   store: RunStore;
   /** The runs already active. */
   active: ActiveRuns;
-  /** Runners for `remote-ssh` and `daemon` locations. */
-  locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
+  /** Where runs go, by `location`. */
+  locations: RunLocations;
 }
 
 /** What admitting a run decided. */
@@ -45,7 +46,7 @@ export interface Admission {
   /** The new run's id. */
   runId: string;
   /** The runner of a `daemon` location; undefined for local and SSH runs. */
-  remote?: RemoteRunner;
+  remote?: RelayedLocation;
 }
 
 function runIdTaken(runId: string): RunnerError {
@@ -100,13 +101,10 @@ export async function admitRun(options: AdmissionOptions): Promise<Admission> {
 /** The runner of the run's location, after checking it exists and there is room. */
 function checkLocationAndRoom(
   options: AdmissionOptions,
-): RemoteRunner | undefined {
+): RelayedLocation | undefined {
   const { request, maxActive, active } = options;
   const location = request.config.location;
-  const remote = location === "local" || location === "remote-ssh"
-    ? undefined
-    : options.locations?.[location];
-  if (location !== "local" && location !== "remote-ssh" && !remote) {
+  if (!options.locations[location]) {
     throw new RunnerError(
       "config.invalid",
       `location=${location} is not available in this runner${
@@ -125,5 +123,5 @@ function checkLocationAndRoom(
       `The runner already runs ${maxActive} runs (--max-concurrent-runs). Retry shortly.`,
     );
   }
-  return remote;
+  return location === "daemon" ? options.locations.daemon : undefined;
 }

@@ -26,8 +26,12 @@ export interface RunContext {
   readonly options: RunEngineOptions;
   /** The validated config (`options.config`). */
   readonly config: RunConfig;
-  /** Values redacted from anything the run reports. */
-  readonly secrets: string[];
+  /**
+   * Values redacted from anything the run reports; only the run function
+   * that owns the list (`agent_run.ts`) adds to it, with the secrets the
+   * location or a warm agent's companion returned.
+   */
+  readonly secrets: readonly string[];
   /** Structured log lines (never secrets). */
   readonly log: (entry: Record<string, unknown>) => void;
   /**

@@ -13,10 +13,11 @@ import { RunnerError, toRunnerError } from "../errors.ts";
 import { createRunContext, type RunContext } from "./context.ts";
 import type { AnswerOutcome, PermissionAnswer } from "./permission_desk.ts";
 import type { RunInput } from "./prompt.ts";
+import { offerFollowUp, type SteerOutcome } from "./steering.ts";
 import { failRun, shutdown } from "./teardown.ts";
 import { finalAnswer, runTurns } from "./turn.ts";
 import type { RunEngineOptions, RunResult } from "./types.ts";
-import { finishAgent, startOrAdoptAgent } from "./warm_run.ts";
+import { finishAgent, startOrAdoptAgent } from "./reuse.ts";
 
 export type {
   AgentTransport,
@@ -26,8 +27,7 @@ export type {
   WarmSlot,
 } from "./types.ts";
 
-/** What happened to a follow-up offered with {@linkcode RunHandle.steer}. */
-export type SteerOutcome = "queued" | "closed" | "full";
+export { STEERING_QUEUE_LIMIT, type SteerOutcome } from "./steering.ts";
 
 /** A running run. */
 export interface RunHandle {
@@ -46,9 +46,6 @@ export interface RunHandle {
   readonly done: Promise<RunResult>;
 }
 
-/** Follow-ups a run holds at most. */
-export const STEERING_QUEUE_LIMIT = 100;
-
 /** Starts a run; its events go to `options.emit`. */
 export function startRun(options: RunEngineOptions): RunHandle {
   const run = createRunContext(options);
@@ -56,7 +53,7 @@ export function startRun(options: RunEngineOptions): RunHandle {
   return {
     runId: options.runId,
     steer(input) {
-      return steer(run, input);
+      return offerFollowUp(run, options.conversationId, input);
     },
     cancel(reason) {
       if (run.closed && run.emitter.ended) return;
@@ -106,12 +103,4 @@ async function executeRun(run: RunContext): Promise<RunResult> {
     finish_reason: outcome.stopReason,
   }, run.usage);
   return { status: "completed", sessionId: run.sessionId };
-}
-
-/** Queues a follow-up unless the run has closed or its queue is full. */
-function steer(run: RunContext, input: RunInput): SteerOutcome {
-  if (run.closed || !run.options.conversationId) return "closed";
-  if (run.queue.length >= STEERING_QUEUE_LIMIT) return "full";
-  run.queue.push(input);
-  return "queued";
 }

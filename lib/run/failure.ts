@@ -26,7 +26,7 @@ export interface FailureEventOptions {
   /** Follow-ups still queued when the run ended. */
   unprocessed: RunInput[];
   /** Values to redact. */
-  secrets: string[];
+  secrets: readonly string[];
 }
 
 /** Builds `run.failed` data. */

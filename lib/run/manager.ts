@@ -7,13 +7,12 @@
  * @module
  */
 
-import { type AgentLaunch, prepareAgentLaunch } from "../agent/launch.ts";
+import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
-import { prepareLocalWorkspace } from "../locations/launch.ts";
 import {
   type ActiveRuns,
   type ManagedRun,
@@ -24,14 +23,16 @@ import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
 import { oneAtATime } from "./one_at_a_time.ts";
 import { createRunRecorder } from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
-import { type RunHandle, startRun } from "./engine.ts";
+import type { RunHandle } from "./engine.ts";
 import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
-import type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
-import { launchLocalOrSsh } from "./warm_manager.ts";
-import type { WarmPool } from "./warm_pool.ts";
+import type { RunAssetsHook, RunRequest } from "./request.ts";
+import type { RelayedLocation, RunLocations } from "./location.ts";
+import { startAgentRun } from "./agent_run.ts";
+import { warmPlaceOf } from "./targets.ts";
+import type { WarmPool } from "./warm/pool.ts";
 
-export type { RemoteRunner, RunAssetsHook, RunRequest } from "./request.ts";
+export type { RunAssetsHook, RunRequest } from "./request.ts";
 export type { ManagedRun } from "./active_runs.ts";
 
 /** Options for {@linkcode createRunManager}. */
@@ -46,8 +47,8 @@ export interface RunManagerOptions {
   secrets?: string[];
   /** Structured log. */
   log?: (entry: Record<string, unknown>) => void;
-  /** Runners for `remote-ssh` and `daemon` locations. */
-  locations?: Partial<Record<"remote-ssh" | "daemon", RemoteRunner>>;
+  /** Where runs go, by `location` (the entry point chooses them). */
+  locations: RunLocations;
   /** Assets wiring. */
   assets?: RunAssetsHook;
   /** Keeps conversations' agents warm between runs (`docs/runs.md`). */
@@ -126,7 +127,7 @@ export function publicConfig(config: RunConfig): Record<string, unknown> {
 /** What a run needs resolved before it starts. */
 interface RunSetup {
   /** The agent's command, environment and directory. */
-  launch: AgentLaunch;
+  command: AgentCommand;
   /** Every value to redact from the run's config, events and logs. */
   secrets: string[];
   /** Where the conversation's agent session id is stored. */
@@ -141,20 +142,23 @@ interface RunSetupContext {
   environment: Record<string, string>;
   /** The runner's own secrets (API and daemon tokens). */
   secrets?: string[];
+  locations: RunLocations;
 }
 
-/** Resolves the agent launch, the secrets and the session to resume. */
+/** Resolves the agent command, the secrets and the session to resume. */
 async function setUpRun(
   request: RunRequest,
   context: RunSetupContext,
 ): Promise<RunSetup> {
   const { conversationId, config } = request;
-  const launch = prepareAgentLaunch(config, {
+  const command = prepareAgentCommand(config, {
     environment: context.environment,
   });
-  if (config.location === "local") prepareLocalWorkspace(launch.cwd);
+  if (config.location !== "daemon") {
+    context.locations[config.location]?.prepare(command);
+  }
   const secrets = [
-    ...launch.secrets,
+    ...command.secrets,
     ...(context.secrets ?? []),
     ...runAssetsSecrets(request.assets),
   ];
@@ -162,36 +166,35 @@ async function setUpRun(
     ? sessionKeyOf(
       conversationId,
       config,
-      launch.sessionCommand ?? launch.commandText,
+      command.sessionCommand ?? command.commandText,
     )
     : undefined;
   const storedSessionId = sessionKey && config.reuseSession
     ? (await context.store.getSession(sessionKey))?.sessionId
     : undefined;
-  return { launch, secrets, sessionKey, storedSessionId };
+  return { command, secrets, sessionKey, storedSessionId };
 }
 
-/** Options for {@linkcode launchRun}. */
-interface LaunchRunOptions {
+/** Options for {@linkcode startAtLocation}. */
+interface RunStartOptions {
   runId: string;
   request: RunRequest;
-  launch: AgentLaunch;
-  remote?: RemoteRunner;
+  command: AgentCommand;
+  /** The daemon location, for `location=daemon`. */
+  relayed?: RelayedLocation;
   storedSessionId?: string;
   secrets: string[];
   emit: (event: RunEvent) => void;
   log: (entry: Record<string, unknown>) => void;
-  assets?: RunAssetsHook;
-  registry?: ReaperRegistry;
-  warmPool?: WarmPool;
+  options: RunManagerOptions;
 }
 
-/** Starts the run on its remote runner, or the agent on this runner or over SSH. */
-function launchRun(options: LaunchRunOptions): RunHandle {
-  const { runId, request, launch, storedSessionId, secrets, emit, log } =
+/** Starts the run at its location: relayed to a daemon, or its agent here or over SSH. */
+function startAtLocation(options: RunStartOptions): RunHandle {
+  const { runId, request, command, storedSessionId, secrets, emit, log } =
     options;
-  if (options.remote) {
-    return options.remote({
+  if (options.relayed) {
+    return options.relayed({
       runId,
       request,
       storedSessionId,
@@ -200,33 +203,24 @@ function launchRun(options: LaunchRunOptions): RunHandle {
       log,
     });
   }
-  const prepared = launchLocalOrSsh({
+  const { options: manager } = options;
+  // Admission checked that the run's location is there.
+  const location = request.config.location as "local" | "remote-ssh";
+  return startAgentRun({
     runId,
     request,
-    launch,
-    assets: options.assets,
-    registry: options.registry,
+    command,
+    location: manager.locations[location]!,
+    assets: manager.assets,
+    registry: manager.registry,
     secrets,
-    pool: options.warmPool,
     storedSessionId,
-    log,
-  });
-  const handle = startRun({
-    runId,
-    conversationId: request.conversationId,
-    input: request.input,
-    config: request.config,
-    storedSessionId,
-    sessionCwd: request.config.sessionCwd ?? launch.cwd,
-    secrets,
+    sessionCwd: request.config.sessionCwd ?? command.cwd,
+    warm: warmPlaceOf(request, command, manager.warmPool),
     emit,
     log,
-    launch: prepared.launch,
-    warm: prepared.warm,
     permissionAskUnavailable: request.permissionAskUnavailable,
-  });
-  handle.done.finally(prepared.release);
-  return handle;
+  }).handle;
 }
 
 /** What the manager's steps share. */
@@ -253,9 +247,14 @@ async function startAdmittedRun(
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const { launch, secrets, sessionKey, storedSessionId } = await setUpRun(
+  const { command, secrets, sessionKey, storedSessionId } = await setUpRun(
     request,
-    { store, environment: state.environment, secrets: options.secrets },
+    {
+      store,
+      environment: state.environment,
+      secrets: options.secrets,
+      locations: options.locations,
+    },
   );
   await store.createRun({
     runId,
@@ -273,18 +272,16 @@ async function startAdmittedRun(
   if (onEvent) recorder.subscribe(onEvent);
   let handle: RunHandle;
   try {
-    handle = launchRun({
+    handle = startAtLocation({
       runId,
       request,
-      launch,
-      remote,
+      command,
+      relayed: remote,
       storedSessionId,
       secrets,
       emit: recorder.emit,
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),
-      assets: options.assets,
-      registry: options.registry,
-      warmPool: options.warmPool,
+      options,
     });
   } catch (error) {
     recorder.emit(failedBeforeStartEvent(runId, error));
@@ -311,8 +308,8 @@ async function startAdmittedRun(
     conversation_id: conversationId,
     location: config.location,
     provider: config.provider,
-    command: redactSecrets(launch.commandText, secrets),
-    command_source: launch.commandSource,
+    command: redactSecrets(command.commandText, secrets),
+    command_source: command.commandSource,
   });
   // Whoever awaited start() subscribes within this task; later ones read the store.
   setTimeout(recorder.stopReplay, 0);

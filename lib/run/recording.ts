@@ -31,7 +31,7 @@ export interface RunRecorderOptions {
   /** Where `external.acp_session_id` updates are stored, if anywhere. */
   sessionKey?: SessionKey;
   /** Values to redact from every event. */
-  secrets: string[];
+  secrets: readonly string[];
   /** Structured log. */
   log: (entry: Record<string, unknown>) => void;
   /** The first wait before the final write is retried, in ms (doubles up to 5 s). */

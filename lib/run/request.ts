@@ -1,6 +1,6 @@
 /**
- * What a caller hands the run manager: the run request, and the hooks a
- * location or the assets layer plugs in. Kept apart from the manager so that
+ * What a caller hands the run manager: the run request, and the hooks the
+ * assets layer plugs in. Kept apart from the manager so that
  * locations and assets can name these types without importing the manager.
  *
  * @module
@@ -9,9 +9,7 @@
 import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import type { RunAssetsRequest } from "../assets/request.ts";
 import type { RunConfig } from "../config.ts";
-import type { RunEvent } from "../events.ts";
 import type { RunInput } from "./prompt.ts";
-import type { RunHandle } from "./engine.ts";
 
 /** A request to start a run. */
 export interface RunRequest {
@@ -35,16 +33,6 @@ export interface RunRequest {
    */
   permissionAskUnavailable?: string;
 }
-
-/** Launches a run at a location other than local (set by serve). */
-export type RemoteRunner = (context: {
-  runId: string;
-  request: RunRequest;
-  storedSessionId?: string;
-  secrets: string[];
-  emit: (event: RunEvent) => void;
-  log: (entry: Record<string, unknown>) => void;
-}) => RunHandle;
 
 /** A run's assets endpoint kept with its warm agent (`docs/runs.md`, "Warm agents"). */
 export interface KeptRunAssets {

@@ -58,7 +58,7 @@ export interface RunEngineOptions {
   /** Text prepended to the first prompt (the run-scope note). */
   promptPrefix?: string;
   /** Values redacted from anything the engine reports. */
-  secrets?: string[];
+  secrets?: readonly string[];
   /** Structured log lines (never secrets). */
   log?: (entry: Record<string, unknown>) => void;
   /**

@@ -13,7 +13,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { RunManager, StartOutcome } from "../run/manager.ts";
 import type { RunRequest } from "../run/request.ts";
-import type { WarmAgentsView } from "../run/warm_pool.ts";
+import type { WarmAgentsView } from "../run/warm/pool.ts";
 import { redactSecrets } from "../secrets.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import type { RunStore } from "../store/types.ts";

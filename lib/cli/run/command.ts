@@ -218,20 +218,38 @@ async function readRunInvocation(
   };
 }
 
+/** The run machinery (store, assets, engine, locations), loaded only once there is a run. */
+async function loadRunMachinery() {
+  const [
+    reaper,
+    { openStore },
+    { createAssetsHook },
+    { createRunManager },
+    { runnerLocations },
+  ] = await Promise.all([
+    import("../../agent/reaper.ts"),
+    import("../../store/open.ts"),
+    import("../../assets/wiring.ts"),
+    import("../../run/manager.ts"),
+    import("../../locations/runner_locations.ts"),
+  ]);
+  return {
+    reaper,
+    openStore,
+    createAssetsHook,
+    createRunManager,
+    locations: runnerLocations(),
+  };
+}
+
 /** Runs `runner run`; returns the exit code. */
 export async function runCommand(args: string[]): Promise<number> {
   const invocation = await readRunInvocation(args);
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
   prefetchOwnStartTime(); // the store needs it; read it while the rest loads
-  // The run machinery (store, assets, engine) loads only once there is a run.
-  const [reaper, { openStore }, { createAssetsHook }, { createRunManager }] =
-    await Promise.all([
-      import("../../agent/reaper.ts"),
-      import("../../store/open.ts"),
-      import("../../assets/wiring.ts"),
-      import("../../run/manager.ts"),
-    ]);
+  const { reaper, openStore, createAssetsHook, createRunManager, locations } =
+    await loadRunMachinery();
   await reaper.reapLeftoverGroups(join(dataDir, "agents"));
   let store: RunStore;
   try {
@@ -246,6 +264,7 @@ export async function runCommand(args: string[]): Promise<number> {
     delayMs: progressDelayMs(),
   });
   const manager = createRunManager({
+    locations,
     assets,
     store,
     registry: reaper.createReaperRegistry(join(dataDir, "agents")),

@@ -32,8 +32,9 @@ import {
   createReaperRegistry,
   reapLeftoverGroups,
 } from "../../agent/reaper.ts";
+import { runnerLocations } from "../../locations/runner_locations.ts";
 import { createRunManager, type RunManager } from "../../run/manager.ts";
-import { createWarmPool, type WarmPool } from "../../run/warm_pool.ts";
+import { createWarmPool, type WarmPool } from "../../run/warm/pool.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
@@ -253,9 +254,9 @@ async function startRunServices(
   }
   const manager = createRunManager({
     assets,
-    locations: hub
-      ? { daemon: createDaemonLocation({ hub: hub.hub, assets, log }) }
-      : undefined,
+    locations: runnerLocations(
+      hub ? createDaemonLocation({ hub: hub.hub, assets, log }) : undefined,
+    ),
     store,
     registry: metrics.countAgents(
       createReaperRegistry(join(config.dataDir, "agents")),

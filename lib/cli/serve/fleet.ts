@@ -16,7 +16,7 @@ import type { RunManager } from "../../run/manager.ts";
 import { type DaemonsView, failOrphanedRuns } from "../../server/context.ts";
 import type { FleetStore } from "../../store/fleet.ts";
 import type { RunStore } from "../../store/types.ts";
-import type { WarmAgentsView } from "../../run/warm_pool.ts";
+import type { WarmAgentsView } from "../../run/warm/pool.ts";
 
 /** Options of {@linkcode startFleetDuties}. */
 export interface FleetDutiesOptions {

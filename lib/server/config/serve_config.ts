@@ -20,7 +20,7 @@ import type { RetentionSettings } from "../retention.ts";
 import {
   checkWarmPoolOptions,
   type WarmPoolSettings,
-} from "../../run/warm_pool.ts";
+} from "../../run/warm/pool.ts";
 import {
   invalidConfig,
   parseServeFlags,

@@ -8,9 +8,9 @@
  */
 
 import { createHash } from "node:crypto";
-import type { AgentTransport, WarmSlot } from "./types.ts";
-import type { AgentCompanion, IdleAgent, WarmPool } from "./warm_pool.ts";
-import { shareAgent, type SharedAgent } from "./warm_transport.ts";
+import type { AgentTransport, WarmSlot } from "../types.ts";
+import type { AgentCompanion, IdleAgent, WarmPool } from "./pool.ts";
+import { shareAgent, type SharedAgent } from "./transport.ts";
 
 /** What a run that adopted a warm agent holds of its companion. */
 export interface AdoptedCompanion {
@@ -20,8 +20,8 @@ export interface AdoptedCompanion {
   release(): void;
 }
 
-/** Options for {@linkcode createWarmLaunch}. */
-export interface WarmLaunchOptions {
+/** Options for {@linkcode createWarmHold}. */
+export interface WarmHoldOptions {
   /** The pool. */
   pool: WarmPool;
   /** Everything that makes the run's target ({@linkcode warmTargetKey}). */
@@ -40,8 +40,8 @@ export interface WarmLaunchOptions {
   log: (entry: Record<string, unknown>) => void;
 }
 
-/** A run's launch and warm slot. */
-export interface WarmLaunch {
+/** A run's hold on the warm pool: its cold launch made shareable, its slot, its adopted companion. */
+export interface WarmHold {
   /** The cold launch: the location's, with the agent made shareable. */
   launch(signal: AbortSignal): Promise<AgentTransport>;
   /** For the engine's `warm` option. */
@@ -58,7 +58,7 @@ export function warmTargetKey(parts: Record<string, unknown>): string {
 }
 
 /** Builds a run's launch and warm slot over `options.pool`. */
-export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
+export function createWarmHold(options: WarmHoldOptions): WarmHold {
   const { pool, log } = options;
   const keyOf = (sessionId: string) => `${options.target}:${sessionId}`;
   let shared: SharedAgent | undefined;

@@ -9,8 +9,8 @@
  * @module
  */
 
-import { settleWithin } from "../timing.ts";
-import type { AgentTransport } from "./types.ts";
+import { settleWithin } from "../../timing.ts";
+import type { AgentTransport } from "../types.ts";
 
 /** An agent process whose streams outlive the runs that use them. */
 export interface SharedAgent {

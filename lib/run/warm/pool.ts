@@ -9,8 +9,8 @@
  */
 
 import type { PromptCapabilities } from "@agentclientprotocol/sdk";
-import { RunnerError } from "../errors.ts";
-import type { SharedAgent } from "./warm_transport.ts";
+import { RunnerError } from "../../errors.ts";
+import type { SharedAgent } from "./transport.ts";
 
 /** What lives exactly as long as a warm agent besides its process (its MCP endpoint). */
 export interface AgentCompanion {

@@ -1,0 +1,145 @@
+/**
+ * One run whose agent the runner starts, written once for the run manager
+ * and the daemon's job runner: the location's agent (or the conversation's
+ * warm agent) is acquired for the engine, the engine runs, and what the run
+ * held is released at its end. The secrets the location or a warm agent's
+ * companion minted are returned by them and added to the run's redaction
+ * list here, the only place that extends it. See `docs/architecture.md`.
+ *
+ * @module
+ */
+
+import type { McpServer } from "@agentclientprotocol/sdk";
+import type { AgentCommand } from "../agent/launch.ts";
+import type { ReaperRegistry } from "../agent/reaper.ts";
+import type { EventSink } from "../events.ts";
+import { type RunHandle, startRun } from "./engine.ts";
+import type { AgentLocation, StartedAgent } from "./location.ts";
+import type { KeptRunAssets, RunAssetsHook, RunRequest } from "./request.ts";
+import type { AgentTransport } from "./types.ts";
+import type { AgentCompanion, WarmPool } from "./warm/pool.ts";
+import { createWarmHold, warmTargetKey } from "./warm/slot.ts";
+
+/** Where a run's agent may come from the warm pool, and goes back to it. */
+export interface WarmPlace {
+  /** The pool. */
+  pool: WarmPool;
+  /** Everything that makes the run's target (see `warmTargetKey`). */
+  target: Record<string, unknown>;
+  /** Shown by `GET /v1/agents`. */
+  labels: { conversation: string; provider: string; location: string };
+}
+
+/** Options for {@linkcode startAgentRun}. */
+export interface AgentRunOptions {
+  /** The run id. */
+  runId: string;
+  /** The run request. */
+  request: RunRequest;
+  /** The agent command and environment. */
+  command: AgentCommand;
+  /** Where the agent starts. */
+  location: AgentLocation;
+  /** Assets wiring, if any. */
+  assets?: RunAssetsHook;
+  /** Records agent groups for the reaper. */
+  registry?: ReaperRegistry;
+  /** The run's redaction list; this function alone adds the minted secrets to it. */
+  secrets: string[];
+  /** The session the store holds for the conversation. */
+  storedSessionId?: string;
+  /** The ACP session's working directory. */
+  sessionCwd: string;
+  /** MCP servers given to the session besides the location's. */
+  mcpServers?: McpServer[];
+  /** The warm pool's place for the run, when the pool may hold its agent. */
+  warm?: WarmPlace;
+  /** Receives the run's events in order. */
+  emit: EventSink;
+  /** Structured log. */
+  log: (entry: Record<string, unknown>) => void;
+  /** Why nobody can answer the run's permission requests, if so. */
+  permissionAskUnavailable?: string;
+}
+
+/** A started run and what its caller may ask of its agent. */
+export interface AgentRun {
+  /** The engine's handle; `done` resolves once what the run held is released. */
+  handle: RunHandle;
+  /** The cold start's agent, once the engine asked for it. */
+  launched(): Promise<AgentTransport> | undefined;
+  /** Whether the run's agent went to the warm pool (then it is not torn down). */
+  kept(): boolean;
+}
+
+/** Starts a run: acquires its agent (warm or cold), runs the engine, releases at the end. */
+export function startAgentRun(options: AgentRunOptions): AgentRun {
+  const { runId, request, secrets, log } = options;
+  let started: StartedAgent | undefined;
+  let ended = false;
+  let launched: Promise<AgentTransport> | undefined;
+  const coldLaunch = (signal: AbortSignal) => {
+    launched = options.location.start({
+      runId,
+      request,
+      command: options.command,
+      assets: options.assets,
+      keepable: options.warm !== undefined,
+      registry: options.registry,
+      signal,
+    }).then((agent) => {
+      started = agent;
+      secrets.push(...agent.secrets);
+      if (ended) agent.release();
+      return agent.transport;
+    });
+    return launched;
+  };
+  const hold = options.warm &&
+    createWarmHold({
+      pool: options.warm.pool,
+      target: warmTargetKey(options.warm.target),
+      labels: options.warm.labels,
+      storedSessionId: options.storedSessionId,
+      launch: coldLaunch,
+      adopt(companion) {
+        if (!isKeptAssets(companion)) return { release() {} };
+        const held = companion.attach({ runId, request });
+        secrets.push(...held.secrets);
+        return held;
+      },
+      keepCompanion: () => started?.keepAssets(),
+      log,
+    });
+  const handle = startRun({
+    runId,
+    conversationId: request.conversationId,
+    input: request.input,
+    config: request.config,
+    storedSessionId: options.storedSessionId,
+    sessionCwd: options.sessionCwd,
+    mcpServers: options.mcpServers,
+    secrets,
+    emit: options.emit,
+    log,
+    launch: hold?.launch ?? coldLaunch,
+    warm: hold?.slot,
+    permissionAskUnavailable: options.permissionAskUnavailable,
+  });
+  const done = handle.done.finally(() => {
+    ended = true;
+    started?.release();
+    hold?.release();
+  });
+  return {
+    handle: { ...handle, done },
+    launched: () => launched,
+    kept: () => hold?.kept ?? false,
+  };
+}
+
+function isKeptAssets(
+  companion: AgentCompanion | undefined,
+): companion is KeptRunAssets {
+  return companion !== undefined && "attach" in companion;
+}
