@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Sql } from "postgres";
+import type postgres from "postgres";
 import { RunnerError } from "../../errors.ts";
 
 /** Forward migrations; entry `i` moves the schema from version `i` to `i + 1`. */
@@ -107,7 +107,7 @@ const MIGRATION_LOCK = 7_301_117;
  *
  * @throws {RunnerError} `store.schema_too_new` when a newer runner wrote it.
  */
-export async function migratePostgres(sql: Sql): Promise<void> {
+export async function migratePostgres(sql: postgres.Sql): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`CREATE TABLE IF NOT EXISTS runner_schema_version (

@@ -1,5 +1,6 @@
-import os from 'os'
-import fs from 'fs'
+// @ts-self-types="../types/index.d.ts"
+import os from 'node:os'
+import fs from 'node:fs'
 
 import {
   mergeUserTypes,

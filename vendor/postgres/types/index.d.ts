@@ -732,4 +732,4 @@ declare namespace postgres {
   }
 }
 
-export = postgres;
+export default postgres;
