@@ -395,6 +395,30 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "restarted under the same id",
   },
   {
+    name: "the coalescer flushes without the redactor's held-back tail",
+    file: "lib/run/coalesce.ts",
+    find: "      flush(true);\n      next.emit(type, data, usage);",
+    replace: "      flush(false);\n      next.emit(type, data, usage);",
+    test: "tests/stream_properties_test.ts",
+    filter: "coalescer:",
+  },
+  {
+    name: "the redactor's cut splits a surrogate pair",
+    file: "lib/secrets.ts",
+    find: "  return pairSafe(buffer, cut);\n}",
+    replace: "  return cut;\n}",
+    test: "tests/stream_properties_test.ts",
+    filter: "redactor:",
+  },
+  {
+    name: "the stored-to-live hand-over dedupes with < instead of <=",
+    file: "lib/server/stream.ts",
+    find: "if ((event.sequence ?? 0) <= state.last) continue;",
+    replace: "if ((event.sequence ?? 0) < state.last) continue;",
+    test: "tests/stream_properties_test.ts",
+    filter: "hand-over:",
+  },
+  {
     name: "at the connection cap no idle connection makes room",
     file: "lib/net/tcp_listener.ts",
     find:
