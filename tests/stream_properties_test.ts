@@ -20,6 +20,13 @@ import { createStreamRedactor, redactSecrets } from "../lib/secrets.ts";
 import { type FollowOptions, followRunEvents } from "../lib/server/stream.ts";
 import type { RunStore } from "../lib/store/types.ts";
 import { openStoreNow, tempDir } from "./helpers.ts";
+import { join } from "node:path";
+import {
+  fixtureConfig,
+  postJson,
+  sseEvents,
+  withServe,
+} from "./serve_test_helpers.ts";
 import {
   agentScript,
   chunked,
@@ -273,4 +280,100 @@ Deno.test("arbitraries: the generated texts hold secrets, pairs and combining ma
     c.chunks.some((chunk) => /[\ud800-\udbff]$/.test(chunk))
   );
   assert.ok(split, "a chunk ending inside a surrogate pair");
+});
+
+/** The fixture's `--script` for a generated turn: each text step one ACP chunk, other events as tool calls. */
+function fixtureScript(steps: ScriptStep[]): string[][] {
+  const script: string[][] = [];
+  let tools = 0;
+  for (const step of steps) {
+    if (step.kind === "text") {
+      script.push([step.stream === "message" ? "text" : "thought", step.text]);
+    } else if (step.kind === "event") {
+      if (step.type === "run.completed" || step.type === "run.failed") break;
+      script.push(["tool", `t${++tools}`]);
+    }
+  }
+  return script;
+}
+
+/**
+ * The generated turn as the runner should pass it on: other events become
+ * the fixture's tool calls; it completes when it has message text.
+ */
+function fixtureSteps(steps: ScriptStep[]): ScriptStep[] {
+  const out: ScriptStep[] = [];
+  for (const step of steps) {
+    if (step.kind === "flush") continue;
+    if (step.kind === "text") {
+      out.push(step);
+      continue;
+    }
+    if (step.type === "run.completed" || step.type === "run.failed") break;
+    out.push({ kind: "event", type: "tool.call.started" });
+  }
+  // A turn without message text fails (acp.empty_response).
+  const answered = out.some((s) => s.kind === "text" && s.stream === "message");
+  const end = answered ? "run.completed" : "run.failed";
+  return [...out, { kind: "event", type: end }];
+}
+
+Deno.test("end to end through runner serve and the fixture agent: SSE and the store carry the agent's text minus redactions, in order, once, well-formed", async () => {
+  const args = [
+    "--allow-custom-commands",
+    "--allow-env-names",
+    "API_TOKEN_0,API_TOKEN_1,API_TOKEN_2",
+  ];
+  await withServe({ args }, async (serve, dir) => {
+    await fc.assert(
+      fc.asyncProperty(
+        agentScript(),
+        fc.constantFrom(0, 5, 50),
+        async ({ secrets, steps }, coalesceMs) => {
+          const env = Object.fromEntries(
+            secrets.map((value, i) => [`API_TOKEN_${i}`, value]),
+          );
+          const response = await postJson(`${serve.url}/v1/runs`, {
+            input: { text: "go" },
+            config: {
+              ...fixtureConfig(join(dir, "ws"), [
+                "--script",
+                JSON.stringify(fixtureScript(steps)),
+              ]),
+              "env-json": env,
+              "delta-coalesce-ms": coalesceMs,
+              "langbot-assets-enabled": false,
+            },
+          });
+          assert.equal(response.status, 200, await response.clone().text());
+          const runId = response.headers.get("x-run-id")!;
+          const live = await sseEvents(response);
+          const stored = (await (await fetch(`${serve.url}/v1/runs/${runId}`))
+            .json()).events as RunEvent[];
+          const want = expected(fixtureSteps(steps), secrets);
+          for (
+            const [where, events] of [["SSE", live], [
+              "the store",
+              stored,
+            ]] as const
+          ) {
+            for (const event of events) {
+              const content = event.type === "message.delta"
+                ? (event.data.chunk as { content: string }).content
+                : event.data.content;
+              if (typeof content === "string") {
+                assertWellFormed(content, `a delta in ${where}`);
+              }
+            }
+            const shown = seen(events).filter((entry) =>
+              /^(message|thought)\.delta: /.test(entry) ||
+              entry === "tool.call.started" || entry.startsWith("run.")
+            ).filter((entry) => entry !== "run.started");
+            assert.deepEqual(shown, want, where);
+          }
+        },
+      ),
+      { numRuns: 12 },
+    );
+  });
 });
