@@ -419,6 +419,23 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "hand-over:",
   },
   {
+    name: "the daemon's warm-agent key drops the agent's environment",
+    file: "lib/daemon/warm_jobs.ts",
+    find: "target: warmTargetKey(targetParts(plan, options.launch)),",
+    replace:
+      "target: warmTargetKey(targetParts(plan, { ...options.launch, env: {} })),",
+    test: "tests/daemon_warm_test.ts",
+    filter: "the daemon's warm key",
+  },
+  {
+    name: "a conversation's lapsed lease is never taken while its holder lives",
+    file: "lib/store/postgres_fleet.ts",
+    find: "OR conversation_leases.expires_at < now() OR ${force}",
+    replace: "OR ${force}",
+    test: "tests/store_postgres_test.ts",
+    filter: "a conversation's lease is its id's alone",
+  },
+  {
     name: "at the connection cap no idle connection makes room",
     file: "lib/net/tcp_listener.ts",
     find:

@@ -347,15 +347,25 @@ Deno.test("end to end through runner serve and the fixture agent: SSE and the st
           });
           assert.equal(response.status, 200, await response.clone().text());
           const runId = response.headers.get("x-run-id")!;
+          // A second reader attaches while the run streams: it reads the
+          // store, then joins live delivery, and must see each event once.
+          const attached = fetch(`${serve.url}/v1/runs/${runId}/events`)
+            .then(sseEvents);
           const live = await sseEvents(response);
+          const late = await attached;
           const stored = (await (await fetch(`${serve.url}/v1/runs/${runId}`))
             .json()).events as RunEvent[];
+          assert.deepEqual(
+            late.map((event) => event.sequence),
+            live.map((_, index) => index + 1),
+          );
           const want = expected(fixtureSteps(steps), secrets);
+          const readers = [["SSE", live], ["a reader attached mid-run", late], [
+            "the store",
+            stored,
+          ]] as const;
           for (
-            const [where, events] of [["SSE", live], [
-              "the store",
-              stored,
-            ]] as const
+            const [where, events] of readers
           ) {
             for (const event of events) {
               const content = event.type === "message.delta"
