@@ -34,14 +34,30 @@ export interface Replica extends ServeProcess {
   dataDir: string;
 }
 
-/** Starts replica `replicaId` (empty: the default id) of the fleet on database `storeUrl`. */
-export async function startReplica(
+/** Where a replica listens and keeps its data, so it can be started again there. */
+export interface ReplicaSlot {
+  /** Its replica id (empty: the default id). */
+  replicaId: string;
+  port: number;
+  dataDir: string;
+}
+
+/** A fresh slot: a free port and a new data directory. */
+export async function newSlot(replicaId: string): Promise<ReplicaSlot> {
+  return {
+    replicaId,
+    port: freePort(),
+    dataDir: join(await tempDir(), "data"),
+  };
+}
+
+/** Starts the replica of `slot` on database `storeUrl` and waits until it joined the fleet. */
+export async function startReplicaAt(
   storeUrl: string,
-  replicaId: string,
+  slot: ReplicaSlot,
   extraArgs: string[] = [],
 ): Promise<Replica> {
-  const port = freePort();
-  const dataDir = join(await tempDir(), "data");
+  const { replicaId, port, dataDir } = slot;
   const serve = await startServe({
     dataDir,
     args: [
@@ -64,6 +80,15 @@ export async function startReplica(
     entry.msg === "joined the fleet"
   );
   return { ...serve, replicaId: String(joined.replica_id), dataDir };
+}
+
+/** Starts replica `replicaId` (empty: the default id) of the fleet on database `storeUrl`. */
+export async function startReplica(
+  storeUrl: string,
+  replicaId: string,
+  extraArgs: string[] = [],
+): Promise<Replica> {
+  return startReplicaAt(storeUrl, await newSlot(replicaId), extraArgs);
 }
 
 /** Polls `check` (one HTTP round trip each) until it returns a value; fails after `tries`. */
