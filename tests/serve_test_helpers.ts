@@ -9,27 +9,15 @@
 import { assertHttpEvent, assertN8nObject } from "./contracts.ts";
 import { join } from "node:path";
 import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
-import { quoteCommand } from "../lib/agent/shell_words.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { tempDir as makeTempDir } from "./helpers.ts";
+import { agentCommand, tempDir as makeTempDir } from "./helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const MAIN = join(ROOT, "main.ts");
 const CONFIG = join(ROOT, "deno.json");
-const AGENT = join(ROOT, "tests/fixtures/agent.ts");
 
-/** The fixture agent's command line with `flags`. */
-export function agentCommand(flags: string[] = []): string {
-  return quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--config",
-    CONFIG,
-    AGENT,
-    ...flags,
-  ]);
-}
+/** The fixture agent's command line with `flags` (quoted). */
+export { agentCommand } from "./helpers.ts";
 
 /** A running `runner serve`. */
 export interface ServeProcess {
