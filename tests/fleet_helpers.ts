@@ -15,8 +15,12 @@ import {
 /** The cluster token of the test fleets. */
 export const CLUSTER_TOKEN = "fleet-test-cluster-Hq7Ws2Lp9Xv4Nb6Rt1Mz";
 
-/** A replica lease short enough for fast tests. */
-export const LEASE_SECONDS = "1";
+/**
+ * The replicas' lease: short, so a killed replica's runs and conversations
+ * are taken over in seconds, but long enough that a replica on a loaded
+ * machine, stalled for a second, keeps its lease (renewed every third).
+ */
+export const LEASE_SECONDS = "3";
 
 /** A free port on 127.0.0.1. */
 export function freePort(): number {
