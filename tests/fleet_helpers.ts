@@ -95,13 +95,17 @@ export async function startReplica(
   return startReplicaAt(storeUrl, await newSlot(replicaId), extraArgs);
 }
 
-/** Polls `check` (one HTTP round trip each) until it returns a value; fails after `tries`. */
+/**
+ * Polls `check` (one HTTP round trip each) until it returns a value; fails
+ * after `limitMs` (a safety net for a loaded machine, not a timing check).
+ */
 export async function eventually<T>(
   check: () => Promise<T | undefined>,
   what: string,
-  tries = 600,
+  limitMs = 60_000,
 ): Promise<T> {
-  for (let attempt = 0; attempt < tries; attempt++) {
+  const deadline = Date.now() + limitMs;
+  while (Date.now() < deadline) {
     const value = await check();
     if (value !== undefined) return value;
     await new Promise((resolve) => setTimeout(resolve, 25));
