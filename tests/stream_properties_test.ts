@@ -58,6 +58,14 @@ Deno.test("redactor: however the text is cut, the pieces join to the redacted wh
   );
 });
 
+Deno.test("redactor, found by the property: without any secret, half an emoji waits for its other half", () => {
+  const redactor = createStreamRedactor([]);
+  assert.equal(redactor.push("ok \ud83d"), "ok ");
+  assert.equal(redactor.push("\ude00!"), "\ud83d\ude00!");
+  assert.equal(redactor.push("\ud83d"), "");
+  assert.equal(redactor.end(), "\ud83d", "a text that ends cut keeps its end");
+});
+
 type Step = ScriptStep;
 
 /** What a client sees: each run of same-stream deltas joined, and every other event's type. */
