@@ -386,11 +386,12 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "every part of a local target",
   },
   {
+    // The lease's epoch also tells instances apart: the break drops both.
     name: "the lost-replica sweep ignores the instance id",
     file: "lib/store/postgres_orphans.ts",
     find:
-      "WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance",
-    replace: "WHERE p.replica_id = r.owner_replica",
+      "WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance\n        AND p.epoch = r.owner_epoch AND",
+    replace: "WHERE p.replica_id = r.owner_replica AND",
     test: "tests/store_postgres_test.ts",
     filter: "restarted under the same id",
   },
