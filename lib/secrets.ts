@@ -27,7 +27,8 @@ export interface StreamRedactor {
    * Takes the next piece and returns the redacted text that is safe to show
    * now. Only a tail that could be the start of a secret is held back (at
    * most the longest secret's length − 1 characters, or a whole secret that
-   * overlaps such a tail) until the next piece or {@linkcode end}.
+   * overlaps such a tail) until the next piece or {@linkcode end}; and never
+   * half a surrogate pair, so each piece returned is well-formed Unicode.
    */
   push(text: string): string;
   /** Returns the held-back tail, redacted: the text has ended. */
@@ -37,7 +38,8 @@ export interface StreamRedactor {
 /**
  * A {@linkcode StreamRedactor} for `secrets`: the concatenation of what it
  * returns equals `redactSecrets` of the whole text, however the text was cut
- * into pieces. Without secrets (of redactable length) nothing is held back.
+ * into pieces. Without secrets (of redactable length) only the first half of
+ * a surrogate pair cut from its second is held back.
  */
 export function createStreamRedactor(
   secrets: Iterable<string>,
@@ -45,12 +47,13 @@ export function createStreamRedactor(
   const list = [...new Set(secrets)]
     .filter((secret) => secret.length >= MIN_SECRET_LENGTH)
     .sort((a, b) => b.length - a.length);
-  if (!list.length) return { push: (text) => text, end: () => "" };
   let held = "";
   return {
     push(text) {
       const buffer = held + text;
-      const cut = safeCut(buffer, list);
+      const cut = list.length
+        ? safeCut(buffer, list)
+        : pairSafe(buffer, buffer.length);
       held = buffer.slice(cut);
       return redactSecrets(buffer.slice(0, cut), list);
     },
@@ -89,9 +92,13 @@ function safeCut(buffer: string, secrets: string[]): number {
       }
     }
   }
+  return pairSafe(buffer, cut);
+}
+
+/** `cut`, or one less when it would split a surrogate pair. */
+function pairSafe(buffer: string, cut: number): number {
   const before = buffer.charCodeAt(cut - 1);
-  if (cut > 0 && before >= 0xd800 && before <= 0xdbff) cut -= 1;
-  return cut;
+  return cut > 0 && before >= 0xd800 && before <= 0xdbff ? cut - 1 : cut;
 }
 
 /** Redacts secrets from every string inside a JSON-like value. */

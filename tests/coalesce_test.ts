@@ -13,28 +13,12 @@ import {
   isTerminalEvent,
   type RunEvent,
 } from "../lib/events.ts";
-import { quoteCommand } from "../lib/agent/shell_words.ts";
-import { parseRunConfig } from "../lib/config.ts";
-import { EventLog, harness, makeGate } from "./engine_helpers.ts";
-import { ROOT, tempDir } from "./helpers.ts";
-
-/** A run config for the fixture agent (flags quoted: they hold JSON). */
-function fixtureConfig(flags: string[], extra: Record<string, unknown>) {
-  return parseRunConfig({
-    provider: "custom",
-    "acp-command": quoteCommand([
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--config",
-      `${ROOT}deno.json`,
-      `${ROOT}tests/fixtures/agent.ts`,
-      ...flags,
-    ]),
-    workspace: tempDir(),
-    ...extra,
-  });
-}
+import {
+  EventLog,
+  fixtureConfig,
+  harness,
+  makeGate,
+} from "./engine_helpers.ts";
 
 /** The runner's environment without anything that looks like a secret (so no text is held back). */
 const PLAIN_ENVIRONMENT = Object.fromEntries(

@@ -116,3 +116,80 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
     await serve.stop("SIGTERM");
   }
 });
+
+Deno.test("the daemon's warm key: each part of the target alone (env-json value, command, workspace, fs, assets, conversation) starts a new agent; the prompt and timeout do not", async () => {
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      "--allow-env-names",
+      "PROVIDER_API_KEY",
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hub = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const daemon = startDaemon(String(hub.url), "keys");
+  try {
+    await daemon.connected;
+    const record = join(tempDir(), "record.jsonl");
+    let config: Record<string, unknown> = {
+      provider: "custom",
+      location: "daemon",
+      "daemon-id": "keys",
+      workspace: tempDir(),
+      "env-json": { PROVIDER_API_KEY: "key-1" },
+      "langbot-assets-enabled": false,
+      "acp-command": fixtureCommand("--record", record),
+    };
+    let conversation = "keys-chat";
+    let turn = 0;
+    const send = async () =>
+      (await sendMessage(serve, {
+        conversation_id: conversation,
+        text: `message ${++turn}`,
+        config,
+      })).agent;
+    assert.equal(await send(), "cold");
+    assert.equal(await send(), "warm", "the same target");
+    config = { ...config, timeout: 123 };
+    assert.equal(await send(), "warm", "timeout is not part of the target");
+    const changes: Array<[string, () => void]> = [
+      ["a rotated env-json value", () => {
+        config = { ...config, "env-json": { PROVIDER_API_KEY: "key-2" } };
+      }],
+      ["the command", () => {
+        config = {
+          ...config,
+          "acp-command": fixtureCommand("--record", record, "--load-session"),
+        };
+      }],
+      ["the workspace", () => {
+        config = { ...config, workspace: tempDir() };
+      }],
+      ["fs-write", () => {
+        config = { ...config, "fs-write": true };
+      }],
+      ["langbot-assets-enabled", () => {
+        config = { ...config, "langbot-assets-enabled": true };
+      }],
+      ["the conversation", () => {
+        conversation = "keys-other-chat";
+      }],
+    ];
+    for (const [part, change] of changes) {
+      change();
+      assert.equal(await send(), "cold", `${part}: the old agent was reused`);
+      assert.equal(await send(), "warm", `${part}: not stable`);
+    }
+    assert.equal(recordByProcess(record).length, changes.length + 1);
+  } finally {
+    await daemon.stop();
+    await serve.stop("SIGTERM");
+  }
+});

@@ -19,7 +19,7 @@ import {
 } from "../lib/run/manager.ts";
 import { type RunStore } from "../lib/store/types.ts";
 import { openStoreNow } from "./helpers.ts";
-import { fixtureCommand, tempDir } from "./helpers.ts";
+import { agentCommand, tempDir } from "./helpers.ts";
 
 /** A manager over a fresh data directory. */
 export interface Harness {
@@ -89,7 +89,7 @@ export function fixtureConfig(
 ) {
   return parseRunConfig({
     provider: "custom",
-    "acp-command": fixtureCommand(...flags),
+    "acp-command": agentCommand(flags),
     workspace: tempDir(),
     ...extra,
   });

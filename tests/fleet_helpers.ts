@@ -15,8 +15,12 @@ import {
 /** The cluster token of the test fleets. */
 export const CLUSTER_TOKEN = "fleet-test-cluster-Hq7Ws2Lp9Xv4Nb6Rt1Mz";
 
-/** A replica lease short enough for fast tests. */
-export const LEASE_SECONDS = "1";
+/**
+ * The replicas' lease: short, so a killed replica's runs and conversations
+ * are taken over in seconds, but long enough that a replica on a loaded
+ * machine, stalled for a second, keeps its lease (renewed every third).
+ */
+export const LEASE_SECONDS = "3";
 
 /** A free port on 127.0.0.1. */
 export function freePort(): number {
@@ -34,14 +38,30 @@ export interface Replica extends ServeProcess {
   dataDir: string;
 }
 
-/** Starts replica `replicaId` (empty: the default id) of the fleet on database `storeUrl`. */
-export async function startReplica(
+/** Where a replica listens and keeps its data, so it can be started again there. */
+export interface ReplicaSlot {
+  /** Its replica id (empty: the default id). */
+  replicaId: string;
+  port: number;
+  dataDir: string;
+}
+
+/** A fresh slot: a free port and a new data directory. */
+export async function newSlot(replicaId: string): Promise<ReplicaSlot> {
+  return {
+    replicaId,
+    port: freePort(),
+    dataDir: join(await tempDir(), "data"),
+  };
+}
+
+/** Starts the replica of `slot` on database `storeUrl` and waits until it joined the fleet. */
+export async function startReplicaAt(
   storeUrl: string,
-  replicaId: string,
+  slot: ReplicaSlot,
   extraArgs: string[] = [],
 ): Promise<Replica> {
-  const port = freePort();
-  const dataDir = join(await tempDir(), "data");
+  const { replicaId, port, dataDir } = slot;
   const serve = await startServe({
     dataDir,
     args: [
@@ -66,13 +86,26 @@ export async function startReplica(
   return { ...serve, replicaId: String(joined.replica_id), dataDir };
 }
 
-/** Polls `check` (one HTTP round trip each) until it returns a value; fails after `tries`. */
+/** Starts replica `replicaId` (empty: the default id) of the fleet on database `storeUrl`. */
+export async function startReplica(
+  storeUrl: string,
+  replicaId: string,
+  extraArgs: string[] = [],
+): Promise<Replica> {
+  return startReplicaAt(storeUrl, await newSlot(replicaId), extraArgs);
+}
+
+/**
+ * Polls `check` (one HTTP round trip each) until it returns a value; fails
+ * after `limitMs` (a safety net for a loaded machine, not a timing check).
+ */
 export async function eventually<T>(
   check: () => Promise<T | undefined>,
   what: string,
-  tries = 600,
+  limitMs = 60_000,
 ): Promise<T> {
-  for (let attempt = 0; attempt < tries; attempt++) {
+  const deadline = Date.now() + limitMs;
+  while (Date.now() < deadline) {
     const value = await check();
     if (value !== undefined) return value;
     await new Promise((resolve) => setTimeout(resolve, 25));

@@ -10,16 +10,15 @@ import {
   postJson,
   readSse,
   type SseMessage,
-  startServe,
   tempDir,
   terminals,
 } from "./serve_test_helpers.ts";
 import {
-  CLUSTER_TOKEN,
   eventually,
-  freePort,
-  LEASE_SECONDS,
+  newSlot,
   type Replica,
+  type ReplicaSlot,
+  startReplicaAt,
 } from "./fleet_helpers.ts";
 import { startNginx, type TestNginx } from "./nginx_helpers.ts";
 
@@ -27,37 +26,6 @@ const cluster = clusterForThisFile();
 
 const test = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
-
-/** Where a replica listens and keeps its data, so it can be started again there. */
-interface Slot {
-  replicaId: string;
-  port: number;
-  dataDir: string;
-}
-
-/** Starts the replica of `slot` on database `storeUrl`. */
-async function startSlot(storeUrl: string, slot: Slot): Promise<Replica> {
-  const serve = await startServe({
-    dataDir: slot.dataDir,
-    args: [
-      "--allow-custom-commands",
-      "--port",
-      String(slot.port),
-      "--store",
-      storeUrl,
-      "--replica-id",
-      slot.replicaId,
-      "--advertise-url",
-      `http://127.0.0.1:${slot.port}`,
-      "--cluster-token",
-      CLUSTER_TOKEN,
-      "--lease-seconds",
-      LEASE_SECONDS,
-    ],
-  });
-  await serve.waitForLog((entry) => entry.msg === "joined the fleet");
-  return { ...serve, replicaId: slot.replicaId, dataDir: slot.dataDir };
-}
 
 /** Replicas `ids` on a fresh database behind nginx; stops everything after `body`. */
 async function withBalancedFleet(
@@ -69,21 +37,15 @@ async function withBalancedFleet(
   ) => Promise<void>,
 ): Promise<void> {
   const url = await cluster().newDatabase();
-  const slots: Slot[] = [];
-  for (const replicaId of ids) {
-    slots.push({
-      replicaId,
-      port: freePort(),
-      dataDir: join(await tempDir(), "data"),
-    });
-  }
+  const slots: ReplicaSlot[] = [];
+  for (const replicaId of ids) slots.push(await newSlot(replicaId));
   const replicas: Replica[] = [];
   let lb: TestNginx | undefined;
   try {
-    for (const slot of slots) replicas.push(await startSlot(url, slot));
+    for (const slot of slots) replicas.push(await startReplicaAt(url, slot));
     lb = await startNginx(slots.map((slot) => `127.0.0.1:${slot.port}`));
     await body(lb, replicas, async (index) => {
-      replicas[index] = await startSlot(url, slots[index]);
+      replicas[index] = await startReplicaAt(url, slots[index]);
       return replicas[index];
     });
   } finally {

@@ -7,6 +7,7 @@
 
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { quoteCommand } from "../lib/agent/shell_words.ts";
 import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
 import { openSqliteStore } from "../lib/store/sqlite/store.ts";
@@ -27,6 +28,22 @@ export function fixtureCommand(...flags: string[]): string {
     `${ROOT}tests/fixtures/agent.ts`,
     ...flags,
   ].join(" ");
+}
+
+/**
+ * The fixture agent's command with `flags` quoted, as an `acp-command`
+ * string: flags may hold spaces and JSON.
+ */
+export function agentCommand(flags: string[] = []): string {
+  return quoteCommand([
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}tests/fixtures/agent.ts`,
+    ...flags,
+  ]);
 }
 
 /** What a CLI invocation printed and how it exited. */

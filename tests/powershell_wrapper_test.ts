@@ -20,7 +20,7 @@ import {
 } from "../lib/locations/powershell.ts";
 import { EventLog, harness } from "./engine_helpers.ts";
 import { fixtureCommand, readRecord, tempDir } from "./helpers.ts";
-import { SSHD_PATH, startSshd } from "./ssh_helpers.ts";
+import { SSHD_PATH, sshTargetConfig, startSshd } from "./ssh_helpers.ts";
 
 /**
  * PowerShell's single-quote characters (language spec §2.3.5.2.2,
@@ -282,10 +282,7 @@ Deno.test({
         "remote-shell": "powershell",
         "acp-command": fixtureCommand("--record", record),
         workspace: "C:\\runner\\w",
-        "ssh-target": sshd.target,
-        "ssh-port": sshd.port,
-        "ssh-identity-file": sshd.identityFile,
-        "ssh-extra-options": sshd.extraOptions,
+        ...sshTargetConfig(sshd),
         "env-json": { PS_SECRET: "ps-secret-value" },
         "langbot-assets-enabled": false,
       });

@@ -9,10 +9,9 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { quoteCommand } from "../lib/agent/shell_words.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { openStore } from "../lib/store/open.ts";
-import { parseJsonLines, ROOT, runCli, tempDir } from "./helpers.ts";
+import { agentCommand, parseJsonLines, runCli, tempDir } from "./helpers.ts";
 import {
   deltaText,
   jsonLines,
@@ -30,16 +29,7 @@ const SPLITS: Record<string, string[]> = {
 const SHOWN = "say [REDACTED] now";
 
 function agent(parts: string[]): string {
-  return quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
-    "--text-parts",
-    JSON.stringify(parts),
-  ]);
+  return agentCommand(["--text-parts", JSON.stringify(parts)]);
 }
 
 function assertNoSecret(text: string, where: string) {

@@ -15,6 +15,7 @@ import {
 import {
   freePort,
   SSHD_PATH,
+  sshTargetConfig,
   startSshd,
   type TestSshd,
 } from "./ssh_helpers.ts";
@@ -26,13 +27,9 @@ function sshConfig(
 ) {
   return parseRunConfig({
     provider: "custom",
-    location: "remote-ssh",
     "acp-command": fixtureCommand(...flags),
     workspace: join(tempDir(), "remote-ws"),
-    "ssh-target": sshd.target,
-    "ssh-port": sshd.port,
-    "ssh-identity-file": sshd.identityFile,
-    "ssh-extra-options": sshd.extraOptions,
+    ...sshTargetConfig(sshd),
     ...extra,
   });
 }

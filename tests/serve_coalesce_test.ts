@@ -13,13 +13,11 @@ import type { RunEvent } from "../lib/events.ts";
 import { generatedChunk } from "./fixtures/agent_io.ts";
 import {
   deltaText,
+  dropAfterFirstDelta,
   fixtureConfig,
   jsonLines,
-  makeFifo,
-  openGate,
   postJson,
-  readSse,
-  readUntil,
+  resumeThroughGate,
   sseEvents,
   withServe,
 } from "./serve_test_helpers.ts";
@@ -31,9 +29,7 @@ function generatedText(chunks: number, bytes: number): string {
 
 Deno.test("Last-Event-ID after coalescing resumes with exactly the stored events after that id", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const response = await postJson(`${serve.url}/v1/runs`, {
+    const dropped = await dropAfterFirstDelta(serve, dir, (gate) => ({
       input: { text: "big" },
       config: fixtureConfig(join(dir, "ws"), [
         "--chunks",
@@ -43,22 +39,9 @@ Deno.test("Last-Event-ID after coalescing resumes with exactly the stored events
         "--gate-fifo",
         gate,
       ]),
-    });
-    const runId = response.headers.get("x-run-id")!;
-    const first: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, first, (m) => m.event === "message.delta");
-    await messages.return(undefined);
-    const lastId = first.at(-1)!.sequence!;
-
-    const resumed = await fetch(`${serve.url}/v1/runs/${runId}/events`, {
-      headers: { "last-event-id": String(lastId) },
-    });
-    const rest = readSse(resumed.body!);
-    const second: RunEvent[] = [];
-    await readUntil(rest, second, () => true);
-    await openGate(gate);
-    for await (const message of rest) second.push(JSON.parse(message.data));
+    }));
+    const { runId, first, seen: lastId } = dropped;
+    const second = await resumeThroughGate(serve, dropped);
 
     const stored = await (await fetch(`${serve.url}/v1/runs/${runId}`)).json();
     assert.deepEqual(

@@ -13,13 +13,11 @@ import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import {
   deltaText,
+  dropAfterFirstDelta,
   fixtureConfig,
   jsonLines,
-  makeFifo,
   openGate,
   postJson,
-  readSse,
-  readUntil,
   sseEvents,
   terminals,
   withServe,
@@ -200,18 +198,12 @@ Deno.test("completions=lean carries the answer once, as a query or body field; w
 
 Deno.test("a stream resumed with Last-Event-ID after the first delta still gets both completions with the whole answer", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const response = await postJson(`${serve.url}/v1/runs`, {
+    const dropped = await dropAfterFirstDelta(serve, dir, (gate) => ({
       input: "hi",
       config: answerConfig(dir, ["--gate-fifo", gate, "--gate-chunks"]),
-    });
-    const runId = response.headers.get("x-run-id")!;
-    const first: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, first, (m) => m.event === "message.delta");
-    await messages.return(undefined); // the connection drops
-    const seen = String(first.at(-1)!.sequence);
+    }));
+    const { runId, gate, first } = dropped;
+    const seen = String(dropped.seen);
 
     const resume = (query: string) =>
       fetch(`${serve.url}/v1/runs/${runId}/events${query}`, {

@@ -8,10 +8,10 @@
  */
 
 import assert from "node:assert/strict";
-import { CLUSTER_TOKEN, freePort, LEASE_SECONDS } from "./fleet_helpers.ts";
+import { freePort, startReplicaAt } from "./fleet_helpers.ts";
 import { clusterForThisFile } from "./pg_helpers.ts";
 import { crashTries } from "./serve_crash_helpers.ts";
-import { startServe, tempDir } from "./serve_test_helpers.ts";
+import { tempDir } from "./serve_test_helpers.ts";
 
 const cluster = clusterForThisFile();
 
@@ -29,24 +29,10 @@ Deno.test({
         tries: 4,
         async start(dataDir, index) {
           urls[index] ??= await cluster().newDatabase();
-          const port = freePort();
-          return await startServe({
+          return await startReplicaAt(urls[index], {
+            replicaId: "a",
+            port: freePort(),
             dataDir,
-            args: [
-              "--allow-custom-commands",
-              "--port",
-              String(port),
-              "--store",
-              urls[index],
-              "--replica-id",
-              "a",
-              "--advertise-url",
-              `http://127.0.0.1:${port}`,
-              "--cluster-token",
-              CLUSTER_TOKEN,
-              "--lease-seconds",
-              LEASE_SECONDS,
-            ],
           });
         },
       });

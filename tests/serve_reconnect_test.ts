@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import {
+  dropAfterFirstDelta,
   fixtureConfig,
   jsonLines,
   makeFifo,
@@ -19,6 +20,7 @@ import {
   postJson,
   readSse,
   readUntil,
+  resumeThroughGate,
   sseEvents,
   terminals,
   withServe,
@@ -32,36 +34,24 @@ import {
 
 Deno.test("Last-Event-ID beats ?after=0, and a finished run answers 204 once everything was delivered", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "reconnect" },
-      config: fixtureConfig(join(dir, "ws"), [
-        "--chunks",
-        "3",
-        "--gate-fifo",
-        gate,
-      ]),
-    });
-    const runId = response.headers.get("x-run-id")!;
-    const first: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, first, (m) => m.event === "message.delta");
-    await messages.return(undefined);
-    const seen = first.at(-1)!.sequence!;
-
-    // An EventSource created with ?after=0 reconnects with Last-Event-ID.
-    const resumed = await fetch(
-      `${serve.url}/v1/runs/${runId}/events?after=0`,
-      { headers: { "last-event-id": String(seen) } },
+    const dropped = await dropAfterFirstDelta(
+      serve,
+      dir,
+      (gate) => ({
+        input: { text: "reconnect" },
+        config: fixtureConfig(join(dir, "ws"), [
+          "--chunks",
+          "3",
+          "--gate-fifo",
+          gate,
+        ]),
+      }),
     );
-    assert.equal(resumed.status, 200);
-    const rest = readSse(resumed.body!);
-    const second: RunEvent[] = [];
-    await readUntil(rest, second, () => true);
+
+    const { runId, first, seen } = dropped;
+    // An EventSource created with ?after=0 reconnects with Last-Event-ID.
+    const second = await resumeThroughGate(serve, dropped, "?after=0");
     assert.equal(second[0].sequence, seen + 1, "nothing is repeated");
-    await openGate(gate);
-    for await (const message of rest) second.push(JSON.parse(message.data));
     const all = [...first, ...second];
     assert.deepEqual(all.map((e) => e.sequence), all.map((_, i) => i + 1));
     assert.equal(terminals(all).length, 1);

@@ -7,15 +7,11 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RunEvent } from "../lib/events.ts";
 import {
+  dropAfterFirstDelta,
   fixtureConfig,
   jsonLines,
-  makeFifo,
-  openGate,
-  postJson,
-  readSse,
-  readUntil,
+  resumeThroughGate,
   sseEvents,
   terminals,
   withServe,
@@ -23,37 +19,21 @@ import {
 
 Deno.test("a dropped SSE client reconnects with Last-Event-ID and misses nothing", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "resume me" },
-      config: fixtureConfig(join(dir, "ws"), [
-        "--chunks",
-        "4",
-        "--gate-fifo",
-        gate,
-      ]),
-    });
-    const runId = response.headers.get("x-run-id")!;
-    const first: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      first,
-      (message) => message.event === "message.delta",
+    const dropped = await dropAfterFirstDelta(
+      serve,
+      dir,
+      (gate) => ({
+        input: { text: "resume me" },
+        config: fixtureConfig(join(dir, "ws"), [
+          "--chunks",
+          "4",
+          "--gate-fifo",
+          gate,
+        ]),
+      }),
     );
-    await messages.return(undefined);
-    const lastId = String(first.at(-1)!.sequence);
-
-    const resumed = await fetch(`${serve.url}/v1/runs/${runId}/events`, {
-      headers: { "last-event-id": lastId },
-    });
-    assert.equal(resumed.status, 200);
-    const rest = readSse(resumed.body!);
-    const second: RunEvent[] = [];
-    await readUntil(rest, second, () => true);
-    await openGate(gate);
-    for await (const message of rest) second.push(JSON.parse(message.data));
+    const { runId, first } = dropped;
+    const second = await resumeThroughGate(serve, dropped);
 
     const all = [...first, ...second];
     assert.deepEqual(

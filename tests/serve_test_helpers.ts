@@ -9,27 +9,15 @@
 import { assertHttpEvent, assertN8nObject } from "./contracts.ts";
 import { join } from "node:path";
 import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
-import { quoteCommand } from "../lib/agent/shell_words.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { tempDir as makeTempDir } from "./helpers.ts";
+import { agentCommand, tempDir as makeTempDir } from "./helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const MAIN = join(ROOT, "main.ts");
 const CONFIG = join(ROOT, "deno.json");
-const AGENT = join(ROOT, "tests/fixtures/agent.ts");
 
-/** The fixture agent's command line with `flags`. */
-export function agentCommand(flags: string[] = []): string {
-  return quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--config",
-    CONFIG,
-    AGENT,
-    ...flags,
-  ]);
-}
+/** The fixture agent's command line with `flags` (quoted). */
+export { agentCommand } from "./helpers.ts";
 
 /** A running `runner serve`. */
 export interface ServeProcess {
@@ -347,4 +335,71 @@ export async function readUntil(
     into.push(JSON.parse(value.data));
     if (predicate(value)) return;
   }
+}
+
+/** A run whose first SSE connection was read up to its first delta, then dropped. */
+export interface DroppedStream {
+  /** The run id (`x-run-id`). */
+  runId: string;
+  /** The fixture's gate FIFO (each write lets the agent go on). */
+  gate: string;
+  /** The events the dropped connection carried. */
+  first: RunEvent[];
+  /** The last sequence it carried (what `Last-Event-ID` names). */
+  seen: number;
+}
+
+/**
+ * Makes a gate FIFO in `dir`, POSTs `body(gate)` to `/v1/runs`, reads the
+ * SSE stream until the first `message.delta`, then drops the connection: a
+ * client whose network broke mid-run, while the agent waits at the gate.
+ */
+export async function dropAfterFirstDelta(
+  serve: ServeProcess,
+  dir: string,
+  body: (gate: string) => Record<string, unknown>,
+): Promise<DroppedStream> {
+  const gate = join(dir, "gate");
+  await makeFifo(gate);
+  const response = await postJson(`${serve.url}/v1/runs`, body(gate));
+  if (response.status !== 200) {
+    throw new Error(
+      `POST /v1/runs: ${response.status} ${await response.text()}`,
+    );
+  }
+  const first: RunEvent[] = [];
+  const messages = readSse(response.body!);
+  await readUntil(messages, first, (m) => m.event === "message.delta");
+  await messages.return(undefined);
+  return {
+    runId: response.headers.get("x-run-id")!,
+    gate,
+    first,
+    seen: first.at(-1)!.sequence!,
+  };
+}
+
+/**
+ * Reconnects to a {@linkcode DroppedStream}'s run with `Last-Event-ID` (the
+ * path may carry a `query`), reads one event while the agent still waits,
+ * then opens the gate once and reads the rest of the stream.
+ */
+export async function resumeThroughGate(
+  serve: ServeProcess,
+  dropped: Pick<DroppedStream, "runId" | "gate" | "seen">,
+  query = "",
+): Promise<RunEvent[]> {
+  const resumed = await fetch(
+    `${serve.url}/v1/runs/${dropped.runId}/events${query}`,
+    { headers: { "last-event-id": String(dropped.seen) } },
+  );
+  if (resumed.status !== 200) {
+    throw new Error(`resume: ${resumed.status} ${await resumed.text()}`);
+  }
+  const rest = readSse(resumed.body!);
+  const events: RunEvent[] = [];
+  await readUntil(rest, events, () => true);
+  await openGate(dropped.gate);
+  for await (const message of rest) events.push(JSON.parse(message.data));
+  return events;
 }

@@ -151,3 +151,14 @@ export async function startSshd(
     },
   };
 }
+
+/** The run-config keys that point a `remote-ssh` run at `sshd`. */
+export function sshTargetConfig(sshd: TestSshd): Record<string, unknown> {
+  return {
+    location: "remote-ssh",
+    "ssh-target": sshd.target,
+    "ssh-port": sshd.port,
+    "ssh-identity-file": sshd.identityFile,
+    "ssh-extra-options": sshd.extraOptions,
+  };
+}

@@ -19,6 +19,7 @@ import { fixtureCommand, readRecord, tempDir } from "./helpers.ts";
 import {
   freePort,
   SSHD_PATH,
+  sshTargetConfig,
   startSshd,
   type TestSshd,
 } from "./ssh_helpers.ts";
@@ -33,7 +34,6 @@ function remoteConfig(
 ) {
   return parseRunConfig({
     provider: "custom",
-    location: "remote-ssh",
     "acp-command": fixtureCommand(
       "--text",
       "ok",
@@ -45,10 +45,7 @@ function remoteConfig(
       record,
     ),
     workspace: join(tempDir(), "remote-ws"),
-    "ssh-target": sshd.target,
-    "ssh-port": sshd.port,
-    "ssh-identity-file": sshd.identityFile,
-    "ssh-extra-options": sshd.extraOptions,
+    ...sshTargetConfig(sshd),
     ...extra,
   });
 }

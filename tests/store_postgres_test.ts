@@ -475,3 +475,48 @@ test("[postgres] a replica restarted under the same id fails its previous instan
     await before.close();
   }
 });
+
+test("[postgres] a conversation's lease is its id's alone: look-alike ids are other leases, the holder keeps it, and it frees when its own lease ends", async () => {
+  const url = await cluster().newDatabase();
+  const a = await openReplica(url, "a");
+  const b = await openReplica(url, "b");
+  try {
+    assert.equal((await a.fleet!.claimConversation("conv")).self, true);
+    assert.equal((await a.fleet!.claimConversation("conv")).self, true, "held");
+    const held = await b.fleet!.claimConversation("conv");
+    assert.deepEqual([held.replicaId, held.self, held.alive], [
+      "a",
+      false,
+      true,
+    ]);
+    // (Ids are checked at the HTTP edge: these are all valid ones.)
+    for (const id of ["Conv", "conv-", "conv.", "con", "xconv", "conv:1"]) {
+      const claim = await b.fleet!.claimConversation(id);
+      assert.deepEqual(
+        [claim.replicaId, claim.self],
+        ["b", true],
+        `${JSON.stringify(id)} is another conversation`,
+      );
+    }
+    // Replica "a" is alive, but the conversation's own lease ran out.
+    await withSql(
+      url,
+      (sql) =>
+        sql`UPDATE conversation_leases SET expires_at = now() - interval '1 second'
+          WHERE conversation_id = 'conv'`.then(() => {}),
+    );
+    const owner = await b.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["a", false]);
+    const taken = await b.fleet!.claimConversation("conv");
+    assert.deepEqual([taken.replicaId, taken.self], ["b", true]);
+    const back = await a.fleet!.claimConversation("conv");
+    assert.deepEqual(
+      [back.replicaId, back.self],
+      ["b", false],
+      "b holds it now",
+    );
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});

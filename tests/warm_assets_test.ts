@@ -13,7 +13,6 @@ import { join } from "node:path";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import type { RunAssetsRequest } from "../lib/assets/request.ts";
 import { createAssetsHook } from "../lib/assets/wiring.ts";
-import { quoteWord } from "../lib/agent/shell_words.ts";
 import { createRunManager } from "../lib/run/manager.ts";
 import { createWarmPool } from "../lib/run/warm/pool.ts";
 import { openStore } from "../lib/store/open.ts";
@@ -89,7 +88,7 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
     "--mcp-tool",
     "langbot_list_assets",
     "--mcp-args",
-    quoteWord("{}"),
+    "{}",
     "--record",
     record,
   ]);

@@ -21,7 +21,7 @@ import {
   isAlive,
   tempDir,
 } from "./helpers.ts";
-import { SSHD_PATH, startSshd } from "./ssh_helpers.ts";
+import { SSHD_PATH, sshTargetConfig, startSshd } from "./ssh_helpers.ts";
 import { recordByProcess } from "./warm_helpers.ts";
 
 Deno.test({
@@ -52,10 +52,7 @@ Deno.test({
         pidFile,
       ),
       workspace: join(tempDir(), "remote-ws"),
-      "ssh-target": sshd.target,
-      "ssh-port": sshd.port,
-      "ssh-identity-file": sshd.identityFile,
-      "ssh-extra-options": sshd.extraOptions,
+      ...sshTargetConfig(sshd),
     });
     const send = async (text: string) => {
       const { run } = await manager.start({
