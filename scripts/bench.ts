@@ -305,23 +305,31 @@ function table(rows: BenchRow[]): string {
 
 try {
   const started = performance.now();
-  const rows = selected("paths") ? await paths() : [];
-  const curveRows = await curves(rows);
-  const warm = selected("warm")
-    ? await benchSecondMessage(values.short ? 1 : 3, values.short ? 100 : 1000)
-    : undefined;
   console.log(
     `runner bench${
       values.short ? " (short)" : ""
     }: ${availableParallelism()} cores, ${Deno.build.os}/${Deno.build.arch}, Deno ${Deno.version.deno}; CPU from ${
       preciseCpu() ? "/usr/bin/time" : "/proc polling"
-    }; stream client ${curlClient() ? "curl" : "fetch (CPU not counted)"}; ${
-      ((performance.now() - started) / 1000).toFixed(1)
-    } s\n`,
+    }; stream client ${curlClient() ? "curl" : "fetch (CPU not counted)"}\n`,
   );
+  // Each table as soon as it is measured: a late failure keeps the rest.
+  const rows = selected("paths") ? await paths() : [];
   if (rows.length) console.log(table(rows) + "\n");
+  const listed = rows.length;
+  const curveRows = await curves(rows);
+  if (rows.length > listed) console.log(table(rows.slice(listed)) + "\n");
   if (curveRows.length) console.log(curvesTable(curveRows) + "\n");
-  if (warm) console.log(warm);
+  if (selected("warm")) {
+    console.log(
+      await benchSecondMessage(
+        values.short ? 1 : 3,
+        values.short ? 100 : 1000,
+      ),
+    );
+  }
+  console.log(
+    `\nbench time: ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
 } finally {
   Deno.removeSync(work, { recursive: true });
 }
