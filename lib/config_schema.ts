@@ -260,7 +260,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "late-update-ms": key("number", () => nonNegative(5000), {
     fallback: 150,
     description:
-      "quiet window (ms) after the prompt answer for straggling updates; `0` = none (the run ends with the answer); at most 5000 (`docs/runs.md`)",
+      "how long (ms) the agent may stay quiet between straggling updates after the prompt answer (the wait ends after 10 ms without any); `0` = none (the run ends with the answer); at most 5000 (`docs/runs.md`)",
   }),
   "replay-quiet-ms": key("number", () => positive(5000), {
     fallback: 200,

@@ -1,12 +1,15 @@
 /**
- * `deno task bench [--short]`: what the runner costs on each path, as ratios
- * against a bare ACP client (`scripts/bench_bare_client.ts`) measured in the
- * same run on the same machine, with the same hand-written agent
- * (`scripts/bench_agent.ts`), and the run listing on a small store against a
- * large one (`scripts/bench_listing.ts`). It prints one Markdown table; the last full
- * results live in `docs/performance.md`. Nothing here is a pass/fail
- * threshold: `--short` (tiny sizes, one round) only proves the bench works,
- * and a test runs it.
+ * `deno task bench [--short] [--only GROUP,…]`: what the runner costs on each
+ * path, as ratios against a bare ACP client (`scripts/bench_bare_client.ts`)
+ * measured in the same run on the same machine, with the same hand-written
+ * agent (`scripts/bench_agent.ts`), and how its cost grows (the curves:
+ * answer size, stored runs, idle daemons on a hub, concurrent runs, a warm
+ * second message; `scripts/bench_curves.ts`, `scripts/bench_listing.ts`,
+ * `scripts/bench_warm.ts`). It prints Markdown tables, each row against its
+ * target (pass/miss); the last full results live in `docs/performance.md`.
+ * The bench's exit status ignores the targets: `--short` (tiny sizes, one
+ * round) only proves the bench works, and a test runs it. Groups for
+ * `--only`: `paths`, `sizes`, `listing`, `hub`, `concurrent`, `warm`.
  *
  * @module
  */
@@ -30,6 +33,13 @@ import { curlClient } from "./bench_serve.ts";
 import { benchSecondMessage } from "./bench_warm.ts";
 import { benchListing } from "./bench_listing.ts";
 import {
+  benchConcurrentFirstDelta,
+  benchHubDaemons,
+  benchStreamSizes,
+  type CurveRow,
+  curvesTable,
+} from "./bench_curves.ts";
+import {
   benchConcurrentRuns,
   benchDaemon,
   benchN8n,
@@ -38,8 +48,20 @@ import {
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { short: { type: "boolean" } },
+  options: { short: { type: "boolean" }, only: { type: "string" } },
 });
+
+const GROUPS = ["paths", "sizes", "listing", "hub", "concurrent", "warm"];
+const only = values.only?.split(",").map((group) => group.trim()) ?? GROUPS;
+for (const group of only) {
+  if (!GROUPS.includes(group)) {
+    console.error(
+      `bench: unknown group ${group} in --only; groups: ${GROUPS.join(", ")}`,
+    );
+    Deno.exit(2);
+  }
+}
+const selected = (group: string) => only.includes(group);
 
 const SIZES: BenchSizes = values.short
   ? {
@@ -120,7 +142,7 @@ async function version(rounds: number): Promise<Usage> {
   return medianUsage(usages);
 }
 
-async function main(): Promise<BenchRow[]> {
+async function paths(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const { chunks, rounds, coldRounds } = SIZES;
   const baseline = await bare(chunks, rounds);
@@ -128,6 +150,7 @@ async function main(): Promise<BenchRow[]> {
     path: `runner run, ${chunks}×32 B`,
     runner: await runnerRun(chunks, rounds),
     bare: baseline,
+    targets: { cpu: 1.3, wall: 1.1, rssMib: 70 },
   });
   const context = { work, workspace, sizes: SIZES, baseline };
   rows.push(...await benchServeStreams(context));
@@ -136,21 +159,65 @@ async function main(): Promise<BenchRow[]> {
     path: "runner run, one short cold prompt",
     runner: await runnerRun(1, coldRounds),
     bare: await bare(1, coldRounds),
+    targets: { cpu: 1.5, wall: 1.3 },
   });
   rows.push({
     path: "runner run, one short cold prompt, --late-update-ms 0",
     runner: await runnerRun(1, coldRounds, ["--late-update-ms", "0"]),
     bare: rows.at(-1)!.bare,
-    note: "without the 150 ms wait for straggling updates",
+    note: "without any wait for straggling updates",
   });
   rows.push({
     path: "runner --version",
     runner: await version(coldRounds),
+    targets: { wallMs: 150 },
   });
   rows.push(await benchConcurrentRuns(context));
   rows.push(...await benchN8n(context));
-  rows.push(await benchListing(work, values.short ? 20 : 200));
   return rows;
+}
+
+async function curves(rows: BenchRow[]): Promise<CurveRow[]> {
+  const context = {
+    work,
+    workspace,
+    rounds: values.short ? 1 : 3,
+    short: values.short ?? false,
+  };
+  const found: CurveRow[] = [];
+  if (selected("sizes")) found.push(await benchStreamSizes(context));
+  if (selected("listing")) {
+    const listing = await benchListing(work, values.short ? 20 : 200);
+    rows.push(listing.row);
+    found.push(...listing.curves);
+  }
+  if (selected("hub")) found.push(...await benchHubDaemons(context));
+  if (selected("concurrent")) {
+    found.push(...await benchConcurrentFirstDelta(context));
+  }
+  return found;
+}
+
+/** The targets of `row` a Markdown cell: each with pass or miss. */
+function targetCell(row: BenchRow): string {
+  const { targets, runner, bare } = row;
+  if (!targets) return "";
+  const parts: string[] = [];
+  const check = (name: string, value: number, limit: number, unit: string) =>
+    parts.push(
+      `${name} ≤ ${limit}${unit}: ${value <= limit ? "pass" : "miss"}`,
+    );
+  if (targets.cpu && bare) {
+    check("CPU", runner.cpuMs / bare.cpuMs, targets.cpu, "×");
+  }
+  if (targets.wall && bare) {
+    check("wall", runner.wallMs / bare.wallMs, targets.wall, "×");
+  }
+  if (targets.rssMib) {
+    check("RSS", runner.peakRssMib, targets.rssMib, " MiB");
+  }
+  if (targets.wallMs) check("wall", runner.wallMs, targets.wallMs, " ms");
+  return parts.join(", ");
 }
 
 function ratio(runner: number, bare: number | undefined): string {
@@ -164,8 +231,8 @@ function cell(value: number, digits: number): string {
 /** The results as a Markdown table. */
 function table(rows: BenchRow[]): string {
   const lines = [
-    "| path | CPU s (bare) | CPU ratio | wall s (bare) | wall ratio | peak RSS MiB (bare) | RSS ratio | bytes received (text) | bytes ratio | note |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| path | CPU s (bare) | CPU ratio | wall s (bare) | wall ratio | peak RSS MiB (bare) | RSS ratio | bytes received (text) | bytes ratio | target | note |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const row of rows) {
     const { runner, bare } = row;
@@ -186,7 +253,7 @@ function table(rows: BenchRow[]): string {
         row.bytes !== undefined && row.textBytes
           ? ratio(row.bytes, row.textBytes)
           : ""
-      } | ${row.note ?? ""} |`,
+      } | ${targetCell(row)} | ${row.note ?? ""} |`,
     );
   }
   return lines.join("\n");
@@ -194,23 +261,30 @@ function table(rows: BenchRow[]): string {
 
 try {
   const started = performance.now();
-  const rows = await main();
   console.log(
     `runner bench${
       values.short ? " (short)" : ""
     }: ${availableParallelism()} cores, ${Deno.build.os}/${Deno.build.arch}, Deno ${Deno.version.deno}; CPU from ${
       preciseCpu() ? "/usr/bin/time" : "/proc polling"
-    }; stream client ${curlClient() ? "curl" : "fetch (CPU not counted)"}; ${
-      ((performance.now() - started) / 1000).toFixed(1)
-    } s\n`,
+    }; stream client ${curlClient() ? "curl" : "fetch (CPU not counted)"}\n`,
   );
-  console.log(table(rows));
-  console.log(
-    "\n" +
+  // Each table as soon as it is measured: a late failure keeps the rest.
+  const rows = selected("paths") ? await paths() : [];
+  if (rows.length) console.log(table(rows) + "\n");
+  const listed = rows.length;
+  const curveRows = await curves(rows);
+  if (rows.length > listed) console.log(table(rows.slice(listed)) + "\n");
+  if (curveRows.length) console.log(curvesTable(curveRows) + "\n");
+  if (selected("warm")) {
+    console.log(
       await benchSecondMessage(
         values.short ? 1 : 3,
         values.short ? 100 : 1000,
       ),
+    );
+  }
+  console.log(
+    `\nbench time: ${((performance.now() - started) / 1000).toFixed(1)} s`,
   );
 } finally {
   Deno.removeSync(work, { recursive: true });

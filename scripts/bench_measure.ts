@@ -255,4 +255,18 @@ export interface BenchRow {
   textBytes?: number;
   /** Anything else worth saying. */
   note?: string;
+  /** The targets the row is held to. */
+  targets?: RowTargets;
+}
+
+/** A row's targets: ratios against the bare client, absolute peak RSS and wall. */
+export interface RowTargets {
+  /** CPU ratio at most. */
+  cpu?: number;
+  /** Wall ratio at most. */
+  wall?: number;
+  /** Peak RSS at most, MiB. */
+  rssMib?: number;
+  /** Wall time at most, ms (no baseline). */
+  wallMs?: number;
 }

@@ -95,6 +95,7 @@ export async function benchServeStreams(
         bytes: usage.stdoutBytes,
         textBytes: chunks * 32,
         note: "CPU: serve + client",
+        targets: { cpu: 2 },
       });
     }
   } finally {
@@ -145,6 +146,7 @@ export async function benchDaemon(context: BenchContext): Promise<BenchRow> {
       bytes: usage.stdoutBytes,
       textBytes: chunks * 32,
       note: "CPU: serve + daemon + client; RSS: serve + daemon",
+      targets: { cpu: 3 },
     };
   } finally {
     watches.forEach((watch) => watch.stop());
@@ -187,6 +189,7 @@ export async function benchConcurrentRuns(
       },
       note:
         `${completed.length}/${concurrent} completed; RSS of runner serve only`,
+      targets: { rssMib: 250 },
     };
   } finally {
     watch.stop();

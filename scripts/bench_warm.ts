@@ -97,5 +97,7 @@ export async function benchSecondMessage(
   const w = median(warm);
   return `2nd message of a conversation, first chunk (fixture: ${delayMs} ms initialize + ${delayMs} ms load): cold ${
     c.toFixed(1)
-  } ms, warm ${w.toFixed(1)} ms, ${(c / w).toFixed(0)}× sooner warm`;
+  } ms, warm ${w.toFixed(1)} ms, ${
+    (c / w).toFixed(0)
+  }× sooner warm (target ≥ 10×: ${c / w >= 10 ? "pass" : "miss"})`;
 }

@@ -63,3 +63,42 @@ export function insertRunRows(options: BulkRunsOptions): void {
     db.close();
   }
 }
+
+/** Gives run `runId` (already stored) `count` events: deltas, then `run.completed`. */
+export function insertEventRows(
+  options: { path: string; runId: string; count: number },
+): void {
+  const db = new DatabaseSync(options.path);
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    const insert = db.prepare(
+      "INSERT INTO events (run_id, sequence, type, event_json, timestamp) VALUES (?, ?, ?, ?, ?)",
+    );
+    db.exec("BEGIN IMMEDIATE");
+    for (let sequence = 1; sequence <= options.count; sequence++) {
+      const type = sequence === options.count
+        ? "run.completed"
+        : "message.delta";
+      const data = type === "run.completed"
+        ? { finish_reason: "stop" }
+        : { delta: { content: `chunk ${sequence} `.repeat(4) } };
+      const event = {
+        type,
+        run_id: options.runId,
+        sequence,
+        timestamp: new Date().toISOString(),
+        data,
+      };
+      insert.run(
+        options.runId,
+        sequence,
+        type,
+        JSON.stringify(event),
+        Date.now(),
+      );
+    }
+    db.exec("COMMIT");
+  } finally {
+    db.close();
+  }
+}

@@ -30,8 +30,27 @@ Deno.test("deno task bench --short measures every path against the bare client",
       /\| n8n stream, .*fast agent/,
       /\| n8n stream, .*slow agent/,
       /\| GET \/v1\/runs\?limit=50, 100000 vs 1000 runs stored, \d+ requests \| .* [\d.]+× \(target ≤ 2×\)/,
+      /\| runner run, answer size .* \| ≤ 1\.20× \| (pass|miss) \|/,
+      /\| GET \/v1\/runs\/:id\/events .* \| ≤ 2\.00× \| (pass|miss) \|/,
+      /\| idle daemons on one hub .* KiB\/daemon.* \| (pass|miss) \|/,
+      /\| \d+ vs \d+ concurrent runs on runner serve: p50 time to first delta \|/,
+      /2nd message of a conversation.*\(target ≥ 10×: (pass|miss)\)/,
     ]
   ) {
     assert.match(stdout, path);
   }
+});
+
+Deno.test("deno task bench refuses an unknown --only group before measuring anything", async () => {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}scripts/bench.ts`, "--only", "paths,nope"],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(output.code, 2);
+  assert.match(
+    new TextDecoder().decode(output.stderr),
+    /unknown group nope in --only; groups: paths, sizes/,
+  );
 });

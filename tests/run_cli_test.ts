@@ -140,6 +140,12 @@ Deno.test("updates after the prompt answer are delivered before the terminal eve
 });
 
 Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not part of it", async () => {
+  // The default waits while late updates keep coming (the first right after
+  // the answer); `0` ends the turn with the answer, even for a late update
+  // that comes only 100 ms later.
+  const waited = await runCli(
+    runArgs(["--text", "main", "--late-update-at", "0,100"], "--json", "hi"),
+  );
   const flags = [
     "--text",
     "main",
@@ -148,7 +154,6 @@ Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not
     "--late-update-delay-ms",
     "100",
   ];
-  const waited = await runCli(runArgs(flags, "--json", "hi"));
   const ended = await runCli(
     runArgs(flags, "--json", "--late-update-ms", "0", "hi"),
   );
@@ -160,7 +165,7 @@ Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not
       .content;
   };
   assert.equal(waited.code, 0, waited.stderr);
-  assert.equal(message(waited), "mainlate-1late-2");
+  assert.equal(message(waited), "mainlate@0late@100");
   assert.equal(ended.code, 0, ended.stderr);
   assert.equal(message(ended), "main");
 });

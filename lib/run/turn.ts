@@ -144,7 +144,11 @@ async function runTurn(
     throw error;
   }
   run.log({ msg: "turn answered", stop_reason: stopReason });
-  await quietWindow(run, config.lateUpdateMs);
+  await quietWindow(
+    run,
+    config.lateUpdateMs,
+    Math.min(FIRST_LATE_UPDATE_MS, config.lateUpdateMs),
+  );
   run.turn = undefined;
   run.emitter.flush(); // the last text reaches the turn's message
   if (!current.text.empty) {
@@ -181,10 +185,20 @@ async function endReplay(run: RunContext) {
 }
 
 /**
- * Waits until the agent has sent nothing for `quiet` ms (at most 10 × that),
- * unless it exits or the run is cancelled.
+ * After a prompt answer the turn first waits only this long (ms) for a late
+ * update: most agents send none, and those that do send the first one right
+ * after answering. Once one arrives the quiet window is the full
+ * `late-update-ms`.
  */
-async function quietWindow(run: RunContext, quiet: number) {
+const FIRST_LATE_UPDATE_MS = 10;
+
+/**
+ * Waits until the agent has sent nothing for `quiet` ms (at most 10 × that),
+ * unless it exits or the run is cancelled. With `first`, the wait ends
+ * already after `first` ms without any update; the first update that arrives
+ * in time makes it `quiet` from then on (adaptive: silent agents pay `first`).
+ */
+async function quietWindow(run: RunContext, quiet: number, first = quiet) {
   const limit = performance.now() + quiet * 10;
   const interrupted = Promise.race([
     run.aborted,
@@ -193,14 +207,14 @@ async function quietWindow(run: RunContext, quiet: number) {
   interrupted.catch(() => {});
   let stop = false;
   interrupted.then(() => stop = true, () => stop = true);
-  run.lastUpdateAt = Math.max(run.lastUpdateAt, performance.now());
+  const start = Math.max(run.lastUpdateAt, performance.now());
+  run.lastUpdateAt = start;
   run.awaitingQuiet = true;
   try {
-    while (!stop && performance.now() < limit) {
-      const wait = Math.min(
-        run.lastUpdateAt + quiet - performance.now(),
-        limit - performance.now(),
-      );
+    while (!stop) {
+      const now = performance.now();
+      const window = run.lastUpdateAt > start ? quiet : first;
+      const wait = Math.min(run.lastUpdateAt + window - now, limit - now);
       if (wait <= 0) break;
       await settleWithin(interrupted, wait);
     }
