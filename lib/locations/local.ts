@@ -43,6 +43,7 @@ export async function launchLocal(
     env: launch.env,
     secrets: launch.secrets,
     registry: options.registry,
+    sandbox: launch.sandbox,
   });
   return {
     stdin: agent.stdin,
