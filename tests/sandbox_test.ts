@@ -6,7 +6,9 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { RunnerError } from "../lib/errors.ts";
 import type { RunAssetsRequest } from "../lib/assets/request.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
 import { sampleSpec } from "./assets_test_helpers.ts";
@@ -233,4 +235,27 @@ Deno.test("sandboxed teardown: a run that times out leaves no process of its age
   } finally {
     await h.close();
   }
+});
+
+Deno.test("sandbox=confined refuses a workspace that would show the whole of $HOME: ~, a parent of it, or /", () => {
+  const world = sandboxWorld();
+  for (const workspace of [world.home, dirname(world.home), "/"]) {
+    assert.throws(
+      () =>
+        prepareAgentLaunch(sandboxConfig(world, [], { workspace }), {
+          environment: world.environment,
+        }),
+      (error: unknown) =>
+        error instanceof RunnerError && error.code === "config.invalid" &&
+        /would show the whole of \$HOME/.test(error.message),
+      workspace,
+    );
+  }
+  const inside = join(world.home, "project");
+  const launch = prepareAgentLaunch(
+    sandboxConfig(world, [], { workspace: inside }),
+    { environment: world.environment },
+  );
+  assert.equal(launch.sandbox?.mode, "confined");
+  assert.equal(launch.sandbox?.writePaths.at(-1), inside);
 });

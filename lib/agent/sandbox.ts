@@ -153,6 +153,15 @@ export interface PlanSandboxOptions {
  */
 export function planSandbox(options: PlanSandboxOptions): SandboxPlan {
   const home = options.env.HOME || undefined;
+  if (
+    resolve(options.workspace) === "/" || hidesHome(options.workspace, home)
+  ) {
+    throw new RunnerError(
+      "config.invalid",
+      `workspace: ${options.workspace} would show the whole of $HOME (or the machine) to a confined agent; give the run a directory of its own (sandbox=confined)`,
+      { detail: { key: "workspace" } },
+    );
+  }
   const expand = (path: string) => expandHome(path, home);
   const pathDirs = (options.env.PATH ?? "").split(":")
     .filter((dir) => isAbsolute(dir) && !hidesHome(dir, home));
@@ -174,7 +183,11 @@ export function planSandbox(options: PlanSandboxOptions): SandboxPlan {
   return {
     mode: "confined",
     network: options.network,
-    readPaths: [...pathDirs, ...configured(options.readPaths, expand)],
+    readPaths: [
+      ...pathDirs,
+      ...compiledRunner(),
+      ...configured(options.readPaths, expand),
+    ],
     writePaths: [
       ...stateDirs,
       ...configured(options.writePaths, expand),
@@ -182,6 +195,16 @@ export function planSandbox(options: PlanSandboxOptions): SandboxPlan {
     ],
     home,
   };
+}
+
+/**
+ * The compiled runner itself, read-only: agents without MCP over HTTP start
+ * it as `runner mcp-stdio` to reach the run's assets. (Run from source, the
+ * runner is `deno run main.ts`, which a confined agent cannot start.)
+ */
+function compiledRunner(): string[] {
+  const exe = Deno.execPath();
+  return /(^|\/)deno$/.test(exe) ? [] : [exe];
 }
 
 function configured(
