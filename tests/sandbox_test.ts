@@ -15,6 +15,7 @@ import { sampleSpec } from "./assets_test_helpers.ts";
 import { EventLog, harness } from "./engine_helpers.ts";
 import { tempDir } from "./helpers.ts";
 import {
+  DENO_DIR,
   markedProcesses,
   pidNamespace,
   reachLines,
@@ -68,6 +69,12 @@ Deno.test("sandbox=confined: the agent writes its workspace and state dir, and c
       provider: "codex",
       "sandbox-network": "none",
       "langbot-assets-enabled": false,
+      // $HOME on the agent's PATH must not bring $HOME into view.
+      "env-json": {
+        DENO_DIR,
+        SANDBOX_TEST_MARK: world.marker,
+        PATH: `${world.home}:${world.environment.PATH}`,
+      },
     });
     const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
