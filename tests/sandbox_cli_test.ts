@@ -2,14 +2,22 @@
  * The sandbox through the real CLI: `runner probe` says whether this machine
  * can confine agents; a run asking for it where it cannot fails before the
  * agent starts (`sandbox.unavailable`); kill -9 of `runner run` takes its
- * confined agent down with it.
+ * confined agent down with it; `runner serve --sandbox confined` confines
+ * every HTTP run.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { findOnPath } from "../lib/agent/find_executable.ts";
-import { runCli, spawnCli, tempDir } from "./helpers.ts";
+import { ROOT, runCli, spawnCli, tempDir } from "./helpers.ts";
 import {
+  deltaText,
+  postJson,
+  sseEvents,
+  startServe,
+} from "./serve_test_helpers.ts";
+import {
+  DENO_DIR,
   markedGone,
   markedProcesses,
   sandboxKeys,
@@ -107,5 +115,57 @@ Deno.test("kill -9 of runner run takes its confined agent, the agent's stubborn 
     for (const pid of markedProcesses(world.marker)) {
       Deno.kill(pid, "SIGKILL");
     }
+  }
+});
+
+Deno.test("runner serve --sandbox confined: a run over HTTP is confined and says so in run.started; a request cannot turn it off", async () => {
+  const world = sandboxWorld();
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      ...[
+        "--sandbox",
+        "confined",
+        "--sandbox-read-paths",
+        `${ROOT},${DENO_DIR}`,
+      ],
+    ],
+    env: world.environment,
+  });
+  try {
+    const keys = sandboxKeys(world, ["--try-read", world.homeSecret]);
+    const config = {
+      provider: keys.provider,
+      "acp-command": keys["acp-command"],
+      workspace: keys.workspace,
+    };
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "hi" },
+      config,
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    assert.deepEqual(
+      events.find((event) => event.type === "run.started")?.data,
+      { agent: "cold", sandbox: "confined" },
+    );
+    assert.match(
+      deltaText(events),
+      new RegExp(`try-read ${world.homeSecret}: error NotFound`),
+    );
+    const refused = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "hi" },
+      config: { ...config, sandbox: "off" },
+    });
+    assert.equal(refused.status, 403);
+    const body = await refused.json();
+    assert.equal(body.error.code, "http.forbidden");
+    assert.match(
+      body.error.message,
+      /^sandbox: the operator confines every run/,
+    );
+  } finally {
+    await serve.stop();
   }
 });
