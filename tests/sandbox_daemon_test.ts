@@ -21,6 +21,13 @@ import { RunnerError } from "../lib/errors.ts";
 import { loadServeConfig, type ServeConfig } from "../lib/server/config.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
 import { assertRelayFrame } from "./contracts.ts";
+import { DAEMON_TOKEN, daemonProcess } from "./daemon_test_helpers.ts";
+import {
+  deltaText,
+  postJson,
+  sseEvents,
+  startServe,
+} from "./serve_test_helpers.ts";
 import { ROOT, tempDir } from "./helpers.ts";
 import {
   confinedFixtureCommand,
@@ -206,5 +213,65 @@ Deno.test("over HTTP a caller may confine its run more than the operator, never 
         error instanceof RunnerError && error.code === "http.forbidden",
       key,
     );
+  }
+});
+
+Deno.test("a real runner daemon --sandbox confined runs the hub's job confined: the agent does its work in the workspace and cannot see the daemon user's home", async () => {
+  const world = sandboxWorld();
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      ...["--allow-custom-commands", "--daemon-enabled", "--daemon-port", "0"],
+      ...["--daemon-token", DAEMON_TOKEN],
+      ...["--env-json", JSON.stringify({ DENO_DIR })],
+    ],
+  });
+  const hubLine = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const tokenFile = join(tempDir(), "token");
+  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
+  const daemon = daemonProcess(String(hubLine.url), "boxed-1", tokenFile, {
+    args: [
+      ...["--sandbox", "confined"],
+      ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+    ],
+    env: world.environment,
+  });
+  try {
+    await daemon.connected;
+    const workspace = tempDir("daemon-ws-");
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "through the daemon" },
+      config: {
+        provider: "custom",
+        location: "daemon",
+        "daemon-id": "boxed-1",
+        workspace,
+        "acp-command": confinedFixtureCommand(
+          ...["--try-read", world.homeSecret, "--try-write", "done.txt"],
+        ),
+      },
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    assert.equal(events.at(-1)?.type, "run.completed", JSON.stringify(events));
+    assert.equal(
+      events.find((event) => event.type === "run.started")?.data.sandbox,
+      "confined",
+    );
+    const text = deltaText(events);
+    assert.match(
+      text,
+      new RegExp(`try-read ${world.homeSecret}: error NotFound`),
+    );
+    assert.match(text, /try-write done\.txt: ok/);
+    assert.equal(
+      Deno.readTextFileSync(join(workspace, "done.txt")),
+      "written by the fixture itself\n",
+    );
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+    await serve.stop();
   }
 });
