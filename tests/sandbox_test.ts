@@ -7,7 +7,13 @@
 
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
+import { existsSync } from "node:fs";
 import { prepareAgentLaunch } from "../lib/agent/launch.ts";
+import { spawnAgent } from "../lib/agent/process.ts";
+import {
+  createReaperRegistry,
+  reapLeftoverGroups,
+} from "../lib/agent/reaper.ts";
 import { RunnerError } from "../lib/errors.ts";
 import type { RunAssetsRequest } from "../lib/assets/request.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
@@ -265,4 +271,55 @@ Deno.test("sandbox=confined refuses a workspace that would show the whole of $HO
   );
   assert.equal(launch.sandbox?.mode, "confined");
   assert.equal(launch.sandbox?.writePaths.at(-1), inside);
+});
+
+Deno.test("the reaper kills a confined agent's group left by a dead runner: bubblewrap, the agent and its stubborn grandchild", async () => {
+  const world = sandboxWorld();
+  const dir = tempDir("agents-");
+  const launch = prepareAgentLaunch(
+    sandboxConfig(world, ["--grandchild", "--pid-file", "pids.json"]),
+    { environment: world.environment },
+  );
+  const agent = spawnAgent({
+    argv: launch.argv,
+    cwd: launch.cwd,
+    env: launch.env,
+    sandbox: launch.sandbox,
+    registry: createReaperRegistry(dir),
+  });
+  try {
+    // The fixture answers initialize only after its grandchild runs.
+    const writer = agent.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: 1 },
+      }) + "\n",
+    ));
+    writer.releaseLock();
+    const reader = agent.stdout.getReader();
+    assert.equal((await reader.read()).done, false, "initialize answered");
+    reader.releaseLock();
+    assert.ok(existsSync(join(launch.cwd, "pids.json")));
+    assert.ok(markedProcesses(world.marker).length >= 5);
+    // Its runner died (kill -9): the record now names a dead owner.
+    const record = join(dir, `${agent.pid}.json`);
+    const dead = new Deno.Command("true").spawn();
+    await dead.status;
+    Deno.writeTextFileSync(
+      record,
+      JSON.stringify({
+        ...JSON.parse(Deno.readTextFileSync(record)),
+        ownerPid: dead.pid,
+      }),
+    );
+    const report = await reapLeftoverGroups(dir);
+    assert.deepEqual(report.killed, [agent.pid]);
+    await agent.exited;
+    assert.deepEqual(markedProcesses(world.marker), []);
+  } finally {
+    await agent.terminate({ graceMs: 100 });
+  }
 });
