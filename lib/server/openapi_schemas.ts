@@ -44,11 +44,14 @@ function eventData(type: string, schema: Schema): Schema {
   };
 }
 
-/** `run.started`: a warm or cold agent, and how it is confined (`docs/sandbox.md`). */
+/**
+ * `run.started`: a warm or cold agent, and how it is confined
+ * (`docs/sandbox.md`; absent from a daemon of a version before the sandbox).
+ */
 const RUN_STARTED_DATA = object({
   agent: { enum: ["warm", "cold"] },
   sandbox: { enum: ["off", "confined"] },
-});
+}, ["agent"]);
 
 /** `RunEvent` and the `Message` of its completions. */
 function eventSchemas(): Record<string, Schema> {
