@@ -13,6 +13,7 @@ import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
 import type { DaemonSandbox } from "./lib/relay/payload.ts";
+import { requireSandbox } from "./lib/agent/sandbox.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
 import { DECIMAL_PATTERN, parseRunConfig } from "./lib/config.ts";
 import {
@@ -179,6 +180,8 @@ function sandboxSettings(
     "sandbox-read-paths": values["sandbox-read-paths"],
     "sandbox-write-paths": values["sandbox-write-paths"],
   });
+  // A daemon that must confine every job but cannot does not start.
+  if (config.sandbox === "confined") requireSandbox();
   return {
     sandbox: config.sandbox,
     sandboxNetwork: config.sandboxNetwork,
@@ -371,6 +374,9 @@ export async function daemonCommand(args: string[]): Promise<number> {
     daemon_id: settings.daemonId,
     url: settings.url,
     data_dir: settings.dataDir,
+    sandbox: settings.sandbox.sandbox === "confined"
+      ? `confined, network ${settings.sandbox.sandboxNetwork}`
+      : "as run.start asks",
   });
   try {
     await runDaemonClient({

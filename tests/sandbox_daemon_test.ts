@@ -28,7 +28,7 @@ import {
   sseEvents,
   startServe,
 } from "./serve_test_helpers.ts";
-import { ROOT, tempDir } from "./helpers.ts";
+import { ROOT, runCli, tempDir } from "./helpers.ts";
 import {
   confinedFixtureCommand,
   DENO_DIR,
@@ -274,4 +274,16 @@ Deno.test("a real runner daemon --sandbox confined runs the hub's job confined: 
     assert.equal(await daemon.stop(), 0);
     await serve.stop();
   }
+});
+
+Deno.test("runner daemon --sandbox confined does not start where it cannot confine agents", async () => {
+  const result = await runCli([
+    ...["daemon", "--url", "ws://127.0.0.1:9", "--daemon-id", "boxed-2"],
+    ...["--token", DAEMON_TOKEN, "--sandbox", "confined"],
+  ], { env: { PATH: tempDir("path-without-bwrap-") } });
+  assert.equal(result.code, 2, result.stderr);
+  assert.match(
+    result.stderr,
+    /error \[sandbox\.unavailable\]: sandbox=confined needs bubblewrap/,
+  );
 });
