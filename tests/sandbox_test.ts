@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { existsSync } from "node:fs";
 import { prepareAgentLaunch } from "../lib/agent/launch.ts";
 import { spawnAgent } from "../lib/agent/process.ts";
+import { planSandbox } from "../lib/agent/sandbox.ts";
 import {
   createReaperRegistry,
   reapLeftoverGroups,
@@ -322,4 +323,30 @@ Deno.test("the reaper kills a confined agent's group left by a dead runner: bubb
   } finally {
     await agent.terminate({ graceMs: 100 });
   }
+});
+
+Deno.test("sandbox plan: a program linked from PATH brings its package in read-only; an npx agent gets its npm cache read-write", () => {
+  const home = tempDir("plan-home-");
+  const pkg = join(home, ".nvm", "lib", "node_modules", "fake-acp");
+  Deno.mkdirSync(join(pkg, "dist"), { recursive: true });
+  Deno.writeTextFileSync(join(pkg, "package.json"), "{}");
+  Deno.writeTextFileSync(join(pkg, "dist", "cli.js"), "#!/bin/sh\n");
+  Deno.chmodSync(join(pkg, "dist", "cli.js"), 0o755);
+  const bin = join(home, ".nvm", "bin");
+  Deno.mkdirSync(bin, { recursive: true });
+  Deno.symlinkSync(join(pkg, "dist", "cli.js"), join(bin, "fake-acp"));
+  const workspace = tempDir("plan-ws-");
+  const env = { HOME: home, PATH: `${bin}:/usr/bin` };
+  const linked = planSandbox({
+    network: "full",
+    workspace,
+    env,
+    program: "fake-acp",
+  });
+  assert.ok(linked.readPaths.includes(bin), "the PATH directory");
+  assert.ok(linked.readPaths.includes(pkg), "the package it links to");
+  assert.deepEqual(linked.writePaths, [workspace]);
+  const npx = planSandbox({ network: "full", workspace, env, program: "npx" });
+  assert.deepEqual(npx.writePaths, [join(home, ".npm"), workspace]);
+  assert.ok(Deno.statSync(join(home, ".npm")).isDirectory);
 });

@@ -12,7 +12,6 @@ import {
   sandboxArgv,
   sandboxAvailability,
   type SandboxPlan,
-  startsWithNpx,
 } from "./sandbox.ts";
 import type { RunConfig } from "../config.ts";
 import { type CommandSource, resolveProvider } from "../providers.ts";
@@ -108,6 +107,6 @@ function confinement(
     stateDirs: preset?.stateDirs,
     readPaths: config.sandboxReadPaths,
     writePaths: config.sandboxWritePaths,
-    npx: startsWithNpx(agent.argv),
+    program: agent.argv[0],
   });
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { findOnPath } from "./find_executable.ts";
 
@@ -142,8 +142,8 @@ export interface PlanSandboxOptions {
   readPaths?: readonly string[];
   /** `sandbox-write-paths`. */
   writePaths?: readonly string[];
-  /** The agent is started by npx: its npm cache must be writable. */
-  npx?: boolean;
+  /** The agent's program (`argv[0]`): where a symbolic link on `PATH` leads is made readable. */
+  program?: string;
 }
 
 /**
@@ -166,7 +166,8 @@ export function planSandbox(options: PlanSandboxOptions): SandboxPlan {
   const pathDirs = (options.env.PATH ?? "").split(":")
     .filter((dir) => isAbsolute(dir) && !hidesHome(dir, home));
   const own = [...(options.stateDirs ?? [])];
-  if (options.npx) {
+  const program = options.program ?? "";
+  if (startsWithNpx([program])) {
     own.push(options.env.npm_config_cache ?? "~/.npm");
   }
   const stateDirs = own.flatMap((path) => {
@@ -185,6 +186,7 @@ export function planSandbox(options: PlanSandboxOptions): SandboxPlan {
     network: options.network,
     readPaths: [
       ...pathDirs,
+      ...linkedPackage(program, options.env.PATH),
       ...compiledRunner(),
       ...configured(options.readPaths, expand),
     ],
@@ -195,6 +197,31 @@ export function planSandbox(options: PlanSandboxOptions): SandboxPlan {
     ],
     home,
   };
+}
+
+/**
+ * Where the agent's program leads when it is a symbolic link (npm's global
+ * installs, e.g. `~/.nvm/…/bin/npx` → `…/lib/node_modules/npm/bin/npx-cli.js`):
+ * the nearest directory above the target holding a `package.json` (else the
+ * target's own directory), so the program can load its files.
+ */
+function linkedPackage(program: string, pathValue?: string): string[] {
+  const found = program ? findOnPath(program, pathValue) : undefined;
+  if (!found) return [];
+  let target: string;
+  try {
+    target = Deno.realPathSync(found);
+  } catch {
+    return [];
+  }
+  if (target === resolve(found)) return [];
+  for (let dir = dirname(target); dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      Deno.statSync(join(dir, "package.json"));
+      return [dir];
+    } catch { /* keep climbing */ }
+  }
+  return [dirname(target)];
 }
 
 /**
@@ -300,8 +327,7 @@ function hostKeys(): string[] {
 
 /** Whether `argv` starts the agent with npx (its npm cache is then its state). */
 export function startsWithNpx(argv: readonly string[]): boolean {
-  const program = argv[0] ?? "";
-  const name = program.slice(dirname(program).length).replace(/^\//, "");
+  const name = basename(argv[0] ?? "");
   return name === "npx" || name === "npx.cmd" ||
     (name === "npm" && argv[1] === "exec");
 }
