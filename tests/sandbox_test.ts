@@ -241,7 +241,7 @@ Deno.test("sandboxed teardown: a cancelled run's stubborn agent and its grandchi
 });
 
 Deno.test("sandboxed teardown: a run that times out leaves no process of its agent", async () => {
-  const { world, h, run, log } = await stalledConfinedRun({ timeout: 5 });
+  const { world, h, run, log } = await stalledConfinedRun({ timeout: 8 });
   try {
     assert.equal((await run.done).status, "failed");
     assert.equal(log.events.at(-1)?.data.code, "run.timeout");
