@@ -12,8 +12,10 @@ import { join } from "node:path";
 import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
+import type { DaemonSandbox } from "./lib/relay/payload.ts";
+import { requireSandbox } from "./lib/agent/sandbox.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
-import { DECIMAL_PATTERN } from "./lib/config.ts";
+import { DECIMAL_PATTERN, parseRunConfig } from "./lib/config.ts";
 import {
   createLogger,
   LOG_FORMATS,
@@ -62,6 +64,13 @@ Options:
                          between jobs (default 300; 0 = never)
   --max-warm-agents N    warm agents at most, least recently used stopped
                          first (default 16; 0 = none)
+  --sandbox MODE         off (default: as run.start asks) or confined: every
+                         job's agent runs under bubblewrap, whatever the hub
+                         asks (docs/sandbox.md)
+  --sandbox-network MODE with confined: full (default) or none
+  --sandbox-read-paths LIST, --sandbox-write-paths LIST
+                         more paths confined agents may read / write (the
+                         hub cannot name any)
   --log-level LEVEL      debug | info | warn | error (default info)
   --log-format FORMAT    json | text (default: text on a terminal, else json)
   -h, --help             this text
@@ -87,6 +96,8 @@ interface DaemonSettings {
   logLevel: LogLevel;
   /** The log line format (default: by the terminal). */
   logFormat?: LogFormat;
+  /** The daemon's own sandbox settings. */
+  sandbox: DaemonSandbox;
 }
 
 function invalid(message: string): RunnerError {
@@ -141,6 +152,7 @@ async function settingsFrom(
     token,
     ...warm,
     ...logSettings(values),
+    sandbox: sandboxSettings(values),
     tokenFromFlag: values.token !== undefined,
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
@@ -152,6 +164,29 @@ async function settingsFrom(
     ),
     pingIntervalMs: secondsFlag(values, "ping-interval", PING_INTERVAL_MS),
     pingTimeoutMs: secondsFlag(values, "ping-timeout", PING_TIMEOUT_MS),
+  };
+}
+
+/** `--sandbox*`, checked like the run-config keys they are. */
+function sandboxSettings(
+  values: Record<string, string | boolean | undefined>,
+): DaemonSandbox {
+  const config = parseRunConfig({
+    provider: "custom",
+    workspace: "/",
+    "langbot-assets-enabled": false,
+    sandbox: values.sandbox,
+    "sandbox-network": values["sandbox-network"],
+    "sandbox-read-paths": values["sandbox-read-paths"],
+    "sandbox-write-paths": values["sandbox-write-paths"],
+  });
+  // A daemon that must confine every job but cannot does not start.
+  if (config.sandbox === "confined") requireSandbox();
+  return {
+    sandbox: config.sandbox,
+    sandboxNetwork: config.sandboxNetwork,
+    sandboxReadPaths: config.sandboxReadPaths,
+    sandboxWritePaths: config.sandboxWritePaths,
   };
 }
 
@@ -269,6 +304,10 @@ function parseDaemonFlags(
         "max-warm-agents": { type: "string" },
         "log-level": { type: "string" },
         "log-format": { type: "string" },
+        sandbox: { type: "string" },
+        "sandbox-network": { type: "string" },
+        "sandbox-read-paths": { type: "string" },
+        "sandbox-write-paths": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -309,6 +348,7 @@ async function startDaemonJobs(
   });
   const runner = createDaemonJobRunner({
     registry: createReaperRegistry(agentsDir),
+    sandbox: settings.sandbox,
     warmPool,
     log,
   });
@@ -373,6 +413,9 @@ export async function daemonCommand(args: string[]): Promise<number> {
     daemon_id: settings.daemonId,
     url: settings.url,
     data_dir: settings.dataDir,
+    sandbox: settings.sandbox.sandbox === "confined"
+      ? `confined, network ${settings.sandbox.sandboxNetwork}`
+      : "as run.start asks",
   });
   try {
     await runDaemonClient({

@@ -59,6 +59,10 @@ export interface RunConfig {
   mcpBridgePort?: number;
   mcpPublicUrl?: string;
   knowledgeBases: string[];
+  sandbox: "off" | "confined";
+  sandboxNetwork: "full" | "none";
+  sandboxReadPaths: string[];
+  sandboxWritePaths: string[];
   sshTarget?: string;
   sshPort: number;
   sshIdentityFile?: string;
@@ -259,6 +263,7 @@ export function parseRunConfig(
   }
   checkPaths(result);
   checkMcpBridge(result);
+  checkSandbox(result);
   if (result.location === "daemon" && !result.daemonId) {
     throw invalid("daemon-id", "is required when location=daemon");
   }
@@ -281,6 +286,32 @@ function checkPaths(config: RunConfig): void {
     const path = key === "workspace" ? config.workspace : config.sessionCwd;
     if (path !== undefined && !isPosixStylePath(path)) {
       throw invalid(key, `must be an absolute path (got "${path}")`);
+    }
+  }
+}
+
+/** The sandbox confines agents this machine starts, and `none` leaves no way to the assets endpoint. */
+function checkSandbox(config: RunConfig): void {
+  if (config.sandbox === "off") return;
+  if (config.location === "remote-ssh") {
+    throw invalid(
+      "sandbox",
+      "is not available with location=remote-ssh: the runner cannot confine an agent on another machine. Use sandbox=off, or run a runner daemon there",
+    );
+  }
+  if (config.sandboxNetwork === "none" && config.langbotAssetsEnabled) {
+    throw invalid(
+      "sandbox-network",
+      "none leaves the agent no network, so it cannot reach the run's assets endpoint either; set langbot-assets-enabled=false, or use sandbox-network=full",
+    );
+  }
+  for (const key of ["sandbox-read-paths", "sandbox-write-paths"] as const) {
+    const paths = key === "sandbox-read-paths"
+      ? config.sandboxReadPaths
+      : config.sandboxWritePaths;
+    const bad = paths.find((path) => !isPosixStylePath(path));
+    if (bad !== undefined) {
+      throw invalid(key, `must be absolute paths or ~/… (got "${bad}")`);
     }
   }
 }

@@ -363,6 +363,22 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "mcp-public-url": text(
     "with `http`: the bridge's `/mcp` URL as the agent's machine reaches it (required; operator only)",
   ),
+  "sandbox": choice(
+    ["off", "confined"],
+    "off",
+    "`off` (the agent has the runner user's rights) or `confined` (bubblewrap: the agent sees its workspace, its own state directories and the system directories; local and daemon runs; `docs/sandbox.md`)",
+  ),
+  "sandbox-network": choice(
+    ["full", "none"],
+    "full",
+    "with `sandbox=confined`: `full` (the host's network, loopback included) or `none` (no network at all, the run's assets endpoint included: needs `langbot-assets-enabled=false`)",
+  ),
+  "sandbox-read-paths": list(
+    "with `sandbox=confined`: more paths the agent may read (absolute or `~/…`, list or comma-separated); operator only",
+  ),
+  "sandbox-write-paths": list(
+    "with `sandbox=confined`: more paths the agent may read and write (absolute or `~/…`); operator only",
+  ),
   "knowledge-bases": list("knowledge base ids granted for retrieval"),
   "ssh-target": text("`user@host` for remote-ssh"),
   "ssh-port": port("SSH port", 22),

@@ -37,6 +37,11 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: "The agent process could not be started.",
   },
+  "sandbox.unavailable": {
+    retryable: false,
+    meaning:
+      "The run asked for `sandbox=confined`, but this machine cannot confine agents (no bubblewrap, or user namespaces not allowed); the agent was not started.",
+  },
   "acp.start_timeout": {
     retryable: true,
     meaning: "The agent process did not start within `startup-timeout`.",

@@ -29,6 +29,7 @@ export const PROBE_OUTCOMES = {
   recovery_failed: 6,
   inconclusive: 7,
   agent_exited: 8,
+  sandbox_unavailable: 9,
 } as const;
 
 /** One probe outcome name. */
@@ -67,6 +68,20 @@ export interface ProbeReport {
   stderrTail?: string;
   /** When the agent did not start or open a session: what its preset needs ({@linkcode ProbeOptions.startHint}). */
   hint?: string;
+  /** Whether this machine can confine agents, and how this probe's agent ran (`docs/sandbox.md`). */
+  sandbox?: ProbeSandbox;
+}
+
+/** The sandbox part of a probe report. */
+export interface ProbeSandbox {
+  /** bubblewrap is installed and can make the sandbox's namespaces. */
+  available: boolean;
+  /** Why not, when it is not. */
+  reason?: string;
+  /** The mode the probed agent (and a run of the same config) gets. */
+  mode: "off" | "confined";
+  /** The network mode under `confined`. */
+  network?: "full" | "none";
 }
 
 /** Options for {@linkcode probeAgent}. */
@@ -279,6 +294,7 @@ const OUTCOME_BY_CODE: Record<string, ProbeOutcome> = {
   "acp.incompatible_protocol": "incompatible_protocol",
   "acp.unauthenticated": "unauthenticated",
   "acp.process_exited": "agent_exited",
+  "sandbox.unavailable": "sandbox_unavailable",
 };
 
 /**

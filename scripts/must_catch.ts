@@ -453,6 +453,46 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/serve_burst_test.ts",
     filter: "descriptors run out",
   },
+  {
+    name: "a PATH entry of $HOME mounted into the sandbox",
+    file: "lib/agent/sandbox.ts",
+    find: "  return root === clean ||",
+    replace: "  return false && root === clean ||",
+    test: "tests/sandbox_test.ts",
+    filter: "cannot read $HOME",
+  },
+  {
+    name: "a confined agent without a PID namespace",
+    file: "lib/agent/sandbox.ts",
+    find: '"--unshare-pid",\n    "--unshare-ipc",',
+    replace: '"--unshare-ipc",',
+    test: "tests/sandbox_test.ts",
+    filter: "cannot read $HOME",
+  },
+  {
+    name: "an unavailable sandbox left to the spawn",
+    file: "lib/agent/process.ts",
+    find: "if (options.sandbox) requireSandbox();",
+    replace: "",
+    test: "tests/sandbox_cli_test.ts",
+    filter: "without bubblewrap",
+  },
+  {
+    name: "a caller lowers the operator's sandbox",
+    file: "lib/server/policy.ts",
+    find: "  checkSandboxFloor(serve, resolved);\n",
+    replace: "",
+    test: "tests/sandbox_daemon_test.ts",
+    filter: "never less",
+  },
+  {
+    name: "the daemon's own sandbox=confined lowered by the hub",
+    file: "lib/relay/payload.ts",
+    find: 'sandbox: confined ? "confined" : asked.sandbox,',
+    replace: "sandbox: asked.sandbox,",
+    test: "tests/sandbox_daemon_test.ts",
+    filter: "asks sandbox=off",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

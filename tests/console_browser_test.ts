@@ -104,6 +104,8 @@ Deno.test("console: sign in, watch a run stream, approve its permission request"
       const text = await transcriptText(page);
       assert.match(text, /permission: allow_once\necho: write the file/);
       assert.match(text, /Decided: allow_once \(by caller\)/);
+      // Whether the agent was confined (docs/sandbox.md): this one was not.
+      assert.match(text, /\[agent\] cold · sandbox: off/);
       await run.drained;
       // The run had no conversation, so no agent is kept warm.
       assert.equal(

@@ -23,6 +23,7 @@ export function daemonProcess(
   url: string,
   daemonId: string,
   tokenFile: string,
+  options: { args?: string[]; env?: Record<string, string> } = {},
 ) {
   const tap = startRelayTap(url);
   const child = spawnCli([
@@ -35,7 +36,8 @@ export function daemonProcess(
     tokenFile,
     "--data-dir",
     tempDir(),
-  ]);
+    ...(options.args ?? []),
+  ], { env: options.env });
   let text = "";
   const ready = Promise.withResolvers<void>();
   const drained = (async () => {

@@ -254,7 +254,11 @@ async function replayOnDaemon(scenario: Scenario): Promise<void> {
     }
     // A run whose agent started says so first; this daemon keeps none warm.
     for (const event of extra) {
-      assert.deepEqual(event.data, { agent: "cold" }, "run.started");
+      assert.deepEqual(
+        event.data,
+        { agent: "cold", sandbox: "off" },
+        "run.started",
+      );
     }
     const lines = readRecord(record);
     if (scenario.agent_methods) {

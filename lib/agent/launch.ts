@@ -6,6 +6,13 @@
  */
 
 import { buildAgentEnv } from "./env.ts";
+import { PROVIDER_PRESETS } from "./presets.ts";
+import {
+  planSandbox,
+  sandboxArgv,
+  sandboxAvailability,
+  type SandboxPlan,
+} from "./sandbox.ts";
 import type { RunConfig } from "../config.ts";
 import { type CommandSource, resolveProvider } from "./providers.ts";
 import { secretsOf } from "../secrets.ts";
@@ -28,6 +35,8 @@ export interface AgentCommand {
   cwd: string;
   /** Values to redact from anything reported. */
   secrets: string[];
+  /** How the agent is confined (`sandbox=confined` on this machine); `argv` then starts bwrap. */
+  sandbox?: SandboxPlan;
 }
 
 /** Options for {@linkcode prepareAgentCommand}. */
@@ -52,18 +61,52 @@ export function prepareAgentCommand(
   });
   // A preset's own executable is looked up on the agent's PATH.
   const provider = resolveProvider({ ...wanted, path: env.PATH ?? "" });
+  const cwd = config.workspace ?? options.fallbackCwd ?? Deno.cwd();
+  const sandbox = confinement(config, { env, cwd, argv: provider.argv });
+  if (sandbox) env.TMPDIR &&= "/tmp";
   return {
-    argv: provider.argv,
+    argv: sandbox
+      ? sandboxArgv(
+        sandboxAvailability().bwrap ?? "bwrap",
+        sandbox,
+        provider.argv,
+        cwd,
+      )
+      : provider.argv,
     commandText: provider.commandText,
     commandSource: provider.source,
     choices: provider.choices,
     sessionCommand: provider.sessionCommand,
     env,
-    cwd: config.workspace ?? options.fallbackCwd ?? Deno.cwd(),
+    cwd,
     secrets: secretsOf({
       envJson: config.envJson,
       environment,
       secretNames: config.secretEnvNames,
     }),
+    sandbox,
   };
+}
+
+/** The sandbox plan of a run whose agent starts on this machine, when it asks for one. */
+function confinement(
+  config: RunConfig,
+  agent: { env: Record<string, string>; cwd: string; argv: string[] },
+): SandboxPlan | undefined {
+  // A remote-ssh or hub-side daemon run starts nothing here.
+  if (config.sandbox !== "confined" || config.location !== "local") {
+    return undefined;
+  }
+  const preset = PROVIDER_PRESETS.find((entry) =>
+    entry.name === config.provider
+  );
+  return planSandbox({
+    network: config.sandboxNetwork,
+    workspace: agent.cwd,
+    env: agent.env,
+    stateDirs: preset?.stateDirs,
+    readPaths: config.sandboxReadPaths,
+    writePaths: config.sandboxWritePaths,
+    program: agent.argv[0],
+  });
 }

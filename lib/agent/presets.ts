@@ -23,6 +23,8 @@ export interface ProviderPreset {
   recovery: readonly RecoverySignal[];
   /** Extra environment variable names passed through to the agent. */
   envNames?: readonly string[];
+  /** The agent's own state (`~/…`), read-write under `sandbox=confined` (`docs/sandbox.md`). */
+  stateDirs?: readonly string[];
 }
 
 /** A known ACP agent that is deliberately not a preset. */
@@ -43,6 +45,7 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "auggie",
     recovery: ["loadSession"],
+    stateDirs: ["~/.augment"],
     envNames: ["AUGMENT_SESSION_AUTH"],
   },
   {
@@ -52,6 +55,7 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "claude-code",
     recovery: ["loadSession", "session/resume"],
+    stateDirs: ["~/.claude", "~/.claude.json"],
     envNames: [
       ...ANTHROPIC,
       "ANTHROPIC_AUTH_TOKEN",
@@ -77,6 +81,7 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "codex",
     recovery: ["loadSession", "session/resume"],
+    stateDirs: ["~/.codex"],
     envNames: [...OPENAI, "CODEX_HOME"],
   },
   {
@@ -95,11 +100,13 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "factory-droid",
     recovery: ["loadSession", "session/resume"],
+    stateDirs: ["~/.factory"],
     envNames: ["FACTORY_API_KEY"],
   },
   {
     name: "gemini",
     recovery: ["loadSession"],
+    stateDirs: ["~/.gemini"],
     envNames: [
       "GEMINI_API_KEY",
       "GOOGLE_API_KEY",
@@ -121,6 +128,12 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "opencode",
     recovery: ["loadSession", "session/resume"],
+    stateDirs: [
+      "~/.config/opencode",
+      "~/.local/share/opencode",
+      "~/.local/state/opencode",
+      "~/.cache/opencode",
+    ],
     envNames: [
       "OPENCODE_CONFIG",
       "OPENCODE_CONFIG_DIR",
@@ -138,6 +151,7 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   {
     name: "qwen-code",
     recovery: ["loadSession", "session/resume"],
+    stateDirs: ["~/.qwen"],
     envNames: ["DASHSCOPE_API_KEY", ...OPENAI, "OPENAI_MODEL"],
   },
 ];

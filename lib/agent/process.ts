@@ -7,6 +7,7 @@
 
 import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
+import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
 import { settleWithin } from "../timing.ts";
@@ -27,6 +28,8 @@ export interface SpawnAgentOptions {
   registry?: ReaperRegistry;
   /** Sees each stderr chunk as text (unredacted; for in-band markers). */
   onStderr?: (text: string) => void;
+  /** The agent is confined (`argv` starts bwrap): refused with `sandbox.unavailable` when this machine cannot. */
+  sandbox?: SandboxPlan;
 }
 
 /** Options for {@linkcode AgentProcess.terminate}. */
@@ -61,6 +64,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   if (!program) {
     throw new RunnerError("config.invalid", "The agent command is empty.");
   }
+  // Never unconfined: without a working bubblewrap the agent does not start.
+  if (options.sandbox) requireSandbox();
   let child: Deno.ChildProcess;
   try {
     child = new Deno.Command(program, {

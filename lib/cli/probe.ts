@@ -9,13 +9,15 @@ import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
-import { parseRunConfig } from "../config.ts";
+import { parseRunConfig, type RunConfig } from "../config.ts";
+import { sandboxAvailability } from "../agent/sandbox.ts";
 import { RunnerError } from "../errors.ts";
 import { pinStartHint, PRESET_PINS } from "../agent/preset_pins.ts";
 import {
   PROBE_OUTCOMES,
   probeAgent,
   type ProbeReport,
+  type ProbeSandbox,
   RECOVERY_PROMPT,
 } from "../probe.ts";
 
@@ -41,6 +43,11 @@ Options:
   --prompt-timeout SEC       deadline of that prompt (default 120)
   --json                     print the report as JSON
   --data-dir DIR             where agent process records live (default: user data dir)
+  --sandbox MODE             off (default) or confined: probe the agent in the
+                             sandbox a run with this config gets (docs/sandbox.md)
+  --sandbox-network MODE     with confined: full (default) or none
+  --sandbox-read-paths LIST  with confined: more paths the agent may read
+  --sandbox-write-paths LIST with confined: more paths it may write
 
 Outcomes and exit codes: ${
   Object.entries(PROBE_OUTCOMES).map(([name, code]) => `${name}=${code}`).join(
@@ -68,6 +75,10 @@ export async function probeCommand(args: string[]): Promise<number> {
         "no-prompt": { type: "boolean" },
         "prompt-timeout": { type: "string" },
         json: { type: "boolean" },
+        sandbox: { type: "string" },
+        "sandbox-network": { type: "string" },
+        "sandbox-read-paths": { type: "string" },
+        "sandbox-write-paths": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -88,6 +99,12 @@ export async function probeCommand(args: string[]): Promise<number> {
       "env-json": values["env-json"],
       "initialize-timeout": values["initialize-timeout"],
       "max-message-mb": values["max-message-mb"],
+      sandbox: values.sandbox,
+      "sandbox-network": values["sandbox-network"],
+      "sandbox-read-paths": values["sandbox-read-paths"],
+      "sandbox-write-paths": values["sandbox-write-paths"],
+      // The probe opens sessions without the run's assets.
+      "langbot-assets-enabled": false,
     });
     promptTimeout = parsePromptTimeout(values["prompt-timeout"]);
     launch = prepareAgentCommand(config);
@@ -107,10 +124,22 @@ export async function probeCommand(args: string[]): Promise<number> {
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     startHint: startHint(config.provider, launch.commandSource),
   });
+  report.sandbox = probeSandbox(config);
   if (values.json) {
     console.log(JSON.stringify(probeReportJson(report), null, 2));
   } else console.log(formatProbeReport(report));
   return report.exitCode;
+}
+
+/** Whether this machine can confine agents, and what this config gets. */
+function probeSandbox(config: RunConfig): ProbeSandbox {
+  const { available, reason } = sandboxAvailability();
+  return {
+    available,
+    reason,
+    mode: config.sandbox,
+    network: config.sandbox === "confined" ? config.sandboxNetwork : undefined,
+  };
 }
 
 /** `--prompt-timeout` in seconds (default 120). */
@@ -176,8 +205,19 @@ export function formatProbeReport(report: ProbeReport): string {
     }
   }
   if (report.hint) lines.push(`hint: ${report.hint}`);
+  if (report.sandbox) lines.push(sandboxLine(report.sandbox));
   if (report.stderrTail) lines.push("stderr (tail):", report.stderrTail);
   return lines.join("\n");
+}
+
+function sandboxLine(sandbox: ProbeSandbox): string {
+  const here = sandbox.available
+    ? "available"
+    : `unavailable (${sandbox.reason})`;
+  const mode = sandbox.mode === "confined"
+    ? `confined, network ${sandbox.network}`
+    : "off";
+  return `sandbox: ${here}; this run: ${mode}`;
 }
 
 function capabilityLines(report: ProbeReport): string[] {
@@ -219,5 +259,6 @@ export function probeReportJson(report: ProbeReport): Record<string, unknown> {
     error: report.error,
     stderr_tail: report.stderrTail,
     hint: report.hint,
+    sandbox: report.sandbox,
   };
 }

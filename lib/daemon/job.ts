@@ -13,7 +13,11 @@ import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
 import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
-import { type DaemonJobPlan, mapRunStart } from "../relay/payload.ts";
+import {
+  type DaemonJobPlan,
+  type DaemonSandbox,
+  mapRunStart,
+} from "../relay/payload.ts";
 import { runInputOf } from "../relay/input.ts";
 import { toRelayEvent } from "../relay/wire_events.ts";
 import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
@@ -43,6 +47,8 @@ export interface DaemonJobRunnerOptions {
   environment?: Record<string, string>;
   /** Where agents start when a payload names no directory (default: cwd). */
   fallbackCwd?: string;
+  /** The daemon's own sandbox settings, which a hub cannot lower (`docs/sandbox.md`). */
+  sandbox?: DaemonSandbox;
   /** SIGTERM→SIGKILL grace at teardown, in ms (default 2000). */
   killGraceMs?: number;
   /** Structured log (never secrets). */
@@ -161,6 +167,7 @@ function planJob(
       jobId: job.jobId,
       fallbackCwd: runner.options.fallbackCwd ?? Deno.cwd(),
       home: environment.HOME ?? environment.USERPROFILE,
+      sandbox: runner.options.sandbox,
     });
     checkJobInput(plan);
     const command = prepareAgentCommand(plan.config, { environment });

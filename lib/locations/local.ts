@@ -49,6 +49,7 @@ export async function launchLocal(
     env: command.env,
     secrets: command.secrets,
     registry: options.registry,
+    sandbox: command.sandbox,
   });
   return {
     stdin: agent.stdin,

@@ -65,6 +65,8 @@ const EXTRA_KEYS = [
   "fs-write",
   "permission-timeout",
   "permission-fallback",
+  "sandbox",
+  "sandbox-network",
 ] as const;
 
 /**
@@ -152,6 +154,20 @@ export interface MapRunStartOptions {
   fallbackCwd: string;
   /** The home directory `~` stands for. */
   home?: string;
+  /** The daemon's own sandbox settings: a floor the hub cannot lower, and the only source of sandbox paths. */
+  sandbox?: DaemonSandbox;
+}
+
+/** The daemon's own sandbox settings (`runner daemon --sandbox …`, `docs/sandbox.md`). */
+export interface DaemonSandbox {
+  /** `confined`: every job is confined, whatever `run.start` says. */
+  sandbox: RunConfig["sandbox"];
+  /** `none`: no confined job gets a network. */
+  sandboxNetwork: RunConfig["sandboxNetwork"];
+  /** Paths confined agents may read. */
+  sandboxReadPaths: string[];
+  /** Paths confined agents may write. */
+  sandboxWritePaths: string[];
 }
 
 /** Payload config keys (after `_` → `-`) passed to `parseRunConfig` as they are. */
@@ -246,6 +262,25 @@ function envOf(value: unknown): Record<string, unknown> | string | undefined {
 }
 
 /**
+ * The hub may ask for the sandbox; the daemon's own `confined` (and `none`)
+ * holds whatever it asks, and only the daemon names sandbox paths.
+ */
+function sandboxFloor(
+  asked: Record<string, unknown>,
+  own: DaemonSandbox | undefined,
+): Record<string, unknown> {
+  const confined = own?.sandbox === "confined";
+  return {
+    sandbox: confined ? "confined" : asked.sandbox,
+    "sandbox-network": confined && own.sandboxNetwork === "none"
+      ? "none"
+      : asked["sandbox-network"],
+    "sandbox-read-paths": own?.sandboxReadPaths,
+    "sandbox-write-paths": own?.sandboxWritePaths,
+  };
+}
+
+/**
  * Maps a `run.start` payload onto a local run. The agent starts in `cwd`,
  * else `workspace`, else `fallbackCwd`; the ACP session's cwd is
  * `session_cwd`, else that directory. Throws `config.invalid` for values that
@@ -285,6 +320,7 @@ export function mapRunStart(
   layer.provider ??= acpCommand ? "custom" : undefined;
   const config = parseRunConfig({
     ...layer,
+    ...sandboxFloor(layer, options.sandbox),
     location: "local",
     workspace: cwd,
     "session-cwd": sessionCwd,

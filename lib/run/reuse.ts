@@ -13,19 +13,25 @@ import type { RunContext } from "./context.ts";
 import { connectTransport, startAgent } from "./startup.ts";
 import { shutdown } from "./teardown.ts";
 
-/** Adopts the run's warm agent, or starts one; emits `run.started {agent}`. */
+/** Adopts the run's warm agent, or starts one; emits `run.started {agent, sandbox}`. */
 export async function startOrAdoptAgent(
   run: RunContext,
 ): Promise<AgentConnection> {
   const warm = await run.options.warm?.take();
   if (!warm) {
-    run.emitter.emit("run.started", { agent: "cold" });
+    run.emitter.emit("run.started", {
+      agent: "cold",
+      sandbox: run.config.sandbox,
+    });
     return await startAgent(run);
   }
   // From here on the run's teardown owns the agent, whatever happens next.
   run.transport = warm.transport;
   if (run.abort.signal.aborted) throw run.abort.signal.reason;
-  run.emitter.emit("run.started", { agent: "warm" });
+  run.emitter.emit("run.started", {
+    agent: "warm",
+    sandbox: run.config.sandbox,
+  });
   const { connectAgent } = await import("../acp/client.ts");
   const conn = connectTransport(run, {
     transport: warm.transport,

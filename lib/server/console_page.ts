@@ -157,6 +157,7 @@ function permissionCard(event) {
 function showEvent(event) {
   const data = event.data || {};
   switch (event.type) {
+    case "run.started": appendText("[agent] " + data.agent + " · sandbox: " + (data.sandbox || "off"), "note"); break;
     case "message.delta": appendText((data.chunk && data.chunk.content) || ""); break;
     case "tool.call.started": appendText("[tool] " + (data.tool_name || ""), "tool"); break;
     case "plan.updated": appendText("[plan] " + (data.entries || []).map((e) => e.status + ": " + e.content).join("; "), "plan"); break;

@@ -45,6 +45,8 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "langbot-assets-mode",
   "langbot-assets-token-ttl",
   "knowledge-bases",
+  "sandbox",
+  "sandbox-network",
   "ssh-target",
   "ssh-port",
   "ssh-connect-timeout",
@@ -144,7 +146,34 @@ export function resolveCallerConfig(
     "env-json": envJson,
   });
   checkCaps(serve, normalized, resolved);
+  checkSandboxFloor(serve, resolved);
   return resolved;
+}
+
+/**
+ * A caller may confine its run more than the operator does, never less:
+ * `sandbox=off` under an operator's `confined`, or `sandbox-network=full`
+ * under its `none`, is refused.
+ */
+function checkSandboxFloor(
+  serve: Pick<ServeConfig, "runDefaults">,
+  resolved: RunConfig,
+): void {
+  const operator = parseRunDefaults(serve.runDefaults);
+  if (operator.sandbox !== "confined") return;
+  const key = resolved.sandbox !== "confined"
+    ? "sandbox"
+    : operator.sandboxNetwork === "none" && resolved.sandboxNetwork !== "none"
+    ? "sandbox-network"
+    : undefined;
+  if (!key) return;
+  throw new RunnerError(
+    "http.forbidden",
+    `${key}: the operator confines every run (sandbox=confined${
+      operator.sandboxNetwork === "none" ? ", sandbox-network=none" : ""
+    }); a request may confine its run more, never less.`,
+    { detail: { key } },
+  );
 }
 
 /**

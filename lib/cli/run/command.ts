@@ -58,6 +58,9 @@ Options:
                          reject_always (default: ask on a terminal, where you
                          answer [y]es once / [a]lways / [n]o / [N]ever;
                          allow_once otherwise)
+  --sandbox confined     run the agent under bubblewrap: it sees its workspace
+                         and its own state, not the rest of the machine
+                         (docs/sandbox.md)
   --json                 print one run event per line (JSON)
   --data-dir DIR         where the store lives (default: the user data dir)
   --<config-key> VALUE   any run config key, e.g. --timeout 300 (see docs/config.md)

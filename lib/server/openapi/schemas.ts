@@ -44,6 +44,15 @@ function eventData(type: string, schema: Schema): Schema {
   };
 }
 
+/**
+ * `run.started`: a warm or cold agent, and how it is confined
+ * (`docs/sandbox.md`; absent from a daemon of a version before the sandbox).
+ */
+const RUN_STARTED_DATA = object({
+  agent: { enum: ["warm", "cold"] },
+  sandbox: { enum: ["off", "confined"] },
+}, ["agent"]);
+
 /** `RunEvent` and the `Message` of its completions. */
 function eventSchemas(): Record<string, Schema> {
   return {
@@ -111,7 +120,7 @@ function eventSchemas(): Record<string, Schema> {
         ),
         eventData(
           "run.started",
-          object({ agent: { enum: ["warm", "cold"] } }),
+          RUN_STARTED_DATA,
         ),
       ],
     },
