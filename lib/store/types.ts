@@ -100,6 +100,10 @@ export interface ListRunsOptions {
   conversationId?: string;
   /** Only runs with this status. */
   status?: RunStatus;
+  /** Only runs whose config names this `daemon-id`. */
+  daemonId?: string;
+  /** Only runs older than this run (the last of the previous page). */
+  before?: string;
   /** At most this many runs. */
   limit: number;
 }
