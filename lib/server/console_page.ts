@@ -54,7 +54,9 @@ li.run .snippet{flex-basis:100%;overflow:hidden;text-overflow:ellipsis;white-spa
 .markdown p{margin:.3rem 0}
 .markdown img{max-width:100%}
 details{border:1px solid #dde1e6;border-radius:8px;padding:.35rem .6rem;background:#fff}
-details>summary{cursor:pointer;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap}
+details>summary{cursor:pointer;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap;list-style:none}
+details>summary::before{content:"\\25B8";color:#5b6570}
+details[open]>summary::before{content:"\\25BE"}
 details.thought{color:#5b6570;font-style:italic}
 details.thought .text{white-space:pre-wrap}
 .tool .kind{font-size:.75rem;text-transform:uppercase;color:#5b6570}
