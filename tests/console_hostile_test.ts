@@ -42,6 +42,12 @@ const STEPS = [
     "<img src=x onerror=\"pwned('input')\">",
     "<svg onload=\"pwned('output')\"></svg>",
   ],
+  [
+    "tool-diff",
+    "<b>notes</b>.txt",
+    "keep\n<script>pwned('old')</script>\n",
+    "keep\n<img src=x onerror=\"pwned('new')\">\n",
+  ],
   ["text", ANSWER],
 ];
 
@@ -77,6 +83,10 @@ function liveMarkup(page: Page) {
     title: root.querySelector(".tool .title")?.textContent,
     input: root.querySelector(".tool .input")?.textContent,
     output: root.querySelector(".tool .output")?.textContent,
+    diff: [...root.querySelectorAll(".diff span")].map((n) =>
+      `${n.className}:${n.textContent}`
+    ),
+    diffLabel: root.querySelector(".diffs .label")?.textContent,
   }));
 }
 
@@ -121,6 +131,13 @@ Deno.test("console: hostile Markdown and HTML in answers, thoughts, tool titles,
         command: "<img src=x onerror=\"pwned('input')\">",
       });
       assert.equal(live.output, "<svg onload=\"pwned('output')\"></svg>");
+      assert.equal(live.diffLabel, "Edit <b>notes</b>.txt");
+      assert.deepEqual(live.diff, [
+        "ctx:  keep\n",
+        "del:- <script>pwned('old')</script>\n",
+        "add:+ <img src=x onerror=\"pwned('new')\">\n",
+        "ctx:  \n",
+      ]);
       // The raw HTML of the answer shows as text.
       assert.match(
         await page.$eval(".markdown", (n) => n.textContent!),

@@ -62,6 +62,7 @@ details.thought .text{white-space:pre-wrap}
 .tool .kind{font-size:.75rem;text-transform:uppercase;color:#5b6570}
 .tool .title{font-weight:600;flex:1 1 8rem;min-width:0}
 .label{font-size:.75rem;color:#5b6570;margin-top:.3rem}
+.diff .del{color:#ffb4ab}.diff .add{color:#a6e3b4}.diff .ctx{color:#9aa4ae}
 .plan{border-left:3px solid #2457c5;padding-left:.6rem}
 .plan ol{margin:.2rem 0;padding-left:1.2rem}
 .plan-completed{text-decoration:line-through;color:#5b6570}

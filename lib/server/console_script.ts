@@ -239,6 +239,33 @@ function toolCard(data) {
   return card;
 }
 
+// A one-hunk line diff: the common head and tail as context, the middle removed and added.
+function diffLines(oldText, newText) {
+  const a = (oldText || "").split("\n"); const b = (newText || "").split("\n");
+  let head = 0; while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0; while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  const lines = [];
+  for (const line of a.slice(Math.max(0, head - 3), head)) lines.push([" ", line]);
+  for (const line of a.slice(head, a.length - tail)) lines.push(["-", line]);
+  for (const line of b.slice(head, b.length - tail)) lines.push(["+", line]);
+  for (const line of a.slice(a.length - tail, Math.min(a.length, a.length - tail + 3))) lines.push([" ", line]);
+  return lines;
+}
+
+function showDiffs(card, diffs) {
+  let box = card.querySelector(".diffs");
+  if (!box) { box = el("div", { class: "diffs" }); card.querySelector(".output-label").before(box); }
+  box.textContent = "";
+  for (const diff of diffs) {
+    box.append(el("div", { class: "label" }, (diff.old_text === null ? "New file " : "Edit ") + diff.path));
+    const pre = el("pre", { class: "diff" });
+    for (const [sign, line] of diffLines(diff.old_text, diff.new_text)) {
+      pre.append(el("span", { class: sign === "-" ? "del" : sign === "+" ? "add" : "ctx" }, sign + " " + line + "\n"));
+    }
+    box.append(pre);
+  }
+}
+
 function updateTool(data, status) {
   const card = toolCard(data);
   if (data.tool_name) card.querySelector(".title").textContent = data.tool_name;
@@ -246,6 +273,7 @@ function updateTool(data, status) {
   if (data.parameters !== undefined) card.querySelector(".input").textContent = pretty(data.parameters) || "(none)";
   if (data.locations) card.querySelector(".where").textContent = data.locations.map((l) => l.path + (l.line ? ":" + l.line : "")).join(", ");
   if (status) { const badge = card.querySelector(".status"); badge.textContent = status; badge.className = "badge status " + status; }
+  if (Array.isArray(data.diffs)) showDiffs(card, data.diffs);
   const output = data.error !== undefined ? data.error : data.result;
   if (output !== undefined) {
     card.querySelector(".output").textContent = pretty(output);
