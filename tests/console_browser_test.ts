@@ -76,7 +76,18 @@ Deno.test("console: sign in, watch a run of another client stream, approve its p
       const text = await transcriptText(page);
       assert.match(text, /permission: allow_once\s+echo: write the file/);
       assert.match(text, /Decided: allow_once \(allow_once\) by caller/);
-      assert.match(text, /does not store prompts/);
+      // The prompt of a run another client started comes from the runner.
+      assert.equal(
+        await page.$eval(".bubble.user .text", (n) => n.textContent),
+        "write the file",
+      );
+      assert.equal(
+        await page.$eval(
+          `li.run[data-run-id="${run.runId}"] .snippet`,
+          (n) => n.textContent,
+        ),
+        "write the file",
+      );
       await run.drained;
       assert.equal(
         await page.$eval("#agents-empty", (n) => n.hasAttribute("hidden")),

@@ -312,9 +312,12 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
         await store.createRun({
           runId: `p${index}`,
           config: index % 2 ? { "daemon-id": "laptop" } : {},
+          ...(index === 4 ? { prompt: "List the files" } : {}),
           status: "active",
         });
       }
+      assert.equal((await store.getRun("p4"))?.prompt, "List the files");
+      assert.equal((await store.getRun("p3"))?.prompt, undefined);
       const ids = async (options: Parameters<RunStore["listRuns"]>[0]) =>
         (await store.listRuns(options)).map((run) => run.runId);
       assert.deepEqual(await ids({ limit: 2 }), ["p4", "p3"]);

@@ -261,6 +261,7 @@ async function startAdmittedRun(
     runId,
     conversationId,
     config: redactDeep(publicConfig(config), secrets),
+    prompt: promptSnippet(request.input.text, secrets),
     status: "active",
   });
   const recorder = createRunRecorder({
@@ -427,4 +428,17 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       await Promise.all(runs.map((run) => run.done));
     },
   };
+}
+
+/** Characters of the first input's text a run record keeps. */
+const PROMPT_SNIPPET_CHARS = 200;
+
+/** The start of a run's first input text, secrets redacted before it is cut. */
+function promptSnippet(
+  text: string | undefined,
+  secrets: Iterable<string>,
+): string | undefined {
+  if (!text) return undefined;
+  return [...redactSecrets(text, secrets)].slice(0, PROMPT_SNIPPET_CHARS)
+    .join("");
 }

@@ -111,7 +111,7 @@ function runRow(run) {
   item.append(el("span", { class: "badge " + run.status }, run.status));
   item.append(el("strong", {}, config.provider || "?"));
   item.append(el("span", { class: "meta" }, new Date(run.created_at).toLocaleString() + " · " + duration(run)));
-  const snippet = prompts(run.run_id)[0];
+  const snippet = prompts(run.run_id)[0] || run.prompt;
   if (snippet) item.append(el("span", { class: "snippet" }, snippet.length > 80 ? snippet.slice(0, 80) + "…" : snippet));
   const where = [config.location || "local", config["daemon-id"], run.conversation_id || "no conversation"].filter(Boolean);
   item.append(el("span", { class: "meta" }, where.join(" · ")));
@@ -418,9 +418,13 @@ async function openRun(runId) {
   const config = (state.run && state.run.config) || {};
   $("run-meta").textContent = [config.provider, config.location || "local", config["daemon-id"], config.workspace, state.run && state.run.conversation_id ? "conversation " + state.run.conversation_id : "no conversation", state.run ? "started " + new Date(state.run.created_at).toLocaleString() : ""].filter(Boolean).join(" · ");
   setStatus(state.run ? state.run.status : "unknown");
+  // The runner keeps the start of the first prompt; this tab remembers what it sent.
   const sent = prompts(runId);
   if (sent.length) sent.forEach((text) => userBubble(text));
-  else transcript().append(el("div", { class: "note" }, "The runner does not store prompts; this run was started from another client."));
+  else if (state.run && state.run.prompt) {
+    userBubble(state.run.prompt + (state.run.prompt.length >= 200 ? "…" : ""));
+    transcript().append(el("div", { class: "note" }, "Started by another client: its follow-ups are not shown."));
+  }
   const signal = state.stream.signal;
   const response = await api("/v1/runs/" + encodeURIComponent(runId) + "/events?after=0", { signal, headers: headers({ accept: "text/event-stream" }) });
   if (response.status === 200) await readEvents(response);

@@ -138,6 +138,11 @@ function runSchemas(): Record<string, Schema> {
       description:
         "The run's resolved config (kebab-case keys of docs/config.md); env-json values read [REDACTED].",
     },
+    prompt: {
+      ...nullableString,
+      description:
+        "The first input's text, its first 200 characters (secrets redacted); null without text.",
+    },
     created_at: timestamp,
     updated_at: timestamp,
     finished_at: { ...timestamp, type: ["string", "null"] },
