@@ -167,7 +167,7 @@ async function refreshAgents() {
   for (const agent of body.agents) {
     const item = el("li", { class: "run", "data-agent-id": agent.agent_id });
     item.append(el("strong", {}, agent.provider));
-    item.append(el("span", { class: "meta" }, agent.location + " · " + agent.conversation_id + " · idle since " + new Date(agent.idle_since).toLocaleTimeString()));
+    item.append(el("span", { class: "meta" }, [agent.location, agent.conversation_id, agent.replica_id ? "replica " + agent.replica_id : "", "idle since " + new Date(agent.idle_since).toLocaleTimeString()].filter(Boolean).join(" · ")));
     const stop = el("button", {}, "Stop");
     stop.onclick = async () => {
       await api("/v1/agents/" + encodeURIComponent(agent.agent_id), { method: "DELETE" });

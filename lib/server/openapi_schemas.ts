@@ -274,7 +274,8 @@ function warmAgentSchemas(): Record<string, Schema> {
     WarmAgents: object({
       agents: {
         type: "array",
-        description: "Least recently used first.",
+        description:
+          "Least recently used first; in a fleet each replica's in turn, this one's first.",
         items: object({
           agent_id: string,
           conversation_id: string,
@@ -282,7 +283,18 @@ function warmAgentSchemas(): Record<string, Schema> {
           location: string,
           session_id: string,
           idle_since: timestamp,
-        }),
+          replica_id: {
+            ...string,
+            description: "In a fleet: the replica that keeps the agent.",
+          },
+        }, [
+          "agent_id",
+          "conversation_id",
+          "provider",
+          "location",
+          "session_id",
+          "idle_since",
+        ]),
       },
     }),
     WarmAgentStopped: object({ agent_id: string, stopped: { const: true } }),
