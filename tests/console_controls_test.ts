@@ -55,7 +55,11 @@ async function screenshots(page: Page, dir: string): Promise<void> {
     ] as const
   ) {
     await page.setViewport(viewport);
-    await page.$eval(".tool", (n) => n.scrollIntoView());
+    // The phone shows the cards; the desktop the whole page from its top.
+    await page.$eval(
+      viewport === PHONE ? ".tool" : "header",
+      (n) => n.scrollIntoView(),
+    );
     const path = join(into, name);
     await page.screenshot({ path });
     const png = await Deno.readFile(path);
