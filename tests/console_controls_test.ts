@@ -176,6 +176,11 @@ Deno.test("console: Cancel ends an active run, whose badge shows it is active", 
         await page.$eval("#cancel", (n) => n.hasAttribute("hidden")),
         true,
       );
+      // A run without a conversation takes no follow-ups: no box for them.
+      assert.equal(
+        await page.$eval("#follow-up", (n) => n.hasAttribute("hidden")),
+        true,
+      );
       assertQuiet(alarms);
     });
   });

@@ -381,7 +381,8 @@ function setStatus(status) {
   const active = status === "active";
   $("cancel").hidden = !active;
   $("follow-up-send").textContent = active ? "Send to the running turn" : "Send as a new run";
-  $("follow-up").hidden = !(state.run && state.run.conversation_id) && !active;
+  // Follow-ups need a conversation: steering (POST …/input) and new runs both go by it.
+  $("follow-up").hidden = !(state.run && state.run.conversation_id);
 }
 
 function finished(status) {
