@@ -493,6 +493,22 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/sandbox_daemon_test.ts",
     filter: "asks sandbox=off",
   },
+  {
+    name: "the console parses the agent's HTML",
+    file: "lib/server/console_script.ts",
+    find: "renderer: { html: (token) => escapeHtml(token.text) }",
+    replace: "renderer: {}",
+    test: "tests/console_hostile_test.ts",
+    filter: "never execute",
+  },
+  {
+    name: "the console's permission card offers only its first option",
+    file: "lib/server/console_script.ts",
+    find: "for (const option of data.options || []) {",
+    replace: "for (const option of (data.options || []).slice(0, 1)) {",
+    test: "tests/console_controls_test.ts",
+    filter: "approve always",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

@@ -214,10 +214,11 @@ test("a permission answer posted to B reaches A's run; the warm agent stays on A
     assert.equal(decided.data.by, "caller");
     assert.equal(terminals(events)[0].type, "run.completed");
 
-    // Warm agents are per replica: the conversation's agent idles on A only.
+    // The conversation's agent idles on A; every replica lists it.
     const [warm] = await listAgents(a);
     assert.equal(warm.conversation_id, "conv-ask");
-    assert.deepEqual(await listAgents(b), []);
+    assert.equal(warm.replica_id, "a");
+    assert.deepEqual(await listAgents(b), [warm]);
     const [agent] = recordByProcess(record);
     assert.ok(isAlive(agent.pid), "the warm agent idles on A");
 
@@ -231,6 +232,43 @@ test("a permission answer posted to B reaches A's run; the warm agent stays on A
     });
     assert.deepEqual(await listAgents(a), []);
     assert.ok(!isAlive(agent.pid), "deleting on B stopped A's warm agent");
+  });
+});
+
+test("B lists A's warm agents and stopping one on B stops it on A", async () => {
+  await withFleet(async (a, b) => {
+    const dir = await tempDir();
+    const record = join(dir, "record.jsonl");
+    const done = await postJson(`${a.url}/v1/runs`, {
+      conversation_id: "conv-warm",
+      input: { text: "hi" },
+      config: fixtureConfig(join(dir, "ws"), ["--record", record]),
+      stream: false,
+    });
+    assert.equal(done.status, 200);
+    await done.body?.cancel();
+    const listed = await listAgents(b);
+    assert.deepEqual(
+      listed.map((agent) => [agent.conversation_id, agent.replica_id]),
+      [["conv-warm", "a"]],
+    );
+    const [agent] = recordByProcess(record);
+    const stopped = await fetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
+      method: "DELETE",
+    });
+    assert.equal(stopped.status, 200);
+    assert.equal(stopped.headers.get("x-runner-replica"), "a");
+    assert.deepEqual(await stopped.json(), {
+      agent_id: listed[0].agent_id,
+      stopped: true,
+    });
+    assert.deepEqual(await listAgents(a), []);
+    assert.ok(!isAlive(agent.pid), "stopping on B stopped A's warm agent");
+    const again = await fetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
+      method: "DELETE",
+    });
+    assert.equal(again.status, 404);
+    await again.body?.cancel();
   });
 });
 

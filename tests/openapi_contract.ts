@@ -123,7 +123,13 @@ export function createContract(document: Json): Contract {
         "content",
         type,
       ];
-      if (type === "text/plain" || type === "text/html") return body;
+      const textual = [
+        "text/plain",
+        "text/html",
+        "text/javascript",
+        "image/svg+xml",
+      ];
+      if (textual.includes(type)) return body;
       const isStream = type === "text/event-stream" ||
         type === "application/x-ndjson" || options.lines;
       if (isStream) {

@@ -195,6 +195,25 @@ Deno.test("a failed tool the agent answers about still completes the run", async
   assert.equal(result.stdout, "pytest is not installed\n");
 });
 
+Deno.test("a tool call's file edit (ACP diff content) reaches its event as diffs", async () => {
+  const steps = [
+    ["tool-diff", "notes.txt", "old line\n", "new line\n"],
+    ["text", "edited"],
+  ];
+  const result = await runCli(runArgs(scripted(steps), "--json", "edit"));
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  assert.deepEqual(dataOf(events, "tool.call.completed"), [{
+    tool_call_id: "tool-diff",
+    tool_name: "Edit notes.txt",
+    diffs: [{
+      path: "notes.txt",
+      old_text: "old line\n",
+      new_text: "new line\n",
+    }],
+  }]);
+});
+
 Deno.test("a turn without text, rejection or failed tool is still acp.empty_response (retryable)", async () => {
   const result = await runCli(
     runArgs(scripted([["tool", "t1"]]), "--json", "hi"),

@@ -231,6 +231,11 @@ Deno.test("a planted API token and env-json secret never appear in logs, events,
       );
     }
     seen.push(await (await fetch(`${serve.url}/metrics`)).text());
+    // The stored start of the prompt is redacted before it is kept.
+    const kept = await (await fetch(`${serve.url}/v1/runs/secret-run`, {
+      headers: auth,
+    })).json();
+    assert.match(kept.prompt, /^say \[REDACTED\] and \[REDACTED\]$/);
     const badToken = await fetch(`${serve.url}/v1/runs`, {
       headers: { authorization: `Bearer ${TOKEN}x` },
     });

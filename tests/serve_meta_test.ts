@@ -20,6 +20,9 @@ import { tempDir, withServe } from "./serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [
   ["/", "get"],
+  ["/console/marked.js", "get"],
+  ["/console/purify.js", "get"],
+  ["/favicon.ico", "get"],
   ["/healthz", "get"],
   ["/metrics", "get"],
   ["/openapi.json", "get"],

@@ -52,8 +52,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 19);
-    assert.equal(new Set(operationIds).size, 19);
+    assert.equal(operationIds.length, 22);
+    assert.equal(new Set(operationIds).size, 22);
     assert.ok(operationIds.every(Boolean));
   });
 });
@@ -274,6 +274,11 @@ Deno.test("every route's real answers match /openapi.json", async () => {
 
     // For people: the console page and permission answers.
     await contract.check("GET /", await fetch(`${serve.url}/`));
+    for (
+      const path of ["/console/marked.js", "/console/purify.js", "/favicon.ico"]
+    ) {
+      await contract.check(`GET ${path}`, await fetch(serve.url + path));
+    }
     const asked = await call("/v1/runs", {
       json: {
         input: "write",

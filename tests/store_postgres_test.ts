@@ -279,6 +279,7 @@ test("[postgres] a schema-1 database is migrated in place: its runs are kept and
       CREATE INDEX runs_by_status ON runs (status, created_at);`);
     await sql`ALTER TABLE runs DROP COLUMN owner_epoch`;
     await sql`ALTER TABLE replicas DROP COLUMN epoch`;
+    await sql`ALTER TABLE runs DROP COLUMN prompt`;
     await sql`DELETE FROM runner_schema_version WHERE version > 1`;
     await sql`INSERT INTO runs (run_id, status, config_json, owner_replica,
       owner_instance, created_at, updated_at, finished_at)

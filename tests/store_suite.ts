@@ -305,6 +305,34 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       );
     }));
 
+  test("listing pages by keyset with before and filters by daemon-id", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      for (let index = 0; index < 5; index++) {
+        await store.createRun({
+          runId: `p${index}`,
+          config: index % 2 ? { "daemon-id": "laptop" } : {},
+          ...(index === 4 ? { prompt: "List the files" } : {}),
+          status: "active",
+        });
+      }
+      assert.equal((await store.getRun("p4"))?.prompt, "List the files");
+      assert.equal((await store.getRun("p3"))?.prompt, undefined);
+      const ids = async (options: Parameters<RunStore["listRuns"]>[0]) =>
+        (await store.listRuns(options)).map((run) => run.runId);
+      assert.deepEqual(await ids({ limit: 2 }), ["p4", "p3"]);
+      assert.deepEqual(await ids({ limit: 2, before: "p3" }), ["p2", "p1"]);
+      assert.deepEqual(await ids({ limit: 2, before: "p1" }), ["p0"]);
+      assert.deepEqual(await ids({ limit: 10, daemonId: "laptop" }), [
+        "p3",
+        "p1",
+      ]);
+      assert.deepEqual(
+        await ids({ limit: 10, daemonId: "laptop", before: "p3" }),
+        ["p1"],
+      );
+    }));
+
   test("two stores on one location see each other's writes", () =>
     withLocation(kind, async (open) => {
       const serve = await open();

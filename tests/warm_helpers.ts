@@ -99,6 +99,8 @@ export interface ListedAgent {
   location: string;
   session_id: string;
   idle_since: string;
+  /** In a fleet: the replica that keeps it. */
+  replica_id?: string;
 }
 
 /** `GET /v1/agents`. */

@@ -174,6 +174,7 @@ function toolEvents(
   const name = String(update.title ?? started.get(id) ?? update.kind ?? "tool");
   const known = started.has(id);
   started.set(id, known && !update.title ? started.get(id)! : name);
+  const diffs = contentDiffs(update.content);
   if (!known) {
     emit?.("tool.call.started", {
       tool_call_id: id,
@@ -181,13 +182,15 @@ function toolEvents(
       parameters: update.rawInput ?? {},
       kind: update.kind ?? null,
       ...(update.locations ? { locations: update.locations } : {}),
+      ...(diffs ? { diffs } : {}),
     });
   }
   // Agents may send the input, a better title or the locations only in a
   // later update (claude-agent-acp does): carry them.
   const carried = known ? carriedToolFields(update) : {};
-  const finished = status === "completed" || status === "failed";
-  const progress = !finished && update.sessionUpdate === "tool_call_update";
+  if (known && diffs && !finished(status)) carried.diffs = diffs;
+  const done = finished(status);
+  const progress = !done && update.sessionUpdate === "tool_call_update";
   if (progress || Object.keys(carried).length) {
     emit?.("tool.call.updated", {
       tool_call_id: id,
@@ -195,16 +198,37 @@ function toolEvents(
       ...carried,
     });
   }
-  if (finished) {
+  if (done) {
     const data: Record<string, unknown> = {
       tool_call_id: id,
       tool_name: started.get(id) ?? name,
     };
+    if (diffs) data.diffs = diffs;
     const result = update.rawOutput ?? contentListText(update.content);
     if (status === "failed") data.error = result ?? "failed";
     else if (result !== undefined) data.result = result;
     emit?.("tool.call.completed", data);
   }
+}
+
+function finished(status: string): boolean {
+  return status === "completed" || status === "failed";
+}
+
+/** The file edits (ACP `diff` content) of a tool call update, if any. */
+function contentDiffs(
+  content: unknown,
+): { path: string; old_text: string | null; new_text: string }[] | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const diffs = content.filter((item) =>
+    item && typeof item === "object" && item.type === "diff" &&
+    typeof item.path === "string" && typeof item.newText === "string"
+  ).map((item) => ({
+    path: item.path as string,
+    old_text: typeof item.oldText === "string" ? item.oldText : null,
+    new_text: item.newText as string,
+  }));
+  return diffs.length ? diffs : undefined;
 }
 
 /** What a later update of a started tool call adds: input, title, kind, locations. */

@@ -256,12 +256,7 @@ async function startAdmittedRun(
       locations: options.locations,
     },
   );
-  await store.createRun({
-    runId,
-    conversationId,
-    config: redactDeep(publicConfig(config), secrets),
-    status: "active",
-  });
+  await recordRunStart(store, { request, runId, secrets });
   const recorder = createRunRecorder({
     store,
     runId,
@@ -424,4 +419,35 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       await Promise.all(runs.map((run) => run.done));
     },
   };
+}
+
+/** Stores the active run: its public config and prompt, secrets redacted. */
+function recordRunStart(
+  store: RunStore,
+  { request, runId, secrets }: {
+    request: RunRequest;
+    runId: string;
+    secrets: readonly string[];
+  },
+): Promise<void> {
+  return store.createRun({
+    runId,
+    conversationId: request.conversationId,
+    config: redactDeep(publicConfig(request.config), secrets),
+    prompt: promptSnippet(request.input.text, secrets),
+    status: "active",
+  });
+}
+
+/** Characters of the first input's text a run record keeps. */
+const PROMPT_SNIPPET_CHARS = 200;
+
+/** The start of a run's first input text, secrets redacted before it is cut. */
+function promptSnippet(
+  text: string | undefined,
+  secrets: Iterable<string>,
+): string | undefined {
+  if (!text) return undefined;
+  return [...redactSecrets(text, secrets)].slice(0, PROMPT_SNIPPET_CHARS)
+    .join("");
 }

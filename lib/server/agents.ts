@@ -1,24 +1,73 @@
 /**
  * `GET /v1/agents` and `DELETE /v1/agents/{id}`: the warm agents the runner
- * keeps between a conversation's runs (`docs/runs.md`, "Warm agents").
+ * keeps between a conversation's runs (`docs/runs.md`, "Warm agents"). In a
+ * fleet both cover every live replica: the list gathers each one's agents,
+ * a delete is passed to the replica that keeps the agent.
  *
  * @module
  */
 
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { ServerContext } from "./context.ts";
 
+/** This replica's warm agents, each with its `replica_id` in a fleet. */
+function localAgents(ctx: ServerContext): Record<string, unknown>[] {
+  const replicaId = ctx.fleet?.fleet.replicaId;
+  return (ctx.warmAgents?.list() ?? []).map((agent) =>
+    replicaId ? { ...agent, replica_id: replicaId } : { ...agent }
+  );
+}
+
+/** The warm agents of the other live replicas (none outside a fleet). */
+async function otherAgents(
+  c: Context,
+  ctx: ServerContext,
+): Promise<Record<string, unknown>[]> {
+  if (!ctx.fleet) return [];
+  const agents: Record<string, unknown>[] = [];
+  for (const { replicaId, response } of await ctx.fleet.toOtherReplicas(c)) {
+    if (!response.ok) {
+      await response.body?.cancel();
+      continue;
+    }
+    const body = await response.json() as { agents?: unknown[] };
+    for (const agent of body.agents ?? []) {
+      agents.push({
+        ...(agent as Record<string, unknown>),
+        replica_id: replicaId,
+      });
+    }
+  }
+  return agents;
+}
+
+/** Passes a delete to the other live replicas; the one that kept the agent answers. */
+async function stopElsewhere(
+  c: Context,
+  ctx: ServerContext,
+): Promise<Response | undefined> {
+  if (!ctx.fleet) return undefined;
+  let stopped: Response | undefined;
+  for (const { response } of await ctx.fleet.toOtherReplicas(c)) {
+    if (response.ok && !stopped) stopped = response;
+    else await response.body?.cancel();
+  }
+  return stopped;
+}
+
 /** Adds the warm-agent routes. */
 export function registerAgentRoutes(app: Hono, ctx: ServerContext): void {
-  app.get(
-    "/v1/agents",
-    (c) => c.json(ctx.redact({ agents: ctx.warmAgents?.list() ?? [] })),
-  );
+  app.get("/v1/agents", async (c) => {
+    const agents = [...localAgents(ctx), ...(await otherAgents(c, ctx))];
+    return c.json(ctx.redact({ agents }));
+  });
 
   app.delete("/v1/agents/:id", async (c) => {
     const agentId = c.req.param("id");
     if (!(await ctx.warmAgents?.stop(agentId))) {
+      const elsewhere = await stopElsewhere(c, ctx);
+      if (elsewhere) return elsewhere;
       throw new RunnerError(
         "http.not_found",
         `No warm agent ${agentId} is idle. See GET /v1/agents; an agent in use is stopped by cancelling its run.`,
@@ -28,7 +77,6 @@ export function registerAgentRoutes(app: Hono, ctx: ServerContext): void {
     return c.json({ agent_id: agentId, stopped: true });
   });
 }
-
 /** The `/metrics` lines of the warm pool. */
 export function warmAgentMetricLines(ctx: ServerContext): string[] {
   const stats = ctx.warmAgents?.stats();

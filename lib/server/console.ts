@@ -1,5 +1,6 @@
 /**
- * `GET /`: the operator console, a page served from the binary. The page
+ * `GET /`: the operator console, a page served from the binary, with the
+ * browser files it loads (`console_assets.ts`) and `/favicon.ico`. The page
  * itself holds nothing secret; everything it shows comes from the `/v1` API
  * with the same bearer auth as any client. See `docs/http-api.md`, "Console".
  *
@@ -7,26 +8,45 @@
  */
 
 import type { Hono } from "hono";
+import { CONSOLE_ASSETS } from "./console_assets.ts";
 import { consolePage } from "./console_page.ts";
 
-/** Registers the console page at `/`. */
+/**
+ * The page's CSP: scripts and styles only with this response's nonce;
+ * images from the agent's URLs only when the operator asked (`images`).
+ */
+function contentSecurityPolicy(nonce: string, images: boolean): string {
+  return [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}'`,
+    `style-src 'nonce-${nonce}'`,
+    "connect-src 'self'",
+    images ? "img-src 'self' data: https:" : "img-src 'self' data:",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join("; ");
+}
+
+/** Registers the console page at `/` and its static files. */
 export function registerConsoleRoutes(app: Hono): void {
   app.get("/", (c) => {
     const nonce = crypto.randomUUID().replaceAll("-", "");
-    return c.html(consolePage(nonce), 200, {
-      "content-security-policy": [
-        "default-src 'none'",
-        `script-src 'nonce-${nonce}'`,
-        `style-src 'nonce-${nonce}'`,
-        "connect-src 'self'",
-        "img-src 'self' data:",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
-        "base-uri 'none'",
-      ].join("; "),
+    const images = c.req.query("images") === "1";
+    return c.html(consolePage(nonce, images), 200, {
+      "content-security-policy": contentSecurityPolicy(nonce, images),
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",
       "cache-control": "no-store",
     });
   });
+  for (const [path, asset] of Object.entries(CONSOLE_ASSETS)) {
+    app.get(path, (c) =>
+      c.body(asset.body, 200, {
+        "content-type": asset.type,
+        "content-security-policy": "default-src 'none'",
+        "x-content-type-options": "nosniff",
+        "cache-control": "public, max-age=3600",
+      }));
+  }
 }

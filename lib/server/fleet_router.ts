@@ -76,6 +76,13 @@ export interface FleetRouter {
    * refuses a daemon fenced anywhere in the fleet; undefined: serve it here.
    */
   forDaemon(c: Context, daemonId: string): Promise<Response | undefined>;
+  /**
+   * Sends the request to every other live replica (none when it was itself
+   * forwarded); a replica that does not answer is left out of the answers.
+   */
+  toOtherReplicas(
+    c: Context,
+  ): Promise<{ replicaId: string; response: Response }[]>;
 }
 
 /** Options of {@linkcode createFleetRouter}. */
@@ -159,6 +166,28 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
         );
       }
       return undefined;
+    },
+    async toOtherReplicas(c) {
+      if (isForwarded(c)) return [];
+      const others = (await lookup(fleet.liveReplicas())).filter((replica) =>
+        !replica.self
+      );
+      const answers = await Promise.all(others.map(async (replica) => {
+        try {
+          return {
+            replicaId: replica.replicaId,
+            response: await forward(c, replica),
+          };
+        } catch (error) {
+          if (!(error instanceof RunnerError)) throw error;
+          options.log({
+            msg: "replica skipped",
+            replica_id: replica.replicaId,
+          });
+          return undefined;
+        }
+      }));
+      return answers.filter((answer) => answer !== undefined);
     },
   };
 }

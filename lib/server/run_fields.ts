@@ -90,6 +90,7 @@ export function runView(record: RunRecord): Record<string, unknown> {
     code: record.code ?? null,
     error: record.error ?? null,
     config: record.config,
+    prompt: record.prompt ?? null,
     created_at: new Date(record.createdAt).toISOString(),
     updated_at: new Date(record.updatedAt).toISOString(),
     finished_at: record.finishedAt

@@ -246,6 +246,8 @@ function parseListQuery(c: Context): ListRunsOptions {
       "conversation_id",
     ),
     status: status as RunStatus | undefined,
+    daemonId: optionalId(c.req.query("daemon_id"), "daemon_id"),
+    before: optionalId(c.req.query("before"), "before"),
     limit,
   };
 }
@@ -255,7 +257,14 @@ function registerReadRoutes(app: Hono, ctx: ServerContext): void {
   const { store, manager } = ctx;
 
   app.get("/v1/runs", async (c) => {
-    const runs = await store.listRuns(parseListQuery(c));
+    const query = parseListQuery(c);
+    if (query.before !== undefined && !(await store.getRun(query.before))) {
+      throw new RunnerError(
+        "http.bad_request",
+        `before names no stored run (${query.before}); page on with the run_id of the last run of the previous page.`,
+      );
+    }
+    const runs = await store.listRuns(query);
     return c.json(
       ctx.redact({
         runs: runs.map((record) => runView(record)),

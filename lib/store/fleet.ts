@@ -94,6 +94,8 @@ export interface FleetStore {
   ): Promise<ReplicaRef>;
   /** Whether the replica's lease is live. */
   replicaAlive(replicaId: string): Promise<boolean>;
+  /** The replicas whose lease is live, this one included, sorted by id. */
+  liveReplicas(): Promise<ReplicaRef[]>;
   /** The conversation's owner, if it has one (alive or not). */
   conversationOwner(conversationId: string): Promise<ReplicaRef | undefined>;
   /** The replica running a run, if the run exists and is still active. */

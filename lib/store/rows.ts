@@ -45,6 +45,7 @@ export function toRunRecord(row: Row): RunRecord {
     conversationId: optional(row.conversation_id) as string | undefined,
     status: String(row.status) as RunStatus,
     config: JSON.parse(String(row.config_json)),
+    prompt: optional(row.prompt) as string | undefined,
     code: optional(row.code) as string | undefined,
     error: optional(row.error) as string | undefined,
     createdAt: Number(row.created_at),

@@ -58,6 +58,8 @@ export interface NewRun {
   conversationId?: string;
   /** The run's config, already stripped of secrets. */
   config: Record<string, unknown>;
+  /** The start of the first input's text, already stripped of secrets. */
+  prompt?: string;
   /** Always `active`: a run is created when it starts. */
   status: "active";
 }
@@ -82,6 +84,8 @@ export interface RunRecord {
   status: RunStatus;
   /** The run's secret-free config. */
   config: Record<string, unknown>;
+  /** The start of the first input's text (secret-free), if it had text. */
+  prompt?: string;
   /** The failure code, once failed or cancelled. */
   code?: string;
   /** The failure message, once failed or cancelled. */
@@ -100,6 +104,10 @@ export interface ListRunsOptions {
   conversationId?: string;
   /** Only runs with this status. */
   status?: RunStatus;
+  /** Only runs whose config names this `daemon-id`. */
+  daemonId?: string;
+  /** Only runs older than this run (the last of the previous page). */
+  before?: string;
   /** At most this many runs. */
   limit: number;
 }

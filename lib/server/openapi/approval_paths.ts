@@ -26,6 +26,13 @@ export function approvalPaths(): Record<string, Schema> {
         summary:
           "The operator console (an HTML page; its data comes from /v1 with the same auth)",
         security: [],
+        parameters: [{
+          name: "images",
+          in: "query",
+          description:
+            "1: load images from the agent's URLs (the page's img-src allows https:)",
+          schema: { type: "string", enum: ["1"] },
+        }],
         responses: {
           "200": {
             description: "The console page",
@@ -34,6 +41,7 @@ export function approvalPaths(): Record<string, Schema> {
         },
       },
     },
+    ...consoleFilePaths(),
     "/v1/runs/{id}/permissions/{request_id}": {
       post: {
         operationId: "answerPermission",
@@ -68,5 +76,35 @@ export function approvalPaths(): Record<string, Schema> {
         },
       },
     },
+  };
+}
+
+/** The console's static files: its two libraries and the icon. */
+function consoleFilePaths(): Record<string, Schema> {
+  const file = (operationId: string, summary: string, type: string) => ({
+    get: {
+      operationId,
+      summary,
+      security: [],
+      responses: {
+        "200": {
+          description: summary,
+          content: { [type]: { schema: { type: "string" } } },
+        },
+      },
+    },
+  });
+  return {
+    "/console/marked.js": file(
+      "consoleMarked",
+      "The Markdown renderer the console loads (marked, its browser ESM file)",
+      "text/javascript",
+    ),
+    "/console/purify.js": file(
+      "consolePurify",
+      "The HTML sanitiser the console loads (DOMPurify, its browser ESM file)",
+      "text/javascript",
+    ),
+    "/favicon.ico": file("favicon", "The runner's icon", "image/svg+xml"),
   };
 }

@@ -179,30 +179,48 @@ export function runCollectionPaths(): Record<string, Schema> {
       get: {
         operationId: "listRuns",
         summary: "Recent runs, newest first",
-        parameters: [
-          {
-            name: "conversation_id",
-            in: "query",
-            schema: { type: "string" },
-          },
-          {
-            name: "status",
-            in: "query",
-            schema: {
-              type: "string",
-              enum: ["active", "completed", "failed", "cancelled"],
-            },
-          },
-          {
-            name: "limit",
-            in: "query",
-            schema: { type: "integer", minimum: 1, maximum: 1000, default: 50 },
-          },
-        ],
+        parameters: listRunsParameters(),
         responses: { "200": json(ref("RunList")), ...errors(400, 401) },
       },
     },
   };
+}
+
+/** The query parameters of `GET /v1/runs`: filters and paging. */
+function listRunsParameters(): Schema[] {
+  return [
+    {
+      name: "conversation_id",
+      in: "query",
+      schema: { type: "string" },
+    },
+    {
+      name: "status",
+      in: "query",
+      schema: {
+        type: "string",
+        enum: ["active", "completed", "failed", "cancelled"],
+      },
+    },
+    {
+      name: "daemon_id",
+      in: "query",
+      description: "Only runs whose config names this daemon-id",
+      schema: { type: "string" },
+    },
+    {
+      name: "before",
+      in: "query",
+      description:
+        "Only runs older than this run: the run_id of the last run of the previous page",
+      schema: { type: "string" },
+    },
+    {
+      name: "limit",
+      in: "query",
+      schema: { type: "integer", minimum: 1, maximum: 1000, default: 50 },
+    },
+  ];
 }
 
 /** `/v1/runs/{id}…`: read one run, resume its events, steer or cancel it. */

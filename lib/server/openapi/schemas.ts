@@ -147,6 +147,11 @@ function runSchemas(): Record<string, Schema> {
       description:
         "The run's resolved config (kebab-case keys of docs/config.md); env-json values read [REDACTED].",
     },
+    prompt: {
+      ...nullableString,
+      description:
+        "The first input's text, its first 200 characters (secrets redacted); null without text.",
+    },
     created_at: timestamp,
     updated_at: timestamp,
     finished_at: { ...timestamp, type: ["string", "null"] },
@@ -278,7 +283,8 @@ function warmAgentSchemas(): Record<string, Schema> {
     WarmAgents: object({
       agents: {
         type: "array",
-        description: "Least recently used first.",
+        description:
+          "Least recently used first; in a fleet each replica's in turn, this one's first.",
         items: object({
           agent_id: string,
           conversation_id: string,
@@ -286,7 +292,18 @@ function warmAgentSchemas(): Record<string, Schema> {
           location: string,
           session_id: string,
           idle_since: timestamp,
-        }),
+          replica_id: {
+            ...string,
+            description: "In a fleet: the replica that keeps the agent.",
+          },
+        }, [
+          "agent_id",
+          "conversation_id",
+          "provider",
+          "location",
+          "session_id",
+          "idle_since",
+        ]),
       },
     }),
     WarmAgentStopped: object({ agent_id: string, stopped: { const: true } }),

@@ -315,6 +315,12 @@ export class PostgresFleet implements FleetStore {
     return Boolean(row?.alive);
   }
 
+  async liveReplicas(): Promise<ReplicaRef[]> {
+    const rows = await this.#sql`SELECT replica_id, url, true AS alive
+      FROM replicas WHERE expires_at > clock_timestamp() ORDER BY replica_id`;
+    return rows.map((row) => this.#ref(row));
+  }
+
   async conversationOwner(
     conversationId: string,
   ): Promise<ReplicaRef | undefined> {

@@ -93,6 +93,8 @@ const MIGRATIONS: readonly string[] = [
   // under, and only that lease, while live, may write the run.
   `ALTER TABLE replicas ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
    ALTER TABLE runs ADD COLUMN owner_epoch BIGINT NOT NULL DEFAULT 0;`,
+  // The start of the first prompt, for listings (the console's runs list).
+  `ALTER TABLE runs ADD COLUMN prompt TEXT;`,
 ];
 
 /** The schema version this code writes. */

@@ -260,11 +260,11 @@ class PostgresRunStore implements RunStore {
       const now = Date.now();
       const created = await this.#sql`INSERT INTO runs (run_id, conversation_id,
         status, config_json, owner_replica, owner_instance, owner_epoch,
-        owner_pid, owner_start_time, created_at, updated_at)
+        owner_pid, owner_start_time, created_at, updated_at, prompt)
         SELECT ${run.runId}, ${run.conversationId ?? null}, ${run.status},
           ${JSON.stringify(run.config)}, ${this.fleet.replicaId},
           ${this.#instanceId}, ${this.fleet.epoch}, ${Deno.pid},
-          ${ownStartTime() ?? null}, ${now}, ${now}
+          ${ownStartTime() ?? null}, ${now}, ${now}, ${run.prompt ?? null}
         WHERE ${this.fleet.ownLease()}`;
       if (created.count === 0) {
         this.fleet.checkLease();

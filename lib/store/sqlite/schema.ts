@@ -50,6 +50,8 @@ const MIGRATIONS: readonly string[] = [
   // listing order, and for pruning the oldest runs.
   `CREATE INDEX runs_by_created ON runs (created_at);
    CREATE INDEX runs_by_conversation_status ON runs (conversation_id, status, created_at);`,
+  // The start of the first prompt, for listings (the console's runs list).
+  `ALTER TABLE runs ADD COLUMN prompt TEXT;`,
 ];
 
 /** The schema version this code writes. */

@@ -296,8 +296,8 @@ class SqliteRunStore implements SyncRunStore {
       const now = Date.now();
       this.#statement(
         `INSERT INTO runs (run_id, conversation_id, status, config_json, owner_pid,
-           owner_instance, owner_start_time, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           owner_instance, owner_start_time, created_at, updated_at, prompt)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         run.runId,
         run.conversationId ?? null,
@@ -308,6 +308,7 @@ class SqliteRunStore implements SyncRunStore {
         ownStartTime() ?? null,
         now,
         now,
+        run.prompt ?? null,
       );
     });
     // A new run has no events: its first one needs no read of the store.

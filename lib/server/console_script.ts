@@ -1,0 +1,539 @@
+/**
+ * The operator console's script: a module that loads the Markdown renderer
+ * and the sanitiser (`console_assets.ts`) and talks to the same `/v1` API as
+ * any client, with the bearer token a person types once (kept in the tab's
+ * session storage, never in a URL). Every text from the agent or a run is set
+ * as text, except the answer, which is Markdown rendered and then sanitised.
+ *
+ * @module
+ */
+
+/** The console's module script (no `${`, no backticks: kept raw). */
+export const CONSOLE_SCRIPT: string = String.raw`
+import { Marked } from "/console/marked.js";
+import DOMPurify from "/console/purify.js";
+
+const $ = (id) => document.getElementById(id);
+const IMAGES = document.body.dataset.images === "1";
+const state = {
+  token: sessionStorage.getItem("runner-token") || "", selected: null, run: null, stream: null,
+  pages: [], filters: { status: "", conversation_id: "", daemon_id: "" }, answer: null, thought: null,
+  timers: new Set(), providers: null,
+};
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// Agent HTML is shown as text, never parsed; DOMPurify then keeps only inert markup.
+const markdown = new Marked({ gfm: true, renderer: { html: (token) => escapeHtml(token.text) } });
+DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+  if (node.tagName === "A") {
+    node.setAttribute("rel", "noopener noreferrer nofollow");
+    node.setAttribute("target", "_blank");
+  }
+  if (node.tagName === "IMG" && !IMAGES) {
+    node.setAttribute("data-src", node.getAttribute("src") || "");
+    node.removeAttribute("src");
+    node.removeAttribute("srcset");
+    node.setAttribute("alt", "[image not loaded: " + (node.getAttribute("alt") || "image") + "]");
+  }
+});
+
+/** The agent's Markdown as a sanitised fragment: no script, handler, style or javascript: URL survives. */
+function renderMarkdown(text) {
+  return DOMPurify.sanitize(markdown.parse(text || ""), {
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed", "svg", "math"],
+    FORBID_ATTR: ["style", "id", "class"],
+    ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
+  });
+}
+
+function headers(extra) {
+  const h = Object.assign({ "content-type": "application/json" }, extra || {});
+  if (state.token) h.authorization = "Bearer " + state.token;
+  return h;
+}
+
+async function api(path, options) {
+  const response = await fetch(path, Object.assign({ headers: headers() }, options || {}));
+  if (response.status === 401) {
+    showLogin(state.token ? "The runner refused this token. Check it and sign in again." : "This runner needs its API token.");
+    throw new Error("unauthorized");
+  }
+  return response;
+}
+
+async function errorText(response) {
+  try { const body = await response.json(); return (body.error && (body.error.code + ": " + body.error.message)) || response.statusText; }
+  catch { return "HTTP " + response.status; }
+}
+
+function showLogin(message) {
+  $("login").hidden = false; $("app").hidden = true; $("sign-out").hidden = true;
+  $("login-message").textContent = message || "";
+}
+
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function duration(run) {
+  const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
+  const seconds = Math.max(0, Math.round((end - Date.parse(run.created_at)) / 1000));
+  return seconds < 60 ? seconds + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+}
+
+// The runner does not store prompts: the console remembers the ones it sent.
+function prompts(runId) {
+  try { return JSON.parse(sessionStorage.getItem("runner-prompts:" + runId) || "[]"); } catch { return []; }
+}
+function rememberPrompt(runId, text) {
+  const list = prompts(runId); list.push(text);
+  sessionStorage.setItem("runner-prompts:" + runId, JSON.stringify(list));
+}
+
+function listQuery() {
+  const query = new URLSearchParams({ limit: "20" });
+  for (const [key, value] of Object.entries(state.filters)) if (value) query.set(key, value);
+  const before = state.pages[state.pages.length - 1];
+  if (before) query.set("before", before);
+  return query;
+}
+
+function runRow(run) {
+  const config = run.config || {};
+  const item = el("li", { class: "run" + (run.run_id === state.selected ? " selected" : ""), "data-run-id": run.run_id });
+  item.append(el("span", { class: "badge " + run.status }, run.status));
+  item.append(el("strong", {}, config.provider || "?"));
+  item.append(el("span", { class: "meta" }, new Date(run.created_at).toLocaleString() + " · " + duration(run)));
+  const snippet = prompts(run.run_id)[0] || run.prompt;
+  if (snippet) item.append(el("span", { class: "snippet" }, snippet.length > 80 ? snippet.slice(0, 80) + "…" : snippet));
+  const where = [config.location || "local", config["daemon-id"], run.conversation_id || "no conversation"].filter(Boolean);
+  item.append(el("span", { class: "meta" }, where.join(" · ")));
+  item.append(el("code", { class: "run-id" }, run.run_id));
+  item.onclick = () => openRun(run.run_id);
+  return item;
+}
+
+let listing = 0;
+async function refreshRuns() {
+  const mine = ++listing;
+  const response = await api("/v1/runs?" + listQuery());
+  if (mine !== listing) return; // a newer listing (page or filter) is under way
+  if (!response.ok) { $("runs-error").textContent = await errorText(response); return; }
+  $("runs-error").textContent = "";
+  const body = await response.json();
+  if (mine !== listing) return;
+  const list = $("runs"); list.textContent = "";
+  for (const run of body.runs) list.append(runRow(run));
+  $("runs-empty").hidden = body.runs.length > 0;
+  $("runs-newer").disabled = state.pages.length === 0;
+  $("runs-older").disabled = body.runs.length < 20;
+  $("runs-older").dataset.last = body.runs.length ? body.runs[body.runs.length - 1].run_id : "";
+  $("runs-page").textContent = "page " + (state.pages.length + 1);
+}
+
+async function refreshDaemons() {
+  const body = await (await api("/v1/daemons")).json();
+  const list = $("daemons"); list.textContent = "";
+  for (const daemon of body.daemons) {
+    const item = el("li", { class: "run" });
+    item.append(el("strong", {}, daemon.daemon_id));
+    item.append(el("span", { class: "badge" + (daemon.fenced ? " failed" : " completed") }, daemon.fenced ? "fenced" : daemon.connected ? "connected" : "offline"));
+    if (daemon.fenced) {
+      const button = el("button", {}, "Unfence");
+      button.onclick = async () => {
+        if (!confirm("Unfence " + daemon.daemon_id + "? Only do this once you checked no agent of it is still running.")) return;
+        await api("/v1/daemons/" + encodeURIComponent(daemon.daemon_id) + "/unfence", { method: "POST", body: "{}" });
+        refreshDaemons();
+      };
+      item.append(button);
+    }
+    list.append(item);
+  }
+  $("daemons-empty").hidden = body.daemons.length > 0;
+}
+
+async function refreshAgents() {
+  const response = await api("/v1/agents");
+  if (!response.ok) { $("agents-panel").hidden = true; return; }
+  const body = await response.json();
+  const list = $("agents"); list.textContent = "";
+  for (const agent of body.agents) {
+    const item = el("li", { class: "run", "data-agent-id": agent.agent_id });
+    item.append(el("strong", {}, agent.provider));
+    item.append(el("span", { class: "meta" }, [agent.location, agent.conversation_id, agent.replica_id ? "replica " + agent.replica_id : "", "idle since " + new Date(agent.idle_since).toLocaleTimeString()].filter(Boolean).join(" · ")));
+    const stop = el("button", {}, "Stop");
+    stop.onclick = async () => {
+      await api("/v1/agents/" + encodeURIComponent(agent.agent_id), { method: "DELETE" });
+      refreshAgents();
+    };
+    item.append(stop);
+    list.append(item);
+  }
+  $("agents-empty").hidden = body.agents.length > 0;
+}
+
+function transcript() { return $("transcript"); }
+
+function userBubble(text) {
+  state.answer = null; state.thought = null;
+  const bubble = el("div", { class: "bubble user" });
+  bubble.append(el("div", { class: "who" }, "You"), el("div", { class: "text" }, text));
+  transcript().append(bubble);
+}
+
+function answerBlock() {
+  if (state.answer) return state.answer;
+  const node = el("div", { class: "bubble agent" });
+  node.append(el("div", { class: "who" }, "Agent"), el("div", { class: "markdown" }));
+  transcript().append(node);
+  state.answer = { node, text: "", pending: false };
+  return state.answer;
+}
+
+function paintAnswer(answer) {
+  answer.pending = false;
+  const body = answer.node.querySelector(".markdown");
+  body.replaceChildren(renderMarkdown(answer.text));
+}
+
+function appendAnswer(text, whole) {
+  state.thought = null;
+  const answer = answerBlock();
+  answer.text = whole === undefined ? answer.text + text : whole;
+  if (!answer.pending) { answer.pending = true; requestAnimationFrame(() => paintAnswer(answer)); }
+}
+
+function appendThought(text) {
+  if (!state.thought) {
+    const node = el("details", { class: "thought" });
+    node.append(el("summary", {}, "Thinking"), el("div", { class: "text" }));
+    transcript().append(node);
+    state.thought = node;
+  }
+  state.thought.querySelector(".text").textContent += text;
+}
+
+function pretty(value) {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+function toolCard(data) {
+  state.answer = null; state.thought = null;
+  let card = transcript().querySelector('.tool[data-tool-call-id="' + CSS.escape(data.tool_call_id) + '"]');
+  if (card) return card;
+  card = el("details", { class: "tool", "data-tool-call-id": data.tool_call_id });
+  const summary = el("summary");
+  summary.append(el("span", { class: "kind" }, data.kind || "tool"), el("span", { class: "title" }), el("span", { class: "badge status" }, "pending"));
+  card.append(summary, el("div", { class: "where meta" }));
+  card.append(el("div", { class: "label" }, "Input"), el("pre", { class: "input" }));
+  card.append(el("div", { class: "label output-label", hidden: "" }, "Output"), el("pre", { class: "output", hidden: "" }));
+  transcript().append(card);
+  return card;
+}
+
+// A one-hunk line diff: the common head and tail as context, the middle removed and added.
+function diffLines(oldText, newText) {
+  const a = (oldText || "").split("\n"); const b = (newText || "").split("\n");
+  let head = 0; while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0; while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  const lines = [];
+  for (const line of a.slice(Math.max(0, head - 3), head)) lines.push([" ", line]);
+  for (const line of a.slice(head, a.length - tail)) lines.push(["-", line]);
+  for (const line of b.slice(head, b.length - tail)) lines.push(["+", line]);
+  for (const line of a.slice(a.length - tail, Math.min(a.length, a.length - tail + 3))) lines.push([" ", line]);
+  return lines;
+}
+
+function showDiffs(card, diffs) {
+  let box = card.querySelector(".diffs");
+  if (!box) { box = el("div", { class: "diffs" }); card.querySelector(".output-label").before(box); }
+  box.textContent = "";
+  for (const diff of diffs) {
+    box.append(el("div", { class: "label" }, (diff.old_text === null ? "New file " : "Edit ") + diff.path));
+    const pre = el("pre", { class: "diff" });
+    for (const [sign, line] of diffLines(diff.old_text, diff.new_text)) {
+      pre.append(el("span", { class: sign === "-" ? "del" : sign === "+" ? "add" : "ctx" }, sign + " " + line + "\n"));
+    }
+    box.append(pre);
+  }
+}
+
+function updateTool(data, status) {
+  const card = toolCard(data);
+  if (data.tool_name) card.querySelector(".title").textContent = data.tool_name;
+  if (data.kind) card.querySelector(".kind").textContent = data.kind;
+  if (data.parameters !== undefined) card.querySelector(".input").textContent = pretty(data.parameters) || "(none)";
+  if (data.locations) card.querySelector(".where").textContent = data.locations.map((l) => l.path + (l.line ? ":" + l.line : "")).join(", ");
+  if (status) { const badge = card.querySelector(".status"); badge.textContent = status; badge.className = "badge status " + status; }
+  if (Array.isArray(data.diffs)) showDiffs(card, data.diffs);
+  const output = data.error !== undefined ? data.error : data.result;
+  if (output !== undefined) {
+    card.querySelector(".output").textContent = pretty(output);
+    card.querySelector(".output").hidden = false; card.querySelector(".output-label").hidden = false;
+  }
+}
+
+function planCard(entries) {
+  state.answer = null; state.thought = null;
+  let card = transcript().querySelector(".plan:last-child");
+  if (!card) { card = el("div", { class: "plan" }); transcript().append(card); }
+  card.textContent = "";
+  card.append(el("div", { class: "label" }, "Plan"));
+  const list = el("ol");
+  for (const entry of entries || []) list.append(el("li", { class: "plan-" + entry.status }, entry.status + ": " + entry.content));
+  card.append(list);
+}
+
+function showUsage(usage) {
+  if (!usage) return;
+  const parts = [];
+  if (usage.used !== undefined) parts.push(usage.used + (usage.size ? " / " + usage.size : "") + " tokens");
+  if (usage.input_tokens !== undefined) parts.push(usage.input_tokens + " in · " + (usage.output_tokens || 0) + " out");
+  if (usage.cost) parts.push(usage.cost.amount + " " + usage.cost.currency);
+  if (parts.length) $("run-usage").textContent = "usage: " + parts.join(" · ");
+}
+
+function countdown(node, expiresAt) {
+  const tick = () => {
+    const left = Math.max(0, Math.round((Date.parse(expiresAt) - Date.now()) / 1000));
+    node.textContent = left > 0 ? "answer within " + (left >= 60 ? Math.floor(left / 60) + " min " : "") + (left % 60) + " s" : "timing out…";
+    if (left <= 0 || !node.isConnected) { clearInterval(timer); state.timers.delete(timer); }
+  };
+  const timer = setInterval(tick, 1000); state.timers.add(timer); tick();
+}
+
+function permissionCard(event) {
+  state.answer = null; state.thought = null;
+  const data = event.data; const call = data.tool_call || {};
+  const card = el("div", { class: "permission", "data-request-id": data.request_id });
+  card.append(el("strong", { class: "ask" }, "The agent asks: " + (call.title || "permission")));
+  const where = (call.locations || []).map((l) => l.path).join(", ");
+  if (call.kind || where) card.append(el("div", { class: "meta" }, [call.kind, where].filter(Boolean).join(" · ")));
+  if (call.raw_input_summary) card.append(el("pre", { class: "input" }, call.raw_input_summary));
+  if (data.expires_at) countdown(card.appendChild(el("div", { class: "meta countdown" })), data.expires_at);
+  const actions = el("div", { class: "actions" });
+  const error = el("div", { class: "error answer-error", role: "alert" });
+  const buttons = [];
+  const answer = (option) => async () => {
+    buttons.forEach((b) => b.disabled = true); error.textContent = "";
+    let message;
+    try {
+      const response = await api("/v1/runs/" + encodeURIComponent(event.run_id) + "/permissions/" + encodeURIComponent(data.request_id), { method: "POST", body: JSON.stringify({ option_id: option.option_id }) });
+      if (response.ok) return;
+      message = await errorText(response);
+      if (response.status === 409) { error.textContent = message; return; }
+    } catch (failure) { message = "The answer did not reach the runner (" + failure.message + ")."; }
+    error.textContent = message + " ";
+    const retry = el("button", { class: "retry" }, "Retry");
+    retry.onclick = () => { buttons.forEach((b) => b.disabled = false); error.textContent = ""; };
+    error.append(retry);
+  };
+  for (const option of data.options || []) {
+    const kind = option.kind || "";
+    const button = el("button", { class: "option " + (kind.startsWith("allow") ? "approve" : "reject") + (kind.endsWith("always") ? " always" : ""), "data-option-id": option.option_id, "data-kind": kind }, option.name || option.option_id);
+    button.onclick = answer(option);
+    buttons.push(button); actions.append(button);
+  }
+  card.append(actions, error);
+  transcript().append(card);
+}
+
+function permissionDecided(data) {
+  const card = transcript().querySelector('.permission[data-request-id="' + CSS.escape(data.request_id) + '"]');
+  const text = "Decided: " + data.decision + (data.option_id ? " (" + data.option_id + ")" : "") + " by " + data.by;
+  if (!card) { transcript().append(el("div", { class: "note" }, "[permission] " + (data.title || "") + ": " + data.decision + " by " + data.by)); return; }
+  card.classList.add("decided");
+  card.querySelectorAll(".actions, .countdown, .answer-error").forEach((n) => n.remove());
+  card.append(el("div", { class: "meta decision" }, text));
+}
+
+function showEvent(event) {
+  const data = event.data || {};
+  switch (event.type) {
+    case "run.started": transcript().append(el("div", { class: "note sandbox" }, "Agent: " + (data.agent || "?") + " · sandbox: " + (data.sandbox || "off"))); break;
+    case "message.delta": appendAnswer((data.chunk && data.chunk.content) || ""); break;
+    case "message.completed": if (data.message && typeof data.message.content === "string") appendAnswer("", data.message.content); state.answer = null; break;
+    case "thought.delta": appendThought(data.content || ""); break;
+    case "tool.call.started": updateTool(data, "pending"); break;
+    case "tool.call.updated": updateTool(data, data.status); break;
+    case "tool.call.completed": updateTool(data, data.error !== undefined ? "failed" : "completed"); break;
+    case "plan.updated": planCard(data.entries); break;
+    case "usage.updated": showUsage(data); break;
+    case "permission.requested": permissionCard(event); break;
+    case "permission.decided": permissionDecided(data); break;
+    case "run.completed": showUsage(event.usage); finished("completed"); break;
+    case "run.failed": {
+      transcript().append(el("div", { class: "error note" }, data.code + ": " + data.error));
+      finished(data.code === "run.cancelled" ? "cancelled" : "failed"); break;
+    }
+  }
+}
+
+function setStatus(status) {
+  $("run-status").textContent = status; $("run-status").className = "badge " + status;
+  const active = status === "active";
+  $("cancel").hidden = !active;
+  $("follow-up-send").textContent = active ? "Send to the running turn" : "Send as a new run";
+  // Follow-ups need a conversation: steering (POST …/input) and new runs both go by it.
+  $("follow-up").hidden = !(state.run && state.run.conversation_id);
+}
+
+function finished(status) {
+  state.answer = null; state.thought = null;
+  setStatus(status);
+  refreshRuns().catch(() => {});
+}
+
+async function readEvents(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read().catch(() => ({ done: true }));
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+      if (data) showEvent(JSON.parse(data));
+    }
+  }
+}
+
+async function openRun(runId) {
+  if (state.stream) state.stream.abort();
+  state.timers.forEach((t) => clearInterval(t)); state.timers.clear();
+  state.selected = runId; state.stream = new AbortController(); state.answer = null; state.thought = null;
+  $("run-panel").hidden = false; $("run-title").textContent = runId; $("run-usage").textContent = ""; $("follow-up-error").textContent = "";
+  transcript().textContent = "";
+  document.querySelectorAll("li.run").forEach((li) => li.classList.toggle("selected", li.dataset.runId === runId));
+  const record = await api("/v1/runs/" + encodeURIComponent(runId) + "?completions=lean");
+  state.run = record.ok ? await record.json() : null;
+  const config = (state.run && state.run.config) || {};
+  $("run-meta").textContent = [config.provider, config.location || "local", config["daemon-id"], config.workspace, state.run && state.run.conversation_id ? "conversation " + state.run.conversation_id : "no conversation", state.run ? "started " + new Date(state.run.created_at).toLocaleString() : ""].filter(Boolean).join(" · ");
+  setStatus(state.run ? state.run.status : "unknown");
+  // The runner keeps the start of the first prompt; this tab remembers what it sent.
+  const sent = prompts(runId);
+  if (sent.length) sent.forEach((text) => userBubble(text));
+  else if (state.run && state.run.prompt) {
+    userBubble(state.run.prompt + (state.run.prompt.length >= 200 ? "…" : ""));
+    transcript().append(el("div", { class: "note" }, "Started by another client: its follow-ups are not shown."));
+  }
+  const signal = state.stream.signal;
+  const response = await api("/v1/runs/" + encodeURIComponent(runId) + "/events?after=0", { signal, headers: headers({ accept: "text/event-stream" }) });
+  if (response.status === 200) await readEvents(response);
+}
+
+/** Starts a run over the API and opens it; the console reads it through GET …/events. */
+async function startRun(body) {
+  const runId = "console-" + crypto.randomUUID();
+  const response = await api("/v1/runs", { method: "POST", body: JSON.stringify(Object.assign({ run_id: runId }, body)) });
+  if (!response.ok) throw new Error(await errorText(response));
+  if (response.status === 202) { const steered = await response.json(); rememberPrompt(steered.run_id, body.input.text); return steered.run_id; }
+  rememberPrompt(runId, body.input.text);
+  response.body.cancel().catch(() => {});
+  return runId;
+}
+
+// Keys a new run of an idle conversation takes over from the run shown.
+const CARRIED = ["provider", "location", "workspace", "daemon-id", "acp-command", "ssh-target", "permission-decision"];
+
+async function sendFollowUp(event) {
+  event.preventDefault();
+  const text = $("follow-up-text").value.trim();
+  if (!text || !state.run) return;
+  $("follow-up-error").textContent = "";
+  try {
+    if ($("run-status").textContent === "active") {
+      const response = await api("/v1/runs/" + encodeURIComponent(state.run.run_id) + "/input", { method: "POST", body: JSON.stringify({ input: { text } }) });
+      if (!response.ok) throw new Error(await errorText(response));
+      rememberPrompt(state.run.run_id, text); userBubble(text);
+    } else {
+      const config = {};
+      for (const key of CARRIED) if (state.run.config && state.run.config[key] !== undefined) config[key] = state.run.config[key];
+      const runId = await startRun({ conversation_id: state.run.conversation_id, input: { text }, config });
+      openRun(runId);
+    }
+    $("follow-up-text").value = "";
+  } catch (failure) { if (failure.message !== "unauthorized") $("follow-up-error").textContent = failure.message; }
+}
+
+async function cancelRun() {
+  if (!state.run) return;
+  $("cancel").disabled = true;
+  try {
+    const response = await api("/v1/runs/" + encodeURIComponent(state.run.run_id) + "/cancel", { method: "POST", body: "{}" });
+    if (!response.ok) $("follow-up-error").textContent = await errorText(response);
+  } finally { $("cancel").disabled = false; }
+}
+
+async function loadProviders() {
+  if (state.providers) return;
+  const response = await api("/v1/providers");
+  const names = response.ok ? (await response.json()).presets.map((p) => p.name) : [];
+  state.providers = names.concat(["custom"]);
+  const select = $("new-provider"); select.textContent = "";
+  for (const name of state.providers) select.append(el("option", { value: name }, name));
+}
+
+async function submitNewRun(event) {
+  event.preventDefault();
+  $("new-error").textContent = "";
+  try {
+    const config = JSON.parse($("new-config").value.trim() || "{}");
+    if (!config || typeof config !== "object" || Array.isArray(config)) throw new Error("Extra config must be a JSON object of run-config keys.");
+    config.provider = $("new-provider").value;
+    if ($("new-workspace").value.trim()) config.workspace = $("new-workspace").value.trim();
+    if ($("new-permission").value) config["permission-decision"] = $("new-permission").value;
+    const body = { input: { text: $("new-prompt").value }, config };
+    if ($("new-conversation").value.trim()) body.conversation_id = $("new-conversation").value.trim();
+    const runId = await startRun(body);
+    $("new-run").hidden = true; $("new-prompt").value = "";
+    await refreshRuns(); openRun(runId);
+  } catch (failure) { if (failure.message !== "unauthorized") $("new-error").textContent = failure.message; }
+}
+
+function wireControls() {
+  $("follow-up").onsubmit = sendFollowUp;
+  $("cancel").onclick = cancelRun;
+  $("new-run-open").onclick = () => { $("new-run").hidden = !$("new-run").hidden; loadProviders().catch(() => {}); };
+  $("new-run").onsubmit = submitNewRun;
+  $("filters").onsubmit = (event) => {
+    event.preventDefault();
+    state.filters = { status: $("filter-status").value, conversation_id: $("filter-conversation").value.trim(), daemon_id: $("filter-daemon").value.trim() };
+    state.pages = []; refreshRuns().catch(() => {});
+  };
+  $("runs-older").onclick = () => { state.pages.push($("runs-older").dataset.last); refreshRuns().catch(() => {}); };
+  $("runs-newer").onclick = () => { state.pages.pop(); refreshRuns().catch(() => {}); };
+  $("images").checked = IMAGES;
+  $("images").onchange = () => { location.search = $("images").checked ? "?images=1" : ""; };
+}
+
+async function start() {
+  try {
+    const health = await (await fetch("/healthz")).json();
+    $("version").textContent = "v" + health.version;
+    await refreshRuns(); await refreshDaemons(); await refreshAgents();
+    $("login").hidden = true; $("app").hidden = false; $("sign-out").hidden = false;
+  } catch (error) { if (error.message !== "unauthorized") throw error; return; }
+  setInterval(() => { refreshRuns().catch(() => {}); refreshDaemons().catch(() => {}); refreshAgents().catch(() => {}); }, 1500);
+}
+
+$("login").onsubmit = (event) => {
+  event.preventDefault();
+  state.token = $("token").value.trim();
+  sessionStorage.setItem("runner-token", state.token);
+  start();
+};
+$("sign-out").onclick = () => { sessionStorage.removeItem("runner-token"); state.token = ""; location.reload(); };
+wireControls();
+start();
+`;

@@ -1,0 +1,143 @@
+/**
+ * Helpers of the console's browser tests: a headless Chromium (Debian's
+ * `chromium`, driven by puppeteer-core), signing in, and a page that records
+ * every dialog and every run of a probe function hostile content would call.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+
+/** The API token every console test's server runs with. */
+export const TOKEN = "console-test-token-Vb7Qw2Lm9Xk4Pz8Tn3Rj6Hs1";
+/** `runner serve` arguments of the console tests. */
+export const CONSOLE_ARGS = ["--allow-custom-commands", "--api-token", TOKEN];
+const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
+
+/** A phone-sized and a desktop-sized screen. */
+export const PHONE = { width: 390, height: 844, deviceScaleFactor: 1 };
+/** A desktop-sized screen. */
+export const DESKTOP = { width: 1280, height: 900, deviceScaleFactor: 1 };
+
+/** Runs `body` with a fresh headless Chromium, closed afterwards. */
+export async function withBrowser(
+  body: (browser: Browser) => Promise<void>,
+): Promise<void> {
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-quic",
+    ],
+  });
+  try {
+    await body(browser);
+  } finally {
+    await browser.close();
+  }
+}
+
+/** What a page saw that it never should: dialogs, probe calls, CSP refusals, script errors. */
+export interface PageAlarms {
+  /** Messages of `alert`/`confirm`/`prompt` dialogs. */
+  dialogs: string[];
+  /** Arguments of calls to `window.pwned`, which hostile payloads call. */
+  executed: string[];
+  /** Uncaught errors of the page's own script. */
+  errors: string[];
+}
+
+/** Opens the console at `url` on `viewport` and signs in with `token`. */
+export async function signIn(
+  browser: Browser,
+  url: string,
+  options: { token?: string; viewport?: typeof PHONE } = {},
+): Promise<{ page: Page; alarms: PageAlarms }> {
+  const page = await browser.newPage();
+  const alarms: PageAlarms = { dialogs: [], executed: [], errors: [] };
+  page.on("dialog", (dialog) => {
+    alarms.dialogs.push(dialog.message());
+    dialog.dismiss().catch(() => {});
+  });
+  page.on("pageerror", (error) => alarms.errors.push(String(error)));
+  await page.exposeFunction("pwned", (what: string) => {
+    alarms.executed.push(String(what));
+  });
+  await page.setViewport(options.viewport ?? PHONE);
+  await page.goto(url, { waitUntil: "load" });
+  await page.waitForSelector("#login:not([hidden])");
+  await page.type("#token", options.token ?? TOKEN);
+  await page.click("#login button[type=submit]");
+  return { page, alarms };
+}
+
+/** The run panel's status badge text once it equals `status`. */
+export async function waitStatus(page: Page, status: string): Promise<void> {
+  await page.waitForFunction(
+    `document.getElementById("run-status").textContent === ${
+      JSON.stringify(status)
+    }`,
+  );
+}
+
+/** The transcript's visible text. */
+export function transcriptText(page: Page): Promise<string> {
+  return page.$eval(
+    "#transcript",
+    (node) => (node as unknown as { innerText: string }).innerText,
+  );
+}
+
+/** Fails if the page raised a dialog, ran a hostile probe or threw. */
+export function assertQuiet(alarms: PageAlarms): void {
+  assert.deepEqual(alarms.dialogs, [], "a dialog opened");
+  assert.deepEqual(alarms.executed, [], "hostile script ran");
+  assert.deepEqual(alarms.errors, [], "the page threw");
+}
+
+/** Fills and submits the console's "New run" form. */
+export async function startRunFromPage(
+  page: Page,
+  run: {
+    prompt: string;
+    conversation?: string;
+    workspace: string;
+    permission?: string;
+    config: Record<string, unknown>;
+  },
+): Promise<string> {
+  await page.click("#new-run-open");
+  await page.waitForSelector("#new-run:not([hidden])");
+  await page.waitForSelector('#new-provider option[value="custom"]');
+  await page.select("#new-provider", "custom");
+  await page.type("#new-prompt", run.prompt);
+  if (run.conversation) await page.type("#new-conversation", run.conversation);
+  await page.type("#new-workspace", run.workspace);
+  if (run.permission) await page.select("#new-permission", run.permission);
+  await page.$eval(
+    "#new-config",
+    (node, value) => (node as unknown as { value: string }).value = value,
+    JSON.stringify(run.config),
+  );
+  const before = await page.$eval("#run-title", (node) => node.textContent);
+  await page.click("#new-run button[type=submit]");
+  await waitNewRun(page, before ?? "");
+  return await page.$eval("#run-title", (node) => node.textContent!);
+}
+
+/** Waits until the run panel shows a run the console started, other than `previous`. */
+export async function waitNewRun(page: Page, previous: string): Promise<void> {
+  await page.waitForFunction(
+    `(() => { const t = document.getElementById("run-title").textContent;
+      return t.startsWith("console-") && t !== ${
+      JSON.stringify(previous)
+    }; })()`,
+  );
+}
