@@ -9,6 +9,7 @@ import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../providers.ts";
 import { parseRunDefaults, type ServeConfig } from "./config.ts";
+import { checkPermissionFloor } from "./permission_floor.ts";
 
 /**
  * Run-config keys a caller may set per run. Keys that choose a command to
@@ -149,7 +150,7 @@ export function resolveCallerConfig(
 
 /**
  * Refuses a caller's size limit above the operator's (the server default, or
- * the built-in one).
+ * the built-in one), and a looser permission policy.
  */
 function checkCaps(
   serve: Pick<ServeConfig, "runDefaults">,
@@ -157,6 +158,7 @@ function checkCaps(
   resolved: RunConfig,
 ): void {
   const operator = parseRunDefaults(serve.runDefaults);
+  checkPermissionFloor({ operator, resolved, caller });
   for (const key of CAPPED_KEYS) {
     if (caller[key] === undefined) continue;
     const field = RUN_CONFIG_KEYS[key].field;
