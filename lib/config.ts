@@ -44,6 +44,9 @@ export interface RunConfig {
   permissionDecision: PermissionKind | "ask";
   permissionTimeout: number;
   permissionFallback: PermissionKind;
+  model?: string;
+  mode?: string;
+  sessionConfigJson: Record<string, string | boolean>;
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;
@@ -143,6 +146,8 @@ function fromText(key: string, kind: ConfigKind, value: unknown): unknown {
       throw invalid(key, "must be JSON (an array or object, or its text)");
     case "env":
       return envFromText(key, value);
+    case "json-object":
+      return objectFromText(key, value);
     case "list":
       return listFromText(key, value);
   }
@@ -159,6 +164,16 @@ function listFromText(key: string, value: unknown): unknown {
     throw invalid(key, "must be a JSON array or a comma-separated list");
   }
   return text ? text.split(",").map((item) => item.trim()) : [];
+}
+
+function objectFromText(key: string, value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  if (!value.trim()) return {};
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw invalid(key, "must be a JSON object (it is not valid JSON)");
+  }
 }
 
 function envFromText(key: string, value: unknown): unknown {

@@ -22,6 +22,7 @@ export type ConfigKind =
   | "env"
   | "list"
   | "json-text"
+  | "json-object"
   | "permission";
 
 /** One run-config key: its schema and how the docs show its default. */
@@ -298,6 +299,28 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     ["allow_once", "allow_always", "reject_once", "reject_always"],
     "reject_once",
     "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
+  ),
+  "model": text(
+    "the session's model: an id the agent advertises (`runner probe` lists them), set with `session/set_config_option` (or `session/set_model`) before the first prompt; a value not offered fails the run with `acp.config_unavailable`",
+  ),
+  "mode": text(
+    "the session's mode (e.g. `plan`): an id the agent advertises, set with `session/set_config_option` (or `session/set_mode`) before the first prompt",
+  ),
+  "session-config-json": key(
+    "json-object",
+    () =>
+      z.record(
+        z.string(),
+        z.union([z.string(), z.boolean()], {
+          error: "values must be strings or true/false",
+        }),
+        { error: "must be a JSON object of option id: value" },
+      ),
+    {
+      fallback: {},
+      description:
+        'JSON object of more session config options, option id → value (e.g. `{"effort":"low"}`), set after `model` and `mode` in the given order (`docs/runs.md`, "Session config options")',
+    },
   ),
   "fs-read": bool(
     false,

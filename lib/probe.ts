@@ -150,7 +150,7 @@ export async function probeAgent(options: ProbeOptions): Promise<ProbeReport> {
     report.capabilities = started.init.agentCapabilities ?? {};
     report.authMethods = started.init.authMethods ?? [];
     if (options.handshakeOnly && !options.recovery) return finish(report);
-    const sessionId = await started.connection.newSession({
+    const { sessionId } = await started.connection.newSession({
       cwd: options.launch.cwd,
       mcpServers: [],
     });
@@ -221,7 +221,7 @@ async function recover(
 ): Promise<"resume" | "load"> {
   const caps = started.init.agentCapabilities ?? {};
   const params = { sessionId, cwd, mcpServers: [] };
-  const attempts: Array<["resume" | "load", () => Promise<void>]> = [];
+  const attempts: Array<["resume" | "load", () => Promise<unknown>]> = [];
   if (caps.sessionCapabilities?.resume) {
     attempts.push(["resume", () => started.connection.resumeSession(params)]);
   }

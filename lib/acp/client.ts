@@ -22,6 +22,7 @@ import { createAcpStream } from "./stream.ts";
 import { type ErrorCode, RunnerError } from "../errors.ts";
 import { ACP_PROTOCOL_VERSION, RUNNER_VERSION } from "../version.ts";
 import { fsHandlers } from "./fs.ts";
+import { type SessionState, sessionStateOf } from "./session_state.ts";
 import { settleWithin } from "../timing.ts";
 
 /** A `session/update` notification as received (kinds the SDK lacks included). */
@@ -56,21 +57,30 @@ export interface ConnectAgentOptions {
 export interface AgentConnection {
   /** `initialize` under a deadline; checks the protocol version. */
   initialize(timeoutMs: number): Promise<InitializeResponse>;
-  /** `session/new`; returns the session id. */
+  /** `session/new`; returns the session id and its advertised choices. */
   newSession(
     params: { cwd: string; mcpServers: McpServer[] },
     signal?: AbortSignal,
-  ): Promise<string>;
+  ): Promise<{ sessionId: string; state: SessionState }>;
   /** `session/load` (history is replayed as updates before it answers). */
   loadSession(
     params: { sessionId: string; cwd: string; mcpServers: McpServer[] },
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<SessionState>;
   /** `session/resume`. */
   resumeSession(
     params: { sessionId: string; cwd: string; mcpServers: McpServer[] },
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<SessionState>;
+  /**
+   * Sets one session config option, a legacy mode (`session/set_mode`) or a
+   * legacy model (`session/set_model`); returns the config options the agent
+   * answers with (undefined for the legacy calls).
+   */
+  configure(
+    params: SessionSetting & { sessionId: string },
+    signal?: AbortSignal,
+  ): Promise<SessionState["configOptions"]>;
   /** `session/prompt`; resolves with the stop reason. */
   prompt(
     params: { sessionId: string; prompt: ContentBlock[] },
@@ -85,6 +95,12 @@ export interface AgentConnection {
   /** Closes the connection. */
   close(): void;
 }
+
+/** One setting for {@linkcode AgentConnection.configure}. */
+export type SessionSetting =
+  | { kind: "option"; configId: string; value: string | boolean }
+  | { kind: "mode"; modeId: string }
+  | { kind: "model"; modelId: string };
 
 /** How long sending `session/cancel` may take before the run moves on to teardown. */
 const CANCEL_WRITE_MS = 1000;
@@ -236,7 +252,12 @@ function sessionRequests(
   link: AgentLink,
 ): Pick<
   AgentConnection,
-  "newSession" | "loadSession" | "resumeSession" | "prompt" | "cancel"
+  | "newSession"
+  | "loadSession"
+  | "resumeSession"
+  | "configure"
+  | "prompt"
+  | "cancel"
 > {
   const { agent } = link;
   return {
@@ -249,34 +270,40 @@ function sessionRequests(
             params,
             requestOptions(s),
           );
-          return response.sessionId;
+          return {
+            sessionId: response.sessionId,
+            state: sessionStateOf(response),
+          };
         },
         signal,
       }),
-    async loadSession(params, signal) {
-      await callAgent(link, {
+    loadSession: (params, signal) =>
+      callAgent(link, {
         what: "session/load",
-        run: (s) =>
-          agent.request(
-            acp.methods.agent.session.load,
-            params,
-            requestOptions(s),
+        run: async (s) =>
+          sessionStateOf(
+            await agent.request(
+              acp.methods.agent.session.load,
+              params,
+              requestOptions(s),
+            ),
           ),
         signal,
-      });
-    },
-    async resumeSession(params, signal) {
-      await callAgent(link, {
+      }),
+    resumeSession: (params, signal) =>
+      callAgent(link, {
         what: "session/resume",
-        run: (s) =>
-          agent.request(
-            acp.methods.agent.session.resume,
-            params,
-            requestOptions(s),
+        run: async (s) =>
+          sessionStateOf(
+            await agent.request(
+              acp.methods.agent.session.resume,
+              params,
+              requestOptions(s),
+            ),
           ),
         signal,
-      });
-    },
+      }),
+    configure: (params, signal) => configureSession(link, params, signal),
     prompt: (params, signal) =>
       callAgent(link, {
         what: "session/prompt",
@@ -298,6 +325,46 @@ function sessionRequests(
       );
     },
   };
+}
+
+/** `session/set_config_option`, `session/set_mode` or `session/set_model`. */
+function configureSession(
+  link: AgentLink,
+  params: SessionSetting & { sessionId: string },
+  signal?: AbortSignal,
+): Promise<SessionState["configOptions"]> {
+  const { sessionId } = params;
+  const [method, body]: [string, Record<string, unknown>] =
+    params.kind === "option"
+      ? [
+        acp.methods.agent.session.setConfigOption,
+        typeof params.value === "boolean"
+          ? {
+            sessionId,
+            configId: params.configId,
+            type: "boolean",
+            value: params.value,
+          }
+          : { sessionId, configId: params.configId, value: params.value },
+      ]
+      : params.kind === "mode"
+      ? [acp.methods.agent.session.setMode, {
+        sessionId,
+        modeId: params.modeId,
+      }]
+      : ["session/set_model", { sessionId, modelId: params.modelId }];
+  return callAgent(link, {
+    what: method,
+    run: async (s) => {
+      const response = await link.agent.request<unknown>(
+        method,
+        body,
+        requestOptions(s),
+      );
+      return sessionStateOf(response).configOptions;
+    },
+    signal,
+  });
 }
 
 /** Whether an error is the agent's "unknown session" answer. */

@@ -7,6 +7,7 @@
 
 import type { PromptCapabilities } from "@agentclientprotocol/sdk";
 import type { AgentConnection } from "../acp/client.ts";
+import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunUsage } from "../events.ts";
@@ -78,6 +79,8 @@ export interface RunContext {
   connection?: AgentConnection;
   /** What prompt content the agent accepts, from `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** The session's advertised choices and values in force (`session.configured`). */
+  sessionState?: SessionState;
   /** Open permission requests, when `permission-decision=ask`. */
   readonly permissions?: PermissionDesk;
 }

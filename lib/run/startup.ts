@@ -13,6 +13,7 @@ import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
 import { answerPermission } from "./permissions.ts";
 import { chooseSession } from "./session.ts";
+import { configureRunSession, followConfigUpdate } from "./session_config.ts";
 import { rejectionOf, toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
 
@@ -65,6 +66,7 @@ export function handleUpdate(
     run.log({ msg: "update after terminal event", kind: update.sessionUpdate });
     return;
   }
+  followConfigUpdate(run, update);
   applyUpdate({
     update,
     turn: run.turn,
@@ -203,4 +205,11 @@ async function openSession(
       value: run.sessionId,
     });
   }
+  await untilAborted(
+    run,
+    Promise.race([
+      configureRunSession(run, { connection: conn, state: choice.state }),
+      startupAborted,
+    ]),
+  );
 }

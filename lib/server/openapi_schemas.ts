@@ -44,6 +44,23 @@ function eventData(type: string, schema: Schema): Schema {
   };
 }
 
+/** `session.configured`: the session's values in force. */
+function sessionConfiguredData(): Schema {
+  return eventData(
+    "session.configured",
+    object({
+      model: nullableString,
+      mode: nullableString,
+      config: {
+        type: "object",
+        description:
+          "Every session config option in force, id → value (legacy mode and model included).",
+        additionalProperties: { type: ["string", "boolean"] },
+      },
+    }),
+  );
+}
+
 /** `RunEvent` and the `Message` of its completions. */
 function eventSchemas(): Record<string, Schema> {
   return {
@@ -113,6 +130,7 @@ function eventSchemas(): Record<string, Schema> {
           "run.started",
           object({ agent: { enum: ["warm", "cold"] } }),
         ),
+        sessionConfiguredData(),
       ],
     },
     Message: object({
