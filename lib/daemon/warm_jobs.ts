@@ -155,6 +155,7 @@ function targetParts(
     env: launch.env,
     sessionCwd: plan.sessionCwd,
     fs: [config.fsRead, config.fsWrite],
+    session: [config.model, config.mode, config.sessionConfigJson],
     mcp: [plan.mcpServers, plan.assetsEnabled],
   };
 }

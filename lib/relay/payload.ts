@@ -65,7 +65,15 @@ const EXTRA_KEYS = [
   "fs-write",
   "permission-timeout",
   "permission-fallback",
+  "model",
+  "mode",
+  "session-config-json",
 ] as const;
+
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    !Array.isArray(value) && Object.keys(value).length === 0;
+}
 
 /**
  * Builds the `run.start` payload (snake_case, the Python plugin's keys).
@@ -106,6 +114,7 @@ export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
   for (const key of EXTRA_KEYS) {
     const keySpec = RUN_CONFIG_KEYS[key];
     const value = config[keySpec.field];
+    if (value === undefined || isEmptyObject(value)) continue;
     if (value !== keySpec.default) {
       payloadConfig[key.replaceAll("-", "_")] = value as Json;
     }

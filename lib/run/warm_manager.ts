@@ -110,6 +110,7 @@ export function targetParts(
       ]
       : undefined,
     fs: [config.fsRead, config.fsWrite],
+    session: [config.model, config.mode, config.sessionConfigJson],
     mcp: [
       config.mcpServersJson,
       config.langbotAssetsEnabled,

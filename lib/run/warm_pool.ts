@@ -8,6 +8,7 @@
  * @module
  */
 
+import type { SessionState } from "../acp/session_state.ts";
 import type { PromptCapabilities } from "@agentclientprotocol/sdk";
 import { RunnerError } from "../errors.ts";
 import type { SharedAgent } from "./warm_transport.ts";
@@ -34,6 +35,8 @@ export interface IdleAgentSpec {
   sessionId: string;
   /** What prompt content the agent accepts, from its `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** The session's choices and values in force when it was kept. */
+  sessionState?: SessionState;
   /** The agent's shared streams. */
   agent: SharedAgent;
   /** Its MCP endpoint or proxy. */

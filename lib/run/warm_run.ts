@@ -11,6 +11,7 @@
 import type { AgentConnection } from "../acp/client.ts";
 import type { RunContext } from "./context.ts";
 import { connectTransport, startAgent } from "./startup.ts";
+import { configureRunSession } from "./session_config.ts";
 import { shutdown } from "./teardown.ts";
 
 /** Adopts the run's warm agent, or starts one; emits `run.started {agent}`. */
@@ -34,6 +35,11 @@ export async function startOrAdoptAgent(
   run.connection = conn;
   run.sessionId = warm.sessionId;
   run.promptCapabilities = warm.promptCapabilities;
+  // Only what differs from the values in force costs a call.
+  await configureRunSession(run, {
+    connection: conn,
+    state: warm.sessionState ?? {},
+  });
   return conn;
 }
 
@@ -54,5 +60,6 @@ function keepWarm(run: RunContext): boolean {
   return slot.keep({
     sessionId,
     promptCapabilities: run.promptCapabilities,
+    sessionState: run.sessionState,
   });
 }

@@ -91,9 +91,10 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
         },
         sessionId: agent.sessionId,
         promptCapabilities: agent.promptCapabilities,
+        sessionState: agent.sessionState,
       };
     },
-    keep({ sessionId, promptCapabilities }) {
+    keep({ sessionId, promptCapabilities, sessionState }) {
       const claimed = claim?.sessionId === sessionId;
       if (!shared || shared.gone || shared.unusable) return false;
       if (!pool.accepts(sessionId, claimed)) return false;
@@ -105,6 +106,7 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
         ...options.labels,
         sessionId,
         promptCapabilities,
+        sessionState,
         agent: shared,
         companion,
       });
