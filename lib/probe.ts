@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { SessionState } from "./acp/session_state.ts";
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import { type AgentConnection, connectAgent } from "./acp/client.ts";
 import type { AgentLaunch } from "./agent/launch.ts";
@@ -57,6 +58,8 @@ export interface ProbeReport {
   authMethods?: InitializeResponse["authMethods"];
   /** Whether `session/new` succeeded (undefined when skipped). */
   sessionOk?: boolean;
+  /** What the new session advertised: config options, modes, models and the values in force. */
+  sessionChoices?: SessionState;
   /** With `--recovery`: whether the session was prompted before the restart. */
   recoveryPrompted?: boolean;
   /** With `--recovery`: "resume", "load", or undefined when it failed. */
@@ -150,11 +153,12 @@ export async function probeAgent(options: ProbeOptions): Promise<ProbeReport> {
     report.capabilities = started.init.agentCapabilities ?? {};
     report.authMethods = started.init.authMethods ?? [];
     if (options.handshakeOnly && !options.recovery) return finish(report);
-    const { sessionId } = await started.connection.newSession({
+    const { sessionId, state } = await started.connection.newSession({
       cwd: options.launch.cwd,
       mcpServers: [],
     });
     report.sessionOk = true;
+    report.sessionChoices = state;
     if (!options.recovery) return finish(report);
     report.recoveryPrompted = options.recoveryPrompt !== false;
     if (report.recoveryPrompted) {

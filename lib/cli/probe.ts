@@ -4,6 +4,7 @@
  * @module
  */
 
+import { choiceLines, choicesJson } from "./probe_choices.ts";
 import { join } from "node:path";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
@@ -154,7 +155,9 @@ export function formatProbeReport(report: ProbeReport): string {
     `command: ${report.command}${source}`,
   ];
   if (report.agentInfo !== undefined) lines.push(...capabilityLines(report));
-  if (report.sessionOk) lines.push("session/new: ok");
+  if (report.sessionOk) {
+    lines.push("session/new: ok", ...choiceLines(report.sessionChoices));
+  }
   if (report.recoveryPrompted !== undefined) {
     lines.push(
       `recovery check: ${
@@ -214,6 +217,7 @@ export function probeReportJson(report: ProbeReport): Record<string, unknown> {
     auth_methods: report.authMethods,
     command_source: report.commandSource,
     session_ok: report.sessionOk,
+    session_choices: choicesJson(report.sessionChoices),
     recovery_prompted: report.recoveryPrompted,
     recovery: report.recovery,
     error: report.error,

@@ -168,6 +168,7 @@ function showEvent(event) {
       else appendText("[permission] " + (data.title || "") + ": " + data.decision, "note");
       break;
     }
+    case "session.configured": appendText("[session] model " + (data.model || "—") + " · mode " + (data.mode || "—") + (data.by === "agent" ? " (changed by the agent)" : ""), "note"); break;
     case "run.completed": appendText("— completed", "note"); finished("completed"); break;
     case "run.failed": appendText("— " + data.code + ": " + data.error, "error"); finished("failed"); break;
   }
