@@ -16,6 +16,18 @@ import {
   RUN_CONFIG_SPEC,
 } from "./config_schema.ts";
 
+/** One `permission-rules-json` rule: what it matches and what it decides. */
+export interface PermissionRule {
+  /** Tool kinds (`read`, `edit`, `execute`, …); absent: any. */
+  kind?: string | string[];
+  /** A glob on the tool call's title; absent: any. */
+  title?: string;
+  /** A glob on the call's paths, relative to the workspace; absent: any. */
+  path?: string;
+  /** `allow`, `reject`, `ask`, or an exact kind such as `allow_always`. */
+  decision: string;
+}
+
 /** Where the agent runs. */
 export type Location = "local" | "remote-ssh" | "daemon";
 
@@ -47,6 +59,7 @@ export interface RunConfig {
   model?: string;
   mode?: string;
   sessionConfigJson: Record<string, string | boolean>;
+  permissionRulesJson: PermissionRule[];
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;
@@ -146,8 +159,8 @@ function fromText(key: string, kind: ConfigKind, value: unknown): unknown {
       throw invalid(key, "must be JSON (an array or object, or its text)");
     case "env":
       return envFromText(key, value);
-    case "json-object":
-      return objectFromText(key, value);
+    case "json":
+      return jsonFromText(key, value);
     case "list":
       return listFromText(key, value);
   }
@@ -166,13 +179,13 @@ function listFromText(key: string, value: unknown): unknown {
   return text ? text.split(",").map((item) => item.trim()) : [];
 }
 
-function objectFromText(key: string, value: unknown): unknown {
+function jsonFromText(key: string, value: unknown): unknown {
   if (typeof value !== "string") return value;
-  if (!value.trim()) return {};
+  if (!value.trim()) return structuredClone(RUN_CONFIG_SPEC[key].fallback);
   try {
     return JSON.parse(value);
   } catch {
-    throw invalid(key, "must be a JSON object (it is not valid JSON)");
+    throw invalid(key, "must be JSON (it is not valid JSON)");
   }
 }
 

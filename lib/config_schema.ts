@@ -22,7 +22,7 @@ export type ConfigKind =
   | "env"
   | "list"
   | "json-text"
-  | "json-object"
+  | "json"
   | "permission";
 
 /** One run-config key: its schema and how the docs show its default. */
@@ -149,6 +149,36 @@ function port(description: string, fallback?: number): ConfigKeySpec {
       description,
       docDefault: fallback === undefined ? "—" : undefined,
     },
+  );
+}
+
+/** Decisions a permission rule may name. */
+export const RULE_DECISIONS = [
+  "allow",
+  "reject",
+  "ask",
+  "allow_once",
+  "allow_always",
+  "reject_once",
+  "reject_always",
+] as const;
+
+function permissionRules() {
+  const text = z.string({ error: "must be a string" });
+  return z.array(
+    z.strictObject({
+      kind: z.union([text, z.array(text)], {
+        error: "kind must be a tool kind or a list of them",
+      }).optional(),
+      title: text.optional(),
+      path: text.optional(),
+      decision: z.enum(RULE_DECISIONS, {
+        error: `decision must be one of ${RULE_DECISIONS.join(", ")}`,
+      }),
+    }, {
+      error: "every rule must be an object {kind?, title?, path?, decision}",
+    }),
+    { error: "must be a JSON array of rules" },
   );
 }
 
@@ -307,7 +337,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "the session's mode (e.g. `plan`): an id the agent advertises, set with `session/set_config_option` (or `session/set_mode`) before the first prompt",
   ),
   "session-config-json": key(
-    "json-object",
+    "json",
     () =>
       z.record(
         z.string(),
@@ -322,6 +352,11 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
         'JSON object of more session config options, option id → value (e.g. `{"effort":"low"}`), set after `model` and `mode` in the given order (`docs/runs.md`, "Session config options")',
     },
   ),
+  "permission-rules-json": key("json", () => permissionRules(), {
+    fallback: [],
+    description:
+      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
+  }),
   "fs-read": bool(
     false,
     "advertise and serve `fs/read_text_file` inside the workspace (by real path, see below); refused with `location=remote-ssh`",

@@ -21,7 +21,7 @@ import type {
 import { createAcpStream } from "./stream.ts";
 import { type ErrorCode, RunnerError } from "../errors.ts";
 import { ACP_PROTOCOL_VERSION, RUNNER_VERSION } from "../version.ts";
-import { fsHandlers } from "./fs.ts";
+import { type FsAccess, fsHandlers } from "./fs.ts";
 import { type SessionState, sessionStateOf } from "./session_state.ts";
 import { settleWithin } from "../timing.ts";
 
@@ -48,7 +48,7 @@ export interface ConnectAgentOptions {
     request: RequestPermissionRequest,
   ) => Promise<RequestPermissionResponse>;
   /** File-system capabilities to advertise, rooted at a directory. */
-  fs?: { read: boolean; write: boolean; root: string };
+  fs?: FsAccess;
   /** Called for each non-JSON stdout line. */
   onNoise?: (line: string) => void;
 }

@@ -68,11 +68,12 @@ const EXTRA_KEYS = [
   "model",
   "mode",
   "session-config-json",
+  "permission-rules-json",
 ] as const;
 
 function isEmptyObject(value: unknown): boolean {
   return typeof value === "object" && value !== null &&
-    !Array.isArray(value) && Object.keys(value).length === 0;
+    Object.keys(value).length === 0;
 }
 
 /**

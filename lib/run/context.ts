@@ -116,16 +116,16 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     });
   });
   aborted.catch(() => {});
-  const askUnavailable = config.permissionDecision === "ask"
-    ? options.permissionAskUnavailable
-    : undefined;
+  const asks = config.permissionDecision === "ask" ||
+    (config.permissionRulesJson ?? []).some((rule) => rule.decision === "ask");
+  const askUnavailable = asks ? options.permissionAskUnavailable : undefined;
   if (askUnavailable) {
     emitter.emit("permission.unavailable", {
       reason: askUnavailable,
       fallback: config.permissionFallback,
     });
   }
-  const permissions = config.permissionDecision === "ask" && !askUnavailable
+  const permissions = asks && !askUnavailable
     ? createPermissionDesk({
       emit: emitter.emit,
       timeoutSeconds: config.permissionTimeout,

@@ -11,10 +11,10 @@ import { RunnerError } from "../errors.ts";
 import { redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
-import { answerPermission } from "./permissions.ts";
+import { decidePermission, mayWrite } from "./permission_policy.ts";
 import { chooseSession } from "./session.ts";
 import { configureRunSession, followConfigUpdate } from "./session_config.ts";
-import { rejectionOf, toolFailureOf } from "./unanswered.ts";
+import { toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
 
 /** Launches and connects the agent and chooses its session; returns the connection. */
@@ -127,25 +127,14 @@ export function connectTransport(
     stdout: transport.stdout,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
-    onPermission: async (request) => {
-      const answer = run.permissions && !run.abort.signal.aborted
-        ? await run.permissions.ask(request)
-        : await answerPermission({
-          request,
-          wanted: config.permissionDecision === "ask"
-            ? config.permissionFallback
-            : config.permissionDecision,
-          cancelled: run.abort.signal.aborted,
-          emit: run.emitter.emit,
-        });
-      run.rejectedPermission = rejectionOf(request, answer) ??
-        run.rejectedPermission;
-      return answer;
-    },
+    onPermission: (request) => decidePermission(run, request),
     fs: {
       read: config.fsRead,
       write: config.fsWrite,
       root: run.options.sessionCwd,
+      mayWrite: config.permissionRulesJson?.length
+        ? (path) => mayWrite(run, path)
+        : undefined,
     },
     onNoise: (line) =>
       run.log({

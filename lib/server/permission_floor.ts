@@ -7,6 +7,7 @@
  */
 
 import type { RunConfig } from "../config.ts";
+import { ruleDecision } from "../run/permission_rules.ts";
 import { RunnerError } from "../errors.ts";
 
 /** Decisions from the loosest to the strictest. */
@@ -48,7 +49,8 @@ export interface PermissionFloorInput {
  * Refuses a caller's permission keys that loosen the operator's policy: a
  * decision or fallback that approves more readily, or a shorter
  * `permission-timeout` while the fallback is an approval (it would approve
- * sooner).
+ * sooner), and caller rules where the operator has rules of its own or
+ * whose decision is looser than the operator's `permission-decision`.
  *
  * @throws {RunnerError} `http.forbidden` naming the key.
  */
@@ -72,6 +74,7 @@ export function checkPermissionFloor(input: PermissionFloorInput): void {
       `${resolved.permissionFallback} is looser than the server's ${operator.permissionFallback}.`,
     );
   }
+  if (caller["permission-rules-json"] !== undefined) checkRules(input);
   if (
     caller["permission-timeout"] !== undefined &&
     isApproval(resolved.permissionFallback) &&
@@ -80,6 +83,27 @@ export function checkPermissionFloor(input: PermissionFloorInput): void {
     throw looser(
       "permission-timeout",
       `${resolved.permissionTimeout} s would approve sooner than the server's ${operator.permissionTimeout} s (the fallback is ${resolved.permissionFallback}).`,
+    );
+  }
+}
+
+function checkRules({ operator, resolved }: PermissionFloorInput): void {
+  if (operator.permissionRulesJson.length) {
+    throw looser(
+      "permission-rules-json",
+      "the server has permission rules of its own; a caller cannot replace them.",
+    );
+  }
+  const floor = rank(operator.permissionDecision);
+  const index = resolved.permissionRulesJson.findIndex((rule) =>
+    rank(ruleDecision(rule.decision)) < floor
+  );
+  if (index >= 0) {
+    throw looser(
+      "permission-rules-json",
+      `rule ${index} decides ${
+        resolved.permissionRulesJson[index].decision
+      }, looser than the server's ${operator.permissionDecision}.`,
     );
   }
 }

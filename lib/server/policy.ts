@@ -39,6 +39,7 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "permission-decision",
   "permission-timeout",
   "permission-fallback",
+  "permission-rules-json",
   "model",
   "mode",
   "session-config-json",
