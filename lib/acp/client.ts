@@ -88,6 +88,8 @@ export interface AgentConnection {
   ): Promise<StopReason>;
   /** Sends `session/cancel`. */
   cancel(sessionId: string): Promise<void>;
+  /** `session/close` (only for agents that advertise `sessionCapabilities.close`). */
+  closeSession(sessionId: string, signal?: AbortSignal): Promise<void>;
   /** The inbound failure that ended the connection, if any. */
   fatal(): RunnerError | undefined;
   /** Resolves when the connection closes. */
@@ -258,6 +260,7 @@ function sessionRequests(
   | "configure"
   | "prompt"
   | "cancel"
+  | "closeSession"
 > {
   const { agent } = link;
   return {
@@ -278,31 +281,9 @@ function sessionRequests(
         signal,
       }),
     loadSession: (params, signal) =>
-      callAgent(link, {
-        what: "session/load",
-        run: async (s) =>
-          sessionStateOf(
-            await agent.request(
-              acp.methods.agent.session.load,
-              params,
-              requestOptions(s),
-            ),
-          ),
-        signal,
-      }),
+      restoreSession(link, { method: "load", params, signal }),
     resumeSession: (params, signal) =>
-      callAgent(link, {
-        what: "session/resume",
-        run: async (s) =>
-          sessionStateOf(
-            await agent.request(
-              acp.methods.agent.session.resume,
-              params,
-              requestOptions(s),
-            ),
-          ),
-        signal,
-      }),
+      restoreSession(link, { method: "resume", params, signal }),
     configure: (params, signal) => configureSession(link, params, signal),
     prompt: (params, signal) =>
       callAgent(link, {
@@ -317,6 +298,8 @@ function sessionRequests(
         },
         signal,
       }),
+    closeSession: (sessionId, signal) =>
+      closeAgentSession(link, sessionId, signal),
     async cancel(sessionId) {
       // An agent that stopped reading stdin would hold this write forever.
       await settleWithin(
@@ -325,6 +308,44 @@ function sessionRequests(
       );
     },
   };
+}
+
+/** `session/load` or `session/resume`; returns the advertised choices. */
+function restoreSession(
+  link: AgentLink,
+  call: {
+    method: "load" | "resume";
+    params: { sessionId: string; cwd: string; mcpServers: McpServer[] };
+    signal?: AbortSignal;
+  },
+): Promise<SessionState> {
+  const method = acp.methods.agent.session[call.method];
+  return callAgent(link, {
+    what: method,
+    run: async (s) =>
+      sessionStateOf(
+        await link.agent.request(method, call.params, requestOptions(s)),
+      ),
+    signal: call.signal,
+  });
+}
+
+/** `session/close`. */
+async function closeAgentSession(
+  link: AgentLink,
+  sessionId: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  await callAgent(link, {
+    what: "session/close",
+    run: (s) =>
+      link.agent.request(
+        acp.methods.agent.session.close,
+        { sessionId },
+        requestOptions(s),
+      ),
+    signal,
+  });
 }
 
 /** `session/set_config_option`, `session/set_mode` or `session/set_model`. */

@@ -79,6 +79,8 @@ export interface RunContext {
   connection?: AgentConnection;
   /** What prompt content the agent accepts, from `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** Whether the agent advertised `sessionCapabilities.close`. */
+  canCloseSession?: boolean;
   /** The session's advertised choices and values in force (`session.configured`). */
   sessionState?: SessionState;
   /** Open permission requests, when `permission-decision=ask`. */

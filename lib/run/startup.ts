@@ -44,6 +44,9 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
     await openSession({ run, transport, conn, initialized, startupAborted });
     run.log({ msg: "session ready", level: "debug" });
     run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
+    run.canCloseSession = Boolean(
+      initialized.agentCapabilities?.sessionCapabilities?.close,
+    );
     return conn;
   } finally {
     // The timer lives on for startup-timeout; it must not keep the run (and

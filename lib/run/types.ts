@@ -82,6 +82,8 @@ export interface WarmAgent {
   promptCapabilities?: PromptCapabilities;
   /** The session's choices and values in force when it was kept. */
   sessionState?: SessionState;
+  /** Whether the agent advertised `sessionCapabilities.close`. */
+  canCloseSession?: boolean;
 }
 
 /** A run's place in the warm pool (`docs/runs.md`, "Warm agents"). */
@@ -94,6 +96,7 @@ export interface WarmSlot {
       sessionId: string;
       promptCapabilities?: PromptCapabilities;
       sessionState?: SessionState;
+      canCloseSession?: boolean;
     },
   ): boolean;
 }

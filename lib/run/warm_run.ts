@@ -11,6 +11,7 @@
 import type { AgentConnection } from "../acp/client.ts";
 import type { RunContext } from "./context.ts";
 import { connectTransport, startAgent } from "./startup.ts";
+import { closeUnusedSession } from "./session_close.ts";
 import { configureRunSession } from "./session_config.ts";
 import { shutdown } from "./teardown.ts";
 
@@ -35,6 +36,7 @@ export async function startOrAdoptAgent(
   run.connection = conn;
   run.sessionId = warm.sessionId;
   run.promptCapabilities = warm.promptCapabilities;
+  run.canCloseSession = warm.canCloseSession;
   // Only what differs from the values in force costs a call.
   await configureRunSession(run, {
     connection: conn,
@@ -46,6 +48,7 @@ export async function startOrAdoptAgent(
 /** Ends a completed run's use of its agent: kept warm when it may be, else torn down. */
 export async function finishAgent(run: RunContext): Promise<void> {
   if (keepWarm(run)) return;
+  await closeUnusedSession(run);
   await shutdown(run);
 }
 
@@ -61,5 +64,6 @@ function keepWarm(run: RunContext): boolean {
     sessionId,
     promptCapabilities: run.promptCapabilities,
     sessionState: run.sessionState,
+    canCloseSession: run.canCloseSession,
   });
 }

@@ -92,9 +92,10 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
         sessionId: agent.sessionId,
         promptCapabilities: agent.promptCapabilities,
         sessionState: agent.sessionState,
+        canCloseSession: agent.canCloseSession,
       };
     },
-    keep({ sessionId, promptCapabilities, sessionState }) {
+    keep({ sessionId, promptCapabilities, sessionState, canCloseSession }) {
       const claimed = claim?.sessionId === sessionId;
       if (!shared || shared.gone || shared.unusable) return false;
       if (!pool.accepts(sessionId, claimed)) return false;
@@ -107,6 +108,7 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
         sessionId,
         promptCapabilities,
         sessionState,
+        canCloseSession,
         agent: shared,
         companion,
       });
