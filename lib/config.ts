@@ -60,6 +60,7 @@ export interface RunConfig {
   mode?: string;
   sessionConfigJson: Record<string, string | boolean>;
   permissionRulesJson: PermissionRule[];
+  authMethod?: string;
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;

@@ -10,6 +10,7 @@
  */
 
 import type { SessionState } from "./acp/session_state.ts";
+import { authenticateAgent } from "./acp/authenticate.ts";
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import { type AgentConnection, connectAgent } from "./acp/client.ts";
 import type { AgentLaunch } from "./agent/launch.ts";
@@ -86,6 +87,8 @@ export interface ProbeOptions {
   recoveryPrompt?: boolean;
   /** Deadline of that prompt in ms (default 120 s). */
   promptTimeoutMs?: number;
+  /** `auth-method`: call `authenticate` with it after `initialize`. */
+  authMethod?: string;
   /** Largest inbound message. */
   maxMessageBytes?: number;
   /** Records agent groups so a SIGKILLed probe's agents are reaped later. */
@@ -122,6 +125,11 @@ async function start(options: ProbeOptions): Promise<Started> {
   });
   try {
     const init = await connection.initialize(options.initializeTimeoutMs);
+    await authenticateAgent({
+      connection,
+      initialize: init,
+      method: options.authMethod,
+    });
     return { transport, connection, init };
   } catch (error) {
     connection.close();

@@ -88,6 +88,8 @@ export interface AgentConnection {
   ): Promise<StopReason>;
   /** Sends `session/cancel`. */
   cancel(sessionId: string): Promise<void>;
+  /** `authenticate` with one of the agent's `authMethods`. */
+  authenticate(methodId: string, signal?: AbortSignal): Promise<void>;
   /** `session/close` (only for agents that advertise `sessionCapabilities.close`). */
   closeSession(sessionId: string, signal?: AbortSignal): Promise<void>;
   /** The inbound failure that ended the connection, if any. */
@@ -261,6 +263,7 @@ function sessionRequests(
   | "prompt"
   | "cancel"
   | "closeSession"
+  | "authenticate"
 > {
   const { agent } = link;
   return {
@@ -300,6 +303,18 @@ function sessionRequests(
       }),
     closeSession: (sessionId, signal) =>
       closeAgentSession(link, sessionId, signal),
+    authenticate: async (methodId, signal) => {
+      await callAgent(link, {
+        what: "authenticate",
+        run: (s) =>
+          agent.request(
+            acp.methods.agent.authenticate,
+            { methodId },
+            requestOptions(s),
+          ),
+        signal,
+      });
+    },
     async cancel(sessionId) {
       // An agent that stopped reading stdin would hold this write forever.
       await settleWithin(

@@ -31,6 +31,7 @@ Options:
   --workspace DIR            directory for session/new (default: current)
   --env-json JSON            extra environment for the agent
   --initialize-timeout SEC   handshake deadline (default 30)
+  --auth-method ID           call authenticate with this authMethods id first
   --handshake-only           skip session/new
   --recovery                 prove cross-process session recovery: sends one
                              short prompt ("${RECOVERY_PROMPT}"), which
@@ -62,6 +63,7 @@ export async function probeCommand(args: string[]): Promise<number> {
         workspace: { type: "string" },
         "env-json": { type: "string" },
         "initialize-timeout": { type: "string" },
+        "auth-method": { type: "string" },
         "max-message-mb": { type: "string" },
         "handshake-only": { type: "boolean" },
         "data-dir": { type: "string" },
@@ -89,6 +91,7 @@ export async function probeCommand(args: string[]): Promise<number> {
       "env-json": values["env-json"],
       "initialize-timeout": values["initialize-timeout"],
       "max-message-mb": values["max-message-mb"],
+      "auth-method": values["auth-method"],
     });
     promptTimeout = parsePromptTimeout(values["prompt-timeout"]);
     launch = prepareAgentLaunch(config);
@@ -106,6 +109,7 @@ export async function probeCommand(args: string[]): Promise<number> {
     recoveryPrompt: !values["no-prompt"],
     promptTimeoutMs: promptTimeout * 1000,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
+    authMethod: config.authMethod,
     startHint: startHint(config.provider, launch.commandSource),
   });
   if (values.json) {

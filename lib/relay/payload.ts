@@ -69,6 +69,7 @@ const EXTRA_KEYS = [
   "mode",
   "session-config-json",
   "permission-rules-json",
+  "auth-method",
 ] as const;
 
 function isEmptyObject(value: unknown): boolean {

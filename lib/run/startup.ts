@@ -12,6 +12,7 @@ import { redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
 import { decidePermission, mayWrite } from "./permission_policy.ts";
+import { authenticateAgent } from "../acp/authenticate.ts";
 import { chooseSession } from "./session.ts";
 import { configureRunSession, followConfigUpdate } from "./session_config.ts";
 import { toolFailureOf } from "./unanswered.ts";
@@ -41,6 +42,18 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
       ]),
     );
     run.log({ msg: "agent initialized", level: "debug" });
+    await untilAborted(
+      run,
+      Promise.race([
+        authenticateAgent({
+          connection: conn,
+          initialize: initialized,
+          method: config.authMethod,
+          signal: run.abort.signal,
+        }),
+        startupAborted,
+      ]),
+    );
     await openSession({ run, transport, conn, initialized, startupAborted });
     run.log({ msg: "session ready", level: "debug" });
     run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
