@@ -67,6 +67,7 @@ Deno.test("warm key: every part of a local target alone changes it; the run's ot
     "model": { config: { model: "fast" } },
     "mode": { config: { mode: "plan" } },
     "session-config-json": { config: { sessionConfigJson: { effort: "low" } } },
+    "auth-method": { config: { authMethod: "sso" } },
     "mcp-servers-json": { config: { mcpServersJson: "[]" } },
     "langbot-assets-enabled": {
       config: { langbotAssetsEnabled: !config.langbotAssetsEnabled },

@@ -111,24 +111,37 @@ Deno.test("runner serve: a model the agent does not offer is run.failed acp.conf
   });
 });
 
-Deno.test("through a real runner daemon, run.start carries model, mode and session-config-json and the events show them", async () => {
+Deno.test("through a real runner daemon, run.start carries model, mode, session-config-json, permission-rules-json and auth-method, and the events show them", async () => {
   const { serve, daemon } = await serveWithDaemon("cfg-laptop");
   try {
     await daemon.connected;
     const events = await post(serve.url, {
       input: { text: "hi" },
       config: {
+        "auth-method": "fixture-login",
         provider: "custom",
         location: "daemon",
         "daemon-id": "cfg-laptop",
         workspace: tempDir(),
-        "acp-command": fixtureCommand("--session-config", "both"),
+        "acp-command": fixtureCommand(
+          "--session-config",
+          "both",
+          "--auth-required",
+          "--permission-calls",
+          // Quoted for the shell-word split of acp-command.
+          `'${JSON.stringify([{ kind: "execute", title: "Run make" }])}'`,
+        ),
         model: "fast",
         mode: "plan",
         "session-config-json": { effort: "low" },
+        "permission-rules-json": [{ kind: "execute", decision: "reject" }],
       },
     });
-    assert.equal(events.at(-1)!.type, "run.completed");
+    assert.equal(
+      events.at(-1)!.type,
+      "run.completed",
+      JSON.stringify(events.at(-1)),
+    );
     assert.deepEqual(configured(events)[0], {
       model: "fast",
       mode: "plan",
@@ -136,6 +149,13 @@ Deno.test("through a real runner daemon, run.start carries model, mode and sessi
       changed: ["model", "mode", "effort"],
     });
     assert.match(deltaText(events), /^config: mode=plan model=fast effort=low/);
+    // The rules and auth-method travel too: the agent authenticated, and the
+    // rule rejected its command on the daemon.
+    const decided = events.find((e) => e.type === "permission.decided")!;
+    assert.deepEqual([decided.data.decision, decided.data.rule], [
+      "reject_once",
+      0,
+    ]);
   } finally {
     await daemon.stop();
     await serve.stop();

@@ -155,7 +155,12 @@ function targetParts(
     env: launch.env,
     sessionCwd: plan.sessionCwd,
     fs: [config.fsRead, config.fsWrite],
-    session: [config.model, config.mode, config.sessionConfigJson],
+    session: [
+      config.model,
+      config.mode,
+      config.sessionConfigJson,
+      config.authMethod,
+    ],
     mcp: [plan.mcpServers, plan.assetsEnabled],
   };
 }

@@ -110,7 +110,12 @@ export function targetParts(
       ]
       : undefined,
     fs: [config.fsRead, config.fsWrite],
-    session: [config.model, config.mode, config.sessionConfigJson],
+    session: [
+      config.model,
+      config.mode,
+      config.sessionConfigJson,
+      config.authMethod,
+    ],
     mcp: [
       config.mcpServersJson,
       config.langbotAssetsEnabled,

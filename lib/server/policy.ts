@@ -43,6 +43,7 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "model",
   "mode",
   "session-config-json",
+  "auth-method",
   "fs-read",
   "fs-write",
   "append-run-scope-prompt",
