@@ -57,12 +57,17 @@ async function signIn(browser: Browser, url: string, token: string) {
 }
 
 /** Starts an `ask` run over the API and keeps reading its stream in the background. */
-async function startAskedRun(url: string, workspace: string) {
+async function startAskedRun(
+  url: string,
+  workspace: string,
+  more: { flags?: string[]; config?: Record<string, unknown> } = {},
+) {
   const response = await postJson(`${url}/v1/runs`, {
     input: { text: "write the file" },
     config: {
-      ...fixtureConfig(workspace, ["--permission"]),
+      ...fixtureConfig(workspace, ["--permission", ...more.flags ?? []]),
       "permission-decision": "ask",
+      ...more.config,
     },
   }, { authorization: `Bearer ${TOKEN}` });
   assert.equal(response.status, 200);
@@ -122,17 +127,25 @@ Deno.test("console: sign in, watch a run stream, approve its permission request"
   });
 });
 
-Deno.test("console: rejecting from the page reaches the agent", async () => {
+Deno.test("console: rejecting from the page reaches the agent; the run's model and mode are shown", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: ARGS }, async (serve, dir) => {
       const page = await signIn(browser, serve.url, TOKEN);
       await page.waitForSelector("#app:not([hidden])");
-      const run = await startAskedRun(serve.url, join(dir, "ws"));
+      const run = await startAskedRun(serve.url, join(dir, "ws"), {
+        flags: ["--session-config", "both"],
+        config: { mode: "plan" },
+      });
       await openRunAndAnswer(page, run.runId, "reject");
       await page.waitForFunction(
         'document.getElementById("run-status").textContent === "completed"',
       );
       assert.match(await transcriptText(page), /permission: reject_once/);
+      // The run's model and mode, from its session.configured event.
+      assert.match(
+        await transcriptText(page),
+        /\[session\] model smart · mode plan/,
+      );
       await run.drained;
     });
   });
