@@ -158,3 +158,27 @@ Deno.test("runner serve: operator rules hold; a caller may not replace them or a
     );
   });
 });
+
+Deno.test("runner serve: a rule that says ask sends the request to a person, and both events name the rule", async () => {
+  await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), ["--permission"]),
+        "permission-rules-json": [{ kind: "edit", decision: "ask" }],
+        "permission-timeout": 1,
+        "permission-fallback": "reject_always",
+      },
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    const requested = events.find((e) => e.type === "permission.requested")!;
+    assert.equal(requested.data.rule, 0);
+    const [only] = decided(events as unknown as Record<string, unknown>[]);
+    assert.deepEqual([only.by, only.decision, only.rule], [
+      "timeout",
+      "reject_always",
+      0,
+    ]);
+  });
+});

@@ -50,7 +50,7 @@ export async function decidePermission(
   });
   const answer = decision === "ask" && run.permissions &&
       !run.abort.signal.aborted
-    ? await run.permissions.ask(request)
+    ? await run.permissions.ask(request, rule)
     : await answerPermission({
       request,
       wanted: decision === "ask" ? config.permissionFallback : decision,
