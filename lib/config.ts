@@ -16,6 +16,18 @@ import {
   RUN_CONFIG_SPEC,
 } from "./config_schema.ts";
 
+/** One `permission-rules-json` rule: what it matches and what it decides. */
+export interface PermissionRule {
+  /** Tool kinds (`read`, `edit`, `execute`, …); absent: any. */
+  kind?: string | string[];
+  /** A glob on the tool call's title; absent: any. */
+  title?: string;
+  /** A glob on the call's paths, relative to the workspace; absent: any. */
+  path?: string;
+  /** `allow`, `reject`, `ask`, or an exact kind such as `allow_always`. */
+  decision: string;
+}
+
 /** Where the agent runs. */
 export type Location = "local" | "remote-ssh" | "daemon";
 
@@ -44,6 +56,11 @@ export interface RunConfig {
   permissionDecision: PermissionKind | "ask";
   permissionTimeout: number;
   permissionFallback: PermissionKind;
+  model?: string;
+  mode?: string;
+  sessionConfigJson: Record<string, string | boolean>;
+  permissionRulesJson: PermissionRule[];
+  authMethod?: string;
   fsRead: boolean;
   fsWrite: boolean;
   appendRunScopePrompt: boolean;
@@ -147,6 +164,8 @@ function fromText(key: string, kind: ConfigKind, value: unknown): unknown {
       throw invalid(key, "must be JSON (an array or object, or its text)");
     case "env":
       return envFromText(key, value);
+    case "json":
+      return jsonFromText(key, value);
     case "list":
       return listFromText(key, value);
   }
@@ -163,6 +182,16 @@ function listFromText(key: string, value: unknown): unknown {
     throw invalid(key, "must be a JSON array or a comma-separated list");
   }
   return text ? text.split(",").map((item) => item.trim()) : [];
+}
+
+function jsonFromText(key: string, value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  if (!value.trim()) return structuredClone(RUN_CONFIG_SPEC[key].fallback);
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw invalid(key, "must be JSON (it is not valid JSON)");
+  }
 }
 
 function envFromText(key: string, value: unknown): unknown {

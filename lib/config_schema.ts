@@ -22,6 +22,7 @@ export type ConfigKind =
   | "env"
   | "list"
   | "json-text"
+  | "json"
   | "permission";
 
 /** One run-config key: its schema and how the docs show its default. */
@@ -148,6 +149,36 @@ function port(description: string, fallback?: number): ConfigKeySpec {
       description,
       docDefault: fallback === undefined ? "—" : undefined,
     },
+  );
+}
+
+/** Decisions a permission rule may name. */
+export const RULE_DECISIONS = [
+  "allow",
+  "reject",
+  "ask",
+  "allow_once",
+  "allow_always",
+  "reject_once",
+  "reject_always",
+] as const;
+
+function permissionRules() {
+  const text = z.string({ error: "must be a string" });
+  return z.array(
+    z.strictObject({
+      kind: z.union([text, z.array(text)], {
+        error: "kind must be a tool kind or a list of them",
+      }).optional(),
+      title: text.optional(),
+      path: text.optional(),
+      decision: z.enum(RULE_DECISIONS, {
+        error: `decision must be one of ${RULE_DECISIONS.join(", ")}`,
+      }),
+    }, {
+      error: "every rule must be an object {kind?, title?, path?, decision}",
+    }),
+    { error: "must be a JSON array of rules" },
   );
 }
 
@@ -298,6 +329,36 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     ["allow_once", "allow_always", "reject_once", "reject_always"],
     "reject_once",
     "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
+  ),
+  "model": text(
+    "the session's model: an id the agent advertises (`runner probe` lists them), set with `session/set_config_option` (or `session/set_model`) before the first prompt; a value not offered fails the run with `acp.config_unavailable`",
+  ),
+  "mode": text(
+    "the session's mode (e.g. `plan`): an id the agent advertises, set with `session/set_config_option` (or `session/set_mode`) before the first prompt",
+  ),
+  "session-config-json": key(
+    "json",
+    () =>
+      z.record(
+        z.string(),
+        z.union([z.string(), z.boolean()], {
+          error: "values must be strings or true/false",
+        }),
+        { error: "must be a JSON object of option id: value" },
+      ),
+    {
+      fallback: {},
+      description:
+        'JSON object of more session config options, option id → value (e.g. `{"effort":"low"}`), set after `model` and `mode` in the given order (`docs/runs.md`, "Session config options")',
+    },
+  ),
+  "permission-rules-json": key("json", () => permissionRules(), {
+    fallback: [],
+    description:
+      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
+  }),
+  "auth-method": text(
+    "an `authMethods` id the agent lists in `initialize` (`runner probe` shows them): the runner calls `authenticate` with it before the session; its credentials come from the agent's environment (`env-json`)",
   ),
   "fs-read": bool(
     false,

@@ -68,6 +68,16 @@ export const ERROR_CODES = {
     retryable: true,
     meaning: "The agent refused to create, load or resume a session.",
   },
+  "acp.config_unavailable": {
+    retryable: false,
+    meaning:
+      "A wanted `model`, `mode` or `session-config-json` value (or option) is not one the agent offers; nothing was prompted.",
+  },
+  "acp.config_failed": {
+    retryable: false,
+    meaning:
+      "The agent refused to set a session config option, mode or model it offers; nothing was prompted.",
+  },
   "acp.prompt_failed": {
     retryable: true,
     meaning: "The agent answered `session/prompt` with an error.",

@@ -277,6 +277,7 @@ export const RUN_EVENT_TYPES: readonly string[] = [
   "agent.update",
   "state.updated",
   "session.reset",
+  "session.configured",
   "run.completed",
   "run.failed",
 ];

@@ -9,6 +9,8 @@
  * @module
  */
 
+import type { SessionState } from "./acp/session_state.ts";
+import { authenticateAgent } from "./acp/authenticate.ts";
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import { type AgentConnection, connectAgent } from "./acp/client.ts";
 import type { AgentCommand } from "./agent/launch.ts";
@@ -58,6 +60,8 @@ export interface ProbeReport {
   authMethods?: InitializeResponse["authMethods"];
   /** Whether `session/new` succeeded (undefined when skipped). */
   sessionOk?: boolean;
+  /** What the new session advertised: config options, modes, models and the values in force. */
+  sessionChoices?: SessionState;
   /** With `--recovery`: whether the session was prompted before the restart. */
   recoveryPrompted?: boolean;
   /** With `--recovery`: "resume", "load", or undefined when it failed. */
@@ -98,6 +102,8 @@ export interface ProbeOptions {
   recoveryPrompt?: boolean;
   /** Deadline of that prompt in ms (default 120 s). */
   promptTimeoutMs?: number;
+  /** `auth-method`: call `authenticate` with it after `initialize`. */
+  authMethod?: string;
   /** Largest inbound message. */
   maxMessageBytes?: number;
   /** Records agent groups so a SIGKILLed probe's agents are reaped later. */
@@ -134,6 +140,11 @@ async function start(options: ProbeOptions): Promise<Started> {
   });
   try {
     const init = await connection.initialize(options.initializeTimeoutMs);
+    await authenticateAgent({
+      connection,
+      initialize: init,
+      method: options.authMethod,
+    });
     return { transport, connection, init };
   } catch (error) {
     connection.close();
@@ -165,11 +176,12 @@ export async function probeAgent(options: ProbeOptions): Promise<ProbeReport> {
     report.capabilities = started.init.agentCapabilities ?? {};
     report.authMethods = started.init.authMethods ?? [];
     if (options.handshakeOnly && !options.recovery) return finish(report);
-    const sessionId = await started.connection.newSession({
+    const { sessionId, state } = await started.connection.newSession({
       cwd: options.launch.cwd,
       mcpServers: [],
     });
     report.sessionOk = true;
+    report.sessionChoices = state;
     if (!options.recovery) return finish(report);
     report.recoveryPrompted = options.recoveryPrompt !== false;
     if (report.recoveryPrompted) {
@@ -236,7 +248,7 @@ async function recover(
 ): Promise<"resume" | "load"> {
   const caps = started.init.agentCapabilities ?? {};
   const params = { sessionId, cwd, mcpServers: [] };
-  const attempts: Array<["resume" | "load", () => Promise<void>]> = [];
+  const attempts: Array<["resume" | "load", () => Promise<unknown>]> = [];
   if (caps.sessionCapabilities?.resume) {
     attempts.push(["resume", () => started.connection.resumeSession(params)]);
   }

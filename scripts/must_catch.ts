@@ -168,7 +168,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "permission requests during cancel answered by policy",
-    file: "lib/run/startup.ts",
+    file: "lib/run/permission_policy.ts",
     find: "cancelled: run.abort.signal.aborted,",
     replace: "cancelled: false,",
     test: "tests/run_cancel_test.ts",
@@ -508,6 +508,31 @@ export const MUST_CATCH: MustCatch[] = [
     replace: "for (const option of (data.options || []).slice(0, 1)) {",
     test: "tests/console_controls_test.ts",
     filter: "approve always",
+  },
+  {
+    name: "a caller's approving fallback loosens the operator's policy",
+    file: "lib/server/permission_floor.ts",
+    find:
+      "rank(resolved.permissionFallback) < rank(operator.permissionFallback)",
+    replace: "false",
+    test: "tests/serve_permission_floor_test.ts",
+    filter: "cannot turn the operator's ask",
+  },
+  {
+    name: "a session config value the agent does not offer is sent anyway",
+    file: "lib/run/session_config.ts",
+    find: "if (!values.includes(String(value))) {",
+    replace: "if (false) {",
+    test: "tests/session_config_test.ts",
+    filter: "a mode the agent does not offer",
+  },
+  {
+    name: "permission rules ignored for fs/write_text_file",
+    file: "lib/acp/fs.ts",
+    find: "if (access.mayWrite && !access.mayWrite(path)) {",
+    replace: "if (false) {",
+    test: "tests/permission_rules_test.ts",
+    filter: "the first matching rule decides",
   },
 ];
 

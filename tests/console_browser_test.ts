@@ -30,12 +30,17 @@ import {
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 /** Starts an `ask` run over the API and keeps reading its stream in the background. */
-async function startAskedRun(url: string, workspace: string) {
+async function startAskedRun(
+  url: string,
+  workspace: string,
+  more: { flags?: string[]; config?: Record<string, unknown> } = {},
+) {
   const response = await postJson(`${url}/v1/runs`, {
     input: { text: "write the file" },
     config: {
-      ...fixtureConfig(workspace, ["--permission"]),
+      ...fixtureConfig(workspace, ["--permission", ...more.flags ?? []]),
       "permission-decision": "ask",
+      ...more.config,
     },
   }, AUTH);
   assert.equal(response.status, 200);
@@ -98,15 +103,23 @@ Deno.test("console: sign in, watch a run of another client stream, approve its p
   });
 });
 
-Deno.test("console: rejecting from the page reaches the agent", async () => {
+Deno.test("console: rejecting from the page reaches the agent; the run's model and mode are shown", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
       const { page, alarms } = await signIn(browser, serve.url);
       await page.waitForSelector("#app:not([hidden])");
-      const run = await startAskedRun(serve.url, join(dir, "ws"));
+      const run = await startAskedRun(serve.url, join(dir, "ws"), {
+        flags: ["--session-config", "both"],
+        config: { mode: "plan" },
+      });
       await openRunAndAnswer(page, run.runId, "reject_once");
       await waitStatus(page, "completed");
       assert.match(await transcriptText(page), /permission: reject_once/);
+      // The run's model and mode, from its session.configured event.
+      assert.match(
+        await transcriptText(page),
+        /\[session\] model smart · mode plan/,
+      );
       await run.drained;
       assertQuiet(alarms);
     });

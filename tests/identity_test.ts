@@ -64,6 +64,10 @@ Deno.test("warm key: every part of a local target alone changes it; the run's ot
     "session-cwd": { config: { sessionCwd: "/w/sub" } },
     "fs-read": { config: { fsRead: !config.fsRead } },
     "fs-write": { config: { fsWrite: !config.fsWrite } },
+    "model": { config: { model: "fast" } },
+    "mode": { config: { mode: "plan" } },
+    "session-config-json": { config: { sessionConfigJson: { effort: "low" } } },
+    "auth-method": { config: { authMethod: "sso" } },
     "mcp-servers-json": { config: { mcpServersJson: "[]" } },
     "langbot-assets-enabled": {
       config: { langbotAssetsEnabled: !config.langbotAssetsEnabled },

@@ -384,3 +384,39 @@ Deno.test("every subcommand answers --help", async () => {
     assert.match(result.stdout, /Usage: runner/, command);
   }
 });
+
+Deno.test("probe lists the session's config options, modes and models with the values in force (text and --json)", async () => {
+  const probe = (flags: string[], ...extra: string[]) =>
+    runCli([
+      "probe",
+      "custom",
+      "--acp-command",
+      fixtureCommand(...flags),
+      "--workspace",
+      tempDir(),
+      ...extra,
+    ]);
+  const text = await probe(["--session-config", "both"]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(
+    text.stdout,
+    /^config option mode \(mode\): default\*, plan, acceptEdits$/m,
+  );
+  assert.match(text.stdout, /^config option model \(model\): smart\*, fast$/m);
+  assert.match(
+    text.stdout,
+    /^config option effort \(thought_level\): low, medium\*, high$/m,
+  );
+  assert.match(text.stdout, /^config option verbose: true\/false, now false$/m);
+  assert.match(text.stdout, /^modes: default\*, plan, acceptEdits$/m);
+  const legacy = await probe(["--session-config", "modes"], "--json");
+  const report = JSON.parse(legacy.stdout);
+  assert.deepEqual(report.session_choices.values, {
+    mode: "default",
+    model: "smart",
+  });
+  assert.equal(report.session_choices.models.currentModelId, "smart");
+  assert.deepEqual(report.session_choices.config_options, []);
+  const none = await probe([]);
+  assert.match(none.stdout, /^session choices: none advertised$/m);
+});

@@ -21,7 +21,8 @@ import type {
 import { createAcpStream } from "./stream.ts";
 import { type ErrorCode, RunnerError } from "../errors.ts";
 import { ACP_PROTOCOL_VERSION, RUNNER_VERSION } from "../version.ts";
-import { fsHandlers } from "./fs.ts";
+import { type FsAccess, fsHandlers } from "./fs.ts";
+import { type SessionState, sessionStateOf } from "./session_state.ts";
 import { settleWithin } from "../timing.ts";
 
 /** A `session/update` notification as received (kinds the SDK lacks included). */
@@ -47,7 +48,7 @@ export interface ConnectAgentOptions {
     request: RequestPermissionRequest,
   ) => Promise<RequestPermissionResponse>;
   /** File-system capabilities to advertise, rooted at a directory. */
-  fs?: { read: boolean; write: boolean; root: string };
+  fs?: FsAccess;
   /** Called for each non-JSON stdout line. */
   onNoise?: (line: string) => void;
 }
@@ -56,21 +57,30 @@ export interface ConnectAgentOptions {
 export interface AgentConnection {
   /** `initialize` under a deadline; checks the protocol version. */
   initialize(timeoutMs: number): Promise<InitializeResponse>;
-  /** `session/new`; returns the session id. */
+  /** `session/new`; returns the session id and its advertised choices. */
   newSession(
     params: { cwd: string; mcpServers: McpServer[] },
     signal?: AbortSignal,
-  ): Promise<string>;
+  ): Promise<{ sessionId: string; state: SessionState }>;
   /** `session/load` (history is replayed as updates before it answers). */
   loadSession(
     params: { sessionId: string; cwd: string; mcpServers: McpServer[] },
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<SessionState>;
   /** `session/resume`. */
   resumeSession(
     params: { sessionId: string; cwd: string; mcpServers: McpServer[] },
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<SessionState>;
+  /**
+   * Sets one session config option, a legacy mode (`session/set_mode`) or a
+   * legacy model (`session/set_model`); returns the config options the agent
+   * answers with (undefined for the legacy calls).
+   */
+  configure(
+    params: SessionSetting & { sessionId: string },
+    signal?: AbortSignal,
+  ): Promise<SessionState["configOptions"]>;
   /** `session/prompt`; resolves with the stop reason. */
   prompt(
     params: { sessionId: string; prompt: ContentBlock[] },
@@ -78,6 +88,10 @@ export interface AgentConnection {
   ): Promise<StopReason>;
   /** Sends `session/cancel`. */
   cancel(sessionId: string): Promise<void>;
+  /** `authenticate` with one of the agent's `authMethods`. */
+  authenticate(methodId: string, signal?: AbortSignal): Promise<void>;
+  /** `session/close` (only for agents that advertise `sessionCapabilities.close`). */
+  closeSession(sessionId: string, signal?: AbortSignal): Promise<void>;
   /** The inbound failure that ended the connection, if any. */
   fatal(): RunnerError | undefined;
   /** Resolves when the connection closes. */
@@ -85,6 +99,12 @@ export interface AgentConnection {
   /** Closes the connection. */
   close(): void;
 }
+
+/** One setting for {@linkcode AgentConnection.configure}. */
+export type SessionSetting =
+  | { kind: "option"; configId: string; value: string | boolean }
+  | { kind: "mode"; modeId: string }
+  | { kind: "model"; modelId: string };
 
 /** How long sending `session/cancel` may take before the run moves on to teardown. */
 const CANCEL_WRITE_MS = 1000;
@@ -236,7 +256,14 @@ function sessionRequests(
   link: AgentLink,
 ): Pick<
   AgentConnection,
-  "newSession" | "loadSession" | "resumeSession" | "prompt" | "cancel"
+  | "newSession"
+  | "loadSession"
+  | "resumeSession"
+  | "configure"
+  | "prompt"
+  | "cancel"
+  | "closeSession"
+  | "authenticate"
 > {
   const { agent } = link;
   return {
@@ -249,34 +276,18 @@ function sessionRequests(
             params,
             requestOptions(s),
           );
-          return response.sessionId;
+          return {
+            sessionId: response.sessionId,
+            state: sessionStateOf(response),
+          };
         },
         signal,
       }),
-    async loadSession(params, signal) {
-      await callAgent(link, {
-        what: "session/load",
-        run: (s) =>
-          agent.request(
-            acp.methods.agent.session.load,
-            params,
-            requestOptions(s),
-          ),
-        signal,
-      });
-    },
-    async resumeSession(params, signal) {
-      await callAgent(link, {
-        what: "session/resume",
-        run: (s) =>
-          agent.request(
-            acp.methods.agent.session.resume,
-            params,
-            requestOptions(s),
-          ),
-        signal,
-      });
-    },
+    loadSession: (params, signal) =>
+      restoreSession(link, { method: "load", params, signal }),
+    resumeSession: (params, signal) =>
+      restoreSession(link, { method: "resume", params, signal }),
+    configure: (params, signal) => configureSession(link, params, signal),
     prompt: (params, signal) =>
       callAgent(link, {
         what: "session/prompt",
@@ -290,6 +301,20 @@ function sessionRequests(
         },
         signal,
       }),
+    closeSession: (sessionId, signal) =>
+      closeAgentSession(link, sessionId, signal),
+    authenticate: async (methodId, signal) => {
+      await callAgent(link, {
+        what: "authenticate",
+        run: (s) =>
+          agent.request(
+            acp.methods.agent.authenticate,
+            { methodId },
+            requestOptions(s),
+          ),
+        signal,
+      });
+    },
     async cancel(sessionId) {
       // An agent that stopped reading stdin would hold this write forever.
       await settleWithin(
@@ -298,6 +323,84 @@ function sessionRequests(
       );
     },
   };
+}
+
+/** `session/load` or `session/resume`; returns the advertised choices. */
+function restoreSession(
+  link: AgentLink,
+  call: {
+    method: "load" | "resume";
+    params: { sessionId: string; cwd: string; mcpServers: McpServer[] };
+    signal?: AbortSignal;
+  },
+): Promise<SessionState> {
+  const method = acp.methods.agent.session[call.method];
+  return callAgent(link, {
+    what: method,
+    run: async (s) =>
+      sessionStateOf(
+        await link.agent.request(method, call.params, requestOptions(s)),
+      ),
+    signal: call.signal,
+  });
+}
+
+/** `session/close`. */
+async function closeAgentSession(
+  link: AgentLink,
+  sessionId: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  await callAgent(link, {
+    what: "session/close",
+    run: (s) =>
+      link.agent.request(
+        acp.methods.agent.session.close,
+        { sessionId },
+        requestOptions(s),
+      ),
+    signal,
+  });
+}
+
+/** `session/set_config_option`, `session/set_mode` or `session/set_model`. */
+function configureSession(
+  link: AgentLink,
+  params: SessionSetting & { sessionId: string },
+  signal?: AbortSignal,
+): Promise<SessionState["configOptions"]> {
+  const { sessionId } = params;
+  const [method, body]: [string, Record<string, unknown>] =
+    params.kind === "option"
+      ? [
+        acp.methods.agent.session.setConfigOption,
+        typeof params.value === "boolean"
+          ? {
+            sessionId,
+            configId: params.configId,
+            type: "boolean",
+            value: params.value,
+          }
+          : { sessionId, configId: params.configId, value: params.value },
+      ]
+      : params.kind === "mode"
+      ? [acp.methods.agent.session.setMode, {
+        sessionId,
+        modeId: params.modeId,
+      }]
+      : ["session/set_model", { sessionId, modelId: params.modelId }];
+  return callAgent(link, {
+    what: method,
+    run: async (s) => {
+      const response = await link.agent.request<unknown>(
+        method,
+        body,
+        requestOptions(s),
+      );
+      return sessionStateOf(response).configOptions;
+    },
+    signal,
+  });
 }
 
 /** Whether an error is the agent's "unknown session" answer. */

@@ -27,6 +27,8 @@ export interface FsAccess {
   write: boolean;
   /** Only paths under this directory are served. */
   root: string;
+  /** Whether the run's permission rules let the agent write this real path (absent: yes). */
+  mayWrite?: (path: string) => boolean;
 }
 
 /** Whether `candidate` is `root` or below it (both real, absolute paths). */
@@ -116,6 +118,12 @@ export function fsHandlers(
       acp.methods.client.fs.writeTextFile,
       async ({ params }) => {
         const path = await confineWrite(access.root, params.path);
+        if (access.mayWrite && !access.mayWrite(path)) {
+          throw acp.RequestError.invalidParams(
+            { path: params.path },
+            "the run's permission rules reject this write",
+          );
+        }
         await Deno.writeTextFile(path, params.content);
         return {};
       },

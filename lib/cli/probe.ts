@@ -4,6 +4,7 @@
  * @module
  */
 
+import { choiceLines, choicesJson } from "./probe_choices.ts";
 import { join } from "node:path";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
@@ -32,6 +33,7 @@ Options:
   --workspace DIR            directory for session/new (default: current)
   --env-json JSON            extra environment for the agent
   --initialize-timeout SEC   handshake deadline (default 30)
+  --auth-method ID           call authenticate with this authMethods id first
   --handshake-only           skip session/new
   --recovery                 prove cross-process session recovery: sends one
                              short prompt ("${RECOVERY_PROMPT}"), which
@@ -68,6 +70,7 @@ export async function probeCommand(args: string[]): Promise<number> {
         workspace: { type: "string" },
         "env-json": { type: "string" },
         "initialize-timeout": { type: "string" },
+        "auth-method": { type: "string" },
         "max-message-mb": { type: "string" },
         "handshake-only": { type: "boolean" },
         "data-dir": { type: "string" },
@@ -105,6 +108,7 @@ export async function probeCommand(args: string[]): Promise<number> {
       "sandbox-write-paths": values["sandbox-write-paths"],
       // The probe opens sessions without the run's assets.
       "langbot-assets-enabled": false,
+      "auth-method": values["auth-method"],
     });
     promptTimeout = parsePromptTimeout(values["prompt-timeout"]);
     launch = prepareAgentCommand(config);
@@ -122,6 +126,7 @@ export async function probeCommand(args: string[]): Promise<number> {
     recoveryPrompt: !values["no-prompt"],
     promptTimeoutMs: promptTimeout * 1000,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
+    authMethod: config.authMethod,
     startHint: startHint(config.provider, launch.commandSource),
   });
   report.sandbox = probeSandbox(config);
@@ -183,7 +188,9 @@ export function formatProbeReport(report: ProbeReport): string {
     `command: ${report.command}${source}`,
   ];
   if (report.agentInfo !== undefined) lines.push(...capabilityLines(report));
-  if (report.sessionOk) lines.push("session/new: ok");
+  if (report.sessionOk) {
+    lines.push("session/new: ok", ...choiceLines(report.sessionChoices));
+  }
   if (report.recoveryPrompted !== undefined) {
     lines.push(
       `recovery check: ${
@@ -254,6 +261,7 @@ export function probeReportJson(report: ProbeReport): Record<string, unknown> {
     auth_methods: report.authMethods,
     command_source: report.commandSource,
     session_ok: report.sessionOk,
+    session_choices: choicesJson(report.sessionChoices),
     recovery_prompted: report.recoveryPrompted,
     recovery: report.recovery,
     error: report.error,

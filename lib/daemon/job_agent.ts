@@ -126,6 +126,12 @@ export function jobWarmPlace(
       env: command.env,
       sessionCwd: plan.sessionCwd,
       fs: [config.fsRead, config.fsWrite],
+      session: [
+        config.model,
+        config.mode,
+        config.sessionConfigJson,
+        config.authMethod,
+      ],
       mcp: [plan.mcpServers, plan.assetsEnabled],
     },
     labels: {

@@ -67,7 +67,17 @@ const EXTRA_KEYS = [
   "permission-fallback",
   "sandbox",
   "sandbox-network",
+  "model",
+  "mode",
+  "session-config-json",
+  "permission-rules-json",
+  "auth-method",
 ] as const;
+
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    Object.keys(value).length === 0;
+}
 
 /**
  * Builds the `run.start` payload (snake_case, the Python plugin's keys).
@@ -108,6 +118,7 @@ export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
   for (const key of EXTRA_KEYS) {
     const keySpec = RUN_CONFIG_KEYS[key];
     const value = config[keySpec.field];
+    if (value === undefined || isEmptyObject(value)) continue;
     if (value !== keySpec.default) {
       payloadConfig[key.replaceAll("-", "_")] = value as Json;
     }

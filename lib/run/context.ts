@@ -7,6 +7,7 @@
 
 import type { PromptCapabilities } from "@agentclientprotocol/sdk";
 import type { AgentConnection } from "../acp/client.ts";
+import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunUsage } from "../events.ts";
@@ -82,6 +83,10 @@ export interface RunContext {
   connection?: AgentConnection;
   /** What prompt content the agent accepts, from `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** Whether the agent advertised `sessionCapabilities.close`. */
+  canCloseSession?: boolean;
+  /** The session's advertised choices and values in force (`session.configured`). */
+  sessionState?: SessionState;
   /** Open permission requests, when `permission-decision=ask`. */
   readonly permissions?: PermissionDesk;
 }
@@ -117,16 +122,16 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     });
   });
   aborted.catch(() => {});
-  const askUnavailable = config.permissionDecision === "ask"
-    ? options.permissionAskUnavailable
-    : undefined;
+  const asks = config.permissionDecision === "ask" ||
+    (config.permissionRulesJson ?? []).some((rule) => rule.decision === "ask");
+  const askUnavailable = asks ? options.permissionAskUnavailable : undefined;
   if (askUnavailable) {
     emitter.emit("permission.unavailable", {
       reason: askUnavailable,
       fallback: config.permissionFallback,
     });
   }
-  const permissions = config.permissionDecision === "ask" && !askUnavailable
+  const permissions = asks && !askUnavailable
     ? createPermissionDesk({
       emit: emitter.emit,
       timeoutSeconds: config.permissionTimeout,

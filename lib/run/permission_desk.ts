@@ -34,7 +34,10 @@ export type DecidedBy = "caller" | "timeout" | "cancel" | "policy";
 /** The open permission requests of one run. */
 export interface PermissionDesk {
   /** Emits `permission.requested` and waits for an answer, the timeout or cancel. */
-  ask(request: RequestPermissionRequest): Promise<RequestPermissionResponse>;
+  ask(
+    request: RequestPermissionRequest,
+    rule?: number | "default",
+  ): Promise<RequestPermissionResponse>;
   /**
    * Answers an open request. Throws `http.bad_request` for an option the
    * agent did not offer or a decision that is not a permission kind.
@@ -81,8 +84,10 @@ export function createPermissionDesk(
   const open = new Map<string, OpenRequest>();
   const answered = new Set<string>();
   return {
-    ask(request) {
+    ask(request, rule) {
       const requestId = crypto.randomUUID();
+      // The permission-rules-json rule that sent it to a person, if any.
+      const tag = rule === undefined ? {} : { rule };
       return new Promise((resolve) => {
         const expiresAt = Date.now() + options.timeoutSeconds * 1000;
         const timer = setTimeout(
@@ -100,17 +105,17 @@ export function createPermissionDesk(
             clearTimeout(timer);
             open.delete(requestId);
             answered.add(requestId);
-            options.emit(
-              "permission.decided",
-              decidedData(requestId, request, decided),
-            );
+            options.emit("permission.decided", {
+              ...decidedData(requestId, request, decided),
+              ...tag,
+            });
             resolve(response);
           },
         });
-        options.emit(
-          "permission.requested",
-          requestedData(requestId, request, expiresAt),
-        );
+        options.emit("permission.requested", {
+          ...requestedData(requestId, request, expiresAt),
+          ...tag,
+        });
         options.onRequest?.(requestId);
       });
     },

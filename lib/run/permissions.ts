@@ -27,6 +27,8 @@ export interface AnswerPermissionOptions {
   cancelled: boolean;
   /** Records the decision in the run's events. */
   emit: EventEmitter["emit"];
+  /** The `permission-rules-json` rule that decided (index, or "default"). */
+  rule?: number | "default";
 }
 
 /** Picks an option by policy and records the choice as `permission.decided`. */
@@ -38,6 +40,7 @@ export function answerPermission(
     request_id: crypto.randomUUID(),
     tool_call_id: request.toolCall?.toolCallId ?? null,
     title: request.toolCall?.title ?? null,
+    ...(options.rule === undefined ? {} : { rule: options.rule }),
   };
   if (options.cancelled) {
     options.emit("permission.decided", {

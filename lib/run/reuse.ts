@@ -11,6 +11,8 @@
 import type { AgentConnection } from "../acp/client.ts";
 import type { RunContext } from "./context.ts";
 import { connectTransport, startAgent } from "./startup.ts";
+import { closeUnusedSession } from "./session_close.ts";
+import { configureRunSession } from "./session_config.ts";
 import { shutdown } from "./teardown.ts";
 
 /** Adopts the run's warm agent, or starts one; emits `run.started {agent, sandbox}`. */
@@ -40,12 +42,19 @@ export async function startOrAdoptAgent(
   run.connection = conn;
   run.sessionId = warm.sessionId;
   run.promptCapabilities = warm.promptCapabilities;
+  run.canCloseSession = warm.canCloseSession;
+  // Only what differs from the values in force costs a call.
+  await configureRunSession(run, {
+    connection: conn,
+    state: warm.sessionState ?? {},
+  });
   return conn;
 }
 
 /** Ends a completed run's use of its agent: kept warm when it may be, else torn down. */
 export async function finishAgent(run: RunContext): Promise<void> {
   if (keepWarm(run)) return;
+  await closeUnusedSession(run);
   await shutdown(run);
 }
 
@@ -60,5 +69,7 @@ function keepWarm(run: RunContext): boolean {
   return slot.keep({
     sessionId,
     promptCapabilities: run.promptCapabilities,
+    sessionState: run.sessionState,
+    canCloseSession: run.canCloseSession,
   });
 }

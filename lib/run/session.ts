@@ -7,6 +7,7 @@
 
 import type { InitializeResponse, McpServer } from "@agentclientprotocol/sdk";
 import type { AgentConnection } from "../acp/client.ts";
+import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 
@@ -41,6 +42,8 @@ export interface SessionChoice {
   method: "resume" | "load" | "new";
   /** Why the stored session was not restored, when a new one replaced it. */
   reset?: string;
+  /** What the agent's answer advertised (config options, modes, models). */
+  state: SessionState;
 }
 
 /** Picks and establishes the run's session. */
@@ -58,12 +61,12 @@ export async function chooseSession(
     if (canResume || canLoad) {
       try {
         if (canResume) {
-          await connection.resumeSession(params);
-          return { sessionId: storedSessionId, method: "resume" };
+          const state = await connection.resumeSession(params);
+          return { sessionId: storedSessionId, method: "resume", state };
         }
         options.setReplaying(true);
-        await connection.loadSession(params);
-        return { sessionId: storedSessionId, method: "load" };
+        const state = await connection.loadSession(params);
+        return { sessionId: storedSessionId, method: "load", state };
       } catch (error) {
         if (
           !(error instanceof RunnerError) || error.code !== "acp.session_failed"
@@ -90,8 +93,11 @@ export async function chooseSession(
   } else if (!config.createSessionIfMissing) {
     throw noSessionToContinue(Boolean(storedSessionId));
   }
-  const sessionId = await connection.newSession({ cwd, mcpServers });
-  return { sessionId, method: "new", ...(reset ? { reset } : {}) };
+  const { sessionId, state } = await connection.newSession({
+    cwd,
+    mcpServers,
+  });
+  return { sessionId, method: "new", state, ...(reset ? { reset } : {}) };
 }
 
 /** `acp.session_missing` for a run with no stored session it may use. */

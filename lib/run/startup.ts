@@ -11,9 +11,11 @@ import { RunnerError } from "../errors.ts";
 import { redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
-import { answerPermission } from "./permissions.ts";
+import { decidePermission, mayWrite } from "./permission_policy.ts";
+import { authenticateAgent } from "../acp/authenticate.ts";
 import { chooseSession } from "./session.ts";
-import { rejectionOf, toolFailureOf } from "./unanswered.ts";
+import { configureRunSession, followConfigUpdate } from "./session_config.ts";
+import { toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
 
 /** Launches and connects the agent and chooses its session; returns the connection. */
@@ -40,9 +42,24 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
       ]),
     );
     run.log({ msg: "agent initialized", level: "debug" });
+    await untilAborted(
+      run,
+      Promise.race([
+        authenticateAgent({
+          connection: conn,
+          initialize: initialized,
+          method: config.authMethod,
+          signal: run.abort.signal,
+        }),
+        startupAborted,
+      ]),
+    );
     await openSession({ run, transport, conn, initialized, startupAborted });
     run.log({ msg: "session ready", level: "debug" });
     run.promptCapabilities = initialized.agentCapabilities?.promptCapabilities;
+    run.canCloseSession = Boolean(
+      initialized.agentCapabilities?.sessionCapabilities?.close,
+    );
     return conn;
   } finally {
     // The timer lives on for startup-timeout; it must not keep the run (and
@@ -65,6 +82,7 @@ export function handleUpdate(
     run.log({ msg: "update after terminal event", kind: update.sessionUpdate });
     return;
   }
+  followConfigUpdate(run, update);
   applyUpdate({
     update,
     turn: run.turn,
@@ -125,25 +143,14 @@ export function connectTransport(
     stdout: transport.stdout,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
-    onPermission: async (request) => {
-      const answer = run.permissions && !run.abort.signal.aborted
-        ? await run.permissions.ask(request)
-        : await answerPermission({
-          request,
-          wanted: config.permissionDecision === "ask"
-            ? config.permissionFallback
-            : config.permissionDecision,
-          cancelled: run.abort.signal.aborted,
-          emit: run.emitter.emit,
-        });
-      run.rejectedPermission = rejectionOf(request, answer) ??
-        run.rejectedPermission;
-      return answer;
-    },
+    onPermission: (request) => decidePermission(run, request),
     fs: {
       read: config.fsRead,
       write: config.fsWrite,
       root: run.options.sessionCwd,
+      mayWrite: config.permissionRulesJson?.length
+        ? (path) => mayWrite(run, path)
+        : undefined,
     },
     onNoise: (line) =>
       run.log({
@@ -203,4 +210,11 @@ async function openSession(
       value: run.sessionId,
     });
   }
+  await untilAborted(
+    run,
+    Promise.race([
+      configureRunSession(run, { connection: conn, state: choice.state }),
+      startupAborted,
+    ]),
+  );
 }

@@ -60,6 +60,12 @@ export function targetParts(
       ]
       : undefined,
     fs: [config.fsRead, config.fsWrite],
+    session: [
+      config.model,
+      config.mode,
+      config.sessionConfigJson,
+      config.authMethod,
+    ],
     mcp: [
       config.mcpServersJson,
       config.langbotAssetsEnabled,

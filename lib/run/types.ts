@@ -11,6 +11,7 @@ import type {
   McpServer,
   PromptCapabilities,
 } from "@agentclientprotocol/sdk";
+import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
 import type { EventSink } from "../events.ts";
 import type { RunInput } from "./prompt.ts";
@@ -79,6 +80,10 @@ export interface WarmAgent {
   sessionId: string;
   /** What prompt content the agent accepts. */
   promptCapabilities?: PromptCapabilities;
+  /** The session's choices and values in force when it was kept. */
+  sessionState?: SessionState;
+  /** Whether the agent advertised `sessionCapabilities.close`. */
+  canCloseSession?: boolean;
 }
 
 /** A run's place in the warm pool (`docs/runs.md`, "Warm agents"). */
@@ -87,7 +92,12 @@ export interface WarmSlot {
   take(): Promise<WarmAgent | undefined>;
   /** Offers the agent of a completed run; true when it was kept (no teardown). */
   keep(
-    state: { sessionId: string; promptCapabilities?: PromptCapabilities },
+    state: {
+      sessionId: string;
+      promptCapabilities?: PromptCapabilities;
+      sessionState?: SessionState;
+      canCloseSession?: boolean;
+    },
   ): boolean;
 }
 

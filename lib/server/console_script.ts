@@ -359,6 +359,7 @@ function showEvent(event) {
   const data = event.data || {};
   switch (event.type) {
     case "run.started": transcript().append(el("div", { class: "note sandbox" }, "Agent: " + (data.agent || "?") + " · sandbox: " + (data.sandbox || "off"))); break;
+    case "session.configured": transcript().append(el("div", { class: "note session" }, "[session] model " + (data.model || "—") + " · mode " + (data.mode || "—") + (data.by === "agent" ? " (changed by the agent)" : ""))); break;
     case "message.delta": appendAnswer((data.chunk && data.chunk.content) || ""); break;
     case "message.completed": if (data.message && typeof data.message.content === "string") appendAnswer("", data.message.content); state.answer = null; break;
     case "thought.delta": appendThought(data.content || ""); break;

@@ -9,6 +9,7 @@ import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../agent/providers.ts";
 import { parseRunDefaults, type ServeConfig } from "./config/serve_config.ts";
+import { checkPermissionFloor } from "./permission_floor.ts";
 
 /**
  * Run-config keys a caller may set per run. Keys that choose a command to
@@ -38,6 +39,11 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "permission-decision",
   "permission-timeout",
   "permission-fallback",
+  "permission-rules-json",
+  "model",
+  "mode",
+  "session-config-json",
+  "auth-method",
   "fs-read",
   "fs-write",
   "append-run-scope-prompt",
@@ -178,7 +184,7 @@ function checkSandboxFloor(
 
 /**
  * Refuses a caller's size limit above the operator's (the server default, or
- * the built-in one).
+ * the built-in one), and a looser permission policy.
  */
 function checkCaps(
   serve: Pick<ServeConfig, "runDefaults">,
@@ -186,6 +192,7 @@ function checkCaps(
   resolved: RunConfig,
 ): void {
   const operator = parseRunDefaults(serve.runDefaults);
+  checkPermissionFloor({ operator, resolved, caller });
   for (const key of CAPPED_KEYS) {
     if (caller[key] === undefined) continue;
     const field = RUN_CONFIG_KEYS[key].field;

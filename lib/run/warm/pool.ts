@@ -8,8 +8,10 @@
  * @module
  */
 
+import type { SessionState } from "../../acp/session_state.ts";
 import type { PromptCapabilities } from "@agentclientprotocol/sdk";
 import { RunnerError } from "../../errors.ts";
+import { closeIdleSession } from "./close.ts";
 import type { SharedAgent } from "./transport.ts";
 
 /** What lives exactly as long as a warm agent besides its process (its MCP endpoint). */
@@ -34,6 +36,10 @@ export interface IdleAgentSpec {
   sessionId: string;
   /** What prompt content the agent accepts, from its `initialize`. */
   promptCapabilities?: PromptCapabilities;
+  /** The session's choices and values in force when it was kept. */
+  sessionState?: SessionState;
+  /** Whether the agent advertised `sessionCapabilities.close` (then evictions close the session). */
+  canCloseSession?: boolean;
   /** The agent's shared streams. */
   agent: SharedAgent;
   /** Its MCP endpoint or proxy. */
@@ -344,15 +350,28 @@ function evict(
     agent_id: agent.id,
     reason,
   });
-  return stopAgent(state, agent);
+  const closing = agent.canCloseSession && CLOSING_REASONS.includes(reason)
+    ? closeIdleSession(agent.agent, agent.sessionId, state.log)
+    : undefined;
+  return stopAgent(state, agent, closing);
 }
+
+/** Evictions after which nobody uses the session again (not `stale`, `replaced`). */
+const CLOSING_REASONS: EvictionReason[] = [
+  "lru",
+  "idle_timeout",
+  "deleted",
+  "shutdown",
+];
 
 /** Tears the agent down like a finished run's, then stops its companion. */
 function stopAgent(
   state: PoolState,
   agent: Pick<IdleAgentSpec, "agent" | "companion" | "id">,
+  closing?: Promise<void>,
 ): Promise<void> {
   const stopped = (async () => {
+    await closing;
     try {
       await agent.agent.teardown();
     } finally {

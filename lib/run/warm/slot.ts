@@ -91,9 +91,11 @@ export function createWarmHold(options: WarmHoldOptions): WarmHold {
         },
         sessionId: agent.sessionId,
         promptCapabilities: agent.promptCapabilities,
+        sessionState: agent.sessionState,
+        canCloseSession: agent.canCloseSession,
       };
     },
-    keep({ sessionId, promptCapabilities }) {
+    keep({ sessionId, promptCapabilities, sessionState, canCloseSession }) {
       const claimed = claim?.sessionId === sessionId;
       if (!shared || shared.gone || shared.unusable) return false;
       if (!pool.accepts(sessionId, claimed)) return false;
@@ -105,6 +107,8 @@ export function createWarmHold(options: WarmHoldOptions): WarmHold {
         ...options.labels,
         sessionId,
         promptCapabilities,
+        sessionState,
+        canCloseSession,
         agent: shared,
         companion,
       });

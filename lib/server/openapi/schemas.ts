@@ -53,6 +53,23 @@ const RUN_STARTED_DATA = object({
   sandbox: { enum: ["off", "confined"] },
 }, ["agent"]);
 
+/** `session.configured`: the session's values in force. */
+function sessionConfiguredData(): Schema {
+  return eventData(
+    "session.configured",
+    object({
+      model: nullableString,
+      mode: nullableString,
+      config: {
+        type: "object",
+        description:
+          "Every session config option in force, id → value (legacy mode and model included).",
+        additionalProperties: { type: ["string", "boolean"] },
+      },
+    }),
+  );
+}
+
 /** `RunEvent` and the `Message` of its completions. */
 function eventSchemas(): Record<string, Schema> {
   return {
@@ -122,6 +139,7 @@ function eventSchemas(): Record<string, Schema> {
           "run.started",
           RUN_STARTED_DATA,
         ),
+        sessionConfiguredData(),
       ],
     },
     Message: object({

@@ -1,0 +1,295 @@
+/**
+ * Session config options (`model`, `mode`, `session-config-json`): each
+ * wanted value is checked against what the agent advertised and set with
+ * `session/set_config_option` (or the legacy `session/set_mode` /
+ * `session/set_model`) before the prompt; an option whose answer changes
+ * another's values is checked against the new values. See `docs/runs.md`,
+ * "Session config options".
+ *
+ * @module
+ */
+
+import type { AgentConnection, SessionSetting } from "../acp/client.ts";
+import {
+  currentOf,
+  hasChoices,
+  optionFor,
+  optionValues,
+  type SessionState,
+  sessionStateOf,
+  valuesInForce,
+} from "../acp/session_state.ts";
+import type { RunConfig } from "../config.ts";
+import { RunnerError } from "../errors.ts";
+import type { RunContext } from "./context.ts";
+
+/** One wanted setting: a name (`model`, `mode` or an option id) and its value. */
+export type WantedSetting = [name: string, value: string | boolean];
+
+/** The settings a run wants, in the order they are set: model, mode, then the rest. */
+export function wantedSettings(
+  config: Pick<RunConfig, "model" | "mode" | "sessionConfigJson">,
+): WantedSetting[] {
+  const wanted: WantedSetting[] = [];
+  if (config.model) wanted.push(["model", config.model]);
+  if (config.mode) wanted.push(["mode", config.mode]);
+  for (const [name, value] of Object.entries(config.sessionConfigJson ?? {})) {
+    wanted.push([name, value]);
+  }
+  return wanted;
+}
+
+function unavailable(
+  name: string,
+  message: string,
+  valid: Array<string | boolean>,
+): RunnerError {
+  return new RunnerError(
+    "acp.config_unavailable",
+    `${name}: ${message}${
+      valid.length ? ` Valid values: ${valid.join(", ")}.` : ""
+    } Pick one of them (runner probe lists the agent's choices), or leave ${name} unset.`,
+    { detail: { key: name, valid } },
+  );
+}
+
+/** The call that sets `name` to `value`, checked against `state`; null when already in force. */
+export function settingFor(
+  state: SessionState,
+  [name, value]: WantedSetting,
+): SessionSetting | null {
+  const option = optionFor(state, name);
+  if (option) {
+    if (option.type === "boolean") {
+      const flag = value === "true" ? true : value === "false" ? false : value;
+      if (typeof flag !== "boolean") {
+        throw unavailable(name, `"${value}" is not true or false.`, [
+          true,
+          false,
+        ]);
+      }
+      return option.currentValue === flag
+        ? null
+        : { kind: "option", configId: option.id, value: flag };
+    }
+    const values = optionValues(option);
+    if (!values.includes(String(value))) {
+      throw unavailable(
+        name,
+        `"${value}" is not offered by the agent.`,
+        values,
+      );
+    }
+    return option.currentValue === String(value)
+      ? null
+      : { kind: "option", configId: option.id, value: String(value) };
+  }
+  if (name === "mode" && state.modes) {
+    const ids = state.modes.availableModes.map((mode) => mode.id);
+    if (!ids.includes(String(value))) {
+      throw unavailable(
+        name,
+        `"${value}" is not a mode the agent offers.`,
+        ids,
+      );
+    }
+    return state.modes.currentModeId === value
+      ? null
+      : { kind: "mode", modeId: String(value) };
+  }
+  if (name === "model" && state.models) {
+    const ids = state.models.availableModels.map((model) => model.modelId);
+    if (!ids.includes(String(value))) {
+      throw unavailable(
+        name,
+        `"${value}" is not a model the agent offers.`,
+        ids,
+      );
+    }
+    return state.models.currentModelId === value
+      ? null
+      : { kind: "model", modelId: String(value) };
+  }
+  const ids = (state.configOptions ?? []).map((option) => option.id);
+  throw new RunnerError(
+    "acp.config_unavailable",
+    `${name}: the agent offers no such session config option${
+      ids.length ? ` (it offers: ${ids.join(", ")})` : " (it offers none)"
+    }. Leave ${name} unset, or use an option runner probe lists.`,
+    { detail: { key: name, valid: ids } },
+  );
+}
+
+/** `state` after a setting was accepted. */
+function afterSetting(
+  state: SessionState,
+  setting: SessionSetting,
+  answered: SessionState["configOptions"],
+): SessionState {
+  if (setting.kind === "option") {
+    const configOptions = answered ??
+      state.configOptions?.map((option) =>
+        option.id === setting.configId
+          ? { ...option, currentValue: setting.value } as typeof option
+          : option
+      );
+    return { ...state, configOptions };
+  }
+  if (setting.kind === "mode" && state.modes) {
+    return {
+      ...state,
+      modes: { ...state.modes, currentModeId: setting.modeId },
+    };
+  }
+  if (setting.kind === "model" && state.models) {
+    return {
+      ...state,
+      models: { ...state.models, currentModelId: setting.modelId },
+    };
+  }
+  return state;
+}
+
+/** Options for {@linkcode configureSession}. */
+interface ConfigureSessionOptions {
+  /** The connection. */
+  connection: AgentConnection;
+  /** The session. */
+  sessionId: string;
+  /** What the agent advertised (its answer to new, load or resume). */
+  state: SessionState;
+  /** The wanted settings, in order. */
+  wanted: WantedSetting[];
+  /** Aborts the calls. */
+  signal?: AbortSignal;
+}
+
+/** What {@linkcode configureSession} leaves in force. */
+interface ConfiguredSession {
+  /** The state after every setting. */
+  state: SessionState;
+  /** The names whose value was changed by a call. */
+  changed: string[];
+}
+
+/**
+ * Sets each wanted value the agent does not already have in force.
+ *
+ * @throws {RunnerError} `acp.config_unavailable` for a value or option the
+ * agent does not offer; `acp.config_failed` when the agent refuses a call.
+ */
+async function configureSession(
+  options: ConfigureSessionOptions,
+): Promise<ConfiguredSession> {
+  let { state } = options;
+  const changed: string[] = [];
+  for (const wanted of options.wanted) {
+    const setting = settingFor(state, wanted);
+    if (!setting) continue;
+    let answered: SessionState["configOptions"];
+    try {
+      answered = await options.connection.configure(
+        { ...setting, sessionId: options.sessionId },
+        options.signal,
+      );
+    } catch (error) {
+      if (
+        !(error instanceof RunnerError) || error.code !== "acp.session_failed"
+      ) {
+        throw error;
+      }
+      throw new RunnerError(
+        "acp.config_failed",
+        `${wanted[0]}: the agent refused to set "${
+          wanted[1]
+        }" (${error.message}). Pick another value, or leave ${
+          wanted[0]
+        } unset.`,
+        { detail: { key: wanted[0] } },
+      );
+    }
+    state = afterSetting(state, setting, answered);
+    changed.push(wanted[0]);
+  }
+  return { state, changed };
+}
+
+/** The `session.configured` event's data for `state`. */
+export function configuredData(
+  state: SessionState,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    model: currentOf(state, "model"),
+    mode: currentOf(state, "mode"),
+    config: valuesInForce(state),
+    ...extra,
+  };
+}
+
+/**
+ * Sets the run's wanted values on its session (after new, load, resume, or
+ * on a warm agent whose values in force differ) and emits
+ * `session.configured` with the values in force, when the agent advertised
+ * anything or the run wants anything.
+ */
+export async function configureRunSession(
+  run: RunContext,
+  { connection, state }: { connection: AgentConnection; state: SessionState },
+): Promise<void> {
+  const wanted = wantedSettings(run.config);
+  run.sessionState = state;
+  if (!wanted.length && !hasChoices(state)) return;
+  const configured = await configureSession({
+    connection,
+    sessionId: run.sessionId!,
+    state,
+    wanted,
+    signal: run.abort.signal,
+  });
+  run.sessionState = configured.state;
+  run.emitter.emit(
+    "session.configured",
+    configuredData(configured.state, { changed: configured.changed }),
+  );
+}
+
+/**
+ * Follows the agent's own `config_option_update` and `current_mode_update`
+ * during a turn: the values in force change, and `session.configured` says
+ * so (`by: "agent"`).
+ */
+export function followConfigUpdate(
+  run: RunContext,
+  update: Record<string, unknown>,
+): void {
+  const state = run.sessionState ?? {};
+  let next: SessionState | undefined;
+  if (
+    update.sessionUpdate === "config_option_update" &&
+    Array.isArray(update.configOptions)
+  ) {
+    next = {
+      ...state,
+      ...sessionStateOf({ configOptions: update.configOptions }),
+    };
+  } else if (
+    update.sessionUpdate === "current_mode_update" &&
+    typeof update.currentModeId === "string"
+  ) {
+    const modeOption = optionFor(state, "mode");
+    next = {
+      ...state,
+      modes: state.modes &&
+        { ...state.modes, currentModeId: update.currentModeId },
+      configOptions: state.configOptions?.map((option) =>
+        option === modeOption && option.type === "select"
+          ? { ...option, currentValue: update.currentModeId as string }
+          : option
+      ),
+    };
+  }
+  if (!next) return;
+  run.sessionState = next;
+  run.emitter.emit("session.configured", configuredData(next, { by: "agent" }));
+}
