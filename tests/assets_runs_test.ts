@@ -13,7 +13,6 @@ import { RunnerError } from "../lib/errors.ts";
 import { createReaperRegistry } from "../lib/agent/reaper.ts";
 import type { RunResult } from "../lib/run/engine.ts";
 import { createRunManager, type RunManager } from "../lib/run/manager.ts";
-import { quoteWord } from "../lib/agent/shell_words.ts";
 import { type RunStore } from "../lib/store/types.ts";
 import { openStoreNow } from "./helpers.ts";
 import {
@@ -99,7 +98,7 @@ async function runFixture(
         "--mcp-tool",
         options.tool,
         "--mcp-args",
-        quoteWord(JSON.stringify(options.args ?? {})),
+        JSON.stringify(options.args ?? {}),
       ]
       : []),
   ];
