@@ -216,3 +216,89 @@ test("a browser POST (with Origin) through a non-owner reaches the owner; a clie
     await a.stop();
   }
 });
+
+test("a database outage of several leases while the owner's events are queued: one runner.replica_lost per run in every store view and stream, and the conversation goes on", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  const b = await startReplica(url, "b");
+  try {
+    const run = await gatedRun(a, "conv-outage");
+    await cluster().stop();
+    // The agent ends its turn while nothing can be stored: A queues the
+    // message.completed and run.completed it cannot write.
+    await openGate(run.gate);
+    // Past a whole lease without the database, each replica knows its lease
+    // is gone; only then does the database come back.
+    for (const replica of [a, b]) {
+      await replica.waitForLog((entry) =>
+        entry.msg === "replica lease lost; its runs are fenced"
+      );
+    }
+    await cluster().start();
+    for await (const message of run.stream) {
+      run.seen.push(JSON.parse(message.data));
+    }
+    assert.deepEqual(
+      terminals(run.seen).map((event) => event.data.code),
+      ["runner.replica_lost"],
+      JSON.stringify(run.seen),
+    );
+    assert.equal(run.seen.at(-1)!.type, "run.failed");
+    for (const replica of [a, b]) {
+      const stored = await endedRun(replica, run.runId);
+      assert.equal(stored.status, "failed", replica.replicaId);
+      assert.equal(stored.code, "runner.replica_lost");
+      assert.equal(
+        terminals(stored.events).length,
+        1,
+        JSON.stringify(stored.events),
+      );
+      assert.equal(stored.events.at(-1).type, "run.failed");
+      assert.ok(
+        !stored.events.some((event: RunEvent) =>
+          event.type === "run.completed"
+        ),
+      );
+    }
+    await eventually(
+      () =>
+        Promise.resolve(
+          agentPids(run.pidFile).some(isAlive) ? undefined : true,
+        ),
+      "the run's agent to be stopped",
+    );
+    for (const replica of [b, a]) {
+      const next = await eventually(async () => {
+        const response = await postJson(`${replica.url}/v1/runs?stream=false`, {
+          conversation_id: "conv-outage",
+          input: { text: "again" },
+          config: fixtureConfig(join(run.dir, "ws")),
+        });
+        if (response.status === 503) {
+          // Retryable while the replica rejoins after the outage.
+          const error = (await response.json()).error;
+          assert.equal(error.retryable, true, JSON.stringify(error));
+          return undefined;
+        }
+        return await response.json();
+      }, "the conversation's next run");
+      assert.equal(next.status, "completed", JSON.stringify(next));
+      assert.equal(terminals(next.events).length, 1);
+    }
+  } catch (error) {
+    throw new Error(`${error}\nA's log:\n${a.logs()}\nB's log:\n${b.logs()}`);
+  } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
+    const t = setTimeout(
+      () =>
+        Deno.writeTextFileSync(
+          "/tmp/h25dbg.log",
+          "A:\n" + a.logs() + "\nB:\n" + b.logs(),
+        ),
+      15000,
+    );
+    await b.stop();
+    await a.stop();
+    clearTimeout(t);
+  }
+});
