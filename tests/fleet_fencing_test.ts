@@ -289,16 +289,7 @@ test("a database outage of several leases while the owner's events are queued: o
     throw new Error(`${error}\nA's log:\n${a.logs()}\nB's log:\n${b.logs()}`);
   } finally {
     await cluster().start().catch(() => {}); // already running unless a step failed
-    const t = setTimeout(
-      () =>
-        Deno.writeTextFileSync(
-          "/tmp/h25dbg.log",
-          "A:\n" + a.logs() + "\nB:\n" + b.logs(),
-        ),
-      15000,
-    );
     await b.stop();
     await a.stop();
-    clearTimeout(t);
   }
 });
