@@ -3,7 +3,9 @@ import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import { agentPids, isAlive } from "./helpers.ts";
 import { clusterForThisFile } from "./pg_helpers.ts";
+import postgres from "postgres";
 import {
+  deltaText,
   fixtureConfig,
   makeFifo,
   openGate,
@@ -289,6 +291,53 @@ test("a database outage of several leases while the owner's events are queued: o
     throw new Error(`${error}\nA's log:\n${a.logs()}\nB's log:\n${b.logs()}`);
   } finally {
     await cluster().start().catch(() => {}); // already running unless a step failed
+    await b.stop();
+    await a.stop();
+  }
+});
+
+test("a conversation that went A → B → A: A's warm agent, which missed B's turns, is not reused; the session is restored with every turn", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  const b = await startReplica(url, "b");
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const dir = await tempDir();
+    // Sessions persist in a shared state dir, as on shared workspace storage.
+    const config = fixtureConfig(join(dir, "ws"), [
+      "--load-session",
+      "--state-dir",
+      join(dir, "state"),
+    ]);
+    const turn = async (replica: Replica, text: string) => {
+      const response = await postJson(`${replica.url}/v1/runs?stream=false`, {
+        conversation_id: "conv-pingpong",
+        input: { text },
+        config,
+      });
+      const body = await response.json();
+      assert.equal(body.status, "completed", JSON.stringify(body));
+      assert.equal(response.headers.get("x-runner-replica"), null);
+      const started = body.events.find((event: RunEvent) =>
+        event.type === "run.started"
+      );
+      return `${started.data.agent}: ${deltaText(body.events)}`;
+    };
+    // Hands the conversation to `replica`, as a lapsed conversation lease would.
+    const moveTo = (replica: Replica) =>
+      sql`UPDATE conversation_leases SET replica_id = ${replica.replicaId},
+        url = ${replica.url} WHERE conversation_id = 'conv-pingpong'`;
+    assert.equal(await turn(a, "one"), "cold: echo: one (turn 1)");
+    await moveTo(b);
+    assert.equal(await turn(b, "two"), "cold: echo: two (turn 2)");
+    assert.equal(await turn(b, "three"), "warm: echo: three (turn 3)");
+    await moveTo(a);
+    // A's warm agent missed turns 2 and 3: a new one loads the session.
+    assert.equal(await turn(a, "four"), "cold: echo: four (turn 4)");
+    // That one saw every turn: the next run reuses it.
+    assert.equal(await turn(a, "five"), "warm: echo: five (turn 5)");
+  } finally {
+    await sql.end();
     await b.stop();
     await a.stop();
   }

@@ -133,6 +133,8 @@ interface RunSetup {
   sessionKey?: SessionKey;
   /** The agent session to resume, when reuse is on and one is stored. */
   storedSessionId?: string;
+  /** The conversation's latest run so far (a warm agent must have seen it). */
+  previousRunId?: string;
 }
 
 /** The manager's part in {@linkcode setUpRun}. */
@@ -168,7 +170,16 @@ async function setUpRun(
   const storedSessionId = sessionKey && config.reuseSession
     ? (await context.store.getSession(sessionKey))?.sessionId
     : undefined;
-  return { launch, secrets, sessionKey, storedSessionId };
+  const [previous] = storedSessionId
+    ? await context.store.listRuns({ conversationId, limit: 1 })
+    : [];
+  return {
+    launch,
+    secrets,
+    sessionKey,
+    storedSessionId,
+    previousRunId: previous?.runId,
+  };
 }
 
 /** Options for {@linkcode launchRun}. */
@@ -178,6 +189,7 @@ interface LaunchRunOptions {
   launch: AgentLaunch;
   remote?: RemoteRunner;
   storedSessionId?: string;
+  previousRunId?: string;
   secrets: string[];
   emit: (event: RunEvent) => void;
   log: (entry: Record<string, unknown>) => void;
@@ -209,6 +221,7 @@ function launchRun(options: LaunchRunOptions): RunHandle {
     secrets,
     pool: options.warmPool,
     storedSessionId,
+    previousRunId: options.previousRunId,
     log,
   });
   const handle = startRun({
@@ -253,10 +266,11 @@ async function startAdmittedRun(
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const { launch, secrets, sessionKey, storedSessionId } = await setUpRun(
-    request,
-    { store, environment: state.environment, secrets: options.secrets },
-  );
+  const { launch, secrets, sessionKey, storedSessionId, previousRunId } =
+    await setUpRun(
+      request,
+      { store, environment: state.environment, secrets: options.secrets },
+    );
   await store.createRun({
     runId,
     conversationId,
@@ -279,6 +293,7 @@ async function startAdmittedRun(
       launch,
       remote,
       storedSessionId,
+      previousRunId,
       secrets,
       emit: recorder.emit,
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),

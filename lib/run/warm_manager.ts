@@ -23,6 +23,8 @@ export interface LocalOrSshLaunchOptions extends AgentLaunchOptions {
   pool?: WarmPool;
   /** The conversation's stored session. */
   storedSessionId?: string;
+  /** The conversation's latest run before this one, in the store. */
+  previousRunId?: string;
   /** Structured log. */
   log: (entry: Record<string, unknown>) => void;
 }
@@ -57,6 +59,7 @@ export function launchLocalOrSsh(
       location: config.location,
     },
     storedSessionId: options.storedSessionId,
+    history: { runId, previousRunId: options.previousRunId },
     launch: prepared.launch,
     adopt(companion) {
       if (!isKeptAssets(companion)) return { release() {} };

@@ -30,6 +30,13 @@ export interface WarmLaunchOptions {
   labels: { conversation: string; provider: string; location: string };
   /** The session the store holds for the conversation; nothing is taken without one. */
   storedSessionId?: string;
+  /**
+   * Set by runs that know the conversation's history: this run, and the
+   * conversation's latest run before it in the store. A warm agent whose
+   * session took another run's turn last is stopped, not taken (a replica
+   * that owned the conversation before missed the turns taken elsewhere).
+   */
+  history?: { runId: string; previousRunId?: string };
   /** Starts the agent (the location). */
   launch(signal: AbortSignal): Promise<AgentTransport>;
   /** Hands a warm agent's companion to this run (throws for a bad request). */
@@ -73,6 +80,15 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
       claim = { sessionId, release: pool.claim(sessionId) };
       const agent = await pool.take(keyOf(sessionId), sessionId);
       if (!agent) return undefined;
+      const history = options.history;
+      if (history && agent.lastRunId !== history.previousRunId) {
+        log({
+          msg: "warm agent missed turns; the session is restored instead",
+          agent_id: agent.id,
+        });
+        await pool.discard(agent);
+        return undefined;
+      }
       try {
         adopted = options.adopt?.(agent.companion);
       } catch (error) {
@@ -107,6 +123,7 @@ export function createWarmLaunch(options: WarmLaunchOptions): WarmLaunch {
         promptCapabilities,
         agent: shared,
         companion,
+        lastRunId: options.history?.runId,
       });
       kept = true;
       return true;
