@@ -3,7 +3,9 @@ import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import { agentPids, isAlive } from "./helpers.ts";
 import { clusterForThisFile } from "./pg_helpers.ts";
+import postgres from "postgres";
 import {
+  deltaText,
   fixtureConfig,
   makeFifo,
   openGate,
@@ -212,6 +214,130 @@ test("a browser POST (with Origin) through a non-owner reaches the owner; a clie
       );
     }
   } finally {
+    await b.stop();
+    await a.stop();
+  }
+});
+
+test("a database outage of several leases while the owner's events are queued: one runner.replica_lost per run in every store view and stream, and the conversation goes on", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  const b = await startReplica(url, "b");
+  try {
+    const run = await gatedRun(a, "conv-outage");
+    await cluster().stop();
+    // The agent ends its turn while nothing can be stored: A queues the
+    // message.completed and run.completed it cannot write.
+    await openGate(run.gate);
+    // Past a whole lease without the database, each replica knows its lease
+    // is gone; only then does the database come back.
+    for (const replica of [a, b]) {
+      await replica.waitForLog((entry) =>
+        entry.msg === "replica lease lost; its runs are fenced"
+      );
+    }
+    await cluster().start();
+    for await (const message of run.stream) {
+      run.seen.push(JSON.parse(message.data));
+    }
+    assert.deepEqual(
+      terminals(run.seen).map((event) => event.data.code),
+      ["runner.replica_lost"],
+      JSON.stringify(run.seen),
+    );
+    assert.equal(run.seen.at(-1)!.type, "run.failed");
+    for (const replica of [a, b]) {
+      const stored = await endedRun(replica, run.runId);
+      assert.equal(stored.status, "failed", replica.replicaId);
+      assert.equal(stored.code, "runner.replica_lost");
+      assert.equal(
+        terminals(stored.events).length,
+        1,
+        JSON.stringify(stored.events),
+      );
+      assert.equal(stored.events.at(-1).type, "run.failed");
+      assert.ok(
+        !stored.events.some((event: RunEvent) =>
+          event.type === "run.completed"
+        ),
+      );
+    }
+    await eventually(
+      () =>
+        Promise.resolve(
+          agentPids(run.pidFile).some(isAlive) ? undefined : true,
+        ),
+      "the run's agent to be stopped",
+    );
+    for (const replica of [b, a]) {
+      const next = await eventually(async () => {
+        const response = await postJson(`${replica.url}/v1/runs?stream=false`, {
+          conversation_id: "conv-outage",
+          input: { text: "again" },
+          config: fixtureConfig(join(run.dir, "ws")),
+        });
+        if (response.status === 503) {
+          // Retryable while the replica rejoins after the outage.
+          const error = (await response.json()).error;
+          assert.equal(error.retryable, true, JSON.stringify(error));
+          return undefined;
+        }
+        return await response.json();
+      }, "the conversation's next run");
+      assert.equal(next.status, "completed", JSON.stringify(next));
+      assert.equal(terminals(next.events).length, 1);
+    }
+  } catch (error) {
+    throw new Error(`${error}\nA's log:\n${a.logs()}\nB's log:\n${b.logs()}`);
+  } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
+    await b.stop();
+    await a.stop();
+  }
+});
+
+test("a conversation that went A → B → A: A's warm agent, which missed B's turns, is not reused; the session is restored with every turn", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  const b = await startReplica(url, "b");
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const dir = await tempDir();
+    // Sessions persist in a shared state dir, as on shared workspace storage.
+    const config = fixtureConfig(join(dir, "ws"), [
+      "--load-session",
+      "--state-dir",
+      join(dir, "state"),
+    ]);
+    const turn = async (replica: Replica, text: string) => {
+      const response = await postJson(`${replica.url}/v1/runs?stream=false`, {
+        conversation_id: "conv-pingpong",
+        input: { text },
+        config,
+      });
+      const body = await response.json();
+      assert.equal(body.status, "completed", JSON.stringify(body));
+      assert.equal(response.headers.get("x-runner-replica"), null);
+      const started = body.events.find((event: RunEvent) =>
+        event.type === "run.started"
+      );
+      return `${started.data.agent}: ${deltaText(body.events)}`;
+    };
+    // Hands the conversation to `replica`, as a lapsed conversation lease would.
+    const moveTo = (replica: Replica) =>
+      sql`UPDATE conversation_leases SET replica_id = ${replica.replicaId},
+        url = ${replica.url} WHERE conversation_id = 'conv-pingpong'`;
+    assert.equal(await turn(a, "one"), "cold: echo: one (turn 1)");
+    await moveTo(b);
+    assert.equal(await turn(b, "two"), "cold: echo: two (turn 2)");
+    assert.equal(await turn(b, "three"), "warm: echo: three (turn 3)");
+    await moveTo(a);
+    // A's warm agent missed turns 2 and 3: a new one loads the session.
+    assert.equal(await turn(a, "four"), "cold: echo: four (turn 4)");
+    // That one saw every turn: the next run reuses it.
+    assert.equal(await turn(a, "five"), "warm: echo: five (turn 5)");
+  } finally {
+    await sql.end();
     await b.stop();
     await a.stop();
   }

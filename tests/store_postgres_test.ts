@@ -521,3 +521,47 @@ test("[postgres] a conversation's lease is its id's alone: look-alike ids are ot
     await b.close();
   }
 });
+
+test("[postgres] a replica whose lease lapsed writes no session id and no daemon row", async () => {
+  const url = await cluster().newDatabase();
+  const lapsed = await openReplica(url, "lapsed");
+  const live = await openReplica(url, "live");
+  const key = (conversationId: string) => ({
+    conversationId,
+    provider: "custom",
+    location: "local",
+    target: "",
+    workspace: "/ws",
+    agentCommand: "agent",
+  });
+  const daemon = { daemonId: "d1", metadata: {}, activeJobs: [] };
+  try {
+    await (lapsed.fleet as unknown as { stop(release: boolean): Promise<void> })
+      .stop(false);
+    await withSql(url, async (sql) => {
+      await sql`UPDATE replicas SET expires_at = now()
+        WHERE replica_id = 'lapsed'`;
+    });
+    await lapsed.putSession(key("c1"), "stale-session");
+    await lapsed.fleet!.syncDaemons([daemon]);
+    assert.equal(await live.getSession(key("c1")), undefined);
+    await withSql(url, async (sql) => {
+      const rows = await sql`SELECT daemon_id FROM daemons`;
+      assert.deepEqual(rows.length, 0);
+    });
+    // The live replica's writes land.
+    await live.putSession(key("c1"), "fresh-session");
+    await live.fleet!.syncDaemons([daemon]);
+    assert.equal(
+      (await lapsed.getSession(key("c1")))?.sessionId,
+      "fresh-session",
+    );
+    assert.deepEqual(
+      (await live.fleet!.listDaemons()).map((d) => d.replicaId),
+      ["live"],
+    );
+  } finally {
+    await live.close();
+    await lapsed.close();
+  }
+});

@@ -54,6 +54,12 @@ export interface AgentRunOptions {
   mcpServers?: McpServer[];
   /** The warm pool's place for the run, when the pool may hold its agent. */
   warm?: WarmPlace;
+  /**
+   * This run and the conversation's latest run before it in the store, when
+   * known: a warm agent whose session took another run's turn last is not
+   * taken (it missed turns taken on another replica).
+   */
+  history?: { runId: string; previousRunId?: string };
   /** Receives the run's events in order. */
   emit: EventSink;
   /** Structured log. */
@@ -101,6 +107,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
       target: warmTargetKey(options.warm.target),
       labels: options.warm.labels,
       storedSessionId: options.storedSessionId,
+      history: options.history,
       launch: coldLaunch,
       adopt(companion) {
         if (!isKeptAssets(companion)) return { release() {} };

@@ -134,6 +134,8 @@ interface RunSetup {
   sessionKey?: SessionKey;
   /** The agent session to resume, when reuse is on and one is stored. */
   storedSessionId?: string;
+  /** The conversation's latest run so far (a warm agent must have seen it). */
+  previousRunId?: string;
 }
 
 /** The manager's part in {@linkcode setUpRun}. */
@@ -172,7 +174,16 @@ async function setUpRun(
   const storedSessionId = sessionKey && config.reuseSession
     ? (await context.store.getSession(sessionKey))?.sessionId
     : undefined;
-  return { command, secrets, sessionKey, storedSessionId };
+  const [previous] = storedSessionId
+    ? await context.store.listRuns({ conversationId, limit: 1 })
+    : [];
+  return {
+    command,
+    secrets,
+    sessionKey,
+    storedSessionId,
+    previousRunId: previous?.runId,
+  };
 }
 
 /** Options for {@linkcode startAtLocation}. */
@@ -183,6 +194,7 @@ interface RunStartOptions {
   /** The daemon location, for `location=daemon`. */
   relayed?: RelayedLocation;
   storedSessionId?: string;
+  previousRunId?: string;
   secrets: string[];
   emit: (event: RunEvent) => void;
   log: (entry: Record<string, unknown>) => void;
@@ -217,6 +229,7 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     storedSessionId,
     sessionCwd: request.config.sessionCwd ?? command.cwd,
     warm: warmPlaceOf(request, command, manager.warmPool),
+    history: { runId, previousRunId: options.previousRunId },
     emit,
     log,
     permissionAskUnavailable: request.permissionAskUnavailable,
@@ -247,15 +260,16 @@ async function startAdmittedRun(
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const { command, secrets, sessionKey, storedSessionId } = await setUpRun(
-    request,
-    {
-      store,
-      environment: state.environment,
-      secrets: options.secrets,
-      locations: options.locations,
-    },
-  );
+  const { command, secrets, sessionKey, storedSessionId, previousRunId } =
+    await setUpRun(
+      request,
+      {
+        store,
+        environment: state.environment,
+        secrets: options.secrets,
+        locations: options.locations,
+      },
+    );
   await recordRunStart(store, { request, runId, secrets });
   const recorder = createRunRecorder({
     store,
@@ -273,6 +287,7 @@ async function startAdmittedRun(
       command,
       relayed: remote,
       storedSessionId,
+      previousRunId,
       secrets,
       emit: recorder.emit,
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),

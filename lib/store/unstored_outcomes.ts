@@ -23,6 +23,11 @@ export class UnstoredOutcomes {
     this.#outcomes.delete(runId);
   }
 
+  /** Forgets every outcome (the lease they were to be written under is lost). */
+  clear(): void {
+    this.#outcomes.clear();
+  }
+
   /** The record as it reads with its unstored outcome, if it has one. */
   apply(record: RunRecord): RunRecord {
     const outcome = this.#outcomes.get(record.runId);

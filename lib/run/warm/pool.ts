@@ -42,6 +42,11 @@ export interface IdleAgentSpec {
   canCloseSession?: boolean;
   /** The agent's shared streams. */
   agent: SharedAgent;
+  /**
+   * The conversation's run whose turn its session took last; a run whose
+   * store names another last run takes it no more (the session missed turns).
+   */
+  lastRunId?: string;
   /** Its MCP endpoint or proxy. */
   companion?: AgentCompanion;
 }

@@ -30,6 +30,13 @@ export interface WarmHoldOptions {
   labels: { conversation: string; provider: string; location: string };
   /** The session the store holds for the conversation; nothing is taken without one. */
   storedSessionId?: string;
+  /**
+   * Set by runs that know the conversation's history: this run, and the
+   * conversation's latest run before it in the store. A warm agent whose
+   * session took another run's turn last is stopped, not taken (a replica
+   * that owned the conversation before missed the turns taken elsewhere).
+   */
+  history?: { runId: string; previousRunId?: string };
   /** Starts the agent (the location). */
   launch(signal: AbortSignal): Promise<AgentTransport>;
   /** Hands a warm agent's companion to this run (throws for a bad request). */
@@ -57,6 +64,25 @@ export function warmTargetKey(parts: Record<string, unknown>): string {
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 }
 
+/**
+ * Whether `agent`'s session took another run's turn last than the store's
+ * latest run of the conversation; then it is stopped (the session is
+ * restored instead).
+ */
+async function missedTurns(
+  agent: IdleAgent,
+  options: WarmHoldOptions,
+): Promise<boolean> {
+  const history = options.history;
+  if (!history || agent.lastRunId === history.previousRunId) return false;
+  options.log({
+    msg: "warm agent missed turns; the session is restored instead",
+    agent_id: agent.id,
+  });
+  await options.pool.discard(agent);
+  return true;
+}
+
 /** Builds a run's launch and warm slot over `options.pool`. */
 export function createWarmHold(options: WarmHoldOptions): WarmHold {
   const { pool, log } = options;
@@ -73,6 +99,7 @@ export function createWarmHold(options: WarmHoldOptions): WarmHold {
       claim = { sessionId, release: pool.claim(sessionId) };
       const agent = await pool.take(keyOf(sessionId), sessionId);
       if (!agent) return undefined;
+      if (await missedTurns(agent, options)) return undefined;
       try {
         adopted = options.adopt?.(agent.companion);
       } catch (error) {
@@ -111,6 +138,7 @@ export function createWarmHold(options: WarmHoldOptions): WarmHold {
         canCloseSession,
         agent: shared,
         companion,
+        lastRunId: options.history?.runId,
       });
       kept = true;
       return true;

@@ -67,11 +67,6 @@ export class BatchWriter {
     return this.#commits.wait();
   }
 
-  /** Forgets the queued events of `runId` (a run the store may no longer write). */
-  drop(runId: string): void {
-    this.#queue = this.#queue.filter((event) => event.runId !== runId);
-  }
-
   /** Stops background writes and retries (call after the last {@linkcode flush}). */
   close(): void {
     this.#closed = true;

@@ -72,6 +72,15 @@ export class PostgresFleet implements FleetStore {
   }
 
   /**
+   * The epoch this replica may write under now; undefined once it declared
+   * that lease lost (until it joins again), whatever the database's row
+   * says: a renewal whose answer was lost may have extended it there.
+   */
+  liveEpoch(): number | undefined {
+    return this.#lostEpoch === this.#epoch ? undefined : this.#epoch;
+  }
+
+  /**
    * Registers this replica's lease and starts renewing it. A replica id
    * whose lease another process keeps renewing is refused; one whose lease
    * lapses (a previous instance that died) is taken once it has expired.
@@ -132,6 +141,7 @@ export class PostgresFleet implements FleetStore {
    */
   ownLease(): postgres.PendingQuery<postgres.Row[]> {
     const { replicaId, instanceId } = this.#options;
+    if (this.liveEpoch() === undefined) return this.#sql`false`;
     return this.#sql`EXISTS (SELECT 1 FROM replicas p
       WHERE p.replica_id = ${replicaId} AND p.instance_id = ${instanceId}
       AND p.epoch = ${this.#epoch} AND p.expires_at > clock_timestamp())`;
@@ -346,7 +356,12 @@ export class PostgresFleet implements FleetStore {
     const { replicaId, instanceId } = this.#options;
     const ids = daemons.map((daemon) => daemon.daemonId);
     await this.#sql.begin(async (tx) => {
+      // Only under this process's live lease, held until the commit.
+      const [lease] = await tx`SELECT 1 FROM replicas p
+        WHERE ${this.ownLease()} AND p.replica_id = ${replicaId} FOR KEY SHARE`;
+      if (!lease) return;
       await tx`DELETE FROM daemons WHERE replica_id = ${replicaId}
+        AND instance_id = ${instanceId}
         AND NOT (daemon_id = ANY(${ids}::text[]))`;
       for (const daemon of daemons) {
         await tx`INSERT INTO daemons (daemon_id, replica_id, instance_id,

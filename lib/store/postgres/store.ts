@@ -25,7 +25,7 @@ import type { QueuedEvent } from "../event_queue.ts";
 import type { SharedStoreOptions } from "../fleet.ts";
 import { ownStartTime } from "../owner_liveness.ts";
 import { leaseLost, PostgresFleet } from "./fleet.ts";
-import { writableRuns } from "./fencing.ts";
+import { LeaseLapsedDuringWrite, stillLive, writableRuns } from "./fencing.ts";
 import { failLostReplicaRuns } from "./orphans.ts";
 import { migratePostgres } from "./schema.ts";
 import { postgresSize, prunePostgresRuns } from "./retention.ts";
@@ -136,8 +136,11 @@ class PostgresRunStore implements RunStore {
         ((error) =>
           console.error(`runner store [${error.code}]: ${error.message}`)),
     });
-    // A lost lease fences every run written under it.
+    // A lost lease fences every run written under it; their outcomes not
+    // stored yet never will be (the fleet ends those runs), so no read here
+    // may show them.
     fleet.onLeaseLost(() => {
+      this.#unstored.clear();
       for (const runId of [...this.#fenceWatchers.keys()]) this.#fenced(runId);
     });
   }
@@ -152,11 +155,20 @@ class PostgresRunStore implements RunStore {
     };
   }
 
+  /** Who writes now: this process under its live epoch (undefined: none). */
+  #owner(): { instanceId: string; epoch: number | undefined } {
+    return { instanceId: this.#instanceId, epoch: this.fleet.liveEpoch() };
+  }
+
   /** Tells a fenced run's watchers (once) and has the lease checked. */
+
   #fenced(runId: string): void {
     const listeners = this.#fenceWatchers.get(runId);
     this.#fenceWatchers.delete(runId);
-    this.#writer.drop(runId);
+    this.#unstored.forget(runId);
+    // Its queued events stay queued: the next batch skips them (fenced) and
+    // counts them done. Taken out of the queue, they would never count, and
+    // every later event's wait to become visible would hang.
     this.fleet.checkLease();
     for (const listener of listeners ?? []) listener();
   }
@@ -217,11 +229,14 @@ class PostgresRunStore implements RunStore {
 
   putSession(key: SessionKey, sessionId: string): Promise<void> {
     return this.#query("store the session id", async () => {
+      // Only under this replica's live lease: a fenced owner's session id
+      // is not the conversation's any more.
       await this.#sql`INSERT INTO sessions (conversation_id, provider, location,
         target, workspace, agent_command, session_id, updated_at)
-        VALUES (${key.conversationId}, ${key.provider}, ${key.location},
+        SELECT ${key.conversationId}, ${key.provider}, ${key.location},
           ${key.target}, ${key.workspace}, ${key.agentCommand}, ${sessionId},
-          ${Date.now()})
+          ${Date.now()}
+        WHERE ${this.fleet.ownLease()}
         ON CONFLICT (conversation_id, provider, location, target, workspace,
           agent_command)
         DO UPDATE SET session_id = excluded.session_id,
@@ -291,20 +306,21 @@ class PostgresRunStore implements RunStore {
   }
 
   async #finish(runId: string, outcome: RunOutcome): Promise<boolean> {
+    const owner = this.#owner();
     const finished = await this.#query(
       "record the run's end",
       () =>
         this.#sql.begin(async (tx) => {
-          const status = (await writableRuns(tx, this.#instanceId, [runId]))
-            .get(runId);
+          const status = (await writableRuns(tx, owner, [runId])).get(runId);
           if (status === undefined) return undefined;
           const now = Date.now();
           const result = await tx`UPDATE runs SET status = ${outcome.status},
           code = ${outcome.code ?? null}, error = ${outcome.error ?? null},
           updated_at = ${now}, finished_at = ${now}
           WHERE run_id = ${runId} AND status = 'active'`;
+          stillLive(this.fleet, owner.epoch);
           return result.count === 1;
-        }),
+        }).catch(fencedAsUndefined),
       "write",
     );
     if (finished !== undefined) return finished;
@@ -399,9 +415,10 @@ class PostgresRunStore implements RunStore {
   #writeEvents(batch: QueuedEvent[]): Promise<void> {
     return this.#query("write run events", async () => {
       const runIds = [...new Set(batch.map((event) => event.runId))];
+      const owner = this.#owner();
       const fenced = await this.#sql.begin(async (tx) => {
         // Only runs this replica still owns, under a live lease, and active.
-        const writable = await writableRuns(tx, this.#instanceId, runIds);
+        const writable = await writableRuns(tx, owner, runIds);
         const rows = batch.filter((event) =>
           writable.get(event.runId) === "active"
         ).map((event) => ({
@@ -415,9 +432,10 @@ class PostgresRunStore implements RunStore {
           await tx`INSERT INTO events ${
             tx(rows, "run_id", "sequence", "type", "event_json", "timestamp")
           } ON CONFLICT DO NOTHING`;
+          stillLive(this.fleet, owner.epoch);
         }
         return runIds.filter((runId) => !writable.has(runId));
-      });
+      }).catch(fencedAsUndefined) ?? runIds;
       for (const runId of fenced) this.#fenced(runId);
     }, "write");
   }
@@ -475,4 +493,10 @@ class PostgresRunStore implements RunStore {
     await this.fleet.stop(true).catch(() => {});
     await this.#sql.end({ timeout: 2 });
   }
+}
+
+/** A write transaction rolled back for a lease lapsed meanwhile: undefined. */
+function fencedAsUndefined(error: unknown): undefined {
+  if (error instanceof LeaseLapsedDuringWrite) return undefined;
+  throw error;
 }
