@@ -6,7 +6,7 @@
  * platform package npm would install on each of {@linkcode PIN_PLATFORMS}
  * (its version, `os` and `cpu`, or that it is missing). `--install` also
  * installs each native pin into a temporary directory on this machine's
- * platform (no agent is started). `tests/preset_pins_test.ts` compares the
+ * platform (no agent is started). `tests/agent/preset_pins_test.ts` compares the
  * table with the record, so re-run this after changing a pin:
  *
  *     deno run -A scripts/check_pins.ts [--install]

@@ -1,7 +1,7 @@
 /**
  * `docs/config.md`'s key table from the run-config schema
  * (`lib/config_schema.ts`). Run it to print the table; paste it over the table
- * and run `deno fmt`. `tests/docs_test.ts` checks the docs against
+ * and run `deno fmt`. `tests/project/docs_test.ts` checks the docs against
  * {@linkcode configTableRows}.
  *
  * @module

@@ -31,7 +31,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/env.ts",
     find: "return { ...env, ...(options.overlay ?? {}) };",
     replace: "return { ...(options.overlay ?? {}), ...env };",
-    test: "tests/run_env_test.ts",
+    test: "tests/run/run_env_test.ts",
     filter: "allow-listed env",
   },
   {
@@ -39,7 +39,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/session.ts",
     find: "        if (canResume) {",
     replace: "        if (canResume && !canLoad) {",
-    test: "tests/run_sessions_test.ts",
+    test: "tests/run/run_sessions_test.ts",
     filter: "preferring session/resume",
   },
   {
@@ -47,7 +47,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/reaper.ts",
     find: "const leaderReused = leaderStart",
     replace: "const leaderReused = false && leaderStart",
-    test: "tests/reaper_test.ts",
+    test: "tests/agent/reaper_test.ts",
     filter: "reused a recorded pid",
   },
   {
@@ -55,7 +55,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/reaper.ts",
     find: "if (await ownerAlive(record)) return undefined;",
     replace: "",
-    test: "tests/reaper_test.ts",
+    test: "tests/agent/reaper_test.ts",
     filter: "live runner",
   },
   {
@@ -63,7 +63,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/secrets.ts",
     find: "      ...Object.entries(options.environment ?? {}),\n",
     replace: "",
-    test: "tests/run_env_test.ts",
+    test: "tests/run/run_env_test.ts",
     filter: "runner variable",
   },
   {
@@ -72,7 +72,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: "return `bash -lc ${quoteWord(remoteScript(workspace, launch))}`;",
     replace:
       "return `bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch))}`;",
-    test: "tests/run_ssh_test.ts",
+    test: "tests/locations/run_ssh_test.ts",
     filter: "a run streams over a real sshd",
   },
   {
@@ -80,7 +80,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/engine.ts",
     find: "  await finishAgent(run);\n  // The answer is the last turn's",
     replace: "  void finishAgent;\n  // The answer is the last turn's",
-    test: "tests/run_engine_edges_test.ts",
+    test: "tests/run/run_engine_edges_test.ts",
     filter: "terminal event comes after teardown",
   },
   {
@@ -88,7 +88,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/ssh.ts",
     find: "    if (attempt === FORWARD_ATTEMPTS) {",
     replace: "    if (attempt >= 1) {",
-    test: "tests/run_ssh_test.ts",
+    test: "tests/locations/run_ssh_test.ts",
     filter: "already taken",
   },
   {
@@ -96,7 +96,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/ssh.ts",
     find: "    if (attempt === FORWARD_ATTEMPTS) {",
     replace: "    if (attempt === FORWARD_ATTEMPTS + 1) {",
-    test: "tests/ssh_mcp_transport_test.ts",
+    test: "tests/locations/ssh_mcp_transport_test.ts",
     filter: "taken on every try",
   },
   {
@@ -104,7 +104,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/ssh.ts",
     find: "  return refused ? Number(refused[1]) : undefined;",
     replace: "  return undefined;",
-    test: "tests/ssh_mcp_transport_test.ts",
+    test: "tests/locations/ssh_mcp_transport_test.ts",
     filter: "forwarding refused: the ssh -R tunnel fails",
   },
   {
@@ -112,7 +112,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/remote_ssh.ts",
     find: "    registry: context.registry,\n    signal,\n",
     replace: "    registry: context.registry,\n",
-    test: "tests/run_ssh_test.ts",
+    test: "tests/locations/run_ssh_test.ts",
     filter: "never reports in",
   },
   {
@@ -121,7 +121,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/local.ts",
     find: "    prepared?.release();\n    await transport.teardown();\n",
     replace: "    prepared?.release();\n",
-    test: "tests/run_cli_test.ts",
+    test: "tests/cli/run_cli_test.ts",
     filter: "assets endpoint that cannot start",
   },
   {
@@ -129,7 +129,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/steering.ts",
     find: "if (run.closed || !conversationId)",
     replace: "if (!conversationId)",
-    test: "tests/run_steering_test.ts",
+    test: "tests/run/run_steering_test.ts",
     filter: "after the queue closed",
   },
   {
@@ -137,7 +137,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/turn.ts",
     find: "    if (!next) {\n      run.closed = true;\n      break;\n    }",
     replace: "    if (!next) break;",
-    test: "tests/run_steering_test.ts",
+    test: "tests/run/run_steering_test.ts",
     filter: "microtasks",
   },
   {
@@ -145,7 +145,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/recording.ts",
     find: "    store.durable().then(() => {",
     replace: "    Promise.resolve().then(() => {",
-    test: "tests/serve_crash_test.ts",
+    test: "tests/server/serve_crash_test.ts",
     filter: "kill -9 of serve",
   },
   {
@@ -154,7 +154,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: "  run.turn = undefined;\n  run.emitter.flush();",
     replace:
       "  run.turn = undefined;\n  run.closed = run.queue.length === 0;\n  run.emitter.flush();",
-    test: "tests/run_steering_test.ts",
+    test: "tests/run/run_steering_test.ts",
     filter: "before the queue closes",
   },
   {
@@ -163,7 +163,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "    if (run.abort.signal.aborted) throw run.abort.signal.reason;\n    stopReason",
     replace: "    stopReason",
-    test: "tests/run_cancel_test.ts",
+    test: "tests/run/run_cancel_test.ts",
     filter: "quiet window",
   },
   {
@@ -171,7 +171,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/permission_policy.ts",
     find: "cancelled: run.abort.signal.aborted,",
     replace: "cancelled: false,",
-    test: "tests/run_cancel_test.ts",
+    test: "tests/run/run_cancel_test.ts",
     filter: "permission request sent while",
   },
   {
@@ -180,7 +180,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       'if (rejectedPermission && (unanswered || stopReason === "cancelled")) {',
     replace: 'if (rejectedPermission && stopReason === "cancelled") {',
-    test: "tests/run_agent_quirks_test.ts",
+    test: "tests/run/run_agent_quirks_test.ts",
     filter: "(end_turn, no text) after a rejected permission",
   },
   {
@@ -188,7 +188,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/turn.ts",
     find: 'if (stopReason === "refusal") {',
     replace: 'if (stopReason === "refused") {',
-    test: "tests/run_agent_failures_test.ts",
+    test: "tests/run/run_agent_failures_test.ts",
     filter: "refusal",
   },
   {
@@ -196,7 +196,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/acp/client.ts",
     find: 'const code: ErrorCode = what === "session/prompt"',
     replace: 'const code: ErrorCode = what === "prompt"',
-    test: "tests/run_agent_failures_test.ts",
+    test: "tests/run/run_agent_failures_test.ts",
     filter: "session/prompt with an error",
   },
   {
@@ -204,7 +204,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/process.ts",
     find: '    throw new RunnerError(\n      "runner.internal",',
     replace: '    throw new RunnerError(\n      "acp.spawn_error",',
-    test: "tests/run_agent_failures_test.ts",
+    test: "tests/run/run_agent_failures_test.ts",
     filter: "cannot record",
   },
   {
@@ -213,7 +213,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       '      headers["www-authenticate"] = String(failure.detail?.scheme ?? "Bearer");',
     replace: "",
-    test: "tests/serve_auth_test.ts",
+    test: "tests/server/serve_auth_test.ts",
     filter: "WWW-Authenticate",
   },
   {
@@ -222,7 +222,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: "    const allowed = CALLER_CONFIG_KEYS.includes(key) ||",
     replace:
       '    const allowed = key.startsWith("langbot-assets-gateway") || CALLER_CONFIG_KEYS.includes(key) ||',
-    test: "tests/serve_auth_test.ts",
+    test: "tests/server/serve_auth_test.ts",
     filter: "callers cannot set",
   },
   {
@@ -230,7 +230,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/n8n/route.ts",
     find: "  if (timedOut) {",
     replace: "  if (timedOut && false) {",
-    test: "tests/serve_n8n_test.ts",
+    test: "tests/server/serve_n8n_test.ts",
     filter: "conversation_busy",
   },
   {
@@ -240,7 +240,7 @@ export const MUST_CATCH: MustCatch[] = [
       '    if (active) {\n      throw new RunnerError(\n        "http.conflict",',
     replace:
       '    if (active && false) {\n      throw new RunnerError(\n        "http.conflict",',
-    test: "tests/serve_requests_test.ts",
+    test: "tests/server/serve_requests_test.ts",
     filter: "DELETE",
   },
   {
@@ -248,7 +248,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/steering.ts",
     find: 'if (run.queue.length >= STEERING_QUEUE_LIMIT) return "full";',
     replace: "",
-    test: "tests/serve_requests_test.ts",
+    test: "tests/server/serve_requests_test.ts",
     filter: "queued follow-ups",
   },
   {
@@ -256,7 +256,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/meta.ts",
     find: "      was_fenced: await ctx.daemons.unfence(daemonId),",
     replace: "      was_fenced: false,",
-    test: "tests/serve_daemons_admin_test.ts",
+    test: "tests/server/serve_daemons_admin_test.ts",
     filter: "unfence --url",
   },
   {
@@ -273,7 +273,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/daemon/client.ts",
     find: "    Math.max(base, MAX_RECONNECT_DELAY_MS),",
     replace: "    Infinity,",
-    test: "tests/daemon_client_test.ts",
+    test: "tests/daemon/daemon_client_test.ts",
     filter: "back-off",
   },
   {
@@ -281,7 +281,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/daemon/mcp_requests.ts",
     find: "        const timer = setTimeout(() => {",
     replace: "        const timer = setTimeout(() => { return;",
-    test: "tests/daemon_client_test.ts",
+    test: "tests/daemon/daemon_client_test.ts",
     filter: "relay.mcp_failed",
   },
   {
@@ -290,7 +290,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: '    if (event.type === "run.failed" && run.queue.length) {',
     replace:
       '    if (event.type === "run.failed" && run.queue.length && false) {',
-    test: "tests/daemon_steering_test.ts",
+    test: "tests/daemon/daemon_steering_test.ts",
     filter: "real job runner",
   },
   {
@@ -299,7 +299,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       '      message: { role: "assistant", content: current.text.toString() },',
     replace: '      message: { role: "assistant" },',
-    test: "tests/serve_completions_test.ts",
+    test: "tests/server/serve_completions_test.ts",
     filter: "by default both completions carry the whole answer",
   },
   {
@@ -307,7 +307,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/daemon_run.ts",
     find: "  const event = run.complete(fromRelayEvent(wireEvent, runner));",
     replace: "  const event = fromRelayEvent(wireEvent, runner);",
-    test: "tests/serve_daemon_test.ts",
+    test: "tests/server/serve_daemon_test.ts",
     filter: "runs through a real runner daemon",
   },
   {
@@ -315,7 +315,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/store/sqlite/schema.ts",
     find: "CREATE INDEX runs_by_created ON runs (created_at);",
     replace: "",
-    test: "tests/store_plan_test.ts",
+    test: "tests/store/store_plan_test.ts",
     filter: "every listing filter",
   },
   {
@@ -323,7 +323,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/store/sqlite/retention.ts",
     find: "     AND status <> 'active' ORDER BY created_at, rowid LIMIT ?`,",
     replace: "     ORDER BY created_at, rowid LIMIT ?`,",
-    test: "tests/store_test.ts",
+    test: "tests/store/store_test.ts",
     filter: "never an active run",
   },
   {
@@ -331,7 +331,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/store/unstored_outcomes.ts",
     find: "    this.#outcomes.set(runId, { ...outcome, at: Date.now() });",
     replace: "    void outcome;",
-    test: "tests/store_failures_test.ts",
+    test: "tests/store/store_failures_test.ts",
     filter: "final flush",
   },
   {
@@ -339,7 +339,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/store/sqlite/store.ts",
     find: "const damage = options.checkIntegrity ? quickCheck(db) : undefined;",
     replace: "const damage = undefined as string | undefined;",
-    test: "tests/store_file_test.ts",
+    test: "tests/store/store_file_test.ts",
     filter: "damaged",
   },
   {
@@ -347,7 +347,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/fleet_router.ts",
     find: "return given !== undefined && sameSecret(given, clusterToken);",
     replace: "return Boolean(given);",
-    test: "tests/guards_test.ts",
+    test: "tests/contracts/guards_test.ts",
     filter: "the cluster token",
   },
   {
@@ -356,7 +356,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "if (host && new URL(normalized).host === host.trim().toLowerCase()) {",
     replace: "if (host && new URL(normalized).hostname === hostName(host)) {",
-    test: "tests/guards_test.ts",
+    test: "tests/contracts/guards_test.ts",
     filter: "the same host on another port",
   },
   {
@@ -365,7 +365,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: 'if (wanted.startsWith("*.")) return name.endsWith(wanted.slice(1));',
     replace:
       'if (wanted.startsWith("*.")) return name.endsWith(wanted.slice(2));',
-    test: "tests/guards_test.ts",
+    test: "tests/contracts/guards_test.ts",
     filter: "a *.name pattern",
   },
   {
@@ -373,7 +373,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/config.ts",
     find: '  if (result.sshTarget?.startsWith("-")) {',
     replace: '  if (result.sshTarget?.startsWith("--")) {',
-    test: "tests/guards_test.ts",
+    test: "tests/contracts/guards_test.ts",
     filter: "ssh-target",
   },
   {
@@ -382,7 +382,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "    env: command.env,\n    sessionCwd: config.sessionCwd ?? command.cwd,",
     replace: "    sessionCwd: config.sessionCwd ?? command.cwd,",
-    test: "tests/identity_test.ts",
+    test: "tests/contracts/identity_test.ts",
     filter: "every part of a local target",
   },
   {
@@ -392,7 +392,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "WHERE p.replica_id = r.owner_replica AND p.instance_id = r.owner_instance\n        AND p.epoch = r.owner_epoch AND",
     replace: "WHERE p.replica_id = r.owner_replica AND",
-    test: "tests/store_postgres_test.ts",
+    test: "tests/store/store_postgres_test.ts",
     filter: "restarted under the same id",
   },
   {
@@ -400,7 +400,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/coalesce.ts",
     find: "      flush(true);\n      next.emit(type, data, usage);",
     replace: "      flush(false);\n      next.emit(type, data, usage);",
-    test: "tests/stream_properties_test.ts",
+    test: "tests/run/stream_properties_test.ts",
     filter: "coalescer:",
   },
   {
@@ -408,7 +408,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/secrets.ts",
     find: "  return pairSafe(buffer, cut);\n}",
     replace: "  return cut;\n}",
-    test: "tests/stream_properties_test.ts",
+    test: "tests/run/stream_properties_test.ts",
     filter: "redactor:",
   },
   {
@@ -416,7 +416,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/stream.ts",
     find: "if ((event.sequence ?? 0) <= state.last) continue;",
     replace: "if ((event.sequence ?? 0) < state.last) continue;",
-    test: "tests/stream_properties_test.ts",
+    test: "tests/run/stream_properties_test.ts",
     filter: "hand-over:",
   },
   {
@@ -424,7 +424,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/daemon/job_agent.ts",
     find: "      env: command.env,\n      sessionCwd: plan.sessionCwd,\n",
     replace: "      sessionCwd: plan.sessionCwd,\n",
-    test: "tests/daemon_warm_test.ts",
+    test: "tests/daemon/daemon_warm_test.ts",
     filter: "the daemon's warm key",
   },
   {
@@ -432,7 +432,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/store/postgres/fleet.ts",
     find: "OR conversation_leases.expires_at < now() OR ${force}",
     replace: "OR ${force}",
-    test: "tests/store_postgres_test.ts",
+    test: "tests/store/store_postgres_test.ts",
     filter: "a conversation's lease is its id's alone",
   },
   {
@@ -441,7 +441,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "if (full && !await this.evictOldestIdle()) return this.#refuse(conn);",
     replace: "if (full) return this.#refuse(conn);",
-    test: "tests/serve_burst_test.ts",
+    test: "tests/server/serve_burst_test.ts",
     filter: "busy ones are kept",
   },
   {
@@ -450,7 +450,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "      if (state.closed || error instanceof Deno.errors.BadResource) return;",
     replace: "      return;",
-    test: "tests/serve_burst_test.ts",
+    test: "tests/server/serve_burst_test.ts",
     filter: "descriptors run out",
   },
   {
@@ -458,7 +458,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/sandbox.ts",
     find: "  return root === clean ||",
     replace: "  return false && root === clean ||",
-    test: "tests/sandbox_test.ts",
+    test: "tests/agent/sandbox_test.ts",
     filter: "cannot read $HOME",
   },
   {
@@ -466,7 +466,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/sandbox.ts",
     find: '"--unshare-pid",\n    "--unshare-ipc",',
     replace: '"--unshare-ipc",',
-    test: "tests/sandbox_test.ts",
+    test: "tests/agent/sandbox_test.ts",
     filter: "cannot read $HOME",
   },
   {
@@ -474,7 +474,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/process.ts",
     find: "if (options.sandbox) requireSandbox();",
     replace: "",
-    test: "tests/sandbox_cli_test.ts",
+    test: "tests/agent/sandbox_cli_test.ts",
     filter: "without bubblewrap",
   },
   {
@@ -482,7 +482,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/policy.ts",
     find: "  checkSandboxFloor(serve, resolved);\n",
     replace: "",
-    test: "tests/sandbox_daemon_test.ts",
+    test: "tests/agent/sandbox_daemon_test.ts",
     filter: "never less",
   },
   {
@@ -490,7 +490,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/relay/payload.ts",
     find: 'sandbox: confined ? "confined" : asked.sandbox,',
     replace: "sandbox: asked.sandbox,",
-    test: "tests/sandbox_daemon_test.ts",
+    test: "tests/agent/sandbox_daemon_test.ts",
     filter: "asks sandbox=off",
   },
   {
@@ -498,7 +498,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/console_script.ts",
     find: "renderer: { html: (token) => escapeHtml(token.text) }",
     replace: "renderer: {}",
-    test: "tests/console_hostile_test.ts",
+    test: "tests/server/console_hostile_test.ts",
     filter: "never execute",
   },
   {
@@ -506,7 +506,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/console_script.ts",
     find: "for (const option of data.options || []) {",
     replace: "for (const option of (data.options || []).slice(0, 1)) {",
-    test: "tests/console_controls_test.ts",
+    test: "tests/server/console_controls_test.ts",
     filter: "approve always",
   },
   {
@@ -515,7 +515,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "rank(resolved.permissionFallback) < rank(operator.permissionFallback)",
     replace: "false",
-    test: "tests/serve_permission_floor_test.ts",
+    test: "tests/server/serve_permission_floor_test.ts",
     filter: "cannot turn the operator's ask",
   },
   {
@@ -523,7 +523,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/session_config.ts",
     find: "if (!values.includes(String(value))) {",
     replace: "if (false) {",
-    test: "tests/session_config_test.ts",
+    test: "tests/run/session_config_test.ts",
     filter: "a mode the agent does not offer",
   },
   {
@@ -531,7 +531,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/acp/fs.ts",
     find: "if (access.mayWrite && !access.mayWrite(path)) {",
     replace: "if (false) {",
-    test: "tests/permission_rules_test.ts",
+    test: "tests/run/permission_rules_test.ts",
     filter: "the first matching rule decides",
   },
 ];

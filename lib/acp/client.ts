@@ -43,6 +43,11 @@ export interface ConnectAgentOptions {
   maxMessageBytes: number;
   /** Receives every `session/update`, in arrival order. */
   onUpdate: (update: RawSessionUpdate) => void;
+  /**
+   * Told of each answer to a request of ours as it arrives, in order with the
+   * updates (before the request's caller hears of it).
+   */
+  onResponse?: () => void;
   /** Answers `session/request_permission`. */
   onPermission: (
     request: RequestPermissionRequest,
@@ -131,7 +136,10 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
     maxMessageBytes: options.maxMessageBytes,
     onNoise: options.onNoise,
     onFatal: (error) => fatal ??= error,
-    tap: (message) => tapSessionUpdate(message, options.onUpdate),
+    tap: (message) => {
+      if (!("method" in message)) options.onResponse?.();
+      return tapSessionUpdate(message, options.onUpdate);
+    },
   });
   let app = acp.client({ name: "runner" }).onRequest(
     acp.methods.client.session.requestPermission,

@@ -24,7 +24,7 @@ export const PUBLISHED_TOKENS: ReadonlySet<string> = new Set([
   "golden-token-7f3a9c2e5b1d4f6a8c0e2b4d6f8a",
   // docs/daemon.md's example (clearly marked as one).
   "EXAMPLE-ONLY-do-not-use-4mX9qT2vL7pR8sK3wN6y",
-  // tests/daemon_e2e_test.ts.
+  // tests/daemon/daemon_e2e_test.ts.
   "daemon-e2e-token-Jq7Xw2Lk9Vb4Nz6Tc1Rm8Hs3",
 ]);
 

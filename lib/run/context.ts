@@ -73,6 +73,14 @@ export interface RunContext {
   lastUpdateAt: number;
   /** Whether a quiet window is waiting for the agent to go silent. */
   awaitingQuiet: boolean;
+  /**
+   * When the current turn's prompt was answered (`performance.now()`):
+   * updates from then on are late, even those that arrive before the quiet
+   * window starts.
+   */
+  answeredAt?: number;
+  /** Whether the current turn's `session/prompt` is out, unanswered. */
+  prompting?: boolean;
   /** The ACP session, once chosen. */
   sessionId?: string;
   /** The launched agent, once the location has started it. */

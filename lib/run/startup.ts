@@ -73,7 +73,9 @@ export function handleUpdate(
   run: RunContext,
   update: Record<string, unknown>,
 ): void {
-  if (run.replaying || run.awaitingQuiet) run.lastUpdateAt = performance.now();
+  if (run.replaying || run.awaitingQuiet || run.answeredAt !== undefined) {
+    run.lastUpdateAt = performance.now();
+  }
   if (run.replaying) {
     run.replayedUpdates++;
     return;
@@ -143,6 +145,10 @@ export function connectTransport(
     stdout: transport.stdout,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
     onUpdate: ({ update }) => handleUpdate(run, update),
+    // While a prompt is out, an answer is its answer: later updates are late.
+    onResponse: () => {
+      if (run.prompting) run.answeredAt ??= performance.now();
+    },
     onPermission: (request) => decidePermission(run, request),
     fs: {
       read: config.fsRead,

@@ -134,8 +134,11 @@ async function runTurn(
     startedTools: new Map(),
   };
   run.turn = current;
+  run.answeredAt = undefined;
+  run.prompting = true;
   const prompting = conn.prompt({ sessionId: run.sessionId!, prompt: blocks });
-  prompting.catch(() => {});
+  prompting.then(() => run.answeredAt ??= performance.now(), () => {})
+    .finally(() => run.prompting = false);
   let stopReason: string;
   try {
     stopReason = await untilAborted(run, prompting);
@@ -149,6 +152,7 @@ async function runTurn(
     config.lateUpdateMs,
     Math.min(FIRST_LATE_UPDATE_MS, config.lateUpdateMs),
   );
+  run.answeredAt = undefined;
   run.turn = undefined;
   run.emitter.flush(); // the last text reaches the turn's message
   if (!current.text.empty) {
@@ -207,13 +211,16 @@ async function quietWindow(run: RunContext, quiet: number, first = quiet) {
   interrupted.catch(() => {});
   let stop = false;
   interrupted.then(() => stop = true, () => stop = true);
-  const start = Math.max(run.lastUpdateAt, performance.now());
+  const begin = performance.now();
+  // A late update may already have come between the answer and now.
+  const early = run.lastUpdateAt > (run.answeredAt ?? begin);
+  const start = Math.max(run.lastUpdateAt, begin);
   run.lastUpdateAt = start;
   run.awaitingQuiet = true;
   try {
     while (!stop) {
       const now = performance.now();
-      const window = run.lastUpdateAt > start ? quiet : first;
+      const window = early || run.lastUpdateAt > start ? quiet : first;
       const wait = Math.min(run.lastUpdateAt + window - now, limit - now);
       if (wait <= 0) break;
       await settleWithin(interrupted, wait);

@@ -1,0 +1,171 @@
+/**
+ * The sandbox through the real CLI: `runner probe` says whether this machine
+ * can confine agents; a run asking for it where it cannot fails before the
+ * agent starts (`sandbox.unavailable`); kill -9 of `runner run` takes its
+ * confined agent down with it; `runner serve --sandbox confined` confines
+ * every HTTP run.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { findOnPath } from "../../lib/agent/find_executable.ts";
+import { ROOT, runCli, spawnCli, tempDir } from "../helpers.ts";
+import {
+  deltaText,
+  postJson,
+  sseEvents,
+  startServe,
+} from "../serve_test_helpers.ts";
+import {
+  DENO_DIR,
+  markedGone,
+  markedProcesses,
+  sandboxKeys,
+  sandboxWorld,
+} from "../sandbox_helpers.ts";
+
+/** `runner` flags for the run-config keys of {@linkcode sandboxKeys}. */
+function flagsOf(keys: Record<string, unknown>): string[] {
+  const { provider, ...rest } = keys;
+  return [
+    String(provider),
+    ...Object.entries(rest).flatMap(([key, value]) => [
+      `--${key}`,
+      Array.isArray(value)
+        ? value.join(",")
+        : typeof value === "object"
+        ? JSON.stringify(value)
+        : String(value),
+    ]),
+  ];
+}
+
+Deno.test("runner probe --sandbox confined reports the sandbox available and the agent ready in it", async () => {
+  const world = sandboxWorld();
+  const result = await runCli([
+    "probe",
+    ...flagsOf(sandboxKeys(world, [])),
+    "--json",
+  ], { env: world.environment });
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+  const report = JSON.parse(result.stdout);
+  assert.equal(report.outcome, "ok");
+  assert.deepEqual(report.sandbox, {
+    available: true,
+    mode: "confined",
+    network: "full",
+  });
+  const human = await runCli([
+    "probe",
+    ...flagsOf(sandboxKeys(world, [], { sandbox: "off" })),
+  ], { env: world.environment });
+  assert.match(human.stdout, /^sandbox: available; this run: off$/m);
+});
+
+Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sandbox.unavailable before its agent starts; probe says why", async () => {
+  const world = sandboxWorld();
+  const record = join(tempDir(), "record.jsonl");
+  // The runner finds bwrap on its PATH (here one with only `ps`, which it
+  // needs); the agent's command is absolute.
+  const path = tempDir("path-without-bwrap-");
+  Deno.symlinkSync(findOnPath("ps", Deno.env.get("PATH"))!, join(path, "ps"));
+  const env = { ...world.environment, PATH: path };
+  const keys = sandboxKeys(world, ["--record", record]);
+  const result = await runCli(["run", ...flagsOf(keys), "hi"], { env });
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(
+    result.stderr,
+    /error \[sandbox\.unavailable\]: sandbox=confined needs bubblewrap, which is not on the runner's PATH \(apt-get install bubblewrap/,
+  );
+  assert.throws(() => Deno.statSync(record), "the agent never started");
+  const probe = await runCli(["probe", ...flagsOf(keys), "--json"], { env });
+  assert.equal(probe.code, 9);
+  const report = JSON.parse(probe.stdout);
+  assert.equal(report.outcome, "sandbox_unavailable");
+  assert.equal(report.error.code, "sandbox.unavailable");
+  assert.equal(report.sandbox.available, false);
+  assert.equal(report.sandbox.mode, "confined");
+});
+
+Deno.test("kill -9 of runner run takes its confined agent, the agent's stubborn grandchild included, down with it", async () => {
+  const world = sandboxWorld();
+  const keys = sandboxKeys(world, ["--stall-prompt", "--grandchild"]);
+  const child = spawnCli(["run", ...flagsOf(keys), "--json", "hi"], {
+    env: world.environment,
+  });
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let seen = "";
+    while (!seen.includes('"message.delta"')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`runner run ended early: ${seen}`);
+      seen += value;
+    }
+    assert.ok(markedProcesses(world.marker).length >= 5);
+    child.kill("SIGKILL");
+    await child.status;
+    reader.cancel().catch(() => {});
+    assert.deepEqual(await markedGone(world.marker), []);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.stderr.cancel().catch(() => {});
+    for (const pid of markedProcesses(world.marker)) {
+      Deno.kill(pid, "SIGKILL");
+    }
+  }
+});
+
+Deno.test("runner serve --sandbox confined: a run over HTTP is confined and says so in run.started; a request cannot turn it off", async () => {
+  const world = sandboxWorld();
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      ...[
+        "--sandbox",
+        "confined",
+        "--sandbox-read-paths",
+        `${ROOT},${DENO_DIR}`,
+      ],
+    ],
+    env: world.environment,
+  });
+  try {
+    const keys = sandboxKeys(world, ["--try-read", world.homeSecret]);
+    const config = {
+      provider: keys.provider,
+      "acp-command": keys["acp-command"],
+      workspace: keys.workspace,
+    };
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "hi" },
+      config,
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    assert.deepEqual(
+      events.find((event) => event.type === "run.started")?.data,
+      { agent: "cold", sandbox: "confined" },
+    );
+    assert.match(
+      deltaText(events),
+      new RegExp(`try-read ${world.homeSecret}: error NotFound`),
+    );
+    const refused = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "hi" },
+      config: { ...config, sandbox: "off" },
+    });
+    assert.equal(refused.status, 403);
+    const body = await refused.json();
+    assert.equal(body.error.code, "http.forbidden");
+    assert.match(
+      body.error.message,
+      /^sandbox: the operator confines every run/,
+    );
+  } finally {
+    await serve.stop();
+  }
+});

@@ -1,0 +1,177 @@
+/**
+ * `runner run` as a person types it: the prompt from standard input (`-` or
+ * a pipe) or a file, "did you mean" for a mistyped flag, provider or config
+ * key, the help line for a missing provider, and a progress line while the
+ * agent starts on a terminal.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { RUNTIME_FLAGS } from "../../lib/runtime_permissions.ts";
+import { quoteCommand } from "../../lib/agent/shell_words.ts";
+import { parseRunConfig } from "../../lib/config.ts";
+import { fixtureCommand, ROOT, runCli, tempDir } from "../helpers.ts";
+
+/** Runs `runner` with `input` on its standard input (a pipe). */
+async function runWithStdin(
+  args: string[],
+  input: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...RUNTIME_FLAGS, `${ROOT}main.ts`, ...args],
+    env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir() },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(input));
+  await writer.close();
+  const output = await child.output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
+function agent(): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(),
+    "--workspace",
+    tempDir(),
+  ];
+}
+
+Deno.test("the prompt comes from stdin with -, from a pipe, or from --prompt-file", async () => {
+  const dash = await runWithStdin([...agent(), "-"], "from a dash\n");
+  assert.equal(dash.code, 0, dash.stderr);
+  assert.equal(dash.stdout, "echo: from a dash (turn 1)\n");
+
+  const piped = await runWithStdin(agent(), "from a pipe\n\n");
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.equal(piped.stdout, "echo: from a pipe (turn 1)\n");
+
+  const file = join(tempDir(), "prompt.txt");
+  await Deno.writeTextFile(file, "from a file\n");
+  const fromFile = await runWithStdin(
+    [...agent(), "--prompt-file", file],
+    "",
+  );
+  assert.equal(fromFile.code, 0, fromFile.stderr);
+  assert.equal(fromFile.stdout, "echo: from a file (turn 1)\n");
+
+  const twice = await runWithStdin(
+    [...agent(), "--prompt-file", file, "words"],
+    "",
+  );
+  assert.equal(twice.code, 2);
+  assert.match(twice.stderr, /Give the prompt once/);
+
+  const empty = await runWithStdin(agent(), "");
+  assert.equal(empty.code, 2);
+  assert.match(empty.stderr, /Give a prompt: .*- for standard input/);
+
+  const missing = await runWithStdin(
+    [...agent(), "--prompt-file", join(tempDir(), "nope.txt")],
+    "",
+  );
+  assert.equal(missing.code, 2);
+  assert.match(
+    missing.stderr,
+    /--prompt-file .*nope\.txt: cannot read the file/,
+  );
+});
+
+Deno.test("a mistyped flag, provider or config key gets a did-you-mean; a missing provider the help line", async () => {
+  const flag = await runCli(["run", "custom", "--workspce", "/tmp", "hi"]);
+  assert.equal(flag.code, 2);
+  assert.equal(
+    flag.stderr,
+    "error [config.invalid]: --workspce: unknown option (did you mean --workspace?)\nsee runner run --help\n",
+  );
+  const provider = await runCli(["run", "codx", "hi"]);
+  assert.equal(provider.code, 2);
+  assert.match(
+    provider.stderr,
+    /error \[provider\.unknown\]: Unknown provider "codx" \(did you mean codex\?\)/,
+  );
+  const none = await runCli(["run"]);
+  assert.equal(none.code, 2);
+  assert.equal(
+    none.stderr,
+    'error [config.invalid]: Give a provider: runner run <provider> "prompt" (runner providers lists them).\nsee runner run --help\n',
+  );
+  const serve = await runCli(["serve", "--max-concurent-runs", "3"]);
+  assert.equal(serve.code, 2);
+  assert.match(serve.stderr, /\(did you mean --max-concurrent-runs\?\)/);
+  const probe = await runCli(["probe", "custom", "--acp-comand", "x"]);
+  assert.match(probe.stderr, /did you mean --acp-command\?/);
+  assert.throws(
+    () => parseRunConfig({ provider: "custom", workspace: "/", timout: 5 }),
+    /timout: unknown config key \(did you mean timeout\?\)/,
+  );
+});
+
+function hasScript(): boolean {
+  try {
+    return new Deno.Command("script", { args: ["--version"] }).outputSync()
+      .success;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name:
+    "on a terminal a progress line shows while the agent starts and is erased before the answer; not when piped",
+  ignore: !hasScript(),
+  fn: async () => {
+    const command = quoteCommand([
+      Deno.execPath(),
+      "run",
+      ...RUNTIME_FLAGS,
+      `${ROOT}main.ts`,
+      ...agent(),
+      "hello",
+    ]);
+    // script(1) gives the runner a terminal for stdout and stderr.
+    const output = await new Deno.Command("script", {
+      args: ["-qec", command, "/dev/null"],
+      env: {
+        NO_COLOR: "1",
+        RUNNER_DATA_DIR: tempDir(),
+        RUNNER_PROGRESS_DELAY_MS: "0",
+      },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const screen = new TextDecoder().decode(output.stdout);
+    assert.equal(output.code, 0, screen);
+    const ERASE = "\r\x1b[2K";
+    assert.ok(
+      [
+        "starting agent…",
+        "initializing…",
+        "opening session…",
+        "waiting for the agent…",
+      ].some((step) => screen.includes(ERASE + step)),
+      `no progress line in ${JSON.stringify(screen)}`,
+    );
+    const erased = screen.lastIndexOf(ERASE);
+    const answer = screen.indexOf("echo: hello (turn 1)");
+    assert.ok(answer > erased, `the answer came before the line was erased`);
+
+    const piped = await runCli([...agent(), "hello"], {
+      env: { RUNNER_PROGRESS_DELAY_MS: "0" },
+    });
+    assert.equal(piped.code, 0);
+    assert.doesNotMatch(piped.stderr, /starting agent/);
+  },
+});

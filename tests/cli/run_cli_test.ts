@@ -1,0 +1,506 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  fixtureCommand,
+  isAlive,
+  parseJsonLines,
+  readRecord,
+  runCli,
+  spawnCli,
+  tempDir,
+} from "../helpers.ts";
+
+function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
+  return runArgsIn(tempDir(), fixtureFlags, ...extra);
+}
+
+function runArgsIn(
+  dataDir: string,
+  fixtureFlags: string[],
+  ...extra: string[]
+): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...fixtureFlags),
+    "--workspace",
+    join(tempDir(), "ws"),
+    "--data-dir",
+    dataDir,
+    ...extra,
+  ];
+}
+
+Deno.test("run streams the agent's chunks in order", async () => {
+  const result = await runCli(
+    runArgs(["--text", "abcdefghij", "--chunks", "4"], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, "abcdefghij\n");
+});
+
+Deno.test("run --json prints the run-event shapes with increasing sequences", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--text", "abcdefghij", "--chunks", "4", "--rich-updates"],
+      "--json",
+      // One delta per chunk; no run token whose first letter could end a chunk.
+      "--delta-coalesce-ms",
+      "0",
+      "--langbot-assets-enabled",
+      "false",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const deltas = events.filter((e) => e.type === "message.delta");
+  assert.deepEqual(
+    deltas.map((e) => (e.data as { chunk: { content: string } }).chunk.content),
+    ["abc", "def", "gh", "ij"],
+  );
+  assert.deepEqual(
+    deltas.map((e) =>
+      (e.data as { chunk: { msg_sequence: number } }).chunk.msg_sequence
+    ),
+    [1, 2, 3, 4],
+  );
+  const last = (deltas[3].data as { chunk: { all_content: string } }).chunk;
+  assert.equal(last.all_content, "abcdefghij");
+  const types = events.map((e) => e.type);
+  assert.ok(types.includes("tool.call.started"));
+  assert.deepEqual(
+    events.filter((e) => e.type === "tool.call.updated").map((e) => e.data),
+    [{ tool_call_id: "tc-1", status: "in_progress" }],
+  );
+  assert.ok(types.includes("tool.call.completed"));
+  assert.deepEqual(
+    events.filter((e) => e.type === "usage.updated").map((e) => e.data),
+    [{ used: 1234, size: 200000, cost: { amount: 0.01, currency: "USD" } }],
+  );
+  assert.ok(types.includes("thought.delta"));
+  assert.ok(types.includes("plan.updated"));
+  assert.equal(types.at(-1), "run.completed");
+  assert.equal(
+    types.filter((t) => t === "run.completed" || t === "run.failed").length,
+    1,
+  );
+  const completed = events.at(-1)!;
+  assert.deepEqual(completed.usage, {
+    used: 1234,
+    size: 200000,
+    cost: { amount: 0.01, currency: "USD" },
+  });
+  assert.deepEqual(
+    (events.find((e) => e.type === "message.completed")!.data as {
+      message: unknown;
+    }).message,
+    { role: "assistant", content: "abcdefghij" },
+  );
+  assert.equal(
+    (completed.data as { message?: unknown }).message,
+    undefined,
+    "run.completed leaves the answer to message.completed",
+  );
+  const sequences = events.map((e) => e.sequence as number);
+  assert.deepEqual(sequences, sequences.map((_, i) => i + 1));
+  const state = events.find((e) => e.type === "state.updated")!;
+  assert.equal((state.data as { key: string }).key, "external.acp_session_id");
+});
+
+Deno.test("an update kind the SDK does not know is kept as agent.update, not message text", async () => {
+  const result = await runCli(
+    runArgs(["--text", "ok", "--unknown-update"], "--json", "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const unknown = events.find((e) => e.type === "agent.update");
+  assert.equal((unknown?.data as { kind: string }).kind, "future_kind_xyz");
+  assert.equal(
+    (events.findLast((e) => e.type === "message.completed")!.data as {
+      message: { content: string };
+    }).message.content,
+    "ok",
+  );
+});
+
+Deno.test("updates after the prompt answer are delivered before the terminal event", async () => {
+  const result = await runCli(
+    runArgs(["--text", "main", "--late-updates", "2"], "--json", "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const completed = events.find((e) => e.type === "message.completed")!;
+  assert.equal(
+    (completed.data as { message: { content: string } }).message.content,
+    "mainlate-1late-2",
+  );
+  assert.equal(events.at(-1)!.type, "run.completed");
+});
+
+Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not part of it", async () => {
+  // A turn waits while late updates keep coming (the first right after the
+  // answer; a window far above the 100 ms gap, so load cannot stretch the gap
+  // past it); `0` ends the turn with the answer, even for a late update that
+  // comes only 100 ms later.
+  const waited = await runCli(
+    runArgs(
+      ["--text", "main", "--late-update-at", "0,100"],
+      "--json",
+      "--late-update-ms",
+      "1000",
+      "hi",
+    ),
+  );
+  const flags = [
+    "--text",
+    "main",
+    "--late-updates",
+    "2",
+    "--late-update-delay-ms",
+    "100",
+  ];
+  const ended = await runCli(
+    runArgs(flags, "--json", "--late-update-ms", "0", "hi"),
+  );
+  const message = (result: { stdout: string }) => {
+    const events = parseJsonLines(result.stdout);
+    assert.equal(events.at(-1)!.type, "run.completed");
+    const completed = events.find((e) => e.type === "message.completed")!;
+    return (completed.data as { message: { content: string } }).message
+      .content;
+  };
+  assert.equal(waited.code, 0, waited.stderr);
+  assert.equal(message(waited), "mainlate@0late@100");
+  assert.equal(ended.code, 0, ended.stderr);
+  assert.equal(message(ended), "main");
+});
+
+Deno.test("stdout noise, megabytes of stderr and a 40 MB line do not break a run", async () => {
+  const result = await runCli(
+    runArgs([
+      "--text",
+      "fine",
+      "--stdout-noise",
+      "--stderr-mb",
+      "3",
+      "--huge-line-mb",
+      "40",
+    ], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(result.stdout.endsWith("fine\n"));
+  assert.equal(result.stdout.length, 40 * 1024 * 1024 + "fine\n".length);
+});
+
+Deno.test("a line above max-message-mb fails with acp.message_too_large", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--text", "x", "--huge-line-mb", "3"],
+      "--max-message-mb",
+      "1",
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal(failed.type, "run.failed");
+  assert.equal((failed.data as { code: string }).code, "acp.message_too_large");
+});
+
+Deno.test("a turn without assistant text fails with acp.empty_response", async () => {
+  const result = await runCli(runArgs(["--text", "''"], "--json", "hi"));
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal((failed.data as { code: string }).code, "acp.empty_response");
+});
+
+Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring grandchild included)", async () => {
+  const pidFile = join(tempDir(), "pids.json");
+  const result = await runCli(
+    runArgs(["--text", "bye", "--grandchild", "--pid-file", pidFile], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  assert.ok(pids.grandchild_pid);
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    assert.equal(isAlive(pid), false, `pid ${pid} survived`);
+  }
+});
+
+Deno.test("an assets endpoint that cannot start fails the run and stops the agent that was already booting", async () => {
+  const pidFile = join(tempDir(), "pids.json");
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const result = await runCli(
+      runArgs(
+        ["--text", "bye", "--grandchild", "--pid-file", pidFile],
+        "--json",
+        "--langbot-assets-mode",
+        "gateway",
+        "--langbot-assets-gateway-port",
+        String(taken.addr.port),
+        "hi",
+      ),
+    );
+    assert.equal(result.code, 1, result.stderr);
+    const events = parseJsonLines(result.stdout);
+    assert.equal(events.at(-1)?.type, "run.failed");
+    assert.equal(
+      (events.at(-1)?.data as { code: string }).code,
+      "assets.listen_failed",
+    );
+  } finally {
+    taken.close();
+  }
+  // The agent starts before the endpoint; whatever of it started is gone
+  // (its command line names this test's pid file).
+  const ps = await new Deno.Command("ps", {
+    args: ["-eo", "pid=,args="],
+    stdout: "piped",
+  }).output();
+  const left = new TextDecoder().decode(ps.stdout).split("\n").filter((
+    line,
+  ) => line.includes(pidFile));
+  assert.deepEqual(left, []);
+});
+
+Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async () => {
+  const dataDir = tempDir();
+  const pidFile = join(tempDir(), "pids.json");
+  const child = spawnCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(
+      "--text",
+      "held",
+      "--stall-prompt",
+      "--grandchild",
+      "--pid-file",
+      pidFile,
+    ),
+    "--workspace",
+    tempDir(),
+    "--data-dir",
+    dataDir,
+    "--json",
+    "hi",
+  ]);
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("message.delta")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    seen += value;
+  }
+  child.kill("SIGKILL");
+  await child.status;
+  await reader.cancel();
+  await child.stderr.cancel();
+  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
+  assert.equal(
+    isAlive(pids.grandchild_pid),
+    true,
+    "the group should be left behind",
+  );
+  const next = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand("--text", "next"),
+    "--workspace",
+    tempDir(),
+    "--data-dir",
+    dataDir,
+    "hi",
+  ]);
+  assert.equal(next.code, 0, next.stderr);
+  for (
+    const pid of [
+      pids.agent_pid,
+      pids.grandchild_pid,
+      pids.grandchild_child_pid,
+    ]
+  ) {
+    assert.equal(isAlive(pid), false, `pid ${pid} survived the reaper`);
+  }
+});
+
+Deno.test("bad input fails clearly before anything starts", async (t) => {
+  await t.step("relative workspace", async () => {
+    const result = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      "x",
+      "--workspace",
+      "rel/dir",
+      "hi",
+    ]);
+    assert.equal(result.code, 2);
+    assert.match(
+      result.stderr,
+      /config\.invalid.*workspace: must be an absolute path/,
+    );
+  });
+  await t.step("non-object env-json", async () => {
+    const result = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      "x",
+      "--env-json",
+      "[1]",
+      "hi",
+    ]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /env-json: must be a JSON object/);
+  });
+  await t.step("negative timeout", async () => {
+    const result = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      "x",
+      "--timeout=-1",
+      "hi",
+    ]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /timeout: must be greater than 0/);
+  });
+  await t.step("unknown provider", async () => {
+    const result = await runCli(["run", "nope", "hi"]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /provider\.unknown/);
+  });
+});
+
+Deno.test("fs capabilities are advertised only when enabled", async () => {
+  const check = async (
+    extra: string[],
+    expected: { readTextFile: boolean; writeTextFile: boolean },
+  ) => {
+    const record = join(tempDir(), "record.jsonl");
+    const result = await runCli(
+      runArgs(["--text", "ok", "--record", record], ...extra, "hi"),
+    );
+    assert.equal(result.code, 0, result.stderr);
+    const init = readRecord(record).find((line) =>
+      line.method === "initialize"
+    )!;
+    assert.deepEqual(
+      (init.params as { clientCapabilities: { fs: unknown } })
+        .clientCapabilities.fs,
+      expected,
+    );
+  };
+  await check([], { readTextFile: false, writeTextFile: false });
+  await check(["--fs-read", "true"], {
+    readTextFile: true,
+    writeTextFile: false,
+  });
+});
+
+Deno.test("all_content rides on deltas only while the message is under 64 KiB; message.completed has it all", async () => {
+  const text = "y".repeat(100 * 1024);
+  const result = await runCli(
+    runArgs(
+      ["--text", text, "--chunks", "4"],
+      "--json",
+      "--delta-coalesce-ms",
+      "0",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  const chunks = events.filter((e) => e.type === "message.delta").map((e) =>
+    (e.data as { chunk: { content: string; all_content?: string } }).chunk
+  );
+  assert.ok(chunks.length >= 4, "one delta per chunk at least");
+  let sofar = "";
+  for (const chunk of chunks) {
+    sofar += chunk.content;
+    assert.equal(
+      chunk.all_content,
+      sofar.length < 64 * 1024 ? sofar : undefined,
+      `at ${sofar.length} characters`,
+    );
+  }
+  const completed = events.find((e) => e.type === "message.completed")!;
+  assert.equal(
+    (completed.data as { message: { content: string } }).message.content,
+    text,
+  );
+});
+
+Deno.test("streaming=false emits only the final message", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--text", "abcdef", "--chunks", "3", "--rich-updates"],
+      "--streaming",
+      "false",
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const types = parseJsonLines(result.stdout).map((e) => e.type);
+  assert.deepEqual(types, [
+    "run.started",
+    "state.updated",
+    "message.completed",
+    "run.completed",
+  ]);
+});
+
+Deno.test("startup-timeout ends a start-up that takes too long with acp.start_timeout", async () => {
+  const result = await runCli(
+    runArgs(
+      ["--stall-initialize"],
+      "--startup-timeout",
+      "1",
+      "--initialize-timeout",
+      "30",
+      "--json",
+      "hi",
+    ),
+  );
+  assert.equal(result.code, 1);
+  const failed = parseJsonLines(result.stdout).at(-1)!;
+  assert.equal((failed.data as { code: string }).code, "acp.start_timeout");
+});
+
+Deno.test("--attach sends a file to an agent that accepts images", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const image = join(tempDir(), "pic.png");
+  Deno.writeFileSync(
+    image,
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+  );
+  const result = await runCli(
+    runArgs(
+      ["--text", "ok", "--image", "--record", record],
+      "--attach",
+      image,
+      "look",
+    ),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const prompt = readRecord(record).find((line) =>
+    line.method === "session/prompt"
+  )!;
+  assert.deepEqual((prompt.params as { prompt: unknown[] }).prompt, [
+    { type: "text", text: "look" },
+    { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" },
+  ]);
+});

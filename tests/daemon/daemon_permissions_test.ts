@@ -1,0 +1,185 @@
+/**
+ * Interactive approvals across coding-relay-v1: with our hub and our
+ * `runner daemon` both announcing `permission.ask`, a person's answer posted
+ * to `runner serve` reaches the agent on the daemon; with a daemon that does
+ * not announce it (like LangBot's `daemon.py`), the hub sends the fallback
+ * and says so in a `permission.unavailable` event.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { RunEvent } from "../../lib/events.ts";
+import { runDaemonClient } from "../../lib/daemon/client.ts";
+import type { JsonObject } from "../../lib/relay.ts";
+import { DAEMON_TOKEN, serveWithDaemon } from "../daemon_test_helpers.ts";
+import { fixtureCommand, tempDir } from "../helpers.ts";
+import {
+  deltaText,
+  postJson,
+  readSse,
+  readUntil,
+  sseEvents,
+  startServe,
+} from "../serve_test_helpers.ts";
+
+function daemonRunConfig(daemonId: string, extra: Record<string, unknown>) {
+  return {
+    provider: "custom",
+    location: "daemon",
+    "daemon-id": daemonId,
+    workspace: tempDir(),
+    "acp-command": fixtureCommand("--permission"),
+    "permission-decision": "ask",
+    ...extra,
+  };
+}
+
+Deno.test("ask through runner daemon: the request streams from serve, the answer reaches the agent on the daemon", async () => {
+  const { serve, daemon } = await serveWithDaemon("approver");
+  try {
+    await daemon.connected;
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "write the file" },
+      config: daemonRunConfig("approver", {}),
+    });
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(
+      messages,
+      events,
+      (m) => m.event === "permission.requested",
+    );
+    const requested = events.at(-1)!;
+    const url =
+      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`;
+    const notOffered = await postJson(url, { option_id: "sudo" });
+    assert.equal(notOffered.status, 400);
+    await notOffered.body?.cancel();
+    const answered = await postJson(url, { decision: "reject_once" });
+    assert.equal(answered.status, 200);
+    await answered.body?.cancel();
+    const again = await postJson(url, { decision: "allow_once" });
+    assert.equal(again.status, 409);
+    await again.body?.cancel();
+    for await (const message of messages) events.push(JSON.parse(message.data));
+    const decided = events.filter((e) => e.type === "permission.decided");
+    assert.deepEqual(
+      decided.map((e) => [e.data.decision, e.data.by]),
+      [["reject_once", "caller"]],
+    );
+    assert.equal(
+      deltaText(events),
+      "permission: reject_once\necho: write the file (turn 1)",
+    );
+    assert.equal(events.at(-1)?.type, "run.completed");
+  } finally {
+    await daemon.stop();
+    await serve.stop("SIGTERM");
+  }
+});
+
+Deno.test("through runner daemon: a person's reject, then a turn without text, reaches serve as run.permission_rejected, not retryable", async () => {
+  const { serve, daemon } = await serveWithDaemon("refuser");
+  try {
+    await daemon.connected;
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "write the file" },
+      config: daemonRunConfig("refuser", {
+        "acp-command": fixtureCommand("--permission", "--silent-on-reject"),
+      }),
+    });
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(
+      messages,
+      events,
+      (m) => m.event === "permission.requested",
+    );
+    const requested = events.at(-1)!;
+    const answered = await postJson(
+      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
+      { decision: "reject_once" },
+    );
+    assert.equal(answered.status, 200);
+    await answered.body?.cancel();
+    for await (const message of messages) events.push(JSON.parse(message.data));
+    const failed = events.filter((e) => e.type === "run.failed");
+    assert.equal(failed.length, 1);
+    assert.equal(events.at(-1), failed[0]);
+    assert.equal(failed[0].data.code, "run.permission_rejected");
+    assert.equal(failed[0].data.retryable, false);
+    assert.match(
+      failed[0].data.error as string,
+      /"Write file" was refused \(reject_once\)/,
+    );
+  } finally {
+    await daemon.stop();
+    await serve.stop("SIGTERM");
+  }
+});
+
+Deno.test("ask with a daemon that lacks permission.ask: the hub sends the fallback and says so", async () => {
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hubLine = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  const controller = new AbortController();
+  const payloads: JsonObject[] = [];
+  const connected = Promise.withResolvers<void>();
+  const client = runDaemonClient({
+    url: String(hubLine.url),
+    daemonId: "python-like",
+    token: DAEMON_TOKEN,
+    // Like daemon.py: no capabilities in the hello.
+    metadata: { capabilities: null },
+    signal: controller.signal,
+    onLog: (entry) => {
+      if (entry.message.startsWith("connected to the hub")) connected.resolve();
+    },
+    runJob: (job) => {
+      payloads.push(job.payload);
+      job.emit({
+        type: "run.completed",
+        data: {
+          finish_reason: "stop",
+          message: { role: "assistant", content: "ok" },
+        },
+      });
+      return Promise.resolve({ cleanupConfirmed: true });
+    },
+  });
+  try {
+    await connected.promise;
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "write the file" },
+      config: daemonRunConfig("python-like", {
+        "permission-fallback": "reject_always",
+      }),
+    });
+    const events = await sseEvents(response);
+    assert.equal(events[0].type, "permission.unavailable");
+    assert.equal(events[0].data.fallback, "reject_always");
+    assert.match(
+      String(events[0].data.reason),
+      /daemon python-like cannot ask/,
+    );
+    assert.equal(events.at(-1)?.type, "run.completed");
+    const config = payloads[0].config as JsonObject;
+    assert.equal(config.permission_decision, "reject_always");
+  } finally {
+    controller.abort();
+    await client;
+    await serve.stop("SIGTERM");
+  }
+});

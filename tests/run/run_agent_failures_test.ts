@@ -1,0 +1,118 @@
+/**
+ * Failures an agent (or the runner itself) can cause mid-run, each with its
+ * stable code, `retryable` from the catalogue, one `run.failed` and no agent
+ * process left: a refusal, a session or prompt the agent answers with an
+ * error, and a data directory the runner cannot record the agent in.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { ERROR_CODES, type ErrorCode } from "../../lib/errors.ts";
+import type { RunEvent } from "../../lib/events.ts";
+import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
+import { assertAgentGone, tempDir } from "../helpers.ts";
+
+/** Runs the fixture with `flags` and returns its events and stored status. */
+async function runFixture(
+  flags: string[],
+  prepare?: (dataDir: string) => void,
+): Promise<{ events: RunEvent[]; stored?: string; pidFile: string }> {
+  const h = harness();
+  try {
+    prepare?.(h.dataDir);
+    const pidFile = join(tempDir(), "pids.json");
+    const config = fixtureConfig([
+      ...flags,
+      "--grandchild",
+      "--pid-file",
+      pidFile,
+    ]);
+    const { run } = await h.manager.start({ input: { text: "hi" }, config });
+    const log = new EventLog(run);
+    await run.done;
+    return {
+      events: log.events,
+      stored: (await h.store.getRun(run.runId))?.status,
+      pidFile,
+    };
+  } finally {
+    await h.close();
+  }
+}
+
+/** Asserts one terminal event, `run.failed` with `code` and the catalogue's `retryable`. */
+function assertFailedWith(events: RunEvent[], code: ErrorCode): RunEvent {
+  const terminal = events.filter((event) =>
+    event.type === "run.failed" || event.type === "run.completed"
+  );
+  assert.equal(terminal.length, 1, JSON.stringify(terminal));
+  assert.equal(events.at(-1), terminal[0], "nothing follows the terminal");
+  const [failed] = terminal;
+  assert.equal(failed.type, "run.failed");
+  assert.equal(failed.data.code, code);
+  assert.equal(failed.data.retryable, ERROR_CODES[code].retryable);
+  return failed;
+}
+
+Deno.test("stop reason refusal fails the run with acp.refused, even with text", async () => {
+  const { events, stored, pidFile } = await runFixture([
+    "--text",
+    "'I will not do that'",
+    "--stop-reason",
+    "refusal",
+  ]);
+  const failed = assertFailedWith(events, "acp.refused");
+  assert.match(String(failed.data.error), /refused.*Rephrase the request/);
+  assert.equal(stored, "failed");
+  assertAgentGone(pidFile);
+});
+
+Deno.test("an agent that answers session/new with an error fails the run with acp.session_failed", async () => {
+  const { events, stored, pidFile } = await runFixture(["--fail-session-new"]);
+  const failed = assertFailedWith(events, "acp.session_failed");
+  assert.match(
+    String(failed.data.error),
+    /session\/new with error -32603: Internal error/,
+  );
+  assert.equal(events.filter((e) => e.type === "message.delta").length, 0);
+  assert.equal(stored, "failed");
+  assertAgentGone(pidFile);
+});
+
+Deno.test("an agent that answers session/prompt with an error fails the run with acp.prompt_failed", async () => {
+  const { events, stored, pidFile } = await runFixture(["--fail-prompt"]);
+  const failed = assertFailedWith(events, "acp.prompt_failed");
+  assert.match(
+    String(failed.data.error),
+    /session\/prompt with error -32603: Internal error/,
+  );
+  assert.equal(stored, "failed");
+  assertAgentGone(pidFile);
+});
+
+Deno.test("an agent the runner cannot record for the reaper is killed and the run fails with runner.internal", async () => {
+  const { events, stored, pidFile } = await runFixture([
+    "--text",
+    "never",
+  ], (dir) => {
+    // The registry's directory turns into a file: its records cannot be written.
+    const agents = join(dir, "agents");
+    Deno.removeSync(agents, { recursive: true });
+    Deno.writeTextFileSync(agents, "not a directory");
+  });
+  const failed = assertFailedWith(events, "runner.internal");
+  assert.match(
+    String(failed.data.error),
+    /Could not record the agent's process group.*data directory is writable/,
+  );
+  assert.equal(events.filter((e) => e.type === "message.delta").length, 0);
+  assert.equal(stored, "failed");
+  // The agent's group was SIGKILLed at once, most likely before the agent
+  // wrote its pid file; if it did write it, nothing of the group is left.
+  try {
+    Deno.statSync(pidFile);
+  } catch {
+    return;
+  }
+  assertAgentGone(pidFile);
+});

@@ -1,0 +1,252 @@
+/**
+ * Session config options through `runner run` and the fixture agent:
+ * `model`, `mode` and `session-config-json` are set before the first prompt
+ * (config options, or the legacy set_mode/set_model), their values in force
+ * are a `session.configured` event, a value the agent does not offer fails
+ * before any prompt with the valid values, and a restored session gets them
+ * again.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  fixtureCommand,
+  parseJsonLines,
+  readRecord,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
+
+interface Outcome {
+  code: number;
+  events: Record<string, unknown>[];
+  methods: string[];
+  calls: Record<string, unknown>[];
+}
+
+async function run(
+  fixtureFlags: string[],
+  extra: string[],
+  dirs: { data?: string; record?: string; workspace?: string } = {},
+): Promise<Outcome> {
+  const record = dirs.record ?? join(tempDir(), "record.jsonl");
+  const result = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...fixtureFlags, "--record", record),
+    "--workspace",
+    dirs.workspace ?? join(tempDir(), "ws"),
+    "--data-dir",
+    dirs.data ?? tempDir(),
+    "--langbot-assets-enabled",
+    "false",
+    "--json",
+    ...extra,
+    "hi",
+  ]);
+  const all = readRecord(record);
+  // A shared record holds earlier runs too: this run's calls follow its start.
+  const start = all.findLastIndex((r) => r.event === "start");
+  const calls = all.slice(start + 1).filter((r) =>
+    typeof r.method === "string"
+  );
+  return {
+    code: result.code,
+    events: parseJsonLines(result.stdout),
+    methods: calls.map((r) => r.method as string),
+    calls,
+  };
+}
+
+function data(event: Record<string, unknown> | undefined) {
+  return (event?.data ?? {}) as Record<string, unknown>;
+}
+
+function configured(outcome: Outcome) {
+  return outcome.events.filter((e) => e.type === "session.configured").map(
+    data,
+  );
+}
+
+function answer(outcome: Outcome): string {
+  const done = outcome.events.find((e) => e.type === "message.completed");
+  return String((data(done).message as { content: string }).content);
+}
+
+function failure(outcome: Outcome) {
+  return data(outcome.events.find((e) => e.type === "run.failed"));
+}
+
+Deno.test("model, mode and session-config-json are set with session/set_config_option before the prompt and shown in session.configured", async () => {
+  const outcome = await run(["--session-config", "options"], [
+    "--model",
+    "fast",
+    "--mode",
+    "plan",
+    "--session-config-json",
+    '{"verbose":true,"effort":"medium"}',
+  ]);
+  assert.equal(outcome.code, 0, JSON.stringify(outcome.events));
+  const sets = outcome.calls.filter((c) =>
+    c.method === "session/set_config_option"
+  ).map((c) => {
+    const { configId, value } = c.params as Record<string, unknown>;
+    return [configId, value];
+  });
+  // effort is already medium: no call for it.
+  assert.deepEqual(sets, [["model", "fast"], ["mode", "plan"], [
+    "verbose",
+    true,
+  ]]);
+  assert.ok(
+    outcome.methods.lastIndexOf("session/set_config_option") <
+      outcome.methods.indexOf("session/prompt"),
+  );
+  assert.deepEqual(configured(outcome), [{
+    model: "fast",
+    mode: "plan",
+    config: { mode: "plan", model: "fast", effort: "medium", verbose: true },
+    changed: ["model", "mode", "verbose"],
+  }]);
+  assert.match(
+    answer(outcome),
+    /^config: mode=plan model=fast effort=medium verbose=true\n/,
+  );
+});
+
+Deno.test("an agent with only legacy modes and models gets session/set_mode and session/set_model", async () => {
+  const outcome = await run(["--session-config", "modes"], [
+    "--model",
+    "fast",
+    "--mode",
+    "plan",
+  ]);
+  assert.equal(outcome.code, 0, JSON.stringify(outcome.events));
+  assert.ok(outcome.methods.includes("session/set_model"));
+  assert.ok(outcome.methods.includes("session/set_mode"));
+  assert.ok(!outcome.methods.includes("session/set_config_option"));
+  assert.deepEqual(configured(outcome)[0].config, {
+    mode: "plan",
+    model: "fast",
+  });
+  assert.match(answer(outcome), /^config: mode=plan model=fast\n/);
+});
+
+Deno.test("a mode the agent does not offer fails before any prompt, not retryable, listing the valid values", async () => {
+  for (const shape of ["both", "modes"]) {
+    const outcome = await run(["--session-config", shape], ["--mode", "yolo"]);
+    assert.equal(outcome.code, 1);
+    const failed = failure(outcome);
+    assert.equal(failed.code, "acp.config_unavailable");
+    assert.equal(failed.retryable, false);
+    assert.match(
+      String(failed.error),
+      /^mode: "yolo" is not .*Valid values: default, plan, acceptEdits\./,
+    );
+    assert.ok(!outcome.methods.includes("session/prompt"));
+    assert.equal(configured(outcome).length, 0);
+  }
+});
+
+Deno.test("an option whose values follow another's is checked against the values after that change", async () => {
+  const linked = ["--session-config", "options", "--config-linked"];
+  const high = await run(linked, [
+    "--model",
+    "fast",
+    "--session-config-json",
+    '{"effort":"high"}',
+  ]);
+  assert.equal(failure(high).code, "acp.config_unavailable");
+  assert.match(String(failure(high).error), /Valid values: low\./);
+  assert.ok(!high.methods.includes("session/prompt"));
+  // Without the link the same values are offered and set.
+  const free = await run(["--session-config", "options"], [
+    "--model",
+    "fast",
+    "--session-config-json",
+    '{"effort":"high"}',
+  ]);
+  assert.equal(free.code, 0);
+  assert.equal(
+    (configured(free)[0].config as { effort: string }).effort,
+    "high",
+  );
+});
+
+Deno.test("an option the agent does not have, and an agent that refuses to set one, fail before the prompt", async () => {
+  const unknown = await run(["--session-config", "options"], [
+    "--session-config-json",
+    '{"temperature":"hot"}',
+  ]);
+  assert.equal(failure(unknown).code, "acp.config_unavailable");
+  assert.match(
+    String(failure(unknown).error),
+    /^temperature: the agent offers no such session config option \(it offers: mode, model, effort, verbose\)/,
+  );
+  const refused = await run(["--session-config", "both", "--fail-set-config"], [
+    "--mode",
+    "plan",
+  ]);
+  assert.equal(failure(refused).code, "acp.config_failed");
+  assert.equal(failure(refused).retryable, false);
+  assert.match(String(failure(refused).error), /fixture --fail-set-config/);
+  assert.ok(!refused.methods.includes("session/prompt"));
+  const none = await run([], ["--model", "fast"]);
+  assert.equal(failure(none).code, "acp.config_unavailable");
+  assert.match(String(failure(none).error), /it offers none/);
+});
+
+Deno.test("values the agent already has cost no call; an agent without choices and a run without wishes see no session.configured", async () => {
+  const same = await run(["--session-config", "both"], ["--mode", "default"]);
+  assert.equal(same.code, 0);
+  assert.ok(!same.methods.includes("session/set_config_option"));
+  assert.deepEqual(configured(same)[0].changed, []);
+  assert.equal(configured(same)[0].mode, "default");
+  const plain = await run([], []);
+  assert.equal(plain.code, 0);
+  assert.equal(configured(plain).length, 0);
+});
+
+Deno.test("the agent's own mode change during a turn is a session.configured by the agent", async () => {
+  const outcome = await run([
+    "--session-config",
+    "both",
+    "--switch-mode-on-prompt",
+    "acceptEdits",
+  ], []);
+  assert.equal(outcome.code, 0);
+  const byAgent = configured(outcome).filter((d) => d.by === "agent");
+  assert.ok(byAgent.length >= 1);
+  assert.equal(byAgent.at(-1)!.mode, "acceptEdits");
+});
+
+Deno.test("a restored session (session/load in a new agent process) gets the run's values again", async () => {
+  const dirs = {
+    data: tempDir(),
+    record: join(tempDir(), "record.jsonl"),
+    workspace: join(tempDir(), "ws"),
+  };
+  const state = tempDir();
+  const flags = [
+    "--session-config",
+    "both",
+    "--load-session",
+    "--state-dir",
+    state,
+  ];
+  const args = ["--conversation", "c1", "--mode", "plan"];
+  const first = await run(flags, args, dirs);
+  assert.equal(first.code, 0, JSON.stringify(first.events));
+  const second = await run(flags, args, dirs);
+  assert.equal(second.code, 0, JSON.stringify(second.events));
+  assert.ok(second.methods.includes("session/load"));
+  assert.ok(
+    second.methods.indexOf("session/load") <
+      second.methods.indexOf("session/set_config_option"),
+  );
+  assert.deepEqual(configured(second)[0].changed, ["mode"]);
+  assert.match(answer(second), /^config: mode=plan /);
+});

@@ -1,0 +1,155 @@
+/**
+ * Lifecycle of a real `runner serve`: SIGTERM during streaming runs ends
+ * each stream with one terminal event, exits 0 and leaves no agent; after a
+ * SIGKILL, the next start fails the interrupted run, reaps its agent and
+ * keeps the conversation's session.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../../lib/events.ts";
+import {
+  fixtureConfig,
+  makeFifo,
+  postJson,
+  processAlive,
+  readSse,
+  readUntil,
+  startServe,
+  tempDir,
+  terminals,
+} from "../serve_test_helpers.ts";
+
+const ARGS = ["--allow-custom-commands"];
+
+Deno.test("SIGTERM ends three streaming runs with one terminal event each, exits 0 and leaves no agent", async () => {
+  const dir = await tempDir();
+  const serve = await startServe({ dataDir: join(dir, "data"), args: ARGS });
+  try {
+    const runs = await Promise.all([0, 1, 2].map(async (index) => {
+      const pidFile = join(dir, `pids-${index}.json`);
+      const response = await postJson(`${serve.url}/v1/runs`, {
+        conversation_id: `term-${index}`,
+        input: { text: "hold" },
+        config: fixtureConfig(join(dir, "ws"), [
+          "--stall-prompt",
+          "--grandchild",
+          "--pid-file",
+          pidFile,
+        ]),
+      });
+      const events: RunEvent[] = [];
+      const messages = readSse(response.body!);
+      await readUntil(
+        messages,
+        events,
+        (message) => message.event === "message.delta",
+      );
+      const pids = Object.values(
+        JSON.parse(await Deno.readTextFile(pidFile)),
+      ) as number[];
+      return { events, messages, pids };
+    }));
+    assert.ok(runs.flatMap((run) => run.pids).every(processAlive));
+
+    const [status] = await Promise.all([
+      serve.stop("SIGTERM"),
+      ...runs.map(async ({ events, messages }) => {
+        for await (const message of messages) {
+          events.push(JSON.parse(message.data));
+        }
+      }),
+    ]);
+    assert.equal(status.code, 0);
+    for (const { events, pids } of runs) {
+      const ends = terminals(events);
+      assert.equal(ends.length, 1);
+      assert.equal(ends[0].data.code, "runner.shutting_down");
+      assert.equal(events.at(-1), ends[0]);
+      for (const pid of pids) {
+        assert.ok(!processAlive(pid), `agent process ${pid} survived`);
+      }
+    }
+    assert.match(serve.logs(), /"msg":"stopped"/);
+  } finally {
+    await serve.stop("SIGKILL");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("after kill -9 the restarted server fails the run as runner.restarted and keeps the session", async () => {
+  const dir = await tempDir();
+  const dataDir = join(dir, "data");
+  const gate = join(dir, "gate");
+  await makeFifo(gate);
+  const pidFile = join(dir, "pids.json");
+  const first = await startServe({ dataDir, args: ARGS });
+  let runId: string;
+  let sessionId: unknown;
+  let pids: number[];
+  try {
+    const response = await postJson(`${first.url}/v1/runs`, {
+      conversation_id: "conv-crash",
+      input: { text: "hold" },
+      config: fixtureConfig(join(dir, "ws"), [
+        "--gate-fifo",
+        gate,
+        "--grandchild",
+        "--pid-file",
+        pidFile,
+      ]),
+    });
+    runId = response.headers.get("x-run-id")!;
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(
+      messages,
+      events,
+      (message) => message.event === "message.delta",
+    );
+    sessionId = events.find((event) =>
+      event.type === "state.updated"
+    )!.data.value;
+    pids = Object.values(
+      JSON.parse(await Deno.readTextFile(pidFile)),
+    ) as number[];
+    await first.stop("SIGKILL");
+    await messages.return(undefined).catch(() => {});
+  } finally {
+    await first.stop("SIGKILL");
+  }
+  assert.ok(
+    pids.some(processAlive),
+    "expected the agent's TERM-ignoring grandchild to outlive the server",
+  );
+
+  const second = await startServe({ dataDir, args: ARGS });
+  try {
+    for (const pid of pids) {
+      assert.ok(
+        !processAlive(pid),
+        `leftover agent process ${pid} was not reaped`,
+      );
+    }
+    const run = await (await fetch(`${second.url}/v1/runs/${runId}`)).json();
+    assert.equal(run.status, "failed");
+    assert.equal(run.code, "runner.restarted");
+    assert.equal(terminals(run.events).length, 1);
+    assert.equal(run.events.at(-1).data.code, "runner.restarted");
+
+    const conversation =
+      await (await fetch(`${second.url}/v1/conversations/conv-crash`)).json();
+    assert.deepEqual(
+      conversation.sessions.map((session: { session_id: string }) =>
+        session.session_id
+      ),
+      [sessionId],
+    );
+    assert.match(second.logs(), /failed runs interrupted by a restart/);
+  } finally {
+    await second.stop("SIGTERM");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
