@@ -115,6 +115,8 @@ function runRow(run) {
   if (snippet) item.append(el("span", { class: "snippet" }, snippet.length > 80 ? snippet.slice(0, 80) + "…" : snippet));
   const where = [config.location || "local", config["daemon-id"], run.conversation_id || "no conversation"].filter(Boolean);
   item.append(el("span", { class: "meta" }, where.join(" · ")));
+  const chosen = [config.model && "model " + config.model, config.mode && "mode " + config.mode].filter(Boolean);
+  if (chosen.length) item.append(el("span", { class: "meta session" }, chosen.join(" · ")));
   item.append(el("code", { class: "run-id" }, run.run_id));
   item.onclick = () => openRun(run.run_id);
   return item;

@@ -120,6 +120,14 @@ Deno.test("console: rejecting from the page reaches the agent; the run's model a
         await transcriptText(page),
         /\[session\] model smart · mode plan/,
       );
+      // The runs list names the mode the run asked for.
+      const row = await page.waitForSelector(
+        `li.run[data-run-id="${run.runId}"] .session`,
+      );
+      assert.equal(
+        await row!.evaluate((node) => node.textContent),
+        "mode plan",
+      );
       await run.drained;
       assertQuiet(alarms);
     });
