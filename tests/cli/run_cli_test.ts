@@ -127,7 +127,13 @@ Deno.test("an update kind the SDK does not know is kept as agent.update, not mes
 
 Deno.test("updates after the prompt answer are delivered before the terminal event", async () => {
   const result = await runCli(
-    runArgs(["--text", "main", "--late-updates", "2"], "--json", "hi"),
+    runArgs(
+      ["--text", "main", "--late-updates", "2"],
+      "--json",
+      "--late-update-ms",
+      "2000",
+      "hi",
+    ),
   );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);
