@@ -9,6 +9,8 @@ import { parseRunAssetsRequest } from "../assets/request.ts";
 import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { RunRequest } from "../run/request.ts";
+import type { ManagedRun } from "../run/manager.ts";
+import type { RunEvent } from "../events.ts";
 import { resolveCallerConfig } from "./policy.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import { routeRunRequest } from "./fleet_router.ts";
@@ -143,22 +145,49 @@ async function respondWithRun(
       },
     );
   }
+  const ending = run && lastDeliveredEvent(run);
   await run?.done;
-  const events = shapeEvents(await store.getEvents(runId), shape);
+  const stored = await store.getEvents(runId);
   const record = await store.getRun(runId);
+  const lost = lostEnding(record, ending?.());
+  const events = shapeEvents(lost ? [...stored, lost] : stored, shape);
   return c.json(
     ctx.redact({
       run_id: runId,
       conversation_id: answer.conversationId ?? null,
-      status: record?.status ?? "failed",
-      code: record?.code ?? null,
-      error: record?.error ?? null,
+      status: lost ? "failed" : record?.status ?? "failed",
+      code: lost?.data.code ?? record?.code ?? null,
+      error: lost?.data.error ?? record?.error ?? null,
       message: finalMessage(events),
       events,
     }),
     200,
     { "x-run-id": runId },
   );
+}
+
+/** Follows a live run; returns what it delivered last to its listeners. */
+function lastDeliveredEvent(run: ManagedRun): () => RunEvent | undefined {
+  let last: RunEvent | undefined;
+  const unsubscribe = run.subscribe((event) => last = event);
+  run.done.finally(unsubscribe).catch(() => {});
+  return () => last;
+}
+
+/**
+ * The terminal event a run's listeners got when the store never took the
+ * run's end: this replica lost its fleet lease mid-run, so the run ended
+ * for its clients as `runner.replica_lost` while its stored record still
+ * says active (the fleet's sweep fails it there later).
+ */
+function lostEnding(
+  record: RunRecord | undefined,
+  delivered: RunEvent | undefined,
+): RunEvent | undefined {
+  if (record?.status !== "active" || delivered?.type !== "run.failed") {
+    return undefined;
+  }
+  return delivered.data.code === "runner.replica_lost" ? delivered : undefined;
 }
 
 /** `POST /v1/runs`: starts a run, or steers the conversation's active one. */

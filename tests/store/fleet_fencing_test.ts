@@ -134,6 +134,45 @@ test("a replica paused past its lease writes nothing after the fleet ended its r
   }
 });
 
+test("a stream=false client of a replica whose lease lapsed mid-run gets runner.replica_lost, not an active run without events", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a", ["--lease-seconds", "3"]);
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const dir = await tempDir();
+    const gate = join(dir, "gate");
+    await makeFifo(gate);
+    const answer = postJson(`${a.url}/v1/runs?stream=false`, {
+      run_id: "quiet-lost",
+      conversation_id: "conv-quiet-lost",
+      input: { text: "long" },
+      config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),
+    });
+    await eventually(async () => {
+      const [row] = await sql`SELECT count(*)::int AS n FROM events
+        WHERE run_id = 'quiet-lost' AND type = 'message.delta'`;
+      return row.n > 0 ? true : undefined;
+    }, "the run's first delta in the store");
+    // As a replica stalled past its lease finds it: lapsed, nobody swept yet.
+    await sql`UPDATE replicas SET expires_at = clock_timestamp() - interval '1 second'
+      WHERE replica_id = 'a'`;
+    await a.waitForLog((entry) =>
+      entry.msg === "replica lease lost; its runs are fenced"
+    );
+    await openGate(gate);
+    const body = await (await answer).json();
+    assert.equal(body.status, "failed", JSON.stringify(body));
+    assert.equal(body.code, "runner.replica_lost");
+    assert.deepEqual(terminals(body.events).map((event) => event.data.code), [
+      "runner.replica_lost",
+    ]);
+    assert.equal(body.events.at(-1).type, "run.failed");
+  } finally {
+    await sql.end();
+    await a.stop();
+  }
+});
+
 test("a second live process with the same replica id refuses to start; a restart under the id ends its previous instance's runs", async () => {
   const url = await cluster().newDatabase();
   const first = await startReplica(url, "same");
