@@ -66,6 +66,8 @@ export interface HubOptions {
   tokens?: Record<string, string>;
   /** Jobs one daemon ID may run at once (default: the hub's whole capacity). */
   maxJobsPerDaemon?: number;
+  /** Daemons kept at once, connected plus fenced (default {@linkcode MAX_DAEMONS}). */
+  maxDaemons?: number;
   /** Where `.pending` markers live; fences are reloaded from it. */
   stateDir: string;
   /** How long to wait for `run.finished` after `run.cancel` (default 10 s). */
@@ -115,6 +117,7 @@ export class RelayHub {
   readonly #running = new Set<Promise<void>>();
   #changed = Promise.withResolvers<void>();
   readonly #core: HubCore;
+  readonly #maxDaemons: number;
 
   /** Makes a hub; prefer {@linkcode createHub}. */
   constructor(options: HubOptions) {
@@ -125,6 +128,7 @@ export class RelayHub {
       ) => [id, tokenDigest(token)]),
     );
     this.#helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
+    this.#maxDaemons = options.maxDaemons ?? MAX_DAEMONS;
     this.#mcpHandler = options.mcpHandler;
     this.#onLog = options.onLog;
     this.#onChange = options.onChange;
@@ -276,7 +280,7 @@ export class RelayHub {
     if (
       connections.has(daemonId) || fences.has(daemonId) ||
       fences.markerExists(daemonId) ||
-      connections.size + fences.size >= MAX_DAEMONS
+      connections.size + fences.size >= this.#maxDaemons
     ) {
       this.#log({
         level: "warn",

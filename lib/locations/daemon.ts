@@ -89,6 +89,8 @@ export interface HubListenerOptions {
   tokens?: Record<string, string>;
   /** Jobs one daemon ID may run at once. */
   maxJobsPerDaemon?: number;
+  /** Daemons the hub keeps at once, connected plus fenced (default 128). */
+  maxDaemons?: number;
   /** Connection limits of the listener. */
   limits?: Partial<WebSocketListenerLimits>;
   /** The data directory; fences live in `<dataDir>/relay`. */
@@ -140,6 +142,7 @@ export function startHubListener(options: HubListenerOptions): HubListener {
     token: options.token,
     tokens,
     maxJobsPerDaemon: options.maxJobsPerDaemon,
+    maxDaemons: options.maxDaemons,
     stateDir: hubStateDir(options.dataDir),
     mcpHandler: options.mcpHandler,
     onLog: options.onLog,

@@ -26,7 +26,7 @@ import {
   readToEnd,
   writeAll,
 } from "../raw_tcp_helpers.ts";
-import { startServe } from "../serve_test_helpers.ts";
+import { spawnServe, startServe } from "../serve_test_helpers.ts";
 
 const TOKEN = "hub-hostile-token-Xq3Vw8Lm2Rt6Yp1Zk9";
 const LAPTOP_TOKEN = "laptop-own-token-Hn4Bc7Jd2Gs5Wf8Qe1";
@@ -335,5 +335,56 @@ Deno.test("a connected daemon that never answers cannot hold a run past its time
     silent.ws.close();
   } finally {
     await serve.stop();
+  }
+});
+
+Deno.test("runner serve's hub keeps at most --daemon-max-connected daemons and refuses the next one", async () => {
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      TOKEN,
+      "--daemon-max-connected",
+      "2",
+    ],
+  });
+  try {
+    const listening = await serve.waitForLog((entry) =>
+      entry.msg === "daemon hub listening"
+    );
+    const url = String(listening.url);
+    const kept = [
+      await helloDaemon(url, "one", TOKEN),
+      await helloDaemon(url, "two", TOKEN),
+    ];
+    for (const daemon of kept) {
+      assert.equal((await daemon.first).type, "daemon.ready");
+    }
+    const third = await helloDaemon(url, "three", TOKEN);
+    assert.deepEqual(await third.first, {
+      closed: 1008,
+      reason: REFUSAL_REASONS.connectedOrFenced,
+    });
+    for (const daemon of kept) daemon.ws.close();
+  } finally {
+    await serve.stop();
+  }
+});
+
+Deno.test("--daemon-max-connected outside 1-10000 is refused before serve starts", async () => {
+  for (const value of ["0", "10001", "2.5"]) {
+    const serve = spawnServe({
+      dataDir: tempDir(),
+      args: ["--daemon-enabled", "--daemon-max-connected", value],
+    });
+    const { code, stderr } = await serve.output();
+    assert.equal(code, 2, value);
+    assert.match(
+      new TextDecoder().decode(stderr),
+      /config\.invalid.*daemon-max-connected: must be a whole number from 1 to 10000/,
+    );
   }
 });

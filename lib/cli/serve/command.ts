@@ -55,9 +55,6 @@ import { checkListenerToken, isLoopbackHost } from "../../hub/token_rules.ts";
 import type { HttpListener } from "../../net/http_listener.ts";
 import { catchStrayRejections, fitLimits, listen } from "./listen.ts";
 
-/** Sockets the daemon hub holds at most (each daemon needs one). */
-const HUB_MAX_CONNECTIONS = 256;
-
 /** How often runs owned by a process that is gone are looked for while serving. */
 const ORPHAN_SWEEP_MS = 10_000;
 
@@ -226,10 +223,12 @@ async function startRunServices(
         token: config.daemon.token,
         tokens: config.daemon.tokens,
         maxJobsPerDaemon: config.daemon.maxJobsPerId,
+        maxDaemons: config.daemon.maxConnected,
         limits: {
+          // Room for each kept daemon plus as many connections being refused.
           maxConnections: Math.min(
             config.limits.maxConnections,
-            HUB_MAX_CONNECTIONS,
+            2 * config.daemon.maxConnected,
           ),
           headerTimeoutMs: config.limits.headerTimeout * 1000,
         },

@@ -59,6 +59,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
                               --daemon-token)
   --daemon-tokens-file FILE   per-daemon tokens, JSON {"<daemon-id>": "<token>"}
   --daemon-max-jobs-per-id N  jobs one daemon ID may run at once (default 16)
+  --daemon-max-connected N    daemons the hub keeps, connected plus fenced
+                              (default 128, the relay's own limit; at most 10000)
   --env-json-file FILE        server-wide env-json default from a JSON file
                               (wins over --env-json; keeps values out of ps)
   --store postgres://…        share runs, sessions, events, leases and daemon

@@ -127,7 +127,12 @@ export interface DaemonHubSettings {
   tokens: Record<string, string>;
   /** Jobs one daemon ID may run at once. */
   maxJobsPerId: number;
+  /** Daemons the hub keeps at once, connected plus fenced. */
+  maxConnected: number;
 }
+
+/** The most daemons `--daemon-max-connected` may let one hub keep. */
+export const MAX_CONNECTED_DAEMONS = 10_000;
 
 /** Whether `host` only accepts connections from this machine. */
 export function isLoopbackHost(host: string): boolean {
@@ -211,6 +216,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       token: await secretOption(server, "daemon-token"),
       tokens: await daemonTokens(server["daemon-tokens-file"] as string),
       maxJobsPerId: server["daemon-max-jobs-per-id"] as number,
+      maxConnected: server["daemon-max-connected"] as number,
     },
     allowedHosts: server["allowed-hosts"] as string[],
     allowedOrigins: server["allowed-origins"] as string[],
@@ -354,6 +360,14 @@ function validateLimits(config: ServeConfig): void {
   if (!Number.isInteger(daemon.maxJobsPerId) || daemon.maxJobsPerId < 1) {
     throw invalidConfig(
       "daemon-max-jobs-per-id: must be a whole number, at least 1.",
+    );
+  }
+  if (
+    !Number.isInteger(daemon.maxConnected) || daemon.maxConnected < 1 ||
+    daemon.maxConnected > MAX_CONNECTED_DAEMONS
+  ) {
+    throw invalidConfig(
+      `daemon-max-connected: must be a whole number from 1 to ${MAX_CONNECTED_DAEMONS}.`,
     );
   }
 }
