@@ -241,7 +241,8 @@ export async function benchHubDaemons(
   context: CurveContext,
 ): Promise<CurveRow[]> {
   const counts = context.short ? [2, 8] : [10, 100, 1000];
-  const windowMs = context.short ? 500 : 5_000;
+  // 20 s: one keep-alive round, so each daemon pings exactly once per window.
+  const windowMs = context.short ? 500 : 20_000;
   const serve = await startServe({
     dataDir: join(context.work, "hub-idle"),
     hub: true,

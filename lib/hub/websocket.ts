@@ -10,6 +10,7 @@
  * @module
  */
 
+import { ReadBuffer } from "./read_buffer.ts";
 import { CLOSE_TOO_BIG } from "../relay.ts";
 import { settleWithin } from "../timing.ts";
 
@@ -124,7 +125,7 @@ export class ServerWebSocket extends EventTarget {
   binaryType: BinaryType = "arraybuffer";
   readonly #conn: Deno.Conn;
   readonly #options: ServerWebSocketOptions;
-  #buffer: Uint8Array;
+  readonly #buffer: ReadBuffer;
   #fragments: Uint8Array[] = [];
   #fragmentBytes = 0;
   #fragmentOpcode = 0;
@@ -142,7 +143,7 @@ export class ServerWebSocket extends EventTarget {
     super();
     this.#conn = conn;
     this.#options = options;
-    this.#buffer = options.initial ?? new Uint8Array();
+    this.#buffer = new ReadBuffer(options.initial);
     this.#idleTimer = setInterval(
       () => this.#checkIdle(),
       options.idleTimeoutMs,
@@ -194,16 +195,17 @@ export class ServerWebSocket extends EventTarget {
   }
 
   async #readLoop(): Promise<void> {
-    const chunk = new Uint8Array(64 * 1024);
     try {
       while (this.readyState !== WebSocket.CLOSED) {
         if (!this.#takeFrames()) break;
-        const read = await this.#conn.read(chunk);
+        const read = await this.#conn.read(this.#buffer.room());
         if (read === null) break;
         this.#heardSinceCheck = true;
+        this.#buffer.commit(read);
+        // Skipping only starts with nothing else buffered: these are its bytes.
         const skipped = Math.min(this.#skip, read);
         this.#skip -= skipped;
-        this.#buffer = concat(this.#buffer, chunk.slice(skipped, read));
+        this.#buffer.consume(skipped);
       }
     } catch { /* reset by the peer */ }
     // Let a close frame already queued go out (a peer that does not read gets 2 s).
@@ -214,7 +216,7 @@ export class ServerWebSocket extends EventTarget {
   /** Handles every complete frame buffered; false once the connection must end. */
   #takeFrames(): boolean {
     for (;;) {
-      const header = parseHeader(this.#buffer);
+      const header = parseHeader(this.#buffer.view);
       if (header === undefined) return true;
       if (typeof header === "number") {
         return this.#fail(header, "protocol error");
@@ -225,13 +227,13 @@ export class ServerWebSocket extends EventTarget {
       if (verdict === "skip") {
         // Drop the payload as it arrives instead of holding it.
         this.#skip = Math.max(0, end - this.#buffer.length);
-        this.#buffer = this.#buffer.slice(Math.min(end, this.#buffer.length));
+        this.#buffer.consume(end);
         continue;
       }
       if (this.#buffer.length < end) return true;
-      const payload = this.#buffer.slice(header.headerLength, end);
+      const payload = this.#buffer.view.slice(header.headerLength, end);
       for (let i = 0; i < payload.length; i++) payload[i] ^= header.mask[i & 3];
-      this.#buffer = this.#buffer.slice(end);
+      this.#buffer.consume(end);
       if (!this.#onFrame(header, payload)) return false;
     }
   }
@@ -333,7 +335,7 @@ export class ServerWebSocket extends EventTarget {
     this.readyState = WebSocket.CLOSED;
     clearInterval(this.#idleTimer);
     clearTimeout(this.#closeTimer);
-    this.#buffer = new Uint8Array();
+    this.#buffer.consume(this.#buffer.length);
     this.#fragments = [];
     try {
       this.#conn.close();
