@@ -109,11 +109,14 @@ function closePayload(code: number, reason: string): Uint8Array {
   return payload;
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (!a.length) return b;
-  const joined = new Uint8Array(a.length + b.length);
-  joined.set(a);
-  joined.set(b, a.length);
+function joinFragments(fragments: Uint8Array[], total: number): Uint8Array {
+  if (fragments.length === 1) return fragments[0];
+  const joined = new Uint8Array(total);
+  let offset = 0;
+  for (const fragment of fragments) {
+    joined.set(fragment, offset);
+    offset += fragment.length;
+  }
   return joined;
 }
 
@@ -293,7 +296,7 @@ export class ServerWebSocket extends EventTarget {
     this.#fragments.push(payload);
     this.#fragmentBytes += payload.length;
     if (!header.fin) return true;
-    const message = this.#fragments.reduce(concat, new Uint8Array());
+    const message = joinFragments(this.#fragments, this.#fragmentBytes);
     this.#fragments = [];
     this.#fragmentBytes = 0;
     if (this.readyState !== WebSocket.OPEN) return true;

@@ -388,3 +388,50 @@ Deno.test("--daemon-max-connected outside 1-10000 is refused before serve starts
     );
   }
 });
+
+/** One masked client frame (payloads under 64 KiB). */
+function clientFrame(
+  first: number,
+  payload: Uint8Array,
+): Uint8Array {
+  const mask = [9, 8, 7, 6];
+  const long = payload.length > 125;
+  const head = long
+    ? [first, 0x80 | 126, payload.length >> 8, payload.length & 255]
+    : [first, 0x80 | payload.length];
+  const frame = new Uint8Array(head.length + 4 + payload.length);
+  frame.set([...head, ...mask]);
+  payload.forEach((byte, i) => frame[head.length + 4 + i] = byte ^ mask[i & 3]);
+  return frame;
+}
+
+Deno.test("a hello sent as three fragments, dribbled a byte per write, is read whole", async () => {
+  await withHub(async ({ url }) => {
+    const conn = await upgraded(url);
+    const hello = new TextEncoder().encode(JSON.stringify({
+      type: "daemon.hello",
+      daemon_id: "dribbler",
+      protocol: "coding-relay-v1",
+      token: TOKEN,
+      metadata: { padding: "x".repeat(300) },
+    }));
+    const third = Math.floor(hello.length / 3);
+    const frames = [
+      clientFrame(0x01, hello.subarray(0, third)), // text, not final
+      clientFrame(0x00, hello.subarray(third, 2 * third)), // continuation
+      clientFrame(0x80, hello.subarray(2 * third)), // final continuation
+    ];
+    for (const frame of frames) {
+      for (const byte of frame) await writeAll(conn, new Uint8Array([byte]));
+    }
+    const answer = new Uint8Array(4096);
+    const read = await conn.read(answer);
+    const bytes = answer.subarray(0, read!);
+    assert.equal(bytes[0], 0x81, "a text frame");
+    const text = new TextDecoder().decode(
+      bytes.subarray(2 + (bytes[1] === 126 ? 2 : 0)),
+    );
+    assert.equal(JSON.parse(text).type, "daemon.ready");
+    conn.close();
+  });
+});
