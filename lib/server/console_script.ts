@@ -418,7 +418,7 @@ function terminalExited(data) {
   const term = terminalRecord(String(data.terminal_id));
   placeTerminal(term);
   if (data.truncated) markTruncated(term);
-  term.tail = "";
+  term.tail = ""; term.exited = true;
   const parts = [];
   if (data.timed_out) parts.push("timed out");
   if (typeof data.exit_code === "number") parts.push("exit code " + data.exit_code);
@@ -544,6 +544,9 @@ function setStatus(status) {
 function finished(status) {
   state.answer = null; state.thought = null;
   clearPending();
+  for (const term of state.terminals.values()) {
+    if (!term.exited) term.block.querySelector(".terminal-status").textContent = "no exit status: the run ended";
+  }
   setStatus(status);
   refreshRuns().catch(() => {});
 }

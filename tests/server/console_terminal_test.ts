@@ -156,6 +156,16 @@ function events(): Omit<RunEvent, "run_id">[] {
         timed_out: false,
       },
     },
+    // A terminal whose exit never came: the run's end says so.
+    {
+      type: "terminal.started",
+      data: {
+        terminal_id: "term-4",
+        command: "tail",
+        args: ["-f", "log"],
+        cwd: "/srv/w",
+      },
+    },
     {
       type: "message.completed",
       data: { message: { role: "assistant", content: "Built." } },
@@ -269,6 +279,10 @@ Deno.test("console: terminal output streams as text into its tool card, hostile 
       assert.equal(large.elements, 0);
       // It follows its end, also after it moved into the tool card.
       assert.equal(large.following, true);
+      assert.equal(
+        (await terminalView(page, "term-4")).status,
+        "no exit status: the run ended",
+      );
       // The follow-up, from its event: as text, with its attachment's name.
       const bubbles = await page.$$eval(
         ".bubble.user",
