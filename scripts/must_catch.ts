@@ -510,6 +510,23 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "approve always",
   },
   {
+    name: "the console puts terminal output in as HTML",
+    file: "lib/server/console_script.ts",
+    find:
+      "if (last && last.length < 16384) last.appendData(text); else pre.append(document.createTextNode(text));",
+    replace: 'pre.insertAdjacentHTML("beforeend", text);',
+    test: "tests/server/console_terminal_test.ts",
+    filter: "terminal output streams",
+  },
+  {
+    name: "a follow-up turn without its turn.started",
+    file: "lib/run/turn.ts",
+    find: "  if (followUp) {\n    run.emitter.emit(TURN_STARTED",
+    replace: "  if (false && followUp) {\n    run.emitter.emit(TURN_STARTED",
+    test: "tests/run/run_steering_test.ts",
+    filter: "stored turn.started",
+  },
+  {
     name: "a caller's approving fallback loosens the operator's policy",
     file: "lib/server/permission_floor.ts",
     find:

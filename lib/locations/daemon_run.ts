@@ -21,6 +21,7 @@ import type { StartedJob } from "../hub/jobs.ts";
 import { buildPrompt, promptText, type RunInput } from "../run/prompt.ts";
 import type { RunHandle, RunResult } from "../run/engine.ts";
 import { offerFollowUp } from "../run/steering.ts";
+import { TURN_STARTED, turnStartedData } from "../run/turn_started.ts";
 import type { RelayedRunContext } from "../run/location.ts";
 import {
   createDaemonPermissions,
@@ -217,6 +218,7 @@ async function runJobs(run: DaemonRun): Promise<void> {
   const mcpServers = hubMcpServers(run, attached);
   let input = request.input;
   let followUp = false;
+  let turn = 1;
   for (;;) {
     if (run.cancelReason) throw run.cancelReason;
     run.held = undefined;
@@ -235,6 +237,14 @@ async function runJobs(run: DaemonRun): Promise<void> {
       return;
     }
     run.log({ msg: "steering: next daemon job", queued: run.queue.length });
+    // The daemon's engine runs each job as a first turn: the hub says which
+    // turn of the run it is, as the local engine does.
+    turn += 1;
+    forward(run, {
+      run_id: runId,
+      type: TURN_STARTED,
+      data: turnStartedData(turn, next, run.context.secrets),
+    });
     input = followUpInput(next);
     followUp = true;
   }

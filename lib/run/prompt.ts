@@ -315,7 +315,8 @@ function notSent(
   return `[Attachment not sent: ${name}${mime} — ${reason}.]`;
 }
 
-function displayName(attachment: Attachment): string {
+/** The name an attachment is shown by: its own, its URL's or path's last segment, or "attachment". */
+export function displayName(attachment: Attachment): string {
   const raw = attachment.name?.trim() || lastPathSegment(attachment.url) ||
     attachment.path?.split(/[\\/]/).filter(Boolean).at(-1) || "attachment";
   return raw.replace(/[\r\n\t]+/g, " ");

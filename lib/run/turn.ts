@@ -11,6 +11,7 @@ import { settleWithin } from "../timing.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { TextBuilder, type TurnState } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
+import { TURN_STARTED, turnStartedData } from "./turn_started.ts";
 import {
   type FailedTool,
   permissionRejectedError,
@@ -36,11 +37,11 @@ export async function runTurns(
   conn: AgentConnection,
 ): Promise<TurnsOutcome> {
   let input: RunInput = run.options.input;
-  let followUp = false;
+  let turn = 1;
   const texts: TextBuilder[] = [];
   let stopReason = "end_turn";
   for (;;) {
-    const result = await runTurn({ run, conn, input, followUp });
+    const result = await runTurn({ run, conn, input, turn });
     // A cancel that lands in the quiet window after the answer still wins.
     if (run.abort.signal.aborted) throw run.abort.signal.reason;
     stopReason = result.stopReason;
@@ -58,7 +59,7 @@ export async function runTurns(
       queued: run.queue.length,
     });
     input = next;
-    followUp = true;
+    turn += 1;
   }
   return {
     stopReason,
@@ -108,13 +109,15 @@ interface TurnOptions {
   run: RunContext;
   conn: AgentConnection;
   input: RunInput;
-  followUp: boolean;
+  /** The turn's number in the run, from 1; later turns are follow-ups. */
+  turn: number;
 }
 
 async function runTurn(
-  { run, conn, input, followUp }: TurnOptions,
+  { run, conn, input, turn }: TurnOptions,
 ): Promise<{ stopReason: string; text: TextBuilder }> {
   const { config } = run;
+  const followUp = turn > 1;
   const { blocks } = buildPrompt({
     input,
     capabilities: run.promptCapabilities,
@@ -128,6 +131,10 @@ async function runTurn(
     ),
     followUp,
   });
+  // Stored like every event, so every reader of the run sees the follow-up.
+  if (followUp) {
+    run.emitter.emit(TURN_STARTED, turnStartedData(turn, input, run.secrets));
+  }
   if (run.replaying) await endReplay(run);
   const current: TurnState = {
     text: new TextBuilder(),

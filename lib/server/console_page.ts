@@ -49,6 +49,15 @@ li.run .snippet{flex-basis:100%;overflow:hidden;text-overflow:ellipsis;white-spa
 .bubble .who{font-size:.75rem;color:#5b6570;font-weight:600}
 .bubble.user{background:#e8effc;align-self:flex-end;white-space:pre-wrap}
 .bubble.agent{background:#f7f7f8}
+#pending{display:flex;flex-direction:column;gap:.6rem;overflow-wrap:anywhere}
+.bubble.pending{opacity:.7;border:1px dashed #2457c5}
+.bubble .attachments{white-space:normal}
+.terminal{margin:.3rem 0}
+.terminal-head{display:flex;flex-wrap:wrap;gap:.2rem .5rem;align-items:center;font-size:.8rem}
+.terminal-head code{font-family:ui-monospace,monospace;font-weight:600;overflow-wrap:anywhere}
+pre.terminal-output{font-family:ui-monospace,monospace;max-height:24rem;overflow:auto;overflow-wrap:anywhere}
+pre.terminal-output:empty{display:none}
+.terminal-status.ok{color:#1f7a3d}.terminal-status.failed{color:#b3261e}
 .markdown pre,pre{background:#1d232a;color:#e8eaed;padding:.5rem;border-radius:6px;overflow:auto;font-size:.8rem;white-space:pre-wrap;margin:.3rem 0}
 .markdown code{font-family:ui-monospace,monospace;font-size:.85em}
 .markdown p{margin:.3rem 0}
@@ -108,6 +117,7 @@ const RUN = `<section id="run-panel" hidden>
 <h2>Run <span id="run-status" class="badge"></span> <button id="cancel" class="reject" type="button" hidden>Cancel</button></h2>
 <div id="run-title" class="run-id"></div><div id="run-meta" class="meta"></div><div id="run-usage" class="meta"></div>
 <div id="transcript"></div>
+<div id="pending"></div>
 <form id="follow-up" hidden><textarea id="follow-up-text" rows="2" placeholder="Follow-up message"></textarea><button id="follow-up-send" type="submit" class="primary">Send</button></form>
 <p id="follow-up-error" class="error" role="alert"></p>
 <label><input id="images" type="checkbox" class="inline"> load images from the agent's links</label>

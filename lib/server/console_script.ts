@@ -18,7 +18,7 @@ const IMAGES = document.body.dataset.images === "1";
 const state = {
   token: sessionStorage.getItem("runner-token") || "", selected: null, run: null, stream: null,
   pages: [], filters: { status: "", conversation_id: "", daemon_id: "" }, answer: null, thought: null,
-  timers: new Set(), providers: null,
+  timers: new Set(), providers: null, pending: [], terminals: new Map(),
 };
 
 function escapeHtml(text) {
@@ -88,14 +88,10 @@ function duration(run) {
   return seconds < 60 ? seconds + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
 }
 
-// The runner does not store prompts: the console remembers the ones it sent.
-function prompts(runId) {
-  try { return JSON.parse(sessionStorage.getItem("runner-prompts:" + runId) || "[]"); } catch { return []; }
-}
-function rememberPrompt(runId, text) {
-  const list = prompts(runId); list.push(text);
-  sessionStorage.setItem("runner-prompts:" + runId, JSON.stringify(list));
-}
+// The runner keeps the start of a run's first prompt (the run record's prompt) and
+// each follow-up (turn.started events); the tab that started a run keeps its whole first prompt.
+function firstPrompt(runId) { return sessionStorage.getItem("runner-prompt:" + runId); }
+function rememberFirstPrompt(runId, text) { sessionStorage.setItem("runner-prompt:" + runId, text); }
 
 function listQuery() {
   const query = new URLSearchParams({ limit: "20" });
@@ -111,7 +107,7 @@ function runRow(run) {
   item.append(el("span", { class: "badge " + run.status }, run.status));
   item.append(el("strong", {}, config.provider || "?"));
   item.append(el("span", { class: "meta" }, new Date(run.created_at).toLocaleString() + " · " + duration(run)));
-  const snippet = prompts(run.run_id)[0] || run.prompt;
+  const snippet = firstPrompt(run.run_id) || run.prompt;
   if (snippet) item.append(el("span", { class: "snippet" }, snippet.length > 80 ? snippet.slice(0, 80) + "…" : snippet));
   const where = [config.location || "local", config["daemon-id"], run.conversation_id || "no conversation"].filter(Boolean);
   item.append(el("span", { class: "meta" }, where.join(" · ")));
@@ -183,11 +179,38 @@ async function refreshAgents() {
 
 function transcript() { return $("transcript"); }
 
-function userBubble(text) {
+function userBubble(text, who, attachments) {
   state.answer = null; state.thought = null;
   const bubble = el("div", { class: "bubble user" });
-  bubble.append(el("div", { class: "who" }, "You"), el("div", { class: "text" }, text));
+  bubble.append(el("div", { class: "who" }, who || "You"), el("div", { class: "text" }, text));
+  const named = (attachments || []).map((a) => a.name + (a.mime_type ? " (" + a.mime_type + ")" : ""));
+  if (named.length) bubble.append(el("div", { class: "meta attachments" }, "attached (not forwarded): " + named.join(", ")));
   transcript().append(bubble);
+  return bubble;
+}
+
+// A follow-up this tab sent shows at once below the transcript, until its turn.started comes.
+function addPending(text) {
+  const node = el("div", { class: "bubble user pending" });
+  node.append(el("div", { class: "who" }, "You · sending…"), el("div", { class: "text" }, text));
+  $("pending").append(node);
+  const pending = { text, node };
+  state.pending.push(pending);
+  return pending;
+}
+function dropPending(pending) {
+  pending.node.remove();
+  state.pending = state.pending.filter((p) => p !== pending);
+}
+function clearPending() { state.pending.forEach((p) => p.node.remove()); state.pending = []; }
+
+function turnStarted(data) {
+  const input = data.input || {};
+  const text = typeof input.text === "string" ? input.text : "";
+  const mine = state.pending.find((p) => p.text === text);
+  if (mine) dropPending(mine);
+  const bubble = userBubble(text, "Follow-up · turn " + data.turn, input.attachments);
+  bubble.classList.add("follow-up");
 }
 
 function answerBlock() {
@@ -276,11 +299,134 @@ function updateTool(data, status) {
   if (data.locations) card.querySelector(".where").textContent = data.locations.map((l) => l.path + (l.line ? ":" + l.line : "")).join(", ");
   if (status) { const badge = card.querySelector(".status"); badge.textContent = status; badge.className = "badge status " + status; }
   if (Array.isArray(data.diffs)) showDiffs(card, data.diffs);
+  if (Array.isArray(data.terminal_ids)) attachTerminals(card, data.terminal_ids);
   const output = data.error !== undefined ? data.error : data.result;
   if (output !== undefined) {
     card.querySelector(".output").textContent = pretty(output);
     card.querySelector(".output").hidden = false; card.querySelector(".output-label").hidden = false;
   }
+}
+
+// Terminals (ACP client terminals): each one's output streams into a monospace block,
+// set as text only, inside the tool card whose latest terminal_ids names it, or a card of
+// its own until one does. ANSI escapes and other control characters are stripped; the page
+// keeps only the last TERMINAL_KEEP characters of each terminal.
+const TERMINAL_KEEP = 256 * 1024;
+const CONTROL = /\x1b\[[0-?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\x9b[0-?]*[ -\/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+const OPEN_ESCAPE = /(?:\x1b(?:\[[0-?]*[ -\/]*|\][^\x07\x1b]{0,256})?|\x9b[0-?]*[ -\/]*)$/;
+
+function shellWord(word) {
+  const text = String(word);
+  return /^[\w@%+=:,.\/-]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'";
+}
+
+function terminalRecord(id) {
+  let term = state.terminals.get(id);
+  if (term) return term;
+  const block = el("div", { class: "terminal", "data-terminal-id": id });
+  const head = el("div", { class: "terminal-head" });
+  head.append(el("code", { class: "command" }, "terminal " + id), el("span", { class: "meta cwd" }));
+  head.append(el("span", { class: "badge truncated", hidden: "" }, "truncated"));
+  const pre = el("pre", { class: "terminal-output" });
+  const cut = el("div", { class: "note terminal-cut", hidden: "" }, "Earlier output is not shown: the page keeps the last 256 KiB of it.");
+  block.append(head, cut, pre, el("div", { class: "meta terminal-status" }, "running…"));
+  term = { id, block, pre, tail: "", queued: [], queuedLength: 0, kept: 0, painting: false, cut: false, card: null, commandLine: "", follow: true };
+  // The output follows its end unless the operator scrolled up (a moved block loses its scroll, not this).
+  pre.addEventListener("scroll", () => { term.follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8; });
+  state.terminals.set(id, term);
+  return term;
+}
+
+// A terminal no tool card shows yet gets a card of its own, where the run is now.
+function placeTerminal(term) {
+  if (term.block.isConnected) return;
+  state.answer = null; state.thought = null;
+  const card = el("details", { class: "tool terminal-card", open: "", "data-terminal-card": term.id });
+  const summary = el("summary");
+  summary.append(el("span", { class: "kind" }, "terminal"), el("span", { class: "title" }, term.commandLine || term.id));
+  card.append(summary, term.block);
+  transcript().append(card);
+  term.card = card;
+}
+
+function attachTerminals(card, ids) {
+  let box = card.querySelector(".terminals");
+  if (!box) { box = el("div", { class: "terminals" }); card.querySelector(".output-label").before(box); }
+  for (const id of ids) {
+    const term = terminalRecord(String(id));
+    if (term.block.parentNode === box) continue;
+    box.append(term.block);
+    if (term.card) { term.card.remove(); term.card = null; }
+    card.open = true;
+    if (term.follow) term.pre.scrollTop = term.pre.scrollHeight;
+  }
+}
+
+function terminalStarted(data) {
+  const term = terminalRecord(String(data.terminal_id));
+  term.commandLine = [data.command].concat(Array.isArray(data.args) ? data.args : []).map(shellWord).join(" ");
+  term.block.querySelector(".command").textContent = "$ " + term.commandLine;
+  term.block.querySelector(".cwd").textContent = data.cwd ? "in " + data.cwd : "";
+  placeTerminal(term);
+  if (term.card) term.card.querySelector(".title").textContent = term.commandLine;
+}
+
+function markTruncated(term) { term.block.querySelector(".badge.truncated").hidden = false; }
+
+// Text without escapes; an escape cut off at the end waits for the rest of it.
+function cleanOutput(term, text) {
+  let raw = term.tail + text;
+  const open = raw.match(OPEN_ESCAPE);
+  term.tail = open ? open[0] : "";
+  if (open) raw = raw.slice(0, open.index);
+  return raw.replace(/\r\n/g, "\n").replace(CONTROL, "");
+}
+
+function terminalOutput(data) {
+  const term = terminalRecord(String(data.terminal_id));
+  placeTerminal(term);
+  if (data.truncated) markTruncated(term);
+  const text = cleanOutput(term, typeof data.output === "string" ? data.output : "");
+  if (!text) return;
+  term.queued.push(text); term.queuedLength += text.length;
+  if (term.queuedLength > 2 * TERMINAL_KEEP) { // a hidden tab paints nothing: keep the queue bounded
+    term.queued = [term.queued.join("").slice(-TERMINAL_KEEP)]; term.queuedLength = TERMINAL_KEEP; term.cut = true;
+  }
+  if (!term.painting) { term.painting = true; requestAnimationFrame(() => paintTerminal(term)); }
+}
+
+// Appends what came since the last frame as text and drops the oldest text past the cap.
+function paintTerminal(term) {
+  term.painting = false;
+  let text = term.queued.join(""); term.queued = []; term.queuedLength = 0;
+  if (text.length > TERMINAL_KEEP) { text = text.slice(-TERMINAL_KEEP); term.cut = true; }
+  const pre = term.pre;
+  const last = pre.lastChild;
+  if (last && last.length < 16384) last.appendData(text); else pre.append(document.createTextNode(text));
+  term.kept += text.length;
+  while (term.kept > TERMINAL_KEEP && pre.firstChild) {
+    const first = pre.firstChild; const excess = term.kept - TERMINAL_KEEP;
+    if (first.length <= excess) { term.kept -= first.length; first.remove(); }
+    else { first.deleteData(0, excess); term.kept -= excess; }
+    term.cut = true;
+  }
+  if (term.cut) term.block.querySelector(".terminal-cut").hidden = false;
+  if (term.follow) pre.scrollTop = pre.scrollHeight;
+}
+
+function terminalExited(data) {
+  const term = terminalRecord(String(data.terminal_id));
+  placeTerminal(term);
+  if (data.truncated) markTruncated(term);
+  term.tail = ""; term.exited = true;
+  const parts = [];
+  if (data.timed_out) parts.push("timed out");
+  if (typeof data.exit_code === "number") parts.push("exit code " + data.exit_code);
+  if (data.signal) parts.push("killed by " + data.signal);
+  const ok = data.exit_code === 0 && !data.signal && !data.timed_out;
+  const status = term.block.querySelector(".terminal-status");
+  status.textContent = "exited: " + (parts.join(" · ") || "no exit status");
+  status.className = "meta terminal-status " + (ok ? "ok" : "failed");
 }
 
 function planCard(entries) {
@@ -361,6 +507,7 @@ function showEvent(event) {
   const data = event.data || {};
   switch (event.type) {
     case "run.started": transcript().append(el("div", { class: "note sandbox" }, "Agent: " + (data.agent || "?") + " · sandbox: " + (data.sandbox || "off"))); break;
+    case "turn.started": turnStarted(data); break;
     case "session.configured": transcript().append(el("div", { class: "note session" }, "[session] model " + (data.model || "—") + " · mode " + (data.mode || "—") + (data.by === "agent" ? " (changed by the agent)" : ""))); break;
     case "message.delta": appendAnswer((data.chunk && data.chunk.content) || ""); break;
     case "message.completed": if (data.message && typeof data.message.content === "string") appendAnswer("", data.message.content); state.answer = null; break;
@@ -368,6 +515,9 @@ function showEvent(event) {
     case "tool.call.started": updateTool(data, "pending"); break;
     case "tool.call.updated": updateTool(data, data.status); break;
     case "tool.call.completed": updateTool(data, data.error !== undefined ? "failed" : "completed"); break;
+    case "terminal.started": terminalStarted(data); break;
+    case "terminal.output": terminalOutput(data); break;
+    case "terminal.exited": terminalExited(data); break;
     case "plan.updated": planCard(data.entries); break;
     case "usage.updated": showUsage(data); break;
     case "permission.requested": permissionCard(event); break;
@@ -375,6 +525,8 @@ function showEvent(event) {
     case "run.completed": showUsage(event.usage); finished("completed"); break;
     case "run.failed": {
       transcript().append(el("div", { class: "error note" }, data.code + ": " + data.error));
+      const unanswered = (data.unprocessed_inputs || []).map((input) => input.text);
+      if (unanswered.length) transcript().append(el("div", { class: "note unprocessed" }, "Follow-ups not answered (send them again): " + unanswered.join(" · ")));
       finished(data.code === "run.cancelled" ? "cancelled" : "failed"); break;
     }
   }
@@ -391,6 +543,10 @@ function setStatus(status) {
 
 function finished(status) {
   state.answer = null; state.thought = null;
+  clearPending();
+  for (const term of state.terminals.values()) {
+    if (!term.exited) term.block.querySelector(".terminal-status").textContent = "no exit status: the run ended";
+  }
   setStatus(status);
   refreshRuns().catch(() => {});
 }
@@ -402,12 +558,13 @@ async function readEvents(response) {
     const { value, done } = await reader.read().catch(() => ({ done: true }));
     if (done) break;
     buffer += value;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+    let start = 0; let end;
+    while ((end = buffer.indexOf("\n\n", start)) >= 0) {
+      const block = buffer.slice(start, end); start = end + 2;
       const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
       if (data) showEvent(JSON.parse(data));
     }
+    buffer = buffer.slice(start);
   }
 }
 
@@ -415,6 +572,7 @@ async function openRun(runId) {
   if (state.stream) state.stream.abort();
   state.timers.forEach((t) => clearInterval(t)); state.timers.clear();
   state.selected = runId; state.stream = new AbortController(); state.answer = null; state.thought = null;
+  state.terminals = new Map(); clearPending();
   $("run-panel").hidden = false; $("run-title").textContent = runId; $("run-usage").textContent = ""; $("follow-up-error").textContent = "";
   transcript().textContent = "";
   document.querySelectorAll("li.run").forEach((li) => li.classList.toggle("selected", li.dataset.runId === runId));
@@ -423,13 +581,10 @@ async function openRun(runId) {
   const config = (state.run && state.run.config) || {};
   $("run-meta").textContent = [config.provider, config.location || "local", config["daemon-id"], config.workspace, state.run && state.run.conversation_id ? "conversation " + state.run.conversation_id : "no conversation", state.run ? "started " + new Date(state.run.created_at).toLocaleString() : ""].filter(Boolean).join(" · ");
   setStatus(state.run ? state.run.status : "unknown");
-  // The runner keeps the start of the first prompt; this tab remembers what it sent.
-  const sent = prompts(runId);
-  if (sent.length) sent.forEach((text) => userBubble(text));
-  else if (state.run && state.run.prompt) {
-    userBubble(state.run.prompt + (state.run.prompt.length >= 200 ? "…" : ""));
-    transcript().append(el("div", { class: "note" }, "Started by another client: its follow-ups are not shown."));
-  }
+  // The first prompt is the run's own input; each follow-up comes as a turn.started event.
+  const prompt = state.run && state.run.prompt;
+  const first = firstPrompt(runId) || (prompt ? prompt + (prompt.length >= 200 ? "…" : "") : "");
+  if (first) userBubble(first);
   const signal = state.stream.signal;
   const response = await api("/v1/runs/" + encodeURIComponent(runId) + "/events?after=0", { signal, headers: headers({ accept: "text/event-stream" }) });
   if (response.status === 200) await readEvents(response);
@@ -440,10 +595,21 @@ async function startRun(body) {
   const runId = "console-" + crypto.randomUUID();
   const response = await api("/v1/runs", { method: "POST", body: JSON.stringify(Object.assign({ run_id: runId }, body)) });
   if (!response.ok) throw new Error(await errorText(response));
-  if (response.status === 202) { const steered = await response.json(); rememberPrompt(steered.run_id, body.input.text); return steered.run_id; }
-  rememberPrompt(runId, body.input.text);
+  // Steered into the conversation's active run (202): its turn.started shows the text there.
+  if (response.status === 202) return (await response.json()).run_id;
+  rememberFirstPrompt(runId, body.input.text);
   response.body.cancel().catch(() => {});
   return runId;
+}
+
+/** Sends a follow-up into the running run; it shows as pending until its turn.started arrives. */
+async function steer(text) {
+  const pending = addPending(text);
+  try {
+    const response = await api("/v1/runs/" + encodeURIComponent(state.run.run_id) + "/input", { method: "POST", body: JSON.stringify({ input: { text } }) });
+    if (!response.ok) throw new Error(await errorText(response));
+    pending.node.querySelector(".who").textContent = "You · queued for the next turn";
+  } catch (failure) { dropPending(pending); throw failure; }
 }
 
 // Keys a new run of an idle conversation takes over from the run shown.
@@ -456,9 +622,7 @@ async function sendFollowUp(event) {
   $("follow-up-error").textContent = "";
   try {
     if ($("run-status").textContent === "active") {
-      const response = await api("/v1/runs/" + encodeURIComponent(state.run.run_id) + "/input", { method: "POST", body: JSON.stringify({ input: { text } }) });
-      if (!response.ok) throw new Error(await errorText(response));
-      rememberPrompt(state.run.run_id, text); userBubble(text);
+      await steer(text);
     } else {
       const config = {};
       for (const key of CARRIED) if (state.run.config && state.run.config[key] !== undefined) config[key] = state.run.config[key];

@@ -6,7 +6,16 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import type { RunEvent } from "../../lib/events.ts";
+import type { JsonObject } from "../../lib/relay.ts";
+import { encodeEventFrames } from "../../lib/relay/event_fit.ts";
 import {
+  fromRelayEvent,
+  type RunnerDetails,
+  toRelayEvent,
+} from "../../lib/relay/wire_events.ts";
+import {
+  assertHttpEvent,
   assertLangBotEvent,
   assertN8nObject,
   assertRelayFrame,
@@ -127,6 +136,41 @@ Deno.test("LangBot's model: unknown types pass with any data, known fields still
         usage: { prompt_tokens: 1.5 },
       }),
     /prompt_tokens/,
+  );
+});
+
+Deno.test("turn.started: the HTTP schema types it, and on the relay wire it is a frame LangBot accepts that comes back as it was", () => {
+  const event = {
+    run_id: "r",
+    type: "turn.started",
+    sequence: 7,
+    timestamp: 1_760_000_000_123,
+    data: {
+      turn: 2,
+      input: {
+        text: "and <b>then</b>",
+        attachments: [{ name: "a.png", mime_type: "image/png" }],
+      },
+    },
+  };
+  assertHttpEvent(event);
+  assert.throws(
+    () => assertHttpEvent({ ...event, data: { turn: "2", input: {} } }),
+    /turn|text/,
+  );
+  const { event: wire, runner } = toRelayEvent(event);
+  const frames = encodeEventFrames(
+    "job-1",
+    wire as unknown as JsonObject,
+    undefined,
+    runner as unknown as JsonObject | undefined,
+  );
+  assert.equal(frames.length, 1);
+  const frame = assertRelayFrame(frames[0], "daemon->hub");
+  assertLangBotEvent({ ...(frame.event as object), run_id: "r" });
+  assert.deepEqual(
+    fromRelayEvent(frame.event as RunEvent, frame.runner as RunnerDetails),
+    event,
   );
 });
 

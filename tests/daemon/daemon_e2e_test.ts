@@ -390,6 +390,17 @@ Deno.test("three follow-ups through the daemon: four turns, one terminal event, 
       "echo: f2 (turn 3)",
       "echo: f3 (turn 4)",
     ]);
+    // One turn.started per follow-up (from the hub; the daemon's jobs send
+    // none), each right before its job's run.started.
+    assert.deepEqual(
+      log.events.flatMap((e, i) =>
+        e.type === "turn.started" ? [[e.data, log.events[i + 1]?.type]] : []
+      ),
+      [2, 3, 4].map((turn) => [
+        { turn, input: { text: `f${turn - 1}` } },
+        "run.started",
+      ]),
+    );
     assertOneTerminalAndIncreasingSequences(log);
     assert.equal(log.events.at(-1)?.type, "run.completed");
   });

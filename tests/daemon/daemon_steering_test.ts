@@ -165,6 +165,16 @@ Deno.test("a failing follow-up job ends the run with its failure and hands back 
       log.events.map((event) => event.sequence),
       log.events.map((_, index) => index + 1),
     );
+    // The hub says which turn the follow-up job is, with what was sent
+    // (the attachment by name only), before the job's own events.
+    assert.deepEqual(
+      log.events.map((event) => event.type),
+      ["turn.started", "run.failed"],
+    );
+    assert.deepEqual(log.events[0].data, {
+      turn: 2,
+      input: { text: "f1", attachments: [{ name: "a.png" }] },
+    });
   });
 });
 

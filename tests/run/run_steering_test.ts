@@ -64,6 +64,93 @@ Deno.test("three follow-ups during a run become four turns on one session with o
   }
 });
 
+Deno.test("each follow-up turn begins with a stored turn.started: its text redacted, its attachments by name only, also with streaming=false", async (t) => {
+  for (const streaming of ["true", "false"]) {
+    await t.step(`streaming=${streaming}`, async () => {
+      const h = harness();
+      try {
+        const gate = await makeGate();
+        const secret = "steer-secret-value-71Kq9";
+        const config = fixtureConfig(["--gate-fifo", gate.path], {
+          streaming,
+          "env-json": JSON.stringify({ SERVICE_TOKEN: secret }),
+        });
+        const started = await h.manager.start({
+          conversationId: "turns",
+          input: { text: "first" },
+          config,
+        });
+        const log = new EventLog(started.run);
+        await log.waitFor((e) => e.type === "run.started");
+        const follow = [
+          { text: `use ${secret} <b>now</b>` },
+          {
+            text: "see the file",
+            attachments: [{
+              name: "notes.txt",
+              mime_type: "text/plain",
+              content: btoa("file body never in an event"),
+            }],
+          },
+        ];
+        for (const input of follow) {
+          const steered = await h.manager.start({
+            conversationId: "turns",
+            input,
+            config,
+          });
+          assert.equal(steered.kind, "steered");
+        }
+        for (let i = 0; i < 3; i++) await gate.release();
+        assert.equal((await started.run.done).status, "completed");
+        const expected = [
+          { turn: 2, input: { text: "use [REDACTED] <b>now</b>" } },
+          {
+            turn: 3,
+            input: {
+              text: "see the file",
+              attachments: [{ name: "notes.txt", mime_type: "text/plain" }],
+            },
+          },
+        ];
+        assert.deepEqual(
+          log.ofType("turn.started").map((e) => e.data),
+          expected,
+        );
+        // Each comes after the previous turn's answer, before its own.
+        const order = log.events
+          .filter((e) =>
+            e.type === "turn.started" || e.type === "message.completed"
+          )
+          .map((e) =>
+            e.type === "turn.started" ? `turn ${e.data.turn}` : "answer"
+          );
+        assert.deepEqual(order, [
+          "answer",
+          "turn 2",
+          "answer",
+          "turn 3",
+          "answer",
+        ]);
+        // Stored: a reload or another reader gets the same events.
+        const stored = await h.store.getEvents(started.run.runId);
+        assert.deepEqual(
+          stored.filter((e) => e.type === "turn.started").map((e) => e.data),
+          expected,
+        );
+        const text = JSON.stringify(stored);
+        assert.ok(
+          !text.includes(secret),
+          "the secret reached the stored events",
+        );
+        assert.ok(!text.includes(btoa("file body never in an event")));
+      } finally {
+        await h.close();
+      }
+    });
+  }
+});
+
 // The race between a follow-up and the run's last look at its queue, forced
 // both ways: a follow-up sent as an event is appended to the store (where
 // the engine emits it) lands at an exact point of the run; listeners get the

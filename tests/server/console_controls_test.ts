@@ -131,6 +131,24 @@ Deno.test("console: start a run, follow it live, approve always, steer a follow-
       assert.match(text, /permission: allow_always\s+echo: first \(turn 1\)/);
       assert.match(text, /permission: allow_once\s+echo: more \(turn 2\)/);
       assert.match(text, /Decided: allow_always \(allow_always\) by caller/);
+      // The follow-up shows once, from its turn.started event (no longer pending).
+      const bubbles = (p: Page) =>
+        p.$$eval(".bubble.user", (nodes) => nodes.map((n) => n.textContent));
+      const conversation = ["Youfirst", "Follow-up · turn 2more"];
+      assert.deepEqual(await bubbles(page), conversation);
+      assert.equal(await page.$eval("#pending", (n) => n.children.length), 0);
+      // Another tab (its own session storage) sees the same conversation.
+      const other = await signIn(browser, serve.url);
+      const row = `li.run[data-run-id="${runId}"]`;
+      await other.page.waitForSelector(row);
+      await other.page.click(row);
+      await waitStatus(other.page, "completed");
+      await other.page.waitForFunction(
+        `document.querySelectorAll(".bubble.user").length === 2`,
+      );
+      assert.deepEqual(await bubbles(other.page), conversation);
+      assertQuiet(other.alarms);
+      await other.page.close();
       assert.match(
         await page.$eval("#run-usage", (n) => n.textContent!),
         /1234 \/ 200000 tokens/,

@@ -141,6 +141,23 @@ Deno.test("a follow-up sent to /input during a run is answered inside the same r
       1,
     );
     assert.equal(terminals(events).length, 1);
+    // Each follow-up is in the run's events, for every reader of the run.
+    const turns = (list: RunEvent[]) =>
+      list.filter((event) => event.type === "turn.started").map((event) =>
+        event.data
+      );
+    const expected = [
+      { turn: 2, input: { text: "second" } },
+      { turn: 3, input: { text: "third" } },
+    ];
+    assert.deepEqual(turns(events), expected);
+    const stored = await fetch(
+      `${serve.url}/v1/runs/${runId}/events?stream=false`,
+    );
+    assert.deepEqual(
+      turns(((await stored.json()) as { events: RunEvent[] }).events),
+      expected,
+    );
 
     const late = await postJson(`${serve.url}/v1/runs/${runId}/input`, {
       input: { text: "too late" },

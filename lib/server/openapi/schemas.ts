@@ -53,6 +53,26 @@ const RUN_STARTED_DATA = object({
   sandbox: { enum: ["off", "confined"] },
 }, ["agent"]);
 
+/** `turn.started`: a follow-up turn's number and input (attachments named only). */
+const TURN_STARTED_DATA = object({
+  turn: { type: "integer", minimum: 2 },
+  input: object({
+    text: string,
+    attachments: {
+      type: "array",
+      items: object({ name: string, mime_type: string }, ["name"]),
+    },
+  }, ["text"]),
+});
+
+/** The data of a run's and a follow-up turn's start. */
+function startEvents(): Schema[] {
+  return [
+    eventData("run.started", RUN_STARTED_DATA),
+    eventData("turn.started", TURN_STARTED_DATA),
+  ];
+}
+
 /** `session.configured`: the session's values in force. */
 function sessionConfiguredData(): Schema {
   return eventData(
@@ -135,10 +155,7 @@ function eventSchemas(): Record<string, Schema> {
           "permission.decided",
           object({ request_id: string, decision: string, by: string }),
         ),
-        eventData(
-          "run.started",
-          RUN_STARTED_DATA,
-        ),
+        ...startEvents(),
         sessionConfiguredData(),
       ],
     },
