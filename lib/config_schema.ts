@@ -358,7 +358,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "permission-rules-json": key("json", () => permissionRules(), {
     fallback: [],
     description:
-      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
+      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests, client terminal commands and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
   }),
   "auth-method": text(
     "an `authMethods` id the agent lists in `initialize` (`runner probe` shows them): the runner calls `authenticate` with it before the session; its credentials come from the agent's environment (`env-json`)",
