@@ -167,10 +167,7 @@ function eventSchemas(): Record<string, Schema> {
           "permission.decided",
           object({ request_id: string, decision: string, by: string }),
         ),
-        eventData(
-          "run.started",
-          RUN_STARTED_DATA,
-        ),
+        eventData("run.started", RUN_STARTED_DATA),
         ...terminalEventData(),
         sessionConfiguredData(),
       ],
