@@ -190,3 +190,32 @@ Deno.test("runner serve: a caller may not raise terminal-output-bytes past the s
     assert.equal(events.at(-1)!.type, "run.completed");
   });
 });
+
+Deno.test("runner serve: a cancelled run's commands are gone when its run.failed arrives", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), [...LEFT_RUNNING, "--stall-prompt"]),
+        "client-terminals": true,
+        "langbot-assets-enabled": false,
+      },
+    });
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(messages, events, (m) => m.event === "terminal.output");
+    const pid = Number(String(events.at(-1)!.data.output).trim());
+    assert.ok(pid > 1);
+    const cancelled = await fetch(
+      `${serve.url}/v1/runs/${events[0].run_id}/cancel`,
+      { method: "POST" },
+    );
+    assert.equal(cancelled.status, 200);
+    await cancelled.body?.cancel();
+    await readUntil(messages, events, (m) => m.event === "run.failed");
+    assert.equal(events.at(-1)!.data.code, "run.cancelled");
+    assert.deepEqual(await processGroupMembers(pid), [], "gone by now");
+    assert.ok(events.some((e) => e.type === "terminal.exited"));
+    for await (const _ of messages) { /* the stream ends */ }
+  });
+});
