@@ -367,3 +367,15 @@ Deno.test("runner run, sandbox=confined: a terminal runs under the agent's sandb
   assert.equal(second.running, true);
   assert.deepEqual(await markedGone(world.marker), []);
 });
+
+Deno.test("runner run, streaming=false: no terminal.output events, the start and exit still are, and the agent still reads the output", async () => {
+  const run = await runWith(
+    terminalFlag({ command: "echo", args: ["quiet"] }),
+    { streaming: "false" },
+  );
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.reports[0].output, "quiet\n");
+  assert.deepEqual(ofType(run.events, "terminal.output"), []);
+  assert.equal(ofType(run.events, "terminal.started").length, 1);
+  assert.equal(ofType(run.events, "terminal.exited").length, 1);
+});
