@@ -379,3 +379,23 @@ Deno.test("runner run, streaming=false: no terminal.output events, the start and
   assert.equal(ofType(run.events, "terminal.started").length, 1);
   assert.equal(ofType(run.events, "terminal.exited").length, 1);
 });
+
+Deno.test("runner run: a secret in a terminal's output is redacted from its events, even cut across chunks", async () => {
+  const secret = "Tq8vLx2mZr5wKp9c";
+  const run = await runWith(
+    terminalFlag({
+      command: "sh",
+      args: [
+        "-c",
+        'printf "key=%s\\n" "$RUN_API_TOKEN"; printf "%s" "$RUN_API_TOKEN" | head -c 5; sleep 0.2; printf "%s\\n" "$RUN_API_TOKEN" | tail -c +6',
+      ],
+    }),
+    { "env-json": JSON.stringify({ RUN_API_TOKEN: secret }) },
+  );
+  assert.equal(run.code, 0, run.stderr);
+  const output = ofType(run.events, "terminal.output")
+    .map((o) => o.output).join("");
+  assert.equal(output, "key=[REDACTED]\n[REDACTED]\n");
+  assert.ok(!JSON.stringify(run.events).includes(secret));
+  assert.ok(!JSON.stringify(run.events).includes(secret.slice(0, 5)));
+});
