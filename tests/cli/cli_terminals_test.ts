@@ -21,6 +21,7 @@ import {
   readRecord,
   ROOT,
   runCli,
+  spawnCli,
   tempDir,
 } from "../helpers.ts";
 import { DENO_DIR, markedGone, sandboxWorld } from "../sandbox_helpers.ts";
@@ -398,4 +399,75 @@ Deno.test("runner run: a secret in a terminal's output is redacted from its even
   assert.equal(output, "key=[REDACTED]\n[REDACTED]\n");
   assert.ok(!JSON.stringify(run.events).includes(secret));
   assert.ok(!JSON.stringify(run.events).includes(secret.slice(0, 5)));
+});
+
+Deno.test("kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
+  const dataDir = tempDir();
+  const env = { RUNNER_DATA_DIR: dataDir };
+  const child = spawnCli([
+    "run",
+    "custom",
+    "--acp-command",
+    agentCommand([
+      ...terminalFlag({
+        command: "sh",
+        args: ["-c", "echo $$; sleep 1000"],
+        wait: false,
+      }),
+      "--stall-prompt",
+    ]),
+    "--workspace",
+    tempDir(),
+    "--client-terminals",
+    "true",
+    "--langbot-assets-enabled",
+    "false",
+    "--json",
+    "hold",
+  ], { env });
+  let pid = 0;
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let seen = "";
+    while (!pid) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`runner run ended early: ${seen}`);
+      seen += value;
+      const line = seen.split("\n").find((l) =>
+        l.includes('"terminal.output"')
+      );
+      if (line) pid = Number(String(JSON.parse(line).data.output).trim());
+    }
+    child.kill("SIGKILL");
+    await child.status;
+    reader.cancel().catch(() => {});
+    assert.ok(
+      (await processGroupMembers(pid)).length > 0,
+      "a kill -9 leaves the group behind",
+    );
+    const next = await runCli([
+      "run",
+      "custom",
+      "--acp-command",
+      agentCommand([]),
+      "--workspace",
+      tempDir(),
+      "--langbot-assets-enabled",
+      "false",
+      "go",
+    ], { env });
+    assert.equal(next.code, 0, next.stderr);
+    assert.deepEqual(await processGroupMembers(pid), [], "reaped at start");
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.stderr.cancel().catch(() => {});
+    if (pid) {
+      try {
+        Deno.kill(-pid, "SIGKILL");
+      } catch { /* gone */ }
+    }
+  }
 });
