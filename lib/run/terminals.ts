@@ -58,14 +58,16 @@ export function createRunTerminals(
     async create(params) {
       if (closed) throw ending();
       const terminalId = `term-${++next}`;
-      const terminal = await startTerminal(run, {
+      await startTerminal(run, {
         launch,
         params,
         terminalId,
         closed: () => closed,
+        adopt(terminal) {
+          terminals.set(terminalId, terminal);
+          all.push(terminal);
+        },
       });
-      terminals.set(terminalId, terminal);
-      all.push(terminal);
       return terminalId;
     },
     output(terminalId) {
@@ -110,14 +112,17 @@ interface StartOptions {
   launch: TerminalLaunch;
   params: CreateTerminalRequest;
   terminalId: string;
+  /** Whether the set is closed (the run is ending). */
   closed: () => boolean;
+  /** Takes the started terminal into the set, before anything else can run. */
+  adopt: (terminal: Terminal) => void;
 }
 
 /** Confines, decides, spawns and watches one command. */
 async function startTerminal(
   run: RunContext,
   options: StartOptions,
-): Promise<Terminal> {
+): Promise<void> {
   const { params, terminalId } = options;
   const root = run.options.sessionCwd;
   const cwd = await confineDirectory(root, params.cwd ?? root);
@@ -131,6 +136,7 @@ async function startTerminal(
       "the run's permission policy rejected this command",
     );
   }
+  // From here to `adopt` nothing waits: the set cannot close in between.
   if (options.closed()) throw ending();
   const limit = Math.min(
     run.config.terminalOutputBytes,
@@ -168,8 +174,7 @@ async function startTerminal(
     take,
     flush: () => redactor.end(),
   });
-  if (options.closed()) await process.terminate();
-  return terminal;
+  options.adopt(terminal);
 }
 
 /** Starts the command in a process group of its own, under the agent's sandbox. */
