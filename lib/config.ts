@@ -63,6 +63,9 @@ export interface RunConfig {
   authMethod?: string;
   fsRead: boolean;
   fsWrite: boolean;
+  clientTerminals: boolean;
+  terminalTimeout: number;
+  terminalOutputBytes: number;
   appendRunScopePrompt: boolean;
   mcpServersJson?: string;
   langbotAssetsEnabled: boolean;
@@ -288,6 +291,12 @@ export function parseRunConfig(
     throw invalid(
       result.fsRead ? "fs-read" : "fs-write",
       "is not available with location=remote-ssh: the runner would serve its own files, not the remote machine's. Leave fs-read and fs-write off (the agent reads and writes the remote workspace itself)",
+    );
+  }
+  if (result.location === "remote-ssh" && result.clientTerminals) {
+    throw invalid(
+      "client-terminals",
+      "is not available with location=remote-ssh: the agent's commands would run on the runner's machine, not the remote one. Leave client-terminals off (the agent runs commands on the remote machine itself)",
     );
   }
   checkPaths(result);

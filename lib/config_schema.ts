@@ -14,6 +14,9 @@ import { z } from "zod";
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
 export const MAX_TIMER_SECONDS = 2_147_483;
 
+/** The largest `terminal-output-bytes` (64 MiB). */
+export const MAX_TERMINAL_OUTPUT_BYTES = 64 * 1024 * 1024;
+
 /** How a key's value is read when it arrives as text (a flag, a variable, a query parameter). */
 export type ConfigKind =
   | "string"
@@ -355,7 +358,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "permission-rules-json": key("json", () => permissionRules(), {
     fallback: [],
     description:
-      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
+      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests, client terminal commands and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
   }),
   "auth-method": text(
     "an `authMethods` id the agent lists in `initialize` (`runner probe` shows them): the runner calls `authenticate` with it before the session; its credentials come from the agent's environment (`env-json`)",
@@ -367,6 +370,31 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "fs-write": bool(
     false,
     "advertise and serve `fs/write_text_file` inside the workspace (by real path, see below); refused with `location=remote-ssh`",
+  ),
+  "client-terminals": bool(
+    false,
+    "advertise the `terminal` client capability and run the agent's `terminal/create` commands on the runner's machine: cwd inside the workspace (by real path), the agent's environment and sandbox, permission policy first, killed with the run (`docs/permissions.md`, \"Client terminals\"); refused with `location=remote-ssh`",
+  ),
+  "terminal-timeout": seconds(
+    600,
+    "seconds one client terminal command may run before its process group is killed" +
+      AT_MOST(MAX_TIMER_SECONDS),
+  ),
+  "terminal-output-bytes": key(
+    "number",
+    () =>
+      z.number({ error: "must be a number" })
+        .int({ error: "must be a whole number of bytes" })
+        .gt(0, { error: "must be greater than 0" })
+        .max(MAX_TERMINAL_OUTPUT_BYTES, {
+          error: `must be at most ${MAX_TERMINAL_OUTPUT_BYTES}`,
+        }),
+    {
+      fallback: 1_048_576,
+      description:
+        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`); the agent's `outputByteLimit` can only lower it" +
+        AT_MOST(MAX_TERMINAL_OUTPUT_BYTES),
+    },
   ),
   "append-run-scope-prompt": bool(
     false,

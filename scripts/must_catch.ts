@@ -551,6 +551,47 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/run/permission_rules_test.ts",
     filter: "the first matching rule decides",
   },
+  {
+    name: "a client terminal's cwd not confined to the workspace",
+    file: "lib/acp/fs.ts",
+    find:
+      "if (real !== undefined && !isInside(realRoot, real)) throw outside(path);",
+    replace: "",
+    test: "tests/cli/cli_terminals_test.ts",
+    filter: "cwd must be a directory inside the workspace",
+  },
+  {
+    name: "a client terminal's command not put to the permission policy",
+    file: "lib/run/terminals.ts",
+    find: "if (!await mayRunCommand(run, command)) {",
+    replace: "if (false) {",
+    test: "tests/cli/cli_terminals_test.ts",
+    filter: "rules reject the command",
+  },
+  {
+    name: "a confined agent's terminal runs unconfined",
+    file: "lib/run/terminals.ts",
+    find: "const argv = launch.sandbox\n",
+    replace: "const argv = false\n",
+    test: "tests/cli/cli_terminals_test.ts",
+    filter: "runs under the agent's sandbox",
+  },
+  {
+    name: "a failed or cancelled run leaves its terminals running",
+    file: "lib/run/teardown.ts",
+    find: "  await run.terminals?.closeAll();\n",
+    replace: "",
+    test: "tests/server/serve_terminals_test.ts",
+    filter: "a cancelled run's commands are gone",
+  },
+  {
+    name: "a warm agent keeps its run's terminals",
+    file: "lib/run/reuse.ts",
+    find: "  await run.terminals?.closeAll();\n",
+    replace: "",
+    test: "tests/server/serve_terminals_test.ts",
+    filter: "never its run's commands",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

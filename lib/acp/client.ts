@@ -22,6 +22,7 @@ import { createAcpStream } from "./stream.ts";
 import { type ErrorCode, RunnerError } from "../errors.ts";
 import { ACP_PROTOCOL_VERSION, RUNNER_VERSION } from "../version.ts";
 import { type FsAccess, fsHandlers } from "./fs.ts";
+import { terminalHandlers, type TerminalHost } from "./terminals.ts";
 import { type SessionState, sessionStateOf } from "./session_state.ts";
 import { settleWithin } from "../timing.ts";
 
@@ -54,6 +55,8 @@ export interface ConnectAgentOptions {
   ) => Promise<RequestPermissionResponse>;
   /** File-system capabilities to advertise, rooted at a directory. */
   fs?: FsAccess;
+  /** Runs the agent's `terminal/*` commands; absent: `terminal` is not advertised. */
+  terminals?: TerminalHost;
   /** Called for each non-JSON stdout line. */
   onNoise?: (line: string) => void;
 }
@@ -148,11 +151,16 @@ export function connectAgent(options: ConnectAgentOptions): AgentConnection {
   if (options.fs?.read || options.fs?.write) {
     app = fsHandlers(app, options.fs);
   }
+  if (options.terminals) app = terminalHandlers(app, options.terminals);
   const connection = app.connect(stream);
   const link: AgentLink = { agent: connection.agent, fatal: () => fatal };
   return {
     initialize: (timeoutMs) =>
-      initializeAgent(link, { timeoutMs, fs: options.fs }),
+      initializeAgent(link, {
+        timeoutMs,
+        fs: options.fs,
+        terminal: Boolean(options.terminals),
+      }),
     ...sessionRequests(link),
     fatal: () => fatal,
     closed: connection.closed,
@@ -215,9 +223,13 @@ function requestOptions(signal: AbortSignal) {
 
 async function initializeAgent(
   link: AgentLink,
-  init: { timeoutMs: number; fs: ConnectAgentOptions["fs"] },
+  init: {
+    timeoutMs: number;
+    fs: ConnectAgentOptions["fs"];
+    terminal: boolean;
+  },
 ): Promise<InitializeResponse> {
-  const { timeoutMs, fs } = init;
+  const { timeoutMs, fs, terminal } = init;
   const timer = AbortSignal.timeout(timeoutMs);
   let response: InitializeResponse;
   try {
@@ -231,7 +243,7 @@ async function initializeAgent(
               readTextFile: Boolean(fs?.read),
               writeTextFile: Boolean(fs?.write),
             },
-            terminal: false,
+            terminal,
           },
           clientInfo: { name: "runner", version: RUNNER_VERSION },
         }, requestOptions(signal)),

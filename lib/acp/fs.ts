@@ -65,6 +65,29 @@ async function confineRead(root: string, path: string): Promise<string> {
 }
 
 /**
+ * The real path of an existing directory inside the workspace (a client
+ * terminal's cwd; relative paths are taken from `root`), or an invalid-params
+ * error: outside the workspace, missing, or not a directory.
+ */
+export async function confineDirectory(
+  root: string,
+  path: string,
+): Promise<string> {
+  const realRoot = await Deno.realPath(root);
+  const real = await realPath(resolve(realRoot, path));
+  if (real !== undefined && !isInside(realRoot, real)) throw outside(path);
+  const isDirectory = real !== undefined &&
+    (await Deno.stat(real)).isDirectory;
+  if (!isDirectory) {
+    throw acp.RequestError.invalidParams(
+      { path },
+      "cwd is not a directory in the workspace",
+    );
+  }
+  return real!;
+}
+
+/**
  * The real path to write: an existing file's own real path, or a new file's
  * name in its directory's real path; refused outside the workspace, and for
  * a link whose target does not exist (writing would create it anywhere).

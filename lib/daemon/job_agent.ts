@@ -126,6 +126,8 @@ export function jobWarmPlace(
       env: command.env,
       sessionCwd: plan.sessionCwd,
       fs: [config.fsRead, config.fsWrite],
+      // Advertised at initialize: a warm agent keeps what it was told.
+      terminals: config.clientTerminals,
       session: [
         config.model,
         config.mode,

@@ -132,6 +132,11 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     launch: hold?.launch ?? coldLaunch,
     warm: hold?.slot,
     permissionAskUnavailable: options.permissionAskUnavailable,
+    terminals: {
+      env: options.command.env,
+      sandbox: options.command.sandbox,
+      registry: options.registry,
+    },
   });
   const done = handle.done.finally(() => {
     ended = true;

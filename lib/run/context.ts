@@ -7,6 +7,7 @@
 
 import type { PromptCapabilities } from "@agentclientprotocol/sdk";
 import type { AgentConnection } from "../acp/client.ts";
+import type { TerminalHost } from "../acp/terminals.ts";
 import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
@@ -97,6 +98,14 @@ export interface RunContext {
   sessionState?: SessionState;
   /** Open permission requests, when `permission-decision=ask`. */
   readonly permissions?: PermissionDesk;
+  /** The run's client terminals (`client-terminals`), once the agent is connected. */
+  terminals?: RunTerminals;
+}
+
+/** The run's client terminals, and their end. */
+export interface RunTerminals extends TerminalHost {
+  /** Kills every command of the run and waits until their groups are gone; no more start. */
+  closeAll(): Promise<void>;
 }
 
 /** Sets up a run's state and starts its timeout. */

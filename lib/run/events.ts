@@ -175,6 +175,7 @@ function toolEvents(
   const known = started.has(id);
   started.set(id, known && !update.title ? started.get(id)! : name);
   const diffs = contentDiffs(update.content);
+  const terminals = terminalIds(update.content);
   if (!known) {
     emit?.("tool.call.started", {
       tool_call_id: id,
@@ -183,12 +184,14 @@ function toolEvents(
       kind: update.kind ?? null,
       ...(update.locations ? { locations: update.locations } : {}),
       ...(diffs ? { diffs } : {}),
+      ...terminals,
     });
   }
   // Agents may send the input, a better title or the locations only in a
   // later update (claude-agent-acp does): carry them.
   const carried = known ? carriedToolFields(update) : {};
   if (known && diffs && !finished(status)) carried.diffs = diffs;
+  if (known && !finished(status)) Object.assign(carried, terminals);
   const done = finished(status);
   const progress = !done && update.sessionUpdate === "tool_call_update";
   if (progress || Object.keys(carried).length) {
@@ -204,6 +207,7 @@ function toolEvents(
       tool_name: started.get(id) ?? name,
     };
     if (diffs) data.diffs = diffs;
+    Object.assign(data, terminals);
     const result = update.rawOutput ?? contentListText(update.content);
     if (status === "failed") data.error = result ?? "failed";
     else if (result !== undefined) data.result = result;
@@ -229,6 +233,16 @@ function contentDiffs(
     new_text: item.newText as string,
   }));
   return diffs.length ? diffs : undefined;
+}
+
+/** `terminal_ids` of the client terminals a tool call update shows (none: nothing). */
+function terminalIds(content: unknown): { terminal_ids?: string[] } {
+  if (!Array.isArray(content)) return {};
+  const ids = content.filter((item) =>
+    item && typeof item === "object" && item.type === "terminal" &&
+    typeof item.terminalId === "string"
+  ).map((item) => item.terminalId as string);
+  return ids.length ? { terminal_ids: ids } : {};
 }
 
 /** What a later update of a started tool call adds: input, title, kind, locations. */

@@ -1,7 +1,8 @@
 /**
- * Who decides a permission request or a file write: the first matching
- * `permission-rules-json` rule, else `permission-decision`; `ask` goes to a
- * person where one can answer, else `permission-fallback`. Each decision is a
+ * Who decides a permission request, a client terminal's command or a file
+ * write: the first matching `permission-rules-json` rule, else
+ * `permission-decision`; `ask` goes to a person where one can answer, else
+ * `permission-fallback`. Each decision is a
  * `permission.decided` event naming the rule (`rule`: its index, or
  * `"default"` when rules are set and none matched).
  *
@@ -13,7 +14,7 @@ import type {
   RequestPermissionRequest,
   RequestPermissionResponse,
 } from "@agentclientprotocol/sdk";
-import { relative, sep } from "node:path";
+import { join, relative, sep } from "node:path";
 import type { RunContext } from "./context.ts";
 import { matchRule } from "./permission_rules.ts";
 import { answerPermission } from "./permissions.ts";
@@ -37,17 +38,26 @@ function ruling(
 }
 
 /** Answers one `session/request_permission` of the run. */
-export async function decidePermission(
+export function decidePermission(
   run: RunContext,
   request: RequestPermissionRequest,
 ): Promise<RequestPermissionResponse> {
-  const { config } = run;
   const call = request.toolCall;
-  const { decision, rule } = ruling(run, {
+  return decide(run, request, {
     kind: call?.kind,
     title: call?.title,
     paths: (call?.locations ?? []).map((location) => location.path),
   });
+}
+
+/** The rules, then the policy, then a person where one can answer. */
+async function decide(
+  run: RunContext,
+  request: RequestPermissionRequest,
+  subject: Parameters<typeof matchRule>[1],
+): Promise<RequestPermissionResponse> {
+  const { config } = run;
+  const { decision, rule } = ruling(run, subject);
   const answer = decision === "ask" && run.permissions &&
       !run.abort.signal.aborted
     ? await run.permissions.ask(request, rule)
@@ -61,6 +71,54 @@ export async function decidePermission(
   run.rejectedPermission = rejectionOf(request, answer) ??
     run.rejectedPermission;
   return answer;
+}
+
+/** A command a client terminal is about to run (`terminal/create`). */
+export interface TerminalCommand {
+  /** The terminal id it would get. */
+  terminalId: string;
+  /** The program. */
+  command: string;
+  /** Its arguments. */
+  args: string[];
+  /** Its working directory, relative to the workspace (`.` for the root). */
+  cwd: string;
+}
+
+const RUN_OPTION = "run";
+
+/**
+ * Whether the run's policy lets a client terminal run `call`, decided like a
+ * permission request of kind `execute` whose title is the command line and
+ * whose path is its cwd; `ask` offers a person "Run" or "Don't run". The
+ * decision is a `permission.decided` event.
+ */
+export async function mayRunCommand(
+  run: RunContext,
+  call: TerminalCommand,
+): Promise<boolean> {
+  const title = [call.command, ...call.args].join(" ");
+  const request: RequestPermissionRequest = {
+    sessionId: run.sessionId ?? "",
+    toolCall: {
+      toolCallId: `terminal-${call.terminalId}`,
+      kind: "execute",
+      title,
+      status: "pending",
+      rawInput: { command: call.command, args: call.args, cwd: call.cwd },
+    },
+    options: [
+      { optionId: RUN_OPTION, name: "Run", kind: "allow_once" },
+      { optionId: "dont-run", name: "Don't run", kind: "reject_once" },
+    ],
+  };
+  const answer = await decide(run, request, {
+    kind: "execute",
+    title,
+    paths: [join(run.options.sessionCwd, call.cwd)],
+  });
+  return answer.outcome.outcome === "selected" &&
+    answer.outcome.optionId === RUN_OPTION;
 }
 
 /**

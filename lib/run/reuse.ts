@@ -53,6 +53,8 @@ export async function startOrAdoptAgent(
 
 /** Ends a completed run's use of its agent: kept warm when it may be, else torn down. */
 export async function finishAgent(run: RunContext): Promise<void> {
+  // A warm agent keeps its process, never the run's commands.
+  await run.terminals?.closeAll();
   if (keepWarm(run)) return;
   await closeUnusedSession(run);
   await shutdown(run);

@@ -15,6 +15,7 @@ import { decidePermission, mayWrite } from "./permission_policy.ts";
 import { authenticateAgent } from "../acp/authenticate.ts";
 import { chooseSession } from "./session.ts";
 import { configureRunSession, followConfigUpdate } from "./session_config.ts";
+import { createRunTerminals } from "./terminals.ts";
 import { toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
 
@@ -140,6 +141,10 @@ export function connectTransport(
   },
 ): AgentConnection {
   const { config } = run;
+  const launch = run.options.terminals;
+  if (config.clientTerminals && launch) {
+    run.terminals ??= createRunTerminals(run, launch);
+  }
   return connectAgent({
     stdin: transport.stdin,
     stdout: transport.stdout,
@@ -158,6 +163,7 @@ export function connectTransport(
         ? (path) => mayWrite(run, path)
         : undefined,
     },
+    terminals: run.terminals,
     onNoise: (line) =>
       run.log({
         msg: "agent stdout noise",

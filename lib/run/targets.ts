@@ -60,6 +60,8 @@ export function targetParts(
       ]
       : undefined,
     fs: [config.fsRead, config.fsWrite],
+    // Advertised at initialize: a warm agent keeps what it was told.
+    terminals: config.clientTerminals,
     session: [
       config.model,
       config.mode,

@@ -14,9 +14,13 @@ import type { RunResult } from "./types.ts";
 /** How long teardown waits for an agent whose launch outlived the run. */
 const LATE_LAUNCH_WAIT_MS = 10_000;
 
-/** Stops the run timer, closes the connection and tears the agent down. */
+/**
+ * Stops the run timer, kills the run's client terminals, closes the
+ * connection and tears the agent down.
+ */
 export async function shutdown(run: RunContext): Promise<void> {
   clearTimeout(run.runTimer);
+  await run.terminals?.closeAll();
   run.connection?.close();
   await run.transport?.teardown();
   if (run.lateTeardown) {

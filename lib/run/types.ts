@@ -12,6 +12,8 @@ import type {
   PromptCapabilities,
 } from "@agentclientprotocol/sdk";
 import type { SessionState } from "../acp/session_state.ts";
+import type { ReaperRegistry } from "../agent/reaper.ts";
+import type { SandboxPlan } from "../agent/sandbox.ts";
 import type { RunConfig } from "../config.ts";
 import type { EventSink } from "../events.ts";
 import type { RunInput } from "./prompt.ts";
@@ -70,6 +72,21 @@ export interface RunEngineOptions {
   permissionAskUnavailable?: string;
   /** The conversation's warm agent, and where this run's agent goes when it completes. */
   warm?: WarmSlot;
+  /**
+   * What client terminals start commands with (`client-terminals`); without
+   * it the `terminal` capability is not advertised.
+   */
+  terminals?: TerminalLaunch;
+}
+
+/** How a run's client terminals start commands on this machine. */
+export interface TerminalLaunch {
+  /** The agent's allow-listed environment; `terminal/create` may add to it. */
+  env: Record<string, string>;
+  /** The agent's confinement: a confined agent's commands run under the same plan. */
+  sandbox?: SandboxPlan;
+  /** Records each command's process group for the reaper. */
+  registry?: ReaperRegistry;
 }
 
 /** An agent kept alive from an earlier run, ready for `session/prompt`. */

@@ -46,6 +46,9 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "auth-method",
   "fs-read",
   "fs-write",
+  "client-terminals",
+  "terminal-timeout",
+  "terminal-output-bytes",
   "append-run-scope-prompt",
   "langbot-assets-enabled",
   "langbot-assets-mode",
@@ -62,7 +65,12 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
 ];
 
 /** Size limits a caller may lower but not raise past the operator's value. */
-const CAPPED_KEYS = ["max-message-mb", "max-attachment-mb", "max-prompt-mb"];
+const CAPPED_KEYS = [
+  "max-message-mb",
+  "max-attachment-mb",
+  "max-prompt-mb",
+  "terminal-output-bytes",
+];
 
 const COMMAND_KEYS = [
   "acp-command",

@@ -64,6 +64,9 @@ Deno.test("warm key: every part of a local target alone changes it; the run's ot
     "session-cwd": { config: { sessionCwd: "/w/sub" } },
     "fs-read": { config: { fsRead: !config.fsRead } },
     "fs-write": { config: { fsWrite: !config.fsWrite } },
+    "client-terminals": {
+      config: { clientTerminals: !config.clientTerminals },
+    },
     "model": { config: { model: "fast" } },
     "mode": { config: { mode: "plan" } },
     "session-config-json": { config: { sessionConfigJson: { effort: "low" } } },
@@ -98,6 +101,8 @@ Deno.test("warm key: every part of a local target alone changes it; the run's ot
     "timeout": { config: { timeout: config.timeout + 1 } },
     "delta-coalesce-ms": { config: { deltaCoalesceMs: 7 } },
     "permission-decision": { config: { permissionDecision: "reject_once" } },
+    "terminal-timeout": { config: { terminalTimeout: 5 } },
+    "terminal-output-bytes": { config: { terminalOutputBytes: 10 } },
     "the command's display text": { launch: { commandText: "shown" } },
     "ssh settings of a local run": { config: { sshTarget: "elsewhere" } },
   };

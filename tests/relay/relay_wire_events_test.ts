@@ -12,6 +12,7 @@ import {
   toRelayEvent,
 } from "../../lib/relay/wire_events.ts";
 import { emptyInputError } from "../../lib/run/prompt.ts";
+import { assertLangBotEvent } from "../contracts.ts";
 
 const failed = (data: Record<string, unknown>): RunEvent => ({
   run_id: "r",
@@ -229,4 +230,55 @@ Deno.test("the hub takes either spelling and gives the runner's", () => {
     fromRelayEvent({ ...failed({}), timestamp: 1_718_000_000_123 }).timestamp,
     1_718_000_000_123,
   );
+});
+
+Deno.test("client terminals on the wire: terminal_ids of tool events ride in the runner details and come back; terminal.* pass as they are", () => {
+  const events: RunEvent[] = [
+    {
+      run_id: "r",
+      type: "tool.call.started",
+      data: {
+        tool_call_id: "t1",
+        tool_name: "Run make",
+        parameters: {},
+        kind: "execute",
+        terminal_ids: ["term-1"],
+      },
+    },
+    {
+      run_id: "r",
+      type: "tool.call.completed",
+      data: {
+        tool_call_id: "t1",
+        tool_name: "Run make",
+        terminal_ids: ["term-1"],
+      },
+    },
+    {
+      run_id: "r",
+      type: "terminal.output",
+      data: { terminal_id: "term-1", output: "ok\n", truncated: false },
+    },
+    {
+      run_id: "r",
+      type: "terminal.exited",
+      data: {
+        terminal_id: "term-1",
+        exit_code: 0,
+        signal: null,
+        truncated: false,
+        timed_out: false,
+      },
+    },
+  ];
+  for (const event of events) {
+    const wire = toRelayEvent(event);
+    assertLangBotEvent(wire.event);
+    assert.ok(!("terminal_ids" in wire.event.data), event.type);
+    const back = fromRelayEvent(wire.event, wire.runner);
+    assert.deepEqual(back.data.terminal_ids, event.data.terminal_ids);
+    if (event.type.startsWith("terminal.")) {
+      assert.deepEqual(wire.event.data, event.data);
+    }
+  }
 });

@@ -19,6 +19,7 @@ const SILENT_EVENTS = new Set([
   "usage.updated",
   "agent.update",
   "thought.delta",
+  "terminal.output",
 ]);
 
 /** Prints run events, as JSON lines or for humans, in batched writes. */
@@ -77,6 +78,20 @@ interface HumanOutput {
   wroteText: boolean;
 }
 
+/** A client terminal's start or exit, as a line of stderr. */
+function terminalLine(type: string, data: Record<string, unknown>): string {
+  if (type === "terminal.started") {
+    const args = (data.args as string[]).join(" ");
+    return `[terminal] ${data.command}${
+      args ? ` ${args}` : ""
+    } (in ${data.cwd})\n`;
+  }
+  const how = data.signal
+    ? `killed by ${data.signal}`
+    : `exit ${data.exit_code}`;
+  return `[terminal ${data.timed_out ? "timed out" : "exited"}] ${how}\n`;
+}
+
 function printHuman(event: RunEvent, output: HumanOutput) {
   const write = (stream: typeof Deno.stdout, text: string) => {
     if (stream === Deno.stdout) return output.stdout.write(text);
@@ -130,6 +145,10 @@ function printHuman(event: RunEvent, output: HumanOutput) {
           data.option_id ?? data.outcome
         }\n`,
       );
+      return;
+    case "terminal.started":
+    case "terminal.exited":
+      write(Deno.stderr, terminalLine(event.type, data));
       return;
     case "run.failed":
       // End the unfinished answer line first, so the error is on its own line

@@ -36,6 +36,38 @@ function object(
   return { type: "object", required, properties };
 }
 
+/** The `terminal.*` events of client terminals (`docs/permissions.md`). */
+function terminalEventData(): Schema[] {
+  const id = { terminal_id: string };
+  const flag = { type: "boolean" };
+  const orNull = (type: string) => ({ type: [type, "null"] });
+  return [
+    eventData(
+      "terminal.started",
+      object({
+        ...id,
+        command: string,
+        args: { type: "array", items: string },
+        cwd: string,
+      }),
+    ),
+    eventData(
+      "terminal.output",
+      object({ ...id, output: string, truncated: flag }),
+    ),
+    eventData(
+      "terminal.exited",
+      object({
+        ...id,
+        exit_code: orNull("integer"),
+        signal: orNull("string"),
+        truncated: flag,
+        timed_out: flag,
+      }),
+    ),
+  ];
+}
+
 /** `data` of the events of `type` must match `schema`. */
 function eventData(type: string, schema: Schema): Schema {
   return {
@@ -156,6 +188,7 @@ function eventSchemas(): Record<string, Schema> {
           object({ request_id: string, decision: string, by: string }),
         ),
         ...startEvents(),
+        ...terminalEventData(),
         sessionConfiguredData(),
       ],
     },

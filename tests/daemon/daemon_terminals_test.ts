@@ -1,0 +1,83 @@
+/**
+ * Client terminals through a real `runner daemon` behind `runner serve`'s
+ * hub: `client-terminals` and the permission rules travel in `run.start`,
+ * the daemon runs the commands on its machine, `terminal.*` events and the
+ * tool events' `terminal_ids` reach the hub's callers, every frame on the
+ * wire fits LangBot's model (the relay tap checks them; `terminal_ids` ride
+ * in the runner details), and a command left running is gone by the time
+ * `run.completed` arrives.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { processGroupMembers } from "../../lib/agent/process_table.ts";
+import type { RunEvent } from "../../lib/events.ts";
+import { agentCommand, tempDir } from "../helpers.ts";
+import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { postJson, sseEvents } from "../serve_test_helpers.ts";
+
+Deno.test("runner daemon: terminals run on the daemon's machine under the run's rules, their events reach the hub's callers, and they die with the run", async () => {
+  const { serve, daemon } = await serveWithDaemon("terminals-1");
+  try {
+    await daemon.connected;
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "through the daemon" },
+      config: {
+        provider: "custom",
+        location: "daemon",
+        "daemon-id": "terminals-1",
+        workspace: tempDir(),
+        "client-terminals": true,
+        "permission-rules-json": [
+          { kind: "execute", title: "touch *", decision: "reject" },
+        ],
+        "acp-command": agentCommand([
+          "--terminal",
+          JSON.stringify({ command: "touch", args: ["x"] }),
+          "--terminal",
+          JSON.stringify({ command: "echo", args: ["from", "the", "daemon"] }),
+          "--terminal",
+          JSON.stringify({
+            command: "sh",
+            args: ["-c", "echo $$; sleep 1000"],
+            wait: false,
+          }),
+        ]),
+      },
+    });
+    const events: RunEvent[] = await sseEvents(response);
+    assert.equal(events.at(-1)!.type, "run.completed");
+    const decided = events.filter((e) => e.type === "permission.decided");
+    assert.deepEqual(
+      decided.map((e) => [e.data.title, e.data.decision, e.data.rule]),
+      [
+        ["touch x", "reject_once", 0],
+        ["echo from the daemon", "allow_once", "default"],
+        ["sh -c echo $$; sleep 1000", "allow_once", "default"],
+      ],
+    );
+    const started = events.filter((e) => e.type === "terminal.started");
+    assert.deepEqual(started.map((e) => e.data.command), ["echo", "sh"]);
+    const output = events.filter((e) => e.type === "terminal.output")
+      .map((e) => e.data.output).join("");
+    assert.match(output, /^from the daemon\n\d+\n$/);
+    const pid = Number(output.split("\n")[1]);
+    assert.deepEqual(await processGroupMembers(pid), [], "gone by now");
+    const tools = events.filter((e) => e.type === "tool.call.started");
+    assert.deepEqual(
+      tools.map((e) => e.data.terminal_ids),
+      started.map((e) => [e.data.terminal_id]),
+      "terminal_ids come back from the runner details",
+    );
+    const completed = events.find((e) => e.type === "message.completed")!;
+    const text = String(
+      (completed.data.message as { content: string }).content,
+    );
+    assert.match(text, /^terminal 0: .*permission policy rejected/m);
+    assert.match(text, /^terminal 1: .*"output":"from the daemon\\n"/m);
+  } finally {
+    assert.equal(await daemon.stop(), 0, "every frame fit the contract");
+    await serve.stop();
+  }
+});

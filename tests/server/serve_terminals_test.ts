@@ -1,0 +1,221 @@
+/**
+ * Client terminals through a real `runner serve`: a command's output streams
+ * as `terminal.output` over SSE, a command left running is gone (its whole
+ * process group) by the time `run.completed` arrives, also when the agent is
+ * kept warm, and with `permission-decision=ask` a person approves the
+ * command through the HTTP permissions endpoint before it starts.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { processGroupMembers } from "../../lib/agent/process_table.ts";
+import type { RunEvent } from "../../lib/events.ts";
+import { readRecord } from "../helpers.ts";
+import {
+  fixtureConfig,
+  postJson,
+  readSse,
+  readUntil,
+  sseEvents,
+  withServe,
+} from "../serve_test_helpers.ts";
+import { listAgents, sendMessage } from "../warm_helpers.ts";
+
+const ARGS = ["--allow-custom-commands"];
+
+/** A fixture left running one `sleep` group that prints its pid first. */
+const LEFT_RUNNING = [
+  "--terminal",
+  JSON.stringify({
+    command: "sh",
+    args: ["-c", "echo $$; sleep 1000 & sleep 1000"],
+    wait: false,
+  }),
+];
+
+function outputOf(events: RunEvent[]): string {
+  return events.filter((e) => e.type === "terminal.output")
+    .map((e) => e.data.output).join("");
+}
+
+Deno.test("runner serve: terminal output streams over SSE, and a command left running is gone when run.completed arrives", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), [
+          "--terminal",
+          JSON.stringify({ command: "echo", args: ["hello", "terminal"] }),
+          ...LEFT_RUNNING,
+        ]),
+        "client-terminals": true,
+        "langbot-assets-enabled": false,
+      },
+    });
+    assert.equal(response.status, 200);
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(messages, events, (m) => m.event === "run.completed");
+    const groups = events.filter((e) => e.type === "terminal.started")
+      .map((e) => e.data.terminal_id);
+    assert.equal(groups.length, 2);
+    const output = outputOf(events);
+    assert.match(output, /^hello terminal\n/);
+    const pid = Number(output.split("\n")[1]);
+    assert.ok(pid > 1, output);
+    assert.deepEqual(await processGroupMembers(pid), [], "gone by now");
+    const exited = events.filter((e) => e.type === "terminal.exited");
+    assert.deepEqual(exited.map((e) => e.data.exit_code), [0, null]);
+    assert.equal(exited[1].data.signal, "SIGTERM");
+    for await (const _ of messages) { /* the stream ends */ }
+  });
+});
+
+Deno.test("runner serve: a warm agent keeps its process, never its run's commands", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const record = join(dir, "record.jsonl");
+    const config = {
+      ...fixtureConfig(join(dir, "ws"), ["--record", record, ...LEFT_RUNNING]),
+      "client-terminals": true,
+      "langbot-assets-enabled": false,
+    };
+    const first = await sendMessage(serve, {
+      conversation_id: "warm-chat",
+      text: "one",
+      config,
+    });
+    assert.equal(first.events.at(-1)!.type, "run.completed");
+    const [agent] = await listAgents(serve);
+    assert.equal(agent.conversation_id, "warm-chat", "the agent is kept");
+    const pid = Number(outputOf(first.events).trim());
+    assert.deepEqual(await processGroupMembers(pid), []);
+    const second = await sendMessage(serve, {
+      conversation_id: "warm-chat",
+      text: "two",
+      config,
+    });
+    assert.equal(second.agent, "warm");
+    const again = Number(outputOf(second.events).trim());
+    assert.notEqual(again, pid);
+    assert.deepEqual(await processGroupMembers(again), []);
+    const inits = readRecord(record).filter((r) => r.method === "initialize");
+    assert.equal(inits.length, 1, "one agent process for both runs");
+  });
+});
+
+Deno.test("runner serve, permission-decision=ask: a person approves the command over HTTP before it starts", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), [
+          "--terminal",
+          JSON.stringify({ command: "echo", args: ["approved"] }),
+        ]),
+        "client-terminals": true,
+        "permission-decision": "ask",
+        "langbot-assets-enabled": false,
+      },
+    });
+    assert.equal(response.status, 200);
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(
+      messages,
+      events,
+      (m) => m.event === "permission.requested",
+    );
+    const requested = events.at(-1)!;
+    const toolCall = requested.data.tool_call as Record<string, unknown>;
+    assert.equal(toolCall.kind, "execute");
+    assert.equal(toolCall.title, "echo approved");
+    assert.deepEqual(
+      (requested.data.options as { option_id: string; name: string }[])
+        .map((o) => [o.option_id, o.name]),
+      [["run", "Run"], ["dont-run", "Don't run"]],
+    );
+    assert.ok(
+      !events.some((e) => e.type === "terminal.started"),
+      "nothing runs before the answer",
+    );
+    const answered = await postJson(
+      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
+      { option_id: "run" },
+    );
+    assert.equal(answered.status, 200);
+    await answered.body?.cancel();
+    for await (const message of messages) events.push(JSON.parse(message.data));
+    const decided = events.find((e) => e.type === "permission.decided")!;
+    assert.deepEqual([decided.data.by, decided.data.decision], [
+      "caller",
+      "allow_once",
+    ]);
+    assert.equal(outputOf(events), "approved\n");
+    const completed = events.find((e) => e.type === "message.completed")!;
+    assert.match(
+      String((completed.data.message as { content: string }).content),
+      /^terminal 0: .*"output":"approved\\n"/m,
+    );
+  });
+});
+
+Deno.test("runner serve: a caller may not raise terminal-output-bytes past the server's", async () => {
+  await withServe({
+    args: [...ARGS, "--terminal-output-bytes", "1000"],
+  }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws")),
+        "client-terminals": true,
+        "terminal-output-bytes": 2000,
+      },
+    });
+    assert.equal(response.status, 400);
+    assert.match(
+      (await response.json()).error.message,
+      /^terminal-output-bytes: at most 1000 per request/,
+    );
+    const lower = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws")),
+        "client-terminals": true,
+        "terminal-output-bytes": 10,
+      },
+    });
+    const events = await sseEvents(lower);
+    assert.equal(events.at(-1)!.type, "run.completed");
+  });
+});
+
+Deno.test("runner serve: a cancelled run's commands are gone when its run.failed arrives", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), [...LEFT_RUNNING, "--stall-prompt"]),
+        "client-terminals": true,
+        "langbot-assets-enabled": false,
+      },
+    });
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(messages, events, (m) => m.event === "terminal.output");
+    const pid = Number(String(events.at(-1)!.data.output).trim());
+    assert.ok(pid > 1);
+    const cancelled = await fetch(
+      `${serve.url}/v1/runs/${events[0].run_id}/cancel`,
+      { method: "POST" },
+    );
+    assert.equal(cancelled.status, 200);
+    await cancelled.body?.cancel();
+    await readUntil(messages, events, (m) => m.event === "run.failed");
+    assert.equal(events.at(-1)!.data.code, "run.cancelled");
+    assert.deepEqual(await processGroupMembers(pid), [], "gone by now");
+    assert.ok(events.some((e) => e.type === "terminal.exited"));
+    for await (const _ of messages) { /* the stream ends */ }
+  });
+});
