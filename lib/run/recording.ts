@@ -21,6 +21,7 @@ import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
+import { SESSION_SETTINGS_KEY, sessionSettingsFrom } from "./session_memory.ts";
 
 /** Options for {@linkcode createRunRecorder}. */
 export interface RunRecorderOptions {
@@ -28,7 +29,10 @@ export interface RunRecorderOptions {
   store: RunStore;
   /** The run whose events are recorded. */
   runId: string;
-  /** Where `external.acp_session_id` updates are stored, if anywhere. */
+  /**
+   * Where `external.acp_session_id` and `external.acp_session_config`
+   * updates are stored, if anywhere.
+   */
   sessionKey?: SessionKey;
   /** Values to redact from every event. */
   secrets: readonly string[];
@@ -235,8 +239,9 @@ function deliverTo(
 }
 
 /**
- * Queues the event and starts storing a new agent session id and the outcome
- * of a terminal event; returns those writes (the store orders them).
+ * Queues the event and starts storing a new agent session id, the session
+ * config values the conversation remembers, and the outcome of a terminal
+ * event; returns those writes (the store orders them).
  */
 function storeEvent(
   { store, runId, sessionKey }: RunRecorderOptions,
@@ -249,6 +254,13 @@ function storeEvent(
     event.data.key === "external.acp_session_id"
   ) {
     writes.push(store.putSession(sessionKey, String(event.data.value)));
+  }
+  if (
+    event.type === "state.updated" && sessionKey &&
+    event.data.key === SESSION_SETTINGS_KEY
+  ) {
+    const settings = sessionSettingsFrom(event.data.value);
+    writes.push(store.putSessionSettings(sessionKey, { ...settings }));
   }
   if (isTerminalEvent(event)) writes.push(finishInStore(store, runId, event));
   return writes;
