@@ -17,6 +17,7 @@ import { DAEMON_TOKEN, daemonProcess } from "../daemon_test_helpers.ts";
 import { eventually, newSlot, startReplicaAt } from "../fleet_helpers.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
+import { SSHD_PATH, sshTargetConfig, startSshd } from "../ssh_helpers.ts";
 import {
   deltaText,
   postJson,
@@ -172,6 +173,30 @@ Deno.test({
       });
     } finally {
       await replica.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "[remote-ssh] runner serve: a restored session of a later run gets the conversation's remembered model and mode over a real sshd",
+  ignore: !SSHD_PATH,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const sshd = await startSshd();
+    const serve = await startServe({
+      dataDir: tempDir(),
+      args: ["--allow-custom-commands", "--agent-idle-timeout", "0"],
+    });
+    try {
+      await rememberedAcrossRestores({
+        url: () => serve.url,
+        config: sshTargetConfig(sshd),
+      });
+    } finally {
+      await serve.stop();
+      await sshd.close();
     }
   },
 });
