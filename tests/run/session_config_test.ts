@@ -322,3 +322,40 @@ Deno.test("runner run --conversation remembers the asked values with the session
   assert.equal(configured(after)[0].remembered, undefined);
   assert.match(answer(after), /^config: mode=default model=smart /);
 });
+
+Deno.test("a remembered value the agent no longer offers fails before the prompt, saying it was remembered and how to drop it", async () => {
+  const dirs = {
+    data: tempDir(),
+    record: join(tempDir(), "record.jsonl"),
+    workspace: join(tempDir(), "ws"),
+  };
+  // The same command line (so the same stored session) offers what $SHAPE says.
+  const flags = [
+    "--session-config-env",
+    "SHAPE",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+  ];
+  const shape = (
+    name: string,
+  ) => ["--env-json", JSON.stringify({ SHAPE: name })];
+  const conversation = ["--conversation", "c-gone"];
+  const first = await run(flags, [
+    ...conversation,
+    ...shape("both"),
+    "--session-config-json",
+    '{"verbose":true}',
+  ], dirs);
+  assert.equal(first.code, 0, JSON.stringify(first.events));
+  const second = await run(flags, [...conversation, ...shape("modes")], dirs);
+  assert.equal(second.code, 1);
+  const failed = failure(second);
+  assert.equal(failed.code, "acp.config_unavailable");
+  assert.equal(failed.retryable, false);
+  assert.match(
+    String(failed.error),
+    /^verbose: the agent offers no such session config option .*verbose was remembered from an earlier run of conversation c-gone: .*DELETE \/v1\/conversations\/c-gone/,
+  );
+  assert.ok(!second.methods.includes("session/prompt"));
+});
