@@ -544,6 +544,22 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "a mode the agent does not offer",
   },
   {
+    name: "a conversation's remembered session config values not given back",
+    file: "lib/run/session_memory.ts",
+    find: "if (!remembered || !config.reuseSession) {",
+    replace: "if (true) {",
+    test: "tests/run/session_config_test.ts",
+    filter: "runner run --conversation remembers",
+  },
+  {
+    name: "the warm-agent key ignores remembered session config values",
+    file: "lib/run/targets.ts",
+    find: "effectiveSessionConfig(config, sessionMemory).values;",
+    replace: "effectiveSessionConfig(config, undefined).values;",
+    test: "tests/contracts/identity_test.ts",
+    filter: "a remembered session config value counts",
+  },
+  {
     name: "permission rules ignored for fs/write_text_file",
     file: "lib/acp/fs.ts",
     find: "if (access.mayWrite && !access.mayWrite(path)) {",

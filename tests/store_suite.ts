@@ -132,6 +132,57 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       assert.equal(await store.deleteSessions("conv-1"), 0);
     }));
 
+  test("a session's remembered config values are kept with it, replaced, kept across a new session id and forgotten with it", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      const settings = {
+        model: "fast",
+        mode: "plan",
+        config: { effort: "low" },
+      };
+      // Nothing is remembered without a stored session.
+      await store.putSessionSettings(KEY, settings);
+      assert.equal(await store.getSession(KEY), undefined);
+      await store.putSession(KEY, "sess-1");
+      assert.equal((await store.getSession(KEY))?.settings, undefined);
+      await store.putSessionSettings(KEY, settings);
+      assert.deepEqual(await store.getSession(KEY), {
+        sessionId: "sess-1",
+        updatedAt: (await store.getSession(KEY))!.updatedAt,
+        settings,
+      });
+      await store.putSession({ ...KEY, target: "bob-desktop" }, "sess-bob");
+      assert.equal(
+        (await store.getSession({ ...KEY, target: "bob-desktop" }))?.settings,
+        undefined,
+      );
+      // A new session id for the key keeps what the conversation remembers.
+      await store.putSession(KEY, "sess-2");
+      assert.deepEqual((await store.getSession(KEY))?.settings, settings);
+      await store.putSessionSettings(KEY, { model: "smart" });
+      assert.deepEqual((await store.getSession(KEY))?.settings, {
+        model: "smart",
+      });
+      assert.deepEqual(
+        (await store.listSessions("conv-1")).map((session) => [
+          session.sessionId,
+          session.settings,
+        ]).sort(),
+        [["sess-2", { model: "smart" }], ["sess-bob", undefined]],
+      );
+      await store.deleteSessions("conv-1");
+      await store.putSession(KEY, "sess-3");
+      assert.equal((await store.getSession(KEY))?.settings, undefined);
+      await store.close();
+      const again = await open();
+      await again.putSessionSettings(KEY, settings);
+      await again.close();
+      assert.deepEqual(
+        (await (await open()).getSession(KEY))?.settings,
+        settings,
+      );
+    }));
+
   test("events are batched, then stored in order with sequences", () =>
     withLocation(kind, async (open) => {
       const writer = await open({ holdEvents: true });

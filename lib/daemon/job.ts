@@ -36,6 +36,7 @@ import { createLocalLocation } from "../locations/local.ts";
 import {
   createJobMcpAssets,
   type JobMcpAssets,
+  jobSessionMemory,
   jobWarmPlace,
 } from "./job_agent.ts";
 
@@ -250,6 +251,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     registry,
     secrets: [...command.secrets],
     storedSessionId: plan.storedSessionId,
+    sessionMemory: jobSessionMemory(plan),
     sessionCwd: plan.sessionCwd,
     mcpServers: plan.mcpServers,
     warm: jobWarmPlace(plan, command, runner.options.warmPool),

@@ -18,6 +18,11 @@ import type { DaemonJobPlan } from "../relay/payload.ts";
 import type { WarmPlace } from "../run/agent_run.ts";
 import type { RunAssetsHook } from "../run/request.ts";
 import type { WarmPool } from "../run/warm/pool.ts";
+import {
+  effectiveSessionConfig,
+  type SessionSettings,
+  sessionSettingsFrom,
+} from "../run/session_memory.ts";
 import type { DaemonJob } from "./session.ts";
 
 /** Options of {@linkcode createJobMcpAssets}. */
@@ -108,6 +113,13 @@ function startHeldProxy(job: DaemonJob, timeoutMs: number): HeldProxy {
   return { proxy, hold: (next) => holder = next, holder: () => holder };
 }
 
+/** What the hub remembers of the conversation's session config values; undefined when it keeps none. */
+export function jobSessionMemory(
+  plan: DaemonJobPlan,
+): SessionSettings | undefined {
+  return plan.sessionMemory && sessionSettingsFrom(plan.sessionMemory);
+}
+
 /** The job's place in the daemon's warm pool, when the pool may hold its agent. */
 export function jobWarmPlace(
   plan: DaemonJobPlan,
@@ -116,6 +128,8 @@ export function jobWarmPlace(
 ): WarmPlace | undefined {
   if (!pool?.enabled || !plan.config.reuseSession) return undefined;
   const { config } = plan;
+  // The values the job wants, its own or remembered, as a local run's key.
+  const wanted = effectiveSessionConfig(config, jobSessionMemory(plan)).values;
   return {
     pool,
     // Everything that makes a daemon job's target.
@@ -129,9 +143,9 @@ export function jobWarmPlace(
       // Advertised at initialize: a warm agent keeps what it was told.
       terminals: config.clientTerminals,
       session: [
-        config.model,
-        config.mode,
-        config.sessionConfigJson,
+        wanted.model,
+        wanted.mode,
+        wanted.sessionConfigJson,
         config.authMethod,
       ],
       mcp: [plan.mcpServers, plan.assetsEnabled],

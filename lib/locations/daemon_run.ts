@@ -24,6 +24,11 @@ import { offerFollowUp } from "../run/steering.ts";
 import { TURN_STARTED, turnStartedData } from "../run/turn_started.ts";
 import type { RelayedRunContext } from "../run/location.ts";
 import {
+  SESSION_SETTINGS_KEY,
+  type SessionSettings,
+  sessionSettingsFrom,
+} from "../run/session_memory.ts";
+import {
   createDaemonPermissions,
   type DaemonPermissions,
 } from "./daemon_permissions.ts";
@@ -59,6 +64,8 @@ interface DaemonRun {
   terminal?: RunEvent;
   sequence: number;
   sessionId?: string;
+  /** What the conversation remembers of its session's config values, as the jobs changed it. */
+  sessionMemory?: SessionSettings;
   /** A `run.completed` held back while a follow-up job may continue the run. */
   held?: RunEvent;
   releaseAssets?: () => void;
@@ -98,6 +105,7 @@ export function startDaemonRun(
     closed: false,
     sequence: 0,
     sessionId: context.storedSessionId,
+    sessionMemory: context.sessionMemory,
     permissions: createDaemonPermissions(),
     complete: createEventRestorer({ allContent: false }),
     givenUp: Promise.withResolvers<void>(),
@@ -203,6 +211,11 @@ function onJobEvent(
   ) {
     run.sessionId = event.data.value;
   }
+  if (
+    event.type === "state.updated" && event.data.key === SESSION_SETTINGS_KEY
+  ) {
+    run.sessionMemory = sessionSettingsFrom(event.data.value);
+  }
   if (event.type === "run.completed" && run.queue.length && !run.cancelReason) {
     run.held = event; // folded: a follow-up job continues this run
     return;
@@ -288,6 +301,9 @@ async function runOneJob(
           input: spec.input,
           config,
           storedSessionId: run.sessionId,
+          sessionMemory: run.sessionMemory as
+            | Record<string, unknown>
+            | undefined,
           reuseSession: spec.followUp ? true : undefined,
           mcpServers: spec.mcpServers,
           promptPrefix: spec.promptPrefix,

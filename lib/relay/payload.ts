@@ -36,6 +36,12 @@ export interface RunStartSpec {
   config: RunConfig;
   /** The session to resume, if any. */
   storedSessionId?: string;
+  /**
+   * The session config values the conversation remembers (`{}`: none yet),
+   * sent as the runner's own `stored_session_config`; left out when the hub
+   * keeps none for the run (no conversation).
+   */
+  sessionMemory?: Record<string, unknown>;
   /** Overrides `config.reuseSession` (follow-ups continue the run's session). */
   reuseSession?: boolean;
   /** MCP servers for the agent besides the daemon's proxy. */
@@ -113,6 +119,9 @@ export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
       ? config.permissionFallback
       : config.permissionDecision,
     stored_session_id: spec.storedSessionId ?? null,
+    ...(spec.sessionMemory
+      ? { stored_session_config: spec.sessionMemory as Json }
+      : {}),
     mcp_servers: (spec.mcpServers ?? []) as unknown as Json,
     langbot_assets_enabled: config.langbotAssetsEnabled,
     mcp_request_timeout: spec.mcpRequestTimeout ??
@@ -148,6 +157,12 @@ export interface DaemonJobPlan {
   input: RunInput;
   /** The session to resume, if any. */
   storedSessionId?: string;
+  /**
+   * The session config values the hub remembers for the conversation
+   * (`stored_session_config`); undefined when the hub sent none (LangBot's
+   * hub keeps none).
+   */
+  sessionMemory?: JsonObject;
   /** The ACP session's working directory. */
   sessionCwd: string;
   /** MCP servers from the payload. */
@@ -206,6 +221,7 @@ const OWN_KEYS = new Set([
   "env",
   "env-json",
   "stored-session-id",
+  "stored-session-config",
   "mcp-servers",
   "langbot-assets-enabled",
   "mcp-request-timeout",
@@ -352,11 +368,16 @@ export function mapRunStart(
     mcpRequestTimeoutMs = seconds * 1000;
   }
   const stored = given.get("stored-session-id");
+  const memory = given.get("stored-session-config");
+  if (memory !== undefined && !isObject(memory)) {
+    throw invalid("stored_session_config", "must be an object");
+  }
   return {
     runId: text(payload.run_id) ?? options.jobId,
     config,
     input: runInputOf(payload),
     storedSessionId: typeof stored === "string" ? text(stored) : undefined,
+    sessionMemory: memory,
     sessionCwd,
     mcpServers: mcpServersOf(given.get("mcp-servers")),
     assetsEnabled: config.langbotAssetsEnabled,

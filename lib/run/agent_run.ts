@@ -17,6 +17,7 @@ import { type RunHandle, startRun } from "./engine.ts";
 import type { AgentLocation, StartedAgent } from "./location.ts";
 import type { KeptRunAssets, RunAssetsHook, RunRequest } from "./request.ts";
 import type { AgentTransport } from "./types.ts";
+import type { SessionSettings } from "./session_memory.ts";
 import type { AgentCompanion, WarmPool } from "./warm/pool.ts";
 import { createWarmHold, warmTargetKey } from "./warm/slot.ts";
 
@@ -48,6 +49,8 @@ export interface AgentRunOptions {
   secrets: string[];
   /** The session the store holds for the conversation. */
   storedSessionId?: string;
+  /** What the conversation remembers of its session's config values (`docs/runs.md`). */
+  sessionMemory?: SessionSettings;
   /** The ACP session's working directory. */
   sessionCwd: string;
   /** MCP servers given to the session besides the location's. */
@@ -124,6 +127,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     input: request.input,
     config: request.config,
     storedSessionId: options.storedSessionId,
+    sessionMemory: options.sessionMemory,
     sessionCwd: options.sessionCwd,
     mcpServers: options.mcpServers,
     secrets,

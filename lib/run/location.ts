@@ -15,6 +15,7 @@ import type { RunEvent } from "../events.ts";
 import type { RunHandle } from "./engine.ts";
 import type { KeptRunAssets, RunAssetsHook, RunRequest } from "./request.ts";
 import type { AgentTransport } from "./types.ts";
+import type { SessionSettings } from "./session_memory.ts";
 
 /** What an agent location is asked to start. */
 export interface AgentStart {
@@ -62,6 +63,8 @@ export interface RelayedRunContext {
   request: RunRequest;
   /** The session the store holds for the conversation. */
   storedSessionId?: string;
+  /** What the conversation remembers of its session's config values (`docs/runs.md`). */
+  sessionMemory?: SessionSettings;
   /** Values to redact from the run's events and logs. */
   secrets: readonly string[];
   /** Receives the run's events in order. */

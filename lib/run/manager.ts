@@ -2,7 +2,8 @@
  * The run manager: the glue between callers (CLI, HTTP API), the store and
  * the run engine. It looks up the stored session, picks the location, keeps
  * one active run per conversation (steering), records events and outcomes,
- * and stores `state.updated` session ids.
+ * and stores `state.updated` session ids and remembered session config
+ * values.
  *
  * @module
  */
@@ -30,6 +31,7 @@ import type { RunAssetsHook, RunRequest } from "./request.ts";
 import type { RelayedLocation, RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
 import { warmPlaceOf } from "./targets.ts";
+import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
 export type { RunAssetsHook, RunRequest } from "./request.ts";
@@ -134,6 +136,8 @@ interface RunSetup {
   sessionKey?: SessionKey;
   /** The agent session to resume, when reuse is on and one is stored. */
   storedSessionId?: string;
+  /** What the conversation remembers of its session's config values (`{}`: nothing yet). */
+  sessionMemory?: SessionSettings;
   /** The conversation's latest run so far (a warm agent must have seen it). */
   previousRunId?: string;
 }
@@ -171,9 +175,10 @@ async function setUpRun(
       command.sessionCommand ?? command.commandText,
     )
     : undefined;
-  const storedSessionId = sessionKey && config.reuseSession
-    ? (await context.store.getSession(sessionKey))?.sessionId
+  const stored = sessionKey
+    ? await context.store.getSession(sessionKey)
     : undefined;
+  const storedSessionId = config.reuseSession ? stored?.sessionId : undefined;
   const [previous] = storedSessionId
     ? await context.store.listRuns({ conversationId, limit: 1 })
     : [];
@@ -182,6 +187,9 @@ async function setUpRun(
     secrets,
     sessionKey,
     storedSessionId,
+    sessionMemory: sessionKey
+      ? sessionSettingsFrom(stored?.settings)
+      : undefined,
     previousRunId: previous?.runId,
   };
 }
@@ -194,6 +202,7 @@ interface RunStartOptions {
   /** The daemon location, for `location=daemon`. */
   relayed?: RelayedLocation;
   storedSessionId?: string;
+  sessionMemory?: SessionSettings;
   previousRunId?: string;
   secrets: string[];
   emit: (event: RunEvent) => void;
@@ -203,13 +212,22 @@ interface RunStartOptions {
 
 /** Starts the run at its location: relayed to a daemon, or its agent here or over SSH. */
 function startAtLocation(options: RunStartOptions): RunHandle {
-  const { runId, request, command, storedSessionId, secrets, emit, log } =
-    options;
+  const {
+    runId,
+    request,
+    command,
+    storedSessionId,
+    sessionMemory,
+    secrets,
+    emit,
+    log,
+  } = options;
   if (options.relayed) {
     return options.relayed({
       runId,
       request,
       storedSessionId,
+      sessionMemory,
       secrets,
       emit,
       log,
@@ -227,8 +245,12 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     registry: manager.registry,
     secrets,
     storedSessionId,
+    sessionMemory,
     sessionCwd: request.config.sessionCwd ?? command.cwd,
-    warm: warmPlaceOf(request, command, manager.warmPool),
+    warm: warmPlaceOf(request, command, {
+      pool: manager.warmPool,
+      sessionMemory,
+    }),
     history: { runId, previousRunId: options.previousRunId },
     emit,
     log,
@@ -260,16 +282,13 @@ async function startAdmittedRun(
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const { command, secrets, sessionKey, storedSessionId, previousRunId } =
-    await setUpRun(
-      request,
-      {
-        store,
-        environment: state.environment,
-        secrets: options.secrets,
-        locations: options.locations,
-      },
-    );
+  const setup = await setUpRun(request, {
+    store,
+    environment: state.environment,
+    secrets: options.secrets,
+    locations: options.locations,
+  });
+  const { command, secrets, sessionKey } = setup;
   await recordRunStart(store, { request, runId, secrets });
   const recorder = createRunRecorder({
     store,
@@ -286,8 +305,9 @@ async function startAdmittedRun(
       request,
       command,
       relayed: remote,
-      storedSessionId,
-      previousRunId,
+      storedSessionId: setup.storedSessionId,
+      sessionMemory: setup.sessionMemory,
+      previousRunId: setup.previousRunId,
       secrets,
       emit: recorder.emit,
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),

@@ -21,6 +21,7 @@ import type { RunEvent } from "../events.ts";
 import { isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
+import { SESSION_SETTINGS_KEY, sessionSettingsFrom } from "./session_memory.ts";
 
 /** Options for {@linkcode createRunRecorder}. */
 export interface RunRecorderOptions {
@@ -28,7 +29,10 @@ export interface RunRecorderOptions {
   store: RunStore;
   /** The run whose events are recorded. */
   runId: string;
-  /** Where `external.acp_session_id` updates are stored, if anywhere. */
+  /**
+   * Where `external.acp_session_id` and `external.acp_session_config`
+   * updates are stored, if anywhere.
+   */
   sessionKey?: SessionKey;
   /** Values to redact from every event. */
   secrets: readonly string[];
@@ -76,6 +80,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
     deliverTo(listeners, event, options);
   };
   const publisher = createDurablePublisher(options, deliver);
+  const sessionWrites: SessionWrites = { last: Promise.resolve() };
   // Fencing: the terminal event waits for the store's verdict on the run's
   // end, then follows the events before it; a lost lease's failure is not
   // stored, so it goes to the listeners at once.
@@ -101,6 +106,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       const stored = storeTracked(options, event, {
         terminal: terminal === event,
         fence,
+        sessionWrites,
       });
       writes = writes.then(() => stored);
       if (terminal === event && fence.holds) {
@@ -130,7 +136,11 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
 function storeTracked(
   options: RunRecorderOptions,
   event: RunEvent,
-  { terminal, fence }: { terminal: boolean; fence: FencedTerminal },
+  { terminal, fence, sessionWrites }: {
+    terminal: boolean;
+    fence: FencedTerminal;
+    sessionWrites: SessionWrites;
+  },
 ): Promise<void> {
   const logFailure = (error: unknown) => {
     options.log({
@@ -147,7 +157,7 @@ function storeTracked(
     } else retryFinish(options, event, () => fence.release(event));
   };
   try {
-    return Promise.all(storeEvent(options, event)).then(
+    return Promise.all(storeEvent(options, event, sessionWrites)).then(
       () => {
         if (terminal) fence.release(event);
       },
@@ -235,23 +245,53 @@ function deliverTo(
 }
 
 /**
- * Queues the event and starts storing a new agent session id and the outcome
- * of a terminal event; returns those writes (the store orders them).
+ * The run's writes to its conversation's session row, one after the other: a
+ * store may run writes concurrently, and the remembered values of a new
+ * session must land after the row its id made.
+ */
+interface SessionWrites {
+  last: Promise<unknown>;
+}
+
+/**
+ * Queues the event and starts storing a new agent session id, the session
+ * config values the conversation remembers, and the outcome of a terminal
+ * event; returns those writes.
  */
 function storeEvent(
   { store, runId, sessionKey }: RunRecorderOptions,
   event: RunEvent,
+  sessionWrites: SessionWrites,
 ): Promise<unknown>[] {
   const writes: Promise<unknown>[] = [];
   store.appendEvent(runId, event);
-  if (
-    event.type === "state.updated" && sessionKey &&
-    event.data.key === "external.acp_session_id"
-  ) {
-    writes.push(store.putSession(sessionKey, String(event.data.value)));
+  const key = event.type === "state.updated" ? event.data.key : undefined;
+  if (sessionKey && key === "external.acp_session_id") {
+    const sessionId = String(event.data.value);
+    writes.push(
+      inTurn(sessionWrites, () => store.putSession(sessionKey, sessionId)),
+    );
+  } else if (sessionKey && key === SESSION_SETTINGS_KEY) {
+    const settings = { ...sessionSettingsFrom(event.data.value) };
+    writes.push(
+      inTurn(
+        sessionWrites,
+        () => store.putSessionSettings(sessionKey, settings),
+      ),
+    );
   }
   if (isTerminalEvent(event)) writes.push(finishInStore(store, runId, event));
   return writes;
+}
+
+/** Starts `write` once the session writes before it settled. */
+function inTurn(
+  writes: SessionWrites,
+  write: () => Promise<unknown>,
+): Promise<unknown> {
+  const next = writes.last.then(write, write);
+  writes.last = next.catch(() => {});
+  return next;
 }
 
 /** Writes the queued events and the run's outcome (the final flush). */

@@ -22,6 +22,12 @@ import {
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunContext } from "./context.ts";
+import {
+  effectiveSessionConfig,
+  sameSettings,
+  SESSION_SETTINGS_KEY,
+  settingsOf,
+} from "./session_memory.ts";
 
 /** One wanted setting: a name (`model`, `mode` or an option id) and its value. */
 export type WantedSetting = [name: string, value: string | boolean];
@@ -229,28 +235,72 @@ export function configuredData(
 
 /**
  * Sets the run's wanted values on its session (after new, load, resume, or
- * on a warm agent whose values in force differ) and emits
+ * on a warm agent whose values in force differ) — its own, and the
+ * conversation's remembered ones for what it does not ask — and emits
  * `session.configured` with the values in force, when the agent advertised
- * anything or the run wants anything.
+ * anything or the run wants anything; then a `state.updated`
+ * (`external.acp_session_config`) when what the conversation should
+ * remember changed.
  */
 export async function configureRunSession(
   run: RunContext,
   { connection, state }: { connection: AgentConnection; state: SessionState },
 ): Promise<void> {
-  const wanted = wantedSettings(run.config);
+  const memory = run.options.sessionMemory;
+  const effective = effectiveSessionConfig(run.config, memory);
+  const wanted = wantedSettings(effective.values);
   run.sessionState = state;
-  if (!wanted.length && !hasChoices(state)) return;
-  const configured = await configureSession({
-    connection,
-    sessionId: run.sessionId!,
-    state,
-    wanted,
-    signal: run.abort.signal,
-  });
-  run.sessionState = configured.state;
-  run.emitter.emit(
-    "session.configured",
-    configuredData(configured.state, { changed: configured.changed }),
+  if (wanted.length || hasChoices(state)) {
+    const configured = await configureSession({
+      connection,
+      sessionId: run.sessionId!,
+      state,
+      wanted,
+      signal: run.abort.signal,
+    }).catch((error) => {
+      throw rememberedHint(
+        error,
+        effective.remembered,
+        run.options.conversationId,
+      );
+    });
+    run.sessionState = configured.state;
+    run.emitter.emit(
+      "session.configured",
+      configuredData(configured.state, {
+        changed: configured.changed,
+        ...(effective.remembered.length
+          ? { remembered: effective.remembered }
+          : {}),
+      }),
+    );
+  }
+  const settings = settingsOf(effective.values);
+  if (memory && !sameSettings(settings, memory)) {
+    run.emitter.emit("state.updated", {
+      scope: "conversation",
+      key: SESSION_SETTINGS_KEY,
+      value: settings,
+    });
+  }
+}
+
+/** A failure about a remembered value says where the value came from and how to drop it. */
+function rememberedHint(
+  error: unknown,
+  remembered: string[],
+  conversationId: string | undefined,
+): unknown {
+  if (!(error instanceof RunnerError)) return error;
+  const key = (error.detail as { key?: unknown } | undefined)?.key;
+  if (typeof key !== "string" || !remembered.includes(key)) return error;
+  return new RunnerError(
+    error.code,
+    `${error.message} (${key} was remembered from an earlier run of conversation ${conversationId}: set ${key} on this run, or forget the conversation's sessions with DELETE /v1/conversations/${conversationId}.)`,
+    {
+      retryable: error.retryable,
+      detail: { ...error.detail, remembered: true },
+    },
   );
 }
 

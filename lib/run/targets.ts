@@ -10,13 +10,20 @@
 import type { AgentCommand } from "../agent/launch.ts";
 import type { WarmPlace } from "./agent_run.ts";
 import type { RunRequest } from "./request.ts";
+import {
+  effectiveSessionConfig,
+  type SessionSettings,
+} from "./session_memory.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
 /** The run's place in the pool, or undefined when the pool may not hold its agent. */
 export function warmPlaceOf(
   request: RunRequest,
   command: AgentCommand,
-  pool: WarmPool | undefined,
+  { pool, sessionMemory }: {
+    pool: WarmPool | undefined;
+    sessionMemory?: SessionSettings;
+  },
 ): WarmPlace | undefined {
   const { conversationId, config } = request;
   if (!pool?.enabled || !conversationId || !config.reuseSession) {
@@ -24,7 +31,7 @@ export function warmPlaceOf(
   }
   return {
     pool,
-    target: targetParts(request, command),
+    target: targetParts(request, command, sessionMemory),
     labels: {
       conversation: conversationId,
       provider: config.provider,
@@ -35,13 +42,17 @@ export function warmPlaceOf(
 
 /**
  * Everything that makes a local or SSH run's target: the same values mean an
- * agent started for one run is exactly what the other would start.
+ * agent started for one run is exactly what the other would start. The
+ * session config values are the ones the run wants, its own or remembered
+ * (`sessionMemory`): one asked for and the same one remembered are the same.
  */
 export function targetParts(
   request: RunRequest,
   command: AgentCommand,
+  sessionMemory?: SessionSettings,
 ): Record<string, unknown> {
   const { config } = request;
+  const wanted = effectiveSessionConfig(config, sessionMemory).values;
   return {
     conversation: request.conversationId,
     provider: config.provider,
@@ -63,9 +74,9 @@ export function targetParts(
     // Advertised at initialize: a warm agent keeps what it was told.
     terminals: config.clientTerminals,
     session: [
-      config.model,
-      config.mode,
-      config.sessionConfigJson,
+      wanted.model,
+      wanted.mode,
+      wanted.sessionConfigJson,
       config.authMethod,
     ],
     mcp: [

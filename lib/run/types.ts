@@ -17,6 +17,7 @@ import type { SandboxPlan } from "../agent/sandbox.ts";
 import type { RunConfig } from "../config.ts";
 import type { EventSink } from "../events.ts";
 import type { RunInput } from "./prompt.ts";
+import type { SessionSettings } from "./session_memory.ts";
 
 /** What a location hands the engine: the agent's byte streams and a teardown. */
 export interface AgentTransport {
@@ -50,6 +51,12 @@ export interface RunEngineOptions {
   config: RunConfig;
   /** The session id stored for this conversation, if any. */
   storedSessionId?: string;
+  /**
+   * The session config values the conversation remembers (`{}`: none yet);
+   * undefined when nothing is remembered for this run (no conversation, or a
+   * hub that keeps none). See `session_memory.ts`.
+   */
+  sessionMemory?: SessionSettings;
   /** The ACP session's working directory. */
   sessionCwd: string;
   /** Starts the agent (the location). */

@@ -151,6 +151,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
         workspace: session.workspace,
         agent_command: session.agentCommand,
         updated_at: new Date(session.updatedAt).toISOString(),
+        settings: session.settings ?? null,
       })),
     }));
   });

@@ -1,12 +1,19 @@
 /**
- * Between SQLite rows and the store's types: session keys as column values,
- * run rows as records, and driver errors as `store.unavailable`.
+ * Between SQLite (or PostgreSQL) rows and the store's types: session keys as
+ * column values, session and run rows as records, and driver errors as
+ * `store.unavailable`.
  *
  * @module
  */
 
 import { RunnerError } from "../errors.ts";
-import type { RunRecord, RunStatus, SessionKey } from "./types.ts";
+import type {
+  RunRecord,
+  RunStatus,
+  SessionKey,
+  SessionRecord,
+  StoredSession,
+} from "./types.ts";
 
 type Row = Record<string, unknown>;
 
@@ -35,6 +42,43 @@ export function sessionKeyValues(key: SessionKey): string[] {
     key.workspace,
     key.agentCommand,
   ];
+}
+
+/** A sessions-table row as a {@linkcode StoredSession}. */
+export function toStoredSession(row: Row): StoredSession {
+  const settings = settingsOf(row.settings_json);
+  return {
+    sessionId: String(row.session_id),
+    updatedAt: Number(row.updated_at),
+    ...(settings ? { settings } : {}),
+  };
+}
+
+/** A whole sessions-table row as a {@linkcode SessionRecord}. */
+export function toSessionRecord(row: Row): SessionRecord {
+  return {
+    conversationId: String(row.conversation_id),
+    provider: String(row.provider),
+    location: String(row.location),
+    target: String(row.target),
+    workspace: String(row.workspace),
+    agentCommand: String(row.agent_command),
+    ...toStoredSession(row),
+  };
+}
+
+/** The remembered settings in a `settings_json` column; none when empty or unreadable. */
+function settingsOf(value: unknown): Record<string, unknown> | undefined {
+  if (typeof value !== "string") return undefined;
+  try {
+    const parsed = JSON.parse(value);
+    return typeof parsed === "object" && parsed !== null &&
+        !Array.isArray(parsed)
+      ? parsed
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A runs-table row (SQLite or PostgreSQL) as a {@linkcode RunRecord}. */

@@ -37,6 +37,12 @@ export interface SessionKey {
 export interface StoredSession {
   /** The agent's session id. */
   sessionId: string;
+  /**
+   * The session config values the conversation remembers with it (`model`,
+   * `mode`, `config`: what the run that last configured the session asked
+   * for; `docs/runs.md`, "Session config options"), if any.
+   */
+  settings?: Record<string, unknown>;
   /** When it was last stored, in milliseconds since the epoch. */
   updatedAt: number;
 }
@@ -163,6 +169,14 @@ export interface RunStore {
   getSession(key: SessionKey): Promise<StoredSession | undefined>;
   /** Stores (or replaces) the session id for this key. */
   putSession(key: SessionKey, sessionId: string): Promise<void>;
+  /**
+   * Replaces the session config values remembered with this key's stored
+   * session (its id stays); does nothing when no session is stored for it.
+   */
+  putSessionSettings(
+    key: SessionKey,
+    settings: Record<string, unknown>,
+  ): Promise<void>;
   /** Forgets every session of a conversation; resolves to how many were removed. */
   deleteSessions(conversationId: string): Promise<number>;
   /** Every session of a conversation, most recently stored first. */

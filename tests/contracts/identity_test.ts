@@ -14,6 +14,7 @@ import { Hono } from "hono";
 import type { AgentCommand } from "../../lib/agent/launch.ts";
 import { parseRunConfig, type RunConfig } from "../../lib/config.ts";
 import type { RunRequest } from "../../lib/run/request.ts";
+import type { SessionSettings } from "../../lib/run/session_memory.ts";
 import { targetParts } from "../../lib/run/targets.ts";
 import { warmTargetKey } from "../../lib/run/warm/slot.ts";
 import { requestedRunId } from "../../lib/server/idempotency.ts";
@@ -109,6 +110,36 @@ Deno.test("warm key: every part of a local target alone changes it; the run's ot
   for (const [part, change] of Object.entries(same)) {
     assert.equal(keyOf(config, change), base, part);
   }
+});
+
+Deno.test("warm key: a remembered session config value counts as the same value asked for; another remembered value changes it", () => {
+  const config = parseRunConfig({
+    provider: "custom",
+    "acp-command": "agent --acp",
+    workspace: "/w",
+  });
+  const request = (change: Partial<RunConfig>): RunRequest => ({
+    conversationId: "chat",
+    input: { text: "hi" },
+    config: { ...config, ...change },
+  });
+  const key = (change: Partial<RunConfig>, memory?: SessionSettings) =>
+    warmTargetKey(targetParts(request(change), LAUNCH, memory));
+  const asked = key({ model: "fast", mode: "plan" });
+  assert.equal(key({}, { model: "fast", mode: "plan" }), asked);
+  assert.equal(key({ model: "fast" }, { mode: "plan" }), asked);
+  assert.notEqual(key({}, { model: "smart", mode: "plan" }), asked);
+  // What the run asks wins over what is remembered.
+  assert.equal(key({ model: "fast", mode: "plan" }, { model: "smart" }), asked);
+  // Without reuse-session nothing remembered is wanted.
+  assert.equal(
+    key({ reuseSession: false }, { model: "fast" }),
+    key({ reuseSession: false }),
+  );
+  assert.equal(
+    key({ sessionConfigJson: { effort: "low" } }),
+    key({}, { config: { effort: "low" } }),
+  );
 });
 
 Deno.test("warm key: every ssh setting of a remote-ssh target alone changes it", () => {

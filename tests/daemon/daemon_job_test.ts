@@ -720,3 +720,62 @@ Deno.test("ask on a daemon whose hub confirmed permission.ask waits for the hub'
     /^permission: allow_always/,
   );
 });
+
+Deno.test("run.start's stored_session_config (our hub's) is the conversation's remembered values: applied where the job asks none, changed ones reported; LangBot's hub sends none and nothing is remembered", async () => {
+  const payload = buildRunStartPayload({
+    runId: "r1",
+    input: { text: "hi" },
+    config: parseRunConfig({
+      provider: "custom",
+      "acp-command": "agent",
+      workspace: "/w",
+    }),
+    sessionMemory: { model: "fast", mode: "plan" },
+  });
+  const sent = payload.config as JsonObject;
+  assert.deepEqual(sent.stored_session_config, { model: "fast", mode: "plan" });
+  assert.deepEqual(
+    mapRunStart(JSON.parse(JSON.stringify(payload)), MAP_OPTIONS)
+      .sessionMemory,
+    { model: "fast", mode: "plan" },
+  );
+  assert.throws(
+    () =>
+      mapRunStart({
+        run_id: "r",
+        config: {
+          provider: "codex",
+          cwd: "/tmp",
+          stored_session_config: "plan",
+        },
+      }, MAP_OPTIONS),
+    /stored_session_config: must be an object/,
+  );
+  const command = fixtureCommand("--session-config", "both");
+  const memoryOf = (events: JsonObject[]) =>
+    events.filter((e) =>
+      e.type === "state.updated" &&
+      (e.data as JsonObject).key === "external.acp_session_config"
+    ).map((e) => (e.data as JsonObject).value);
+  // session.configured is not LangBot's: its data travels as it is.
+  const configuredOf = (events: JsonObject[]) =>
+    events.find((e) => e.type === "session.configured")!.data as JsonObject;
+  const fromOurHub = await jobEvents({
+    mode: "acceptEdits",
+    stored_session_config: { model: "fast", mode: "plan" },
+  }, command);
+  assert.deepEqual(configuredOf(fromOurHub).remembered, ["model"]);
+  assert.deepEqual(memoryOf(fromOurHub), [{
+    model: "fast",
+    mode: "acceptEdits",
+  }]);
+  // LangBot's hub hands back no conversation state in run.start.
+  const fromLangBot = await jobEvents({ mode: "plan" }, command);
+  assert.deepEqual(memoryOf(fromLangBot), []);
+  const data = configuredOf(fromLangBot);
+  assert.deepEqual([data.model, data.mode, data.remembered], [
+    "smart",
+    "plan",
+    undefined,
+  ]);
+});

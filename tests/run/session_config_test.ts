@@ -250,3 +250,112 @@ Deno.test("a restored session (session/load in a new agent process) gets the run
   assert.deepEqual(configured(second)[0].changed, ["mode"]);
   assert.match(answer(second), /^config: mode=plan /);
 });
+
+Deno.test("runner run --conversation remembers the asked values with the session: a later run that asks none gets them again, one that asks another wins, reuse-session=false forgets them", async () => {
+  const dirs = {
+    data: tempDir(),
+    record: join(tempDir(), "record.jsonl"),
+    workspace: join(tempDir(), "ws"),
+  };
+  const flags = [
+    "--session-config",
+    "both",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+  ];
+  const conversation = ["--conversation", "c-memory"];
+  const remembered = (outcome: Outcome) =>
+    outcome.events.filter((e) =>
+      e.type === "state.updated" &&
+      data(e).key === "external.acp_session_config"
+    ).map((e) => data(e).value);
+  const first = await run(flags, [
+    ...conversation,
+    "--model",
+    "fast",
+    "--mode",
+    "plan",
+  ], dirs);
+  assert.equal(first.code, 0, JSON.stringify(first.events));
+  assert.deepEqual(remembered(first), [{ model: "fast", mode: "plan" }]);
+  assert.equal(configured(first)[0].remembered, undefined);
+  // A new agent process loads the session from its defaults; the run asks nothing.
+  const second = await run(flags, conversation, dirs);
+  assert.equal(second.code, 0, JSON.stringify(second.events));
+  assert.ok(second.methods.includes("session/load"));
+  assert.deepEqual(configured(second)[0], {
+    model: "fast",
+    mode: "plan",
+    config: { mode: "plan", model: "fast", effort: "medium", verbose: false },
+    changed: ["model", "mode"],
+    remembered: ["model", "mode"],
+  });
+  assert.match(answer(second), /^config: mode=plan model=fast /);
+  assert.deepEqual(remembered(second), []);
+  // A value the run asks for wins and is remembered in its place.
+  const third = await run(flags, [
+    ...conversation,
+    "--mode",
+    "acceptEdits",
+  ], dirs);
+  assert.equal(third.code, 0, JSON.stringify(third.events));
+  assert.deepEqual(configured(third)[0].remembered, ["model"]);
+  assert.match(answer(third), /^config: mode=acceptEdits model=fast /);
+  assert.deepEqual(remembered(third), [{ model: "fast", mode: "acceptEdits" }]);
+  const fourth = await run(flags, conversation, dirs);
+  assert.match(answer(fourth), /^config: mode=acceptEdits model=fast /);
+  // A fresh session (reuse-session=false) starts from the run's own values,
+  // and they, none here, are what the conversation remembers from then on.
+  const fresh = await run(flags, [
+    ...conversation,
+    "--reuse-session",
+    "false",
+  ], dirs);
+  assert.equal(fresh.code, 0, JSON.stringify(fresh.events));
+  assert.ok(!fresh.methods.includes("session/load"));
+  assert.match(answer(fresh), /^config: mode=default model=smart /);
+  assert.equal(configured(fresh)[0].remembered, undefined);
+  assert.deepEqual(remembered(fresh), [{}]);
+  const after = await run(flags, conversation, dirs);
+  assert.ok(after.methods.includes("session/load"));
+  assert.equal(configured(after)[0].remembered, undefined);
+  assert.match(answer(after), /^config: mode=default model=smart /);
+});
+
+Deno.test("a remembered value the agent no longer offers fails before the prompt, saying it was remembered and how to drop it", async () => {
+  const dirs = {
+    data: tempDir(),
+    record: join(tempDir(), "record.jsonl"),
+    workspace: join(tempDir(), "ws"),
+  };
+  // The same command line (so the same stored session) offers what $SHAPE says.
+  const flags = [
+    "--session-config-env",
+    "SHAPE",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+  ];
+  const shape = (
+    name: string,
+  ) => ["--env-json", JSON.stringify({ SHAPE: name })];
+  const conversation = ["--conversation", "c-gone"];
+  const first = await run(flags, [
+    ...conversation,
+    ...shape("both"),
+    "--session-config-json",
+    '{"verbose":true}',
+  ], dirs);
+  assert.equal(first.code, 0, JSON.stringify(first.events));
+  const second = await run(flags, [...conversation, ...shape("modes")], dirs);
+  assert.equal(second.code, 1);
+  const failed = failure(second);
+  assert.equal(failed.code, "acp.config_unavailable");
+  assert.equal(failed.retryable, false);
+  assert.match(
+    String(failed.error),
+    /^verbose: the agent offers no such session config option .*verbose was remembered from an earlier run of conversation c-gone: .*DELETE \/v1\/conversations\/c-gone/,
+  );
+  assert.ok(!second.methods.includes("session/prompt"));
+});

@@ -266,7 +266,7 @@ test("[postgres] a conversation of a replica whose lease lapsed is taken at once
   }
 });
 
-test("[postgres] a schema-1 database is migrated in place: its runs are kept and new runs record their owning process", async () => {
+test("[postgres] a schema-1 database is migrated in place: its runs and sessions are kept, new runs record their owning process and sessions remember values", async () => {
   const url = await cluster().newDatabase();
   await (await openReplica(url, "a")).close();
   // Back to schema 1, with a run written by a runner of that schema.
@@ -280,7 +280,11 @@ test("[postgres] a schema-1 database is migrated in place: its runs are kept and
     await sql`ALTER TABLE runs DROP COLUMN owner_epoch`;
     await sql`ALTER TABLE replicas DROP COLUMN epoch`;
     await sql`ALTER TABLE runs DROP COLUMN prompt`;
+    await sql`ALTER TABLE sessions DROP COLUMN settings_json`;
     await sql`DELETE FROM runner_schema_version WHERE version > 1`;
+    await sql`INSERT INTO sessions (conversation_id, provider, location, target,
+      workspace, agent_command, session_id, updated_at)
+      VALUES ('c1', 'custom', 'local', '', '/w', 'agent', 'sess-old', 1)`;
     await sql`INSERT INTO runs (run_id, status, config_json, owner_replica,
       owner_instance, created_at, updated_at, finished_at)
       VALUES ('old', 'completed', '{}', 'a', 'gone', 1, 2, 2)`;
@@ -288,6 +292,20 @@ test("[postgres] a schema-1 database is migrated in place: its runs are kept and
   const store = await openReplica(url, "b");
   try {
     assert.equal((await store.getRun("old"))?.finishedAt, 2);
+    const key = {
+      conversationId: "c1",
+      provider: "custom",
+      location: "local",
+      target: "",
+      workspace: "/w",
+      agentCommand: "agent",
+    };
+    assert.deepEqual(await store.getSession(key), {
+      sessionId: "sess-old",
+      updatedAt: 1,
+    });
+    await store.putSessionSettings(key, { mode: "plan" });
+    assert.deepEqual((await store.getSession(key))?.settings, { mode: "plan" });
     await store.createRun({ runId: "new", config: {}, status: "active" });
     await withSql(url, async (sql) => {
       const [row] = await sql`SELECT owner_pid FROM runs WHERE run_id = 'new'`;

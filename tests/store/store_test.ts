@@ -108,6 +108,33 @@ Deno.test("a new or empty store file is migrated to the current schema", async (
   });
 });
 
+Deno.test("a store file from before remembered session values is migrated in place: its sessions are kept and can remember values", async () => {
+  await withDataDir(async (dataDir, open) => {
+    const key = {
+      conversationId: "c1",
+      provider: "custom",
+      location: "local",
+      target: "",
+      workspace: "/w",
+      agentCommand: "agent",
+    };
+    const first = await open();
+    await first.putSession(key, "sess-old");
+    await first.close();
+    // Back to the schema before the settings column.
+    const db = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
+    db.exec("ALTER TABLE sessions DROP COLUMN settings_json");
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+    db.close();
+    const store = await open();
+    const stored = await store.getSession(key);
+    assert.equal(stored?.sessionId, "sess-old");
+    assert.equal(stored?.settings, undefined);
+    await store.putSessionSettings(key, { mode: "plan" });
+    assert.deepEqual((await store.getSession(key))?.settings, { mode: "plan" });
+  });
+});
+
 Deno.test("a store written by a newer runner is refused", async () => {
   await withDataDir(async (dataDir) => {
     const db = new DatabaseSync(join(dataDir, STORE_FILE_NAME));

@@ -118,7 +118,14 @@ function sessionConfiguredData(): Schema {
           "Every session config option in force, id → value (legacy mode and model included).",
         additionalProperties: { type: ["string", "boolean"] },
       },
-    }),
+      changed: { type: "array", items: string },
+      remembered: {
+        type: "array",
+        items: string,
+        description:
+          "The names whose wanted value the conversation remembered from an earlier run (the run asked none for them).",
+      },
+    }, ["model", "mode", "config"]),
   );
 }
 
@@ -322,6 +329,12 @@ function serviceSchemas(): Record<string, Schema> {
       },
     }),
     Unfenced: object({ daemon_id: string, was_fenced: { type: "boolean" } }),
+  };
+}
+
+/** `GET`/`DELETE /v1/conversations/{id}`: a conversation's stored sessions. */
+function conversationSchemas(): Record<string, Schema> {
+  return {
     Conversation: object({
       conversation_id: string,
       active_run_id: nullableString,
@@ -335,6 +348,11 @@ function serviceSchemas(): Record<string, Schema> {
           workspace: string,
           agent_command: string,
           updated_at: timestamp,
+          settings: {
+            type: ["object", "null"],
+            description:
+              "The session config values the conversation remembers with this session (`model`, `mode`, `config`), or null.",
+          },
         }),
       },
     }),
@@ -429,6 +447,7 @@ function n8nSchemas(): Record<string, Schema> {
 export function componentSchemas(): Record<string, Schema> {
   return {
     ...serviceSchemas(),
+    ...conversationSchemas(),
     ...runSchemas(),
     ...warmAgentSchemas(),
     ...n8nSchemas(),

@@ -95,6 +95,8 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE runs ADD COLUMN owner_epoch BIGINT NOT NULL DEFAULT 0;`,
   // The start of the first prompt, for listings (the console's runs list).
   `ALTER TABLE runs ADD COLUMN prompt TEXT;`,
+  // The session config values a conversation remembers with its session.
+  `ALTER TABLE sessions ADD COLUMN settings_json TEXT;`,
 ];
 
 /** The schema version this code writes. */

@@ -30,7 +30,7 @@ import { failLostReplicaRuns } from "./orphans.ts";
 import { migratePostgres } from "./schema.ts";
 import { postgresSize, prunePostgresRuns } from "./retention.ts";
 import { listRunsQuery } from "../run_listing.ts";
-import { toRunRecord } from "../rows.ts";
+import { toRunRecord, toSessionRecord, toStoredSession } from "../rows.ts";
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
@@ -214,16 +214,12 @@ class PostgresRunStore implements RunStore {
 
   getSession(key: SessionKey): Promise<StoredSession | undefined> {
     return this.#query("read the session", async () => {
-      const [row] = await this.#sql`SELECT session_id, updated_at FROM sessions
+      const [row] = await this.#sql`SELECT session_id, updated_at, settings_json
+        FROM sessions
         WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
         AND location = ${key.location} AND target = ${key.target}
         AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}`;
-      return row
-        ? {
-          sessionId: String(row.session_id),
-          updatedAt: Number(row.updated_at),
-        }
-        : undefined;
+      return row ? toStoredSession(row) : undefined;
     });
   }
 
@@ -244,6 +240,22 @@ class PostgresRunStore implements RunStore {
     }, "write");
   }
 
+  putSessionSettings(
+    key: SessionKey,
+    settings: Record<string, unknown>,
+  ): Promise<void> {
+    return this.#query("store the session's config values", async () => {
+      // Only under this replica's live lease, as the session id itself.
+      await this.#sql`UPDATE sessions SET settings_json = ${
+        JSON.stringify(settings)
+      }, updated_at = ${Date.now()}
+        WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
+        AND location = ${key.location} AND target = ${key.target}
+        AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}
+        AND ${this.fleet.ownLease()}`;
+    }, "write");
+  }
+
   deleteSessions(conversationId: string): Promise<number> {
     return this.#query("delete the sessions", async () => {
       const result = await this.#sql`DELETE FROM sessions
@@ -256,16 +268,7 @@ class PostgresRunStore implements RunStore {
     return this.#query("list the sessions", async () => {
       const rows = await this.#sql`SELECT * FROM sessions
         WHERE conversation_id = ${conversationId} ORDER BY updated_at DESC`;
-      return rows.map((row) => ({
-        conversationId: String(row.conversation_id),
-        provider: String(row.provider),
-        location: String(row.location),
-        target: String(row.target),
-        workspace: String(row.workspace),
-        agentCommand: String(row.agent_command),
-        sessionId: String(row.session_id),
-        updatedAt: Number(row.updated_at),
-      }));
+      return rows.map(toSessionRecord);
     });
   }
 

@@ -52,6 +52,8 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX runs_by_conversation_status ON runs (conversation_id, status, created_at);`,
   // The start of the first prompt, for listings (the console's runs list).
   `ALTER TABLE runs ADD COLUMN prompt TEXT;`,
+  // The session config values a conversation remembers with its session.
+  `ALTER TABLE sessions ADD COLUMN settings_json TEXT;`,
 ];
 
 /** The schema version this code writes. */

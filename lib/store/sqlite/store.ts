@@ -31,7 +31,13 @@ import {
 import { EventQueue, type QueuedEvent } from "../event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "../orphaned_runs.ts";
 import { listRunsQuery } from "../run_listing.ts";
-import { sessionKeyValues, toRunRecord, unavailable } from "../rows.ts";
+import {
+  sessionKeyValues,
+  toRunRecord,
+  toSessionRecord,
+  toStoredSession,
+  unavailable,
+} from "../rows.ts";
 import { inTransaction, migrateSchema } from "./schema.ts";
 import {
   damagedFileMessage,
@@ -244,14 +250,10 @@ class SqliteRunStore implements SyncRunStore {
   getSession(key: SessionKey): StoredSession | undefined {
     const row = this.#read("read the session", () =>
       this.#statement(
-        `SELECT session_id, updated_at FROM sessions WHERE conversation_id = ? AND provider = ?
+        `SELECT session_id, updated_at, settings_json FROM sessions WHERE conversation_id = ? AND provider = ?
          AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
       ).get(...sessionKeyValues(key))) as Row | undefined;
-    if (row === undefined) return undefined;
-    return {
-      sessionId: String(row.session_id),
-      updatedAt: Number(row.updated_at),
-    };
+    return row === undefined ? undefined : toStoredSession(row);
   }
 
   putSession(key: SessionKey, sessionId: string): void {
@@ -261,6 +263,15 @@ class SqliteRunStore implements SyncRunStore {
            agent_command, session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at`,
       ).run(...sessionKeyValues(key), sessionId, Date.now());
+    });
+  }
+
+  putSessionSettings(key: SessionKey, settings: Record<string, unknown>): void {
+    this.#write("store the session's config values", () => {
+      this.#statement(
+        `UPDATE sessions SET settings_json = ?, updated_at = ? WHERE conversation_id = ?
+         AND provider = ? AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
+      ).run(JSON.stringify(settings), Date.now(), ...sessionKeyValues(key));
     });
   }
 
@@ -279,16 +290,7 @@ class SqliteRunStore implements SyncRunStore {
       this.#statement(
         "SELECT * FROM sessions WHERE conversation_id = ? ORDER BY updated_at DESC",
       ).all(conversationId)) as Row[];
-    return rows.map((row) => ({
-      conversationId: String(row.conversation_id),
-      provider: String(row.provider),
-      location: String(row.location),
-      target: String(row.target),
-      workspace: String(row.workspace),
-      agentCommand: String(row.agent_command),
-      sessionId: String(row.session_id),
-      updatedAt: Number(row.updated_at),
-    }));
+    return rows.map(toSessionRecord);
   }
 
   createRun(run: NewRun): void {

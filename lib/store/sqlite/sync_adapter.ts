@@ -24,6 +24,8 @@ export function asyncRunStore(store: SyncRunStore): RunStore {
     getSession: (key) => settled(() => store.getSession(key)),
     putSession: (key, sessionId) =>
       settled(() => store.putSession(key, sessionId)),
+    putSessionSettings: (key, settings) =>
+      settled(() => store.putSessionSettings(key, settings)),
     deleteSessions: (id) => settled(() => store.deleteSessions(id)),
     listSessions: (id) => settled(() => store.listSessions(id)),
     createRun: (run) => settled(() => store.createRun(run)),
