@@ -10,7 +10,7 @@
 
 import type { AgentConnection } from "../acp/client.ts";
 import type { RunContext } from "./context.ts";
-import { connectTransport, startAgent } from "./startup.ts";
+import { connectTransport, loadAcpClient, startAgent } from "./startup.ts";
 import { closeUnusedSession } from "./session_close.ts";
 import { configureRunSession } from "./session_config.ts";
 import { shutdown } from "./teardown.ts";
@@ -34,10 +34,9 @@ export async function startOrAdoptAgent(
     agent: "warm",
     sandbox: run.config.sandbox,
   });
-  const { connectAgent } = await import("../acp/client.ts");
   const conn = connectTransport(run, {
     transport: warm.transport,
-    connectAgent,
+    client: await loadAcpClient(),
   });
   run.connection = conn;
   run.sessionId = warm.sessionId;

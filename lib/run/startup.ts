@@ -15,7 +15,7 @@ import { decidePermission, mayWrite } from "./permission_policy.ts";
 import { authenticateAgent } from "../acp/authenticate.ts";
 import { chooseSession } from "./session.ts";
 import { configureRunSession, followConfigUpdate } from "./session_config.ts";
-import { createRunTerminals } from "./terminals.ts";
+import type { createRunTerminals } from "./terminals.ts";
 import { toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
 
@@ -32,8 +32,8 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
     const transport = await launchAgent(run, startup, startupAborted);
     run.log({ msg: "agent started", level: "debug" });
     // The ACP client (the SDK and its schemas) loads while the agent boots.
-    const { connectAgent } = await import("../acp/client.ts");
-    const conn = connectTransport(run, { transport, connectAgent });
+    const client = await loadAcpClient();
+    const conn = connectTransport(run, { transport, client });
     run.connection = conn;
     const initialized = await untilAborted(
       run,
@@ -132,20 +132,37 @@ async function launchAgent(
   }
 }
 
+/** The ACP client's parts, which load the SDK and its schemas. */
+export interface AcpClient {
+  /** Opens a connection over an agent's streams. */
+  connectAgent: (options: ConnectAgentOptions) => AgentConnection;
+  /** Makes a run's client terminals. */
+  createRunTerminals: typeof createRunTerminals;
+}
+
+/**
+ * Loads the ACP client; called once the agent is launching, so that the SDK
+ * loads while the agent boots instead of before it is spawned.
+ */
+export async function loadAcpClient(): Promise<AcpClient> {
+  const [{ connectAgent }, { createRunTerminals }] = await Promise.all([
+    import("../acp/client.ts"),
+    import("./terminals.ts"),
+  ]);
+  return { connectAgent, createRunTerminals };
+}
+
 /** Opens the run's ACP connection over a launched (or warm) agent's streams. */
 export function connectTransport(
   run: RunContext,
-  { transport, connectAgent }: {
-    transport: AgentTransport;
-    connectAgent: (options: ConnectAgentOptions) => AgentConnection;
-  },
+  { transport, client }: { transport: AgentTransport; client: AcpClient },
 ): AgentConnection {
   const { config } = run;
   const launch = run.options.terminals;
   if (config.clientTerminals && launch) {
-    run.terminals ??= createRunTerminals(run, launch);
+    run.terminals ??= client.createRunTerminals(run, launch);
   }
-  return connectAgent({
+  return client.connectAgent({
     stdin: transport.stdin,
     stdout: transport.stdout,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
