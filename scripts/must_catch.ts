@@ -519,6 +519,16 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "terminal output streams",
   },
   {
+    name: "a long terminal line widens the page",
+    file: "lib/server/console_page.ts",
+    find:
+      "pre.terminal-output{font-family:ui-monospace,monospace;max-height:24rem;overflow:auto;overflow-wrap:anywhere}",
+    replace:
+      "pre.terminal-output{font-family:ui-monospace,monospace;max-height:24rem;overflow:visible;white-space:pre}",
+    test: "tests/server/console_terminal_live_test.ts",
+    filter: "wraps on a phone",
+  },
+  {
     name: "a follow-up turn without its turn.started",
     file: "lib/run/turn.ts",
     find: "  if (followUp) {\n    run.emitter.emit(TURN_STARTED",

@@ -258,7 +258,7 @@ function toolCard(data) {
   const summary = el("summary");
   summary.append(el("span", { class: "kind" }, data.kind || "tool"), el("span", { class: "title" }), el("span", { class: "badge status" }, "pending"));
   card.append(summary, el("div", { class: "where meta" }));
-  card.append(el("div", { class: "label" }, "Input"), el("pre", { class: "input" }));
+  card.append(el("div", { class: "label input-label", hidden: "" }, "Input"), el("pre", { class: "input", hidden: "" }));
   card.append(el("div", { class: "label output-label", hidden: "" }, "Output"), el("pre", { class: "output", hidden: "" }));
   transcript().append(card);
   return card;
@@ -291,11 +291,18 @@ function showDiffs(card, diffs) {
   }
 }
 
+// No input ({} until a later update may bring it) shows no empty Input box.
+function showInput(card, text) {
+  const none = !text || text === "{}";
+  card.querySelector(".input").textContent = none ? "" : text;
+  card.querySelector(".input").hidden = none; card.querySelector(".input-label").hidden = none;
+}
+
 function updateTool(data, status) {
   const card = toolCard(data);
   if (data.tool_name) card.querySelector(".title").textContent = data.tool_name;
   if (data.kind) card.querySelector(".kind").textContent = data.kind;
-  if (data.parameters !== undefined) card.querySelector(".input").textContent = pretty(data.parameters) || "(none)";
+  if (data.parameters !== undefined) showInput(card, pretty(data.parameters));
   if (data.locations) card.querySelector(".where").textContent = data.locations.map((l) => l.path + (l.line ? ":" + l.line : "")).join(", ");
   if (status) { const badge = card.querySelector(".status"); badge.textContent = status; badge.className = "badge status " + status; }
   if (Array.isArray(data.diffs)) showDiffs(card, data.diffs);
@@ -366,7 +373,7 @@ function terminalStarted(data) {
   const term = terminalRecord(String(data.terminal_id));
   term.commandLine = [data.command].concat(Array.isArray(data.args) ? data.args : []).map(shellWord).join(" ");
   term.block.querySelector(".command").textContent = "$ " + term.commandLine;
-  term.block.querySelector(".cwd").textContent = data.cwd ? "in " + data.cwd : "";
+  term.block.querySelector(".cwd").textContent = data.cwd === "." ? "in the workspace" : data.cwd ? "in " + data.cwd : "";
   placeTerminal(term);
   if (term.card) term.card.querySelector(".title").textContent = term.commandLine;
 }

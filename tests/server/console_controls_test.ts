@@ -15,8 +15,6 @@ import { agentCommand, withServe } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
-  DESKTOP,
-  PHONE,
   signIn,
   startRunFromPage,
   transcriptText,
@@ -38,35 +36,6 @@ async function answer(page: Page, optionId: string): Promise<void> {
     `.permission:not(.decided) button[data-option-id="${optionId}"]`;
   await page.waitForSelector(button);
   await page.click(button);
-}
-
-/**
- * Phone and desktop screenshots of a run with its tool card open and its
- * permission card waiting. `RUNNER_CONSOLE_SCREENSHOTS=docs` refreshes the
- * docs' `console.png` (phone) and `console-desktop.png`.
- */
-async function screenshots(page: Page, dir: string): Promise<void> {
-  const into = Deno.env.get("RUNNER_CONSOLE_SCREENSHOTS") ?? dir;
-  await page.$eval(".tool", (n) => n.setAttribute("open", ""));
-  for (
-    const [name, viewport] of [
-      ["console.png", PHONE],
-      ["console-desktop.png", DESKTOP],
-    ] as const
-  ) {
-    await page.setViewport(viewport);
-    // The phone shows the cards; the desktop the whole page from its top.
-    await page.$eval(
-      viewport === PHONE ? ".tool" : "header",
-      (n) => n.scrollIntoView(),
-    );
-    const path = join(into, name);
-    await page.screenshot({ path });
-    const png = await Deno.readFile(path);
-    assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47]);
-  }
-  await page.setViewport(PHONE);
-  await page.$eval(".tool", (n) => n.removeAttribute("open"));
 }
 
 Deno.test("console: start a run, follow it live, approve always, steer a follow-up, new run of the idle conversation", async () => {
@@ -109,7 +78,6 @@ Deno.test("console: start a run, follow it live, approve always, steer a follow-
         false,
       );
       assert.match(await page.$eval(".plan", (n) => n.textContent!), /Read/);
-      await screenshots(page, dir);
       // A follow-up while the run waits is steered into it.
       await page.type("#follow-up-text", "more");
       assert.equal(
