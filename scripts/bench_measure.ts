@@ -13,7 +13,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -23,7 +23,7 @@ export function runnerCommand(...args: string[]): string[] {
   return [
     Deno.execPath(),
     "run",
-    ...RUNTIME_FLAGS,
+    ...DENO_RUN_FLAGS,
     `${ROOT}main.ts`,
     ...args,
   ];
