@@ -58,5 +58,6 @@ export async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  Deno.exit(await main(Deno.args));
+  const code = await main(Deno.args);
+  Deno.exit(code);
 }

@@ -35,6 +35,8 @@ export function agentCommand(
     chunks: number;
     chunkBytes?: number;
     delayMs?: number;
+    /** The agent's own start-up time, ms (`--start-ms`). */
+    startMs?: number;
     report?: string;
   },
 ): string[] {
@@ -48,6 +50,7 @@ export function agentCommand(
     "--chunk-bytes",
     String(options.chunkBytes ?? 32),
     ...(options.delayMs ? ["--chunk-delay-ms", String(options.delayMs)] : []),
+    ...(options.startMs ? ["--start-ms", String(options.startMs)] : []),
     ...(options.report ? ["--report", options.report] : []),
   ];
 }
