@@ -29,7 +29,7 @@ export interface HeadStart {
    * Hands the agent out once.
    */
   take(command: AgentCommand): Promise<AgentTransport> | undefined;
-  /** Tears the agent down unless a run took it. */
+  /** Tears the agent down unless a run took it; resolves once it is gone. */
   discard(): Promise<void>;
 }
 
@@ -68,10 +68,13 @@ export function startAgentAhead(
   } catch {
     return undefined;
   }
-  const discard = async () => {
-    const agent = launched;
-    launched = undefined;
-    await agent?.then((transport) => transport.teardown(), () => {});
+  let tornDown: Promise<void> | undefined;
+  const discard = () => {
+    if (launched) {
+      tornDown = launched.then((transport) => transport.teardown(), () => {});
+      launched = undefined;
+    }
+    return tornDown ?? Promise.resolve();
   };
   return {
     registry,
