@@ -7,8 +7,10 @@
  *
  * `cli/run/` owns `runner run` as a command: where the prompt comes from
  * (`prompt_input.ts`), what it prints (`output.ts`, in few writes by
- * `buffered_output.ts`), the progress line (`progress.ts`) and the
- * terminal's answers to permission requests (`terminal_approvals.ts`).
+ * `buffered_output.ts`), the progress line (`progress.ts`), the
+ * terminal's answers to permission requests (`terminal_approvals.ts`) and
+ * the agent's head start (`head_start.ts`: a local run's agent is spawned
+ * before the run machinery loads).
  *
  * @module
  */
