@@ -58,6 +58,5 @@ export async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  const code = await main(Deno.args);
-  Deno.exit(code);
+  Deno.exit(await main(Deno.args));
 }
