@@ -37,6 +37,7 @@ import {
 import { defaultDataDir } from "./lib/store/data_dir.ts";
 import { tokenProblem } from "./lib/hub/token_rules.ts";
 import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm/pool.ts";
+import { preloadAcpClient } from "./lib/run/startup.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
 
 const HELP = `Usage: runner daemon --url ws://HOST:PORT --daemon-id ID [options]
@@ -417,6 +418,9 @@ export async function daemonCommand(args: string[]): Promise<number> {
       ? `confined, network ${settings.sandbox.sandboxNetwork}`
       : "as run.start asks",
   });
+  // The ACP client (the SDK and its schemas) loads while the daemon dials
+  // the hub, not on the first job's way to its agent's `initialize`.
+  preloadAcpClient();
   try {
     await runDaemonClient({
       url: settings.url,

@@ -31,3 +31,21 @@ export const RUNTIME_FLAGS: readonly string[] = [
   ...RUNTIME_PERMISSION_FLAGS,
   ...RUNTIME_V8_FLAGS,
 ];
+
+/**
+ * Flags for `deno run main.ts` only, never `deno compile`: a module imported
+ * with `import()` has its module graph loaded when it is imported, not at
+ * start. The binary loads its modules that way anyway (they are built into
+ * it); `deno run` otherwise reads and resolves the graph of every subcommand
+ * `main.ts` can import before it runs one (about 15 ms of every start,
+ * `docs/performance.md`).
+ */
+export const DENO_RUN_ONLY_FLAGS: readonly string[] = [
+  "--unstable-lazy-dynamic-imports",
+];
+
+/** Every flag `deno run main.ts` gets: the binary's, then {@linkcode DENO_RUN_ONLY_FLAGS}. */
+export const DENO_RUN_FLAGS: readonly string[] = [
+  ...RUNTIME_FLAGS,
+  ...DENO_RUN_ONLY_FLAGS,
+];

@@ -9,7 +9,9 @@
  * target (pass/miss); the last full results live in `docs/performance.md`.
  * The bench's exit status ignores the targets: `--short` (tiny sizes, one
  * round) only proves the bench works, and a test runs it. Groups for
- * `--only`: `paths`, `sizes`, `listing`, `hub`, `concurrent`, `warm`.
+ * `--only`: `paths`, `sizes`, `listing`, `hub`, `concurrent`, `warm`, and
+ * two parts of `paths` alone: `stream` (`runner run`'s long answer against
+ * the bare client) and `cold` (the short cold prompts).
  *
  * @module
  */
@@ -52,16 +54,22 @@ const { values } = parseArgs({
 });
 
 const GROUPS = ["paths", "sizes", "listing", "hub", "concurrent", "warm"];
+/** Parts of `paths` that `--only` can also name alone. */
+const PATH_PARTS = ["stream", "cold"];
 const only = values.only?.split(",").map((group) => group.trim()) ?? GROUPS;
 for (const group of only) {
-  if (!GROUPS.includes(group)) {
+  if (!GROUPS.includes(group) && !PATH_PARTS.includes(group)) {
     console.error(
-      `bench: unknown group ${group} in --only; groups: ${GROUPS.join(", ")}`,
+      `bench: unknown group ${group} in --only; groups: ${
+        [...GROUPS, ...PATH_PARTS].join(", ")
+      }`,
     );
     Deno.exit(2);
   }
 }
-const selected = (group: string) => only.includes(group);
+const selected = (group: string) =>
+  only.includes(group) ||
+  (PATH_PARTS.includes(group) && only.includes("paths"));
 
 const SIZES: BenchSizes = values.short
   ? {
@@ -86,10 +94,23 @@ const workspace = join(work, "ws");
 Deno.mkdirSync(workspace);
 const report = join(work, "agent-report.json");
 
-/** The bare client's usage for `chunks` chunks. */
-async function bare(chunks: number, rounds: number): Promise<Usage> {
+/** One measured command's work: the answer, the rounds, the agent's start-up. */
+interface Job {
+  /** Chunks in the answer. */
+  chunks: number;
+  /** Rounds to take the median of. */
+  rounds: number;
+  /** The agent's own start-up time, ms. */
+  startMs?: number;
+  /** More flags for `runner run`. */
+  extra?: string[];
+}
+
+/** The bare client's usage for `job`. */
+async function bare(job: Job): Promise<Usage> {
+  const { chunks, startMs } = job;
   const usages: Usage[] = [];
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 0; i < job.rounds; i++) {
     usages.push(
       await measureCommand([
         Deno.execPath(),
@@ -97,21 +118,18 @@ async function bare(chunks: number, rounds: number): Promise<Usage> {
         "--allow-run",
         "--allow-read",
         `${ROOT}scripts/bench_bare_client.ts`,
-        ...agentCommand({ chunks, report }),
+        ...agentCommand({ chunks, startMs, report }),
       ], { agentReport: report }),
     );
   }
   return medianUsage(usages);
 }
 
-/** `runner run`'s usage for `chunks` chunks (`extra`: more flags). */
-async function runnerRun(
-  chunks: number,
-  rounds: number,
-  extra: string[] = [],
-): Promise<Usage> {
+/** `runner run`'s usage for `job`. */
+async function runnerRun(job: Job): Promise<Usage> {
+  const { chunks, startMs } = job;
   const usages: Usage[] = [];
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 0; i < job.rounds; i++) {
     usages.push(
       await measureCommand(
         runnerCommand(
@@ -122,8 +140,8 @@ async function runnerRun(
           "--data-dir",
           join(work, "run-data"),
           "--acp-command",
-          quoteCommand(agentCommand({ chunks, report })),
-          ...extra,
+          quoteCommand(agentCommand({ chunks, startMs, report })),
+          ...job.extra ?? [],
           "bench",
         ),
         { agentReport: report },
@@ -144,37 +162,64 @@ async function version(rounds: number): Promise<Usage> {
 
 async function paths(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const { chunks, rounds, coldRounds } = SIZES;
-  const baseline = await bare(chunks, rounds);
-  rows.push({
-    path: `runner run, ${chunks}×32 B`,
-    runner: await runnerRun(chunks, rounds),
-    bare: baseline,
-    targets: { cpu: 1.3, wall: 1.1, rssMib: 70 },
-  });
-  const context = { work, workspace, sizes: SIZES, baseline };
-  rows.push(...await benchServeStreams(context));
-  rows.push(await benchDaemon(context));
-  rows.push({
-    path: "runner run, one short cold prompt",
-    runner: await runnerRun(1, coldRounds),
-    bare: await bare(1, coldRounds),
-    targets: { cpu: 1.5, wall: 1.3 },
-  });
-  rows.push({
-    path: "runner run, one short cold prompt, --late-update-ms 0",
-    runner: await runnerRun(1, coldRounds, ["--late-update-ms", "0"]),
-    bare: rows.at(-1)!.bare,
-    note: "without any wait for straggling updates",
-  });
-  rows.push({
-    path: "runner --version",
-    runner: await version(coldRounds),
-    targets: { wallMs: 150 },
-  });
-  rows.push(await benchConcurrentRuns(context));
-  rows.push(...await benchN8n(context));
+  const { chunks, rounds } = SIZES;
+  const baseline = selected("stream") || selected("paths")
+    ? await bare({ chunks, rounds })
+    : undefined;
+  if (selected("stream")) {
+    rows.push({
+      path: `runner run, ${chunks}×32 B`,
+      runner: await runnerRun({ chunks, rounds }),
+      bare: baseline,
+      targets: { cpu: 1.3, wall: 1.1, rssMib: 70 },
+    });
+  }
+  if (selected("paths")) {
+    const context = { work, workspace, sizes: SIZES, baseline: baseline! };
+    rows.push(...await benchServeStreams(context));
+    rows.push(await benchDaemon(context));
+  }
+  if (selected("cold")) rows.push(...await coldRows());
+  if (selected("paths")) {
+    const context = { work, workspace, sizes: SIZES, baseline: baseline! };
+    rows.push({
+      path: "runner --version",
+      runner: await version(SIZES.coldRounds),
+      targets: { wallMs: 150 },
+    });
+    rows.push(await benchConcurrentRuns(context));
+    rows.push(...await benchN8n(context));
+  }
   return rows;
+}
+
+/** The short cold prompts: the bench agent as it is, and one that takes 300 ms to start. */
+async function coldRows(): Promise<BenchRow[]> {
+  const rounds = SIZES.coldRounds;
+  const cold = { chunks: 1, rounds };
+  const bareCold = await bare(cold);
+  const slow = { chunks: 1, rounds, startMs: values.short ? 50 : 300 };
+  return [
+    {
+      path: "runner run, one short cold prompt",
+      runner: await runnerRun(cold),
+      bare: bareCold,
+      targets: { cpu: 1.5, wall: 1.3 },
+    },
+    {
+      path: "runner run, one short cold prompt, --late-update-ms 0",
+      runner: await runnerRun({ ...cold, extra: ["--late-update-ms", "0"] }),
+      bare: bareCold,
+      note: "without any wait for straggling updates",
+    },
+    {
+      path:
+        `runner run, one short cold prompt, the agent takes ${slow.startMs} ms to start`,
+      runner: await runnerRun(slow),
+      bare: await bare(slow),
+      note: "the runner's start-up hides behind the agent's",
+    },
+  ];
 }
 
 async function curves(rows: BenchRow[]): Promise<CurveRow[]> {
@@ -269,7 +314,7 @@ try {
     }; stream client ${curlClient() ? "curl" : "fetch (CPU not counted)"}\n`,
   );
   // Each table as soon as it is measured: a late failure keeps the rest.
-  const rows = selected("paths") ? await paths() : [];
+  const rows = selected("stream") || selected("cold") ? await paths() : [];
   if (rows.length) console.log(table(rows) + "\n");
   const listed = rows.length;
   const curveRows = await curves(rows);

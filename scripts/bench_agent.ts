@@ -4,7 +4,9 @@
  * client's. It answers `initialize`, `session/new` and `session/prompt`; a
  * prompt is answered with `--chunks` text chunks of `--chunk-bytes` bytes,
  * written in large batches, optionally `--chunk-delay-ms` apart (then one
- * chunk per write, like a token-by-token agent). With `--report FILE` it
+ * chunk per write, like a token-by-token agent). `--start-ms` makes it take
+ * that long to start, as a real agent does (it reads nothing until then:
+ * the client's start-up can hide behind it). With `--report FILE` it
  * writes its own CPU time there after each prompt, so the bench can tell the
  * agent's share from the client's.
  *
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     chunks: { type: "string", default: "1" },
     "chunk-bytes": { type: "string", default: "32" },
     "chunk-delay-ms": { type: "string", default: "0" },
+    "start-ms": { type: "string", default: "0" },
     report: { type: "string" },
   },
 });
@@ -115,6 +118,9 @@ function answer(message: { id?: unknown; method?: string }): string | null {
       });
   }
 }
+
+const START_MS = Number(values["start-ms"]);
+if (START_MS > 0) await new Promise((resolve) => setTimeout(resolve, START_MS));
 
 let buffered = "";
 for await (

@@ -13,7 +13,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -23,7 +23,7 @@ export function runnerCommand(...args: string[]): string[] {
   return [
     Deno.execPath(),
     "run",
-    ...RUNTIME_FLAGS,
+    ...DENO_RUN_FLAGS,
     `${ROOT}main.ts`,
     ...args,
   ];
@@ -35,6 +35,8 @@ export function agentCommand(
     chunks: number;
     chunkBytes?: number;
     delayMs?: number;
+    /** The agent's own start-up time, ms (`--start-ms`). */
+    startMs?: number;
     report?: string;
   },
 ): string[] {
@@ -48,6 +50,7 @@ export function agentCommand(
     "--chunk-bytes",
     String(options.chunkBytes ?? 32),
     ...(options.delayMs ? ["--chunk-delay-ms", String(options.delayMs)] : []),
+    ...(options.startMs ? ["--start-ms", String(options.startMs)] : []),
     ...(options.report ? ["--report", options.report] : []),
   ];
 }

@@ -125,6 +125,14 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "assets endpoint that cannot start",
   },
   {
+    name: "a refused runner run leaves the agent it started ahead",
+    file: "lib/cli/run/command.ts",
+    find: "    await ahead?.discard();\n",
+    replace: "",
+    test: "tests/cli/run_cli_test.ts",
+    filter: "refused after its agent was started ahead",
+  },
+  {
     name: "a closed run still takes follow-ups",
     file: "lib/run/steering.ts",
     find: "if (run.closed || !conversationId)",

@@ -8,7 +8,7 @@
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
-import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
 import { openSqliteStore } from "../lib/store/sqlite/store.ts";
 import { asyncRunStore } from "../lib/store/sqlite/sync_adapter.ts";
@@ -65,7 +65,7 @@ export async function runCli(
   options: RunCliOptions = {},
 ): Promise<CliResult> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...RUNTIME_FLAGS, `${ROOT}main.ts`, ...args],
+    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
     env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
     stdout: "piped",
     stderr: "piped",
@@ -83,7 +83,7 @@ export function spawnCli(
   options: RunCliOptions = {},
 ): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", ...RUNTIME_FLAGS, `${ROOT}main.ts`, ...args],
+    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
     env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
     stdin: "null",
     stdout: "piped",

@@ -8,7 +8,7 @@
 
 import { assertHttpEvent, assertN8nObject } from "./contracts.ts";
 import { join } from "node:path";
-import { RUNTIME_FLAGS } from "../lib/runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
 import type { RunEvent } from "../lib/events.ts";
 import { agentCommand, tempDir as makeTempDir } from "./helpers.ts";
 
@@ -66,7 +66,7 @@ export function spawnServe(options: StartServeOptions): Deno.ChildProcess {
     args: [
       ...wrapperArgs,
       "run",
-      ...RUNTIME_FLAGS,
+      ...DENO_RUN_FLAGS,
       "--config",
       CONFIG,
       MAIN,

@@ -9,7 +9,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { RUNTIME_FLAGS } from "../runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../runtime_permissions.ts";
 
 /** Options for {@linkcode runMcpStdioBridge}. */
 export interface McpStdioBridgeOptions {
@@ -115,7 +115,7 @@ export function selfCommand(): string[] {
     ? [
       exe,
       "run",
-      ...RUNTIME_FLAGS,
+      ...DENO_RUN_FLAGS,
       fileURLToPath(new URL("../../main.ts", import.meta.url)),
     ]
     : [exe];

@@ -43,6 +43,12 @@ export async function launchLocal(
       }). Choose a writable directory.`,
     );
   }
+  return spawnLocal(options);
+}
+
+/** Starts the agent on this machine in an existing workspace, at once. */
+export function spawnLocal(options: LocalAgentOptions): AgentTransport {
+  const { command } = options;
   const agent = spawnAgent({
     argv: command.argv,
     cwd: command.cwd,
@@ -83,6 +89,11 @@ export function prepareLocalWorkspace(cwd: string): void {
 export interface LocalLocationOptions {
   /** SIGTERM→SIGKILL grace at teardown, in ms (default 2000). */
   killGraceMs?: number;
+  /**
+   * An agent already started for the run (`runner run`'s head start): the
+   * launch takes it when it runs `command`, and starts one otherwise.
+   */
+  startedAhead?: (command: AgentCommand) => Promise<AgentTransport> | undefined;
 }
 
 /** Makes the local location. */
@@ -107,14 +118,15 @@ async function startHere(
   const preparing = context.assets?.prepare({ runId, request, keepable });
   preparing?.catch(() => {});
   const release = () => preparing?.then((p) => p.release(), () => {});
-  const transport = await launchLocal({
-    command: context.command,
-    registry: context.registry,
-    killGraceMs: options.killGraceMs,
-  }).catch((error) => {
-    release();
-    throw error;
-  });
+  const transport = await (options.startedAhead?.(context.command) ??
+    launchLocal({
+      command: context.command,
+      registry: context.registry,
+      killGraceMs: options.killGraceMs,
+    })).catch((error) => {
+      release();
+      throw error;
+    });
   let prepared: Awaited<typeof preparing>;
   try {
     prepared = await preparing;

@@ -69,6 +69,15 @@ export async function startAgent(run: RunContext): Promise<AgentConnection> {
   }
 }
 
+/**
+ * Loads the ACP client (the SDK and its schemas) now, for a process that
+ * idles before its first run (`runner serve`, `runner daemon`): that run then
+ * does not wait for it on its way to the agent's `initialize`.
+ */
+export function preloadAcpClient(): void {
+  import("../acp/client.ts").catch(() => {});
+}
+
 /** Handles one `session/update` from the agent. */
 export function handleUpdate(
   run: RunContext,

@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { RUNTIME_FLAGS } from "../../lib/runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import { fixtureCommand, ROOT, runCli, tempDir } from "../helpers.ts";
@@ -20,7 +20,7 @@ async function runWithStdin(
   input: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...RUNTIME_FLAGS, `${ROOT}main.ts`, ...args],
+    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
     env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir() },
     stdin: "piped",
     stdout: "piped",
@@ -135,7 +135,7 @@ Deno.test({
     const command = quoteCommand([
       Deno.execPath(),
       "run",
-      ...RUNTIME_FLAGS,
+      ...DENO_RUN_FLAGS,
       `${ROOT}main.ts`,
       ...agent(),
       "hello",

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
-import { RUNTIME_FLAGS } from "../../lib/runtime_permissions.ts";
+import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
 import { fixtureCommand, ROOT, runCli, tempDir } from "../helpers.ts";
 
 interface TerminalRun {
@@ -25,7 +25,7 @@ async function runOnTerminal(
   const command = quoteCommand([
     Deno.execPath(),
     "run",
-    ...RUNTIME_FLAGS,
+    ...DENO_RUN_FLAGS,
     `${ROOT}main.ts`,
     "run",
     ...args,

@@ -279,6 +279,47 @@ Deno.test("an assets endpoint that cannot start fails the run and stops the agen
   assert.deepEqual(left, []);
 });
 
+Deno.test("runner run starts its agent once: the agent started ahead of the run machinery is the run's", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const result = await runCli(
+    runArgs(["--text", "one-agent", "--record", record], "hi"),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, "one-agent\n");
+  const starts = readRecord(record).filter((entry) => entry.event === "start");
+  assert.equal(starts.length, 1);
+  const prompts = readRecord(record).filter((entry) =>
+    entry.method === "session/prompt"
+  );
+  assert.equal(prompts.length, 1);
+});
+
+Deno.test("a run refused after its agent was started ahead (the store cannot open) leaves no agent behind", async () => {
+  const dataDir = tempDir();
+  // The store's file is a directory: the store cannot open, the agent's
+  // group directory can be made, so the agent is started ahead.
+  Deno.mkdirSync(join(dataDir, "runner.db"));
+  const record = join(tempDir(), "record.jsonl");
+  const result = await runCli(
+    runArgsIn(dataDir, ["--text", "never", "--record", record], "hi"),
+  );
+  assert.equal(result.code, 2, result.stderr);
+  assert.match(result.stderr, /store\.unavailable/);
+  assert.equal(result.stdout, "");
+  const ps = await new Deno.Command("ps", {
+    args: ["-eo", "pid=,args="],
+    stdout: "piped",
+  }).output();
+  const left = new TextDecoder().decode(ps.stdout).split("\n").filter((
+    line,
+  ) => line.includes(record));
+  assert.deepEqual(left, []);
+  // Torn down, not left to die: its group's reaper record is gone too.
+  const records = [...Deno.readDirSync(join(dataDir, "agents"))]
+    .filter((entry) => entry.name.endsWith(".json"));
+  assert.deepEqual(records, []);
+});
+
 Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async () => {
   const dataDir = tempDir();
   const pidFile = join(tempDir(), "pids.json");

@@ -46,18 +46,18 @@ Deno.test("the README's commands exist in deno.json and main.ts", () => {
   }
 });
 
-Deno.test("deno task start uses exactly the runtime flags (permissions and V8 settings)", async () => {
-  const { RUNTIME_FLAGS } = await import(
+Deno.test("deno task start uses exactly the runtime flags (permissions, V8 settings, deno run's own)", async () => {
+  const { DENO_RUN_FLAGS } = await import(
     "../../lib/runtime_permissions.ts"
   );
   const tasks = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)).tasks;
   assert.equal(
     tasks.start,
-    `deno run ${RUNTIME_FLAGS.join(" ")} main.ts serve`,
+    `deno run ${DENO_RUN_FLAGS.join(" ")} main.ts serve`,
   );
   assert.equal(
     tasks.runner,
-    `deno run ${RUNTIME_FLAGS.join(" ")} main.ts`,
+    `deno run ${DENO_RUN_FLAGS.join(" ")} main.ts`,
   );
 });
 

@@ -7,8 +7,10 @@
  *
  * `cli/run/` owns `runner run` as a command: where the prompt comes from
  * (`prompt_input.ts`), what it prints (`output.ts`, in few writes by
- * `buffered_output.ts`), the progress line (`progress.ts`) and the
- * terminal's answers to permission requests (`terminal_approvals.ts`).
+ * `buffered_output.ts`), the progress line (`progress.ts`), the
+ * terminal's answers to permission requests (`terminal_approvals.ts`) and
+ * the agent's head start (`head_start.ts`: a local run's agent is spawned
+ * before the run machinery loads).
  *
  * @module
  */
@@ -32,6 +34,9 @@ import { prefetchOwnStartTime } from "../../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
 import type { RunStore } from "../../store/types.ts";
+import type { RunEvent } from "../../events.ts";
+import type { RunManager } from "../../run/manager.ts";
+import { type HeadStart, startAgentAhead } from "./head_start.ts";
 import {
   createTerminalApprover,
   terminalPermissionDecision,
@@ -229,19 +234,22 @@ async function loadRunMachinery() {
     { createAssetsHook },
     { createRunManager },
     { runnerLocations },
+    { createLocalLocation },
   ] = await Promise.all([
     import("../../agent/reaper.ts"),
     import("../../store/open.ts"),
     import("../../assets/wiring.ts"),
     import("../../run/manager.ts"),
     import("../../locations/runner_locations.ts"),
+    import("../../locations/local.ts"),
   ]);
   return {
     reaper,
     openStore,
     createAssetsHook,
     createRunManager,
-    locations: runnerLocations(),
+    runnerLocations,
+    createLocalLocation,
   };
 }
 
@@ -251,8 +259,29 @@ export async function runCommand(args: string[]): Promise<number> {
   if (typeof invocation === "number") return invocation;
   const dataDir = invocation.dataDir ?? defaultDataDir();
   prefetchOwnStartTime(); // the store needs it; read it while the rest loads
-  const { reaper, openStore, createAssetsHook, createRunManager, locations } =
-    await loadRunMachinery();
+  const { request } = invocation;
+  // A run that admission could still refuse before its agent starts (a run
+  // id taken, attachments too large) starts it the usual way.
+  const ahead = request.runId || request.input.attachments?.length
+    ? undefined
+    : startAgentAhead({
+      config: request.config,
+      agentsDir: join(dataDir, "agents"),
+    });
+  try {
+    return await runInvocation(invocation, { dataDir, ahead });
+  } finally {
+    await ahead?.discard();
+  }
+}
+
+/** Runs the checked invocation with the run machinery; returns the exit code. */
+async function runInvocation(
+  invocation: RunInvocation,
+  { dataDir, ahead }: { dataDir: string; ahead?: HeadStart },
+): Promise<number> {
+  const machinery = await loadRunMachinery();
+  const { reaper, openStore } = machinery;
   await reaper.reapLeftoverGroups(join(dataDir, "agents"));
   let store: RunStore;
   try {
@@ -260,28 +289,62 @@ export async function runCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(error);
   }
-  const assets = createAssetsHook({ log: () => {} });
+  const assets = machinery.createAssetsHook({ log: () => {} });
   const progress = createProgress({
     enabled: !invocation.json && Deno.stdout.isTerminal() &&
       Deno.stderr.isTerminal(),
     delayMs: progressDelayMs(),
   });
-  const manager = createRunManager({
-    locations,
+  const manager = machinery.createRunManager({
+    locations: {
+      ...machinery.runnerLocations(),
+      local: machinery.createLocalLocation({ startedAhead: ahead?.take }),
+    },
     assets,
     store,
-    registry: reaper.createReaperRegistry(join(dataDir, "agents")),
+    registry: ahead?.registry ??
+      reaper.createReaperRegistry(join(dataDir, "agents")),
     log: progress.log,
   });
   const printer = eventPrinter(invocation.json, progress.done);
-  let result: RunResult | undefined;
+  let outcome: { result?: RunResult; signalExit?: number };
+  try {
+    outcome = await runToEnd(manager, {
+      request: invocation.request,
+      onEvent: printer.print,
+    });
+  } catch (error) {
+    printer.flush();
+    await assets.close();
+    await store.close();
+    return reportFailure(error);
+  } finally {
+    progress.done();
+  }
+  printer.flush();
+  await assets.close();
+  await store.close();
+  return exitCodeOf(outcome);
+}
+
+/** The part of the run manager {@linkcode runToEnd} uses. */
+type Starter = Pick<RunManager, "start">;
+
+/**
+ * Starts the run, answers its permission requests on the terminal, cancels
+ * it on SIGINT/SIGTERM, and waits for its end.
+ */
+async function runToEnd(
+  manager: Starter,
+  { request, onEvent }: {
+    request: RunRequest;
+    onEvent: (event: RunEvent) => void;
+  },
+): Promise<{ result?: RunResult; signalExit?: number }> {
   let signalExit: number | undefined;
   const listeners: Array<[Deno.Signal, () => void]> = [];
   try {
-    const outcome = await manager.start(invocation.request, {
-      onEvent: printer.print,
-    });
-    const run = outcome.run;
+    const { run } = await manager.start(request, { onEvent });
     // Subscribers added in start()'s task get the run's events from the first.
     run.subscribe(createTerminalApprover({
       answer: (requestId, answer) => {
@@ -296,21 +359,19 @@ export async function runCommand(args: string[]): Promise<number> {
       Deno.addSignalListener(signal, listener);
       listeners.push([signal, listener]);
     }
-    result = await run.done;
-  } catch (error) {
-    printer.flush();
-    await assets.close();
-    await store.close();
-    return reportFailure(error);
+    const result = await run.done;
+    return { result, signalExit };
   } finally {
-    progress.done();
     for (const [signal, listener] of listeners) {
       Deno.removeSignalListener(signal, listener);
     }
   }
-  printer.flush();
-  await assets.close();
-  await store.close();
+}
+
+/** The exit code of a run that ended with `result` (`signalExit`: cancelled by a signal). */
+function exitCodeOf(
+  { result, signalExit }: { result?: RunResult; signalExit?: number },
+): number {
   if (result?.status === "completed") return 0;
   if (signalExit !== undefined) return signalExit;
   if (AGENT_STOPPED_CODES.has(result?.code ?? "")) return AGENT_STOPPED_EXIT;

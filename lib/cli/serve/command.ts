@@ -35,6 +35,7 @@ import {
 import { runnerLocations } from "../../locations/runner_locations.ts";
 import { createRunManager, type RunManager } from "../../run/manager.ts";
 import { createWarmPool, type WarmPool } from "../../run/warm/pool.ts";
+import { preloadAcpClient } from "../../run/startup.ts";
 import {
   loadServeConfig,
   SERVE_HELP,
@@ -315,6 +316,9 @@ async function serveUntilSignal(
     return reportFailure(error);
   }
   metrics.observeListener("http", () => listener.stats());
+  // The ACP client (the SDK and its schemas) loads now, while the server
+  // idles, not on the first run's way to its agent's `initialize`.
+  preloadAcpClient();
   if (hub) metrics.observeListener("hub", () => hub.server.stats());
   // A fleet's replicas sweep runs of lost replicas in their fleet duties.
   const sweep = store.fleet
