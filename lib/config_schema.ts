@@ -334,7 +334,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "the decision when nobody answers in time, and wherever nobody can answer (n8n webhook, a daemon or hub without the `permission.ask` capability, `runner run` with no terminal); a rejection is never turned into an approval",
   ),
   "model": text(
-    "the session's model: an id the agent advertises (`runner probe` lists them), set with `session/set_config_option` (or `session/set_model`) before the first prompt; a value not offered fails the run with `acp.config_unavailable`; the conversation remembers it for its later runs (`docs/runs.md`, \"Remembered per conversation\")",
+    'the session\'s model: an id the agent advertises (`runner probe` lists them), set with `session/set_config_option` (or `session/set_model`) before the first prompt; a value not offered fails the run with `acp.config_unavailable`; the conversation remembers it for its later runs (`docs/runs.md`, "Remembered per conversation")',
   ),
   "mode": text(
     "the session's mode (e.g. `plan`): an id the agent advertises, set with `session/set_config_option` (or `session/set_mode`) before the first prompt; remembered per conversation like `model`",
