@@ -83,11 +83,20 @@ export function cspRefusal(alarms: PageAlarms, pattern: RegExp): Promise<void> {
 
 /**
  * Starts recording `page`'s alarms; call before the page loads, so the CSP
- * listener is in place before any of the page's own scripts run.
+ * listener is in place before any of the page's own scripts run. Dialogs
+ * whose message matches `accept` are accepted instead (a confirmation the
+ * test expects).
  */
-export async function watchPage(page: Page): Promise<PageAlarms> {
+export async function watchPage(
+  page: Page,
+  options: { accept?: RegExp } = {},
+): Promise<PageAlarms> {
   const alarms: PageAlarms = { dialogs: [], executed: [], errors: [], csp: [] };
   page.on("dialog", (dialog) => {
+    if (options.accept?.test(dialog.message())) {
+      dialog.accept().catch(() => {});
+      return;
+    }
     alarms.dialogs.push(dialog.message());
     dialog.dismiss().catch(() => {});
   });
@@ -114,14 +123,17 @@ export async function watchPage(page: Page): Promise<PageAlarms> {
   return alarms;
 }
 
-/** Opens the console at `url` on `viewport` and signs in with `token`. */
+/**
+ * Opens the console at `url` on `viewport` and signs in with `token`; the
+ * page's own confirmations that match `accept` are accepted, not alarms.
+ */
 export async function signIn(
   browser: Browser,
   url: string,
-  options: { token?: string; viewport?: typeof PHONE } = {},
+  options: { token?: string; viewport?: typeof PHONE; accept?: RegExp } = {},
 ): Promise<{ page: Page; alarms: PageAlarms }> {
   const page = await browser.newPage();
-  const alarms = await watchPage(page);
+  const alarms = await watchPage(page, { accept: options.accept });
   await page.setViewport(options.viewport ?? PHONE);
   await page.goto(url, { waitUntil: "load" });
   await page.waitForSelector("#login:not([hidden])");
