@@ -1,7 +1,8 @@
 /**
  * The console's permission card on a phone-sized screen: very long option
  * names (with and without spaces), a long title, path and command line wrap
- * inside the card and never widen the page.
+ * inside the card and never widen the page; so do a tool card's long title,
+ * command line and output, and a long inline code span of the answer.
  *
  * @module
  */
@@ -33,6 +34,13 @@ const CALL = {
   input: { command: "x".repeat(380) },
   names: { allow_once: WORD, reject_once: SPACED },
 };
+
+const TOOL = [
+  "tool-with",
+  "Run-the-very-long-tool-title-".repeat(12),
+  "npm-run-a-command-line-without-any-spaces-".repeat(10),
+  "output-".repeat(80),
+];
 
 /** Widths the card's content reaches, and the page's. */
 function widths(page: import("puppeteer-core").Page) {
@@ -66,6 +74,8 @@ Deno.test("console: long permission option names, title, path and command line w
           "acp-command": agentCommand([
             "--permission-calls",
             JSON.stringify([CALL]),
+            "--script",
+            JSON.stringify([TOOL, ["text", "`" + "y".repeat(400) + "`"]]),
           ]),
         },
       }, { authorization: `Bearer ${TOKEN}` });
@@ -98,6 +108,21 @@ Deno.test("console: long permission option names, title, path and command line w
       );
       await page.click('.permission button[data-option-id="reject_once"]');
       await waitStatus(page, "completed");
+      // The tool card's long title, command line and output, opened, wrap too.
+      await page.waitForSelector(".tool .title");
+      await page.$$eval(
+        "details",
+        (nodes) => nodes.forEach((n) => n.setAttribute("open", "")),
+      );
+      assert.equal(
+        await page.$eval(".tool .title", (n) => n.textContent),
+        TOOL[1],
+      );
+      const after = await widths(page);
+      assert.ok(
+        after.page <= after.viewport,
+        `with the tool card open the page is ${after.page} px wide`,
+      );
       await drained;
       assertQuiet(alarms);
     });
