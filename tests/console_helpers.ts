@@ -52,24 +52,88 @@ export interface PageAlarms {
   executed: string[];
   /** Uncaught errors of the page's own script. */
   errors: string[];
+  /**
+   * Content Security Policy refusals: `securitypolicyviolation` events and
+   * console errors that name the policy.
+   */
+  csp: string[];
 }
 
-/** Opens the console at `url` on `viewport` and signs in with `token`. */
-export async function signIn(
-  browser: Browser,
-  url: string,
-  options: { token?: string; viewport?: typeof PHONE } = {},
-): Promise<{ page: Page; alarms: PageAlarms }> {
-  const page = await browser.newPage();
-  const alarms: PageAlarms = { dialogs: [], executed: [], errors: [] };
+const cspListeners = new WeakMap<PageAlarms, Set<() => void>>();
+
+function recordCsp(alarms: PageAlarms, what: string): void {
+  alarms.csp.push(what);
+  for (const listener of cspListeners.get(alarms) ?? []) listener();
+}
+
+/** Resolves once `alarms` holds a CSP refusal that matches `pattern`. */
+export function cspRefusal(alarms: PageAlarms, pattern: RegExp): Promise<void> {
+  return new Promise((resolve) => {
+    const listeners = cspListeners.get(alarms) ?? new Set();
+    cspListeners.set(alarms, listeners);
+    const check = () => {
+      if (!alarms.csp.some((what) => pattern.test(what))) return;
+      listeners.delete(check);
+      resolve();
+    };
+    listeners.add(check);
+    check();
+  });
+}
+
+/**
+ * Starts recording `page`'s alarms; call before the page loads, so the CSP
+ * listener is in place before any of the page's own scripts run. Dialogs
+ * whose message matches `accept` are accepted instead (a confirmation the
+ * test expects).
+ */
+export async function watchPage(
+  page: Page,
+  options: { accept?: RegExp } = {},
+): Promise<PageAlarms> {
+  const alarms: PageAlarms = { dialogs: [], executed: [], errors: [], csp: [] };
   page.on("dialog", (dialog) => {
+    if (options.accept?.test(dialog.message())) {
+      dialog.accept().catch(() => {});
+      return;
+    }
     alarms.dialogs.push(dialog.message());
     dialog.dismiss().catch(() => {});
   });
   page.on("pageerror", (error) => alarms.errors.push(String(error)));
+  page.on("console", (message) => {
+    if (
+      message.type() === "error" &&
+      /Content Security Policy/i.test(message.text())
+    ) recordCsp(alarms, message.text());
+  });
   await page.exposeFunction("pwned", (what: string) => {
     alarms.executed.push(String(what));
   });
+  await page.exposeFunction("__cspRefused", (what: string) => {
+    recordCsp(alarms, String(what));
+  });
+  await page.evaluateOnNewDocument(`document.addEventListener(
+    "securitypolicyviolation",
+    (event) => window.__cspRefused(event.violatedDirective + " refused " +
+      (event.blockedURI || "inline") + " (" + event.sourceFile + ":" +
+      event.lineNumber + ")"),
+    true,
+  );`);
+  return alarms;
+}
+
+/**
+ * Opens the console at `url` on `viewport` and signs in with `token`; the
+ * page's own confirmations that match `accept` are accepted, not alarms.
+ */
+export async function signIn(
+  browser: Browser,
+  url: string,
+  options: { token?: string; viewport?: typeof PHONE; accept?: RegExp } = {},
+): Promise<{ page: Page; alarms: PageAlarms }> {
+  const page = await browser.newPage();
+  const alarms = await watchPage(page, { accept: options.accept });
   await page.setViewport(options.viewport ?? PHONE);
   await page.goto(url, { waitUntil: "load" });
   await page.waitForSelector("#login:not([hidden])");
@@ -95,11 +159,12 @@ export function transcriptText(page: Page): Promise<string> {
   );
 }
 
-/** Fails if the page raised a dialog, ran a hostile probe or threw. */
+/** Fails if the page raised a dialog, ran a hostile probe, threw or broke its CSP. */
 export function assertQuiet(alarms: PageAlarms): void {
   assert.deepEqual(alarms.dialogs, [], "a dialog opened");
   assert.deepEqual(alarms.executed, [], "hostile script ran");
   assert.deepEqual(alarms.errors, [], "the page threw");
+  assert.deepEqual(alarms.csp, [], "the page broke its CSP");
 }
 
 /** Fills and submits the console's "New run" form. */

@@ -79,6 +79,9 @@ details.thought .text{white-space:pre-wrap}
 .permission{border:2px solid #e0a100;border-radius:8px;padding:.6rem;background:#fffaf0}
 .permission.decided{border-color:#ccc;background:#fff}
 .permission .actions{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:.5rem}
+.permission{overflow-wrap:anywhere;min-width:0}
+.permission button{white-space:normal;max-width:100%;overflow-wrap:anywhere;text-align:left}
+.permission pre{white-space:pre-wrap;overflow-wrap:anywhere}
 .error{color:#b3261e;overflow-wrap:anywhere}
 .error button{margin-left:.4rem}
 #follow-up{display:flex;gap:.5rem;align-items:end;flex-wrap:wrap}

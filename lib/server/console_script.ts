@@ -136,13 +136,25 @@ async function refreshRuns() {
   $("runs-page").textContent = "page " + (state.pages.length + 1);
 }
 
+// Where a daemon is connected (its replica in a fleet), its jobs in flight and when it last sent a frame.
+function daemonInfo(daemon) {
+  const jobs = daemon.active_jobs || [];
+  return [
+    daemon.fenced ? (daemon.connected ? "connected" : "offline") : "",
+    daemon.replica_id ? "replica " + daemon.replica_id : "",
+    jobs.length ? "active jobs: " + jobs.join(", ") : "no active job",
+    daemon.last_seen_at ? "last seen " + new Date(daemon.last_seen_at).toLocaleTimeString() : "",
+  ].filter(Boolean).join(" · ");
+}
+
 async function refreshDaemons() {
   const body = await (await api("/v1/daemons")).json();
   const list = $("daemons"); list.textContent = "";
   for (const daemon of body.daemons) {
-    const item = el("li", { class: "run" });
+    const item = el("li", { class: "run daemon", "data-daemon-id": daemon.daemon_id });
     item.append(el("strong", {}, daemon.daemon_id));
     item.append(el("span", { class: "badge" + (daemon.fenced ? " failed" : " completed") }, daemon.fenced ? "fenced" : daemon.connected ? "connected" : "offline"));
+    item.append(el("span", { class: "meta daemon-info" }, daemonInfo(daemon)));
     if (daemon.fenced) {
       const button = el("button", {}, "Unfence");
       button.onclick = async () => {
@@ -165,7 +177,7 @@ async function refreshAgents() {
   for (const agent of body.agents) {
     const item = el("li", { class: "run", "data-agent-id": agent.agent_id });
     item.append(el("strong", {}, agent.provider));
-    item.append(el("span", { class: "meta" }, [agent.location, agent.conversation_id, agent.replica_id ? "replica " + agent.replica_id : "", "idle since " + new Date(agent.idle_since).toLocaleTimeString()].filter(Boolean).join(" · ")));
+    item.append(el("span", { class: "meta agent-info" }, [agent.location, agent.conversation_id, agent.replica_id ? "replica " + agent.replica_id : "", "idle since " + new Date(agent.idle_since).toLocaleTimeString()].filter(Boolean).join(" · ")));
     const stop = el("button", {}, "Stop");
     stop.onclick = async () => {
       await api("/v1/agents/" + encodeURIComponent(agent.agent_id), { method: "DELETE" });

@@ -20,10 +20,12 @@ import {
 import {
   assertQuiet,
   CONSOLE_ARGS,
+  cspRefusal,
   signIn,
   TOKEN,
   transcriptText,
   waitStatus,
+  watchPage,
   withBrowser,
 } from "../console_helpers.ts";
 
@@ -234,7 +236,7 @@ Deno.test("console: the runs list filters and pages on the server", async () => 
 Deno.test("console: a wrong token and no token get their own messages; favicon and libraries are served", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: CONSOLE_ARGS }, async (serve) => {
-      const { page } = await signIn(browser, serve.url, {
+      const { page, alarms } = await signIn(browser, serve.url, {
         token: "wrong-token",
       });
       await page.waitForFunction(
@@ -250,6 +252,7 @@ Deno.test("console: a wrong token and no token get their own messages; favicon a
       );
       assert.equal(await page.$$eval("li.run", (nodes) => nodes.length), 0);
       const fresh = await browser.newPage();
+      const freshAlarms = await watchPage(fresh);
       await fresh.goto(serve.url, { waitUntil: "load" });
       await fresh.waitForFunction(
         `document.getElementById("login-message").textContent === "This runner needs its API token."`,
@@ -272,6 +275,30 @@ Deno.test("console: a wrong token and no token get their own messages; favicon a
         assert.match(lib.headers.get("content-type")!, /javascript/);
         assert.match(await lib.text(), /export\s*\{/);
       }
+      assertQuiet(alarms);
+      assertQuiet(freshAlarms);
+    });
+  });
+});
+
+Deno.test("console: the quiet check fails on an inline script or style the CSP refuses", async () => {
+  await withBrowser(async (browser) => {
+    await withServe({ args: CONSOLE_ARGS }, async (serve) => {
+      const { page, alarms } = await signIn(browser, serve.url);
+      await page.waitForSelector("#app:not([hidden])");
+      assertQuiet(alarms);
+      await page.evaluate(`(() => {
+        const script = document.createElement("script");
+        script.textContent = "document.title = 'ran'";
+        document.body.append(script);
+        const style = document.createElement("style");
+        style.textContent = "body{color:red}";
+        document.head.append(style);
+      })()`);
+      await cspRefusal(alarms, /script-src/);
+      await cspRefusal(alarms, /style-src/);
+      assert.equal(await page.title(), "runner console");
+      assert.throws(() => assertQuiet(alarms), /the page broke its CSP/);
     });
   });
 });

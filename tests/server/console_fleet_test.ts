@@ -1,0 +1,113 @@
+/**
+ * The console on a two-replica fleet (one PostgreSQL database), in headless
+ * Chromium: the page served by replica B lists the warm agent and the
+ * daemon replica A keeps, each with replica A, and Stop from B ends A's
+ * agent.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { Page } from "puppeteer-core";
+import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
+import { daemonProcess } from "../daemon_test_helpers.ts";
+import { clusterForThisFile } from "../pg_helpers.ts";
+import { startReplica } from "../fleet_helpers.ts";
+import { postJson } from "../serve_test_helpers.ts";
+import {
+  assertQuiet,
+  CONSOLE_ARGS,
+  signIn,
+  TOKEN,
+  withBrowser,
+} from "../console_helpers.ts";
+
+const cluster = clusterForThisFile();
+const DAEMON_TOKEN = "console-fleet-daemon-Lr6Wq1Zx8Tn3Vb5Pk2Hm";
+const ARGS = [
+  ...CONSOLE_ARGS,
+  "--daemon-enabled",
+  "--daemon-port",
+  "0",
+  "--daemon-token",
+  DAEMON_TOKEN,
+];
+
+/** The text of the row `selector` once it includes `part`. */
+async function rowWith(
+  page: Page,
+  selector: string,
+  part: string,
+): Promise<string> {
+  const handle = await page.waitForFunction(
+    `(() => { const row = document.querySelector(${JSON.stringify(selector)});
+      return row && row.textContent.includes(${
+      JSON.stringify(part)
+    }) ? row.textContent : false; })()`,
+  );
+  return await handle.jsonValue() as string;
+}
+
+Deno.test({
+  name:
+    "console: the page replica B serves lists replica A's warm agent and daemon, and stops A's agent",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const url = await cluster().newDatabase();
+    const a = await startReplica(url, "a", ARGS);
+    const b = await startReplica(url, "b", ARGS);
+    const hub = await a.waitForLog((e) => e.msg === "daemon hub listening");
+    const tokenFile = join(tempDir(), "token");
+    Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
+    const daemon = daemonProcess(String(hub.url), "desk", tokenFile);
+    try {
+      await daemon.connected;
+      const pidFile = join(tempDir(), "pids.json");
+      const warm = await postJson(`${a.url}/v1/runs`, {
+        conversation_id: "fleet-chat",
+        input: { text: "hello" },
+        config: {
+          provider: "custom",
+          workspace: tempDir(),
+          "acp-command": fixtureCommand("--grandchild", "--pid-file", pidFile),
+        },
+        stream: false,
+      }, { authorization: `Bearer ${TOKEN}` });
+      assert.equal((await warm.json()).status, "completed");
+      await withBrowser(async (browser) => {
+        const { page, alarms } = await signIn(browser, b.url);
+        await page.waitForSelector("#app:not([hidden])");
+        const agent = await rowWith(
+          page,
+          "#agents li[data-agent-id]",
+          "fleet-chat",
+        );
+        assert.match(agent, /^customlocal · fleet-chat · replica a · idle/);
+        const desk = await rowWith(
+          page,
+          'li.daemon[data-daemon-id="desk"]',
+          "replica",
+        );
+        assert.match(desk, /^deskconnectedreplica a · no active job/);
+        const pids = agentPids(pidFile);
+        assert.ok(pids.every(isAlive), "A keeps the agent warm");
+        const stopped = page.waitForResponse((response) =>
+          response.request().method() === "DELETE" &&
+          response.url().includes("/v1/agents/")
+        );
+        await page.click("#agents li[data-agent-id] button");
+        const answer = await stopped;
+        assert.equal(answer.status(), 200);
+        assert.equal(answer.headers()["x-runner-replica"], "a");
+        assert.deepEqual(pids.filter(isAlive), [], "Stop from B ended it");
+        assertQuiet(alarms);
+      });
+    } finally {
+      await daemon.stop();
+      await b.stop();
+      await a.stop();
+    }
+  },
+});
