@@ -182,6 +182,7 @@ function toolEvents(
       tool_name: name,
       parameters: update.rawInput ?? {},
       kind: update.kind ?? null,
+      ...(status ? { status } : {}),
       ...(update.locations ? { locations: update.locations } : {}),
       ...(diffs ? { diffs } : {}),
       ...terminals,

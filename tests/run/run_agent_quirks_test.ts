@@ -50,6 +50,7 @@ Deno.test("a tool call's input that arrives in a later tool_call_update is carri
     tool_name: "Terminal",
     parameters: {},
     kind: "execute",
+    status: "pending",
   }]);
   assert.deepEqual(dataOf(events, "tool.call.updated"), [{
     tool_call_id: "tc-late",
