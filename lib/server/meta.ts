@@ -5,6 +5,7 @@
  * @module
  */
 
+import { settleWithin } from "../timing.ts";
 import type { Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import { warmAgentMetricLines } from "./agents.ts";
@@ -125,6 +126,27 @@ async function activeRunOf(
   return run?.runId;
 }
 
+/** How long a DELETE waits for a run that ended for its clients to let go. */
+const ENDED_RUN_WAIT_MS = 10_000;
+
+/**
+ * Waits (bounded) for the conversation's run here when its outcome is
+ * already stored: its clients saw the terminal event, but the run still
+ * releases its agent (a daemon run waits for the daemon's acknowledgement),
+ * and a client that deletes the conversation next must not get a conflict.
+ */
+async function settleEndedRun(
+  ctx: ServerContext,
+  conversationId: string,
+): Promise<void> {
+  const run = ctx.manager.activeForConversation(conversationId);
+  if (!run) return;
+  const record = await ctx.store.getRun(run.runId);
+  if (record && record.status !== "active") {
+    await settleWithin(run.done, ENDED_RUN_WAIT_MS);
+  }
+}
+
 /** `GET` and `DELETE /v1/conversations/:id`: a conversation's stored sessions. */
 function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
   const { store } = ctx;
@@ -161,6 +183,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     // In a fleet the owner answers: its warm agents hold the sessions.
     const forwarded = await ctx.fleet?.toConversationOwner(c, conversationId);
     if (forwarded) return forwarded;
+    await settleEndedRun(ctx, conversationId);
     const active = await activeRunOf(ctx, conversationId);
     if (active) {
       throw new RunnerError(
