@@ -940,7 +940,8 @@ async function start() {
   $("login").hidden = true; $("app").hidden = false; $("sign-out").hidden = false;
   showPageError(failed);
   startPolling();
-  if (opened && opened !== state.selected) openRun(opened).catch(runError);
+  // Also after signing in again: a stream refused with the old token has stopped.
+  if (opened) openRun(opened).catch(runError);
 }
 
 $("login").onsubmit = (event) => {
