@@ -193,7 +193,7 @@ async function refreshAgents() {
 // the list's repaints, and the row shows why the last one failed.
 function rowError(key, button) {
   button.disabled = state.rowBusy.has(key);
-  return el("span", { class: "error row-error", role: "alert" }, state.rowErrors.get(key) || "");
+  return el("span", { class: "error row-error" }, state.rowErrors.get(key) || "");
 }
 
 async function rowAction(key, button, request, refresh) {
@@ -858,7 +858,7 @@ function restoreHash() {
   return params.get("run");
 }
 
-function changeList(change) { change(); saveHash(); refreshRuns().catch(() => {}); }
+function changeList(change) { change(); saveHash(); loadPanel(PANELS[0]).catch(() => {}); }
 
 function wireControls() {
   $("follow-up").onsubmit = sendFollowUp;
