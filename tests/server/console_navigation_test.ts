@@ -95,6 +95,21 @@ Deno.test("console: 20 runs are one page; on a phone a run opens in view with a 
       await waitStatus(page, "completed");
       await page.click("#back-to-runs");
       await inView(page, "runs-panel");
+      // The new controls fit a phone: the form with its keys, the run's carried settings.
+      await page.click("#new-run-open");
+      await page.click("#new-keys summary");
+      await page.$eval(
+        "#follow-up-settings",
+        (n) => n.setAttribute("open", ""),
+      );
+      assert.equal(
+        await page.evaluate(
+          "document.documentElement.scrollWidth <= innerWidth",
+        ),
+        true,
+        "the page is wider than the phone",
+      );
+      await page.click("#new-run-open");
       await page.type("#filter-conversation", "nav-odd");
       await page.click("#filters button[type=submit]");
       await page.waitForFunction(

@@ -91,7 +91,8 @@ Deno.test("console: once a permission request's time is up its options are disab
           permission: "ask",
           config: {
             "acp-command": agentCommand(["--permission"]),
-            "permission-timeout": 4,
+            // Long enough for the card to show before the proxy holds.
+            "permission-timeout": 8,
           },
         });
         await page.waitForSelector(".permission .countdown");
