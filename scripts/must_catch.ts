@@ -556,6 +556,36 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "show as text",
   },
   {
+    name: "the console does not read a cut stream again",
+    file: "lib/server/console_script.ts",
+    find: "if (await readEvents(response, stream, seen)) return;",
+    replace: "await readEvents(response, stream, seen); return;",
+    test: "tests/server/console_stream_test.ts",
+    filter: "cut mid-run",
+  },
+  {
+    name: "the console takes a late run record for the run open now",
+    file: "lib/server/console_script.ts",
+    find: `    const run = await record.json();
+    if (state.stream !== stream) return;`,
+    replace: "    const run = await record.json();",
+    test: "tests/server/console_resilience_test.ts",
+    filter: "while the first still loads",
+  },
+  {
+    name: "a double click on the console's Start run starts two runs",
+    file: "lib/server/console_script.ts",
+    find: `  if (submit.disabled) return;
+  $("new-error").textContent = "";
+  submit.disabled = true;
+  // One run id per form: an attempt whose answer was lost and is sent again cannot start a second run.
+  state.newRunId = state.newRunId || newRunId();`,
+    replace: `  $("new-error").textContent = "";
+  state.newRunId = newRunId();`,
+    test: "tests/server/console_resilience_test.ts",
+    filter: "double click",
+  },
+  {
     name: "a follow-up turn without its turn.started",
     file: "lib/run/turn.ts",
     find: "  if (followUp) {\n    run.emitter.emit(TURN_STARTED",

@@ -167,18 +167,35 @@ export function assertQuiet(alarms: PageAlarms): void {
   assert.deepEqual(alarms.csp, [], "the page broke its CSP");
 }
 
+/** What the console's "New run" form is filled with. */
+export interface NewRunForm {
+  /** The prompt. */
+  prompt: string;
+  /** The conversation id, if any. */
+  conversation?: string;
+  /** The workspace. */
+  workspace: string;
+  /** How permission requests are decided (`ask`, `allow`, `reject`). */
+  permission?: string;
+  /** The form's "more run config" JSON. */
+  config: Record<string, unknown>;
+}
+
 /** Fills and submits the console's "New run" form. */
 export async function startRunFromPage(
   page: Page,
-  run: {
-    prompt: string;
-    conversation?: string;
-    workspace: string;
-    permission?: string;
-    config: Record<string, unknown>;
-  },
+  run: NewRunForm,
 ): Promise<string> {
-  await page.click("#new-run-open");
+  await fillNewRun(page, run);
+  const before = await page.$eval("#run-title", (node) => node.textContent);
+  await page.click("#new-run button[type=submit]");
+  await waitNewRun(page, before ?? "");
+  return await page.$eval("#run-title", (node) => node.textContent!);
+}
+
+/** Opens the console's "New run" form and fills it, without submitting. */
+export async function fillNewRun(page: Page, run: NewRunForm): Promise<void> {
+  if (await page.$("#new-run[hidden]")) await page.click("#new-run-open");
   await page.waitForSelector("#new-run:not([hidden])");
   await page.waitForSelector('#new-provider option[value="custom"]');
   await page.select("#new-provider", "custom");
@@ -191,10 +208,6 @@ export async function startRunFromPage(
     (node, value) => (node as unknown as { value: string }).value = value,
     JSON.stringify(run.config),
   );
-  const before = await page.$eval("#run-title", (node) => node.textContent);
-  await page.click("#new-run button[type=submit]");
-  await waitNewRun(page, before ?? "");
-  return await page.$eval("#run-title", (node) => node.textContent!);
 }
 
 /** Waits until the run panel shows a run the console started, other than `previous`. */

@@ -45,7 +45,9 @@ export function createServerApp(options: ServerAppOptions): Hono {
   handleFailures(app, context);
   guardRequestSources(app, options.config);
   guardApiRoutes(app, context);
-  registerConsoleRoutes(app);
+  registerConsoleRoutes(app, {
+    allowCustomCommands: options.config.allowCustomCommands,
+  });
   registerMetaRoutes(app, context);
   registerAgentRoutes(app, context);
   registerRunRoutes(app, context);

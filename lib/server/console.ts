@@ -10,6 +10,7 @@
 import type { Hono } from "hono";
 import { CONSOLE_ASSETS } from "./console_assets.ts";
 import { consolePage } from "./console_page.ts";
+import { CALLER_CONFIG_KEYS, COMMAND_CONFIG_KEYS } from "./policy.ts";
 
 /**
  * The page's CSP: scripts and styles only with this response's nonce;
@@ -28,12 +29,25 @@ function contentSecurityPolicy(nonce: string, images: boolean): string {
   ].join("; ");
 }
 
+/** What the console tells an operator of the server's caller policy. */
+export interface ConsoleRouteOptions {
+  /** `runner serve --allow-custom-commands`: callers may choose commands. */
+  allowCustomCommands?: boolean;
+}
+
 /** Registers the console page at `/` and its static files. */
-export function registerConsoleRoutes(app: Hono): void {
+export function registerConsoleRoutes(
+  app: Hono,
+  options: ConsoleRouteOptions = {},
+): void {
+  const callerKeys = [
+    ...CALLER_CONFIG_KEYS,
+    ...(options.allowCustomCommands ? COMMAND_CONFIG_KEYS : []),
+  ];
   app.get("/", (c) => {
     const nonce = crypto.randomUUID().replaceAll("-", "");
     const images = c.req.query("images") === "1";
-    return c.html(consolePage(nonce, images), 200, {
+    return c.html(consolePage(nonce, { images, callerKeys }), 200, {
       "content-security-policy": contentSecurityPolicy(nonce, images),
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",

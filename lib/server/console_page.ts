@@ -16,7 +16,12 @@ header h1{font-size:1.05rem;margin:0;flex:1}
 header small{opacity:.75}
 main{display:grid;grid-template-columns:minmax(300px,380px) minmax(0,1fr);gap:1rem;padding:1rem;max-width:1400px;margin:auto;align-items:start}
 main>.side{display:flex;flex-direction:column;gap:1rem;min-width:0}
-@media (max-width:800px){main{grid-template-columns:minmax(0,1fr);padding:.5rem;gap:.5rem}#run-panel{order:-1}}
+@media (max-width:800px){main{grid-template-columns:minmax(0,1fr);padding:.5rem;gap:.5rem}#run-panel{order:-1}.side{overflow-anchor:none}}
+@media (min-width:801px){#back-to-runs{display:none}}
+/* On a phone the list sits below the run: a growing transcript must not scroll to follow the list. */
+#page-error{max-width:1400px;margin:.5rem auto 0;padding:.5rem 1rem}
+#follow-up-settings{flex-basis:100%;font-size:.85rem}
+li.run .row-error:empty{display:none}
 section{background:#fff;border-radius:8px;padding:.75rem 1rem;box-shadow:0 1px 2px #0002;min-width:0}
 section h2{font-size:1rem;margin:.2rem 0 .6rem;display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}
 button{font:inherit;border:0;border-radius:6px;padding:.45rem .8rem;cursor:pointer;background:#e3e6ea;white-space:nowrap;flex:0 0 auto}
@@ -102,8 +107,13 @@ const RUNS =
 <div><label for="new-workspace">Workspace</label><input id="new-workspace" placeholder="the server's default"></div>
 <div><label for="new-permission">Permission requests</label><select id="new-permission"><option value="">server default</option><option value="ask">ask me here</option><option value="allow">allow</option><option value="reject">reject</option></select></div>
 </div>
+<div class="row">
+<div><label for="new-model">Model</label><input id="new-model" placeholder="the agent's default"></div>
+<div><label for="new-mode">Mode</label><input id="new-mode" placeholder="the agent's default"></div>
+</div>
 <label for="new-config">More run config (JSON, the keys the caller policy allows)</label><textarea id="new-config" rows="2" placeholder='{"timeout": 600}'></textarea>
-<p class="row"><button type="submit" class="primary">Start run</button></p>
+<details id="new-keys"><summary>Keys this server takes from a caller</summary><p id="new-keys-list" class="meta"></p></details>
+<p class="row"><button id="new-run-submit" type="submit" class="primary">Start run</button></p>
 <p id="new-error" class="error" role="alert"></p>
 </form>
 <form id="filters" class="row">
@@ -112,25 +122,48 @@ const RUNS =
 <div><label for="filter-daemon">Daemon</label><input id="filter-daemon"></div>
 <button type="submit">Filter</button>
 </form>
-<p id="runs-empty" class="meta">No runs.</p><p id="runs-error" class="error"></p><ul id="runs"></ul>
+<p id="runs-empty" class="meta">No runs.</p><p id="runs-error" class="error" role="alert"></p><ul id="runs"></ul>
 <div class="pager"><button id="runs-newer" type="button">Newer</button><span id="runs-page" class="meta"></span><button id="runs-older" type="button">Older</button></div>
 </section>`;
 
 const RUN = `<section id="run-panel" hidden>
-<h2>Run <span id="run-status" class="badge"></span> <button id="cancel" class="reject" type="button" hidden>Cancel</button></h2>
+<h2><button id="back-to-runs" type="button">← Runs</button> Run <span id="run-status" class="badge"></span> <button id="cancel" class="reject" type="button" hidden>Cancel</button></h2>
 <div id="run-title" class="run-id"></div><div id="run-meta" class="meta"></div><div id="run-usage" class="meta"></div>
+<p id="run-error" class="error" role="alert"></p><div id="run-stream" class="meta" role="status"></div>
 <div id="transcript"></div>
 <div id="pending"></div>
-<form id="follow-up" hidden><textarea id="follow-up-text" rows="2" placeholder="Follow-up message"></textarea><button id="follow-up-send" type="submit" class="primary">Send</button></form>
+<form id="follow-up" hidden><textarea id="follow-up-text" rows="2" placeholder="Follow-up message"></textarea><button id="follow-up-send" type="submit" class="primary">Send</button>
+<details id="follow-up-settings"><summary>Settings a new run of this conversation takes (the conversation remembers its model, mode and session config)</summary><ul id="follow-up-carried" class="meta"></ul></details></form>
 <p id="follow-up-error" class="error" role="alert"></p>
 <label><input id="images" type="checkbox" class="inline"> load images from the agent's links</label>
 </section>`;
 
+/** What the page is made with besides its nonce. */
+export interface ConsolePageOptions {
+  /** The operator allowed images from agent URLs (`/?images=1`). */
+  images?: boolean;
+  /** Run-config keys a caller may set on this server (the form's hint). */
+  callerKeys?: readonly string[];
+}
+
+/** Text for an HTML attribute or element. */
+function escapeHtml(text: string): string {
+  return text.replace(
+    /[&<>"']/g,
+    (c) => `&#${c.charCodeAt(0)};`,
+  );
+}
+
 /**
  * The console's HTML; `nonce` allows its style and module script under the
- * page's CSP, `images` says the operator allowed images from agent URLs.
+ * page's CSP.
  */
-export function consolePage(nonce: string, images = false): string {
+export function consolePage(
+  nonce: string,
+  options: ConsolePageOptions = {},
+): string {
+  const images = options.images ?? false;
+  const keys = options.callerKeys ?? [];
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -140,8 +173,11 @@ export function consolePage(nonce: string, images = false): string {
 <link rel="icon" href="/favicon.ico">
 <style nonce="${nonce}">${STYLE}#images{width:auto}</style>
 </head>
-<body data-images="${images ? "1" : "0"}">
+<body data-images="${images ? "1" : "0"}" data-caller-keys="${
+    escapeHtml(JSON.stringify(keys))
+  }">
 <header><h1>runner console</h1><small id="version"></small><button id="sign-out" type="button" hidden>Sign out</button></header>
+<div id="page-error" class="error" role="alert" hidden><span id="page-error-text"></span> <button id="page-retry" type="button">Retry</button></div>
 <form id="login" hidden><section>
 <h2>Sign in</h2>
 <p id="login-message" class="error"></p>
@@ -151,8 +187,8 @@ export function consolePage(nonce: string, images = false): string {
 </section></form>
 <main id="app" hidden>
 <div class="side">${RUNS}
-<section id="agents-panel"><h2>Warm agents</h2><p id="agents-empty" class="meta">No agent is kept warm.</p><ul id="agents"></ul></section>
-<section><h2>Daemons</h2><p id="daemons-empty" class="meta">No daemon connected or fenced.</p><ul id="daemons"></ul></section>
+<section id="agents-panel"><h2>Warm agents</h2><p id="agents-empty" class="meta">No agent is kept warm.</p><p id="agents-error" class="error" role="alert"></p><ul id="agents"></ul></section>
+<section><h2>Daemons</h2><p id="daemons-empty" class="meta">No daemon connected or fenced.</p><p id="daemons-error" class="error" role="alert"></p><ul id="daemons"></ul></section>
 </div>
 ${RUN}
 </main>

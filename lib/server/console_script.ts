@@ -19,6 +19,7 @@ const state = {
   token: sessionStorage.getItem("runner-token") || "", selected: null, run: null, stream: null,
   pages: [], filters: { status: "", conversation_id: "", daemon_id: "" }, answer: null, thought: null,
   timers: new Set(), providers: null, pending: [], terminals: new Map(),
+  poll: null, ticks: 0, newRunId: null, rowBusy: new Set(), rowErrors: new Map(),
 };
 
 function escapeHtml(text) {
@@ -31,6 +32,12 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   if (node.tagName === "A") {
     node.setAttribute("rel", "noopener noreferrer nofollow");
     node.setAttribute("target", "_blank");
+  }
+  // The page's CSP takes agent images only over https: an http: one would be blocked anyway.
+  if (node.tagName === "IMG" && IMAGES && !/^(?:https:|data:)/i.test(node.getAttribute("src") || "")) {
+    node.removeAttribute("src");
+    node.removeAttribute("srcset");
+    node.setAttribute("alt", "[image not loaded: not https: " + (node.getAttribute("alt") || "image") + "]");
   }
   if (node.tagName === "IMG" && !IMAGES) {
     node.setAttribute("data-src", node.getAttribute("src") || "");
@@ -71,6 +78,7 @@ async function errorText(response) {
 }
 
 function showLogin(message) {
+  stopPolling();
   $("login").hidden = false; $("app").hidden = true; $("sign-out").hidden = true;
   $("login-message").textContent = message || "";
 }
@@ -93,8 +101,11 @@ function duration(run) {
 function firstPrompt(runId) { return sessionStorage.getItem("runner-prompt:" + runId); }
 function rememberFirstPrompt(runId, text) { sessionStorage.setItem("runner-prompt:" + runId, text); }
 
+const PAGE = 20;
+
 function listQuery() {
-  const query = new URLSearchParams({ limit: "20" });
+  // One more than a page shows: whether an older page exists.
+  const query = new URLSearchParams({ limit: String(PAGE + 1) });
   for (const [key, value] of Object.entries(state.filters)) if (value) query.set(key, value);
   const before = state.pages[state.pages.length - 1];
   if (before) query.set("before", before);
@@ -114,7 +125,7 @@ function runRow(run) {
   const chosen = [config.model && "model " + config.model, config.mode && "mode " + config.mode].filter(Boolean);
   if (chosen.length) item.append(el("span", { class: "meta session" }, chosen.join(" · ")));
   item.append(el("code", { class: "run-id" }, run.run_id));
-  item.onclick = () => openRun(run.run_id);
+  item.onclick = () => openRun(run.run_id).catch((failure) => runError(failure));
   return item;
 }
 
@@ -123,16 +134,16 @@ async function refreshRuns() {
   const mine = ++listing;
   const response = await api("/v1/runs?" + listQuery());
   if (mine !== listing) return; // a newer listing (page or filter) is under way
-  if (!response.ok) { $("runs-error").textContent = await errorText(response); return; }
-  $("runs-error").textContent = "";
+  if (!response.ok) throw new Error(await errorText(response));
   const body = await response.json();
   if (mine !== listing) return;
+  const runs = body.runs.slice(0, PAGE);
   const list = $("runs"); list.textContent = "";
-  for (const run of body.runs) list.append(runRow(run));
-  $("runs-empty").hidden = body.runs.length > 0;
+  for (const run of runs) list.append(runRow(run));
+  $("runs-empty").hidden = runs.length > 0;
   $("runs-newer").disabled = state.pages.length === 0;
-  $("runs-older").disabled = body.runs.length < 20;
-  $("runs-older").dataset.last = body.runs.length ? body.runs[body.runs.length - 1].run_id : "";
+  $("runs-older").disabled = body.runs.length <= PAGE;
+  $("runs-older").dataset.last = runs.length ? runs[runs.length - 1].run_id : "";
   $("runs-page").textContent = "page " + (state.pages.length + 1);
 }
 
@@ -148,7 +159,9 @@ function daemonInfo(daemon) {
 }
 
 async function refreshDaemons() {
-  const body = await (await api("/v1/daemons")).json();
+  const response = await api("/v1/daemons");
+  if (!response.ok) throw new Error(await errorText(response));
+  const body = await response.json();
   const list = $("daemons"); list.textContent = "";
   for (const daemon of body.daemons) {
     const item = el("li", { class: "run daemon", "data-daemon-id": daemon.daemon_id });
@@ -156,13 +169,13 @@ async function refreshDaemons() {
     item.append(el("span", { class: "badge" + (daemon.fenced ? " failed" : " completed") }, daemon.fenced ? "fenced" : daemon.connected ? "connected" : "offline"));
     item.append(el("span", { class: "meta daemon-info" }, daemonInfo(daemon)));
     if (daemon.fenced) {
+      const key = "daemon:" + daemon.daemon_id;
       const button = el("button", {}, "Unfence");
-      button.onclick = async () => {
+      button.onclick = () => {
         if (!confirm("Unfence " + daemon.daemon_id + "? Only do this once you checked no agent of it is still running.")) return;
-        await api("/v1/daemons/" + encodeURIComponent(daemon.daemon_id) + "/unfence", { method: "POST", body: "{}" });
-        refreshDaemons();
+        rowAction(key, button, () => api("/v1/daemons/" + encodeURIComponent(daemon.daemon_id) + "/unfence", { method: "POST", body: "{}" }), refreshDaemons);
       };
-      item.append(button);
+      item.append(button, rowError(key, button));
     }
     list.append(item);
   }
@@ -171,22 +184,44 @@ async function refreshDaemons() {
 
 async function refreshAgents() {
   const response = await api("/v1/agents");
-  if (!response.ok) { $("agents-panel").hidden = true; return; }
+  if (response.status === 404) { $("agents-panel").hidden = true; return; }
+  if (!response.ok) throw new Error(await errorText(response));
   const body = await response.json();
   const list = $("agents"); list.textContent = "";
   for (const agent of body.agents) {
     const item = el("li", { class: "run", "data-agent-id": agent.agent_id });
     item.append(el("strong", {}, agent.provider));
     item.append(el("span", { class: "meta agent-info" }, [agent.location, agent.conversation_id, agent.replica_id ? "replica " + agent.replica_id : "", "idle since " + new Date(agent.idle_since).toLocaleTimeString()].filter(Boolean).join(" · ")));
-    const stop = el("button", {}, "Stop");
-    stop.onclick = async () => {
-      await api("/v1/agents/" + encodeURIComponent(agent.agent_id), { method: "DELETE" });
-      refreshAgents();
-    };
-    item.append(stop);
+    const key = "agent:" + agent.agent_id;
+    const stop = el("button", { class: "stop" }, "Stop");
+    stop.onclick = () => rowAction(key, stop, () => api("/v1/agents/" + encodeURIComponent(agent.agent_id), { method: "DELETE" }), refreshAgents);
+    item.append(stop, rowError(key, stop));
     list.append(item);
   }
   $("agents-empty").hidden = body.agents.length > 0;
+}
+
+// A row's button (Stop, Unfence) stays disabled while its request is under way, across
+// the list's repaints, and the row shows why the last one failed.
+function rowError(key, button) {
+  button.disabled = state.rowBusy.has(key);
+  return el("span", { class: "error row-error" }, state.rowErrors.get(key) || "");
+}
+
+async function rowAction(key, button, request, refresh) {
+  if (state.rowBusy.has(key)) return;
+  state.rowBusy.add(key); state.rowErrors.delete(key); button.disabled = true;
+  const shown = button.parentNode && button.parentNode.querySelector(".row-error");
+  if (shown) shown.textContent = "";
+  try {
+    const response = await request();
+    if (!response.ok) state.rowErrors.set(key, await errorText(response));
+  } catch (failure) {
+    if (failure.message !== "unauthorized") state.rowErrors.set(key, "The request did not reach the runner (" + failure.message + ").");
+  } finally { state.rowBusy.delete(key); }
+  await refresh().catch(() => {});
+  // The row is repainted from the list; a list that failed to load keeps this one.
+  if (button.isConnected) { button.disabled = false; const node = button.parentNode.querySelector(".row-error"); if (node) node.textContent = state.rowErrors.get(key) || ""; }
 }
 
 function transcript() { return $("transcript"); }
@@ -468,10 +503,11 @@ function showUsage(usage) {
   if (parts.length) $("run-usage").textContent = "usage: " + parts.join(" · ");
 }
 
-function countdown(node, expiresAt) {
+function countdown(node, expiresAt, expired) {
   const tick = () => {
     const left = Math.max(0, Math.round((Date.parse(expiresAt) - Date.now()) / 1000));
     node.textContent = left > 0 ? "answer within " + (left >= 60 ? Math.floor(left / 60) + " min " : "") + (left % 60) + " s" : "timing out…";
+    if (left <= 0 && node.isConnected) expired();
     if (left <= 0 || !node.isConnected) { clearInterval(timer); state.timers.delete(timer); }
   };
   const timer = setInterval(tick, 1000); state.timers.add(timer); tick();
@@ -485,11 +521,15 @@ function permissionCard(event) {
   const where = (call.locations || []).map((l) => l.path).join(", ");
   if (call.kind || where) card.append(el("div", { class: "meta" }, [call.kind, where].filter(Boolean).join(" · ")));
   if (call.raw_input_summary) card.append(el("pre", { class: "input" }, call.raw_input_summary));
-  if (data.expires_at) countdown(card.appendChild(el("div", { class: "meta countdown" })), data.expires_at);
   const actions = el("div", { class: "actions" });
   const error = el("div", { class: "error answer-error", role: "alert" });
   const buttons = [];
+  // At the timeout the fallback decides: an answer now could only come too late.
+  let expired = false;
+  const expire = () => { expired = true; buttons.forEach((b) => b.disabled = true); error.textContent = ""; };
+  const left = data.expires_at ? card.appendChild(el("div", { class: "meta countdown" })) : null;
   const answer = (option) => async () => {
+    if (expired) return;
     buttons.forEach((b) => b.disabled = true); error.textContent = "";
     let message;
     try {
@@ -500,7 +540,7 @@ function permissionCard(event) {
     } catch (failure) { message = "The answer did not reach the runner (" + failure.message + ")."; }
     error.textContent = message + " ";
     const retry = el("button", { class: "retry" }, "Retry");
-    retry.onclick = () => { buttons.forEach((b) => b.disabled = false); error.textContent = ""; };
+    retry.onclick = () => { if (!expired) buttons.forEach((b) => b.disabled = false); error.textContent = ""; };
     error.append(retry);
   };
   for (const option of data.options || []) {
@@ -511,6 +551,8 @@ function permissionCard(event) {
   }
   card.append(actions, error);
   transcript().append(card);
+  // Only once the card is on the page: a countdown whose node is gone stops.
+  if (left) countdown(left, data.expires_at, expire);
 }
 
 function permissionDecided(data) {
@@ -531,7 +573,7 @@ function showEvent(event) {
     case "message.delta": appendAnswer((data.chunk && data.chunk.content) || ""); break;
     case "message.completed": if (data.message && typeof data.message.content === "string") appendAnswer("", data.message.content); state.answer = null; break;
     case "thought.delta": appendThought(data.content || ""); break;
-    case "tool.call.started": updateTool(data, "pending"); break;
+    case "tool.call.started": updateTool(data, data.status || "pending"); break;
     case "tool.call.updated": updateTool(data, data.status); break;
     case "tool.call.completed": updateTool(data, data.error !== undefined ? "failed" : "completed"); break;
     case "terminal.started": terminalStarted(data); break;
@@ -570,48 +612,133 @@ function finished(status) {
   refreshRuns().catch(() => {});
 }
 
-async function readEvents(response) {
+const TERMINAL_TYPES = new Set(["run.completed", "run.failed"]);
+
+/** Shows a stream's events from where it is; says whether the run's terminal event came. */
+async function readEvents(response, stream, seen) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
     const { value, done } = await reader.read().catch(() => ({ done: true }));
-    if (done) break;
+    if (done || state.stream !== stream) return false;
     buffer += value;
     let start = 0; let end;
     while ((end = buffer.indexOf("\n\n", start)) >= 0) {
       const block = buffer.slice(start, end); start = end + 2;
-      const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
-      if (data) showEvent(JSON.parse(data));
+      const lines = block.split("\n");
+      const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+      const id = lines.find((l) => l.startsWith("id:"));
+      if (!data) continue;
+      const event = JSON.parse(data);
+      const sequence = id ? Number(id.slice(3).trim()) : event.sequence;
+      if (Number.isInteger(sequence)) { if (sequence <= seen.after) continue; seen.after = sequence; }
+      showEvent(event);
+      if (TERMINAL_TYPES.has(event.type)) { reader.cancel().catch(() => {}); return true; }
     }
     buffer = buffer.slice(start);
   }
 }
 
+function pause(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
+}
+
+function runError(failure) {
+  if (failure && (failure.message === "unauthorized" || failure.name === "AbortError")) return;
+  $("run-error").textContent = failure instanceof Error ? failure.message : String(failure);
+}
+
+/**
+ * Follows the run's events until its terminal event: a stream that breaks (network,
+ * proxy, replica restart) is read again from the last event shown (after=<id>).
+ */
+async function followEvents(runId, stream) {
+  const seen = { after: 0 };
+  let delay = 500;
+  const path = "/v1/runs/" + encodeURIComponent(runId) + "/events?after=";
+  for (;;) {
+    let problem;
+    try {
+      const response = await api(path + seen.after, { signal: stream.signal, headers: headers({ accept: "text/event-stream" }) });
+      if (state.stream !== stream) return;
+      if (response.status === 204) { await settleStatus(runId, stream); return; }
+      if (response.status === 200) {
+        $("run-stream").textContent = "";
+        const before = seen.after;
+        if (await readEvents(response, stream, seen)) return;
+        if (seen.after > before) delay = 500;
+        problem = "the live stream was cut";
+      } else {
+        problem = await errorText(response);
+        if (response.status < 500) { runError("The run's events could not be read: " + problem); return; }
+      }
+    } catch (failure) {
+      if (state.stream !== stream || failure.message === "unauthorized") return;
+      problem = failure.message;
+    }
+    if (state.stream !== stream) return;
+    $("run-stream").textContent = "Reconnecting (" + problem + ")…";
+    await pause(delay, stream.signal); delay = Math.min(delay * 2, 10000);
+    if (state.stream !== stream) return;
+  }
+}
+
+// The run ended with every event already shown: its record says how.
+async function settleStatus(runId, stream) {
+  $("run-stream").textContent = "";
+  const response = await api("/v1/runs/" + encodeURIComponent(runId), { signal: stream.signal });
+  if (state.stream !== stream || !response.ok) return;
+  const run = await response.json();
+  if (state.stream === stream && run.status !== "active") setStatus(run.status);
+}
+
+function showRunRecord(run) {
+  state.run = run;
+  const config = run.config || {};
+  $("run-meta").textContent = [config.provider, config.location || "local", config["daemon-id"], config.workspace, run.conversation_id ? "conversation " + run.conversation_id : "no conversation", "started " + new Date(run.created_at).toLocaleString()].filter(Boolean).join(" · ");
+  setStatus(run.status);
+  showCarried();
+  // The first prompt is the run's own input; each follow-up comes as a turn.started event.
+  const prompt = run.prompt;
+  const first = firstPrompt(run.run_id) || (prompt ? prompt + (prompt.length >= 200 ? "…" : "") : "");
+  if (first) userBubble(first);
+}
+
 async function openRun(runId) {
   if (state.stream) state.stream.abort();
   state.timers.forEach((t) => clearInterval(t)); state.timers.clear();
-  state.selected = runId; state.stream = new AbortController(); state.answer = null; state.thought = null;
+  // Everything after an await checks it is still this stream: a newer openRun replaces it.
+  const stream = new AbortController();
+  state.selected = runId; state.stream = stream; state.run = null; state.answer = null; state.thought = null;
   state.terminals = new Map(); clearPending();
+  saveHash();
   $("run-panel").hidden = false; $("run-title").textContent = runId; $("run-usage").textContent = ""; $("follow-up-error").textContent = "";
+  $("run-meta").textContent = ""; $("run-error").textContent = ""; $("run-stream").textContent = "";
+  setStatus("loading");
   transcript().textContent = "";
   document.querySelectorAll("li.run").forEach((li) => li.classList.toggle("selected", li.dataset.runId === runId));
-  const record = await api("/v1/runs/" + encodeURIComponent(runId) + "?completions=lean");
-  state.run = record.ok ? await record.json() : null;
-  const config = (state.run && state.run.config) || {};
-  $("run-meta").textContent = [config.provider, config.location || "local", config["daemon-id"], config.workspace, state.run && state.run.conversation_id ? "conversation " + state.run.conversation_id : "no conversation", state.run ? "started " + new Date(state.run.created_at).toLocaleString() : ""].filter(Boolean).join(" · ");
-  setStatus(state.run ? state.run.status : "unknown");
-  // The first prompt is the run's own input; each follow-up comes as a turn.started event.
-  const prompt = state.run && state.run.prompt;
-  const first = firstPrompt(runId) || (prompt ? prompt + (prompt.length >= 200 ? "…" : "") : "");
-  if (first) userBubble(first);
-  const signal = state.stream.signal;
-  const response = await api("/v1/runs/" + encodeURIComponent(runId) + "/events?after=0", { signal, headers: headers({ accept: "text/event-stream" }) });
-  if (response.status === 200) await readEvents(response);
+  // On a phone the panel sits above the list: bring it into view.
+  $("run-panel").scrollIntoView({ block: "start" });
+  try {
+    const record = await api("/v1/runs/" + encodeURIComponent(runId) + "?completions=lean", { signal: stream.signal });
+    if (state.stream !== stream) return;
+    if (!record.ok) { setStatus("unknown"); runError("The run could not be loaded: " + await errorText(record)); return; }
+    const run = await record.json();
+    if (state.stream !== stream) return;
+    showRunRecord(run);
+  } catch (failure) {
+    if (state.stream !== stream) return;
+    setStatus("unknown"); runError(failure.name === "AbortError" ? failure : new Error("The run could not be loaded (" + failure.message + ")."));
+    return;
+  }
+  await followEvents(runId, stream);
 }
 
 /** Starts a run over the API and opens it; the console reads it through GET …/events. */
-async function startRun(body) {
-  const runId = "console-" + crypto.randomUUID();
+async function startRun(body, runId) {
   const response = await api("/v1/runs", { method: "POST", body: JSON.stringify(Object.assign({ run_id: runId }, body)) });
   if (!response.ok) throw new Error(await errorText(response));
   // Steered into the conversation's active run (202): its turn.started shows the text there.
@@ -620,6 +747,8 @@ async function startRun(body) {
   response.body.cancel().catch(() => {});
   return runId;
 }
+
+function newRunId() { return "console-" + crypto.randomUUID(); }
 
 /** Sends a follow-up into the running run; it shows as pending until its turn.started arrives. */
 async function steer(text) {
@@ -631,25 +760,44 @@ async function steer(text) {
   } catch (failure) { dropPending(pending); throw failure; }
 }
 
-// Keys a new run of an idle conversation takes over from the run shown.
-const CARRIED = ["provider", "location", "workspace", "daemon-id", "acp-command", "ssh-target", "permission-decision"];
+// What a new run of the idle conversation takes over from the run shown: every key a caller
+// may set, but not what the conversation remembers itself (model, mode, session config), the
+// env-json values (the record shows only their names) or rules (refused over the operator's).
+const NOT_CARRIED = new Set(["model", "mode", "session-config-json", "env-json", "permission-rules-json"]);
+const CALLER_KEYS = new Set(JSON.parse(document.body.dataset.callerKeys || "[]"));
+
+function carriedConfig() {
+  const config = {};
+  for (const [key, value] of Object.entries((state.run && state.run.config) || {})) {
+    if (!CALLER_KEYS.has(key) || NOT_CARRIED.has(key) || value === undefined || value === null) continue;
+    if (JSON.stringify(value).includes("[REDACTED]")) continue;
+    config[key] = value;
+  }
+  return config;
+}
+
+function showCarried() {
+  const list = $("follow-up-carried"); list.textContent = "";
+  for (const [key, value] of Object.entries(carriedConfig())) list.append(el("li", {}, key + ": " + (typeof value === "string" ? value : JSON.stringify(value))));
+}
 
 async function sendFollowUp(event) {
   event.preventDefault();
+  const send = $("follow-up-send");
   const text = $("follow-up-text").value.trim();
-  if (!text || !state.run) return;
+  if (!text || !state.run || send.disabled) return;
   $("follow-up-error").textContent = "";
+  send.disabled = true;
   try {
     if ($("run-status").textContent === "active") {
       await steer(text);
     } else {
-      const config = {};
-      for (const key of CARRIED) if (state.run.config && state.run.config[key] !== undefined) config[key] = state.run.config[key];
-      const runId = await startRun({ conversation_id: state.run.conversation_id, input: { text }, config });
-      openRun(runId);
+      const runId = await startRun({ conversation_id: state.run.conversation_id, input: { text }, config: carriedConfig() }, newRunId());
+      openRun(runId).catch(runError);
     }
     $("follow-up-text").value = "";
   } catch (failure) { if (failure.message !== "unauthorized") $("follow-up-error").textContent = failure.message; }
+  finally { send.disabled = false; }
 }
 
 async function cancelRun() {
@@ -658,7 +806,8 @@ async function cancelRun() {
   try {
     const response = await api("/v1/runs/" + encodeURIComponent(state.run.run_id) + "/cancel", { method: "POST", body: "{}" });
     if (!response.ok) $("follow-up-error").textContent = await errorText(response);
-  } finally { $("cancel").disabled = false; }
+  } catch (failure) { if (failure.message !== "unauthorized") $("follow-up-error").textContent = failure.message; }
+  finally { $("cancel").disabled = false; }
 }
 
 async function loadProviders() {
@@ -670,47 +819,141 @@ async function loadProviders() {
   for (const name of state.providers) select.append(el("option", { value: name }, name));
 }
 
+function newRunBody() {
+  const config = JSON.parse($("new-config").value.trim() || "{}");
+  if (!config || typeof config !== "object" || Array.isArray(config)) throw new Error("Extra config must be a JSON object of run-config keys.");
+  config.provider = $("new-provider").value;
+  for (const [id, key] of [["new-workspace", "workspace"], ["new-model", "model"], ["new-mode", "mode"]]) {
+    if ($(id).value.trim()) config[key] = $(id).value.trim();
+  }
+  if ($("new-permission").value) config["permission-decision"] = $("new-permission").value;
+  const body = { input: { text: $("new-prompt").value }, config };
+  if ($("new-conversation").value.trim()) body.conversation_id = $("new-conversation").value.trim();
+  return body;
+}
+
 async function submitNewRun(event) {
   event.preventDefault();
+  const submit = $("new-run-submit");
+  if (submit.disabled) return;
   $("new-error").textContent = "";
+  submit.disabled = true;
+  // One run id per form: an attempt whose answer was lost and is sent again cannot start a second run.
+  state.newRunId = state.newRunId || newRunId();
   try {
-    const config = JSON.parse($("new-config").value.trim() || "{}");
-    if (!config || typeof config !== "object" || Array.isArray(config)) throw new Error("Extra config must be a JSON object of run-config keys.");
-    config.provider = $("new-provider").value;
-    if ($("new-workspace").value.trim()) config.workspace = $("new-workspace").value.trim();
-    if ($("new-permission").value) config["permission-decision"] = $("new-permission").value;
-    const body = { input: { text: $("new-prompt").value }, config };
-    if ($("new-conversation").value.trim()) body.conversation_id = $("new-conversation").value.trim();
-    const runId = await startRun(body);
+    const runId = await startRun(newRunBody(), state.newRunId);
+    state.newRunId = null;
     $("new-run").hidden = true; $("new-prompt").value = "";
-    await refreshRuns(); openRun(runId);
+    await refreshRuns().catch(() => {});
+    openRun(runId).catch(runError);
   } catch (failure) { if (failure.message !== "unauthorized") $("new-error").textContent = failure.message; }
+  finally { submit.disabled = false; }
 }
+
+// The open run, the filters and the page live in the URL's fragment: a reload (or the
+// images toggle, which reloads) comes back to them.
+function saveHash() {
+  const params = new URLSearchParams();
+  if (state.selected) params.set("run", state.selected);
+  for (const [key, value] of Object.entries(state.filters)) if (value) params.set(key, value);
+  const before = state.pages[state.pages.length - 1];
+  if (before) params.set("before", before);
+  const hash = params.toString();
+  history.replaceState(null, "", location.pathname + location.search + (hash ? "#" + hash : ""));
+}
+
+function restoreHash() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  state.filters = { status: params.get("status") || "", conversation_id: params.get("conversation_id") || "", daemon_id: params.get("daemon_id") || "" };
+  state.pages = params.get("before") ? [params.get("before")] : [];
+  $("filter-status").value = state.filters.status; $("filter-conversation").value = state.filters.conversation_id; $("filter-daemon").value = state.filters.daemon_id;
+  return params.get("run");
+}
+
+function changeList(change) { change(); saveHash(); loadPanel(PANELS[0]).catch(() => {}); }
 
 function wireControls() {
   $("follow-up").onsubmit = sendFollowUp;
   $("cancel").onclick = cancelRun;
   $("new-run-open").onclick = () => { $("new-run").hidden = !$("new-run").hidden; loadProviders().catch(() => {}); };
   $("new-run").onsubmit = submitNewRun;
+  $("new-run").oninput = () => { state.newRunId = null; };
   $("filters").onsubmit = (event) => {
     event.preventDefault();
-    state.filters = { status: $("filter-status").value, conversation_id: $("filter-conversation").value.trim(), daemon_id: $("filter-daemon").value.trim() };
-    state.pages = []; refreshRuns().catch(() => {});
+    changeList(() => {
+      state.filters = { status: $("filter-status").value, conversation_id: $("filter-conversation").value.trim(), daemon_id: $("filter-daemon").value.trim() };
+      state.pages = [];
+    });
   };
-  $("runs-older").onclick = () => { state.pages.push($("runs-older").dataset.last); refreshRuns().catch(() => {}); };
-  $("runs-newer").onclick = () => { state.pages.pop(); refreshRuns().catch(() => {}); };
+  $("runs-older").onclick = () => changeList(() => state.pages.push($("runs-older").dataset.last));
+  $("runs-newer").onclick = () => changeList(() => state.pages.pop());
+  $("back-to-runs").onclick = () => $("runs-panel").scrollIntoView({ block: "start" });
   $("images").checked = IMAGES;
-  $("images").onchange = () => { location.search = $("images").checked ? "?images=1" : ""; };
+  $("images").onchange = () => { location.assign(location.pathname + ($("images").checked ? "?images=1" : "") + location.hash); };
+  $("page-retry").onclick = () => start();
+  $("new-keys-list").textContent = [...CALLER_KEYS].join(", ");
+}
+
+// Each panel shows its own failure; the page lists them with a Retry.
+const PANELS = [
+  ["runs", "runs-error", () => refreshRuns()],
+  ["daemons", "daemons-error", () => refreshDaemons()],
+  ["warm agents", "agents-error", () => refreshAgents()],
+];
+
+async function loadPanel([, errorId, load]) {
+  try { await load(); $(errorId).textContent = ""; }
+  catch (failure) {
+    if (failure.message !== "unauthorized") $(errorId).textContent = failure.message;
+    throw failure;
+  }
+}
+
+async function loadVersion() {
+  const response = await fetch("/healthz");
+  const health = await response.json().catch(() => ({}));
+  if (health.version) $("version").textContent = "v" + health.version;
+  if (!response.ok) throw new Error("HTTP " + response.status + (health.store && health.store.ok === false ? " (the store is unavailable)" : ""));
+}
+
+function showPageError(failed) {
+  $("page-error").hidden = failed.length === 0;
+  $("page-error-text").textContent = failed.length ? "Part of the console did not load: " + failed.join("; ") + "." : "";
+}
+
+async function loadAll(withVersion) {
+  const parts = PANELS.map((panel) => [panel[0], () => loadPanel(panel)]);
+  if (withVersion) parts.unshift(["/healthz", loadVersion]);
+  const results = await Promise.allSettled(parts.map(([, load]) => load()));
+  const refused = results.some((r) => r.status === "rejected" && r.reason && r.reason.message === "unauthorized");
+  const failed = parts.flatMap(([name], i) => results[i].status === "rejected" ? [name + ": " + results[i].reason.message] : []);
+  return { refused, failed };
+}
+
+// One poll at a time, none while signed out; a hidden tab skips its ticks, and the
+// daemons and warm agents (which fan out to every replica of a fleet) are read every third.
+function startPolling() { stopPolling(); state.poll = setInterval(tick, 1500); }
+function stopPolling() { if (state.poll !== null) clearInterval(state.poll); state.poll = null; }
+
+function tick() {
+  if (document.hidden) return;
+  const all = state.ticks++ % 3 === 0;
+  const panels = all ? PANELS : PANELS.slice(0, 1);
+  Promise.allSettled(panels.map(loadPanel)).then((results) => {
+    if (all && results.every((r) => r.status === "fulfilled")) showPageError([]);
+  });
 }
 
 async function start() {
-  try {
-    const health = await (await fetch("/healthz")).json();
-    $("version").textContent = "v" + health.version;
-    await refreshRuns(); await refreshDaemons(); await refreshAgents();
-    $("login").hidden = true; $("app").hidden = false; $("sign-out").hidden = false;
-  } catch (error) { if (error.message !== "unauthorized") throw error; return; }
-  setInterval(() => { refreshRuns().catch(() => {}); refreshDaemons().catch(() => {}); refreshAgents().catch(() => {}); }, 1500);
+  stopPolling();
+  const opened = restoreHash();
+  const { refused, failed } = await loadAll(true);
+  if (refused) return;
+  $("login").hidden = true; $("app").hidden = false; $("sign-out").hidden = false;
+  showPageError(failed);
+  startPolling();
+  // Also after signing in again: a stream refused with the old token has stopped.
+  if (opened) openRun(opened).catch(runError);
 }
 
 $("login").onsubmit = (event) => {
@@ -720,6 +963,7 @@ $("login").onsubmit = (event) => {
   start();
 };
 $("sign-out").onclick = () => { sessionStorage.removeItem("runner-token"); state.token = ""; location.reload(); };
+document.addEventListener("visibilitychange", () => { if (!document.hidden && state.poll !== null) tick(); });
 wireControls();
 start();
 `;

@@ -72,7 +72,8 @@ const CAPPED_KEYS = [
   "terminal-output-bytes",
 ];
 
-const COMMAND_KEYS = [
+/** Run-config keys that choose a command; a caller may set them only under `--allow-custom-commands`. */
+export const COMMAND_CONFIG_KEYS: readonly string[] = [
   "acp-command",
   "mcp-servers-json",
   "ssh-extra-options",
@@ -110,11 +111,11 @@ export function resolveCallerConfig(
       );
     }
     const allowed = CALLER_CONFIG_KEYS.includes(key) ||
-      (serve.allowCustomCommands && COMMAND_KEYS.includes(key));
+      (serve.allowCustomCommands && COMMAND_CONFIG_KEYS.includes(key));
     if (!allowed) {
       throw new RunnerError(
         "http.forbidden",
-        COMMAND_KEYS.includes(key)
+        COMMAND_CONFIG_KEYS.includes(key)
           ? `${key} chooses a command to execute; the server only accepts it when started with --allow-custom-commands.`
           : `${key} can only be set by the operator (runner serve flags), not per request.`,
         { detail: { key } },
