@@ -142,12 +142,17 @@ export async function signIn(
   return { page, alarms };
 }
 
-/** The run panel's status badge text once it equals `status`. */
+/** Waits until the run panel's status badge says `status` (an ended one: with its whole transcript shown). */
 export async function waitStatus(page: Page, status: string): Promise<void> {
+  // An ended run's badge can come from its record before its events are
+  // shown: wait until the page says the transcript is whole, too.
+  const settled = status === "active" || status === "loading"
+    ? ""
+    : ` && document.getElementById("run-status").dataset.settled === "yes"`;
   await page.waitForFunction(
     `document.getElementById("run-status").textContent === ${
       JSON.stringify(status)
-    }`,
+    }${settled}`,
   );
 }
 

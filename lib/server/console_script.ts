@@ -593,8 +593,10 @@ function showEvent(event) {
   }
 }
 
-function setStatus(status) {
+// settled: the transcript holds the run's whole story (its terminal event was read, or the stream ended).
+function setStatus(status, settled = false) {
   $("run-status").textContent = status; $("run-status").className = "badge " + status;
+  $("run-status").dataset.settled = settled ? "yes" : "no";
   const active = status === "active";
   $("cancel").hidden = !active;
   $("follow-up-send").textContent = active ? "Send to the running turn" : "Send as a new run";
@@ -608,7 +610,7 @@ function finished(status) {
   for (const term of state.terminals.values()) {
     if (!term.exited) term.block.querySelector(".terminal-status").textContent = "no exit status: the run ended";
   }
-  setStatus(status);
+  setStatus(status, true);
   refreshRuns().catch(() => {});
 }
 
@@ -692,7 +694,7 @@ async function settleStatus(runId, stream) {
   const response = await api("/v1/runs/" + encodeURIComponent(runId), { signal: stream.signal });
   if (state.stream !== stream || !response.ok) return;
   const run = await response.json();
-  if (state.stream === stream && run.status !== "active") setStatus(run.status);
+  if (state.stream === stream && run.status !== "active") setStatus(run.status, true);
 }
 
 function showRunRecord(run) {

@@ -190,6 +190,12 @@ async function checkFailedPrompt(page: Page, url: string, workspace: string) {
   ]);
   await open(page, run.runId);
   await waitStatus(page, "failed");
+  // The badge can follow the stored run before the stream brings run.failed.
+  await page.waitForFunction(
+    `document.querySelector("#transcript").innerText.includes(${
+      JSON.stringify(evil("failure"))
+    })`,
+  );
   assert.ok((await transcriptText(page)).includes(evil("failure")));
   await run.drained;
 }
