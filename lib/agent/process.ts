@@ -7,6 +7,7 @@
 
 import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
+import { processGroupMembers } from "./process_table.ts";
 import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
@@ -99,6 +100,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const tail = new TailBuffer(options.stderrTailBytes ?? DEFAULT_STDERR_TAIL);
   const stderrDrained = drainInto(child.stderr, tail, options.onStderr);
   const exited = child.status;
+  let leaderGone = false;
+  exited.then(() => leaderGone = true, () => leaderGone = true);
   let terminating: Promise<void> | undefined;
   const secrets = options.secrets ?? [];
 
@@ -106,7 +109,11 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     terminating ??= (async () => {
       // A stdin write the agent never reads would hold close() forever.
       await settleWithin(child.stdin.close(), 500);
-      await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
+      // A group that is already empty is never signalled: its id may name
+      // another process group by now.
+      if (!leaderGone || (await processGroupMembers(pid)).length) {
+        await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
+      }
       await child.stdout.cancel().catch(() => {});
       await stderrDrained;
       registration?.release();
@@ -165,6 +172,9 @@ async function drainInto(
   } catch {
     // The pipe closed under us: nothing more to keep.
   }
+  // An incomplete character at the very end still shows (as U+FFFD).
+  const rest = decoder.decode();
+  if (rest) onText?.(rest);
 }
 
 /** Keeps the last `limit` bytes pushed into it. */
