@@ -96,7 +96,7 @@ Deno.test("runner daemon: its own client-terminals=false and terminal-timeout ho
   try {
     await daemon.connected;
     await off.daemon.connected;
-    const config = (daemonId: string) => ({
+    const config = (daemonId: string, script: string) => ({
       provider: "custom",
       location: "daemon",
       "daemon-id": daemonId,
@@ -105,13 +105,13 @@ Deno.test("runner daemon: its own client-terminals=false and terminal-timeout ho
       "terminal-timeout": 500,
       "acp-command": agentCommand([
         "--terminal",
-        JSON.stringify({ command: "sh", args: ["-c", "sleep 1000"] }),
+        JSON.stringify({ command: "sh", args: ["-c", script] }),
       ]),
     });
     const refused: RunEvent[] = await sseEvents(
       await postJson(`${off.serve.url}/v1/runs`, {
         input: { text: "terminals off here" },
-        config: config("terminals-3"),
+        config: config("terminals-3", "echo ran"),
       }),
     );
     assert.equal(refused.at(-1)!.type, "run.completed");
@@ -124,7 +124,7 @@ Deno.test("runner daemon: its own client-terminals=false and terminal-timeout ho
     const capped: RunEvent[] = await sseEvents(
       await postJson(`${serve.url}/v1/runs`, {
         input: { text: "the daemon's timeout" },
-        config: { ...config("terminals-2"), "terminal-timeout": 500 },
+        config: config("terminals-2", "sleep 1000"),
       }),
     );
     assert.equal(capped.at(-1)!.type, "run.completed");
