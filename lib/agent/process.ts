@@ -59,6 +59,9 @@ export interface AgentProcess {
 
 const DEFAULT_STDERR_TAIL = 64 * 1024;
 
+/** How long stderr may stay open once the group is gone (held by a process outside it). */
+const STDERR_DRAIN_MS = 2000;
+
 /** Starts an agent in a new process group with piped stdio; stderr is always drained. */
 export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const [program, ...args] = options.argv;
@@ -115,7 +118,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
         await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
       }
       await child.stdout.cancel().catch(() => {});
-      await stderrDrained;
+      // A process that left the group (setsid) may hold stderr open for good.
+      await settleWithin(stderrDrained, STDERR_DRAIN_MS);
       registration?.release();
     })();
     return await terminating;
