@@ -445,6 +445,9 @@ export async function daemonCommand(args: string[]): Promise<number> {
     sandbox: settings.sandbox.sandbox === "confined"
       ? `confined, network ${settings.sandbox.sandboxNetwork}`
       : "as run.start asks",
+    client_terminals: settings.terminals.clientTerminals
+      ? `on, at most ${settings.terminals.terminalTimeout} s a command`
+      : "off",
   });
   // The ACP client (the SDK and its schemas) loads while the daemon dials
   // the hub, not on the first job's way to its agent's `initialize`.
