@@ -88,6 +88,8 @@ export interface TerminalCommand {
   env: { name: string; value: string }[];
   /** The command line decided on: `NAME=value … command args…`. */
   title: string;
+  /** The same line with the program's bare name, when it was named by path: a `reject` rule matching it decides. */
+  alias?: string;
   /** Its working directory, relative to the workspace (`.` for the root). */
   cwd: string;
 }
@@ -129,10 +131,17 @@ export async function mayRunCommand(
       { optionId: "dont-run", name: "Don't run", kind: "reject_once" },
     ],
   };
+  const paths = [join(run.options.sessionCwd, call.cwd)];
+  const byAlias = call.alias === undefined
+    ? undefined
+    : ruling(run, { kind: "execute", title: call.alias, paths });
+  // Another name for the same program never loosens: only its rejection counts.
+  const rejects = typeof byAlias?.rule === "number" &&
+    byAlias.decision.startsWith("reject");
   const answer = await decide(run, request, {
     kind: "execute",
-    title: call.title,
-    paths: [join(run.options.sessionCwd, call.cwd)],
+    title: rejects ? call.alias : call.title,
+    paths,
   });
   return answer.outcome.outcome === "selected" &&
     answer.outcome.optionId === RUN_OPTION;

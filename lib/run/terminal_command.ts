@@ -11,6 +11,7 @@
 
 import * as acp from "@agentclientprotocol/sdk";
 import type { CreateTerminalRequest } from "@agentclientprotocol/sdk";
+import { basename } from "node:path";
 import { findOnPath } from "../agent/find_executable.ts";
 
 /**
@@ -49,6 +50,12 @@ export interface CheckedCommand {
   env: { name: string; value: string }[];
   /** The command line the policy decides on: `NAME=value … command args…`. */
   title: string;
+  /**
+   * For a program named by path that is the same file as its bare name on
+   * the agent's `PATH` (`/usr/bin/touch`, `touch`): the line with the bare
+   * name, which a `reject` rule may also match.
+   */
+  alias?: string;
 }
 
 /**
@@ -83,10 +90,25 @@ export function checkCommand(
     );
   }
   const args = params.args ?? [];
-  const title = [
-    ...env.map((entry) => `${entry.name}=${entry.value}`),
-    command,
-    ...args,
-  ].join(" ");
-  return { command, program, args, env, title };
+  const line = (name: string) =>
+    [
+      ...env.map((entry) => `${entry.name}=${entry.value}`),
+      name,
+      ...args,
+    ].join(" ");
+  const bare = basename(command);
+  const alias = command.includes("/") &&
+      sameFile(program, findOnPath(bare, agentPath))
+    ? line(bare)
+    : undefined;
+  return { command, program, args, env, title: line(command), alias };
+}
+
+function sameFile(a: string, b: string | undefined): boolean {
+  if (b === undefined) return false;
+  try {
+    return Deno.realPathSync(a) === Deno.realPathSync(b);
+  } catch {
+    return false;
+  }
 }

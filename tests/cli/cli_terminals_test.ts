@@ -631,13 +631,20 @@ Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside
   assert.deepEqual(await markedGone(world.marker), []);
 });
 
-Deno.test("runner run: a terminal's env is part of the decision and cannot change which program a rule allowed (PATH)", async () => {
+Deno.test("runner run: a terminal's env is part of the decision and cannot change which program a rule allowed (PATH); a path to the program meets its name's reject rule", async () => {
   const workspace = tempDir();
   Deno.mkdirSync(join(workspace, "bin"));
   const fake = join(workspace, "bin", "echo");
   Deno.writeTextFileSync(fake, `#!/bin/sh\ntouch ${workspace}/hijacked\n`);
   Deno.chmodSync(fake, 0o755);
   const path = `${workspace}/bin:/usr/bin:/bin`;
+  const touch = new TextDecoder().decode(
+    new Deno.Command("sh", {
+      args: ["-c", "command -v touch"],
+      stdout: "piped",
+    })
+      .outputSync().stdout,
+  ).trim();
   const run = await runWith([
     ...terminalFlag({ command: "echo", args: ["hi"], env: { PATH: path } }),
     ...terminalFlag({
@@ -646,6 +653,7 @@ Deno.test("runner run: a terminal's env is part of the decision and cannot chang
       env: { PATH: path },
     }),
     ...terminalFlag({ command: "echo", args: ["hi"] }),
+    ...terminalFlag({ command: touch, args: ["touched"] }),
   ], {
     workspace,
     "permission-decision": "reject_once",
@@ -661,11 +669,16 @@ Deno.test("runner run: a terminal's env is part of the decision and cannot chang
     [`PATH=${path} echo hi`, "reject_once", "default"],
     [`PATH=${path} echo allowed`, "allow_once", 1],
     ["echo hi", "allow_once", 0],
+    [`${touch} touched`, "reject_once", 2],
   ]);
   assert.match(String(run.reports[0].error), /permission policy rejected/);
   assert.equal(run.reports[1].output, "allowed\n", "the agent's echo ran");
   assert.equal(run.reports[2].output, "hi\n");
   assert.throws(() => Deno.statSync(join(workspace, "hijacked")));
+  assert.throws(
+    () => Deno.statSync(join(workspace, "touched")),
+    "a reject rule on the bare name holds for the same program by path",
+  );
 });
 
 Deno.test("runner run: endless output puts at most terminal-output-bytes into events, the last one stopped=true", async () => {
