@@ -76,7 +76,7 @@ export function checkCommand(
       { env: refused.map((entry) => entry.name) },
       `terminal/create may not set ${
         refused.map((entry) => entry.name).join(", ")
-      }: it changes what any program loads`,
+      }: a loader variable (it changes what any program loads), or not a variable name`,
     );
   }
   const command = params.command;
