@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
-import type { DaemonSandbox } from "./lib/relay/payload.ts";
+import type { DaemonSandbox, DaemonTerminals } from "./lib/relay/payload.ts";
 import { requireSandbox } from "./lib/agent/sandbox.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
 import { DECIMAL_PATTERN, parseRunConfig } from "./lib/config.ts";
@@ -72,6 +72,11 @@ Options:
   --sandbox-read-paths LIST, --sandbox-write-paths LIST
                          more paths confined agents may read / write (the
                          hub cannot name any)
+  --client-terminals B   true: run the agents' terminal commands when run.start
+                         asks (client-terminals); false (default): never,
+                         whatever the hub asks (docs/permissions.md)
+  --terminal-timeout S   the longest terminal-timeout a job gets (default 600;
+                         the hub may only lower it)
   --log-level LEVEL      debug | info | warn | error (default info)
   --log-format FORMAT    json | text (default: text on a terminal, else json)
   -h, --help             this text
@@ -99,6 +104,8 @@ interface DaemonSettings {
   logFormat?: LogFormat;
   /** The daemon's own sandbox settings. */
   sandbox: DaemonSandbox;
+  /** The daemon's own client-terminal settings. */
+  terminals: DaemonTerminals;
 }
 
 function invalid(message: string): RunnerError {
@@ -154,6 +161,7 @@ async function settingsFrom(
     ...warm,
     ...logSettings(values),
     sandbox: sandboxSettings(values),
+    terminals: terminalSettings(values),
     tokenFromFlag: values.token !== undefined,
     dataDir: typeof values["data-dir"] === "string"
       ? values["data-dir"]
@@ -188,6 +196,23 @@ function sandboxSettings(
     sandboxNetwork: config.sandboxNetwork,
     sandboxReadPaths: config.sandboxReadPaths,
     sandboxWritePaths: config.sandboxWritePaths,
+  };
+}
+
+/** `--client-terminals` and `--terminal-timeout`, checked like the run-config keys they are. */
+function terminalSettings(
+  values: Record<string, string | boolean | undefined>,
+): DaemonTerminals {
+  const config = parseRunConfig({
+    provider: "custom",
+    workspace: "/",
+    "langbot-assets-enabled": false,
+    "client-terminals": values["client-terminals"],
+    "terminal-timeout": values["terminal-timeout"],
+  });
+  return {
+    clientTerminals: config.clientTerminals,
+    terminalTimeout: config.terminalTimeout,
   };
 }
 
@@ -309,6 +334,8 @@ function parseDaemonFlags(
         "sandbox-network": { type: "string" },
         "sandbox-read-paths": { type: "string" },
         "sandbox-write-paths": { type: "string" },
+        "client-terminals": { type: "string" },
+        "terminal-timeout": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -350,6 +377,7 @@ async function startDaemonJobs(
   const runner = createDaemonJobRunner({
     registry: createReaperRegistry(agentsDir),
     sandbox: settings.sandbox,
+    terminals: settings.terminals,
     warmPool,
     log,
   });
@@ -417,6 +445,9 @@ export async function daemonCommand(args: string[]): Promise<number> {
     sandbox: settings.sandbox.sandbox === "confined"
       ? `confined, network ${settings.sandbox.sandboxNetwork}`
       : "as run.start asks",
+    client_terminals: settings.terminals.clientTerminals
+      ? `on, at most ${settings.terminals.terminalTimeout} s a command`
+      : "off",
   });
   // The ACP client (the SDK and its schemas) loads while the daemon dials
   // the hub, not on the first job's way to its agent's `initialize`.

@@ -373,11 +373,11 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   ),
   "client-terminals": bool(
     false,
-    "advertise the `terminal` client capability and run the agent's `terminal/create` commands on the runner's machine: cwd inside the workspace (by real path), the agent's environment and sandbox, permission policy first, killed with the run (`docs/permissions.md`, \"Client terminals\"); refused with `location=remote-ssh`",
+    "advertise the `terminal` client capability and run the agent's `terminal/create` commands on the runner's machine: cwd inside the workspace (by real path), the agent's environment and sandbox, permission policy first, killed with the run (`docs/permissions.md`, \"Client terminals\"); refused with `location=remote-ssh`; an HTTP caller may set it `true` only when the operator did, a daemon runs terminals only with `runner daemon --client-terminals true`",
   ),
   "terminal-timeout": seconds(
     600,
-    "seconds one client terminal command may run before its process group is killed" +
+    "seconds one client terminal command may run before its process group is killed; an HTTP caller may only lower the operator's, a daemon caps it at its `--terminal-timeout`" +
       AT_MOST(MAX_TIMER_SECONDS),
   ),
   "terminal-output-bytes": key(
@@ -392,7 +392,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     {
       fallback: 1_048_576,
       description:
-        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`); the agent's `outputByteLimit` can only lower it" +
+        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`), and the most sent as `terminal.output` events (`stopped: true` on the last); the agent's `outputByteLimit` can only lower what is kept" +
         AT_MOST(MAX_TERMINAL_OUTPUT_BYTES),
     },
   ),

@@ -73,7 +73,10 @@ export function daemonProcess(
 }
 
 /** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */
-export async function serveWithDaemon(daemonId: string) {
+export async function serveWithDaemon(
+  daemonId: string,
+  options: { serveArgs?: string[]; daemonArgs?: string[] } = {},
+) {
   const serve = await startServe({
     dataDir: tempDir(),
     args: [
@@ -83,6 +86,7 @@ export async function serveWithDaemon(daemonId: string) {
       "0",
       "--daemon-token",
       DAEMON_TOKEN,
+      ...(options.serveArgs ?? []),
     ],
   });
   const hubLine = await serve.waitForLog((entry) =>
@@ -92,6 +96,8 @@ export async function serveWithDaemon(daemonId: string) {
   Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
   return {
     serve,
-    daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile),
+    daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile, {
+      args: options.daemonArgs,
+    }),
   };
 }

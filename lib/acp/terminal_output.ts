@@ -47,6 +47,24 @@ export function utf8Tail(text: string, limit: number): string {
   return text.slice(start);
 }
 
+/**
+ * The start of `text` of at most `limit` UTF-8 bytes, cut at a character
+ * boundary (a surrogate pair is never split).
+ */
+export function utf8Head(text: string, limit: number): string {
+  let bytes = 0;
+  let end = 0;
+  while (end < text.length) {
+    const code = text.charCodeAt(end);
+    const pair = code >= 0xd800 && code <= 0xdbff && end + 1 < text.length;
+    const size = code < 0x80 ? 1 : code < 0x800 ? 2 : pair ? 4 : 3;
+    if (bytes + size > limit) break;
+    bytes += size;
+    end += pair ? 2 : 1;
+  }
+  return text.slice(0, end);
+}
+
 /** A terminal's kept output. */
 export class TerminalOutput {
   #chunks: { text: string; bytes: number }[] = [];

@@ -7,6 +7,7 @@
 
 import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
+import { processGroupMembers } from "./process_table.ts";
 import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
@@ -58,6 +59,9 @@ export interface AgentProcess {
 
 const DEFAULT_STDERR_TAIL = 64 * 1024;
 
+/** How long stderr may stay open once the group is gone (held by a process outside it). */
+const STDERR_DRAIN_MS = 2000;
+
 /** Starts an agent in a new process group with piped stdio; stderr is always drained. */
 export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const [program, ...args] = options.argv;
@@ -99,6 +103,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const tail = new TailBuffer(options.stderrTailBytes ?? DEFAULT_STDERR_TAIL);
   const stderrDrained = drainInto(child.stderr, tail, options.onStderr);
   const exited = child.status;
+  let leaderGone = false;
+  exited.then(() => leaderGone = true, () => leaderGone = true);
   let terminating: Promise<void> | undefined;
   const secrets = options.secrets ?? [];
 
@@ -106,9 +112,14 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     terminating ??= (async () => {
       // A stdin write the agent never reads would hold close() forever.
       await settleWithin(child.stdin.close(), 500);
-      await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
+      // A group that is already empty is never signalled: its id may name
+      // another process group by now.
+      if (!leaderGone || (await processGroupMembers(pid)).length) {
+        await killGroup(pid, exited, terminateOptions.graceMs ?? 2000);
+      }
       await child.stdout.cancel().catch(() => {});
-      await stderrDrained;
+      // A process that left the group (setsid) may hold stderr open for good.
+      await settleWithin(stderrDrained, STDERR_DRAIN_MS);
       registration?.release();
     })();
     return await terminating;
@@ -165,6 +176,9 @@ async function drainInto(
   } catch {
     // The pipe closed under us: nothing more to keep.
   }
+  // An incomplete character at the very end still shows (as U+FFFD).
+  const rest = decoder.decode();
+  if (rest) onText?.(rest);
 }
 
 /** Keeps the last `limit` bytes pushed into it. */

@@ -301,6 +301,24 @@ export function sandboxArgv(
   return [bwrap, ...sandboxArgs(plan, cwd), "--", ...argv];
 }
 
+/**
+ * `argv` (from {@linkcode sandboxArgv}) with `env` set inside the sandbox by
+ * bubblewrap's `--setenv`, never in bwrap's own environment (bwrap runs on
+ * the host, unconfined: a variable there could make it load code); the
+ * plan's own settings (`TMPDIR`) still win.
+ */
+export function withSandboxEnv(
+  argv: readonly string[],
+  env: readonly { name: string; value: string }[],
+): string[] {
+  const [bwrap, ...rest] = argv;
+  return [
+    bwrap,
+    ...env.flatMap((entry) => ["--setenv", entry.name, entry.value]),
+    ...rest,
+  ];
+}
+
 function exists(path: string): boolean {
   try {
     Deno.statSync(path);

@@ -16,6 +16,7 @@ import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import {
   type DaemonJobPlan,
   type DaemonSandbox,
+  type DaemonTerminals,
   mapRunStart,
 } from "../relay/payload.ts";
 import { runInputOf } from "../relay/input.ts";
@@ -50,6 +51,8 @@ export interface DaemonJobRunnerOptions {
   fallbackCwd?: string;
   /** The daemon's own sandbox settings, which a hub cannot lower (`docs/sandbox.md`). */
   sandbox?: DaemonSandbox;
+  /** The daemon's own client-terminal settings, which a hub cannot raise. */
+  terminals?: DaemonTerminals;
   /** SIGTERM→SIGKILL grace at teardown, in ms (default 2000). */
   killGraceMs?: number;
   /** Structured log (never secrets). */
@@ -169,6 +172,7 @@ function planJob(
       fallbackCwd: runner.options.fallbackCwd ?? Deno.cwd(),
       home: environment.HOME ?? environment.USERPROFILE,
       sandbox: runner.options.sandbox,
+      terminals: runner.options.terminals,
     });
     checkJobInput(plan);
     const command = prepareAgentCommand(plan.config, { environment });

@@ -185,6 +185,16 @@ export interface MapRunStartOptions {
   home?: string;
   /** The daemon's own sandbox settings: a floor the hub cannot lower, and the only source of sandbox paths. */
   sandbox?: DaemonSandbox;
+  /** The daemon's own client-terminal settings: the hub may lower them, never raise them. */
+  terminals?: DaemonTerminals;
+}
+
+/** The daemon's own client-terminal settings (`runner daemon --client-terminals …`). */
+export interface DaemonTerminals {
+  /** `false`: no job's agent gets client terminals, whatever `run.start` asks. */
+  clientTerminals: boolean;
+  /** The longest `terminal-timeout` a job gets, in seconds. */
+  terminalTimeout: number;
 }
 
 /** The daemon's own sandbox settings (`runner daemon --sandbox …`, `docs/sandbox.md`). */
@@ -348,7 +358,7 @@ export function mapRunStart(
     if (given.has(key)) layer[key] = given.get(key);
   }
   layer.provider ??= acpCommand ? "custom" : undefined;
-  const config = parseRunConfig({
+  const asked = parseRunConfig({
     ...layer,
     ...sandboxFloor(layer, options.sandbox),
     location: "local",
@@ -358,6 +368,14 @@ export function mapRunStart(
     "env-json": envOf(given.get("env-json") ?? given.get("env")),
     "langbot-assets-enabled": given.get("langbot-assets-enabled"),
   });
+  const own = options.terminals;
+  const config = own
+    ? {
+      ...asked,
+      clientTerminals: asked.clientTerminals && own.clientTerminals,
+      terminalTimeout: Math.min(asked.terminalTimeout, own.terminalTimeout),
+    }
+    : asked;
   const timeout = given.get("mcp-request-timeout");
   let mcpRequestTimeoutMs = MCP_REQUEST_TIMEOUT_MS;
   if (timeout !== undefined) {

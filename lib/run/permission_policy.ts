@@ -19,6 +19,7 @@ import type { RunContext } from "./context.ts";
 import { matchRule } from "./permission_rules.ts";
 import { answerPermission } from "./permissions.ts";
 import { rejectionOf } from "./unanswered.ts";
+import { redactSecrets } from "../secrets.ts";
 
 interface Ruling {
   decision: PermissionKind | "ask";
@@ -77,10 +78,18 @@ async function decide(
 export interface TerminalCommand {
   /** The terminal id it would get. */
   terminalId: string;
-  /** The program. */
+  /** The program as the agent named it. */
   command: string;
+  /** The program that would start (found on the agent's `PATH`). */
+  program: string;
   /** Its arguments. */
   args: string[];
+  /** The variables `terminal/create` adds. */
+  env: { name: string; value: string }[];
+  /** The command line decided on: `NAME=value … command args…`. */
+  title: string;
+  /** The same line with the program's bare name, when it was named by path: a `reject` rule matching it decides. */
+  alias?: string;
   /** Its working directory, relative to the workspace (`.` for the root). */
   cwd: string;
 }
@@ -89,15 +98,17 @@ const RUN_OPTION = "run";
 
 /**
  * Whether the run's policy lets a client terminal run `call`, decided like a
- * permission request of kind `execute` whose title is the command line and
- * whose path is its cwd; `ask` offers a person "Run" or "Don't run". The
- * decision is a `permission.decided` event.
+ * permission request of kind `execute` whose title is the command line (the
+ * request's variables first) and whose path is its cwd; `ask` offers a person
+ * "Run" or "Don't run". The decision is a `permission.decided` event, its
+ * title and input with the run's secrets redacted.
  */
 export async function mayRunCommand(
   run: RunContext,
   call: TerminalCommand,
 ): Promise<boolean> {
-  const title = [call.command, ...call.args].join(" ");
+  const hide = (text: string) => redactSecrets(text, run.secrets);
+  const title = hide(call.title);
   const request: RequestPermissionRequest = {
     sessionId: run.sessionId ?? "",
     toolCall: {
@@ -105,17 +116,32 @@ export async function mayRunCommand(
       kind: "execute",
       title,
       status: "pending",
-      rawInput: { command: call.command, args: call.args, cwd: call.cwd },
+      rawInput: {
+        command: hide(call.command),
+        program: hide(call.program),
+        args: call.args.map(hide),
+        env: Object.fromEntries(
+          call.env.map((entry) => [entry.name, hide(entry.value)]),
+        ),
+        cwd: hide(call.cwd),
+      },
     },
     options: [
       { optionId: RUN_OPTION, name: "Run", kind: "allow_once" },
       { optionId: "dont-run", name: "Don't run", kind: "reject_once" },
     ],
   };
+  const paths = [join(run.options.sessionCwd, call.cwd)];
+  const byAlias = call.alias === undefined
+    ? undefined
+    : ruling(run, { kind: "execute", title: call.alias, paths });
+  // Another name for the same program never loosens: only its rejection counts.
+  const rejects = typeof byAlias?.rule === "number" &&
+    byAlias.decision.startsWith("reject");
   const answer = await decide(run, request, {
     kind: "execute",
-    title,
-    paths: [join(run.options.sessionCwd, call.cwd)],
+    title: rejects ? call.alias : call.title,
+    paths,
   });
   return answer.outcome.outcome === "selected" &&
     answer.outcome.optionId === RUN_OPTION;

@@ -4,8 +4,11 @@
  * by real path, decided by the permission policy before anything runs, and
  * started in a process group of its own (registered with the reaper, under
  * the agent's sandbox, with the agent's environment), with stdin closed and
- * stdout and stderr read into one output in arrival order. Every terminal of
- * the run is killed when the run ends or its agent is kept warm.
+ * stdout and stderr read into one output in arrival order. When a command
+ * exits, whatever it left running in its group is killed; at most
+ * {@linkcode MAX_TERMINALS} are held at once, and at most
+ * `terminal-output-bytes` of each go out as events. Every terminal of the run
+ * is killed when the run ends or its agent is kept warm.
  *
  * @module
  */
@@ -17,24 +20,32 @@ import type {
 } from "@agentclientprotocol/sdk";
 import { relative, sep } from "node:path";
 import { confineDirectory } from "../acp/fs.ts";
-import { TerminalOutput } from "../acp/terminal_output.ts";
+import { TerminalOutput, utf8Bytes, utf8Head } from "../acp/terminal_output.ts";
 import { unknownTerminal } from "../acp/terminals.ts";
 import { type AgentProcess, spawnAgent } from "../agent/process.ts";
-import { requireSandbox, sandboxArgv } from "../agent/sandbox.ts";
-import { createStreamRedactor } from "../secrets.ts";
+import {
+  requireSandbox,
+  sandboxArgv,
+  withSandboxEnv,
+} from "../agent/sandbox.ts";
+import { createStreamRedactor, redactSecrets } from "../secrets.ts";
 import { settleWithin } from "../timing.ts";
 import type { RunContext, RunTerminals } from "./context.ts";
 import { mayRunCommand } from "./permission_policy.ts";
+import { checkCommand, type CheckedCommand } from "./terminal_command.ts";
 import type { TerminalLaunch } from "./types.ts";
 
-/** How long an exited command's pipes may stay open (held by a background child) before its exit is reported. */
+/** How long an exited command's pipes may stay open (held by a process that left its group) before its exit is reported. */
 const DRAIN_AFTER_EXIT_MS = 1000;
+
+/** The most terminals a run holds at once (created and not yet released). */
+export const MAX_TERMINALS = 64;
 
 /** One started command. */
 interface Terminal {
   process: AgentProcess;
   output: TerminalOutput;
-  /** Resolves once the command exited and its output is in. */
+  /** Resolves once the command exited, its group is gone and its output is in. */
   exited: Promise<TerminalExitStatus>;
   exit?: TerminalExitStatus;
   timedOut: boolean;
@@ -46,28 +57,39 @@ export function createRunTerminals(
   launch: TerminalLaunch,
 ): RunTerminals {
   const terminals = new Map<string, Terminal>();
-  const all: Terminal[] = [];
+  const live = new Set<Terminal>();
   let closed = false;
-  let next = 0;
+  let starting = 0;
   const find = (terminalId: string) => {
     const terminal = terminals.get(terminalId);
     if (!terminal) throw unknownTerminal(terminalId);
     return terminal;
   };
+  const end = async (terminal: Terminal) => {
+    await terminal.process.terminate();
+    await terminal.exited;
+  };
   return {
     async create(params) {
       if (closed) throw ending();
-      const terminalId = `term-${++next}`;
-      await startTerminal(run, {
-        launch,
-        params,
-        terminalId,
-        closed: () => closed,
-        adopt(terminal) {
-          terminals.set(terminalId, terminal);
-          all.push(terminal);
-        },
-      });
+      if (terminals.size + starting >= MAX_TERMINALS) throw tooMany();
+      // Unguessable: a warm agent's stale id never names a later run's terminal.
+      const terminalId = `term-${crypto.randomUUID()}`;
+      starting++;
+      try {
+        await startTerminal(run, {
+          launch,
+          params,
+          terminalId,
+          closed: () => closed,
+          adopt(terminal) {
+            terminals.set(terminalId, terminal);
+            live.add(terminal);
+          },
+        });
+      } finally {
+        starting--;
+      }
       return terminalId;
     },
     output(terminalId) {
@@ -79,24 +101,19 @@ export function createRunTerminals(
       };
     },
     waitForExit: (terminalId) => find(terminalId).exited,
-    async kill(terminalId) {
-      const terminal = find(terminalId);
-      await terminal.process.terminate();
-      await terminal.exited;
-    },
+    kill: (terminalId) => end(find(terminalId)),
     async release(terminalId) {
       const terminal = find(terminalId);
       terminals.delete(terminalId);
-      await terminal.process.terminate();
-      await terminal.exited;
+      await end(terminal);
+      // Forgotten for good: its output is no longer held.
+      live.delete(terminal);
     },
     async closeAll() {
       closed = true;
       terminals.clear();
-      await Promise.all(all.map(async (terminal) => {
-        await terminal.process.terminate();
-        await terminal.exited;
-      }));
+      await Promise.all([...live].map(end));
+      live.clear();
     },
   };
 }
@@ -105,6 +122,13 @@ function ending(): acp.RequestError {
   return acp.RequestError.invalidRequest(
     {},
     "the run is ending; no more terminals start",
+  );
+}
+
+function tooMany(): acp.RequestError {
+  return acp.RequestError.invalidRequest(
+    { limit: MAX_TERMINALS },
+    `the run already holds ${MAX_TERMINALS} terminals; release some (terminal/release) before creating more`,
   );
 }
 
@@ -128,12 +152,20 @@ async function startTerminal(
   const cwd = await confineDirectory(root, params.cwd ?? root);
   const shown = relative(await Deno.realPath(root), cwd).split(sep).join("/") ||
     ".";
-  const args = params.args ?? [];
-  const command = { terminalId, command: params.command, args, cwd: shown };
+  const checked = checkCommand(params, options.launch.env.PATH);
+  const command = { terminalId, ...checked, cwd: shown };
   if (!await mayRunCommand(run, command)) {
     throw acp.RequestError.invalidParams(
       { command: params.command },
       "the run's permission policy rejected this command",
+    );
+  }
+  // The decision can wait for a person: the directory may have been swapped
+  // (for a link out) meanwhile; it must still be the one decided on.
+  if (await confineDirectory(root, cwd) !== cwd) {
+    throw acp.RequestError.invalidParams(
+      { cwd: params.cwd },
+      "the cwd changed while the command was being decided",
     );
   }
   // From here to `adopt` nothing waits: the set cannot close in between.
@@ -143,24 +175,23 @@ async function startTerminal(
     params.outputByteLimit ?? Infinity,
   );
   const output = new TerminalOutput(Math.max(1, Math.floor(limit)));
-  const redactor = createStreamRedactor(run.secrets);
+  const show = outputEvents(run, terminalId, output);
   const take = (text: string) => {
     const kept = output.push(text);
-    const shownText = kept ? redactor.push(kept) : "";
-    if (run.config.streaming && shownText) {
-      run.emitter.emit("terminal.output", {
-        terminal_id: terminalId,
-        output: shownText,
-        truncated: output.truncated,
-      });
-    }
+    if (kept) show.push(kept);
   };
-  const process = spawnCommand(run, { ...options, cwd, onStderr: take });
+  const process = spawnCommand(run, {
+    ...options,
+    checked,
+    cwd,
+    onStderr: take,
+  });
+  const hide = (text: string) => redactSecrets(text, run.secrets);
   run.emitter.emit("terminal.started", {
     terminal_id: terminalId,
-    command: params.command,
-    args,
-    cwd: shown,
+    command: hide(checked.command),
+    args: checked.args.map(hide),
+    cwd: hide(shown),
   });
   const terminal: Terminal = {
     process,
@@ -172,24 +203,78 @@ async function startTerminal(
     terminal,
     terminalId,
     take,
-    flush: () => redactor.end(),
+    flush: () => show.end(),
   });
   options.adopt(terminal);
+}
+
+/**
+ * A terminal's `terminal.output` events: redacted, and at most
+ * `terminal-output-bytes` of them in all; the event that reaches the limit
+ * says `truncated` and `stopped`, and none follows (the agent still reads
+ * the kept output).
+ */
+function outputEvents(
+  run: RunContext,
+  terminalId: string,
+  output: TerminalOutput,
+): { push: (text: string) => void; end: () => void } {
+  const redactor = createStreamRedactor(run.secrets);
+  const cap = run.config.terminalOutputBytes;
+  let sent = 0;
+  let stopped = !run.config.streaming;
+  const emit = (text: string) => {
+    if (stopped || !text) return;
+    const bytes = utf8Bytes(text);
+    if (sent + bytes <= cap) {
+      sent += bytes;
+      run.emitter.emit("terminal.output", {
+        terminal_id: terminalId,
+        output: text,
+        truncated: output.truncated,
+      });
+      return;
+    }
+    stopped = true;
+    run.emitter.emit("terminal.output", {
+      terminal_id: terminalId,
+      output: utf8Head(text, cap - sent),
+      truncated: true,
+      stopped: true,
+    });
+  };
+  return {
+    push: (text) => {
+      if (!stopped) emit(redactor.push(text));
+    },
+    end: () => emit(redactor.end()),
+  };
 }
 
 /** Starts the command in a process group of its own, under the agent's sandbox. */
 function spawnCommand(
   run: RunContext,
-  options: StartOptions & { cwd: string; onStderr: (text: string) => void },
+  options: StartOptions & {
+    checked: CheckedCommand;
+    cwd: string;
+    onStderr: (text: string) => void;
+  },
 ): AgentProcess {
-  const { launch, params, cwd } = options;
-  const commandArgv = [params.command, ...(params.args ?? [])];
-  const env = { ...launch.env };
-  for (const entry of params.env ?? []) env[entry.name] = entry.value;
+  const { launch, checked, cwd } = options;
+  const commandArgv = [checked.program, ...checked.args];
   try {
     const argv = launch.sandbox
-      ? sandboxArgv(requireSandbox(), launch.sandbox, commandArgv, cwd)
+      ? withSandboxEnv(
+        sandboxArgv(requireSandbox(), launch.sandbox, commandArgv, cwd),
+        checked.env,
+      )
       : commandArgv;
+    // Confined, bwrap (on the host) gets the agent's environment only; the
+    // request's variables are set inside the sandbox (`--setenv`).
+    const env = { ...launch.env };
+    if (!launch.sandbox) {
+      for (const entry of checked.env) env[entry.name] = entry.value;
+    }
     return spawnAgent({
       argv,
       cwd,
@@ -203,7 +288,7 @@ function spawnCommand(
   } catch (error) {
     const cause = error instanceof Error ? error.cause ?? error : error;
     throw acp.RequestError.invalidParams(
-      { command: params.command },
+      { command: checked.command },
       cause instanceof Deno.errors.NotFound
         ? "command not found"
         : `the command could not be started (${
@@ -214,8 +299,10 @@ function spawnCommand(
 }
 
 /**
- * Reads stdout, closes stdin, kills the group at `terminal-timeout`, and
- * reports the exit once the command exited and its output is in.
+ * Reads stdout, closes stdin, kills the group at `terminal-timeout`, kills
+ * what the command left running in its group once it exited (the command is
+ * done; `terminal-timeout` holds for all of it), and reports the exit once
+ * the group is gone and the output is in.
  */
 async function watchTerminal(
   run: RunContext,
@@ -223,7 +310,7 @@ async function watchTerminal(
     terminal: Terminal;
     terminalId: string;
     take: (text: string) => void;
-    flush: () => string;
+    flush: () => void;
   },
 ): Promise<TerminalExitStatus> {
   const { terminal, terminalId } = watch;
@@ -241,19 +328,13 @@ async function watchTerminal(
   })();
   await settleWithin(process.stdin.close(), 500);
   const status = await process.exited;
+  await process.terminate().catch(() => {});
   clearTimeout(timer);
   await settleWithin(
     Promise.all([reading, process.stderrEnded]),
     DRAIN_AFTER_EXIT_MS,
   );
-  const rest = watch.flush();
-  if (rest && run.config.streaming) {
-    run.emitter.emit("terminal.output", {
-      terminal_id: terminalId,
-      output: rest,
-      truncated: terminal.output.truncated,
-    });
-  }
+  watch.flush();
   const exit: TerminalExitStatus = {
     exitCode: status.signal ? null : status.code,
     signal: status.signal ?? null,

@@ -64,12 +64,13 @@ export const CALLER_CONFIG_KEYS: readonly string[] = [
   "daemon-connect-timeout",
 ];
 
-/** Size limits a caller may lower but not raise past the operator's value. */
+/** Limits a caller may lower but not raise past the operator's value. */
 const CAPPED_KEYS = [
   "max-message-mb",
   "max-attachment-mb",
   "max-prompt-mb",
   "terminal-output-bytes",
+  "terminal-timeout",
 ];
 
 /** Run-config keys that choose a command; a caller may set them only under `--allow-custom-commands`. */
@@ -162,7 +163,25 @@ export function resolveCallerConfig(
   });
   checkCaps(serve, normalized, resolved);
   checkSandboxFloor(serve, resolved);
+  checkTerminalFloor(serve, resolved);
   return resolved;
+}
+
+/**
+ * Client terminals run the agent's commands on this machine: only the
+ * operator turns them on; a caller may turn them off.
+ */
+function checkTerminalFloor(
+  serve: Pick<ServeConfig, "runDefaults">,
+  resolved: RunConfig,
+): void {
+  if (!resolved.clientTerminals) return;
+  if (parseRunDefaults(serve.runDefaults).clientTerminals) return;
+  throw new RunnerError(
+    "http.forbidden",
+    "client-terminals: the operator has not turned client terminals on (runner serve --client-terminals true); a request may turn them off, never on.",
+    { detail: { key: "client-terminals" } },
+  );
 }
 
 /**

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import {
   TerminalOutput,
   utf8Bytes,
+  utf8Head,
   utf8Tail,
 } from "../../lib/acp/terminal_output.ts";
 
@@ -48,4 +49,13 @@ Deno.test("the output keeps the newest bytes within the limit, in order, whateve
       );
     }
   }
+});
+
+Deno.test("utf8Head keeps the start up to the byte limit, never splitting a character", () => {
+  assert.equal(utf8Head("abc", 2), "ab");
+  assert.equal(utf8Head("aé", 2), "a", "é needs 2 more bytes");
+  assert.equal(utf8Head("aé", 3), "aé");
+  assert.equal(utf8Head("😀x", 3), "", "a surrogate pair is 4 bytes");
+  assert.equal(utf8Head("😀x", 5), "😀x");
+  assert.equal(utf8Head("abc", 0), "");
 });

@@ -471,3 +471,293 @@ Deno.test("kill -9 of runner run leaves a terminal's group recorded: the next ru
     }
   }
 });
+
+/** The fixture's command for a confined run, each flag quoted. */
+function confinedFixtureCommand(...flags: string[]): string {
+  return quoteCommand([
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--node-modules-dir=manual",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}tests/fixtures/agent.ts`,
+    ...flags,
+  ]);
+}
+
+/** A shared library that, once loaded, writes which program loaded it (and what it could read of `secret`) to `log`. */
+function preloadLibrary(dir: string, log: string, secret: string): string {
+  const source = join(dir, "evil.c");
+  const library = join(dir, "evil.so");
+  Deno.writeTextFileSync(
+    source,
+    `#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void loaded(void) {
+  char exe[512] = {0}; char secret[128] = {0};
+  readlink("/proc/self/exe", exe, sizeof exe - 1);
+  FILE *in = fopen("${secret}", "r");
+  if (in) { fgets(secret, sizeof secret, in); fclose(in); }
+  FILE *out = fopen("${log}", "a");
+  if (out) { fprintf(out, "exe=%s secret=%s\\n", exe, secret); fclose(out); }
+}
+`,
+  );
+  const built = new Deno.Command("cc", {
+    args: ["-shared", "-fPIC", "-o", library, source],
+  }).outputSync();
+  assert.ok(built.success, new TextDecoder().decode(built.stderr));
+  return library;
+}
+
+const HAVE_CC = new Deno.Command("sh", { args: ["-c", "command -v cc"] })
+  .outputSync().success;
+
+Deno.test({
+  name:
+    "runner run, sandbox=confined: LD_PRELOAD of a library in the workspace is refused; no loader variable reaches bwrap or the command",
+  ignore: !HAVE_CC,
+  fn: async () => {
+    const world = sandboxWorld();
+    const workspace = tempDir("sandbox-ws-");
+    const log = join(workspace, "preload.log");
+    const library = preloadLibrary(workspace, log, world.homeSecret);
+    const command = confinedFixtureCommand(
+      ...terminalFlag({
+        command: "sh",
+        args: ["-c", "cat $HOME/secret.txt 2>&1; true"],
+        env: { LD_PRELOAD: library },
+      }),
+      ...terminalFlag({
+        command: "sh",
+        args: ["-c", "echo $FROM_CREATE"],
+        env: { LD_LIBRARY_PATH: workspace, FROM_CREATE: "inside" },
+      }),
+      ...terminalFlag({
+        command: "sh",
+        args: ["-c", "echo $FROM_CREATE"],
+        env: { FROM_CREATE: "inside" },
+      }),
+    );
+    const run = await runWith([], {
+      workspace,
+      sandbox: "confined",
+      "sandbox-read-paths": `${ROOT},${DENO_DIR}`,
+      "env-json": JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+    }, { command, env: world.environment });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(String(run.reports[0].error), /may not set LD_PRELOAD/);
+    assert.match(String(run.reports[1].error), /may not set LD_LIBRARY_PATH/);
+    assert.equal(run.reports[2].output, "inside\n", "other variables do");
+    let loaded = "";
+    try {
+      loaded = Deno.readTextFileSync(log);
+    } catch { /* never loaded */ }
+    assert.equal(loaded, "", "the library never ran, in or out of bwrap");
+    assert.equal(ofType(run.events, "terminal.started").length, 1);
+    assert.deepEqual(await markedGone(world.marker), []);
+  },
+});
+
+/** Host pids whose environment holds `NAME=value`, with their programs. */
+function holding(entry: string): { pid: number; exe: string }[] {
+  const found: { pid: number; exe: string }[] = [];
+  for (const proc of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(proc.name)) continue;
+    try {
+      const environ = Deno.readTextFileSync(`/proc/${proc.name}/environ`);
+      if (!environ.split("\0").includes(entry)) continue;
+      found.push({
+        pid: Number(proc.name),
+        exe: Deno.readLinkSync(`/proc/${proc.name}/exe`),
+      });
+    } catch { /* gone meanwhile */ }
+  }
+  return found;
+}
+
+Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside the sandbox, never in bwrap's own environment", async () => {
+  const world = sandboxWorld();
+  const mark = `TERMINAL_MARK=${crypto.randomUUID()}`;
+  const child = spawnCli([
+    "run",
+    "custom",
+    "--acp-command",
+    confinedFixtureCommand(
+      ...terminalFlag({
+        command: "sh",
+        args: ["-c", "echo started; sleep 1000"],
+        env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
+        wait: false,
+      }),
+      "--stall-prompt",
+    ),
+    "--workspace",
+    tempDir("sandbox-ws-"),
+    "--sandbox",
+    "confined",
+    "--sandbox-read-paths",
+    `${ROOT},${DENO_DIR}`,
+    "--env-json",
+    JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+    "--client-terminals",
+    "true",
+    "--langbot-assets-enabled",
+    "false",
+    "--json",
+    "hold",
+  ], { env: world.environment });
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    let seen = "";
+    while (!seen.includes('"terminal.output"')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`runner run ended early: ${seen}`);
+      seen += value;
+    }
+    const found = holding(mark);
+    assert.ok(
+      found.some((p) => !p.exe.endsWith("/bwrap")),
+      "the command has it",
+    );
+    assert.deepEqual(found.filter((p) => p.exe.endsWith("/bwrap")), []);
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    reader.cancel().catch(() => {});
+    await child.stderr.cancel().catch(() => {});
+  }
+  assert.deepEqual(await markedGone(world.marker), []);
+});
+
+Deno.test("runner run: a terminal's env is part of the decision and cannot change which program a rule allowed (PATH); a path to the program meets its name's reject rule", async () => {
+  const workspace = tempDir();
+  Deno.mkdirSync(join(workspace, "bin"));
+  const fake = join(workspace, "bin", "echo");
+  Deno.writeTextFileSync(fake, `#!/bin/sh\ntouch ${workspace}/hijacked\n`);
+  Deno.chmodSync(fake, 0o755);
+  const path = `${workspace}/bin:/usr/bin:/bin`;
+  const touch = new TextDecoder().decode(
+    new Deno.Command("sh", {
+      args: ["-c", "command -v touch"],
+      stdout: "piped",
+    })
+      .outputSync().stdout,
+  ).trim();
+  const run = await runWith([
+    ...terminalFlag({ command: "echo", args: ["hi"], env: { PATH: path } }),
+    ...terminalFlag({
+      command: "echo",
+      args: ["allowed"],
+      env: { PATH: path },
+    }),
+    ...terminalFlag({ command: "echo", args: ["hi"] }),
+    ...terminalFlag({ command: touch, args: ["touched"] }),
+  ], {
+    workspace,
+    "permission-decision": "reject_once",
+    "permission-rules-json": JSON.stringify([
+      { kind: "execute", title: "echo hi", decision: "allow" },
+      { kind: "execute", title: "PATH=** echo allowed", decision: "allow" },
+      { kind: "execute", title: "touch *", decision: "reject" },
+    ]),
+  });
+  assert.equal(run.code, 0, run.stderr);
+  const decided = ofType(run.events, "permission.decided");
+  assert.deepEqual(decided.map((d) => [d.title, d.decision, d.rule]), [
+    [`PATH=${path} echo hi`, "reject_once", "default"],
+    [`PATH=${path} echo allowed`, "allow_once", 1],
+    ["echo hi", "allow_once", 0],
+    [`${touch} touched`, "reject_once", 2],
+  ]);
+  assert.match(String(run.reports[0].error), /permission policy rejected/);
+  assert.equal(run.reports[1].output, "allowed\n", "the agent's echo ran");
+  assert.equal(run.reports[2].output, "hi\n");
+  assert.throws(() => Deno.statSync(join(workspace, "hijacked")));
+  assert.throws(
+    () => Deno.statSync(join(workspace, "touched")),
+    "a reject rule on the bare name holds for the same program by path",
+  );
+});
+
+Deno.test("runner run: endless output puts at most terminal-output-bytes into events, the last one stopped=true", async () => {
+  const run = await runWith(
+    terminalFlag({ command: "sh", args: ["-c", "yes | head -c 300000"] }),
+    { "terminal-output-bytes": "1000" },
+  );
+  assert.equal(run.code, 0, run.stderr);
+  const output = ofType(run.events, "terminal.output");
+  const bytes = output.reduce(
+    (sum, o) => sum + new TextEncoder().encode(String(o.output)).length,
+    0,
+  );
+  assert.ok(bytes <= 1000, `${bytes} bytes of events`);
+  assert.deepEqual(
+    [output.at(-1)!.truncated, output.at(-1)!.stopped],
+    [true, true],
+  );
+  assert.equal(output.filter((o) => o.stopped).length, 1);
+  assert.equal(String(run.reports[0].output).length, 1000, "the agent's view");
+  assert.deepEqual(run.reports[0].exit, { code: 0, signal: null });
+});
+
+Deno.test("runner run: at most 64 terminals are held at once; released ones make room", async () => {
+  const held = await runWith(
+    Array.from({ length: 65 }, () => terminalFlag({ command: "true" })).flat(),
+  );
+  assert.equal(held.code, 0, held.stderr);
+  assert.equal(held.reports.filter((r) => r.error).length, 1);
+  assert.match(String(held.reports[64].error), /already holds 64 terminals/);
+  const released = await runWith(
+    Array.from(
+      { length: 70 },
+      () => terminalFlag({ command: "true", release: true }),
+    ).flat(),
+  );
+  assert.equal(released.code, 0, released.stderr);
+  assert.ok(released.reports.every((r) => !r.error && r.id));
+  assert.equal(new Set(released.reports.map((r) => r.id)).size, 70);
+});
+
+Deno.test("runner run: what a command leaves running in its group is killed when it exits; ids are unguessable; a last broken character shows", async () => {
+  const run = await runWith([
+    ...terminalFlag({
+      command: "sh",
+      args: ["-c", "sleep 1000 & echo $!"],
+      alive: true,
+    }),
+    ...terminalFlag({ command: "sh", args: ["-c", "printf 'a\\303' >&2"] }),
+  ]);
+  assert.equal(run.code, 0, run.stderr);
+  const [background, broken] = run.reports;
+  assert.deepEqual(background.exit, { code: 0, signal: null });
+  assert.deepEqual(background.alive, [], "gone when its exit is reported");
+  assert.match(String(background.id), /^term-[0-9a-f-]{36}$/);
+  assert.equal(broken.output, "a\uFFFD");
+});
+
+Deno.test("runner run: a secret in a terminal's command line is redacted from terminal.started and permission.decided", async () => {
+  const secret = "Wm4pQx8vRt2zLk6n";
+  const run = await runWith(
+    terminalFlag({
+      command: "sh",
+      args: ["-c", `echo ${secret} >/dev/null; echo done`],
+      env: { PASSED: secret },
+    }),
+    { "env-json": JSON.stringify({ RUN_API_TOKEN: secret }) },
+  );
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.reports[0].output, "done\n");
+  const [started] = ofType(run.events, "terminal.started");
+  assert.deepEqual(started.args, [
+    "-c",
+    "echo [REDACTED] >/dev/null; echo done",
+  ]);
+  const [decided] = ofType(run.events, "permission.decided");
+  assert.equal(
+    decided.title,
+    "PASSED=[REDACTED] sh -c echo [REDACTED] >/dev/null; echo done",
+  );
+  assert.ok(!JSON.stringify(run.events).includes(secret));
+});

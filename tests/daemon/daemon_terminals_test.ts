@@ -18,7 +18,10 @@ import { serveWithDaemon } from "../daemon_test_helpers.ts";
 import { postJson, sseEvents } from "../serve_test_helpers.ts";
 
 Deno.test("runner daemon: terminals run on the daemon's machine under the run's rules, their events reach the hub's callers, and they die with the run", async () => {
-  const { serve, daemon } = await serveWithDaemon("terminals-1");
+  const { serve, daemon } = await serveWithDaemon("terminals-1", {
+    serveArgs: ["--client-terminals", "true"],
+    daemonArgs: ["--client-terminals", "true"],
+  });
   try {
     await daemon.connected;
     const response = await postJson(`${serve.url}/v1/runs`, {
@@ -79,5 +82,58 @@ Deno.test("runner daemon: terminals run on the daemon's machine under the run's 
   } finally {
     assert.equal(await daemon.stop(), 0, "every frame fit the contract");
     await serve.stop();
+  }
+});
+
+Deno.test("runner daemon: its own client-terminals=false and terminal-timeout hold against the hub's run.start", async () => {
+  const { serve, daemon } = await serveWithDaemon("terminals-2", {
+    serveArgs: ["--client-terminals", "true"],
+    daemonArgs: ["--client-terminals", "true", "--terminal-timeout", "1"],
+  });
+  const off = await serveWithDaemon("terminals-3", {
+    serveArgs: ["--client-terminals", "true"],
+  });
+  try {
+    await daemon.connected;
+    await off.daemon.connected;
+    const config = (daemonId: string, script: string) => ({
+      provider: "custom",
+      location: "daemon",
+      "daemon-id": daemonId,
+      workspace: tempDir(),
+      "client-terminals": true,
+      "terminal-timeout": 500,
+      "acp-command": agentCommand([
+        "--terminal",
+        JSON.stringify({ command: "sh", args: ["-c", script] }),
+      ]),
+    });
+    const refused: RunEvent[] = await sseEvents(
+      await postJson(`${off.serve.url}/v1/runs`, {
+        input: { text: "terminals off here" },
+        config: config("terminals-3", "echo ran"),
+      }),
+    );
+    assert.equal(refused.at(-1)!.type, "run.completed");
+    assert.ok(!refused.some((e) => e.type === "terminal.started"));
+    const reply = refused.find((e) => e.type === "message.completed")!;
+    assert.match(
+      String((reply.data.message as { content: string }).content),
+      /^terminal 0: .*Method not found/im,
+    );
+    const capped: RunEvent[] = await sseEvents(
+      await postJson(`${serve.url}/v1/runs`, {
+        input: { text: "the daemon's timeout" },
+        config: config("terminals-2", "sleep 1000"),
+      }),
+    );
+    assert.equal(capped.at(-1)!.type, "run.completed");
+    const exited = capped.find((e) => e.type === "terminal.exited")!;
+    assert.equal(exited.data.timed_out, true, "killed after the daemon's 1 s");
+  } finally {
+    assert.equal(await daemon.stop(), 0, "every frame fit the contract");
+    assert.equal(await off.daemon.stop(), 0);
+    await serve.stop();
+    await off.serve.stop();
   }
 });

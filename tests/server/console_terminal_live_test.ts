@@ -137,7 +137,9 @@ const HOSTILE = [
 
 Deno.test("console: a live terminal's hostile output grows piece by piece inside its tool card, wraps on a phone, never runs, and ends with its exit status", async () => {
   await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
+    await withServe({
+      args: [...CONSOLE_ARGS, "--client-terminals", "true"],
+    }, async (serve, dir) => {
       const workspace = join(dir, "ws");
       await prepare(workspace, { "build.sh": HOSTILE }, ["gate-1", "gate-2"]);
       const { page, alarms } = await signIn(browser, serve.url);
@@ -250,7 +252,9 @@ async function screenshots(page: Page, dir: string): Promise<void> {
 
 Deno.test("console: a rule asks before a command runs; the operator approves it from its card, then its output streams", async () => {
   await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
+    await withServe({
+      args: [...CONSOLE_ARGS, "--client-terminals", "true"],
+    }, async (serve, dir) => {
       const workspace = join(dir, "ws");
       await prepare(workspace, { "test.sh": TESTS, "deploy.sh": DEPLOY }, [
         "gate-1",

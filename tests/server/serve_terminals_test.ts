@@ -23,7 +23,7 @@ import {
 } from "../serve_test_helpers.ts";
 import { listAgents, sendMessage } from "../warm_helpers.ts";
 
-const ARGS = ["--allow-custom-commands"];
+const ARGS = ["--allow-custom-commands", "--client-terminals", "true"];
 
 /** A fixture left running one `sleep` group that prints its pid first. */
 const LEFT_RUNNING = [
@@ -217,5 +217,96 @@ Deno.test("runner serve: a cancelled run's commands are gone when its run.failed
     assert.deepEqual(await processGroupMembers(pid), [], "gone by now");
     assert.ok(events.some((e) => e.type === "terminal.exited"));
     for await (const _ of messages) { /* the stream ends */ }
+  });
+});
+
+Deno.test("runner serve: a caller cannot turn on terminals the operator left off, nor raise terminal-timeout past the operator's", async () => {
+  await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
+    const on = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: { ...fixtureConfig(join(dir, "ws")), "client-terminals": true },
+    });
+    assert.equal(on.status, 403);
+    const body = await on.json();
+    assert.equal(body.error.code, "http.forbidden");
+    assert.match(body.error.message, /^client-terminals: the operator/);
+  });
+  await withServe({
+    args: [...ARGS, "--terminal-timeout", "5"],
+  }, async (serve, dir) => {
+    const longer = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws")),
+        "client-terminals": true,
+        "terminal-timeout": 86400,
+      },
+    });
+    assert.equal(longer.status, 400);
+    assert.match(
+      (await longer.json()).error.message,
+      /^terminal-timeout: at most 5 per request/,
+    );
+    const shorter = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(join(dir, "ws"), [
+          "--terminal",
+          JSON.stringify({ command: "sh", args: ["-c", "sleep 1000"] }),
+        ]),
+        "client-terminals": true,
+        "terminal-timeout": 1,
+        "langbot-assets-enabled": false,
+      },
+    });
+    const events = await sseEvents(shorter);
+    assert.equal(events.at(-1)!.type, "run.completed");
+    const exited = events.find((e) => e.type === "terminal.exited")!;
+    assert.equal(exited.data.timed_out, true, "a caller may lower it");
+  });
+});
+
+Deno.test("runner serve, permission-decision=ask: a cwd swapped for a link out while a person decides is refused, nothing starts", async () => {
+  await withServe({ args: ARGS }, async (serve, dir) => {
+    const workspace = join(dir, "ws");
+    const outside = join(dir, "outside");
+    Deno.mkdirSync(join(workspace, "sub"), { recursive: true });
+    Deno.mkdirSync(outside);
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "go" },
+      config: {
+        ...fixtureConfig(workspace, [
+          "--terminal",
+          JSON.stringify({ command: "pwd", cwd: "sub" }),
+        ]),
+        "client-terminals": true,
+        "permission-decision": "ask",
+        "langbot-assets-enabled": false,
+      },
+    });
+    const events: RunEvent[] = [];
+    const messages = readSse(response.body!);
+    await readUntil(
+      messages,
+      events,
+      (m) => m.event === "permission.requested",
+    );
+    Deno.removeSync(join(workspace, "sub"));
+    Deno.symlinkSync(outside, join(workspace, "sub"));
+    const requested = events.at(-1)!;
+    const answered = await postJson(
+      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
+      { option_id: "run" },
+    );
+    assert.equal(answered.status, 200);
+    await answered.body?.cancel();
+    for await (const message of messages) events.push(JSON.parse(message.data));
+    assert.equal(events.at(-1)!.type, "run.completed");
+    assert.ok(!events.some((e) => e.type === "terminal.started"));
+    const completed = events.find((e) => e.type === "message.completed")!;
+    assert.match(
+      String((completed.data.message as { content: string }).content),
+      /^terminal 0: .*outside the workspace/m,
+    );
   });
 });
