@@ -252,6 +252,12 @@ export async function benchHubDaemons(
   try {
     await new Promise((resolve) => setTimeout(resolve, windowMs));
     const baseRss = rssKib(serve.pid);
+    // The serve's own idle work (timers, the lease, the store) without any
+    // daemon: what each point adds beyond it is the daemons' cost.
+    const baseStart = processCpuMs(serve.pid) ?? 0;
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const baseCpuMin = ((processCpuMs(serve.pid) ?? 0) - baseStart) * 60_000 /
+      windowMs;
     const points: Array<{ count: number; kib: number; cpuMin: number }> = [];
     for (const count of counts) {
       while (sockets.length < count) {
@@ -265,14 +271,14 @@ export async function benchHubDaemons(
       points.push({
         count,
         kib: (rssKib(serve.pid) - baseRss) / count,
-        cpuMin: cpu * 60_000 / windowMs,
+        cpuMin: cpu * 60_000 / windowMs - baseCpuMin,
       });
     }
     const shown = points.map((p) =>
       `${p.count}: ${p.kib.toFixed(0)} KiB/daemon, ${
         p.cpuMin.toFixed(0)
       } ms CPU/min`
-    ).join("; ");
+    ).join("; ") + ` (beyond the serve's own ${baseCpuMin.toFixed(0)} ms/min)`;
     const last = points.at(-1)!;
     return [{
       curve:
@@ -283,7 +289,9 @@ export async function benchHubDaemons(
       limit: 256,
     }, {
       curve: `the same: idle CPU per minute per 100 daemons at ${last.count}`,
-      points: `window ${windowMs / 1000} s, scaled to a minute`,
+      points: `window ${
+        windowMs / 1000
+      } s, scaled to a minute, beyond the serve's own idle CPU`,
       value: last.cpuMin * 100 / last.count,
       unit: " ms",
       limit: 100,
