@@ -20,6 +20,7 @@ import { matchRule } from "./permission_rules.ts";
 import { answerPermission } from "./permissions.ts";
 import { rejectionOf } from "./unanswered.ts";
 import { redactSecrets } from "../secrets.ts";
+import type { CheckedCommand } from "./terminal_command.ts";
 
 interface Ruling {
   decision: PermissionKind | "ask";
@@ -75,21 +76,9 @@ async function decide(
 }
 
 /** A command a client terminal is about to run (`terminal/create`). */
-export interface TerminalCommand {
+export interface TerminalCommand extends CheckedCommand {
   /** The terminal id it would get. */
   terminalId: string;
-  /** The program as the agent named it. */
-  command: string;
-  /** The program that would start (found on the agent's `PATH`). */
-  program: string;
-  /** Its arguments. */
-  args: string[];
-  /** The variables `terminal/create` adds. */
-  env: { name: string; value: string }[];
-  /** The command line decided on: `NAME=value … command args…`. */
-  title: string;
-  /** The same line with the program's bare name, when it was named by path: a `reject` rule matching it decides. */
-  alias?: string;
   /** Its working directory, relative to the workspace (`.` for the root). */
   cwd: string;
 }
