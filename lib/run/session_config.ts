@@ -26,8 +26,11 @@ import {
   effectiveSessionConfig,
   sameSettings,
   SESSION_SETTINGS_KEY,
+  type SessionSettings,
   settingsOf,
+  withoutNames,
 } from "./session_memory.ts";
+import { redactSecrets } from "../secrets.ts";
 
 /** One wanted setting: a name (`model`, `mode` or an option id) and its value. */
 export type WantedSetting = [name: string, value: string | boolean];
@@ -166,6 +169,8 @@ interface ConfigureSessionOptions {
   state: SessionState;
   /** The wanted settings, in order. */
   wanted: WantedSetting[];
+  /** Names whose value may be left out when the agent does not offer it (remembered ones). */
+  skippable?: readonly string[];
   /** Aborts the calls. */
   signal?: AbortSignal;
 }
@@ -176,6 +181,8 @@ interface ConfiguredSession {
   state: SessionState;
   /** The names whose value was changed by a call. */
   changed: string[];
+  /** The skippable names left out because the agent does not offer their value. */
+  skipped: string[];
 }
 
 /**
@@ -189,8 +196,16 @@ async function configureSession(
 ): Promise<ConfiguredSession> {
   let { state } = options;
   const changed: string[] = [];
+  const skipped: string[] = [];
   for (const wanted of options.wanted) {
-    const setting = settingFor(state, wanted);
+    let setting: SessionSetting | null;
+    try {
+      setting = settingFor(state, wanted);
+    } catch (error) {
+      if (!options.skippable?.includes(wanted[0])) throw error;
+      skipped.push(wanted[0]);
+      continue;
+    }
     if (!setting) continue;
     let answered: SessionState["configOptions"];
     try {
@@ -217,7 +232,7 @@ async function configureSession(
     state = afterSetting(state, setting, answered);
     changed.push(wanted[0]);
   }
-  return { state, changed };
+  return { state, changed, skipped };
 }
 
 /** The `session.configured` event's data for `state`. */
@@ -247,15 +262,23 @@ export async function configureRunSession(
   { connection, state }: { connection: AgentConnection; state: SessionState },
 ): Promise<void> {
   const memory = run.options.sessionMemory;
-  const effective = effectiveSessionConfig(run.config, memory);
+  const effective = effectiveSessionConfig(run.config, memory, {
+    model: optionFor(state, "model")?.id,
+    mode: optionFor(state, "mode")?.id,
+  });
   const wanted = wantedSettings(effective.values);
   run.sessionState = state;
+  let skipped: string[] = [];
   if (wanted.length || hasChoices(state)) {
     const configured = await configureSession({
       connection,
       sessionId: run.sessionId!,
       state,
       wanted,
+      // A remembered value the agent no longer offers (an update dropped a
+      // model; another value the run asks for narrowed the choices) is left
+      // out and forgotten: only a value the run asks for fails it.
+      skippable: effective.remembered,
       signal: run.abort.signal,
     }).catch((error) => {
       throw rememberedHint(
@@ -264,25 +287,41 @@ export async function configureRunSession(
         run.options.conversationId,
       );
     });
+    skipped = configured.skipped;
     run.sessionState = configured.state;
+    const remembered = effective.remembered.filter((name) =>
+      !skipped.includes(name)
+    );
     run.emitter.emit(
       "session.configured",
       configuredData(configured.state, {
         changed: configured.changed,
-        ...(effective.remembered.length
-          ? { remembered: effective.remembered }
-          : {}),
+        ...(remembered.length ? { remembered } : {}),
+        ...(skipped.length ? { dropped: skipped } : {}),
       }),
     );
   }
-  const settings = settingsOf(effective.values);
-  if (memory && !sameSettings(settings, memory)) {
-    run.emitter.emit("state.updated", {
-      scope: "conversation",
-      key: SESSION_SETTINGS_KEY,
-      value: settings,
-    });
+  rememberSettings(run, settingsOf(withoutNames(effective.values, skipped)));
+}
+
+/**
+ * Emits the `state.updated` that makes the conversation remember `settings`
+ * when they changed; never for values that hold a secret (the store would
+ * keep them redacted, and every later run would ask for the redaction).
+ */
+function rememberSettings(run: RunContext, settings: SessionSettings): void {
+  const memory = run.options.sessionMemory;
+  if (!memory || sameSettings(settings, memory)) return;
+  const shown = JSON.stringify(settings);
+  if (redactSecrets(shown, run.secrets) !== shown) {
+    run.log({ msg: "session config values hold a secret; not remembered" });
+    return;
   }
+  run.emitter.emit("state.updated", {
+    scope: "conversation",
+    key: SESSION_SETTINGS_KEY,
+    value: settings,
+  });
 }
 
 /** A failure about a remembered value says where the value came from and how to drop it. */

@@ -74,39 +74,77 @@ export interface EffectiveSessionConfig {
 }
 
 /**
+ * The option ids that stand for `model` and `mode` on the agent (its
+ * `session-config-json` spelling of them): asking for either spelling asks
+ * for both. Without the agent's options at hand, the ids `model` and `mode`.
+ */
+export interface SessionOptionAliases {
+  /** The id of the agent's model option. */
+  model?: string;
+  /** The id of the agent's mode option. */
+  mode?: string;
+}
+
+/**
  * The values a run wants: its own, and, when it may reuse the conversation's
  * session (`reuse-session`), the remembered value of each name it does not
- * ask for. `remembered` undefined: nothing is remembered for this run.
+ * ask for (a `model` asked as `model` or as its option id counts as asked
+ * either way; an empty value is not asked). `remembered` undefined: nothing
+ * is remembered for this run.
  */
 export function effectiveSessionConfig(
   config: SessionConfigValues & Pick<RunConfig, "reuseSession">,
   remembered: SessionSettings | undefined,
+  aliases: SessionOptionAliases = {},
 ): EffectiveSessionConfig {
   const own: SessionConfigValues = {
-    model: config.model,
-    mode: config.mode,
+    model: text(config.model),
+    mode: text(config.mode),
     sessionConfigJson: config.sessionConfigJson ?? {},
   };
   if (!remembered || !config.reuseSession) {
     return { values: own, remembered: [] };
   }
+  const idsOf = (name: "model" | "mode") =>
+    new Set([name, aliases[name]].filter((id): id is string => Boolean(id)));
+  const ids = { model: idsOf("model"), mode: idsOf("mode") };
+  const asked = (name: "model" | "mode") =>
+    own[name] !== undefined ||
+    [...ids[name]].some((id) => id in own.sessionConfigJson);
   const names: string[] = [];
-  const take = <T>(name: string, asked: T | undefined, kept: T | undefined) => {
-    if (asked !== undefined || kept === undefined) return asked;
+  const take = (name: "model" | "mode") => {
+    if (asked(name) || remembered[name] === undefined) return own[name];
     names.push(name);
-    return kept;
+    return remembered[name];
   };
-  const model = take("model", own.model, remembered.model);
-  const mode = take("mode", own.mode, remembered.mode);
+  const model = take("model");
+  const mode = take("mode");
   const sessionConfigJson: Record<string, string | boolean> = {};
   for (const [id, value] of Object.entries(remembered.config ?? {})) {
-    if (!(id in own.sessionConfigJson)) {
+    const shadowed = id in own.sessionConfigJson ||
+      (ids.model.has(id) && asked("model")) ||
+      (ids.mode.has(id) && asked("mode"));
+    if (!shadowed) {
       sessionConfigJson[id] = value;
       names.push(id);
     }
   }
   Object.assign(sessionConfigJson, own.sessionConfigJson);
   return { values: { model, mode, sessionConfigJson }, remembered: names };
+}
+
+/** `values` without the names in `dropped` (`model`, `mode` or option ids). */
+export function withoutNames(
+  values: SessionConfigValues,
+  dropped: readonly string[],
+): SessionConfigValues {
+  const sessionConfigJson = { ...values.sessionConfigJson };
+  for (const name of dropped) delete sessionConfigJson[name];
+  return {
+    model: dropped.includes("model") ? undefined : values.model,
+    mode: dropped.includes("mode") ? undefined : values.mode,
+    sessionConfigJson,
+  };
 }
 
 /** Whether two sets of remembered values are the same (option order aside). */

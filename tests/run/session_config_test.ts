@@ -323,7 +323,7 @@ Deno.test("runner run --conversation remembers the asked values with the session
   assert.match(answer(after), /^config: mode=default model=smart /);
 });
 
-Deno.test("a remembered value the agent no longer offers fails before the prompt, saying it was remembered and how to drop it", async () => {
+Deno.test("a remembered value the agent no longer offers is left out and forgotten, not a failure; one the run asks for still fails", async () => {
   const dirs = {
     data: tempDir(),
     record: join(tempDir(), "record.jsonl"),
@@ -349,13 +349,75 @@ Deno.test("a remembered value the agent no longer offers fails before the prompt
   ], dirs);
   assert.equal(first.code, 0, JSON.stringify(first.events));
   const second = await run(flags, [...conversation, ...shape("modes")], dirs);
-  assert.equal(second.code, 1);
-  const failed = failure(second);
-  assert.equal(failed.code, "acp.config_unavailable");
-  assert.equal(failed.retryable, false);
-  assert.match(
-    String(failed.error),
-    /^verbose: the agent offers no such session config option .*verbose was remembered from an earlier run of conversation c-gone: .*DELETE \/v1\/conversations\/c-gone/,
+  assert.equal(second.code, 0, JSON.stringify(second.events));
+  assert.deepEqual(configured(second)[0].dropped, ["verbose"]);
+  assert.equal(configured(second)[0].remembered, undefined);
+  assert.ok(second.methods.includes("session/prompt"));
+  assert.deepEqual(
+    second.events.filter((e) =>
+      e.type === "state.updated" &&
+      data(e).key === "external.acp_session_config"
+    ).map((e) => data(e).value),
+    [{}],
   );
-  assert.ok(!second.methods.includes("session/prompt"));
+  const asked = await run(flags, [
+    ...conversation,
+    ...shape("modes"),
+    "--session-config-json",
+    '{"verbose":true}',
+  ], dirs);
+  assert.equal(asked.code, 1);
+  assert.equal(failure(asked).code, "acp.config_unavailable");
+  assert.ok(!asked.methods.includes("session/prompt"));
+});
+
+Deno.test("a model asked for wins over a remembered model option, an empty model asks nothing, and a value that holds a secret is not remembered", async () => {
+  const dirs = {
+    data: tempDir(),
+    record: join(tempDir(), "record.jsonl"),
+    workspace: join(tempDir(), "ws"),
+  };
+  const flags = [
+    "--session-config",
+    "both",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+  ];
+  const conversation = ["--conversation", "c-alias"];
+  const remembered = (outcome: Outcome) =>
+    outcome.events.filter((e) =>
+      e.type === "state.updated" &&
+      data(e).key === "external.acp_session_config"
+    ).map((e) => data(e).value);
+  const first = await run(flags, [
+    ...conversation,
+    "--session-config-json",
+    '{"model":"fast"}',
+  ], dirs);
+  assert.equal(first.code, 0, JSON.stringify(first.events));
+  // The option id `model` and the key `model` are one choice: the run's wins.
+  const second = await run(flags, [...conversation, "--model", "smart"], dirs);
+  assert.equal(second.code, 0, JSON.stringify(second.events));
+  assert.match(answer(second), / model=smart /);
+  assert.equal(configured(second)[0].remembered, undefined);
+  assert.deepEqual(remembered(second), [{ model: "smart" }]);
+  // An empty model (a form's empty field) asks nothing: the memory holds.
+  const third = await run(flags, [...conversation, "--model", ""], dirs);
+  assert.equal(third.code, 0, JSON.stringify(third.events));
+  assert.match(answer(third), / model=smart /);
+  assert.deepEqual(remembered(third), []);
+  // A value that is also a secret would be stored redacted: not remembered.
+  const fourth = await run(flags, [
+    ...conversation,
+    "--model",
+    "fast",
+    "--env-json",
+    JSON.stringify({ MY_API_KEY: "fast" }),
+  ], dirs);
+  assert.equal(fourth.code, 0, JSON.stringify(fourth.events));
+  assert.deepEqual(remembered(fourth), []);
+  const fifth = await run(flags, conversation, dirs);
+  assert.equal(fifth.code, 0, JSON.stringify(fifth.events));
+  assert.match(answer(fifth), / model=smart /);
 });
