@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { prepareAgentCommand } from "../../lib/agent/launch.ts";
 import { startAgentAhead } from "../../lib/cli/run/head_start.ts";
 import { parseRunConfig } from "../../lib/config.ts";
-import { fixtureCommand, isAlive, tempDir } from "../helpers.ts";
+import { fixtureCommand, isAlive, spawnCli, tempDir } from "../helpers.ts";
 
 function configFor(...flags: string[]) {
   return parseRunConfig({
@@ -88,4 +88,56 @@ Deno.test("a run whose agent does not start here gets no head start", () => {
   const missing = configFor("--text", "x");
   missing.acpCommand = join(tempDir(), "no-such-agent");
   assert.equal(startAgentAhead({ config: missing, agentsDir }), undefined);
+});
+
+Deno.test("a signal as soon as runner run's agent is started ahead ends the command and leaves no process of the agent's group", async () => {
+  const { processGroupMembers } = await import(
+    "../../lib/agent/process_table.ts"
+  );
+  for (
+    const [signal, code] of [["SIGTERM", 143], ["SIGINT", 130], [
+      "SIGHUP",
+      129,
+    ]] as const
+  ) {
+    const dataDir = tempDir();
+    const agentsDir = join(dataDir, "agents");
+    Deno.mkdirSync(agentsDir, { recursive: true });
+    const watcher = Deno.watchFs(agentsDir);
+    const child = spawnCli([
+      "run",
+      "custom",
+      "--acp-command",
+      fixtureCommand("--stall-prompt", "--grandchild"),
+      "--workspace",
+      join(tempDir(), "ws"),
+      "--data-dir",
+      dataDir,
+      "--langbot-assets-enabled",
+      "false",
+      "hi",
+    ]);
+    let pgid: number | undefined;
+    // The group's record is written right after the spawn, before the
+    // engine, the store and the SDK load: signal the runner at that moment.
+    for await (const _ of watcher) {
+      const [record] = groupRecords(agentsDir);
+      if (!record) continue;
+      try {
+        pgid = JSON.parse(Deno.readTextFileSync(join(agentsDir, record))).pgid;
+      } catch {
+        continue;
+      } // still being written
+      break;
+    }
+    watcher.close();
+    child.kill(signal);
+    const status = await child.status;
+    await child.stdout.cancel();
+    await child.stderr.cancel();
+    assert.equal(status.code, code, signal);
+    assert.ok(pgid);
+    assert.deepEqual(await processGroupMembers(pgid), [], signal);
+    assert.deepEqual(groupRecords(agentsDir), [], signal);
+  }
 });

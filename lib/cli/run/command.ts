@@ -15,6 +15,7 @@
  * @module
  */
 
+import { listenForRunSignals, type RunSignals } from "./signals.ts";
 import { basename, extname, join } from "node:path";
 import {
   configFlagOptions,
@@ -260,6 +261,8 @@ export async function runCommand(args: string[]): Promise<number> {
   const dataDir = invocation.dataDir ?? defaultDataDir();
   prefetchOwnStartTime(); // the store needs it; read it while the rest loads
   const { request } = invocation;
+  // From here on the agent may be starting: a signal must not leave it behind.
+  const signals = listenForRunSignals();
   // A run that admission could still refuse before its agent starts (a run
   // id taken, attachments too large) starts it the usual way.
   const ahead = request.runId || request.input.attachments?.length
@@ -269,20 +272,27 @@ export async function runCommand(args: string[]): Promise<number> {
       agentsDir: join(dataDir, "agents"),
     });
   try {
-    return await runInvocation(invocation, { dataDir, ahead });
+    return await runInvocation(invocation, { dataDir, ahead, signals });
   } finally {
     await ahead?.discard();
+    signals.stop();
   }
 }
 
 /** Runs the checked invocation with the run machinery; returns the exit code. */
 async function runInvocation(
   invocation: RunInvocation,
-  { dataDir, ahead }: { dataDir: string; ahead?: HeadStart },
+  { dataDir, ahead, signals }: {
+    dataDir: string;
+    ahead?: HeadStart;
+    signals: RunSignals;
+  },
 ): Promise<number> {
   const machinery = await loadRunMachinery();
   const { reaper, openStore } = machinery;
   await reaper.reapLeftoverGroups(join(dataDir, "agents"));
+  // A signal before the run exists ends the command (the agent is discarded).
+  if (signals.received !== undefined) return signals.received;
   let store: RunStore;
   try {
     store = await openStore({ dataDir });
@@ -312,6 +322,7 @@ async function runInvocation(
     outcome = await runToEnd(manager, {
       request: invocation.request,
       onEvent: printer.print,
+      signals,
     });
   } catch (error) {
     printer.flush();
@@ -336,36 +347,22 @@ type Starter = Pick<RunManager, "start">;
  */
 async function runToEnd(
   manager: Starter,
-  { request, onEvent }: {
+  { request, onEvent, signals }: {
     request: RunRequest;
     onEvent: (event: RunEvent) => void;
+    signals: RunSignals;
   },
 ): Promise<{ result?: RunResult; signalExit?: number }> {
-  let signalExit: number | undefined;
-  const listeners: Array<[Deno.Signal, () => void]> = [];
-  try {
-    const { run } = await manager.start(request, { onEvent });
-    // Subscribers added in start()'s task get the run's events from the first.
-    run.subscribe(createTerminalApprover({
-      answer: (requestId, answer) => {
-        run.handle.answerPermission(requestId, answer);
-      },
-    }));
-    for (const [signal, exitCode] of SIGNAL_EXIT_CODES) {
-      const listener = () => {
-        signalExit ??= exitCode;
-        run.handle.cancel();
-      };
-      Deno.addSignalListener(signal, listener);
-      listeners.push([signal, listener]);
-    }
-    const result = await run.done;
-    return { result, signalExit };
-  } finally {
-    for (const [signal, listener] of listeners) {
-      Deno.removeSignalListener(signal, listener);
-    }
-  }
+  const { run } = await manager.start(request, { onEvent });
+  // Subscribers added in start()'s task get the run's events from the first.
+  run.subscribe(createTerminalApprover({
+    answer: (requestId, answer) => {
+      run.handle.answerPermission(requestId, answer);
+    },
+  }));
+  signals.onSignal(() => run.handle.cancel());
+  const result = await run.done;
+  return { result, signalExit: signals.received };
 }
 
 /** The exit code of a run that ended with `result` (`signalExit`: cancelled by a signal). */
@@ -395,9 +392,3 @@ const AGENT_STOPPED_CODES = new Set([
   "run.agent_cancelled",
   "run.permission_rejected",
 ]);
-
-/** Exit codes of a run cancelled by a signal (128 + the signal number). */
-const SIGNAL_EXIT_CODES: ReadonlyArray<[Deno.Signal, number]> = [
-  ["SIGINT", 130],
-  ["SIGTERM", 143],
-];
