@@ -3,7 +3,7 @@
  * agent text streamed to stdout, progress on stderr, or one event per line
  * with `--json`. Exit code: 0 completed, 1 failed, 2 bad input, 3 the agent
  * ended the turn as cancelled itself, 130 cancelled by SIGINT, 143 cancelled
- * by SIGTERM.
+ * by SIGTERM, 129 by SIGHUP.
  *
  * `cli/run/` owns `runner run` as a command: where the prompt comes from
  * (`prompt_input.ts`), what it prints (`output.ts`, in few writes by
@@ -74,7 +74,7 @@ Options:
 Exit codes: 0 completed, 1 failed, 2 bad input, 3 the agent ended the turn on
 its own without answering after a refused permission (run.permission_rejected)
 or as cancelled (run.agent_cancelled), 130 cancelled by SIGINT (Ctrl-C), 143
-cancelled by SIGTERM.
+cancelled by SIGTERM, 129 by SIGHUP (the terminal closed).
 `;
 
 const MIME_BY_EXTENSION: Record<string, string> = {
