@@ -24,6 +24,13 @@ export interface PermissionRule {
   title?: string;
   /** A glob on the call's paths, relative to the workspace; absent: any. */
   path?: string;
+  /**
+   * A client terminal command's argv: a glob on the program, then one glob
+   * per argument (`...` last: any further ones); only terminal commands.
+   */
+  command?: string[];
+  /** With `command`: globs on the values of the variables a command may set, by name. */
+  env?: Record<string, string>;
   /** `allow`, `reject`, `ask`, or an exact kind such as `allow_always`. */
   decision: string;
 }

@@ -166,6 +166,42 @@ export const RULE_DECISIONS = [
   "reject_always",
 ] as const;
 
+/** Why a rule cannot be used as written, or undefined. */
+function ruleProblem(rule: {
+  kind?: string | string[];
+  title?: string;
+  command?: string[];
+  env?: Record<string, string>;
+}): string | undefined {
+  if (rule.env !== undefined && rule.command === undefined) {
+    return 'env belongs to a command rule: write {"command": ["git", "status"], "env": {"PATH": "**"}, …}';
+  }
+  if (rule.command === undefined) return undefined;
+  if (rule.title !== undefined) {
+    return "a rule has command or title, not both: command matches a terminal command's argv, title a tool call's title";
+  }
+  const kinds = rule.kind === undefined
+    ? ["execute"]
+    : Array.isArray(rule.kind)
+    ? rule.kind
+    : [rule.kind];
+  if (!kinds.includes("execute")) {
+    return "a command rule matches client terminal commands only, which are of kind execute: drop kind or include execute";
+  }
+  const [program, ...args] = rule.command;
+  if (!program || program === "...") {
+    return 'command must start with the program: ["git", "status"]';
+  }
+  if (args.slice(0, -1).includes("...")) {
+    return 'in command, "..." (any further arguments) may only come last';
+  }
+  const bad = Object.keys(rule.env ?? {}).find((name) =>
+    !/^[^=\0]+$/.test(name)
+  );
+  if (bad !== undefined) return `env: "${bad}" is not a variable name`;
+  return undefined;
+}
+
 function permissionRules() {
   const text = z.string({ error: "must be a string" });
   return z.array(
@@ -175,11 +211,22 @@ function permissionRules() {
       }).optional(),
       title: text.optional(),
       path: text.optional(),
+      command: z.array(text, {
+        error:
+          'command must be a list of globs: the program, then one per argument ("..." last for any further ones)',
+      }).min(1, { error: "command must name a program" }).optional(),
+      env: z.record(z.string(), text, {
+        error: "env must be an object of variable name: value glob",
+      }).optional(),
       decision: z.enum(RULE_DECISIONS, {
         error: `decision must be one of ${RULE_DECISIONS.join(", ")}`,
       }),
     }, {
-      error: "every rule must be an object {kind?, title?, path?, decision}",
+      error:
+        "every rule must be an object {kind?, title?, path?, command?, env?, decision}",
+    }).superRefine((rule, context) => {
+      const problem = ruleProblem(rule);
+      if (problem) context.addIssue({ code: "custom", message: problem });
     }),
     { error: "must be a JSON array of rules" },
   );
@@ -358,7 +405,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "permission-rules-json": key("json", () => permissionRules(), {
     fallback: [],
     description:
-      'JSON array of rules `{kind?, title?, path?, decision}` for permission requests, client terminal commands and `fs/write_text_file`: `kind` a tool kind or a list of them (`read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`), `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `decision` `allow`, `reject`, `ask` or an exact kind; the first match decides, `permission-decision` when none does (`docs/runs.md`, "Permission rules")',
+      'JSON array of rules `{kind?, title?, path?, command?, env?, decision}` for permission requests, client terminal commands and `fs/write_text_file`: `kind` a tool kind or a list of those, `title` and `path` globs (`*`, `**`, `?`; paths relative to the workspace), `command` and `env` a terminal command\'s argv and variables (`docs/permissions.md`, "Terminal rules"), `decision` `allow`, `reject`, `ask`, or an exact kind; the first match decides (`docs/runs.md`, "Permission rules")',
   }),
   "auth-method": text(
     "an `authMethods` id the agent lists in `initialize` (`runner probe` shows them): the runner calls `authenticate` with it before the session; its credentials come from the agent's environment (`env-json`)",

@@ -87,9 +87,10 @@ const RUN_OPTION = "run";
 
 /**
  * Whether the run's policy lets a client terminal run `call`, decided like a
- * permission request of kind `execute` whose title is the command line (the
- * request's variables first) and whose path is its cwd; `ask` offers a person
- * "Run" or "Don't run". The decision is a `permission.decided` event, its
+ * permission request of kind `execute` on its argv, layer by layer
+ * (`command_rules.ts`), shown with the command line as its title (the
+ * request's variables first), and whose path is its cwd; `ask` offers a
+ * person "Run" or "Don't run". The decision is a `permission.decided` event, its
  * title and input with the run's secrets redacted.
  */
 export async function mayRunCommand(
@@ -120,17 +121,12 @@ export async function mayRunCommand(
       { optionId: "dont-run", name: "Don't run", kind: "reject_once" },
     ],
   };
-  const paths = [join(run.options.sessionCwd, call.cwd)];
-  const byAlias = call.alias === undefined
-    ? undefined
-    : ruling(run, { kind: "execute", title: call.alias, paths });
-  // Another name for the same program never loosens: only its rejection counts.
-  const rejects = typeof byAlias?.rule === "number" &&
-    byAlias.decision.startsWith("reject");
   const answer = await decide(run, request, {
     kind: "execute",
-    title: rejects ? call.alias : call.title,
-    paths,
+    title: call.title,
+    paths: [join(run.options.sessionCwd, call.cwd)],
+    command: call.layers,
+    alias: call.alias,
   });
   return answer.outcome.outcome === "selected" &&
     answer.outcome.optionId === RUN_OPTION;

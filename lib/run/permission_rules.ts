@@ -1,8 +1,9 @@
 /**
  * Permission rules (`permission-rules-json`): the first rule whose kind,
  * title glob and path glob all match a tool call decides it; no match leaves
- * it to `permission-decision`. The same rules decide permission requests and
- * `fs/write_text_file`. See `docs/runs.md`, "Permission rules".
+ * it to `permission-decision`. The same rules decide permission requests,
+ * `fs/write_text_file` and client terminal commands, which are matched on
+ * their argv (`command_rules.ts`). See `docs/runs.md`, "Permission rules".
  *
  * @module
  */
@@ -10,6 +11,11 @@
 import type { PermissionOptionKind as PermissionKind } from "@agentclientprotocol/sdk";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import type { PermissionRule } from "../config.ts";
+import type { CommandLayers } from "./command_layers.ts";
+import { commandMatches, commandPattern } from "./command_rules.ts";
+import { globPattern } from "./glob.ts";
+
+export { globPattern };
 
 /** What a rule is matched against. */
 export interface RuleSubject {
@@ -19,6 +25,13 @@ export interface RuleSubject {
   title?: string | null;
   /** The paths it touches (absolute, or relative to the workspace). */
   paths: string[];
+  /** For a client terminal's command: what it runs, layer by layer. */
+  command?: CommandLayers;
+  /**
+   * For a command whose program is named by path that is its bare name's
+   * file: its line with the bare name, which a rejecting `title` also meets.
+   */
+  alias?: string;
 }
 
 /** The rule that decided, and its decision. */
@@ -27,24 +40,6 @@ export interface RuleMatch {
   index: number;
   /** `ask`, or the permission kind to choose. */
   decision: PermissionKind | "ask";
-}
-
-/** A glob as a regular expression: `**` crosses `/`, `*` and `?` do not. */
-export function globPattern(glob: string): RegExp {
-  let source = "";
-  for (let i = 0; i < glob.length; i++) {
-    const char = glob[i];
-    if (char === "*" && glob[i + 1] === "*") {
-      i++;
-      if (glob[i + 1] === "/") {
-        i++;
-        source += "(?:.*/)?";
-      } else source += ".*";
-    } else if (char === "*") source += "[^/]*";
-    else if (char === "?") source += "[^/]";
-    else source += char.replace(/[.+^${}()|[\]\\]/g, "\\$&");
-  }
-  return new RegExp(`^${source}$`, "s");
 }
 
 /** A path as the rules see it: relative to the workspace, `/`-separated. */
@@ -62,7 +57,11 @@ function matches(
     const kinds = Array.isArray(rule.kind) ? rule.kind : [rule.kind];
     if (!kinds.includes(subject.kind || "other")) return false;
   }
-  if (
+  if (subject.command) {
+    if (!commandRuleMatches(rule, subject)) return false;
+  } else if (rule.command !== undefined || rule.env !== undefined) {
+    return false;
+  } else if (
     rule.title !== undefined &&
     !globPattern(rule.title).test(subject.title ?? "")
   ) return false;
@@ -73,6 +72,26 @@ function matches(
     }
   }
   return true;
+}
+
+/**
+ * A terminal command against a rule's `command`/`env`, or its `title` read
+ * as words; a `title` that rejects or asks also matches the command line
+ * (or its alias) as before.
+ */
+function commandRuleMatches(rule: PermissionRule, subject: RuleSubject) {
+  const command = subject.command!;
+  const pattern = commandPattern(rule);
+  if (pattern === undefined && rule.title === undefined) return true;
+  const allows = ruleDecision(rule.decision).startsWith("allow");
+  if (pattern && commandMatches(pattern, command, allows)) return true;
+  if (rule.command !== undefined || allows || rule.title === undefined) {
+    return false;
+  }
+  const line = globPattern(rule.title);
+  return [subject.title, subject.alias].some((title) =>
+    title !== undefined && title !== null && line.test(title)
+  );
 }
 
 /** The permission kind (or `ask`) a rule's decision means. */

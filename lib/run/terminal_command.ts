@@ -4,15 +4,18 @@
  * program (the loader's `LD_*`, `GCONV_PATH`, …) are refused outright, and a
  * program named without a `/` is looked up on the agent's own `PATH`, never
  * on one the request sets, so the program a rule allowed is the one that
- * runs. See `docs/permissions.md`, "Client terminals".
+ * runs; a program named by a relative path is the file under the command's
+ * cwd. What it runs behind its wrappers is read for the rules
+ * (`command_layers.ts`). See `docs/permissions.md`, "Client terminals".
  *
  * @module
  */
 
 import * as acp from "@agentclientprotocol/sdk";
 import type { CreateTerminalRequest } from "@agentclientprotocol/sdk";
-import { basename } from "node:path";
+import { basename, resolve } from "node:path";
 import { findOnPath } from "../agent/find_executable.ts";
+import { type CommandLayers, commandLayers } from "./command_layers.ts";
 
 /**
  * Names glibc drops for setuid programs, and macOS's loader names: each can
@@ -42,7 +45,7 @@ export function refusedEnvName(name: string): boolean {
 export interface CheckedCommand {
   /** The program as the agent named it. */
   command: string;
-  /** What is started: the agent's `PATH` lookup for a bare name, else `command`. */
+  /** What is started: the agent's `PATH` lookup for a bare name, else `command` (under the cwd). */
   program: string;
   /** Its arguments. */
   args: string[];
@@ -56,16 +59,20 @@ export interface CheckedCommand {
    * name, which a `reject` rule may also match.
    */
   alias?: string;
+  /** What it runs, layer by layer, for the permission rules. */
+  layers: CommandLayers;
 }
 
 /**
  * Checks the request's `env` names and finds its program on `agentPath` (the
- * agent's `PATH`); an invalid-params error for a refused name or a program
- * that is not there.
+ * agent's `PATH`), or under `cwd` (the command's, absolute) for a relative
+ * path; an invalid-params error for a refused name or a program that is not
+ * there.
  */
 export function checkCommand(
   params: CreateTerminalRequest,
   agentPath: string | undefined,
+  cwd: string,
 ): CheckedCommand {
   const env = (params.env ?? []).map(({ name, value }) => ({ name, value }));
   const refused = env.filter((entry) =>
@@ -81,7 +88,7 @@ export function checkCommand(
   }
   const command = params.command;
   const program = command.includes("/")
-    ? command
+    ? resolve(cwd, command)
     : findOnPath(command, agentPath);
   if (!program) {
     throw acp.RequestError.invalidParams(
@@ -101,7 +108,16 @@ export function checkCommand(
       sameFile(program, findOnPath(bare, agentPath))
     ? line(bare)
     : undefined;
-  return { command, program, args, env, title: line(command), alias };
+  const layers = commandLayers({ command, program, args, env, agentPath, cwd });
+  return {
+    command,
+    program,
+    args,
+    env,
+    title: line(command),
+    alias,
+    layers,
+  };
 }
 
 function sameFile(a: string, b: string | undefined): boolean {

@@ -152,7 +152,7 @@ async function startTerminal(
   const cwd = await confineDirectory(root, params.cwd ?? root);
   const shown = relative(await Deno.realPath(root), cwd).split(sep).join("/") ||
     ".";
-  const checked = checkCommand(params, options.launch.env.PATH);
+  const checked = checkCommand(params, options.launch.env.PATH, cwd);
   const command = { terminalId, ...checked, cwd: shown };
   if (!await mayRunCommand(run, command)) {
     throw acp.RequestError.invalidParams(
