@@ -1,0 +1,394 @@
+/**
+ * Argv smuggling against the terminal permission rules: a rule matches the
+ * program, its arguments as a list and the variables the command sets, behind
+ * the wrappers the runner can read — never a line of text. Every example of
+ * `docs/permissions.md`, "Terminal rules" (read from the page) and more bypass
+ * attempts, on the matcher and end to end through `runner run` with client
+ * terminals and the fixture agent's `--terminal`: no bypass runs (no `pwned`
+ * file appears).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { splitCommand } from "../../lib/agent/shell_words.ts";
+import { parseRunConfig, type PermissionRule } from "../../lib/config.ts";
+import { RunnerError } from "../../lib/errors.ts";
+import { matchRule } from "../../lib/run/permission_rules.ts";
+import { checkCommand } from "../../lib/run/terminal_command.ts";
+import {
+  agentCommand,
+  parseJsonLines,
+  ROOT,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
+
+const AGENT_PATH = Deno.env.get("PATH") ?? "/usr/local/bin:/usr/bin:/bin";
+
+/** The docs' example rules and their table of commands, read from the page. */
+function docsExamples(): {
+  rules: PermissionRule[];
+  cases: { line: string; rule: number }[];
+} {
+  const page = Deno.readTextFileSync(join(ROOT, "docs", "permissions.md"));
+  const section = page.slice(page.indexOf("### Terminal rules"));
+  const json = /```json\n([\s\S]*?)```/.exec(section);
+  assert.ok(json, "the Terminal rules section has its rules");
+  const cases = [...section.matchAll(/^\| `(.+)` +\| rule (\d+) +\|$/gm)]
+    .map((row) => ({ line: row[1], rule: Number(row[2]) }));
+  assert.ok(cases.length >= 20, `${cases.length} example commands`);
+  return { rules: JSON.parse(json[1]), cases };
+}
+
+/** A shell-quoted line, `NAME=value` words first, as `terminal/create` params. */
+function request(line: string) {
+  const words = splitCommand(line);
+  const env: { name: string; value: string }[] = [];
+  while (/^[A-Za-z_][A-Za-z0-9_%]*=/.test(words[0])) {
+    const word = words.shift()!;
+    const at = word.indexOf("=");
+    env.push({ name: word.slice(0, at), value: word.slice(at + 1) });
+  }
+  const [command, ...args] = words;
+  return { sessionId: "s", command, args, env };
+}
+
+/** A workspace with a fake `git` and `env` (each would make `pwned`). */
+function workspace(): string {
+  const dir = tempDir();
+  for (const name of ["git", "env"]) {
+    Deno.writeTextFileSync(join(dir, name), "#!/bin/sh\nid > pwned\n");
+    Deno.chmodSync(join(dir, name), 0o755);
+  }
+  Deno.mkdirSync(join(dir, "bin"));
+  Deno.copyFileSync(join(dir, "git"), join(dir, "bin", "git"));
+  return dir;
+}
+
+/** The index of the rule deciding `line` (-1: none, `permission-decision`). */
+function decidingRule(
+  rules: PermissionRule[],
+  line: string,
+  cwd: string,
+): number {
+  const checked = checkCommand(request(line), AGENT_PATH, cwd);
+  const match = matchRule(rules, {
+    kind: "execute",
+    title: checked.title,
+    paths: [cwd],
+    command: checked.layers,
+    alias: checked.alias,
+  }, cwd);
+  return match?.index ?? -1;
+}
+
+Deno.test("docs/permissions.md: every Terminal rules example is decided by the rule the page says", () => {
+  const { rules, cases } = docsExamples();
+  const cwd = workspace();
+  const wrong = cases
+    .map((c) => ({ ...c, got: decidingRule(rules, c.line, cwd) }))
+    .filter((c) => c.got !== c.rule);
+  assert.deepEqual(wrong, []);
+});
+
+/** Bypass attempts beyond the page's, against its rules: each must reach the last rule (`ask`), or the one named. */
+const MORE_ATTEMPTS: { line: string; rule?: number }[] = [
+  { line: "env -u PATH git status" },
+  { line: "env -S 'git status'" },
+  { line: "env -C /tmp git status" },
+  { line: "./env git status" },
+  { line: "sh -lc 'git status'" },
+  { line: "bash --rcfile evil -c 'git status'" },
+  { line: "bash -O extglob -c 'git status'" },
+  { line: "sh -c 'git status &'" },
+  { line: "sh -c 'git status | sh'" },
+  { line: "sh -c 'git status && id > pwned'" },
+  { line: "sh -c 'git status\nid > pwned'" },
+  { line: "sh -c 'git st*'" },
+  { line: "sh -c 'git status #'" },
+  { line: "sh -c '~/git status'" },
+  { line: "sh -c 'eval git status'" },
+  { line: "sh -c '. ./evil'" },
+  { line: "sh -c 'command -p git status'" },
+  { line: "sh -c 'exec -a git ./git status'" },
+  { line: "sh -c 'PATH=./bin git status'" },
+  { line: "sh -c 'GIT_DIR=x git status'" },
+  { line: "sh -c 'git status' -c 'id > pwned'", rule: 0 },
+  { line: "sh -c 'exec git status'", rule: 0 },
+  { line: `sh -c '"git" st"a"tus'`, rule: 0 },
+  { line: "timeout --kill-after=1 5 git status", rule: 0 },
+  { line: "/usr/bin/env -- git status", rule: 0 },
+  { line: "timeout 5" },
+  { line: "nohup --foo git status" },
+  { line: "xargs -I{} git status {}" },
+  { line: "xargs -a list git log --oneline" },
+  { line: `node -e 'require("child_process").execSync("git status")'` },
+  { line: `perl -e 'system "git status"'` },
+  { line: `python3 -Bc 'import os; os.system("git status")'` },
+  { line: "GIT_CONFIG_PARAMETERS=x git status" },
+  { line: "BASH_FUNC_git%%='() { id > pwned; }' bash -c 'git status'" },
+  { line: "PATH=./bin sh -c 'git diff'" },
+  { line: "env PATH=./bin git diff" },
+  { line: "env -i PATH=./bin git diff" },
+  { line: "git 'log --oneline' x" },
+  { line: "git log '--oneline -p'" },
+];
+
+Deno.test("more bypass attempts: wrappers with options the runner does not read, scripts beyond one command, inline code and variables match no allowing rule", () => {
+  const { rules } = docsExamples();
+  const cwd = workspace();
+  const last = rules.length - 1;
+  const wrong = MORE_ATTEMPTS
+    .map((attempt) => ({
+      line: attempt.line,
+      want: attempt.rule ?? last,
+      got: decidingRule(rules, attempt.line, cwd),
+    }))
+    .filter((c) => c.got !== c.want);
+  assert.deepEqual(wrong, []);
+});
+
+Deno.test("a glob matches within one argument, never across two; ... takes the rest; a variable is never an argument", () => {
+  const cwd = workspace();
+  const rules: PermissionRule[] = [
+    { command: ["cat", "*"], decision: "allow" },
+    { command: ["ls", "**"], decision: "allow" },
+    { command: ["echo", "..."], env: { LANG: "C*" }, decision: "allow" },
+  ];
+  const cases: [string, number][] = [
+    ["cat a.txt", 0],
+    ["cat 'a b.txt'", 0],
+    ["cat a.txt b.txt", -1],
+    ["cat ../secret", -1],
+    ["cat", -1],
+    ["ls /etc/x", 1],
+    ["ls a b", -1],
+    ["echo", 2],
+    ["echo a b c", 2],
+    ["LANG=C.UTF-8 echo hi", 2],
+    ["LANG=fr echo hi", -1],
+    ["LC_ALL=C echo hi", -1],
+    ["env LANG=C.UTF-8 echo hi", 2],
+  ];
+  assert.deepEqual(
+    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
+    cases,
+  );
+});
+
+Deno.test("a program is the file its name finds on the agent's PATH, called by that name; a path rule matches the path and its real path", () => {
+  const cwd = workspace();
+  Deno.symlinkSync("/usr/bin/git", join(cwd, "ls"));
+  Deno.symlinkSync("/usr/bin", join(cwd, "usrbin"));
+  const rules: PermissionRule[] = [
+    { command: ["git", "status"], decision: "allow" },
+    { command: ["/usr/bin/g*", "version"], decision: "allow" },
+  ];
+  const cases: [string, number][] = [
+    ["git status", 0],
+    ["/usr/bin/git status", 0],
+    ["./git status", -1],
+    ["./ls status", -1],
+    ["./usrbin/git status", 0],
+    ["git version", 1],
+    ["./usrbin/git version", -1],
+    ["/usr/bin/../bin/git version", 1],
+  ];
+  assert.deepEqual(
+    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
+    cases,
+  );
+});
+
+Deno.test("a rule that rejects or asks matches every layer and whatever the command sets; the older title form still rejects by line", () => {
+  const cwd = workspace();
+  const rules: PermissionRule[] = [
+    { command: ["nice", "..."], decision: "reject" },
+    { title: "touch *", decision: "reject" },
+    { command: ["rm", "..."], decision: "ask" },
+    { kind: "execute", decision: "allow" },
+  ];
+  const cases: [string, number][] = [
+    ["nice make", 0],
+    ["env nice -n 3 git status", 0],
+    ["touch x", 1],
+    ["FOO=1 touch x", 1],
+    ["/usr/bin/touch x", 1],
+    ["sh -c 'touch x'", 1],
+    ["touch a b", 1],
+    ["FOO=1 rm -rf x", 2],
+    ["timeout 5 rm x", 2],
+    ["git status", 3],
+  ];
+  assert.deepEqual(
+    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
+    cases,
+  );
+});
+
+Deno.test("a command rule never matches a tool call's request; a title rule still matches a tool call's title", () => {
+  const rules: PermissionRule[] = [
+    { command: ["git", "status"], decision: "allow" },
+    { title: "git status", decision: "ask" },
+  ];
+  const match = matchRule(rules, {
+    kind: "execute",
+    title: "git status",
+    paths: [],
+  }, "/");
+  assert.equal(match?.index, 1);
+});
+
+Deno.test("config: rules that cannot mean one thing are refused with config.invalid saying how to write them", () => {
+  const refused = (rules: unknown[]) => {
+    try {
+      parseRunConfig({
+        provider: "custom",
+        "permission-rules-json": JSON.stringify(rules),
+      });
+    } catch (error) {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "config.invalid");
+      return error.message;
+    }
+    assert.fail(`accepted ${JSON.stringify(rules)}`);
+  };
+  assert.match(
+    refused([{ env: { PATH: "**" }, decision: "allow" }]),
+    /^permission-rules-json: 0: env belongs to a command rule: write \{"command"/,
+  );
+  assert.match(
+    refused([{ command: ["git"], title: "git", decision: "allow" }]),
+    /command or title, not both/,
+  );
+  assert.match(
+    refused([{ kind: "read", command: ["cat"], decision: "allow" }]),
+    /kind execute/,
+  );
+  assert.match(
+    refused([{ command: ["git", "...", "x"], decision: "allow" }]),
+    /"\.\.\." \(any further arguments\) may only come last/,
+  );
+  assert.match(
+    refused([{ command: ["..."], decision: "allow" }]),
+    /must start with the program/,
+  );
+  assert.match(
+    refused([{ command: [], decision: "allow" }]),
+    /command must name a program/,
+  );
+  const config = parseRunConfig({
+    provider: "custom",
+    workspace: tempDir(),
+    "permission-rules-json": JSON.stringify(docsExamples().rules),
+  });
+  assert.equal(config.permissionRulesJson.length, 6);
+});
+
+type Event = { type: string; data: Record<string, unknown> };
+
+/** The fixture's `terminal N: {json}` reply lines, by N. */
+function terminalReports(text: string): Record<string, unknown>[] {
+  const reports: Record<string, unknown>[] = [];
+  for (const line of text.split("\n")) {
+    const match = /^terminal (\d+): (.*)$/.exec(line);
+    if (match) reports[Number(match[1])] = JSON.parse(match[2]);
+  }
+  return reports;
+}
+
+Deno.test("runner run: the argv smuggling bypasses of the docs' rules never start (no pwned file); the allowed commands run", async () => {
+  const { rules } = docsExamples();
+  const dir = workspace();
+  new Deno.Command("git", { args: ["init", "-q", dir] }).outputSync();
+  Deno.mkdirSync(join(dir, "keep"));
+  const fsmonitor = [
+    { name: "GIT_CONFIG_COUNT", value: "1" },
+    { name: "GIT_CONFIG_KEY_0", value: "core.fsmonitor" },
+    { name: "GIT_CONFIG_VALUE_0", value: "id > pwned; false" },
+  ];
+  const asEnv = (entries: { name: string; value: string }[]) =>
+    Object.fromEntries(entries.map((e) => [e.name, e.value]));
+  const calls = [
+    // Allowed: the baseline that shows the rules do allow.
+    { command: "git", args: ["status", "--short"] },
+    { command: "git", args: ["status"] },
+    // The issue's attack on the old `PATH=** git status`, here `git diff`.
+    {
+      command: "sh",
+      args: ["-c", "id > pwned; echo", "git", "diff"],
+      env: { PATH: `${dir}/bin:${AGENT_PATH}` },
+    },
+    { command: "git", args: ["status"], env: asEnv(fsmonitor) },
+    {
+      command: "env",
+      args: [...fsmonitor.map((e) => `${e.name}=${e.value}`), "git", "status"],
+    },
+    { command: "sh", args: ["-c", "git status; id > pwned"] },
+    { command: "sh", args: ["-c", "git $(id > pwned) status"] },
+    { command: "./env", args: ["git", "status"] },
+    {
+      command: "env",
+      args: ["git", "diff"],
+      env: { PATH: `${dir}/bin:${AGENT_PATH}` },
+    },
+    {
+      command: "python3",
+      args: ["-c", "import os; os.system('id > pwned')"],
+    },
+    { command: "nice", args: ["rm", "-rf", "keep"] },
+    { command: "git", args: ["log", "--oneline", "-1"] },
+  ];
+  const result = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    agentCommand(calls.flatMap((call) => ["--terminal", JSON.stringify(call)])),
+    "--workspace",
+    dir,
+    "--client-terminals",
+    "true",
+    "--permission-decision",
+    "reject_once",
+    // The page's rules without the last (ask): nobody answers here.
+    "--permission-rules-json",
+    JSON.stringify(rules.slice(0, -1)),
+    "--langbot-assets-enabled",
+    "false",
+    "--json",
+    "go",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const events = parseJsonLines(result.stdout) as Event[];
+  const completed = events.find((e) => e.type === "message.completed");
+  const reports = terminalReports(
+    String((completed?.data.message as { content: string }).content),
+  );
+  const decided = events.filter((e) => e.type === "permission.decided")
+    .map((e) => [e.data.decision, e.data.rule]);
+  assert.deepEqual(decided, [
+    ["reject_once", "default"],
+    ["allow_once", 0],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", 4],
+    ["allow_once", 1],
+  ]);
+  assert.deepEqual(reports[1].exit, { code: 0, signal: null });
+  // An empty repository: git log ran and said so (exit 128).
+  assert.deepEqual(reports[11].exit, { code: 128, signal: null });
+  for (const index of [0, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {
+    assert.match(String(reports[index].error), /permission policy rejected/);
+  }
+  const left = [...Deno.readDirSync(dir)].map((entry) => entry.name);
+  assert.deepEqual(left.filter((name) => name.startsWith("pwned")), []);
+  assert.ok(left.includes("keep"), "nice rm -rf keep was rejected");
+});
