@@ -72,8 +72,9 @@ function decidingRule(
   rules: PermissionRule[],
   line: string,
   cwd: string,
+  agentPath = AGENT_PATH,
 ): number {
-  const checked = checkCommand(request(line), AGENT_PATH, cwd);
+  const checked = checkCommand(request(line), agentPath, cwd);
   const match = matchRule(rules, {
     kind: "execute",
     title: checked.title,
@@ -98,6 +99,8 @@ const MORE_ATTEMPTS: { line: string; rule?: number }[] = [
   { line: "env -u PATH git status" },
   { line: "env -S 'git status'" },
   { line: "env -C /tmp git status" },
+  { line: "env -C/ git status" },
+  { line: "env --chdir=/ git status" },
   { line: "./env git status" },
   { line: "sh -lc 'git status'" },
   { line: "bash --rcfile evil -c 'git status'" },
@@ -105,6 +108,12 @@ const MORE_ATTEMPTS: { line: string; rule?: number }[] = [
   { line: "sh -c 'git status &'" },
   { line: "sh -c 'git status | sh'" },
   { line: "sh -c 'git status && id > pwned'" },
+  { line: "sh -c 'git log --oneline; id > pwned'" },
+  { line: "sh -c 'git log --oneline $(id > pwned)'" },
+  { line: "sh -c 'git log --oneline `id > pwned`'" },
+  { line: "sh -c 'git log --oneline > pwned'" },
+  { line: `sh -c 'git log --oneline "$(id > pwned)"'` },
+  { line: "sh -c 'git log --oneline & id > pwned'" },
   { line: "sh -c 'git status\nid > pwned'" },
   { line: "sh -c 'git st*'" },
   { line: "sh -c 'git status #'" },
@@ -228,6 +237,51 @@ Deno.test("a rule that rejects or asks matches every layer and whatever the comm
   );
 });
 
+Deno.test("an interpreter's inline code is never matched, even by a rule that allows the interpreter with any arguments", () => {
+  const cwd = workspace();
+  const rules: PermissionRule[] = [
+    { command: ["python3", "..."], decision: "allow" },
+    { command: ["node", "..."], decision: "allow" },
+    { command: ["perl", "..."], decision: "allow" },
+  ];
+  const cases: [string, number][] = [
+    ["python3 build.py", 0],
+    ["python3 -c 'print(1)'", -1],
+    ["python3 -Ic 'print(1)'", -1],
+    ["python3 -m http.server", 0],
+    ["node app.js", 1],
+    ["node -e 1", -1],
+    ["node --eval=1", -1],
+    ["node --import=data:text/javascript,1 app.js", -1],
+    ["perl script.pl", 2],
+    ["perl -le 'print 1'", -1],
+    ["perl -MPOSIX script.pl", -1],
+    ["env python3 -c 1", -1],
+    ["sh -c 'python3 -c 1'", -1],
+  ];
+  assert.deepEqual(
+    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
+    cases,
+  );
+});
+
+Deno.test("in a script, a shell's own builtins are not the programs of the same name on PATH", () => {
+  const cwd = workspace();
+  // Some systems ship /usr/bin/cd, /usr/bin/command, …; here an `eval`.
+  Deno.mkdirSync(join(cwd, "builtins"));
+  Deno.writeTextFileSync(join(cwd, "builtins", "eval"), "#!/bin/sh\n");
+  Deno.chmodSync(join(cwd, "builtins", "eval"), 0o755);
+  const agentPath = `${cwd}/builtins:${AGENT_PATH}`;
+  const rules: PermissionRule[] = [
+    { command: ["eval", "..."], decision: "allow" },
+  ];
+  assert.equal(decidingRule(rules, "eval x", cwd, agentPath), 0);
+  assert.equal(
+    decidingRule(rules, `sh -c 'eval "id > pwned"'`, cwd, agentPath),
+    -1,
+  );
+});
+
 Deno.test("a command rule never matches a tool call's request; a title rule still matches a tool call's title", () => {
   const rules: PermissionRule[] = [
     { command: ["git", "status"], decision: "allow" },
@@ -327,8 +381,10 @@ Deno.test("runner run: the argv smuggling bypasses of the docs' rules never star
       args: [...fsmonitor.map((e) => `${e.name}=${e.value}`), "git", "status"],
     },
     { command: "sh", args: ["-c", "git status; id > pwned"] },
+    { command: "sh", args: ["-c", "git log --oneline -1; id > pwned"] },
     { command: "sh", args: ["-c", "git $(id > pwned) status"] },
     { command: "./env", args: ["git", "status"] },
+    { command: "./git", args: ["status"] },
     {
       command: "env",
       args: ["git", "diff"],
@@ -352,9 +408,13 @@ Deno.test("runner run: the argv smuggling bypasses of the docs' rules never star
     "true",
     "--permission-decision",
     "reject_once",
-    // The page's rules without the last (ask): nobody answers here.
+    // The page's rules without the last (ask): nobody answers here; and
+    // python3 with any arguments, which never covers inline code.
     "--permission-rules-json",
-    JSON.stringify(rules.slice(0, -1)),
+    JSON.stringify([
+      ...rules.slice(0, -1),
+      { command: ["python3", "..."], decision: "allow" },
+    ]),
     "--langbot-assets-enabled",
     "false",
     "--json",
@@ -366,6 +426,10 @@ Deno.test("runner run: the argv smuggling bypasses of the docs' rules never star
   const reports = terminalReports(
     String((completed?.data.message as { content: string }).content),
   );
+  // What an attacker sees first: nothing of theirs ran.
+  const left = [...Deno.readDirSync(dir)].map((entry) => entry.name);
+  assert.deepEqual(left.filter((name) => name.startsWith("pwned")), []);
+  assert.ok(left.includes("keep"), "nice rm -rf keep was rejected");
   const decided = events.filter((e) => e.type === "permission.decided")
     .map((e) => [e.data.decision, e.data.rule]);
   assert.deepEqual(decided, [
@@ -379,16 +443,15 @@ Deno.test("runner run: the argv smuggling bypasses of the docs' rules never star
     ["reject_once", "default"],
     ["reject_once", "default"],
     ["reject_once", "default"],
+    ["reject_once", "default"],
+    ["reject_once", "default"],
     ["reject_once", 4],
     ["allow_once", 1],
   ]);
   assert.deepEqual(reports[1].exit, { code: 0, signal: null });
   // An empty repository: git log ran and said so (exit 128).
-  assert.deepEqual(reports[11].exit, { code: 128, signal: null });
-  for (const index of [0, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {
+  assert.deepEqual(reports[13].exit, { code: 128, signal: null });
+  for (const index of [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) {
     assert.match(String(reports[index].error), /permission policy rejected/);
   }
-  const left = [...Deno.readDirSync(dir)].map((entry) => entry.name);
-  assert.deepEqual(left.filter((name) => name.startsWith("pwned")), []);
-  assert.ok(left.includes("keep"), "nice rm -rf keep was rejected");
 });
