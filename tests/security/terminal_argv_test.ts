@@ -293,6 +293,21 @@ Deno.test("a command rule never matches a tool call's request; a title rule stil
     paths: [],
   }, "/");
   assert.equal(match?.index, 1);
+  // A write's title is built by the runner from the real relative path: a
+  // title glob's `*` cannot reach into another directory.
+  const writes: PermissionRule[] = [
+    { kind: "edit", title: "fs/write_text_file *.md", decision: "allow" },
+  ];
+  const write = (path: string) =>
+    matchRule(writes, {
+      kind: "edit",
+      title: `fs/write_text_file ${path}`,
+      paths: [path],
+    }, "/ws")?.index ?? -1;
+  assert.deepEqual(
+    ["notes.md", "secrets/key.md", "a.md b/c.md"].map(write),
+    [0, -1, -1],
+  );
 });
 
 Deno.test("config: rules that cannot mean one thing are refused with config.invalid saying how to write them", () => {
