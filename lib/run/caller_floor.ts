@@ -11,6 +11,7 @@
  */
 
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { checkPermissionFloor } from "./permission_floor.ts";
@@ -260,6 +261,31 @@ export interface ProtectedPlaces {
   own?: string[];
 }
 
+/**
+ * The places of this runner process: `dataDir` and `home` as given, and its
+ * own files (the executable and, run from source, the source tree).
+ */
+export function runnerPlaces(
+  { dataDir, home }: Pick<ProtectedPlaces, "dataDir" | "home">,
+): ProtectedPlaces {
+  const own = [Deno.execPath()];
+  const main = new URL(Deno.mainModule);
+  if (main.protocol === "file:") {
+    const dir = dirname(fileURLToPath(main));
+    // A compiled runner's main module is virtual: only a real tree counts.
+    if (isDirectory(dir)) own.push(dir);
+  }
+  return { dataDir, home, own };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
 /** What {@linkcode applyCallerFloor} judges. */
 export interface CallerFloorInput {
   /** The operator's run defaults, parsed (built-in defaults included). */
@@ -289,29 +315,66 @@ function refused(key: string, message: string): RunnerError {
  */
 export function applyCallerFloor(input: CallerFloorInput): RunConfig {
   const { operator, caller } = input;
-  const resolved: RunConfig = {
-    ...input.resolved,
-    sessionConfigJson: caller["session-config-json"] === undefined
-      ? input.resolved.sessionConfigJson
-      : {
-        ...operator.sessionConfigJson,
-        ...input.resolved.sessionConfigJson,
-      },
-  };
+  const resolved = withOperatorSessionConfig(input);
   checkPermissionFloor({ operator, resolved, caller });
   checkCaps(operator, caller, resolved);
   checkNarrower(operator, resolved);
   checkSandbox(operator, resolved);
-  checkWorkspace({ ...input, resolved });
+  checkPlacesAndSession({ ...input, resolved });
+  return resolved;
+}
+
+/**
+ * The floor a daemon holds a hub's `run.start` to (a hub is a caller, and
+ * the daemon's own flags are its operator): the workspace, the session cwd
+ * and the session's model, mode and options as for any caller. The sandbox
+ * and client terminals are clamped where the payload is mapped
+ * (`relay/payload.ts`); the hub's permission policy is the hub operator's.
+ *
+ * @throws {RunnerError} `http.forbidden` naming the key.
+ */
+export function applyHubFloor(input: CallerFloorInput): RunConfig {
+  const resolved = withOperatorSessionConfig(input);
+  checkPlacesAndSession({ ...input, resolved });
+  return resolved;
+}
+
+/** The caller's `session-config-json` merged key by key over the operator's, never replacing it. */
+function withOperatorSessionConfig(input: CallerFloorInput): RunConfig {
+  const { operator, caller, resolved } = input;
+  if (caller["session-config-json"] === undefined) return { ...resolved };
+  return {
+    ...resolved,
+    sessionConfigJson: {
+      ...operator.sessionConfigJson,
+      ...resolved.sessionConfigJson,
+    },
+  };
+}
+
+/** The workspace, the session cwd and the session values, where every entrance judges them alike. */
+function checkPlacesAndSession(input: CallerFloorInput): void {
+  const { operator, caller, resolved } = input;
+  checkWorkspace(input);
   checkSessionCwd(caller, resolved);
+  const asked = caller["session-config-json"];
   checkSessionChoices(sessionChoicesOf(operator), {
     model: caller.model === undefined ? undefined : resolved.model,
     mode: caller.mode === undefined ? undefined : resolved.mode,
-    config: caller["session-config-json"] === undefined
-      ? {}
-      : input.resolved.sessionConfigJson,
+    config: asked === undefined ? {} : askedOptions(resolved, operator),
   });
-  return resolved;
+}
+
+/** The option values the caller's object set (the merged object minus what the operator's gave unchanged). */
+function askedOptions(
+  resolved: RunConfig,
+  operator: RunConfig,
+): Record<string, string | boolean> {
+  return Object.fromEntries(
+    Object.entries(resolved.sessionConfigJson).filter(([id, value]) =>
+      operator.sessionConfigJson[id] !== value
+    ),
+  );
 }
 
 function checkCaps(

@@ -5,8 +5,6 @@
  * @module
  */
 
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../agent/providers.ts";
@@ -15,6 +13,7 @@ import {
   applyCallerFloor,
   CALLER_CONFIG_KEYS,
   type ProtectedPlaces,
+  runnerPlaces,
   type SessionChoices,
   sessionChoicesOf,
 } from "../run/caller_floor.ts";
@@ -120,7 +119,7 @@ export function resolveCallerConfig(
     operator: parseRunDefaults(serve.runDefaults),
     caller: normalized,
     resolved,
-    places: runnerPlaces(serve.dataDir),
+    places: servePlaces(serve.dataDir),
   });
 }
 
@@ -132,25 +131,9 @@ export function serveSessionChoices(
 }
 
 /** The runner's own places no caller's workspace may be: its data dir, home and files. */
-export function runnerPlaces(dataDir?: string): ProtectedPlaces {
-  const own = [Deno.execPath()];
-  const main = new URL(Deno.mainModule);
-  if (main.protocol === "file:") {
-    const dir = dirname(fileURLToPath(main));
-    // A compiled runner's main module is virtual: only a real tree counts.
-    if (existsDirectory(dir)) own.push(dir);
-  }
-  return {
+function servePlaces(dataDir?: string): ProtectedPlaces {
+  return runnerPlaces({
     dataDir: dataDir ?? defaultDataDir(),
     home: Deno.env.get("HOME"),
-    own,
-  };
-}
-
-function existsDirectory(path: string): boolean {
-  try {
-    return Deno.statSync(path).isDirectory;
-  } catch {
-    return false;
-  }
+  });
 }
