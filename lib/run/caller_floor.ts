@@ -649,8 +649,8 @@ function sessionProblem(
     list !== "any" && !list.includes(String(value));
   const listed = (list: readonly string[] | "any", flag: string) =>
     list === "any" || !list.length
-      ? `the operator lets requests choose none (runner serve --${flag})`
-      : `a request may choose ${list.join(", ")} (runner serve --${flag})`;
+      ? `the operator lets requests choose none (--${flag})`
+      : `a request may choose ${list.join(", ")} (--${flag})`;
   if (asked.mode !== undefined && offList(choices.modes, asked.mode)) {
     return [
       "mode",

@@ -241,6 +241,7 @@ Deno.test("a real runner daemon --sandbox confined runs the hub's job confined: 
     args: [
       ...["--sandbox", "confined"],
       ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+      ...["--workspace-roots", tmpdir()],
     ],
     env: world.environment,
   });
