@@ -116,18 +116,29 @@ export function resolveCallerConfig(
     "env-json": envJson,
   });
   return applyCallerFloor({
-    operator: parseRunDefaults(serve.runDefaults),
+    operator: operatorConfig(serve.runDefaults),
     caller: normalized,
     resolved,
     places: servePlaces(serve.dataDir),
   });
 }
 
+/**
+ * The operator's run defaults as the floor sees them: a workspace only when
+ * the operator set one (`parseRunDefaults` fills in a placeholder `/`).
+ */
+function operatorConfig(runDefaults: Record<string, unknown>): RunConfig {
+  const parsed = parseRunDefaults(runDefaults);
+  return runDefaults.workspace === undefined
+    ? { ...parsed, workspace: undefined }
+    : parsed;
+}
+
 /** What the operator's config lets callers (and remembered settings) choose of a session's values. */
 export function serveSessionChoices(
   serve: Pick<ServeConfig, "runDefaults">,
 ): SessionChoices {
-  return sessionChoicesOf(parseRunDefaults(serve.runDefaults));
+  return sessionChoicesOf(operatorConfig(serve.runDefaults));
 }
 
 /** The runner's own places no caller's workspace may be: its data dir, home and files. */
