@@ -108,6 +108,22 @@ Deno.test("every widening key is refused by the one floor, naming the key", () =
       "workspace",
     ],
   ];
+  // Roots that hold the runner's own places never open them.
+  const wide = operatorServe({ "workspace-roots": ["/"] }, dataDir);
+  const unset = operatorServe({}, dataDir);
+  for (const serve of [wide, unset]) {
+    attacks.push(
+      [serve, { workspace: dataDir }, "workspace"],
+      [serve, { workspace: join(dataDir, "store") }, "workspace"],
+      [serve, { workspace: toData }, "workspace"],
+      [serve, { workspace: home }, "workspace"],
+      [serve, { workspace: "~" }, "workspace"],
+      [serve, { workspace: "/" }, "workspace"],
+      [serve, { workspace: toRoot }, "workspace"],
+      [serve, { workspace: join(dataDir, "..") }, ""],
+      [serve, { workspace: ROOT }, "workspace"],
+    );
+  }
   for (const [serve, caller, key] of attacks) {
     const got = refusal(serve, caller);
     assert.ok(got, `accepted: ${JSON.stringify(caller)}`);
