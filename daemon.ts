@@ -13,6 +13,10 @@ import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
 import type { DaemonSandbox, DaemonTerminals } from "./lib/relay/payload.ts";
+import {
+  type DaemonFloor,
+  daemonFloorFromFlags,
+} from "./lib/daemon/job_floor.ts";
 import { requireSandbox } from "./lib/agent/sandbox.ts";
 import { RunnerError, toRunnerError } from "./lib/errors.ts";
 import { DECIMAL_PATTERN, parseRunConfig } from "./lib/config.ts";
@@ -77,6 +81,13 @@ Options:
                          whatever the hub asks (docs/permissions.md)
   --terminal-timeout S   the longest terminal-timeout a job gets (default 600;
                          the hub may only lower it)
+  --workspace-roots LIST directories a job's workspace must lie in (by real
+                         path); unset: any but this daemon's data dir, home,
+                         / and their parents, and none with --sandbox confined
+  --caller-modes LIST, --caller-models LIST, --caller-session-config-keys LIST
+                         the modes, models and session option ids a hub may
+                         ask for (unset: any; a remembered value outside them
+                         is dropped; docs/daemon.md)
   --log-level LEVEL      debug | info | warn | error (default info)
   --log-format FORMAT    json | text (default: text on a terminal, else json)
   -h, --help             this text
@@ -106,6 +117,8 @@ interface DaemonSettings {
   sandbox: DaemonSandbox;
   /** The daemon's own client-terminal settings. */
   terminals: DaemonTerminals;
+  /** The daemon's own floor under a hub's workspace and session values. */
+  floor: DaemonFloor;
 }
 
 function invalid(message: string): RunnerError {
@@ -154,6 +167,9 @@ async function settingsFrom(
   }
   token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") ?? "";
   const warm = warmPoolSettings(values);
+  const dataDir = typeof values["data-dir"] === "string"
+    ? values["data-dir"]
+    : defaultDataDir();
   return {
     url,
     daemonId,
@@ -162,10 +178,9 @@ async function settingsFrom(
     ...logSettings(values),
     sandbox: sandboxSettings(values),
     terminals: terminalSettings(values),
+    floor: daemonFloorFromFlags(values, dataDir),
     tokenFromFlag: values.token !== undefined,
-    dataDir: typeof values["data-dir"] === "string"
-      ? values["data-dir"]
-      : defaultDataDir(),
+    dataDir,
     reconnectDelayMs: secondsFlag(
       values,
       "reconnect-delay",
@@ -336,6 +351,10 @@ function parseDaemonFlags(
         "sandbox-write-paths": { type: "string" },
         "client-terminals": { type: "string" },
         "terminal-timeout": { type: "string" },
+        "workspace-roots": { type: "string" },
+        "caller-modes": { type: "string" },
+        "caller-models": { type: "string" },
+        "caller-session-config-keys": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -378,6 +397,7 @@ async function startDaemonJobs(
     registry: createReaperRegistry(agentsDir),
     sandbox: settings.sandbox,
     terminals: settings.terminals,
+    floor: settings.floor,
     warmPool,
     log,
   });

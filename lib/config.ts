@@ -44,6 +44,7 @@ export interface RunConfig {
   location: Location;
   workspace?: string;
   sessionCwd?: string;
+  workspaceRoots: string[];
   acpCommand?: string;
   envJson: Record<string, string>;
   secretEnvNames: string[];
@@ -66,6 +67,9 @@ export interface RunConfig {
   model?: string;
   mode?: string;
   sessionConfigJson: Record<string, string | boolean>;
+  callerModels: string[];
+  callerModes: string[];
+  callerSessionConfigKeys: string[];
   permissionRulesJson: PermissionRule[];
   authMethod?: string;
   fsRead: boolean;
@@ -307,6 +311,7 @@ export function parseRunConfig(
     );
   }
   checkPaths(result);
+  checkWorkspaceRoots(result);
   checkMcpBridge(result);
   checkSandbox(result);
   if (result.location === "daemon" && !result.daemonId) {
@@ -333,6 +338,20 @@ function checkPaths(config: RunConfig): void {
       throw invalid(key, `must be an absolute path (got "${path}")`);
     }
   }
+}
+
+/** `workspace-roots` are directories of this machine: absolute or `~/…`. */
+function checkWorkspaceRoots(config: RunConfig): void {
+  const bad = config.workspaceRoots.find((root) => !isPosixStylePath(root));
+  if (bad !== undefined) {
+    throw invalid(
+      "workspace-roots",
+      `must be absolute directories or ~/… (got "${bad}")`,
+    );
+  }
+  config.workspaceRoots = config.workspaceRoots.map((root) =>
+    root.startsWith("~") ? expandHome(root) : root
+  );
 }
 
 /** The sandbox confines agents this machine starts, and `none` leaves no way to the assets endpoint. */

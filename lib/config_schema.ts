@@ -283,6 +283,9 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "the agent's working directory: absolute or starting with `~/` (see below); on the remote machine for remote-ssh/daemon; created if missing",
     "(required for local)",
   ),
+  "workspace-roots": list(
+    "directories a caller's `workspace` must lie in (by real path; list or comma-separated); unset: the operator's own `workspace` and below, or, with no `workspace` either, anywhere under `sandbox=off` and nowhere under `confined`; never the data dir, `$HOME`, `/`, a parent of them or the runner's own files (`docs/http-api.md`, \"What a caller may set\"); operator only",
+  ),
   "session-cwd": path(
     "the ACP session's `cwd`, when it differs from where the process starts (same path rules as `workspace`)",
     "`workspace`",
@@ -401,6 +404,15 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
       description:
         'JSON object of more session config options, option id → value (e.g. `{"effort":"low"}`), set after `model` and `mode` in the given order (`docs/runs.md`, "Session config options"); remembered per conversation like `model`',
     },
+  ),
+  "caller-models": list(
+    "`model` values a caller may choose (list or comma-separated); unset: any when the operator set no `model`, else only the operator's; operator only",
+  ),
+  "caller-modes": list(
+    "`mode` values a caller may choose; unset: any only while the operator set no `mode` and its permission policy approves anyway (no `ask`, rejection or rules: there is no prompt a mode could switch off), else only the operator's; operator only",
+  ),
+  "caller-session-config-keys": list(
+    "`session-config-json` option ids a caller may set, over the operator's object key by key; unset: any id the operator did not set, under the same condition as `caller-modes` (`mode` and `model` ids are judged as those keys); operator only",
   ),
   "permission-rules-json": key("json", () => permissionRules(), {
     fallback: [],

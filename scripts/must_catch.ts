@@ -595,7 +595,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "a caller's approving fallback loosens the operator's policy",
-    file: "lib/server/permission_floor.ts",
+    file: "lib/run/permission_floor.ts",
     find:
       "rank(resolved.permissionFallback) < rank(operator.permissionFallback)",
     replace: "false",

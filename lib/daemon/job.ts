@@ -35,6 +35,11 @@ import type { AgentLocation } from "../run/location.ts";
 import type { WarmPool } from "../run/warm/pool.ts";
 import { createLocalLocation } from "../locations/local.ts";
 import {
+  type DaemonFloor,
+  daemonOperatorConfig,
+  floorJobPlan,
+} from "./job_floor.ts";
+import {
   createJobMcpAssets,
   type JobMcpAssets,
   jobSessionMemory,
@@ -53,6 +58,8 @@ export interface DaemonJobRunnerOptions {
   sandbox?: DaemonSandbox;
   /** The daemon's own client-terminal settings, which a hub cannot raise. */
   terminals?: DaemonTerminals;
+  /** The daemon's own floor under a hub's workspace and session values (`docs/daemon.md`). */
+  floor?: DaemonFloor;
   /** SIGTERM→SIGKILL grace at teardown, in ms (default 2000). */
   killGraceMs?: number;
   /** Structured log (never secrets). */
@@ -167,12 +174,19 @@ function planJob(
   try {
     // Like daemon.py, an empty prompt is refused before anything else.
     if (isEmptyInput(runInputOf(job.payload))) throw emptyInputError();
-    const plan = mapRunStart(job.payload, {
-      jobId: job.jobId,
-      fallbackCwd: runner.options.fallbackCwd ?? Deno.cwd(),
-      home: environment.HOME ?? environment.USERPROFILE,
-      sandbox: runner.options.sandbox,
-      terminals: runner.options.terminals,
+    const home = environment.HOME ?? environment.USERPROFILE;
+    const { options } = runner;
+    const plan = floorJobPlan({
+      plan: mapRunStart(job.payload, {
+        jobId: job.jobId,
+        fallbackCwd: options.fallbackCwd ?? Deno.cwd(),
+        home,
+        sandbox: options.sandbox,
+        terminals: options.terminals,
+      }),
+      payload: job.payload,
+      operator: daemonOperatorConfig(options.floor ?? {}, options.sandbox),
+      places: { dataDir: options.floor?.dataDir, home },
     });
     checkJobInput(plan);
     const command = prepareAgentCommand(plan.config, { environment });

@@ -32,6 +32,7 @@ import type { RelayedLocation, RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
 import { warmPlaceOf } from "./targets.ts";
 import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
+import { flooredMemory } from "./caller_floor.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
 export type { RunAssetsHook, RunRequest } from "./request.ts";
@@ -188,10 +189,22 @@ async function setUpRun(
     sessionKey,
     storedSessionId,
     sessionMemory: sessionKey
-      ? sessionSettingsFrom(stored?.settings)
+      ? rememberedWithinFloor(request, sessionSettingsFrom(stored?.settings))
       : undefined,
     previousRunId: previous?.runId,
   };
+}
+
+/**
+ * The remembered values a caller of this run could still ask for: a value
+ * remembered before the operator narrowed the choices is not asked again.
+ */
+function rememberedWithinFloor(
+  request: RunRequest,
+  remembered: SessionSettings,
+): SessionSettings {
+  if (!request.sessionChoices) return remembered;
+  return flooredMemory(request.sessionChoices, remembered).settings;
 }
 
 /** Options for {@linkcode startAtLocation}. */

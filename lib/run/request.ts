@@ -10,6 +10,7 @@ import type { McpCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import type { RunAssetsRequest } from "../assets/request.ts";
 import type { RunConfig } from "../config.ts";
 import type { RunInput } from "./prompt.ts";
+import type { SessionChoices } from "./caller_floor.ts";
 
 /** A request to start a run. */
 export interface RunRequest {
@@ -32,6 +33,13 @@ export interface RunRequest {
    * webhook): `permission-decision=ask` then means `permission-fallback`.
    */
   permissionAskUnavailable?: string;
+  /**
+   * What the operator lets callers choose of the session's model, mode and
+   * options: the conversation's remembered values outside it are not asked
+   * for again (`run/caller_floor.ts`). Absent: the run's values are the
+   * operator's own.
+   */
+  sessionChoices?: SessionChoices;
 }
 
 /** A run's assets endpoint kept with its warm agent (`docs/runs.md`, "Warm agents"). */

@@ -9,69 +9,24 @@ import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../agent/providers.ts";
 import { parseRunDefaults, type ServeConfig } from "./config/serve_config.ts";
-import { checkPermissionFloor } from "./permission_floor.ts";
+import {
+  applyCallerFloor,
+  CALLER_CONFIG_KEYS,
+  type ProtectedPlaces,
+  runnerPlaces,
+  type SessionChoices,
+  sessionChoicesOf,
+} from "../run/caller_floor.ts";
+import { defaultDataDir } from "../store/data_dir.ts";
 
 /**
- * Run-config keys a caller may set per run. Keys that choose a command to
- * execute (`acp-command`, `mcp-servers-json`, `ssh-extra-options`,
+ * Run-config keys a caller may set per run, each with its floor
+ * (`run/caller_floor.ts`). Keys that choose a command to execute
+ * (`acp-command`, `mcp-servers-json`, `ssh-extra-options`,
  * `ssh-identity-file`) need `--allow-custom-commands`; env-json names need
  * `--allow-env-names`.
  */
-export const CALLER_CONFIG_KEYS: readonly string[] = [
-  "provider",
-  "location",
-  "workspace",
-  "session-cwd",
-  "env-json",
-  "reuse-session",
-  "create-session-if-missing",
-  "streaming",
-  "startup-timeout",
-  "initialize-timeout",
-  "timeout",
-  "cancel-grace",
-  "late-update-ms",
-  "delta-coalesce-ms",
-  "replay-quiet-ms",
-  "max-message-mb",
-  "max-attachment-mb",
-  "max-prompt-mb",
-  "permission-decision",
-  "permission-timeout",
-  "permission-fallback",
-  "permission-rules-json",
-  "model",
-  "mode",
-  "session-config-json",
-  "auth-method",
-  "fs-read",
-  "fs-write",
-  "client-terminals",
-  "terminal-timeout",
-  "terminal-output-bytes",
-  "append-run-scope-prompt",
-  "langbot-assets-enabled",
-  "langbot-assets-mode",
-  "langbot-assets-token-ttl",
-  "knowledge-bases",
-  "sandbox",
-  "sandbox-network",
-  "ssh-target",
-  "ssh-port",
-  "ssh-connect-timeout",
-  "remote-shell",
-  "daemon-id",
-  "daemon-connect-timeout",
-];
-
-/** Limits a caller may lower but not raise past the operator's value. */
-const CAPPED_KEYS = [
-  "max-message-mb",
-  "max-attachment-mb",
-  "max-prompt-mb",
-  "terminal-output-bytes",
-  "terminal-timeout",
-];
+export { CALLER_CONFIG_KEYS };
 
 /** Run-config keys that choose a command; a caller may set them only under `--allow-custom-commands`. */
 export const COMMAND_CONFIG_KEYS: readonly string[] = [
@@ -89,10 +44,9 @@ export const COMMAND_CONFIG_KEYS: readonly string[] = [
  * allow; `config.invalid` for unknown keys, bad values or missing ones.
  */
 export function resolveCallerConfig(
-  serve: Pick<
-    ServeConfig,
-    "allowCustomCommands" | "allowEnvNames" | "runDefaults"
-  >,
+  serve:
+    & Pick<ServeConfig, "allowCustomCommands" | "allowEnvNames" | "runDefaults">
+    & Partial<Pick<ServeConfig, "dataDir">>,
   caller: Record<string, unknown> = {},
 ): RunConfig {
   // No prototype: a caller's "__proto__" or "constructor" is just an unknown key.
@@ -161,76 +115,36 @@ export function resolveCallerConfig(
   const resolved = parseRunConfig(serve.runDefaults, normalized, {
     "env-json": envJson,
   });
-  checkCaps(serve, normalized, resolved);
-  checkSandboxFloor(serve, resolved);
-  checkTerminalFloor(serve, resolved);
-  return resolved;
+  return applyCallerFloor({
+    operator: operatorConfig(serve.runDefaults),
+    caller: normalized,
+    resolved,
+    places: servePlaces(serve.dataDir),
+  });
 }
 
 /**
- * Client terminals run the agent's commands on this machine: only the
- * operator turns them on; a caller may turn them off.
+ * The operator's run defaults as the floor sees them: a workspace only when
+ * the operator set one (`parseRunDefaults` fills in a placeholder `/`).
  */
-function checkTerminalFloor(
-  serve: Pick<ServeConfig, "runDefaults">,
-  resolved: RunConfig,
-): void {
-  if (!resolved.clientTerminals) return;
-  if (parseRunDefaults(serve.runDefaults).clientTerminals) return;
-  throw new RunnerError(
-    "http.forbidden",
-    "client-terminals: the operator has not turned client terminals on (runner serve --client-terminals true); a request may turn them off, never on.",
-    { detail: { key: "client-terminals" } },
-  );
+function operatorConfig(runDefaults: Record<string, unknown>): RunConfig {
+  const parsed = parseRunDefaults(runDefaults);
+  return runDefaults.workspace === undefined
+    ? { ...parsed, workspace: undefined }
+    : parsed;
 }
 
-/**
- * A caller may confine its run more than the operator does, never less:
- * `sandbox=off` under an operator's `confined`, or `sandbox-network=full`
- * under its `none`, is refused.
- */
-function checkSandboxFloor(
+/** What the operator's config lets callers (and remembered settings) choose of a session's values. */
+export function serveSessionChoices(
   serve: Pick<ServeConfig, "runDefaults">,
-  resolved: RunConfig,
-): void {
-  const operator = parseRunDefaults(serve.runDefaults);
-  if (operator.sandbox !== "confined") return;
-  const key = resolved.sandbox !== "confined"
-    ? "sandbox"
-    : operator.sandboxNetwork === "none" && resolved.sandboxNetwork !== "none"
-    ? "sandbox-network"
-    : undefined;
-  if (!key) return;
-  throw new RunnerError(
-    "http.forbidden",
-    `${key}: the operator confines every run (sandbox=confined${
-      operator.sandboxNetwork === "none" ? ", sandbox-network=none" : ""
-    }); a request may confine its run more, never less.`,
-    { detail: { key } },
-  );
+): SessionChoices {
+  return sessionChoicesOf(operatorConfig(serve.runDefaults));
 }
 
-/**
- * Refuses a caller's size limit above the operator's (the server default, or
- * the built-in one), and a looser permission policy.
- */
-function checkCaps(
-  serve: Pick<ServeConfig, "runDefaults">,
-  caller: Record<string, unknown>,
-  resolved: RunConfig,
-): void {
-  const operator = parseRunDefaults(serve.runDefaults);
-  checkPermissionFloor({ operator, resolved, caller });
-  for (const key of CAPPED_KEYS) {
-    if (caller[key] === undefined) continue;
-    const field = RUN_CONFIG_KEYS[key].field;
-    const limit = operator[field] as number;
-    if ((resolved[field] as number) > limit) {
-      throw new RunnerError(
-        "config.invalid",
-        `${key}: at most ${limit} per request (the server's limit; the operator can raise it with runner serve --${key}).`,
-        { detail: { key } },
-      );
-    }
-  }
+/** The runner's own places no caller's workspace may be: its data dir, home and files. */
+function servePlaces(dataDir?: string): ProtectedPlaces {
+  return runnerPlaces({
+    dataDir: dataDir ?? defaultDataDir(),
+    home: Deno.env.get("HOME"),
+  });
 }

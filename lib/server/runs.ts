@@ -11,7 +11,7 @@ import { RunnerError } from "../errors.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { ManagedRun } from "../run/manager.ts";
 import type { RunEvent } from "../events.ts";
-import { resolveCallerConfig } from "./policy.ts";
+import { resolveCallerConfig, serveSessionChoices } from "./policy.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import { routeRunRequest } from "./fleet_router.ts";
 import {
@@ -113,6 +113,7 @@ function parseStartBody(
     input,
     config: runConfig,
     assets: parseRunAssetsRequest(body.assets),
+    sessionChoices: serveSessionChoices(config),
   };
 }
 

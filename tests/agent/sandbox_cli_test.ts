@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findOnPath } from "../../lib/agent/find_executable.ts";
 import { ROOT, runCli, spawnCli, tempDir } from "../helpers.ts";
@@ -130,6 +131,8 @@ Deno.test("runner serve --sandbox confined: a run over HTTP is confined and says
         "--sandbox-read-paths",
         `${ROOT},${DENO_DIR}`,
       ],
+      // A confined server takes a request's workspace only under its roots.
+      ...["--workspace-roots", tmpdir()],
     ],
     env: world.environment,
   });

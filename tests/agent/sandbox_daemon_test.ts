@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
@@ -47,6 +48,8 @@ async function runJob(
   const runner = createDaemonJobRunner({
     environment: world.environment,
     sandbox,
+    // A confined daemon takes a hub's workspace only under its roots.
+    floor: { workspaceRoots: [tmpdir()] },
   });
   const frames: Array<{ event: JsonObject; runner?: JsonObject }> = [];
   const job: DaemonJob = {
@@ -238,6 +241,7 @@ Deno.test("a real runner daemon --sandbox confined runs the hub's job confined: 
     args: [
       ...["--sandbox", "confined"],
       ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+      ...["--workspace-roots", tmpdir()],
     ],
     env: world.environment,
   });

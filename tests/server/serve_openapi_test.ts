@@ -362,7 +362,9 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     // The n8n webhook: stream, one object, failures, refusals.
     const n8n = (query: string, body: unknown) =>
       call(`/v1/webhooks/n8n${query}`, { json: body });
-    const base = `?provider=custom&workspace=${encodeURIComponent(dir)}`;
+    const base = `?provider=custom&workspace=${
+      encodeURIComponent(join(dir, "ws"))
+    }`;
     await contract.check(
       "POST /v1/webhooks/n8n",
       await n8n(

@@ -32,7 +32,7 @@ import {
   type N8nErrorFormat,
   n8nJsonReply,
 } from "./reply.ts";
-import { resolveCallerConfig } from "../policy.ts";
+import { resolveCallerConfig, serveSessionChoices } from "../policy.ts";
 import { readJsonObject, type ServerContext } from "../context.ts";
 import { optionalId, requestedFormat } from "../run_fields.ts";
 import { followRunEvents, textStream } from "../stream.ts";
@@ -294,6 +294,7 @@ async function startN8nRun(
       conversationId,
       input: { text: request.text },
       config: request.runConfig,
+      sessionChoices: serveSessionChoices(ctx.config),
       permissionAskUnavailable:
         "the n8n webhook has no way to answer permission requests",
     }, { steer: false });

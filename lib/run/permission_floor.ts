@@ -7,7 +7,7 @@
  */
 
 import type { RunConfig } from "../config.ts";
-import { ruleDecision } from "../run/permission_rules.ts";
+import { ruleDecision } from "./permission_rules.ts";
 import { RunnerError } from "../errors.ts";
 
 /** Decisions from the loosest to the strictest. */
