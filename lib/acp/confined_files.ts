@@ -1,27 +1,31 @@
 /**
  * Reading and writing a file only when it lies inside a directory, decided
- * on what the kernel resolved rather than on a name checked before the open:
- * a name checked and then opened again can be swapped for a symbolic link in
+ * by the kernel at the open rather than on a name checked before it: a name
+ * checked and then opened again can be swapped for a symbolic link in
  * between (`docs/config.md`, "File access").
  *
- * On Linux a name is first pinned (`O_PATH`: resolved, links followed, but
- * not opened, so no device or FIFO is touched), the kernel's path of what it
- * pinned (`/proc/self/fd/N`'s link) must lie inside the root, and only that
- * pinned file is then opened, through `/proc/self/fd/N`. A new file is
- * created through its pinned and checked directory (`/proc/self/fd/N/name`),
- * exclusively and without following a link. Nothing outside the root is
- * read, created or changed, even for a moment, whatever the agent swaps
- * meanwhile.
+ * On Linux the file's directory and name are found by real path first (so a
+ * link inside the workspace that leads elsewhere inside still works, and one
+ * that leads out is refused), then a small helper opens the file: `/bin/sh`
+ * changes into the directory, asks the kernel where it landed (`pwd -P`) and
+ * goes on only if that is the directory decided on; from there GNU `dd`
+ * opens the file by its bare name without following a link (`nofollow`) or
+ * waiting on a FIFO (`nonblock`), creating a new file only exclusively
+ * (`conv=excl`) and never creating one that should exist (`conv=nocreat`).
+ * A working directory is the directory itself, not a name, so nothing the
+ * agent swaps meanwhile moves the open out of the workspace: nothing outside
+ * is read, created or changed, even for a moment. (Deno refuses `/proc/self/fd`
+ * without `--allow-all` and has no `openat`, so this cannot be done in the
+ * runner's own process.) A file that changes under the open is looked up
+ * again, a few times.
  *
- * Where `/proc/self/fd` does not exist (macOS) names are checked by real
- * path just before the open, which a racing agent can defeat.
+ * Elsewhere (macOS) names are checked by real path just before the open,
+ * which a racing agent can defeat (`docs/config.md`).
  *
  * @module
  */
 
 import * as acp from "@agentclientprotocol/sdk";
-import { constants } from "node:fs";
-import { type FileHandle, open } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 
 /** Whether `candidate` is `root` or below it (both real, absolute paths). */
@@ -39,67 +43,118 @@ export function outside(path: string): acp.RequestError {
   );
 }
 
-/** Whether the kernel pins and names files here (`O_PATH`, `/proc/self/fd`). */
-const PINNED = Deno.build.os === "linux";
+/** Whether files are opened by the helper (Linux: `pwd -P` and GNU `dd`). */
+const KERNEL_CHECKED = Deno.build.os === "linux";
 
-/** Linux's `O_PATH` (the same on x86-64 and arm64; `node:fs` lacks it). */
-const O_PATH = 0o10000000;
+/** Exit code of the helper when its directory is gone. */
+const GONE = 66;
+/** Exit code of the helper when its directory is no longer the one decided on. */
+const MOVED = 65;
 
-/** A name resolved by the kernel, and the kernel's path of it. */
-interface Pinned {
-  handle: FileHandle;
-  /** The kernel's path of the pinned file. */
-  real: string;
-  /** A name that always leads to the pinned file (`/proc/self/fd/N`). */
-  name: string;
+/**
+ * `$1` the directory (a real path), `dd`'s operands from `$2` on. The
+ * `echo .` keeps a name's trailing newlines, which `$(…)` strips.
+ */
+const HELPER = [
+  `cd -P -- "$1" 2>/dev/null || exit ${GONE};`,
+  `here=$(pwd -P && echo .) || exit ${GONE};`,
+  `[ "\${here%?.}" = "$1" ] || exit ${MOVED};`,
+  'shift; exec dd "$@" bs=65536 status=none',
+].join(" ");
+
+/** How often a file that changes under the open is looked up again. */
+const ATTEMPTS = 4;
+
+interface HelperResult {
+  code: number;
+  stdout: Uint8Array;
+  /** `dd`'s complaint, if any. */
+  said: string;
 }
 
-function code(error: unknown): string | undefined {
-  return (error as { code?: string } | null)?.code;
+/** Runs `dd operands` in `directory` if the kernel puts the helper there (`/bin/sh -p`: no inherited shell settings). */
+async function ddIn(
+  directory: string,
+  operands: string[],
+  input?: string,
+): Promise<HelperResult> {
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-p", "-c", HELPER, "runner-fs", directory, ...operands],
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
+    stdin: input === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (input !== undefined) {
+    const writer = child.stdin.getWriter();
+    // dd may have refused the file and gone: its stdin is then closed.
+    await writer.write(new TextEncoder().encode(input)).catch(() => {});
+    await writer.close().catch(() => {});
+  }
+  const { code, stdout, stderr } = await child.output();
+  const said = new TextDecoder().decode(stderr).trim().replace(/^dd: /, "");
+  return { code, stdout, said };
 }
 
-function missing(error: unknown): boolean {
-  return code(error) === "ENOENT" || code(error) === "ENOTDIR";
-}
-
-/** Pins `path` (links followed); undefined when nothing is there. */
-async function pin(
+/** The helper's failure as an answer, or undefined when the file should be looked up again. */
+function helperFailure(
+  result: HelperResult,
   path: string,
-  flags = 0,
-): Promise<Pinned | undefined> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, O_PATH | flags);
-  } catch (error) {
-    if (missing(error)) return undefined;
-    throw error;
-  }
-  const name = `/proc/self/fd/${handle.fd}`;
-  try {
-    return { handle, real: await Deno.readLink(name), name };
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
+): acp.RequestError | undefined {
+  if (result.code === MOVED) return outside(path);
+  if (result.code === GONE) return acp.RequestError.resourceNotFound(path);
+  return undefined;
+}
+
+function keptChanging(path: string, said: string): acp.RequestError {
+  return acp.RequestError.invalidParams(
+    { path },
+    `the file kept changing while it was opened${said ? ` (${said})` : ""}`,
+  );
 }
 
 async function realPathIfThere(path: string): Promise<string | undefined> {
   try {
     return await Deno.realPath(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
+    if (
+      error instanceof Deno.errors.NotFound ||
+      error instanceof Deno.errors.NotADirectory
+    ) return undefined;
     throw error;
   }
 }
 
-/** Refuses anything but a regular file (a FIFO would block, a device is not text). */
-async function requireFile(handle: FileHandle, path: string): Promise<void> {
-  const stat = await handle.stat();
-  if (stat.isFile()) return;
-  throw acp.RequestError.invalidParams(
-    { path },
-    stat.isDirectory() ? "path is a directory" : "path is not a regular file",
-  );
+async function lstatIfThere(path: string): Promise<Deno.FileInfo | undefined> {
+  try {
+    return await Deno.lstat(path);
+  } catch (error) {
+    if (
+      error instanceof Deno.errors.NotFound ||
+      error instanceof Deno.errors.NotADirectory
+    ) return undefined;
+    throw error;
+  }
+}
+
+/** The real path of the existing regular file at `full` inside `root`; undefined when nothing is there. */
+async function existingFile(
+  root: string,
+  full: string,
+  path: string,
+): Promise<string | undefined> {
+  const real = await realPathIfThere(full);
+  if (real === undefined) return undefined;
+  if (!isInside(root, real)) throw outside(path);
+  const info = await Deno.stat(real);
+  if (!info.isFile) {
+    throw acp.RequestError.invalidParams(
+      { path },
+      info.isDirectory ? "path is a directory" : "path is not a regular file",
+    );
+  }
+  return real;
 }
 
 /**
@@ -112,35 +167,21 @@ export async function readInside(
   full: string,
   path: string,
 ): Promise<string> {
-  if (!PINNED) {
-    return await Deno.readTextFile(await checkedRealPath(root, full, path));
+  let said = "";
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const real = await existingFile(root, full, path);
+    if (real === undefined) throw acp.RequestError.resourceNotFound(path);
+    if (!KERNEL_CHECKED) return await Deno.readTextFile(real);
+    const result = await ddIn(dirname(real), [
+      `if=./${basename(real)}`,
+      "iflag=nofollow,nonblock",
+    ]);
+    if (result.code === 0) return new TextDecoder().decode(result.stdout);
+    const failure = helperFailure(result, path);
+    if (failure) throw failure;
+    said = result.said;
   }
-  const pinned = await pin(full);
-  if (!pinned) throw acp.RequestError.resourceNotFound(path);
-  try {
-    if (!isInside(root, pinned.real)) throw outside(path);
-    await requireFile(pinned.handle, path);
-    const file = await open(pinned.name, constants.O_RDONLY);
-    try {
-      return await file.readFile({ encoding: "utf8" });
-    } finally {
-      await file.close();
-    }
-  } finally {
-    await pinned.handle.close();
-  }
-}
-
-/** Best effort without pinning: the real path, checked now. */
-async function checkedRealPath(
-  root: string,
-  full: string,
-  path: string,
-): Promise<string> {
-  const real = await realPathIfThere(full);
-  if (real === undefined) throw acp.RequestError.resourceNotFound(path);
-  if (!isInside(root, real)) throw outside(path);
-  return real;
+  throw keptChanging(path, said);
 }
 
 /** Options for {@linkcode writeInside}. */
@@ -157,9 +198,6 @@ export interface WriteInsideOptions {
   mayWrite?: (real: string) => boolean;
 }
 
-/** Attempts at a file that keeps appearing and vanishing under a write. */
-const WRITE_ATTEMPTS = 8;
-
 /**
  * Writes `content` to the file at `full` if it lies inside `root`: an
  * existing file (or one a link inside leads to) is replaced in place, a new
@@ -167,122 +205,44 @@ const WRITE_ATTEMPTS = 8;
  * `root` is created or changed.
  */
 export async function writeInside(options: WriteInsideOptions): Promise<void> {
-  if (!PINNED) return await writeChecked(options);
   const { root, full, path } = options;
-  const directory = await pin(dirname(full), constants.O_DIRECTORY);
-  if (!directory) throw acp.RequestError.resourceNotFound(path);
-  try {
-    if (!isInside(root, directory.real)) throw outside(path);
-    const name = basename(full);
-    // The kernel resolves this to the directory just checked, whatever its
-    // name leads to by now.
-    const there = join(directory.name, name);
-    const real = join(directory.real, name);
-    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
-      const file = await openExisting(options, there) ??
-        await createNew(options, { there, real });
-      if (!file) continue;
-      try {
-        await file.truncate(0);
-        await file.writeFile(options.content, { encoding: "utf8" });
-      } finally {
-        await file.close();
+  let said = "";
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const existing = await existingFile(root, full, path);
+    let target: string;
+    if (existing !== undefined) {
+      target = existing;
+    } else {
+      if ((await lstatIfThere(full))?.isSymlink) {
+        throw acp.RequestError.invalidParams(
+          { path },
+          "path is a symbolic link to a missing file",
+        );
       }
+      const parent = await realPathIfThere(dirname(full));
+      if (parent === undefined) throw acp.RequestError.resourceNotFound(path);
+      if (!isInside(root, parent)) throw outside(path);
+      target = join(parent, basename(full));
+    }
+    if (options.mayWrite && !options.mayWrite(target)) {
+      throw acp.RequestError.invalidParams(
+        { path },
+        "the run's permission rules reject this write",
+      );
+    }
+    if (!KERNEL_CHECKED) {
+      await Deno.writeTextFile(target, options.content);
       return;
     }
-    throw acp.RequestError.invalidParams(
-      { path },
-      "the file kept changing while it was being written",
-    );
-  } finally {
-    await directory.handle.close();
+    const result = await ddIn(dirname(target), [
+      `of=./${basename(target)}`,
+      existing === undefined ? "conv=excl" : "conv=nocreat",
+      "oflag=nofollow,nonblock",
+    ], options.content);
+    if (result.code === 0) return;
+    const failure = helperFailure(result, path);
+    if (failure) throw failure;
+    said = result.said;
   }
-}
-
-/** The existing file at `there`, checked and opened for writing (not yet changed); undefined when nothing is there. */
-async function openExisting(
-  options: WriteInsideOptions,
-  there: string,
-): Promise<FileHandle | undefined> {
-  const { root, path } = options;
-  const pinned = await pin(there);
-  if (!pinned) {
-    if ((await lstatIfThere(there))?.isSymlink) {
-      throw acp.RequestError.invalidParams(
-        { path },
-        "path is a symbolic link to a missing file",
-      );
-    }
-    return undefined;
-  }
-  try {
-    if (!isInside(root, pinned.real)) throw outside(path);
-    await requireFile(pinned.handle, path);
-    if (options.mayWrite && !options.mayWrite(pinned.real)) {
-      throw rejected(path);
-    }
-    return await open(pinned.name, constants.O_WRONLY);
-  } finally {
-    await pinned.handle.close();
-  }
-}
-
-/** Creates the file exclusively, never through a link; undefined when a file appeared there meanwhile. */
-async function createNew(
-  options: WriteInsideOptions,
-  target: { there: string; real: string },
-): Promise<FileHandle | undefined> {
-  if (options.mayWrite && !options.mayWrite(target.real)) {
-    throw rejected(options.path);
-  }
-  try {
-    return await open(
-      target.there,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL |
-        constants.O_NOFOLLOW,
-      0o666,
-    );
-  } catch (error) {
-    if (code(error) === "EEXIST") return undefined;
-    if (missing(error)) throw acp.RequestError.resourceNotFound(options.path);
-    throw error;
-  }
-}
-
-/** Best effort without pinning: the file's (or its directory's) real path, checked now. */
-async function writeChecked(options: WriteInsideOptions): Promise<void> {
-  const { root, full, path } = options;
-  let real = await realPathIfThere(full);
-  if (real === undefined) {
-    if ((await lstatIfThere(full))?.isSymlink) {
-      throw acp.RequestError.invalidParams(
-        { path },
-        "path is a symbolic link to a missing file",
-      );
-    }
-    const parent = await realPathIfThere(dirname(full));
-    if (parent === undefined) throw acp.RequestError.resourceNotFound(path);
-    real = join(parent, basename(full));
-  }
-  if (!isInside(root, real)) throw outside(path);
-  if (options.mayWrite && !options.mayWrite(real)) throw rejected(path);
-  await Deno.writeTextFile(real, options.content);
-}
-
-function rejected(path: string): acp.RequestError {
-  return acp.RequestError.invalidParams(
-    { path },
-    "the run's permission rules reject this write",
-  );
-}
-
-async function lstatIfThere(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.lstat(path);
-  } catch (error) {
-    if (missing(error) || error instanceof Deno.errors.NotFound) {
-      return undefined;
-    }
-    throw error;
-  }
+  throw keptChanging(path, said);
 }

@@ -4,8 +4,9 @@
  * link out of the workspace in a tight loop (a worker of its own process)
  * while it fires `fs/read_text_file`, `fs/write_text_file` and client
  * terminals through them (`tests/fixtures/attack_link_race.ts`). Unconfined
- * and confined, it reads no secret from outside, writes nothing outside, and
- * no command runs outside. The race lasts `LINK_RACE_SECONDS` (default 3; set
+ * and confined, through `runner run` (the binary's permission set), it reads
+ * no secret from outside, writes nothing outside, and no command runs
+ * outside. The race lasts `LINK_RACE_SECONDS` (default 3; set
  * 30 for a long run by hand).
  *
  * @module
@@ -14,13 +15,18 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { LinkRaceReport } from "../fixtures/attack_link_race.ts";
-import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
+import type { RunEvent } from "../../lib/events.ts";
 import { quoteCommand, splitCommand } from "../../lib/agent/shell_words.ts";
-import { ROOT, tempDir } from "../helpers.ts";
+import {
+  fixtureCommand,
+  parseJsonLines,
+  ROOT,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 import {
   confinedFixtureCommand,
   DENO_DIR,
-  sandboxConfig,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 
@@ -54,24 +60,15 @@ function raceWorld() {
 
 type RaceWorld = ReturnType<typeof raceWorld>;
 
-/** The run's keys besides the agent: files and terminals on. */
-function raceKeys(world: RaceWorld): Record<string, unknown> {
-  return {
-    workspace: world.workspace,
-    "fs-read": true,
-    "fs-write": true,
-    "client-terminals": true,
-    "terminal-timeout": 30,
-  };
-}
-
 function inside(workspace: string, path: string): boolean {
   return path === workspace || path.startsWith(`${workspace}/`);
 }
 
 /** Asserts what the attacker got and what it left: nothing from outside, nothing outside. */
-function assertHeld(world: RaceWorld, log: EventLog): void {
-  const reply = log.messages().join("\n");
+function assertHeld(world: RaceWorld, events: RunEvent[]): void {
+  const reply = events.filter((event) => event.type === "message.completed")
+    .map((event) => (event.data.message as { content: string }).content)
+    .join("\n");
   const line = reply.split("\n").find((text) => text.startsWith("link-race: "));
   assert.ok(line, `the attack reported: ${reply.slice(0, 500)}`);
   const report = JSON.parse(line.slice("link-race: ".length)) as LinkRaceReport;
@@ -82,7 +79,7 @@ function assertHeld(world: RaceWorld, log: EventLog): void {
   assert.ok(report.terminals.ran > 0, line);
   assert.deepEqual(report.reads.contents, ["inside data"], line);
   assert.ok(
-    !JSON.stringify(log.events).includes(world.secret),
+    !JSON.stringify(events).includes(world.secret),
     "the secret is in no event",
   );
   assert.deepEqual(
@@ -100,9 +97,8 @@ function assertHeld(world: RaceWorld, log: EventLog): void {
   );
   const ranIn = [
     ...report.terminals.cwds,
-    ...log.ofType("terminal.output").map((event) =>
-      String(event.data.output).trim()
-    ),
+    ...events.filter((event) => event.type === "terminal.output")
+      .map((event) => String(event.data.output).trim()),
   ];
   // `pwd -P` printed a path; anything else is a refusal's message.
   const outside = ranIn.filter((cwd) =>
@@ -112,55 +108,78 @@ function assertHeld(world: RaceWorld, log: EventLog): void {
   assert.ok(ranIn.includes(join(world.workspace, "race")), line);
 }
 
-Deno.test("link race, unconfined: fs reads, fs writes and terminal cwds never leave the workspace", async () => {
+interface RunOutcome {
+  code: number;
+  stderr: string;
+  events: RunEvent[];
+}
+
+/** `runner run --json` (the binary's permission set) with the attacker and run-config `keys`. */
+async function runAttack(
+  world: RaceWorld,
+  options: {
+    agent: string[];
+    keys?: Record<string, string>;
+    env?: Record<string, string>;
+  },
+): Promise<RunOutcome> {
+  const result = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    quoteCommand([
+      ...options.agent,
+      "--attack-link-race",
+      JSON.stringify(world.attack),
+    ]),
+    "--workspace",
+    world.workspace,
+    "--fs-read",
+    "true",
+    "--fs-write",
+    "true",
+    "--client-terminals",
+    "true",
+    "--terminal-timeout",
+    "30",
+    "--langbot-assets-enabled",
+    "false",
+    ...Object.entries(options.keys ?? {}).flatMap((
+      [key, value],
+    ) => [`--${key}`, value]),
+    "--json",
+    "race",
+  ], { env: options.env });
+  return {
+    code: result.code,
+    stderr: result.stderr,
+    events: parseJsonLines(result.stdout) as unknown as RunEvent[],
+  };
+}
+
+Deno.test("runner run, unconfined: under a link race fs reads, fs writes and terminal cwds never leave the workspace", async () => {
   const world = raceWorld();
-  const h = harness();
-  try {
-    const { run } = await h.manager.start({
-      input: { text: "race" },
-      config: fixtureConfig(
-        ["--attack-link-race", JSON.stringify(world.attack)],
-        raceKeys(world),
-      ),
-    });
-    const log = new EventLog(run);
-    await run.done;
-    assert.equal(log.ofType("run.completed").length, 1);
-    assertHeld(world, log);
-  } finally {
-    await h.close();
-  }
+  const run = await runAttack(world, {
+    agent: splitCommand(fixtureCommand()),
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assertHeld(world, run.events);
 });
 
-Deno.test("link race, sandbox=confined: fs reads, fs writes and terminal cwds never leave the workspace", async () => {
+Deno.test("runner run, sandbox=confined: under a link race fs reads, fs writes and terminal cwds never leave the workspace", async () => {
   const world = raceWorld();
   const sandbox = sandboxWorld();
-  const h = harness({ environment: sandbox.environment });
-  try {
-    const { run } = await h.manager.start({
-      input: { text: "race" },
-      config: sandboxConfig(sandbox, [], {
-        ...raceKeys(world),
-        // The flag holds JSON: quoted as one word.
-        "acp-command": quoteCommand([
-          ...splitCommand(confinedFixtureCommand()),
-          "--attack-link-race",
-          JSON.stringify(world.attack),
-        ]),
-        // The secret's directory is in the agent's view: a command that
-        // lands there would run.
-        "sandbox-read-paths": [ROOT, DENO_DIR, world.secretDir],
-      }),
-    });
-    const log = new EventLog(run);
-    await run.done;
-    assert.equal(
-      log.ofType("run.completed").length,
-      1,
-      JSON.stringify(log.ofType("run.failed")),
-    );
-    assertHeld(world, log);
-  } finally {
-    await h.close();
-  }
+  const run = await runAttack(world, {
+    agent: splitCommand(confinedFixtureCommand()),
+    keys: {
+      sandbox: "confined",
+      // The secret's directory is in the agent's view: a command that
+      // lands there would run.
+      "sandbox-read-paths": `${ROOT},${DENO_DIR},${world.secretDir}`,
+      "env-json": JSON.stringify({ DENO_DIR }),
+    },
+    env: sandbox.environment,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assertHeld(world, run.events);
 });
