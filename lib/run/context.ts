@@ -100,6 +100,13 @@ export interface RunContext {
   readonly permissions?: PermissionDesk;
   /** The run's client terminals (`client-terminals`), once the agent is connected. */
   terminals?: RunTerminals;
+  /**
+   * The real path of the session's directory (`sessionCwd`), the boundary of
+   * `fs/*` and terminal cwds: taken before the agent starts, so an agent that
+   * swaps that directory for a link cannot move the boundary (absent where
+   * the directory is not on this machine).
+   */
+  realRoot?: string;
 }
 
 /** The run's client terminals, and their end. */

@@ -19,6 +19,7 @@ import { shutdown } from "./teardown.ts";
 export async function startOrAdoptAgent(
   run: RunContext,
 ): Promise<AgentConnection> {
+  run.realRoot ??= realPathHere(run.options.sessionCwd);
   const warm = await run.options.warm?.take();
   if (!warm) {
     run.emitter.emit("run.started", {
@@ -48,6 +49,15 @@ export async function startOrAdoptAgent(
     state: warm.sessionState ?? {},
   });
   return conn;
+}
+
+/** `path`'s real path, or undefined where it is not on this machine. */
+function realPathHere(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Ends a completed run's use of its agent: kept warm when it may be, else torn down. */

@@ -185,6 +185,7 @@ export function connectTransport(
       read: config.fsRead,
       write: config.fsWrite,
       root: run.options.sessionCwd,
+      realRoot: run.realRoot,
       mayWrite: config.permissionRulesJson?.length
         ? (path) => mayWrite(run, path)
         : undefined,

@@ -33,6 +33,7 @@ import { settleWithin } from "../timing.ts";
 import type { RunContext, RunTerminals } from "./context.ts";
 import { mayRunCommand } from "./permission_policy.ts";
 import { checkCommand, type CheckedCommand } from "./terminal_command.ts";
+import { inDecidedCwd } from "./terminal_cwd.ts";
 import type { TerminalLaunch } from "./types.ts";
 
 /** How long an exited command's pipes may stay open (held by a process that left its group) before its exit is reported. */
@@ -148,10 +149,9 @@ async function startTerminal(
   options: StartOptions,
 ): Promise<void> {
   const { params, terminalId } = options;
-  const root = run.options.sessionCwd;
+  const root = run.realRoot ?? await Deno.realPath(run.options.sessionCwd);
   const cwd = await confineDirectory(root, params.cwd ?? root);
-  const shown = relative(await Deno.realPath(root), cwd).split(sep).join("/") ||
-    ".";
+  const shown = relative(root, cwd).split(sep).join("/") || ".";
   const checked = checkCommand(params, options.launch.env.PATH, cwd);
   const command = { terminalId, ...checked, cwd: shown };
   if (!await mayRunCommand(run, command)) {
@@ -161,7 +161,8 @@ async function startTerminal(
     );
   }
   // The decision can wait for a person: the directory may have been swapped
-  // (for a link out) meanwhile; it must still be the one decided on.
+  // (for a link out) meanwhile; it must still be the one decided on. (Said
+  // early; the command itself checks again where it lands, `inDecidedCwd`.)
   if (await confineDirectory(root, cwd) !== cwd) {
     throw acp.RequestError.invalidParams(
       { cwd: params.cwd },
@@ -184,6 +185,7 @@ async function startTerminal(
     ...options,
     checked,
     cwd,
+    root,
     onStderr: take,
   });
   const hide = (text: string) => redactSecrets(text, run.secrets);
@@ -251,24 +253,30 @@ function outputEvents(
   };
 }
 
-/** Starts the command in a process group of its own, under the agent's sandbox. */
+/**
+ * Starts the command in a process group of its own, under the agent's
+ * sandbox, in `cwd` only if that is where the kernel puts it
+ * (`inDecidedCwd`; the process itself starts in `root`).
+ */
 function spawnCommand(
   run: RunContext,
   options: StartOptions & {
     checked: CheckedCommand;
     cwd: string;
+    root: string;
     onStderr: (text: string) => void;
   },
 ): AgentProcess {
-  const { launch, checked, cwd } = options;
+  const { launch, checked, cwd, root } = options;
   const commandArgv = [checked.program, ...checked.args];
   try {
+    const entered = inDecidedCwd(cwd, commandArgv);
     const argv = launch.sandbox
       ? withSandboxEnv(
-        sandboxArgv(requireSandbox(), launch.sandbox, commandArgv, cwd),
+        sandboxArgv(requireSandbox(), launch.sandbox, entered, root),
         checked.env,
       )
-      : commandArgv;
+      : entered;
     // Confined, bwrap (on the host) gets the agent's environment only; the
     // request's variables are set inside the sandbox (`--setenv`).
     const env = { ...launch.env };
@@ -277,7 +285,7 @@ function spawnCommand(
     }
     return spawnAgent({
       argv,
-      cwd,
+      cwd: root,
       env,
       secrets: [...run.secrets],
       stderrTailBytes: 1,
