@@ -124,6 +124,10 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
       "--allow-custom-commands",
       "--allow-env-names",
       "PROVIDER_API_KEY",
+      // fs-write is a switch a caller may only turn off: the operator's true
+      // lets the test turn it off as a change of target.
+      "--fs-write",
+      "true",
       "--daemon-enabled",
       "--daemon-port",
       "0",
@@ -173,7 +177,7 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
         config = { ...config, workspace: tempDir() };
       }],
       ["fs-write", () => {
-        config = { ...config, "fs-write": true };
+        config = { ...config, "fs-write": false };
       }],
       ["langbot-assets-enabled", () => {
         config = { ...config, "langbot-assets-enabled": true };
