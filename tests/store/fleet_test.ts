@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import postgres from "postgres";
 import type { RunEvent } from "../../lib/events.ts";
 import { assertAgentGone, isAlive } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
@@ -393,6 +394,46 @@ test("a replica busy with queries outlives its database going away, again and ag
     throw new Error(`${error}\nreplica log:\n${a.logs()}`);
   } finally {
     await cluster().start().catch(() => {}); // already running unless a step failed
+    await a.stop();
+  }
+});
+
+test("a replica whose transactions are in flight when its database goes away outlives it, again and again", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  const probe = postgres(url, { max: 2, onnotice: () => {} });
+  try {
+    for (let outage = 0; outage < 3; outage++) {
+      // Holding the replica's lease row keeps its next lease renewal (a
+      // transaction) waiting inside the database when the database stops.
+      const holder = await probe.reserve();
+      await holder`BEGIN`;
+      await holder`SELECT 1 FROM replicas WHERE replica_id = 'a' FOR UPDATE`;
+      await eventually(async () => {
+        const [row] = await probe`SELECT count(*)::int AS waiting
+          FROM pg_stat_activity
+          WHERE application_name = 'runner a' AND wait_event_type = 'Lock'`;
+        return row.waiting > 0 ? true : undefined;
+      }, "a transaction of the replica to wait on its lease row");
+      await cluster().stop();
+      await eventually(async () => {
+        const body = await (await fetch(`${a.url}/healthz`)).json();
+        return body.status === "degraded" ? true : undefined;
+      }, "the replica to notice the lost database");
+      await cluster().start();
+      await eventually(async () => {
+        const body = await (await fetch(`${a.url}/healthz`)).json();
+        return body.status === "ok" ? true : undefined;
+      }, "the replica to recover");
+    }
+    const listed = await fetch(`${a.url}/v1/runs`);
+    assert.equal(listed.status, 200);
+    await listed.body?.cancel();
+  } catch (error) {
+    throw new Error(`${error}\nreplica log:\n${a.logs()}`);
+  } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
+    await probe.end({ timeout: 1 });
     await a.stop();
   }
 });
