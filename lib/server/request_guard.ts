@@ -14,10 +14,11 @@ import { RunnerError } from "../errors.ts";
 /** What the guard allows beyond its built-in rules. */
 export interface RequestGuardSettings {
   /**
-   * Whether `Host` is checked: without an API token (a rebinding page could
-   * use the API), or when the operator listed hosts. With a token and no
-   * list, a page cannot authenticate anyway, and service names such as
-   * `runner:8080` keep working.
+   * Whether `Host` is checked: without an API token given by the operator
+   * (a rebinding page could use an open API; the token `runner serve` made
+   * itself means a default loopback server), or when the operator listed
+   * hosts. With a given token and no list, a page cannot authenticate
+   * anyway, and service names such as `runner:8080` keep working.
    */
   checkHost: boolean;
   /** The listen address (a name given here is an accepted `Host`). */

@@ -54,7 +54,13 @@ import { openStore } from "../../store/open.ts";
 import { type FleetDuties, startFleetDuties } from "./fleet.ts";
 import { checkListenerToken, isLoopbackHost } from "../../hub/token_rules.ts";
 import type { HttpListener } from "../../net/http_listener.ts";
-import { catchStrayRejections, fitLimits, listen } from "./listen.ts";
+import {
+  catchStrayRejections,
+  fitLimits,
+  listen,
+  listenUrl,
+} from "./listen.ts";
+import { consoleLine, withApiToken } from "./api_token.ts";
 
 /** How often runs owned by a process that is gone are looked for while serving. */
 const ORPHAN_SWEEP_MS = 10_000;
@@ -168,6 +174,7 @@ export async function serveCommand(args: string[]): Promise<number> {
         purpose: "--cluster-token",
       });
     }
+    config = await withApiToken(config);
   } catch (error) {
     return reportFailure(error);
   }
@@ -316,6 +323,7 @@ async function serveUntilSignal(
     return reportFailure(error);
   }
   metrics.observeListener("http", () => listener.stats());
+  announceConsole(config, listener.port, log);
   // The ACP client (the SDK and its schemas) loads now, while the server
   // idles, not on the first run's way to its agent's `initialize`.
   preloadAcpClient();
@@ -361,6 +369,23 @@ async function serveUntilSignal(
     return 1;
   }
   return 0;
+}
+
+/**
+ * Prints the console's URL (with the kept token: the one place it shows in
+ * full, never through the log); warns when the API takes no token.
+ */
+function announceConsole(config: ServeConfig, port: number, log: Logger): void {
+  if (!config.apiToken) {
+    log({
+      msg:
+        "serving without an API token (--loopback-without-token): any process on this machine may start, steer, approve and read runs",
+      level: "warn",
+      always: true,
+    });
+  }
+  const line = consoleLine(config, listenUrl(config.host, port));
+  Deno.stderr.writeSync(new TextEncoder().encode(`${line}\n`));
 }
 
 /** Ends the active runs, then closes the warm agents, listener, fleet duties, hub and assets. */
