@@ -323,7 +323,6 @@ async function serveUntilSignal(
     return reportFailure(error);
   }
   metrics.observeListener("http", () => listener.stats());
-  announceConsole(config, listener.port, log);
   // The ACP client (the SDK and its schemas) loads now, while the server
   // idles, not on the first run's way to its agent's `initialize`.
   preloadAcpClient();
@@ -369,23 +368,6 @@ async function serveUntilSignal(
     return 1;
   }
   return 0;
-}
-
-/**
- * Prints the console's URL (with the kept token: the one place it shows in
- * full, never through the log); warns when the API takes no token.
- */
-function announceConsole(config: ServeConfig, port: number, log: Logger): void {
-  if (!config.apiToken) {
-    log({
-      msg:
-        "serving without an API token (--loopback-without-token): any process on this machine may start, steer, approve and read runs",
-      level: "warn",
-      always: true,
-    });
-  }
-  const line = consoleLine(config, listenUrl(config.host, port));
-  Deno.stderr.writeSync(new TextEncoder().encode(`${line}\n`));
 }
 
 /** Ends the active runs, then closes the warm agents, listener, fleet duties, hub and assets. */
