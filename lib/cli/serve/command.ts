@@ -54,13 +54,8 @@ import { openStore } from "../../store/open.ts";
 import { type FleetDuties, startFleetDuties } from "./fleet.ts";
 import { checkListenerToken, isLoopbackHost } from "../../hub/token_rules.ts";
 import type { HttpListener } from "../../net/http_listener.ts";
-import {
-  catchStrayRejections,
-  fitLimits,
-  listen,
-  listenUrl,
-} from "./listen.ts";
-import { consoleLine, withApiToken } from "./api_token.ts";
+import { catchStrayRejections, fitLimits, listen } from "./listen.ts";
+import { withApiToken } from "./api_token.ts";
 
 /** How often runs owned by a process that is gone are looked for while serving. */
 const ORPHAN_SWEEP_MS = 10_000;
