@@ -22,6 +22,7 @@ import {
   writeAll,
 } from "../raw_tcp_helpers.ts";
 import {
+  apiFetch,
   fixtureConfig,
   makeFifo,
   openGate,
@@ -193,7 +194,7 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
     assert.match(JSON.parse(rebound.body).error.message, /--allowed-hosts/);
 
     // A body that is not JSON, even from a non-browser client.
-    const plain = await fetch(`${serve.url}/v1/runs`, {
+    const plain = await apiFetch(`${serve.url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "text/plain" },
       body,
@@ -203,7 +204,7 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
       (await plain.json()).error.code,
       "http.unsupported_media_type",
     );
-    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(runs.runs, [], "nothing was started");
 
     // Allowed: an allowed name, localhost, same-origin, an allowed origin.
@@ -270,7 +271,7 @@ Deno.test("/healthz answers 503 shutting_down while runs drain, then the server 
     await readUntil(messages, events, (m) => m.event === "message.delta");
     serve.child.kill("SIGTERM");
     await serve.waitForLog((entry) => entry.msg === "shutting down");
-    const health = await fetch(`${serve.url}/healthz`);
+    const health = await apiFetch(`${serve.url}/healthz`);
     assert.equal(health.status, 503);
     assert.equal((await health.json()).status, "shutting_down");
     const refused = await postJson(`${serve.url}/v1/runs`, {

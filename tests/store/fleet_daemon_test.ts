@@ -9,6 +9,7 @@ import {
 } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import {
+  apiFetch,
   makeFifo,
   postJson,
   readSse,
@@ -83,7 +84,7 @@ Deno.test({
     try {
       await daemon.connected;
       const listedOnB = await eventually(async () => {
-        const body = await (await fetch(`${b.url}/v1/daemons`)).json();
+        const body = await (await apiFetch(`${b.url}/v1/daemons`)).json();
         return body.daemons.length ? body : undefined;
       }, "B to see the daemon");
       assert.deepEqual(
@@ -126,7 +127,7 @@ Deno.test({
       for await (const _ of stream) { /* the run fails on A */ }
 
       await eventually(async () => {
-        const body = await (await fetch(`${b.url}/v1/daemons`)).json();
+        const body = await (await apiFetch(`${b.url}/v1/daemons`)).json();
         return body.daemons.some((d: Record<string, unknown>) => d.fenced)
           ? true
           : undefined;

@@ -4,6 +4,7 @@ import type { RunEvent } from "../../lib/events.ts";
 import { agentPids, isAlive } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import {
+  apiFetch,
   deltaText,
   fixtureConfig,
   makeFifo,
@@ -94,7 +95,7 @@ async function followRun(
   await drain(first, events, ids);
   await eventually(async () => {
     if (terminals(events).length) return true;
-    const response = await fetch(`${base}/v1/runs/${runId}/events`, {
+    const response = await apiFetch(`${base}/v1/runs/${runId}/events`, {
       headers: ids.length ? { "last-event-id": ids.at(-1)! } : {},
     }).catch(() => undefined);
     if (!response) return undefined;
@@ -176,7 +177,8 @@ async function assertStoredOnce(
 ): Promise<Record<string, unknown>> {
   let last: Record<string, unknown> = {};
   for (const replica of replicas) {
-    const run = await (await fetch(`${replica.url}/v1/runs/${runId}`)).json();
+    const run = await (await apiFetch(`${replica.url}/v1/runs/${runId}`))
+      .json();
     const ends = terminals(run.events);
     assert.equal(ends.length, 1, `${replica.replicaId}: ${run.events}`);
     assert.equal(run.events.at(-1).type, type);
@@ -189,7 +191,7 @@ test("through nginx: /healthz reaches every replica, and each streamed run ends 
   await withBalancedFleet(["a", "b"], async (lb, replicas) => {
     const seenReplicas = new Set<string>();
     for (let i = 0; i < 2 * replicas.length; i++) {
-      const health = await fetch(`${lb.url}/healthz`);
+      const health = await apiFetch(`${lb.url}/healthz`);
       assert.equal(health.status, 200, await health.clone().text());
       const body = await health.json();
       assert.equal(body.status, "ok");
