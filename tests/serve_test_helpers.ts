@@ -42,6 +42,13 @@ export function apiHeaders(url: string | URL): Record<string, string> {
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 
+/** The `Authorization` line of a raw HTTP/1.1 request head to the server at `url` (empty when it takes no token). */
+export function apiHeaderLine(url: string | URL): string {
+  return Object.entries(apiHeaders(url)).map(([name, value]) =>
+    `${name}: ${value}\r\n`
+  ).join("");
+}
+
 /**
  * `fetch` as a client that holds the server's API token: it sends
  * `Authorization: Bearer <token>` unless `init` names its own
@@ -100,6 +107,8 @@ export interface ServeProcess {
   child: Deno.ChildProcess;
   /** Everything it logged so far (stderr and stdout). */
   logs(): string;
+  /** Its stderr so far: the log alone, without stdout's console line. */
+  stderr(): string;
   /** Resolves once a log line satisfies `predicate`. */
   waitForLog(
     predicate: (entry: Record<string, unknown>) => boolean,
@@ -173,10 +182,12 @@ export async function startServe(
     current.forEach((wake) => wake());
   };
   let closedStreams = 0;
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
+  let errText = "";
+  const pump = async (stream: ReadableStream<Uint8Array>, isErr: boolean) => {
     let partial = "";
     for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
       text += chunk;
+      if (isErr) errText += chunk;
       partial += chunk;
       let newline: number;
       while ((newline = partial.indexOf("\n")) >= 0) {
@@ -191,7 +202,10 @@ export async function startServe(
     closedStreams++;
     notify();
   };
-  const pumped = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const pumped = Promise.all([
+    pump(child.stdout, false),
+    pump(child.stderr, true),
+  ]);
   const waitForLog = async (
     predicate: (entry: Record<string, unknown>) => boolean,
   ) => {
@@ -235,6 +249,7 @@ export async function startServe(
     consoleUrl,
     child,
     logs: () => text,
+    stderr: () => errText,
     waitForLog,
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (!exited) {

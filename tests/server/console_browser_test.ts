@@ -12,7 +12,6 @@ import { join } from "node:path";
 import type { Page } from "puppeteer-core";
 import {
   agentCommand,
-  apiFetch,
   fixtureConfig,
   postJson,
   readSse,
@@ -263,15 +262,15 @@ Deno.test("console: a wrong token and no token get their own messages; favicon a
         true,
       );
       const status = await fresh.evaluate(async () =>
-        (await apiFetch("/v1/runs")).status
+        (await fetch("/v1/runs")).status
       );
       assert.equal(status, 401);
-      const icon = await apiFetch(`${serve.url}/favicon.ico`);
+      const icon = await fetch(`${serve.url}/favicon.ico`);
       assert.equal(icon.status, 200);
       assert.match(icon.headers.get("content-type")!, /^image\//);
       await icon.body?.cancel();
       for (const path of ["/console/marked.js", "/console/purify.js"]) {
-        const lib = await apiFetch(serve.url + path);
+        const lib = await fetch(serve.url + path);
         assert.equal(lib.status, 200);
         assert.match(lib.headers.get("content-type")!, /javascript/);
         assert.match(await lib.text(), /export\s*\{/);

@@ -16,7 +16,6 @@ import { FenceStore } from "../../lib/hub/fences.ts";
 import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
 import { daemonProcess } from "../daemon_test_helpers.ts";
 import {
-  apiFetch,
   postJson,
   readSse,
   readUntil,
@@ -98,7 +97,7 @@ async function heldDaemonRun(url: string) {
 
 async function checkDaemonRow(page: Page, url: string) {
   const held = await heldDaemonRun(url);
-  const listed = await (await apiFetch(`${url}/v1/daemons`, { headers: AUTH }))
+  const listed = await (await fetch(`${url}/v1/daemons`, { headers: AUTH }))
     .json();
   const jobs = listed.daemons.find((d: { daemon_id: string }) =>
     d.daemon_id === "desk"

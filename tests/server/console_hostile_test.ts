@@ -11,12 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Page } from "puppeteer-core";
-import {
-  agentCommand,
-  apiFetch,
-  postJson,
-  withServe,
-} from "../serve_test_helpers.ts";
+import { agentCommand, postJson, withServe } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
@@ -171,7 +166,7 @@ Deno.test("console: images from the agent's URLs load only once the operator all
       assert.deepEqual(live.images, ["https://images.example/evil.png"]);
       assert.equal(live.scripts, 0);
       assert.deepEqual(live.handlers, []);
-      const csp = (await apiFetch(`${serve.url}/?images=1`)).headers.get(
+      const csp = (await fetch(`${serve.url}/?images=1`)).headers.get(
         "content-security-policy",
       )!;
       assert.match(csp, /img-src 'self' data: https:/);

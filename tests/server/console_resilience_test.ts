@@ -13,7 +13,6 @@ import { join } from "node:path";
 import type { HTTPRequest, Page } from "puppeteer-core";
 import {
   agentCommand,
-  apiFetch,
   fixtureConfig,
   postJson,
   readSse,
@@ -57,7 +56,7 @@ async function waitingRun(
 }
 
 async function listRuns(url: string, query: string): Promise<string[]> {
-  const response = await apiFetch(`${url}/v1/runs?${query}`, { headers: AUTH });
+  const response = await fetch(`${url}/v1/runs?${query}`, { headers: AUTH });
   const body = await response.json() as { runs: { run_id: string }[] };
   return body.runs.map((run) => run.run_id);
 }
@@ -303,7 +302,7 @@ const INSTRUMENT = `(() => {
   window.setInterval = (fn, ms, ...rest) => { const id = set(fn, ms, ...rest); if (ms === 1500) polls.set(id, fn); return id; };
   window.clearInterval = (id) => { polls.delete(id); clear(id); };
   const fetch = window.fetch.bind(window);
-  window.fetch = (...args) => { window.__fetches++; return apiFetch(...args); };
+  window.fetch = (...args) => { window.__fetches++; return fetch(...args); };
 })();`;
 
 Deno.test("console: one poll at a time: none once signed out, one after signing in again, none while the tab is hidden", async () => {

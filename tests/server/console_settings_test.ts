@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { HTTPRequest, Page } from "puppeteer-core";
-import { agentCommand, apiFetch, withServe } from "../serve_test_helpers.ts";
+import { agentCommand, withServe } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
@@ -86,7 +86,7 @@ Deno.test("console: the form lists the caller's keys and shows a refusal; a new 
       await waitNewRun(page, first);
       await waitStatus(page, "completed");
       const second = await page.$eval("#run-title", (n) => n.textContent!);
-      const record = await (await apiFetch(`${serve.url}/v1/runs/${second}`, {
+      const record = await (await fetch(`${serve.url}/v1/runs/${second}`, {
         headers: AUTH,
       })).json() as { config: Record<string, unknown> };
       assert.equal(record.config["permission-timeout"], 300);

@@ -23,6 +23,7 @@ import {
 } from "../raw_tcp_helpers.ts";
 import {
   apiFetch,
+  apiHeaders,
   fixtureConfig,
   makeFifo,
   openGate,
@@ -216,7 +217,10 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
         { host, origin: "https://console.example.com" },
       ]
     ) {
-      const answer = await rawRequest(serve.url, { path: "/v1/runs", headers });
+      const answer = await rawRequest(serve.url, {
+        path: "/v1/runs",
+        headers: { ...headers, ...apiHeaders(serve.url) },
+      });
       assert.equal(answer.status, 200, JSON.stringify(headers));
     }
     const preflight = await rawRequest(serve.url, {
@@ -241,6 +245,7 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
         host,
         origin: "https://console.example.com",
         "content-type": "application/json",
+        ...apiHeaders(serve.url),
       },
       body,
     });

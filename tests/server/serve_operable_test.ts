@@ -50,7 +50,7 @@ Deno.test("one access-log line per request, without tokens; conversation_id on r
     await (await apiFetch(`${serve.url}/v1/runs/missing?token=${TOKEN}`, {
       headers: auth,
     })).body?.cancel();
-    await (await apiFetch(`${serve.url}/v1/runs`)).body?.cancel(); // 401
+    await (await fetch(`${serve.url}/v1/runs`)).body?.cancel(); // 401
     // A chunked, body-less POST: what made Deno print a plain-text warning.
     const chunked = await apiFetch(`${serve.url}/v1/runs/missing/cancel`, {
       method: "POST",
@@ -64,7 +64,7 @@ Deno.test("one access-log line per request, without tokens; conversation_id on r
       entry.msg === "request" && entry.route === "/healthz"
     );
 
-    const lines = jsonLogLines(serve.logs());
+    const lines = jsonLogLines(serve.stderr());
     const requests = lines.filter((line) => line.msg === "request");
     assert.deepEqual(
       requests.map(({ method, route, status, run_id }) => ({
@@ -111,7 +111,7 @@ Deno.test("--log-level warn drops info lines but keeps the lifecycle; RUNNER_LOG
       await (await apiFetch(`${serve.url}/nope`)).body?.cancel();
       const status = await serve.stop("SIGTERM");
       assert.equal(status.code, 0);
-      const lines = jsonLogLines(serve.logs());
+      const lines = jsonLogLines(serve.stderr());
       assert.deepEqual(lines.map((line) => line.msg), [
         "listening",
         "shutting down",

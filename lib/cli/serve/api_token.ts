@@ -29,10 +29,18 @@ export function apiTokenPath(dataDir: string): string {
  * there is none yet.
  *
  * @throws {RunnerError} `config.invalid` when the kept token cannot be read
- * or written, other users may read it, or it is not a sound token.
+ * or written, other users may read it, or it is not a sound token; and for
+ * a fleet replica (`--store`) without a token: replicas must share one.
  */
 export async function withApiToken(config: ServeConfig): Promise<ServeConfig> {
   if (config.apiToken || config.loopbackWithoutToken) return config;
+  if (config.fleet) {
+    throw new RunnerError(
+      "config.invalid",
+      "--store makes this runner a fleet replica, and every replica must accept the same API token. " +
+        "Pass the same --api-token (or RUNNER_API_TOKEN) to each replica, e.g. one made with runner token.",
+    );
+  }
   const token = await readOrMakeApiToken(config.dataDir);
   return { ...config, apiToken: token, apiTokenSource: "data-dir" };
 }

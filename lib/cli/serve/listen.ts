@@ -120,7 +120,7 @@ export function listen(
 }
 
 /**
- * Prints the console's URL (with the kept token: the one place it shows in
+ * Prints the console's URL on stdout (with the kept token: the one place it shows in
  * full, never through the log); warns when the API takes no token.
  */
 function announceConsole(config: ServeConfig, port: number, log: Logger): void {
@@ -133,7 +133,10 @@ function announceConsole(config: ServeConfig, port: number, log: Logger): void {
     });
   }
   const line = consoleLine(config, listenUrl(config.host, port));
-  Deno.stderr.writeSync(new TextEncoder().encode(`${line}\n`));
+  // On stdout: stderr is the log, JSON lines only when --log-format json.
+  try {
+    Deno.stdout.writeSync(new TextEncoder().encode(`${line}\n`));
+  } catch { /* stdout closed: runner token --show prints the token */ }
 }
 
 function internalErrorResponse(): Response {

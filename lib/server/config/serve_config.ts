@@ -319,12 +319,6 @@ function validateServeConfig(config: ServeConfig): void {
         `Pass --api-token (or set RUNNER_API_TOKEN), e.g. --api-token "$(runner token)", or listen on --host 127.0.0.1.`,
     );
   }
-  if (config.fleet && !config.apiToken && !config.loopbackWithoutToken) {
-    throw invalidConfig(
-      `--store makes this runner a fleet replica, and every replica must accept the same API token. ` +
-        `Pass the same --api-token (or RUNNER_API_TOKEN) to each replica, e.g. one made with runner token.`,
-    );
-  }
   if (config.maxConcurrentRuns < 1) {
     throw invalidConfig("max-concurrent-runs: must be at least 1.");
   }
