@@ -7,6 +7,9 @@
 
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { apiTokenPath, readApiTokenFile } from "./serve/api_token.ts";
+import { randomToken } from "./random_token.ts";
+
+export { randomToken };
 import { defaultDataDir } from "../store/data_dir.ts";
 import { RunnerError } from "../errors.ts";
 import {
@@ -51,13 +54,6 @@ export function providersCommand(args: string[]): Promise<number> {
   else if (values.json) console.log(JSON.stringify(listProviders(), null, 2));
   else console.log(formatProvidersTable());
   return Promise.resolve(0);
-}
-
-/** Makes a random URL-safe token of 43 characters (32 random bytes). */
-export function randomToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-")
-    .replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /** Prints a fresh random token, or with `--show` the one `runner serve` keeps. */

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { RunnerError } from "../../errors.ts";
 import { tokenProblem } from "../../hub/token_rules.ts";
 import type { ServeConfig } from "../../server/config/serve_config.ts";
-import { randomToken } from "../providers.ts";
+import { randomToken } from "../random_token.ts";
 
 /** The name of the token file in the data dir. */
 export const API_TOKEN_FILE_NAME = "api-token";
