@@ -1,8 +1,9 @@
 /**
  * Who may talk to `runner serve` from a browser: the `Host` rule that stops
- * DNS rebinding and the `Origin` rule that stops cross-site requests. With no
- * token on loopback (the default), any web page the developer opens could
- * otherwise start a coding agent on their machine. See `docs/http-api.md`
+ * DNS rebinding and the `Origin` rule that stops cross-site requests. With
+ * no token on loopback (`--loopback-without-token`), any web page the
+ * developer opens could otherwise start a coding agent on their machine; with
+ * one, the rules keep a page from even trying. See `docs/http-api.md`
  * ("Host and Origin").
  *
  * @module
