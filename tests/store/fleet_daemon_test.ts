@@ -16,7 +16,7 @@ import {
   readUntil,
   tempDir,
 } from "../serve_test_helpers.ts";
-import { eventually, startReplica } from "../fleet_helpers.ts";
+import { eventually, FLEET_API_TOKEN, startReplica } from "../fleet_helpers.ts";
 
 const cluster = clusterForThisFile();
 const DAEMON_TOKEN = "fleet-daemon-test-Kd8Vn3Qs6Wy1Pb4Zr7Tm2";
@@ -142,8 +142,18 @@ Deno.test({
         "agent_runtime.daemon_fenced",
       );
 
-      const fromA = await runCli(["daemons", "list", "--json", "--url", a.url]);
-      const fromB = await runCli(["daemons", "list", "--json", "--url", b.url]);
+      const list = (url: string) =>
+        runCli([
+          "daemons",
+          "list",
+          "--json",
+          "--url",
+          url,
+          "--api-token",
+          FLEET_API_TOKEN,
+        ]);
+      const fromA = await list(a.url);
+      const fromB = await list(b.url);
       assert.equal(fromA.code, 0, fromA.stderr);
       assert.equal(fromA.stdout, fromB.stdout);
       assert.deepEqual(

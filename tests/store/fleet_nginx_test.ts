@@ -7,15 +7,18 @@ import {
   apiFetch,
   deltaText,
   fixtureConfig,
+  forgetApiToken,
   makeFifo,
   postJson,
   readSse,
+  rememberApiToken,
   type SseMessage,
   tempDir,
   terminals,
 } from "../serve_test_helpers.ts";
 import {
   eventually,
+  FLEET_API_TOKEN,
   newSlot,
   type Replica,
   type ReplicaSlot,
@@ -45,11 +48,14 @@ async function withBalancedFleet(
   try {
     for (const slot of slots) replicas.push(await startReplicaAt(url, slot));
     lb = await startNginx(slots.map((slot) => `127.0.0.1:${slot.port}`));
+    // Clients of the balancer hold the token every replica shares.
+    rememberApiToken(lb.url, FLEET_API_TOKEN);
     await body(lb, replicas, async (index) => {
       replicas[index] = await startReplicaAt(url, slots[index]);
       return replicas[index];
     });
   } finally {
+    if (lb) forgetApiToken(lb.url);
     await lb?.close();
     for (const replica of replicas.reverse()) await replica.stop();
   }

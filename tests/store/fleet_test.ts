@@ -405,7 +405,7 @@ test("behind --api-token, only the exact cluster token stands in for the bearer 
   const a = await startReplica(url, "a", ["--api-token", apiToken]);
   try {
     const status = async (headers: Record<string, string>) => {
-      const answer = await apiFetch(`${a.url}/v1/runs`, { headers });
+      const answer = await fetch(`${a.url}/v1/runs`, { headers });
       await answer.body?.cancel();
       return answer.status;
     };
