@@ -763,6 +763,24 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/daemon/daemon_terminals_test.ts",
     filter: "its own client-terminals=false and terminal-timeout hold",
   },
+  {
+    name: "runner serve lets a request without a token through",
+    file: "lib/server/api_auth.ts",
+    find:
+      "    if (!match || !safeEqual(match[1], token)) throw unauthorized();",
+    replace:
+      "    if (match && !safeEqual(match[1], token)) throw unauthorized();",
+    test: "tests/security/api_from_inside_test.ts",
+    filter: "answers 401 http.unauthorized to every run route",
+  },
+  {
+    name: "the n8n webhook with --n8n-auth none is open",
+    file: "lib/server/api_auth.ts",
+    find: '    if (c.req.path === N8N_WEBHOOK && config.n8n.auth !== "none") {',
+    replace: "    if (c.req.path === N8N_WEBHOOK) {",
+    test: "tests/security/api_from_inside_test.ts",
+    filter: "an unconfined agent that calls the runner's own API gets 401",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { assertAgentGone, isAlive } from "../helpers.ts";
 import {
+  apiFetch,
   fixtureConfig,
   startServe,
   tempDir,
@@ -68,7 +69,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
 
     const [again] = await listAgents(serve);
     assert.equal(again.agent_id, agent.agent_id, "one agent, one id");
-    const stopped = await fetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
+    const stopped = await apiFetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
       method: "DELETE",
     });
     assert.deepEqual(await stopped.json(), {
@@ -77,7 +78,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     });
     assert.ok(!isAlive(process.pid), "DELETE stopped the agent");
     assert.deepEqual(await listAgents(serve), []);
-    const missing = await fetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
+    const missing = await apiFetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
       method: "DELETE",
     });
     assert.equal(missing.status, 404);
@@ -93,7 +94,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     ]);
 
     // Forgetting the conversation's sessions stops its warm agent too.
-    const forgotten = await fetch(`${serve.url}/v1/conversations/chat`, {
+    const forgotten = await apiFetch(`${serve.url}/v1/conversations/chat`, {
       method: "DELETE",
     });
     assert.equal((await forgotten.json()).deleted_sessions, 1);
@@ -125,7 +126,7 @@ Deno.test("with a 1 s initialize and a 1 s load, the second message's first chun
     const idle = (await listAgents(serve)).find((agent) =>
       agent.conversation_id === "dropped"
     )!;
-    await (await fetch(`${serve.url}/v1/agents/${idle.agent_id}`, {
+    await (await apiFetch(`${serve.url}/v1/agents/${idle.agent_id}`, {
       method: "DELETE",
     })).body?.cancel();
     const cold = await message("dropped", "two");

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  apiFetch,
   fixtureConfig,
   makeFifo,
   postJson,
@@ -133,14 +134,15 @@ Deno.test("after kill -9 the restarted server fails the run as runner.restarted 
         `leftover agent process ${pid} was not reaped`,
       );
     }
-    const run = await (await fetch(`${second.url}/v1/runs/${runId}`)).json();
+    const run = await (await apiFetch(`${second.url}/v1/runs/${runId}`)).json();
     assert.equal(run.status, "failed");
     assert.equal(run.code, "runner.restarted");
     assert.equal(terminals(run.events).length, 1);
     assert.equal(run.events.at(-1).data.code, "runner.restarted");
 
     const conversation =
-      await (await fetch(`${second.url}/v1/conversations/conv-crash`)).json();
+      await (await apiFetch(`${second.url}/v1/conversations/conv-crash`))
+        .json();
     assert.deepEqual(
       conversation.sessions.map((session: { session_id: string }) =>
         session.session_id

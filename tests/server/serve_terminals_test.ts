@@ -14,6 +14,7 @@ import { processGroupMembers } from "../../lib/agent/process_table.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import { readRecord } from "../helpers.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   readSse,
@@ -206,7 +207,7 @@ Deno.test("runner serve: a cancelled run's commands are gone when its run.failed
     await readUntil(messages, events, (m) => m.event === "terminal.output");
     const pid = Number(String(events.at(-1)!.data.output).trim());
     assert.ok(pid > 1);
-    const cancelled = await fetch(
+    const cancelled = await apiFetch(
       `${serve.url}/v1/runs/${events[0].run_id}/cancel`,
       { method: "POST" },
     );
