@@ -284,6 +284,7 @@ function spawnCommand(
       registry: launch.registry,
       onStderr: options.onStderr,
       sandbox: launch.sandbox,
+      ownPidNamespace: !launch.sandbox,
     });
   } catch (error) {
     const cause = error instanceof Error ? error.cause ?? error : error;
