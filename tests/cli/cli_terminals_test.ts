@@ -11,6 +11,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { findOnPath } from "../../lib/agent/find_executable.ts";
 import { processGroupMembers } from "../../lib/agent/process_table.ts";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../../lib/config.ts";
@@ -401,9 +402,25 @@ Deno.test("runner run: a secret in a terminal's output is redacted from its even
   assert.ok(!JSON.stringify(run.events).includes(secret.slice(0, 5)));
 });
 
-Deno.test("kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
+/**
+ * A `PATH` without bubblewrap, with the programs these runs need: where
+ * bwrap is, a kill -9 of the runner takes a terminal's PID namespace down
+ * with it (`tests/security/outlive_test.ts`) and nothing is left to reap.
+ */
+function pathWithoutBwrap(): string {
+  const path = tempDir("path-without-bwrap-");
+  for (const name of ["ps", "sh", "sleep"]) {
+    Deno.symlinkSync(
+      findOnPath(name, Deno.env.get("PATH"))!,
+      join(path, name),
+    );
+  }
+  return path;
+}
+
+Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
   const dataDir = tempDir();
-  const env = { RUNNER_DATA_DIR: dataDir };
+  const env = { RUNNER_DATA_DIR: dataDir, PATH: pathWithoutBwrap() };
   const child = spawnCli([
     "run",
     "custom",
@@ -724,7 +741,12 @@ Deno.test("runner run: what a command leaves running in its group is killed when
   const run = await runWith([
     ...terminalFlag({
       command: "sh",
-      args: ["-c", "sleep 1000 & echo $!"],
+      // The background job prints its pid as the host sees it (a builtin
+      // `read` of /proc/self), also from inside a PID namespace.
+      args: [
+        "-c",
+        "{ (read -r pid _ < /proc/self/stat; echo $pid; exec sleep 1000 >/dev/null) & } | head -n 1",
+      ],
       alive: true,
     }),
     ...terminalFlag({ command: "sh", args: ["-c", "printf 'a\\303' >&2"] }),
