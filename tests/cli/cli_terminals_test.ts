@@ -11,7 +11,6 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findOnPath } from "../../lib/agent/find_executable.ts";
 import { processGroupMembers } from "../../lib/agent/process_table.ts";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../../lib/config.ts";
@@ -25,7 +24,12 @@ import {
   spawnCli,
   tempDir,
 } from "../helpers.ts";
-import { DENO_DIR, markedGone, sandboxWorld } from "../sandbox_helpers.ts";
+import {
+  DENO_DIR,
+  markedGone,
+  pathWithoutBwrap,
+  sandboxWorld,
+} from "../sandbox_helpers.ts";
 
 type Event = Record<string, unknown> & {
   type: string;
@@ -401,22 +405,6 @@ Deno.test("runner run: a secret in a terminal's output is redacted from its even
   assert.ok(!JSON.stringify(run.events).includes(secret));
   assert.ok(!JSON.stringify(run.events).includes(secret.slice(0, 5)));
 });
-
-/**
- * A `PATH` without bubblewrap, with the programs these runs need: where
- * bwrap is, a kill -9 of the runner takes a terminal's PID namespace down
- * with it (`tests/security/outlive_test.ts`) and nothing is left to reap.
- */
-function pathWithoutBwrap(): string {
-  const path = tempDir("path-without-bwrap-");
-  for (const name of ["ps", "sh", "sleep"]) {
-    Deno.symlinkSync(
-      findOnPath(name, Deno.env.get("PATH"))!,
-      join(path, name),
-    );
-  }
-  return path;
-}
 
 Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
   const dataDir = tempDir();
