@@ -5,10 +5,10 @@
  * @module
  */
 
+import { resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
 import { processGroupMembers } from "./process_table.ts";
-import { resolve } from "node:path";
 import { findOnPath } from "./find_executable.ts";
 import { inPidNamespace } from "./pid_namespace.ts";
 import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
