@@ -36,6 +36,12 @@ type Event = Record<string, unknown> & {
   data: Record<string, unknown>;
 };
 
+/**
+ * Prints the command's process group as the host sees it (a builtin `read`
+ * of /proc/self, so also from inside a PID namespace, where `$$` is small).
+ */
+const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
+
 /** The fixture flag for one terminal entry. */
 export function terminalFlag(call: Record<string, unknown>): string[] {
   return ["--terminal", JSON.stringify(call)];
@@ -233,7 +239,7 @@ Deno.test("runner run: output past the limit is cut from the start at a characte
 
 Deno.test("runner run: terminal-timeout kills the command's group; the exit names the signal and timed_out", async () => {
   const run = await runWith(
-    terminalFlag({ command: "sh", args: ["-c", "echo $$; sleep 1000"] }),
+    terminalFlag({ command: "sh", args: ["-c", `${PRINT_GROUP}; sleep 1000`] }),
     { "terminal-timeout": "1" },
   );
   assert.equal(run.code, 0, run.stderr);
@@ -249,7 +255,7 @@ Deno.test("runner run: terminal-timeout kills the command's group; the exit name
 Deno.test("runner run: a command left running dies with the run, its whole group", async () => {
   const run = await runWith(terminalFlag({
     command: "sh",
-    args: ["-c", "echo $$; sleep 1000 & sleep 1000"],
+    args: ["-c", `${PRINT_GROUP}; sleep 1000 & sleep 1000`],
     wait: false,
   }));
   assert.equal(run.code, 0, run.stderr);
