@@ -451,7 +451,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     {
       fallback: 1_048_576,
       description:
-        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`), and the most sent as `terminal.output` events (`stopped: true` on the last); the agent's `outputByteLimit` can only lower what is kept" +
+        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`), and the most sent as `terminal.output` events (`stopped: true` on the last), four times it the most of all the run's terminals together (`run_limit: true` on the last); the agent's `outputByteLimit` can only lower what is kept" +
         AT_MOST(MAX_TERMINAL_OUTPUT_BYTES),
     },
   ),

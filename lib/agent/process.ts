@@ -5,10 +5,14 @@
  * @module
  */
 
+import { resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
 import { processGroupMembers } from "./process_table.ts";
+import { findOnPath } from "./find_executable.ts";
+import { inPidNamespace } from "./pid_namespace.ts";
 import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
+import { withSeccomp } from "./seccomp_launch.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
 import { settleWithin } from "../timing.ts";
@@ -29,8 +33,14 @@ export interface SpawnAgentOptions {
   registry?: ReaperRegistry;
   /** Sees each stderr chunk as text (unredacted; for in-band markers). */
   onStderr?: (text: string) => void;
-  /** The agent is confined (`argv` starts bwrap): refused with `sandbox.unavailable` when this machine cannot. */
+  /** The agent is confined (`argv` starts bwrap): refused with `sandbox.unavailable` when this machine cannot; started with the seccomp filter. */
   sandbox?: SandboxPlan;
+  /**
+   * An unconfined command of a run (a local agent, a client terminal): run
+   * in a PID namespace of its own where bubblewrap can make one, so nothing
+   * it starts outlives it (`docs/teardown.md`).
+   */
+  ownPidNamespace?: boolean;
 }
 
 /** Options for {@linkcode AgentProcess.terminate}. */
@@ -64,18 +74,19 @@ const STDERR_DRAIN_MS = 2000;
 
 /** Starts an agent in a new process group with piped stdio; stderr is always drained. */
 export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
-  const [program, ...args] = options.argv;
-  if (!program) {
+  if (!options.argv[0]) {
     throw new RunnerError("config.invalid", "The agent command is empty.");
   }
   // Never unconfined: without a working bubblewrap the agent does not start.
   if (options.sandbox) requireSandbox();
+  const launch = launchOf(options);
+  const [program, ...args] = launch.argv;
   let child: Deno.ChildProcess;
   try {
     child = new Deno.Command(program, {
       args,
       cwd: options.cwd,
-      env: options.env,
+      env: launch.env,
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",
@@ -83,8 +94,12 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
       detached: true,
     }).spawn();
   } catch (error) {
-    throw spawnFailure(program, error);
+    launch.release();
+    throw spawnFailure(options.argv[0], error);
   }
+  // The trampoline deletes the filter file at once; this is for a shell
+  // that never got that far.
+  child.status.finally(launch.release).catch(() => {});
   const pid = child.pid;
   let registration: ReturnType<ReaperRegistry["register"]> | undefined;
   try {
@@ -134,6 +149,40 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     stderrEnded: stderrDrained,
     terminate,
   };
+}
+
+/** What is started for `options`: its argv and environment, and what to clean up after. */
+function launchOf(
+  options: SpawnAgentOptions,
+): { argv: string[]; env: Record<string, string>; release: () => void } {
+  if (options.sandbox) {
+    const confined = withSeccomp(options.argv, options.env);
+    return {
+      argv: confined.argv,
+      env: confined.env,
+      release: () => {
+        if (confined.filterFile) removeQuietly(confined.filterFile);
+      },
+    };
+  }
+  const [program] = options.argv;
+  // A program that is not there is left to fail as before (`acp.missing_binary`).
+  const found = options.ownPidNamespace &&
+    findOnPath(
+      program.includes("/") ? resolve(options.cwd, program) : program,
+      options.env.PATH,
+    );
+  return {
+    argv: found ? inPidNamespace(options.argv, options.cwd) : options.argv,
+    env: options.env,
+    release: () => {},
+  };
+}
+
+function removeQuietly(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch { /* the trampoline removed it */ }
 }
 
 /** CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes. */

@@ -10,6 +10,7 @@
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { findOnPath } from "./find_executable.ts";
+import { hardeningArgs } from "./sandbox_hardening.ts";
 
 /** `sandbox`: `off` runs the agent as before; `confined` runs it under bubblewrap. */
 export type SandboxMode = "off" | "confined";
@@ -291,14 +292,23 @@ export function sandboxArgs(plan: SandboxPlan, cwd: string): string[] {
   return args;
 }
 
-/** The full argv that starts `argv` confined by `plan`. */
+/**
+ * The full argv that starts `argv` confined by `plan`, without capabilities
+ * (`sandbox_hardening.ts`); `spawnAgent` adds the seccomp filter.
+ */
 export function sandboxArgv(
   bwrap: string,
   plan: SandboxPlan,
   argv: string[],
   cwd: string,
 ): string[] {
-  return [bwrap, ...sandboxArgs(plan, cwd), "--", ...argv];
+  return [
+    bwrap,
+    ...hardeningArgs(bwrap),
+    ...sandboxArgs(plan, cwd),
+    "--",
+    ...argv,
+  ];
 }
 
 /**

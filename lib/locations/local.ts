@@ -56,6 +56,7 @@ export function spawnLocal(options: LocalAgentOptions): AgentTransport {
     secrets: command.secrets,
     registry: options.registry,
     sandbox: command.sandbox,
+    ownPidNamespace: !command.sandbox,
   });
   return {
     stdin: agent.stdin,

@@ -25,6 +25,7 @@ import {
   recordByProcess,
   sendMessage,
 } from "../warm_helpers.ts";
+import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
 const SERVE = ["--allow-custom-commands"];
 
@@ -224,9 +225,12 @@ Deno.test("at max-warm-agents the least recently used agent is stopped first", a
   );
 });
 
-Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after SIGKILL", async () => {
+Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after SIGKILL (without bubblewrap)", async () => {
   const dir = await tempDir();
   const dataDir = join(dir, "data");
+  // With bwrap an agent's PID namespace dies with the runner: nothing is left
+  // for the restart to reap (tests/security/outlive_test.ts).
+  const env = { PATH: pathWithoutBwrap() };
   // A grandchild that ignores SIGTERM outlives the agent's own exit on stdin
   // EOF: only a teardown of the whole group (or the reaper) ends it.
   const configWith = (pidFile: string) =>
@@ -234,7 +238,7 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
   const pidsOf = (pidFile: string): number[] =>
     Object.values(JSON.parse(Deno.readTextFileSync(pidFile)));
   try {
-    const graceful = await startServe({ dataDir, args: SERVE });
+    const graceful = await startServe({ dataDir, args: SERVE, env });
     const first = join(dir, "first.json");
     await sendMessage(graceful, {
       conversation_id: "a",
@@ -245,7 +249,7 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
     assert.equal((await graceful.stop("SIGTERM")).code, 0);
     assertAgentGone(first);
 
-    const crashed = await startServe({ dataDir, args: SERVE });
+    const crashed = await startServe({ dataDir, args: SERVE, env });
     const second = join(dir, "second.json");
     await sendMessage(crashed, {
       conversation_id: "b",
@@ -257,7 +261,7 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
       pidsOf(second).some(isAlive),
       "expected the agent's grandchild to outlive kill -9",
     );
-    const restarted = await startServe({ dataDir, args: SERVE });
+    const restarted = await startServe({ dataDir, args: SERVE, env });
     try {
       assertAgentGone(second);
     } finally {

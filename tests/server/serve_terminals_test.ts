@@ -27,11 +27,17 @@ import { listAgents, sendMessage } from "../warm_helpers.ts";
 const ARGS = ["--allow-custom-commands", "--client-terminals", "true"];
 
 /** A fixture left running one `sleep` group that prints its pid first. */
+/**
+ * Prints the command's process group as the host sees it (a builtin `read`
+ * of /proc/self, so also from inside a PID namespace, where `$$` is small).
+ */
+const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
+
 const LEFT_RUNNING = [
   "--terminal",
   JSON.stringify({
     command: "sh",
-    args: ["-c", "echo $$; sleep 1000 & sleep 1000"],
+    args: ["-c", `${PRINT_GROUP}; sleep 1000 & sleep 1000`],
     wait: false,
   }),
 ];
