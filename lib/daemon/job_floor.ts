@@ -30,6 +30,10 @@ export interface DaemonFloor {
   callerModels?: string[];
   /** Session config option ids a hub may set. */
   callerSessionConfigKeys?: string[];
+  /** `false`: a hub's `fs-read` is refused; unset: the hub decides. */
+  fsRead?: boolean;
+  /** `false`: a hub's `fs-write` is refused; unset: the hub decides. */
+  fsWrite?: boolean;
   /** The daemon's data dir (no job's workspace may be, hold or lie in it). */
   dataDir?: string;
 }
@@ -50,13 +54,16 @@ export function daemonOperatorConfig(
     "caller-modes": floor.callerModes,
     "caller-models": floor.callerModels,
     "caller-session-config-keys": floor.callerSessionConfigKeys,
+    "fs-read": floor.fsRead ?? true,
+    "fs-write": floor.fsWrite ?? true,
   });
   return { ...config, location: "local" };
 }
 
 /**
- * `runner daemon --workspace-roots … --caller-modes …` (lists, as text),
- * checked like the run-config keys they are.
+ * `runner daemon --workspace-roots … --caller-modes … --fs-read …` (lists
+ * and switches, as text), checked like the run-config keys they are;
+ * `fs-read` and `fs-write` are off unless turned on.
  *
  * @throws {RunnerError} `config.invalid` for a bad value.
  */
@@ -72,12 +79,16 @@ export function daemonFloorFromFlags(
     "caller-modes": values["caller-modes"],
     "caller-models": values["caller-models"],
     "caller-session-config-keys": values["caller-session-config-keys"],
+    "fs-read": values["fs-read"],
+    "fs-write": values["fs-write"],
   });
   return {
     workspaceRoots: config.workspaceRoots,
     callerModes: config.callerModes,
     callerModels: config.callerModels,
     callerSessionConfigKeys: config.callerSessionConfigKeys,
+    fsRead: config.fsRead,
+    fsWrite: config.fsWrite,
     dataDir,
   };
 }
@@ -111,8 +122,10 @@ export interface JobFloorInput {
 
 /**
  * The job held to the daemon's floor: its config with the hub's
- * `session-config-json` merged over none of the daemon's own, and the
- * remembered values a hub could not ask for now dropped.
+ * `session-config-json` merged over none of the daemon's own, its
+ * workspace and session cwd named by the real paths checked (the agent
+ * starts there, whatever a link says later), and the remembered values a
+ * hub could not ask for now dropped.
  *
  * @throws {RunnerError} `http.forbidden` naming the key the hub may not set.
  */
@@ -129,5 +142,10 @@ export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
       sessionChoicesOf(operator),
       sessionSettingsFrom(plan.sessionMemory),
     ).settings as JsonObject;
-  return { ...plan, config, sessionMemory };
+  return {
+    ...plan,
+    config,
+    sessionCwd: config.sessionCwd ?? plan.sessionCwd,
+    sessionMemory,
+  };
 }
