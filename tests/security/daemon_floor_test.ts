@@ -85,7 +85,16 @@ Deno.test("a confined daemon refuses a hub's widening run.start before any agent
   const attacks: Array<[Record<string, unknown>, JsonObject, string]> = [
     [flags, { cwd: workspace, session_cwd: "/" }, "session-cwd"],
     [flags, { cwd: workspace, session_cwd: toRoot }, "session-cwd"],
+    // Without --fs-read / --fs-write the daemon serves no file for a hub.
+    [flags, { cwd: workspace, fs_read: true }, "fs-read"],
+    [flags, { cwd: workspace, fs_write: true }, "fs-write"],
     [flags, {
+      cwd: workspace,
+      session_cwd: "/",
+      fs_read: true,
+      fs_write: true,
+    }, "fs-read"],
+    [{ ...flags, "fs-read": "true", "fs-write": "true" }, {
       cwd: workspace,
       session_cwd: "/",
       fs_read: true,
