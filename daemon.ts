@@ -84,8 +84,7 @@ Options:
   --fs-read B, --fs-write B
                          true: serve the agents' fs/read_text_file /
                          fs/write_text_file inside the workspace when run.start
-                         asks; false (default): a run.start asking for it is
-                         refused (http.forbidden)
+                         asks; false (default): never, whatever the hub asks
   --workspace-roots LIST directories a job's workspace must lie in (by real
                          path); unset: any but this daemon's data dir, home,
                          / and their parents, and none with --sandbox confined

@@ -30,9 +30,9 @@ export interface DaemonFloor {
   callerModels?: string[];
   /** Session config option ids a hub may set. */
   callerSessionConfigKeys?: string[];
-  /** `false`: a hub's `fs-read` is refused; unset: the hub decides. */
+  /** `false`: no job's agent gets `fs/read_text_file`, whatever the hub asks; unset: the hub decides. */
   fsRead?: boolean;
-  /** `false`: a hub's `fs-write` is refused; unset: the hub decides. */
+  /** `false`: no job's agent gets `fs/write_text_file`, whatever the hub asks; unset: the hub decides. */
   fsWrite?: boolean;
   /** The daemon's data dir (no job's workspace may be, hold or lie in it). */
   dataDir?: string;
@@ -124,8 +124,11 @@ export interface JobFloorInput {
  * The job held to the daemon's floor: its config with the hub's
  * `session-config-json` merged over none of the daemon's own, its
  * workspace and session cwd named by the real paths checked (the agent
- * starts there, whatever a link says later), and the remembered values a
- * hub could not ask for now dropped.
+ * starts there, whatever a link says later), `fs-read` and `fs-write` off
+ * unless the daemon turned them on (a hub may narrow, never widen: like
+ * client terminals they are switched off, since a hub operator's own
+ * `--fs-read true` rides in every job), and the remembered values a hub
+ * could not ask for now dropped.
  *
  * @throws {RunnerError} `http.forbidden` naming the key the hub may not set.
  */
@@ -144,7 +147,11 @@ export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
     ).settings as JsonObject;
   return {
     ...plan,
-    config,
+    config: {
+      ...config,
+      fsRead: config.fsRead && operator.fsRead,
+      fsWrite: config.fsWrite && operator.fsWrite,
+    },
     sessionCwd: config.sessionCwd ?? plan.sessionCwd,
     sessionMemory,
   };

@@ -326,17 +326,17 @@ export function applyCallerFloor(input: CallerFloorInput): RunConfig {
 
 /**
  * The floor a daemon holds a hub's `run.start` to (a hub is a caller, and
- * the daemon's own flags are its operator): `fs-read` and `fs-write`, the
- * workspace and the session cwd (returned by their checked real paths) and
- * the session's model, mode and options as for any caller. The sandbox and
- * client terminals are clamped where the payload is mapped
- * (`relay/payload.ts`); the hub's permission policy is the hub operator's.
+ * the daemon's own flags are its operator): the workspace and the session
+ * cwd (returned by their checked real paths) and the session's model, mode
+ * and options as for any caller. The sandbox and client terminals are
+ * clamped where the payload is mapped (`relay/payload.ts`), `fs-read` and
+ * `fs-write` by the daemon (`daemon/job_floor.ts`); the hub's permission
+ * policy is the hub operator's.
  *
  * @throws {RunnerError} `http.forbidden` naming the key.
  */
 export function applyHubFloor(input: CallerFloorInput): RunConfig {
   const resolved = withOperatorSessionConfig(input);
-  checkNarrower(input.operator, resolved, FILE_SWITCHES);
   return checkPlacesAndSession({ ...input, resolved });
 }
 
@@ -408,40 +408,22 @@ function checkCaps(
   }
 }
 
-/** A switch a caller may turn off, never on: key, field, why it widens access. */
-type NarrowSwitch = readonly [
-  key: string,
-  field: "fsRead" | "fsWrite" | "clientTerminals",
-  why: string,
-];
-
-/** `fs/*`: the runner itself reads and writes the agent's files. */
-const FILE_SWITCHES: readonly NarrowSwitch[] = [
-  ["fs-read", "fsRead", "the runner serves the agent's file reads itself"],
-  ["fs-write", "fsWrite", "the runner writes the agent's files itself"],
-];
-
-/** Every switch a caller may turn off, never on. */
-const NARROW_SWITCHES: readonly NarrowSwitch[] = [
-  ...FILE_SWITCHES,
-  [
-    "client-terminals",
-    "clientTerminals",
-    "the agent's commands would run on the runner's machine",
-  ],
-];
-
 /** Switches a caller may turn off, never on. */
-function checkNarrower(
-  operator: RunConfig,
-  resolved: RunConfig,
-  switches: readonly NarrowSwitch[] = NARROW_SWITCHES,
-): void {
+function checkNarrower(operator: RunConfig, resolved: RunConfig): void {
+  const switches = [
+    ["fs-read", "fsRead", "the runner serves the agent's file reads itself"],
+    ["fs-write", "fsWrite", "the runner writes the agent's files itself"],
+    [
+      "client-terminals",
+      "clientTerminals",
+      "the agent's commands would run on the runner's machine",
+    ],
+  ] as const;
   for (const [key, field, why] of switches) {
     if (!resolved[field] || operator[field]) continue;
     throw refused(
       key,
-      `the operator has not turned ${key} on (the operator's --${key} true; ${why}); a request may turn it off, never on.`,
+      `the operator has not turned ${key} on (runner serve --${key} true; ${why}); a request may turn it off, never on.`,
     );
   }
 }
