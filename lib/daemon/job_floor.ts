@@ -15,6 +15,7 @@ import {
   applyHubFloor,
   flooredMemory,
   type ProtectedPlaces,
+  restoreRefusal,
   runnerPlaces,
   sessionChoicesOf,
 } from "../run/caller_floor.ts";
@@ -108,6 +109,15 @@ function hubKeys(payload: JsonObject): Record<string, unknown> {
   return keys;
 }
 
+/** A job held to the daemon's floor. */
+export interface FlooredJobPlan extends DaemonJobPlan {
+  /**
+   * Why the stored session may not be restored: the hub remembers values
+   * the daemon does not let it choose, which the job does not set itself.
+   */
+  sessionNotRestored?: string;
+}
+
 /** What {@linkcode floorJobPlan} holds to the daemon's floor. */
 export interface JobFloorInput {
   /** The mapped job. */
@@ -128,11 +138,12 @@ export interface JobFloorInput {
  * unless the daemon turned them on (a hub may narrow, never widen: like
  * client terminals they are switched off, since a hub operator's own
  * `--fs-read true` rides in every job), and the remembered values a hub
- * could not ask for now dropped.
+ * could not ask for now dropped (and the stored session, which would keep
+ * them in force, not restored unless the job sets them itself).
  *
  * @throws {RunnerError} `http.forbidden` naming the key the hub may not set.
  */
-export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
+export function floorJobPlan(input: JobFloorInput): FlooredJobPlan {
   const { plan, operator } = input;
   const config = applyHubFloor({
     operator,
@@ -140,11 +151,14 @@ export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
     resolved: plan.config,
     places: runnerPlaces(input.places),
   });
-  const sessionMemory = plan.sessionMemory &&
-    flooredMemory(
-      sessionChoicesOf(operator),
-      sessionSettingsFrom(plan.sessionMemory),
-    ).settings as JsonObject;
+  const choices = sessionChoicesOf(operator);
+  const remembered = plan.sessionMemory &&
+    sessionSettingsFrom(plan.sessionMemory);
+  const sessionMemory = remembered &&
+    flooredMemory(choices, remembered).settings as JsonObject;
+  const sessionNotRestored = remembered && plan.storedSessionId
+    ? restoreRefusal(choices, remembered, config)
+    : undefined;
   return {
     ...plan,
     config: {
@@ -154,5 +168,6 @@ export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
     },
     sessionCwd: config.sessionCwd ?? plan.sessionCwd,
     sessionMemory,
+    sessionNotRestored,
   };
 }

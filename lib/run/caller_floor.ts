@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { checkPermissionFloor } from "./permission_floor.ts";
-import type { SessionSettings } from "./session_memory.ts";
+import type { SessionConfigValues, SessionSettings } from "./session_memory.ts";
 
 /** How a caller's value of a key is judged against the operator's. */
 export type FloorRule =
@@ -760,6 +760,33 @@ export function flooredMemory(
   }
   if (Object.keys(config).length) settings.config = config;
   return { settings, dropped };
+}
+
+/** Whether `own` (a run's values) sets `name` (`model`, `mode` or an option id) itself. */
+function setsItself(own: SessionConfigValues, name: string): boolean {
+  const asKey = name === "model" ? own.model : name === "mode" ? own.mode : "";
+  return Boolean(asKey) || Object.hasOwn(own.sessionConfigJson ?? {}, name);
+}
+
+/**
+ * Why the conversation's stored session may not be restored under
+ * `choices`: it remembers values a caller could not ask for now, which the
+ * run does not set itself, so a restored session would keep them in force
+ * (an agent restores its mode with the session). Undefined: it may.
+ */
+export function restoreRefusal(
+  choices: SessionChoices,
+  remembered: SessionSettings,
+  own: SessionConfigValues,
+): string | undefined {
+  const kept = flooredMemory(choices, remembered).dropped
+    .filter((name) => !setsItself(own, name));
+  if (!kept.length) return undefined;
+  return `the stored session was configured with ${kept.join(", ")} ${
+    kept.length === 1 ? "as" : "as values"
+  } the operator no longer lets requests choose, and restoring it would keep ${
+    kept.length === 1 ? "that value" : "them"
+  } in force; a new session starts instead`;
 }
 
 /** `docs/http-api.md`'s table of what a caller may set, as Markdown (before `deno fmt`). */
