@@ -81,6 +81,10 @@ Options:
                          whatever the hub asks (docs/permissions.md)
   --terminal-timeout S   the longest terminal-timeout a job gets (default 600;
                          the hub may only lower it)
+  --fs-read B, --fs-write B
+                         true: serve the agents' fs/read_text_file /
+                         fs/write_text_file inside the workspace when run.start
+                         asks; false (default): never, whatever the hub asks
   --workspace-roots LIST directories a job's workspace must lie in (by real
                          path); unset: any but this daemon's data dir, home,
                          / and their parents, and none with --sandbox confined
@@ -355,6 +359,8 @@ function parseDaemonFlags(
         "caller-modes": { type: "string" },
         "caller-models": { type: "string" },
         "caller-session-config-keys": { type: "string" },
+        "fs-read": { type: "string" },
+        "fs-write": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));

@@ -813,6 +813,30 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/security/api_from_inside_test.ts",
     filter: "an unconfined agent that calls the runner's own API gets 401",
   },
+  {
+    name: "a run uses the caller's workspace as written after the check",
+    file: "lib/run/caller_floor.ts",
+    find: "  return { ...resolved, ...workspace, ...sessionCwd };",
+    replace: "  return { ...resolved, ...(workspace && sessionCwd && {}) };",
+    test: "tests/security/workspace_race_test.ts",
+    filter: "workspace link swapped",
+  },
+  {
+    name: "a daemon's agent gets fs/* the daemon left off",
+    file: "lib/daemon/job_floor.ts",
+    find: "      fsRead: config.fsRead && operator.fsRead,",
+    replace: "      fsRead: config.fsRead,",
+    test: "tests/security/daemon_floor_test.ts",
+    filter: "a real runner daemon",
+  },
+  {
+    name: "a session keeping a value the operator no longer allows is restored",
+    file: "lib/run/caller_floor.ts",
+    find: "  if (!kept.length) return undefined;",
+    replace: "  return undefined;",
+    test: "tests/security/restored_mode_test.ts",
+    filter: "no longer lets callers choose",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

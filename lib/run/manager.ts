@@ -32,7 +32,7 @@ import type { RelayedLocation, RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
 import { warmPlaceOf } from "./targets.ts";
 import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
-import { flooredMemory } from "./caller_floor.ts";
+import { flooredMemory, restoreRefusal } from "./caller_floor.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
 export type { RunAssetsHook, RunRequest } from "./request.ts";
@@ -139,6 +139,8 @@ interface RunSetup {
   storedSessionId?: string;
   /** What the conversation remembers of its session's config values (`{}`: nothing yet). */
   sessionMemory?: SessionSettings;
+  /** Why the stored session may not be restored under the operator's floor. */
+  sessionNotRestored?: string;
   /** The conversation's latest run so far (a warm agent must have seen it). */
   previousRunId?: string;
 }
@@ -183,13 +185,17 @@ async function setUpRun(
   const [previous] = storedSessionId
     ? await context.store.listRuns({ conversationId, limit: 1 })
     : [];
+  const remembered = sessionSettingsFrom(stored?.settings);
   return {
     command,
     secrets,
     sessionKey,
     storedSessionId,
     sessionMemory: sessionKey
-      ? rememberedWithinFloor(request, sessionSettingsFrom(stored?.settings))
+      ? rememberedWithinFloor(request, remembered)
+      : undefined,
+    sessionNotRestored: storedSessionId && request.sessionChoices
+      ? restoreRefusal(request.sessionChoices, remembered, config)
       : undefined,
     previousRunId: previous?.runId,
   };
@@ -215,6 +221,7 @@ interface RunStartOptions {
   /** The daemon location, for `location=daemon`. */
   relayed?: RelayedLocation;
   storedSessionId?: string;
+  sessionNotRestored?: string;
   sessionMemory?: SessionSettings;
   previousRunId?: string;
   secrets: string[];
@@ -239,7 +246,8 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     return options.relayed({
       runId,
       request,
-      storedSessionId,
+      // The daemon is asked for a new session instead.
+      storedSessionId: options.sessionNotRestored ? undefined : storedSessionId,
       sessionMemory,
       secrets,
       emit,
@@ -258,6 +266,7 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     registry: manager.registry,
     secrets,
     storedSessionId,
+    sessionNotRestored: options.sessionNotRestored,
     sessionMemory,
     sessionCwd: request.config.sessionCwd ?? command.cwd,
     warm: warmPlaceOf(request, command, {
@@ -319,6 +328,7 @@ async function startAdmittedRun(
       command,
       relayed: remote,
       storedSessionId: setup.storedSessionId,
+      sessionNotRestored: setup.sessionNotRestored,
       sessionMemory: setup.sessionMemory,
       previousRunId: setup.previousRunId,
       secrets,

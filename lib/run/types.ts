@@ -51,6 +51,8 @@ export interface RunEngineOptions {
   config: RunConfig;
   /** The session id stored for this conversation, if any. */
   storedSessionId?: string;
+  /** Why the stored session may not be restored: a new one replaces it (`session.reset`). */
+  sessionNotRestored?: string;
   /**
    * The session config values the conversation remembers (`{}`: none yet);
    * undefined when nothing is remembered for this run (no conversation, or a

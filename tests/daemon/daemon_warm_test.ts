@@ -29,10 +29,10 @@ import { readRecord } from "../helpers.ts";
 const DAEMON_TOKEN = "daemon-warm-test-Hq3Vt8Lm1Zx5Pk9Wc2Nb7Rd4";
 
 /** A `runner daemon` dialling `url` with this file's token. */
-function startDaemon(url: string, daemonId: string) {
+function startDaemon(url: string, daemonId: string, args: string[] = []) {
   const tokenFile = join(tempDir(), "token");
   Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-  return daemonProcess(url, daemonId, tokenFile);
+  return daemonProcess(url, daemonId, tokenFile, { args });
 }
 
 Deno.test("the daemon keeps its own warm agent: the next message of the conversation is only a prompt there, with that run's assets", async () => {
@@ -133,12 +133,14 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
       "0",
       "--daemon-token",
       DAEMON_TOKEN,
+      // fs-write is the operator's to allow, on the hub and on the daemon.
+      ...["--fs-write", "true"],
     ],
   });
   const hub = await serve.waitForLog((entry) =>
     entry.msg === "daemon hub listening"
   );
-  const daemon = startDaemon(String(hub.url), "keys");
+  const daemon = startDaemon(String(hub.url), "keys", ["--fs-write", "true"]);
   try {
     await daemon.connected;
     const record = join(tempDir(), "record.jsonl");
@@ -149,6 +151,7 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
       workspace: tempDir(),
       "env-json": { PROVIDER_API_KEY: "key-1" },
       "langbot-assets-enabled": false,
+      "fs-write": false,
       "acp-command": fixtureCommand("--record", record),
     };
     let conversation = "keys-chat";
