@@ -17,7 +17,7 @@ import {
   tempDir,
 } from "../helpers.ts";
 import { daemonProcess } from "../daemon_test_helpers.ts";
-import { apiFetch, startServe } from "../serve_test_helpers.ts";
+import { startServe } from "../serve_test_helpers.ts";
 import {
   answers,
   listAgents,
@@ -101,7 +101,7 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
     assert.ok(calls[1].includes("second message"), calls[1]);
 
     const conversation =
-      await (await apiFetch(`${serve.url}/v1/conversations/desk-chat`)).json();
+      await (await fetch(`${serve.url}/v1/conversations/desk-chat`)).json();
     assert.equal(conversation.sessions[0].session_id, sessionId);
     // The pool is the daemon's own; the hub keeps none for daemon runs.
     assert.deepEqual(await listAgents(serve), []);
@@ -124,10 +124,6 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
       "--allow-custom-commands",
       "--allow-env-names",
       "PROVIDER_API_KEY",
-      // fs-write is a switch a caller may only turn off: the operator's true
-      // lets the test turn it off as a change of target.
-      "--fs-write",
-      "true",
       "--daemon-enabled",
       "--daemon-port",
       "0",
@@ -180,7 +176,7 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
         config = { ...config, workspace: tempDir() };
       }],
       ["fs-write", () => {
-        config = { ...config, "fs-write": false };
+        config = { ...config, "fs-write": true };
       }],
       ["langbot-assets-enabled", () => {
         config = { ...config, "langbot-assets-enabled": true };
