@@ -17,7 +17,7 @@ import {
   tempDir,
 } from "../helpers.ts";
 import { daemonProcess } from "../daemon_test_helpers.ts";
-import { startServe } from "../serve_test_helpers.ts";
+import { apiFetch, startServe } from "../serve_test_helpers.ts";
 import {
   answers,
   listAgents,
@@ -101,7 +101,7 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
     assert.ok(calls[1].includes("second message"), calls[1]);
 
     const conversation =
-      await (await fetch(`${serve.url}/v1/conversations/desk-chat`)).json();
+      await (await apiFetch(`${serve.url}/v1/conversations/desk-chat`)).json();
     assert.equal(conversation.sessions[0].session_id, sessionId);
     // The pool is the daemon's own; the hub keeps none for daemon runs.
     assert.deepEqual(await listAgents(serve), []);
