@@ -9,6 +9,10 @@ import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
 import { processGroupMembers } from "./process_table.ts";
 import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
+import {
+  type PendingNetwork,
+  prepareSandboxNetwork,
+} from "./sandbox_network.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
 import { settleWithin } from "../timing.ts";
@@ -31,6 +35,12 @@ export interface SpawnAgentOptions {
   onStderr?: (text: string) => void;
   /** The agent is confined (`argv` starts bwrap): refused with `sandbox.unavailable` when this machine cannot. */
   sandbox?: SandboxPlan;
+  /**
+   * With a confined `full` network: the agent waits for
+   * {@linkcode AgentProcess.openNetwork} (with the ports of its assets
+   * endpoint) instead of getting a network without forwarded ports at once.
+   */
+  deferNetwork?: boolean;
 }
 
 /** Options for {@linkcode AgentProcess.terminate}. */
@@ -55,6 +65,13 @@ export interface AgentProcess {
   readonly stderrEnded: Promise<void>;
   /** Closes stdin, SIGTERMs the group, SIGKILLs it after the grace period, and waits until no member is left. */
   terminate(options?: TerminateOptions): Promise<void>;
+  /**
+   * A confined agent with a `full` network: gives it its network, forwarding
+   * the host's loopback `ports` only (once; later calls return the first),
+   * and lets it start. Rejects with `sandbox.unavailable`; the agent then
+   * never starts.
+   */
+  openNetwork?(ports: readonly number[]): Promise<void>;
 }
 
 const DEFAULT_STDERR_TAIL = 64 * 1024;
@@ -70,28 +87,25 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   }
   // Never unconfined: without a working bubblewrap the agent does not start.
   if (options.sandbox) requireSandbox();
+  const network = options.sandbox?.network === "full"
+    ? prepareSandboxNetwork({ argv: options.argv, registry: options.registry })
+    : undefined;
   let child: Deno.ChildProcess;
   try {
-    child = new Deno.Command(program, {
-      args,
-      cwd: options.cwd,
-      env: options.env,
-      clearEnv: true,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-      detached: true,
-    }).spawn();
+    child = spawnDetached(network?.argv ?? [program, ...args], options);
   } catch (error) {
+    void network?.close();
     throw spawnFailure(program, error);
   }
   const pid = child.pid;
+  network?.attach(pid, child.status);
   let registration: ReturnType<ReaperRegistry["register"]> | undefined;
   try {
     registration = options.registry?.register(pid);
   } catch (error) {
     // Without a record the reaper could never find this group: do not keep it.
     signalGroup(pid, "SIGKILL");
+    void network?.close();
     throw new RunnerError(
       "runner.internal",
       `Could not record the agent's process group in the data directory (${
@@ -105,6 +119,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const exited = child.status;
   let leaderGone = false;
   exited.then(() => leaderGone = true, () => leaderGone = true);
+  const networkClosed = network &&
+    startNetwork(network, { exited, deferred: options.deferNetwork });
   let terminating: Promise<void> | undefined;
   const secrets = options.secrets ?? [];
 
@@ -120,6 +136,7 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
       await child.stdout.cancel().catch(() => {});
       // A process that left the group (setsid) may hold stderr open for good.
       await settleWithin(stderrDrained, STDERR_DRAIN_MS);
+      await networkClosed;
       registration?.release();
     })();
     return await terminating;
@@ -133,7 +150,36 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     stderrTail: () => redactSecrets(stripAnsi(tail.text()), secrets),
     stderrEnded: stderrDrained,
     terminate,
+    openNetwork: network && ((ports) => network.open(ports)),
   };
+}
+
+/** Starts `argv` in a session and process group of its own, with piped stdio. */
+function spawnDetached(
+  argv: string[],
+  options: Pick<SpawnAgentOptions, "cwd" | "env">,
+): Deno.ChildProcess {
+  const [program, ...args] = argv;
+  return new Deno.Command(program, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+}
+
+/** Opens the network now unless deferred; stops pasta once the agent is gone. */
+function startNetwork(
+  network: PendingNetwork,
+  options: { exited: Promise<unknown>; deferred?: boolean },
+): Promise<void> {
+  if (!options.deferred) network.open([]).catch(() => {});
+  // pasta outlives the namespace it serves unless stopped.
+  return options.exited.then(() => network.close(), () => network.close());
 }
 
 /** CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes. */

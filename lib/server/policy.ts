@@ -8,6 +8,7 @@
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { CUSTOM_PROVIDER } from "../agent/providers.ts";
+import { widerNetwork } from "../agent/sandbox_network.ts";
 import { parseRunDefaults, type ServeConfig } from "./config/serve_config.ts";
 import { checkPermissionFloor } from "./permission_floor.ts";
 
@@ -186,8 +187,8 @@ function checkTerminalFloor(
 
 /**
  * A caller may confine its run more than the operator does, never less:
- * `sandbox=off` under an operator's `confined`, or `sandbox-network=full`
- * under its `none`, is refused.
+ * `sandbox=off` under an operator's `confined`, or a `sandbox-network` wider
+ * than the operator's (`none` < `full` < `host`), is refused.
  */
 function checkSandboxFloor(
   serve: Pick<ServeConfig, "runDefaults">,
@@ -197,15 +198,13 @@ function checkSandboxFloor(
   if (operator.sandbox !== "confined") return;
   const key = resolved.sandbox !== "confined"
     ? "sandbox"
-    : operator.sandboxNetwork === "none" && resolved.sandboxNetwork !== "none"
+    : widerNetwork(resolved.sandboxNetwork, operator.sandboxNetwork)
     ? "sandbox-network"
     : undefined;
   if (!key) return;
   throw new RunnerError(
     "http.forbidden",
-    `${key}: the operator confines every run (sandbox=confined${
-      operator.sandboxNetwork === "none" ? ", sandbox-network=none" : ""
-    }); a request may confine its run more, never less.`,
+    `${key}: the operator confines every run (sandbox=confined, sandbox-network=${operator.sandboxNetwork}); a request may confine its run more, never less.`,
     { detail: { key } },
   );
 }
