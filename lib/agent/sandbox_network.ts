@@ -316,6 +316,8 @@ function startPasta(
     : [tools.pasta, ...pastaArgs];
   const child = new Deno.Command(program, {
     args,
+    // pasta needs nothing of the runner's environment (its secrets least).
+    clearEnv: true,
     stdin: "null",
     stdout: "null",
     stderr: "piped",
