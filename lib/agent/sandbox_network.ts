@@ -189,7 +189,9 @@ export function prepareSandboxNetwork(
         Promise.race([exited, closeAsked.promise]),
       );
       try {
-        const started = startPasta({ tools, pid, ports, ready });
+        // The FIFOs' directory is the runner's own: its owner says who runs.
+        const root = Deno.statSync(dir).uid === 0;
+        const started = startPasta({ tools, pid, ports, ready, root });
         pasta = started;
         try {
           registration = options.registry?.register(started.pid);
@@ -234,8 +236,7 @@ function waitingArgv(
   return [
     tools.unshare,
     "--user",
-    `--map-user=${Deno.uid() ?? 0}`,
-    `--map-group=${Deno.gid() ?? 0}`,
+    "--map-current-user",
     "--net",
     "--",
     tools.sh,
@@ -283,14 +284,16 @@ function startPasta(
     pid: number;
     ports: readonly number[];
     ready: string;
+    /** The runner runs as root. */
+    root: boolean;
   },
 ): { pid: number; status: Promise<Deno.CommandStatus> } {
-  const { tools, pid, ports, ready } = options;
+  const { tools, pid, ports, ready, root } = options;
   const forwarded = ports.length ? [...new Set(ports)].join(",") : "none";
   const pastaArgs = [
     // pasta (up to 2023) refuses to attach as root unless it stays root; it
     // still drops its capabilities and sandboxes itself.
-    ...(Deno.uid() === 0 ? ["--runas", "0"] : []),
+    ...(root ? ["--runas", "0"] : []),
     "--config-net",
     "--foreground",
     "--quiet",

@@ -1,0 +1,192 @@
+/**
+ * Attacks on a confined agent's network (`docs/sandbox.md`, "Network"): with
+ * the default `sandbox-network=full` the attacker fixture
+ * (`tests/fixtures/attack_network.ts`) dials the host's loopback services,
+ * the host's other addresses and the runner's own API, and reaches none of
+ * them, while its run's assets endpoint still answers. `host` (the operator's
+ * explicit choice) shows what the same attacker reaches without the guard.
+ */
+
+import assert from "node:assert/strict";
+import { ROOT, tempDir } from "../helpers.ts";
+import { sampleSpec } from "../assets_test_helpers.ts";
+import type { RunAssetsRequest } from "../../lib/assets/request.ts";
+import { EventLog, harness } from "../engine_helpers.ts";
+import { networkAttackFlag } from "../fixtures/attack_network.ts";
+import {
+  DENO_DIR,
+  sandboxConfig,
+  sandboxKeys,
+  sandboxWorld,
+} from "../sandbox_helpers.ts";
+import {
+  deltaText,
+  postJson,
+  sseEvents,
+  startServe,
+} from "../serve_test_helpers.ts";
+
+/** A listener that counts the connections it accepted (what an attacker reached). */
+function countingListener(hostname: string): {
+  port: number;
+  accepted(): number;
+  close(): void;
+} {
+  const listener = Deno.listen({ hostname, port: 0 });
+  let accepted = 0;
+  (async () => {
+    for await (const conn of listener) {
+      accepted++;
+      conn.close();
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    accepted: () => accepted,
+    close: () => listener.close(),
+  };
+}
+
+/** The host's first non-loopback IPv4 address (its own; nothing leaves the machine). */
+function hostAddress(): string | undefined {
+  return Deno.networkInterfaces().find((entry) =>
+    entry.family === "IPv4" && !entry.address.startsWith("127.")
+  )?.address;
+}
+
+/** The reply lines of the attacker, by their `attack-… target` head. */
+function attackLines(text: string): Record<string, string> {
+  const lines: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const match = /^(attack-[a-z]+ .+?): (.*)$/.exec(line);
+    if (match) lines[match[1]] = match[2];
+  }
+  return lines;
+}
+
+function sampleAssets(): RunAssetsRequest {
+  const spec = sampleSpec("ignored");
+  return {
+    grant: {
+      history: spec.grant.history,
+      knowledge_bases: spec.grant.knowledgeBases,
+      tools: spec.grant.tools,
+      skills: spec.grant.skills,
+    },
+    inline: (spec.source as { inline: unknown }).inline,
+  } as unknown as RunAssetsRequest;
+}
+
+/** Runs the attacker confined (network as `extra` says) and returns its reply. */
+async function attackFromSandbox(
+  targets: { host: string; port: number }[],
+  extra: Record<string, unknown> = {},
+): Promise<string> {
+  const world = sandboxWorld();
+  const h = harness({ environment: world.environment });
+  try {
+    const config = sandboxConfig(world, [
+      ...networkAttackFlag({ connect: targets }),
+      "--mcp-http",
+      "--mcp-call",
+    ], extra);
+    const { run } = await h.manager.start({
+      input: { text: "attack" },
+      config,
+      assets: sampleAssets(),
+    });
+    const log = new EventLog(run);
+    const done = await run.done;
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    return log.messages().at(-1)!;
+  } finally {
+    await h.close();
+  }
+}
+
+Deno.test("network attack: under the default sandbox-network a confined agent reaches neither the host's loopback nor the host's own address, and still reaches its assets endpoint", async () => {
+  const loopback = countingListener("127.0.0.1");
+  const anyAddress = countingListener("0.0.0.0");
+  const address = hostAddress();
+  try {
+    const targets = [
+      { host: "127.0.0.1", port: loopback.port },
+      { host: "127.0.0.1", port: anyAddress.port },
+      ...(address ? [{ host: address, port: anyAddress.port }] : []),
+    ];
+    const reply = await attackFromSandbox(targets);
+    assert.match(reply, /\nmcp: \d+ tools/, "the assets endpoint answered");
+    const lines = attackLines(reply);
+    for (const { host, port } of targets) {
+      assert.match(lines[`attack-connect ${host}:${port}`], /^error /);
+    }
+    assert.equal(loopback.accepted() + anyAddress.accepted(), 0);
+  } finally {
+    loopback.close();
+    anyAddress.close();
+  }
+});
+
+Deno.test("network attack: sandbox-network=host, the operator's explicit choice, is the host's network (the same attacker reaches loopback)", async () => {
+  const loopback = countingListener("127.0.0.1");
+  try {
+    const reply = await attackFromSandbox(
+      [{ host: "127.0.0.1", port: loopback.port }],
+      { "sandbox-network": "host" },
+    );
+    assert.equal(
+      attackLines(reply)[`attack-connect 127.0.0.1:${loopback.port}`],
+      "ok",
+    );
+    assert.equal(loopback.accepted(), 1);
+  } finally {
+    loopback.close();
+  }
+});
+
+Deno.test("network attack: through runner serve, a confined agent cannot call the runner's own API (start a run, list runs)", async () => {
+  const world = sandboxWorld();
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      ...["--sandbox", "confined"],
+      ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+    ],
+    env: world.environment,
+  });
+  try {
+    const api = `${serve.url}/v1/runs`;
+    const attack = {
+      connect: [{ host: "127.0.0.1", port: Number(new URL(serve.url).port) }],
+      http: [
+        { url: api, method: "GET" },
+        {
+          url: api,
+          method: "POST",
+          body: { input: { text: "hi" }, config: { workspace: "/root" } },
+        },
+      ],
+    };
+    const keys = sandboxKeys(world, networkAttackFlag(attack));
+    const response = await postJson(api, {
+      input: { text: "attack" },
+      config: {
+        provider: keys.provider,
+        "acp-command": keys["acp-command"],
+        workspace: keys.workspace,
+      },
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    const lines = attackLines(deltaText(events));
+    assert.match(
+      lines[`attack-connect 127.0.0.1:${new URL(serve.url).port}`],
+      /^error /,
+    );
+    assert.match(lines[`attack-http GET ${api}`], /^error /);
+    assert.match(lines[`attack-http POST ${api}`], /^error /);
+  } finally {
+    await serve.stop();
+  }
+});
