@@ -144,7 +144,7 @@ Deno.test("network attack: sandbox-network=host, the operator's explicit choice,
   }
 });
 
-Deno.test("network attack: through runner serve, a confined agent cannot call the runner's own API (start a run, list runs)", async () => {
+Deno.test("network attack: through runner serve, a confined agent cannot call the runner's own API (start a run, list runs), and a caller cannot ask for the host's network", async () => {
   const world = sandboxWorld();
   const serve = await startServe({
     dataDir: tempDir(),
@@ -186,6 +186,21 @@ Deno.test("network attack: through runner serve, a confined agent cannot call th
     );
     assert.match(lines[`attack-http GET ${api}`], /^error /);
     assert.match(lines[`attack-http POST ${api}`], /^error /);
+    // A caller cannot widen the operator's network to the host's.
+    const refused = await postJson(api, {
+      input: { text: "hi" },
+      config: {
+        provider: keys.provider,
+        "acp-command": keys["acp-command"],
+        workspace: keys.workspace,
+        "sandbox-network": "host",
+      },
+    });
+    assert.equal(refused.status, 403);
+    assert.match(
+      (await refused.json()).error.message,
+      /^sandbox-network: the operator confines every run/,
+    );
   } finally {
     await serve.stop();
   }
