@@ -200,6 +200,9 @@ export function prepareSandboxNetwork(
         await gate.write(new TextEncoder().encode("\n"));
       } finally {
         gate.close();
+        // Both FIFOs are spent: nothing is left behind, even if the runner
+        // is killed later.
+        await Deno.remove(dir, { recursive: true }).catch(() => {});
       }
     })();
     return opening;
