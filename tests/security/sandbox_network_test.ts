@@ -4,7 +4,8 @@
  * (`tests/fixtures/attack_network.ts`) dials the host's loopback services,
  * the host's other addresses and the runner's own API, and reaches none of
  * them, while its run's assets endpoint still answers. `host` (the operator's
- * explicit choice) shows what the same attacker reaches without the guard.
+ * explicit choice) shows what the same attacker reaches without the guard. A
+ * caller (over HTTP) or a hub (to a daemon) cannot widen the network.
  */
 
 import assert from "node:assert/strict";
@@ -13,6 +14,8 @@ import { sampleSpec } from "../assets_test_helpers.ts";
 import type { RunAssetsRequest } from "../../lib/assets/request.ts";
 import { EventLog, harness } from "../engine_helpers.ts";
 import { networkAttackFlag } from "../fixtures/attack_network.ts";
+import { mapRunStart } from "../../lib/relay/payload.ts";
+import type { SandboxNetwork } from "../../lib/agent/sandbox_network.ts";
 import {
   DENO_DIR,
   sandboxConfig,
@@ -204,4 +207,32 @@ Deno.test("network attack: through runner serve, a confined agent cannot call th
   } finally {
     await serve.stop();
   }
+});
+
+Deno.test("network attack: a hub's run.start cannot widen a daemon's network (host under full becomes full; none holds), and a narrower one is kept", () => {
+  const mapped = (asked: string | undefined, own: SandboxNetwork) =>
+    mapRunStart({
+      prompt_text: "hi",
+      config: {
+        provider: "codex",
+        cwd: "/srv/w",
+        sandbox: "confined",
+        ...(asked ? { sandbox_network: asked } : {}),
+        langbot_assets_enabled: false,
+      },
+    }, {
+      jobId: "j",
+      fallbackCwd: "/srv",
+      sandbox: {
+        sandbox: "confined",
+        sandboxNetwork: own,
+        sandboxReadPaths: [],
+        sandboxWritePaths: [],
+      },
+    }).config.sandboxNetwork;
+  assert.equal(mapped("host", "full"), "full");
+  assert.equal(mapped(undefined, "none"), "none");
+  assert.equal(mapped("full", "none"), "none");
+  assert.equal(mapped("none", "full"), "none");
+  assert.equal(mapped("host", "host"), "host");
 });
