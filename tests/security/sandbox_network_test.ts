@@ -236,3 +236,103 @@ Deno.test("network attack: a hub's run.start cannot widen a daemon's network (ho
   assert.equal(mapped("none", "full"), "none");
   assert.equal(mapped("host", "host"), "host");
 });
+
+/**
+ * A "remote" server in a network namespace this test makes (a veth pair to
+ * the host, addresses in 10.213.0.0/16), so the agent's way out can be shown
+ * without contacting any real outside address. Root only.
+ */
+async function remoteServer(): Promise<
+  { address: string; port: number; close(): Promise<void> }
+> {
+  // The holder says "ready" from inside its new namespace.
+  const holder = new Deno.Command("unshare", {
+    args: ["--net", "--", "sh", "-c", "echo ready; exec sleep infinity"],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const holderOut = holder.stdout.pipeThrough(new TextDecoderStream())
+    .getReader();
+  await holderOut.read();
+  const pid = holder.pid;
+  const octet = 1 + (pid % 250);
+  const [hostSide, inside] = [`rnh${pid}`, `rni${pid}`];
+  const host = `10.213.${octet}.1`;
+  const address = `10.213.${octet}.2`;
+  const run = async (args: string[]) => {
+    const out = await new Deno.Command(args[0], { args: args.slice(1) })
+      .output();
+    if (!out.success) {
+      throw new Error(
+        `${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`,
+      );
+    }
+  };
+  const inNs = (
+    args: string[],
+  ) => ["nsenter", "-t", String(pid), "-n", ...args];
+  await run([
+    "ip",
+    "link",
+    "add",
+    hostSide,
+    "type",
+    "veth",
+    "peer",
+    "name",
+    inside,
+    "netns",
+    String(pid),
+  ]);
+  await run(["ip", "addr", "add", `${host}/30`, "dev", hostSide]);
+  await run(["ip", "link", "set", hostSide, "up"]);
+  await run(inNs(["ip", "addr", "add", `${address}/30`, "dev", inside]));
+  await run(inNs(["ip", "link", "set", inside, "up"]));
+  await run(inNs(["ip", "link", "set", "lo", "up"]));
+  const server = new Deno.Command("nsenter", {
+    args: inNs([
+      "python3",
+      "-c",
+      "import socket,sys\ns=socket.socket()\ns.bind(('0.0.0.0',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\nwhile True:\n  c,_=s.accept(); c.close()",
+    ]).slice(1),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const first = await reader.read();
+  const port = Number(first.value?.trim());
+  return {
+    address,
+    port,
+    async close() {
+      server.kill("SIGKILL");
+      await server.status;
+      await reader.cancel().catch(() => {});
+      await run(["ip", "link", "del", hostSide]).catch(() => {});
+      holder.kill("SIGKILL");
+      await holder.status;
+      await holderOut.cancel().catch(() => {});
+    },
+  };
+}
+
+Deno.test({
+  name:
+    "network: under the default sandbox-network a confined agent reaches a server that is not on the host (a namespace the test made, standing in for its model API)",
+  ignore: Deno.build.os !== "linux" || Deno.uid() !== 0,
+  async fn() {
+    const remote = await remoteServer();
+    try {
+      const target = { host: remote.address, port: remote.port };
+      const reply = await attackFromSandbox([target]);
+      assert.equal(
+        attackLines(reply)[`attack-connect ${remote.address}:${remote.port}`],
+        "ok",
+      );
+    } finally {
+      await remote.close();
+    }
+  },
+});
