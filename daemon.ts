@@ -72,7 +72,9 @@ Options:
   --sandbox MODE         off (default: as run.start asks) or confined: every
                          job's agent runs under bubblewrap, whatever the hub
                          asks (docs/sandbox.md)
-  --sandbox-network MODE with confined: full (default) or none
+  --sandbox-network MODE with confined: full (default: the internet, not the
+                         host's loopback), none, or host (the host's network,
+                         its loopback services included)
   --sandbox-read-paths LIST, --sandbox-write-paths LIST
                          more paths confined agents may read / write (the
                          hub cannot name any)

@@ -11,12 +11,12 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { findOnPath } from "./find_executable.ts";
 import { hardeningArgs } from "./sandbox_hardening.ts";
+import { networkBwrapArgs, type SandboxNetwork } from "./sandbox_network.ts";
+
+export type { SandboxNetwork } from "./sandbox_network.ts";
 
 /** `sandbox`: `off` runs the agent as before; `confined` runs it under bubblewrap. */
 export type SandboxMode = "off" | "confined";
-
-/** `sandbox-network`: `full` shares the host's network; `none` gives the agent none at all. */
-export type SandboxNetwork = "full" | "none";
 
 /** How one agent is confined (absent on an unconfined launch). */
 export interface SandboxPlan {
@@ -282,6 +282,7 @@ export function sandboxArgs(plan: SandboxPlan, cwd: string): string[] {
   for (const file of [...MASKED_FILES.filter(exists), ...hostKeys()]) {
     args.push("--ro-bind", "/dev/null", file);
   }
+  args.push(...networkBwrapArgs(plan.network));
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   if (plan.home && !SYSTEM_DIRS.some((dir) => within(plan.home!, dir))) {
     args.push("--tmpfs", plan.home);

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { widerNetwork } from "../agent/sandbox_network.ts";
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RunConfig } from "../config.ts";
@@ -214,7 +215,8 @@ export const CALLER_KEY_FLOORS: readonly CallerKeyFloor[] = [
   {
     key: "sandbox-network",
     rule: "only narrower",
-    why: "`full` under the operator's `confined` with `none` is refused",
+    why:
+      "a network wider than the operator's (`none` < `full` < `host`) is refused under its `confined`",
   },
   {
     key: "ssh-target",
@@ -430,22 +432,20 @@ function checkNarrower(operator: RunConfig, resolved: RunConfig): void {
 
 /**
  * A caller may confine its run more than the operator does, never less:
- * `sandbox=off` under an operator's `confined`, or `sandbox-network=full`
- * under its `none`.
+ * `sandbox=off` under an operator's `confined`, or a `sandbox-network` wider
+ * than its own (`none` < `full` < `host`).
  */
 function checkSandbox(operator: RunConfig, resolved: RunConfig): void {
   if (operator.sandbox !== "confined") return;
   const key = resolved.sandbox !== "confined"
     ? "sandbox"
-    : operator.sandboxNetwork === "none" && resolved.sandboxNetwork !== "none"
+    : widerNetwork(resolved.sandboxNetwork, operator.sandboxNetwork)
     ? "sandbox-network"
     : undefined;
   if (!key) return;
   throw refused(
     key,
-    `the operator confines every run (sandbox=confined${
-      operator.sandboxNetwork === "none" ? ", sandbox-network=none" : ""
-    }); a request may confine its run more, never less.`,
+    `the operator confines every run (sandbox=confined, sandbox-network=${operator.sandboxNetwork}); a request may confine its run more, never less.`,
   );
 }
 

@@ -31,6 +31,12 @@ export interface AgentTransport {
   stderrTail(): string;
   /** Stops the agent and waits until its process group is gone. */
   teardown(): Promise<void>;
+  /**
+   * A confined agent with a private network (`sandbox-network=full`): gives
+   * it its network, letting through the host's loopback `ports` only, and
+   * lets it start (`docs/sandbox.md`).
+   */
+  openNetwork?(ports: readonly number[]): Promise<void>;
   /** MCP servers the location contributes (e.g. the daemon's proxy). */
   mcpServers?: McpServer[];
   /** More servers, chosen by the agent's `mcpCapabilities` (may throw `config.invalid`). */
