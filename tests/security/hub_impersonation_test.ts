@@ -425,3 +425,24 @@ Deno.test("a hub made without a token does not start unless the operator's opt-o
     await open.close();
   }
 });
+
+Deno.test("a fleet replica's hub makes no token of its own: without a shared daemon token it refuses to start", async () => {
+  const dataDir = tempDir();
+  const refused = await spawnServe({
+    dataDir,
+    args: [
+      ...["--store", "postgres://runner@127.0.0.1:1/none"],
+      ...["--api-token", "fleet-api-token-Wn5Rx8Qm2Lk7Vz3Tp9Hc4"],
+      ...["--cluster-token", "fleet-cluster-token-Jd6Yb1Ns8Gf3Xq5Mw2"],
+      ...["--advertise-url", "http://127.0.0.1:1"],
+      ...["--daemon-enabled", "--daemon-port", "0"],
+    ],
+  }).output();
+  const stderr = new TextDecoder().decode(refused.stderr);
+  assert.equal(refused.code, 2, stderr);
+  assert.match(stderr, /config\.invalid.*same --daemon-token/);
+  await assert.rejects(
+    Deno.stat(join(dataDir, "daemon-token")),
+    Deno.errors.NotFound,
+  );
+});
