@@ -514,8 +514,11 @@ export async function daemonCommand(args: string[]): Promise<number> {
       daemonId: settings.daemonId,
       token: settings.keptTokenDir === undefined
         ? settings.token
-        : async () =>
-          token = await readKeptDaemonToken(settings.keptTokenDir!) ?? "",
+        : async () => {
+          // Read again each time: the serve may make it after we started.
+          token = await readKeptDaemonToken(settings.keptTokenDir!) ?? "";
+          return token;
+        },
       version: RUNNER_VERSION,
       runJob: jobs.runner.runJob,
       reconnectDelayMs: settings.reconnectDelayMs,

@@ -446,3 +446,41 @@ Deno.test("a fleet replica's hub makes no token of its own: without a shared dae
     Deno.errors.NotFound,
   );
 });
+
+Deno.test("a runner daemon started before the serve's first start gets in once the serve has made its token", async () => {
+  const dataDir = tempDir();
+  const free = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (free.addr as Deno.NetAddr).port;
+  free.close();
+  const daemon = spawnCli([
+    "daemon",
+    ...["--url", `ws://127.0.0.1:${port}`, "--daemon-id", "early"],
+    ...["--data-dir", dataDir, "--reconnect-delay", "0.2"],
+  ]);
+  let text = "";
+  const lines = daemon.stderr.pipeThrough(new TextDecoderStream())[
+    Symbol.asyncIterator
+  ]();
+  const readUntilLog = async (pattern: RegExp) => {
+    while (!pattern.test(text)) {
+      const { value, done } = await lines.next();
+      if (done) throw new Error(`runner daemon exited:\n${text}`);
+      text += value;
+    }
+  };
+  let serve: ServeProcess | undefined;
+  try {
+    await readUntilLog(/none kept in .*daemon-token yet/);
+    serve = (await serveWithHub(dataDir, ["--daemon-port", String(port)]))
+      .serve;
+    await readUntilLog(/connected to the hub as early|invalid token/);
+    assert.doesNotMatch(text, /invalid token/);
+    assert.ok(!text.includes(await keptDaemonToken(dataDir)));
+  } finally {
+    daemon.kill("SIGTERM");
+    await daemon.status;
+    await lines.return?.();
+    await daemon.stdout.cancel();
+    await serve?.stop();
+  }
+});
