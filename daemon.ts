@@ -39,7 +39,11 @@ import {
   RECONNECT_DELAY_MS,
 } from "./lib/relay.ts";
 import { defaultDataDir } from "./lib/store/data_dir.ts";
-import { tokenProblem } from "./lib/hub/token_rules.ts";
+import { isLoopbackHost, tokenProblem } from "./lib/hub/token_rules.ts";
+import {
+  daemonTokenPath,
+  readKeptDaemonToken,
+} from "./lib/cli/serve/daemon_token.ts";
 import { checkWarmPoolOptions, createWarmPool } from "./lib/run/warm/pool.ts";
 import { preloadAcpClient } from "./lib/run/startup.ts";
 import { RUNNER_VERSION } from "./lib/version.ts";
@@ -56,9 +60,12 @@ Options:
   --token-file FILE      read the hub's shared token from FILE
   --token TOKEN          the token itself (visible to other local users in
                          the process list; prefer --token-file)
-                         (default: $RUNNER_DAEMON_TOKEN)
-  --data-dir DIR         agent records for crash cleanup (default: the user
-                         data dir, $RUNNER_DATA_DIR)
+                         (default: $RUNNER_DAEMON_TOKEN; else, when --url is
+                         on loopback, the token runner serve keeps in
+                         DATA_DIR/daemon-token, read before each connection)
+  --data-dir DIR         agent records for crash cleanup, and where a runner
+                         serve on this machine keeps its daemon token
+                         (default: the user data dir, $RUNNER_DATA_DIR)
   --reconnect-delay S    first reconnect delay in seconds (default 5;
                          doubles per failed attempt up to 60)
   --ping-interval S      seconds between keep-alive pings (default 20)
@@ -105,8 +112,14 @@ failure, 2 bad options.
 interface DaemonSettings {
   url: string;
   daemonId: string;
+  /** The token given (flag, file, environment), or the kept one read at start. */
   token: string;
   tokenFromFlag: boolean;
+  /**
+   * Where the token runner serve keeps is read from, before each connection,
+   * when no token was given and the hub is on loopback.
+   */
+  keptTokenDir?: string;
   dataDir: string;
   reconnectDelayMs: number;
   pingIntervalMs: number;
@@ -171,15 +184,23 @@ async function settingsFrom(
       );
     }
   }
-  token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") ?? "";
+  token ??= Deno.env.get("RUNNER_DAEMON_TOKEN") || undefined;
   const warm = warmPoolSettings(values);
   const dataDir = typeof values["data-dir"] === "string"
     ? values["data-dir"]
     : defaultDataDir();
+  // A runner serve on this machine keeps its hub's token in the data dir.
+  const keptTokenDir = token === undefined && isLoopbackHost(parsed.hostname)
+    ? dataDir
+    : undefined;
+  if (keptTokenDir !== undefined) {
+    token = await readKeptDaemonToken(keptTokenDir);
+  }
   return {
     url,
     daemonId,
-    token,
+    token: token ?? "",
+    keptTokenDir,
     ...warm,
     ...logSettings(values),
     sandbox: sandboxSettings(values),
@@ -295,6 +316,15 @@ function secondsFlag(
 }
 
 function warnAboutToken(settings: DaemonSettings, log: Logger): void {
+  if (!settings.token && settings.keptTokenDir !== undefined) {
+    log({
+      level: "warn",
+      msg: `no daemon token given, and none kept in ${
+        daemonTokenPath(settings.keptTokenDir)
+      } yet: runner serve --daemon-enabled makes it on its first start with that data dir (this daemon looks again before each connection). Else pass --data-dir of the serve, --token-file FILE or RUNNER_DAEMON_TOKEN`,
+    });
+    return;
+  }
   if (!settings.token) {
     log({
       level: "warn",
@@ -457,8 +487,9 @@ export async function daemonCommand(args: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(error);
   }
+  let token = settings.token;
   const log = createLogger({
-    secrets: () => [settings.token],
+    secrets: () => [token],
     level: settings.logLevel,
     format: settings.logFormat,
   });
@@ -470,6 +501,11 @@ export async function daemonCommand(args: string[]): Promise<number> {
     daemon_id: settings.daemonId,
     url: settings.url,
     data_dir: settings.dataDir,
+    token: settings.keptTokenDir === undefined
+      ? (settings.token ? "given" : "none")
+      : `the one runner serve keeps in ${
+        daemonTokenPath(settings.keptTokenDir)
+      }`,
     sandbox: settings.sandbox.sandbox === "confined"
       ? `confined, network ${settings.sandbox.sandboxNetwork}`
       : "as run.start asks",
@@ -484,7 +520,13 @@ export async function daemonCommand(args: string[]): Promise<number> {
     await runDaemonClient({
       url: settings.url,
       daemonId: settings.daemonId,
-      token: settings.token,
+      token: settings.keptTokenDir === undefined
+        ? settings.token
+        : async () => {
+          // Read again each time: the serve may make it after we started.
+          token = await readKeptDaemonToken(settings.keptTokenDir!) ?? "";
+          return token;
+        },
       version: RUNNER_VERSION,
       runJob: jobs.runner.runJob,
       reconnectDelayMs: settings.reconnectDelayMs,

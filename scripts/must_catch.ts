@@ -837,6 +837,30 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/security/restored_mode_test.ts",
     filter: "no longer lets callers choose",
   },
+  {
+    name: "the daemon hub takes a hello without checking its token",
+    file: "lib/hub/relay_hub.ts",
+    find: "      hasToken: shared !== undefined || this.#tokens.size > 0,",
+    replace: "      hasToken: false,",
+    test: "tests/security/hub_impersonation_test.ts",
+    filter: "a local process that says hello on the default loopback hub",
+  },
+  {
+    name: "runner serve keeps a daemon token but opens its loopback hub",
+    file: "lib/cli/serve/daemon_token.ts",
+    find: '    daemon: { ...daemon, token, tokenSource: "data-dir" },',
+    replace: "    daemon: { ...daemon, loopbackWithoutToken: true },",
+    test: "tests/security/hub_impersonation_test.ts",
+    filter: "an unconfined agent of another run that dials the hub",
+  },
+  {
+    name: "runner daemon sends the kept token off loopback",
+    file: "daemon.ts",
+    find: "token === undefined && isLoopbackHost(parsed.hostname)",
+    replace: "token === undefined",
+    test: "tests/security/hub_impersonation_test.ts",
+    filter: "sends the kept token only to a hub on loopback",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

@@ -14,16 +14,36 @@ import { startRelayTap } from "./relay_tap.ts";
 export const DAEMON_TOKEN = "serve-daemon-test-Zp4Qr8Wm2Kx6Ty1Bn5Vc9Hd3";
 
 /**
+ * The daemon token a `runner serve --daemon-enabled` given none keeps in its
+ * data dir, as `runner token --show --daemon` prints it.
+ */
+export async function keptDaemonToken(dataDir: string): Promise<string> {
+  return (await Deno.readTextFile(join(dataDir, "daemon-token")))
+    .replace(/\n$/, "");
+}
+
+/** Options of {@linkcode daemonProcess}. */
+export interface DaemonProcessOptions {
+  /** More `runner daemon` arguments. */
+  args?: string[];
+  /** More environment. */
+  env?: Record<string, string>;
+  /** `--data-dir` (default: a fresh one); a serve's finds its kept token. */
+  dataDir?: string;
+}
+
+/**
  * Starts `runner daemon` dialling `url` through a tap that checks every frame
  * against the relay contract (`relay_tap.ts`); `connected` resolves once the
  * hub accepted it, and `stop()` fails on the first frame that broke the
- * contract.
+ * contract. Without `tokenFile` the daemon finds its token itself (the one a
+ * serve on this machine keeps in `options.dataDir`).
  */
 export function daemonProcess(
   url: string,
   daemonId: string,
-  tokenFile: string,
-  options: { args?: string[]; env?: Record<string, string> } = {},
+  tokenFile: string | undefined,
+  options: DaemonProcessOptions = {},
 ) {
   const tap = startRelayTap(url);
   const child = spawnCli([
@@ -32,10 +52,9 @@ export function daemonProcess(
     tap.url,
     "--daemon-id",
     daemonId,
-    "--token-file",
-    tokenFile,
+    ...(tokenFile === undefined ? [] : ["--token-file", tokenFile]),
     "--data-dir",
-    tempDir(),
+    options.dataDir ?? tempDir(),
     ...(options.args ?? []),
   ], { env: options.env });
   let text = "";

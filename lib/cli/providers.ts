@@ -7,6 +7,7 @@
 
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { apiTokenPath, readApiTokenFile } from "./serve/api_token.ts";
+import { daemonTokenPath, readKeptDaemonToken } from "./serve/daemon_token.ts";
 import { randomToken } from "./random_token.ts";
 
 export { randomToken };
@@ -27,12 +28,16 @@ import {
 const PROVIDERS_HELP =
   "Usage: runner providers [--json]\n\nLists the built-in provider presets, the command each runs on this machine (its own executable when on PATH, else its pinned npx fallback), each pin's platforms and what else it needs, and known agents that are not presets.";
 
-const TOKEN_HELP = `Usage: runner token [--show [--data-dir DIR]]
+const TOKEN_HELP = `Usage: runner token [--show [--daemon] [--data-dir DIR]]
 
 Prints a fresh random token (for --daemon-token or --api-token).
 
   --show            print instead the API token runner serve made and keeps in
                     DIR/api-token (what a client sends as Authorization: Bearer)
+  --daemon          (implies --show) the daemon hub's token runner serve
+                    --daemon-enabled made and keeps in DIR/daemon-token (what a
+                    daemon sends in its hello; runner daemon on this machine
+                    reads it itself, daemon.py needs it configured)
   --data-dir DIR    the serve's data dir (default: $RUNNER_DATA_DIR, else the
                     user data dir)`;
 
@@ -64,6 +69,7 @@ export async function tokenCommand(args: string[]): Promise<number> {
       args,
       options: {
         show: { type: "boolean" },
+        daemon: { type: "boolean" },
         "data-dir": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -75,18 +81,25 @@ export async function tokenCommand(args: string[]): Promise<number> {
     console.log(TOKEN_HELP);
     return 0;
   }
-  if (!values.show) {
+  if (!values.show && !values.daemon) {
     console.log(randomToken());
     return 0;
   }
   try {
     const dataDir = values["data-dir"] ?? defaultDataDir();
-    const path = apiTokenPath(dataDir);
-    const token = await readApiTokenFile(path);
+    const token = values.daemon
+      ? await readKeptDaemonToken(dataDir)
+      : await readApiTokenFile(apiTokenPath(dataDir));
     if (token === undefined) {
       throw new RunnerError(
         "config.invalid",
-        `No API token is kept in ${path}: runner serve makes it on its first start without --api-token. Start it once, or name its --data-dir.`,
+        values.daemon
+          ? `No daemon token is kept in ${
+            daemonTokenPath(dataDir)
+          }: runner serve --daemon-enabled makes it on its first start without --daemon-token. Start it once, or name its --data-dir.`
+          : `No API token is kept in ${
+            apiTokenPath(dataDir)
+          }: runner serve makes it on its first start without --api-token. Start it once, or name its --data-dir.`,
       );
     }
     console.log(token);

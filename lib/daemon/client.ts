@@ -47,8 +47,11 @@ export interface DaemonClientOptions {
   url: string;
   /** This daemon's stable ID. */
   daemonId: string;
-  /** The hub's shared token. */
-  token: string;
+  /**
+   * The hub's token, or how to read it before each connection (the token a
+   * `runner serve` on this machine keeps, which it makes on its first start).
+   */
+  token: string | (() => Promise<string>);
   /** Extra hello metadata (after `pid`, `cwd`, `platform`, `version`). */
   metadata?: JsonObject;
   /** Our version, sent in the hello metadata when given. */
@@ -140,6 +143,9 @@ async function connectOnce(
   options: DaemonClientOptions,
   log: (entry: DaemonLogEntry) => void,
 ): Promise<Session> {
+  const token = typeof options.token === "string"
+    ? options.token
+    : await options.token();
   const ws = new WebSocket(options.url);
   const session: Session = {
     ws,
@@ -171,7 +177,7 @@ async function connectOnce(
   };
   options.signal.addEventListener("abort", stop, { once: true });
   ws.addEventListener("open", () => {
-    send(session, helloFrame(options));
+    send(session, helloFrame(options, token));
     keepAlive.expectAnswer();
   });
   ws.addEventListener("message", (event) => {
@@ -206,12 +212,12 @@ async function connectOnce(
 }
 
 /** The `daemon.hello` frame: our ID, protocol, token and metadata. */
-function helloFrame(options: DaemonClientOptions): DaemonFrame {
+function helloFrame(options: DaemonClientOptions, token: string): DaemonFrame {
   return {
     type: "daemon.hello",
     daemon_id: options.daemonId,
     protocol: RELAY_PROTOCOL,
-    token: options.token,
+    token,
     metadata: {
       pid: Deno.pid,
       cwd: Deno.cwd(),

@@ -9,6 +9,7 @@
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
+import { RunnerError } from "../errors.ts";
 import { FenceStore } from "./fences.ts";
 import { answerMcp, type McpHandler } from "./mcp.ts";
 import { sharedCapabilities } from "./capabilities.ts";
@@ -56,7 +57,10 @@ export {
 
 /** Options of {@linkcode createHub}. */
 export interface HubOptions {
-  /** Shared secret daemons must present; no check when empty or absent (and no `tokens`). */
+  /**
+   * Shared secret daemons must present. A hub needs it or `tokens`, unless
+   * `withoutToken` says it takes any daemon without a credential.
+   */
   token?: string;
   /**
    * Per-daemon tokens by daemon ID: a listed ID must present its own token
@@ -64,6 +68,12 @@ export interface HubOptions {
    * only listed IDs may connect.
    */
   tokens?: Record<string, string>;
+  /**
+   * With neither `token` nor `tokens`: accept every hello without a check
+   * (any process that reaches the hub may take any free daemon ID). Only an
+   * operator's explicit choice, `--daemon-loopback-without-token`.
+   */
+  withoutToken?: boolean;
   /** Jobs one daemon ID may run at once (default: the hub's whole capacity). */
   maxJobsPerDaemon?: number;
   /** Daemons kept at once, connected plus fenced (default {@linkcode MAX_DAEMONS}). */
@@ -121,6 +131,15 @@ export class RelayHub {
 
   /** Makes a hub; prefer {@linkcode createHub}. */
   constructor(options: HubOptions) {
+    if (
+      !options.token && !Object.keys(options.tokens ?? {}).length &&
+      !options.withoutToken
+    ) {
+      throw new RunnerError(
+        "config.invalid",
+        "A daemon hub needs a daemon token (or per-daemon tokens): without one any process that reaches it can connect as a daemon and take its jobs.",
+      );
+    }
     this.#token = options.token ? tokenDigest(options.token) : undefined;
     this.#tokens = new Map(
       Object.entries(options.tokens ?? {}).map((

@@ -24,7 +24,8 @@ import {
 import type { Logger } from "../log.ts";
 import type { Json } from "../relay.ts";
 import type { RelayedLocation } from "../run/location.ts";
-import { checkListenerToken } from "../hub/token_rules.ts";
+import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
+import { RunnerError } from "../errors.ts";
 import type { WebSocketListenerLimits } from "../hub/ws_listener.ts";
 
 export type { DaemonLocationOptions } from "./daemon_run.ts";
@@ -83,10 +84,16 @@ export interface HubListenerOptions {
   host?: string;
   /** Listen port (the plugin's default is 8766; 0 = any free port). */
   port: number;
-  /** The shared daemon token (required off loopback unless `tokens` are given; checked by the token rules). */
+  /** The shared daemon token (required unless `tokens` are given; checked by the token rules). */
   token?: string;
   /** Per-daemon tokens by daemon ID (each checked by the token rules). */
   tokens?: Record<string, string>;
+  /**
+   * On loopback, listen with no token at all: any local process may connect
+   * as any daemon ID (`--daemon-loopback-without-token`). Off loopback a
+   * token is required whatever this says.
+   */
+  loopbackWithoutToken?: boolean;
   /** Jobs one daemon ID may run at once. */
   maxJobsPerDaemon?: number;
   /** Daemons the hub keeps at once, connected plus fenced (default 128). */
@@ -124,7 +131,16 @@ export function hubStateDir(dataDir: string): string {
 export function startHubListener(options: HubListenerOptions): HubListener {
   const host = options.host ?? "127.0.0.1";
   const tokens = options.tokens ?? {};
-  if (options.token || !Object.keys(tokens).length) {
+  const tokenless = !options.token && !Object.keys(tokens).length;
+  if (tokenless && isLoopbackHost(host) && !options.loopbackWithoutToken) {
+    throw new RunnerError(
+      "config.invalid",
+      `The daemon hub on ${host} needs a daemon token on loopback too: any process on this machine could otherwise connect as a daemon and take its jobs. ` +
+        "Pass --daemon-token (runner serve keeps one in its data dir when none is given), or --daemon-loopback-without-token to accept that risk.",
+      { detail: { key: "--daemon-token" } },
+    );
+  }
+  if (options.token || tokenless) {
     checkListenerToken({
       token: options.token,
       host,
@@ -141,6 +157,7 @@ export function startHubListener(options: HubListenerOptions): HubListener {
   const hub = createHub({
     token: options.token,
     tokens,
+    withoutToken: tokenless,
     maxJobsPerDaemon: options.maxJobsPerDaemon,
     maxDaemons: options.maxDaemons,
     stateDir: hubStateDir(options.dataDir),

@@ -27,6 +27,7 @@ import {
   writeAll,
 } from "../raw_tcp_helpers.ts";
 import { apiFetch, spawnServe, startServe } from "../serve_test_helpers.ts";
+import { keptDaemonToken } from "../daemon_test_helpers.ts";
 
 const TOKEN = "hub-hostile-token-Xq3Vw8Lm2Rt6Yp1Zk9";
 const LAPTOP_TOKEN = "laptop-own-token-Hn4Bc7Jd2Gs5Wf8Qe1";
@@ -298,13 +299,19 @@ Deno.test("one daemon ID runs at most --daemon-max-jobs-per-id jobs at once", as
 });
 
 Deno.test("a connected daemon that never answers cannot hold a run past its timeout", async () => {
+  const dataDir = tempDir();
   const serve = await startServe({
-    dataDir: tempDir(),
+    dataDir,
     args: ["--daemon-enabled", "--daemon-port", "0"],
   });
   try {
     const hub = await serve.waitForLog((e) => e.msg === "daemon hub listening");
-    const silent = await helloDaemon(String(hub.url), "silent", "");
+    // The token runner serve keeps, as runner token --show --daemon prints it.
+    const silent = await helloDaemon(
+      String(hub.url),
+      "silent",
+      await keptDaemonToken(dataDir),
+    );
     assert.equal((await silent.first).type, "daemon.ready");
     const response = await apiFetch(`${serve.url}/v1/runs`, {
       method: "POST",

@@ -11,9 +11,12 @@
 
 import { join } from "node:path";
 import { RunnerError } from "../../errors.ts";
-import { tokenProblem } from "../../hub/token_rules.ts";
 import type { ServeConfig } from "../../server/config/serve_config.ts";
-import { randomToken } from "../random_token.ts";
+import {
+  type KeptToken,
+  readKeptToken,
+  readOrMakeKeptToken,
+} from "./kept_token.ts";
 
 /** The name of the token file in the data dir. */
 export const API_TOKEN_FILE_NAME = "api-token";
@@ -45,33 +48,18 @@ export async function withApiToken(config: ServeConfig): Promise<ServeConfig> {
   return { ...config, apiToken: token, apiTokenSource: "data-dir" };
 }
 
+/** Which kept token the API token is, for messages. */
+function keptApiToken(path: string): KeptToken {
+  return {
+    path,
+    what: "the API token runner serve keeps",
+    flag: "--api-token",
+  };
+}
+
 /** The kept token, made (and written with mode 0600) when there is none. */
-export async function readOrMakeApiToken(dataDir: string): Promise<string> {
-  const path = apiTokenPath(dataDir);
-  const kept = await readApiTokenFile(path);
-  if (kept !== undefined) return kept;
-  try {
-    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
-    const token = randomToken();
-    // createNew: of two first starts at once, one writes and the other reads.
-    const file = await Deno.open(path, {
-      write: true,
-      createNew: true,
-      mode: 0o600,
-    });
-    try {
-      await file.write(new TextEncoder().encode(`${token}\n`));
-    } finally {
-      file.close();
-    }
-    return token;
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) {
-      const raced = await readApiTokenFile(path);
-      if (raced !== undefined) return raced;
-    }
-    throw tokenFileFailure(path, error);
-  }
+export function readOrMakeApiToken(dataDir: string): Promise<string> {
+  return readOrMakeKeptToken(keptApiToken(apiTokenPath(dataDir)), dataDir);
 }
 
 /**
@@ -80,44 +68,8 @@ export async function readOrMakeApiToken(dataDir: string): Promise<string> {
  * @throws {RunnerError} `config.invalid` when other users may read the file,
  * it cannot be read, or it holds no sound token.
  */
-export async function readApiTokenFile(
-  path: string,
-): Promise<string | undefined> {
-  let text: string;
-  try {
-    const info = await Deno.stat(path);
-    if (info.mode !== null && (info.mode & 0o077) !== 0) {
-      throw new RunnerError(
-        "config.invalid",
-        `${path} (the API token runner serve keeps) may be read by other users (mode ${
-          (info.mode & 0o777).toString(8)
-        }). Run chmod 600 ${path}, or delete it to have a new token made.`,
-      );
-    }
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    if (error instanceof RunnerError) throw error;
-    throw tokenFileFailure(path, error);
-  }
-  const token = text.replace(/\r?\n$/, "");
-  const problem = tokenProblem(token);
-  if (problem) {
-    throw new RunnerError(
-      "config.invalid",
-      `${path} (the API token runner serve keeps) is refused: ${problem}. Delete it to have a new token made, or pass --api-token.`,
-    );
-  }
-  return token;
-}
-
-function tokenFileFailure(path: string, error: unknown): RunnerError {
-  return new RunnerError(
-    "config.invalid",
-    `Cannot keep the API token in ${path} (${
-      error instanceof Error ? error.message : error
-    }). Make the data dir writable (--data-dir), or pass --api-token.`,
-  );
+export function readApiTokenFile(path: string): Promise<string | undefined> {
+  return readKeptToken(keptApiToken(path));
 }
 
 /**

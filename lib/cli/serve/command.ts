@@ -56,6 +56,7 @@ import { checkListenerToken, isLoopbackHost } from "../../hub/token_rules.ts";
 import type { HttpListener } from "../../net/http_listener.ts";
 import { catchStrayRejections, fitLimits, listen } from "./listen.ts";
 import { withApiToken } from "./api_token.ts";
+import { daemonTokenPath, withDaemonToken } from "./daemon_token.ts";
 
 /** How often runs owned by a process that is gone are looked for while serving. */
 const ORPHAN_SWEEP_MS = 10_000;
@@ -170,6 +171,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       });
     }
     config = await withApiToken(config);
+    config = await withDaemonToken(config);
   } catch (error) {
     return reportFailure(error);
   }
@@ -225,6 +227,7 @@ async function startRunServices(
         port: config.daemon.port,
         token: config.daemon.token,
         tokens: config.daemon.tokens,
+        loopbackWithoutToken: config.daemon.loopbackWithoutToken,
         maxJobsPerDaemon: config.daemon.maxJobsPerId,
         maxDaemons: config.daemon.maxConnected,
         limits: {
@@ -252,7 +255,7 @@ async function startRunServices(
       await store.close();
       return reportFailure(error);
     }
-    log({ msg: "daemon hub listening", url: hub.server.url });
+    announceHub(config, hub.server.url, log);
   }
   const manager = createRunManager({
     assets,
@@ -278,6 +281,30 @@ async function startRunServices(
     });
   }
   return { metrics, assets, hub, manager, fleet, warmPool };
+}
+
+/**
+ * Logs where the hub listens and which token it wants (never the token: the
+ * kept one by its file, which `runner daemon` on this machine reads); warns
+ * when it takes daemons without one.
+ */
+function announceHub(config: ServeConfig, url: string, log: Logger): void {
+  const { daemon } = config;
+  log({
+    msg: "daemon hub listening",
+    url,
+    ...(daemon.tokenSource === "data-dir"
+      ? { daemon_token_file: daemonTokenPath(config.dataDir) }
+      : {}),
+  });
+  if (!daemon.token && !Object.keys(daemon.tokens).length) {
+    log({
+      msg:
+        "daemon hub without a token (--daemon-loopback-without-token): any process on this machine may connect as any daemon ID and receive its runs",
+      level: "warn",
+      always: true,
+    });
+  }
 }
 
 /**

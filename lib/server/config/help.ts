@@ -65,11 +65,19 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --daemon-enabled            listen for runner daemons (coding-relay-v1)
   --daemon-host ADDR          daemon hub address (default 127.0.0.1)
   --daemon-port N             daemon hub port (default 8766)
-  --daemon-token TOKEN        shared secret daemons must send (required off loopback;
-                              make one with runner token)
+  --daemon-token TOKEN        shared secret daemons must send, on loopback too
+                              (default: the one kept in DATA_DIR/daemon-token,
+                              made on first start; runner daemon on this machine
+                              reads it; runner token --show --daemon prints it)
   --daemon-token-file FILE    read the daemon token from a file (wins over
                               --daemon-token)
   --daemon-tokens-file FILE   per-daemon tokens, JSON {"<daemon-id>": "<token>"}
+  --daemon-loopback-without-token
+                              RISKY: with no daemon token on loopback, accept
+                              daemons without any token, so every process on
+                              this machine (another user's, an agent's) may
+                              connect as a daemon ID that is not connected and
+                              receive its runs' prompts, config and sessions
   --daemon-max-jobs-per-id N  jobs one daemon ID may run at once (default 16)
   --daemon-max-connected N    daemons the hub keeps, connected plus fenced
                               (default 128, the relay's own limit; at most 10000)

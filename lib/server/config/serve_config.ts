@@ -136,10 +136,24 @@ export interface DaemonHubSettings {
   host: string;
   /** Listen port (default 8766; 0 = any free port). */
   port: number;
-  /** The shared secret daemons must send (required off loopback). */
+  /**
+   * The shared secret daemons must send (required off loopback; on loopback
+   * `runner serve` makes one in the data dir when no token is given, see
+   * `cli/serve/daemon_token.ts`).
+   */
   token?: string;
+  /**
+   * Where the shared token came from: `given` (`--daemon-token`, its file or
+   * the environment) or `data-dir` (the one `runner serve` made and keeps).
+   */
+  tokenSource?: "given" | "data-dir";
   /** Per-daemon tokens by daemon ID (`--daemon-tokens-file`). */
   tokens: Record<string, string>;
+  /**
+   * `--daemon-loopback-without-token`: on loopback with no daemon token, any
+   * local process may connect as any daemon ID (an operator's choice).
+   */
+  loopbackWithoutToken: boolean;
   /** Jobs one daemon ID may run at once. */
   maxJobsPerId: number;
   /** Daemons the hub keeps at once, connected plus fenced. */
@@ -229,8 +243,9 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       enabled: server["daemon-enabled"] as boolean,
       host: server["daemon-host"] as string,
       port: server["daemon-port"] as number,
-      token: await secretOption(server, "daemon-token"),
+      ...daemonTokenFields(await secretOption(server, "daemon-token")),
       tokens: await daemonTokens(server["daemon-tokens-file"] as string),
+      loopbackWithoutToken: server["daemon-loopback-without-token"] as boolean,
       maxJobsPerId: server["daemon-max-jobs-per-id"] as number,
       maxConnected: server["daemon-max-connected"] as number,
     },
@@ -259,6 +274,13 @@ function apiTokenFields(
   token: string | undefined,
 ): Pick<ServeConfig, "apiToken" | "apiTokenSource"> {
   return token ? { apiToken: token, apiTokenSource: "given" } : {};
+}
+
+/** The daemon token fields of a config: the token and, when given, its source. */
+function daemonTokenFields(
+  token: string | undefined,
+): Pick<DaemonHubSettings, "token" | "tokenSource"> {
+  return token ? { token, tokenSource: "given" } : {};
 }
 
 /** A secret option: `<key>-file`'s content wins over `<key>` itself. */

@@ -67,6 +67,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "daemon-token": { kind: "string" },
   "daemon-token-file": { kind: "string" },
   "daemon-tokens-file": { kind: "string" },
+  "daemon-loopback-without-token": { kind: "bool", default: false },
   "daemon-max-jobs-per-id": { kind: "number", default: 16 },
   "daemon-max-connected": { kind: "number", default: 128 },
   "store": { kind: "string", env: "RUNNER_STORE_URL" },
