@@ -294,10 +294,9 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "a real daemon run drops its unprocessed follow-ups",
-    file: "lib/locations/daemon_run.ts",
-    find: '    if (event.type === "run.failed" && run.queue.length) {',
-    replace:
-      '    if (event.type === "run.failed" && run.queue.length && false) {',
+    file: "lib/run/relayed_run.ts",
+    find: "  if (life.queue.length) {",
+    replace: "  if (life.queue.length && false) {",
     test: "tests/daemon/daemon_steering_test.ts",
     filter: "real job runner",
   },
@@ -312,9 +311,9 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "a daemon's events reach the hub's callers as the wire carried them",
-    file: "lib/locations/daemon_run.ts",
-    find: "  const event = run.complete(fromRelayEvent(wireEvent, runner));",
-    replace: "  const event = fromRelayEvent(wireEvent, runner);",
+    file: "lib/locations/daemon_turn.ts",
+    find: "      const event = complete(fromRelayEvent(wireEvent, runner));",
+    replace: "      const event = fromRelayEvent(wireEvent, runner);",
     test: "tests/server/serve_daemon_test.ts",
     filter: "runs through a real runner daemon",
   },

@@ -28,7 +28,7 @@ import type { RunHandle } from "./engine.ts";
 import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RunAssetsHook, RunRequest } from "./request.ts";
-import type { RelayedLocation, RunLocations } from "./location.ts";
+import type { RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
 import { warmPlaceOf } from "./targets.ts";
 import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
@@ -161,9 +161,7 @@ async function setUpRun(
   const command = prepareAgentCommand(config, {
     environment: context.environment,
   });
-  if (config.location !== "daemon") {
-    context.locations[config.location]?.prepare(command);
-  }
+  context.locations[config.location]?.prepare(command);
   const secrets = [
     ...command.secrets,
     ...(context.secrets ?? []),
@@ -212,8 +210,6 @@ interface RunStartOptions {
   runId: string;
   request: RunRequest;
   command: AgentCommand;
-  /** The daemon location, for `location=daemon`. */
-  relayed?: RelayedLocation;
   storedSessionId?: string;
   sessionMemory?: SessionSettings;
   previousRunId?: string;
@@ -223,7 +219,7 @@ interface RunStartOptions {
   options: RunManagerOptions;
 }
 
-/** Starts the run at its location: relayed to a daemon, or its agent here or over SSH. */
+/** Starts the run at its location: its agent here or over SSH, or its turns on a daemon. */
 function startAtLocation(options: RunStartOptions): RunHandle {
   const {
     runId,
@@ -235,20 +231,9 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     emit,
     log,
   } = options;
-  if (options.relayed) {
-    return options.relayed({
-      runId,
-      request,
-      storedSessionId,
-      sessionMemory,
-      secrets,
-      emit,
-      log,
-    });
-  }
   const { options: manager } = options;
   // Admission checked that the run's location is there.
-  const location = request.config.location as "local" | "remote-ssh";
+  const location = request.config.location;
   return startAgentRun({
     runId,
     request,
@@ -291,7 +276,7 @@ async function startAdmittedRun(
     onEvent?: StartOptions["onEvent"];
   },
 ): Promise<ManagedRun> {
-  const { runId, remote } = admission;
+  const { runId } = admission;
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
@@ -317,7 +302,6 @@ async function startAdmittedRun(
       runId,
       request,
       command,
-      relayed: remote,
       storedSessionId: setup.storedSessionId,
       sessionMemory: setup.sessionMemory,
       previousRunId: setup.previousRunId,
