@@ -166,8 +166,8 @@ const CASES: LocationCase[] = [
       });
       assert.equal(second.kind, "steered");
       assert.equal(second.run, first.run);
+      // Each turn's prompt waits for one line of the gate.
       await gate.release();
-      await log.waitFor((event) => event.type === "turn.started");
       await gate.release();
       const result = await first.run.done;
       assert.equal(result.status, "completed");
