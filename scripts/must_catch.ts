@@ -428,9 +428,9 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the daemon's warm-agent key drops the agent's environment",
-    file: "lib/daemon/job_agent.ts",
-    find: "      env: command.env,\n      sessionCwd: plan.sessionCwd,\n",
-    replace: "      sessionCwd: plan.sessionCwd,\n",
+    file: "lib/run/targets.ts",
+    find: "    env: command.env,\n    sessionCwd: parts.sessionCwd,\n",
+    replace: "    sessionCwd: parts.sessionCwd,\n",
     test: "tests/daemon/daemon_warm_test.ts",
     filter: "the daemon's warm key",
   },
