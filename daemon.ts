@@ -72,7 +72,9 @@ Options:
   --sandbox MODE         off (default: as run.start asks) or confined: every
                          job's agent runs under bubblewrap, whatever the hub
                          asks (docs/sandbox.md)
-  --sandbox-network MODE with confined: full (default) or none
+  --sandbox-network MODE with confined: full (default: the internet, not the
+                         host's loopback), none, or host (the host's network,
+                         its loopback services included)
   --sandbox-read-paths LIST, --sandbox-write-paths LIST
                          more paths confined agents may read / write (the
                          hub cannot name any)
@@ -81,6 +83,10 @@ Options:
                          whatever the hub asks (docs/permissions.md)
   --terminal-timeout S   the longest terminal-timeout a job gets (default 600;
                          the hub may only lower it)
+  --fs-read B, --fs-write B
+                         true: serve the agents' fs/read_text_file /
+                         fs/write_text_file inside the workspace when run.start
+                         asks; false (default): never, whatever the hub asks
   --workspace-roots LIST directories a job's workspace must lie in (by real
                          path); unset: any but this daemon's data dir, home,
                          / and their parents, and none with --sandbox confined
@@ -355,6 +361,8 @@ function parseDaemonFlags(
         "caller-modes": { type: "string" },
         "caller-models": { type: "string" },
         "caller-session-config-keys": { type: "string" },
+        "fs-read": { type: "string" },
+        "fs-write": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));

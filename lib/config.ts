@@ -91,7 +91,7 @@ export interface RunConfig {
   mcpPublicUrl?: string;
   knowledgeBases: string[];
   sandbox: "off" | "confined";
-  sandboxNetwork: "full" | "none";
+  sandboxNetwork: "none" | "full" | "host";
   sandboxReadPaths: string[];
   sandboxWritePaths: string[];
   sshTarget?: string;

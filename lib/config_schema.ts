@@ -451,7 +451,7 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     {
       fallback: 1_048_576,
       description:
-        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`), and the most sent as `terminal.output` events (`stopped: true` on the last); the agent's `outputByteLimit` can only lower what is kept" +
+        "the most output bytes kept per client terminal (older output is dropped from the start, `truncated: true`), and the most sent as `terminal.output` events (`stopped: true` on the last), four times it the most of all the run's terminals together (`run_limit: true` on the last); the agent's `outputByteLimit` can only lower what is kept" +
         AT_MOST(MAX_TERMINAL_OUTPUT_BYTES),
     },
   ),
@@ -517,9 +517,9 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
     "`off` (the agent has the runner user's rights) or `confined` (bubblewrap: the agent sees its workspace, its own state directories and the system directories; local and daemon runs; `docs/sandbox.md`)",
   ),
   "sandbox-network": choice(
-    ["full", "none"],
+    ["full", "none", "host"],
     "full",
-    "with `sandbox=confined`: `full` (the host's network, loopback included) or `none` (no network at all, the run's assets endpoint included: needs `langbot-assets-enabled=false`)",
+    "with `sandbox=confined`: `full` (a network namespace of its own through pasta: the internet and the run's assets endpoint, never the host's loopback), `none` (no network at all, the run's assets endpoint included: needs `langbot-assets-enabled=false`) or `host` (the host's network namespace, every loopback service of the host included: only when you accept that risk)",
   ),
   "sandbox-read-paths": list(
     "with `sandbox=confined`: more paths the agent may read (absolute or `~/…`, list or comma-separated); operator only",

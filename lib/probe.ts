@@ -85,7 +85,7 @@ export interface ProbeSandbox {
   /** The mode the probed agent (and a run of the same config) gets. */
   mode: "off" | "confined";
   /** The network mode under `confined`. */
-  network?: "full" | "none";
+  network?: "none" | "full" | "host";
 }
 
 /** Options for {@linkcode probeAgent}. */
@@ -130,6 +130,12 @@ async function start(options: ProbeOptions): Promise<Started> {
     command: options.launch,
     registry: options.registry,
   });
+  try {
+    await transport.openNetwork?.([]);
+  } catch (error) {
+    await transport.teardown();
+    throw error;
+  }
   const connection = connectAgent({
     stdin: transport.stdin,
     stdout: transport.stdout,

@@ -17,7 +17,7 @@ import {
   processCpuMs,
   runnerCommand,
 } from "./bench_measure.ts";
-import { BENCH_DAEMON_TOKEN, startServe } from "./bench_serve.ts";
+import { BENCH_AUTH, BENCH_DAEMON_TOKEN, startServe } from "./bench_serve.ts";
 
 /** One line of the curves table. */
 export interface CurveRow {
@@ -121,6 +121,7 @@ async function firstDeltas(
         headers: {
           "content-type": "application/json",
           accept: "text/event-stream",
+          ...BENCH_AUTH,
         },
         body: JSON.stringify({ input: { text: "bench" }, config }),
       });

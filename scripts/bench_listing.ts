@@ -12,7 +12,7 @@
 import { join } from "node:path";
 import { openStore, STORE_FILE_NAME } from "../lib/store/open.ts";
 import { median, type Usage, watchProcess } from "./bench_measure.ts";
-import { startServe } from "./bench_serve.ts";
+import { BENCH_AUTH, startServe } from "./bench_serve.ts";
 import { insertEventRows, insertRunRows } from "./bulk_runs.ts";
 import type { CurveRow } from "./bench_curves.ts";
 import type { BenchRow } from "./bench_measure.ts";
@@ -29,14 +29,14 @@ async function timeRequests(
   watch: ReturnType<typeof watchProcess>,
 ): Promise<{ usage: Usage; medianMs: number }> {
   for (let index = 0; index < WARM_UP_REQUESTS; index++) {
-    await (await fetch(url)).arrayBuffer();
+    await (await fetch(url, { headers: BENCH_AUTH })).arrayBuffer();
   }
   watch.reset();
   const times: number[] = [];
   let bytes = 0;
   for (let index = 0; index < requests; index++) {
     const started = performance.now();
-    const response = await fetch(url);
+    const response = await fetch(url, { headers: BENCH_AUTH });
     if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
     bytes += (await response.arrayBuffer()).byteLength;
     times.push(performance.now() - started);

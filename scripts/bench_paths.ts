@@ -15,6 +15,7 @@ import {
   watchProcess,
 } from "./bench_measure.ts";
 import {
+  BENCH_AUTH,
   curlClient,
   startDaemon,
   startServe,
@@ -172,7 +173,7 @@ export async function benchConcurrentRuns(
       Array.from({ length: concurrent }, async () => {
         const response = await fetch(`${serve.url}/v1/runs?stream=false`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...BENCH_AUTH },
           body: JSON.stringify({ input: { text: "bench" }, config }),
         });
         return (await response.json()).status;

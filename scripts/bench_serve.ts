@@ -74,6 +74,14 @@ export interface Serve extends RunnerProcess {
   hubUrl?: string;
 }
 
+/** The API token of the bench's servers (long, varied, never published). */
+export const BENCH_API_TOKEN = crypto.randomUUID() + crypto.randomUUID();
+
+/** The header the bench's clients send: the servers want the token on loopback too. */
+export const BENCH_AUTH: Readonly<Record<string, string>> = {
+  authorization: `Bearer ${BENCH_API_TOKEN}`,
+};
+
 /** A daemon token for the bench only (long, varied, never published). */
 export const BENCH_DAEMON_TOKEN = crypto.randomUUID() + crypto.randomUUID();
 
@@ -88,6 +96,8 @@ export async function startServe(
     "--data-dir",
     options.dataDir,
     "--allow-custom-commands",
+    "--api-token",
+    BENCH_API_TOKEN,
     ...(options.hub
       ? [
         "--daemon-enabled",
@@ -171,6 +181,8 @@ export async function streamRun(options: StreamRunOptions): Promise<Usage> {
       "content-type: application/json",
       "-H",
       `accept: ${accept}`,
+      "-H",
+      `authorization: ${BENCH_AUTH.authorization}`,
       "--data-binary",
       JSON.stringify(options.body),
       options.url,
@@ -179,7 +191,7 @@ export async function streamRun(options: StreamRunOptions): Promise<Usage> {
   const started = performance.now();
   const response = await fetch(options.url, {
     method: "POST",
-    headers: { "content-type": "application/json", accept },
+    headers: { "content-type": "application/json", accept, ...BENCH_AUTH },
     body: JSON.stringify(options.body),
   });
   let bytes = 0;

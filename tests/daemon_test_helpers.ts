@@ -75,7 +75,12 @@ export function daemonProcess(
 /** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */
 export async function serveWithDaemon(
   daemonId: string,
-  options: { serveArgs?: string[]; daemonArgs?: string[] } = {},
+  options: {
+    serveArgs?: string[];
+    daemonArgs?: string[];
+    /** The daemon's environment on top of the test's. */
+    daemonEnv?: Record<string, string>;
+  } = {},
 ) {
   const serve = await startServe({
     dataDir: tempDir(),
@@ -98,6 +103,7 @@ export async function serveWithDaemon(
     serve,
     daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile, {
       args: options.daemonArgs,
+      env: options.daemonEnv,
     }),
   };
 }

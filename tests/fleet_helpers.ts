@@ -15,6 +15,9 @@ import {
 /** The cluster token of the test fleets. */
 export const CLUSTER_TOKEN = "fleet-test-cluster-Hq7Ws2Lp9Xv4Nb6Rt1Mz";
 
+/** The API token every replica of the test fleets accepts (a fleet's replicas share one). */
+export const FLEET_API_TOKEN = "fleet-test-api-token-Zr4Kp8Wd2Qm6Xs1Vn9Tb";
+
 /**
  * The replicas' lease: short, so a killed replica's runs and conversations
  * are taken over in seconds, but long enough that a replica on a loaded
@@ -75,6 +78,8 @@ export async function startReplicaAt(
       `http://127.0.0.1:${port}`,
       "--cluster-token",
       CLUSTER_TOKEN,
+      "--api-token",
+      FLEET_API_TOKEN,
       "--lease-seconds",
       LEASE_SECONDS,
       ...extraArgs,

@@ -26,12 +26,16 @@ import { createMetrics } from "../lib/server/metrics.ts";
 import { type Retention, startRetention } from "../lib/server/retention.ts";
 import { bridgeRequest } from "../lib/net/node_bridge.ts";
 import { openStore } from "../lib/store/open.ts";
+import { withApiToken } from "../lib/cli/serve/api_token.ts";
+import { forgetApiToken, rememberApiToken } from "./serve_test_helpers.ts";
 import type { OpenStoreOptions, RunStore } from "../lib/store/types.ts";
 
 /** A served app in this process. */
 export interface InProcessServe {
   /** `http://127.0.0.1:<port>`. */
   url: string;
+  /** The API token it accepts (kept in the data dir unless given). */
+  token?: string;
   store: RunStore;
   manager: RunManager;
   /** The retention timer (`pass()` runs one pass now). */
@@ -64,10 +68,12 @@ export interface InProcessServeOptions {
 export async function startInProcessServe(
   options: InProcessServeOptions,
 ): Promise<InProcessServe> {
-  const config = await loadServeConfig(
-    ["--port", "0", "--data-dir", options.dataDir, ...(options.args ?? [])],
-    { env: {} },
-  ) as ServeConfig;
+  const config = await withApiToken(
+    await loadServeConfig(
+      ["--port", "0", "--data-dir", options.dataDir, ...(options.args ?? [])],
+      { env: {} },
+    ) as ServeConfig,
+  );
   const logs: Record<string, unknown>[] = [];
   let waiters: (() => void)[] = [];
   const log = (entry: Record<string, unknown>) => {
@@ -129,8 +135,11 @@ export async function startInProcessServe(
       }),
     onError: (message, error) => log({ msg: message, error: String(error) }),
   });
+  const url = `http://127.0.0.1:${listener.port}`;
+  rememberApiToken(url, config.apiToken);
   return {
-    url: `http://127.0.0.1:${listener.port}`,
+    url,
+    token: config.apiToken,
     store,
     manager,
     retention,
@@ -150,6 +159,7 @@ export async function startInProcessServe(
       }
     },
     async close() {
+      forgetApiToken(url);
       await manager.shutdown(
         new RunnerError("runner.shutting_down", "The test is over."),
       );

@@ -7,6 +7,7 @@
  */
 
 import { join } from "node:path";
+import { findOnPath } from "../lib/agent/find_executable.ts";
 import { parseRunConfig } from "../lib/config.ts";
 import { ROOT, tempDir } from "./helpers.ts";
 
@@ -133,4 +134,19 @@ export function reachLines(text: string): Record<string, string> {
     if (match) lines[match[1]] = match[2];
   }
   return lines;
+}
+
+/**
+ * A `PATH` for a runner that must find no bubblewrap, with the programs the
+ * fixture agent and its grandchild use (`sh`, `sleep`) and the runner's `ps`:
+ * where bwrap is, unconfined agents and terminal commands run in a PID
+ * namespace that dies with the runner, so only without it does a kill -9
+ * leave a group for the reaper (`docs/teardown.md`).
+ */
+export function pathWithoutBwrap(): string {
+  const path = tempDir("path-without-bwrap-");
+  for (const name of ["ps", "sh", "sleep"]) {
+    Deno.symlinkSync(findOnPath(name, Deno.env.get("PATH"))!, join(path, name));
+  }
+  return path;
 }

@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../lib/events.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   processAlive,
@@ -90,7 +91,7 @@ async function checkAfterRestart(
   label: string,
 ): Promise<void> {
   assert.ok(!processAlive(agentPid), `${label}: the agent outlived the crash`);
-  const answer = await fetch(
+  const answer = await apiFetch(
     `${serve.url}/v1/runs/${runId}/events?stream=false`,
   );
   const stored: RunEvent[] = (await answer.json()).events;
@@ -116,7 +117,7 @@ async function checkAfterRestart(
     );
   }
 
-  const resumed = await fetch(`${serve.url}/v1/runs/${runId}/events`, {
+  const resumed = await apiFetch(`${serve.url}/v1/runs/${runId}/events`, {
     headers: { "last-event-id": String(lastSeen) },
   });
   if (sawEnd) {

@@ -19,14 +19,96 @@ const CONFIG = join(ROOT, "deno.json");
 /** The fixture agent's command line with `flags` (quoted). */
 export { agentCommand } from "./helpers.ts";
 
+/** The API token each running test server accepts, by its origin. */
+const apiTokens = new Map<string, string>();
+
+/**
+ * Remembers the API token of the server at `url` (until
+ * {@linkcode forgetApiToken}), for {@linkcode apiFetch} and
+ * {@linkcode postJson}.
+ */
+export function rememberApiToken(url: string, token: string | undefined): void {
+  if (token) apiTokens.set(new URL(url).origin, token);
+}
+
+/** Forgets the API token of the server at `url` (it stopped). */
+export function forgetApiToken(url: string): void {
+  apiTokens.delete(new URL(url).origin);
+}
+
+/** The `Authorization` header a client of the server at `url` sends (none when it takes no token). */
+export function apiHeaders(url: string | URL): Record<string, string> {
+  const token = apiTokens.get(new URL(url).origin);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** The `Authorization` line of a raw HTTP/1.1 request head to the server at `url` (empty when it takes no token). */
+export function apiHeaderLine(url: string | URL): string {
+  return Object.entries(apiHeaders(url)).map(([name, value]) =>
+    `${name}: ${value}\r\n`
+  ).join("");
+}
+
+/**
+ * `fetch` as a client that holds the server's API token: it sends
+ * `Authorization: Bearer <token>` unless `init` names its own
+ * `Authorization`. Tests of what a caller without the token sees use
+ * plain `fetch`.
+ */
+export function apiFetch(
+  input: string | URL,
+  init: RequestInit = {},
+): Promise<Response> {
+  const headers = new Headers(init.headers);
+  for (const [name, value] of Object.entries(apiHeaders(input))) {
+    if (!headers.has(name)) headers.set(name, value);
+  }
+  return fetch(input, { ...init, headers });
+}
+
+/**
+ * The API token `runner serve` started with these arguments and environment
+ * accepts: `--api-token`/`--api-token-file`/`RUNNER_API_TOKEN`, else (unless
+ * `--loopback-without-token`) the one it keeps in the data dir.
+ */
+export async function serveApiToken(
+  options: Pick<StartServeOptions, "dataDir" | "args" | "env">,
+): Promise<string | undefined> {
+  const args = options.args ?? [];
+  const valueOf = (flag: string) => {
+    const at = args.lastIndexOf(flag);
+    if (at >= 0) return args[at + 1];
+    const joined = args.findLast((arg) => arg.startsWith(`${flag}=`));
+    return joined?.slice(flag.length + 1);
+  };
+  const file = valueOf("--api-token-file") ??
+    options.env?.RUNNER_API_TOKEN_FILE;
+  if (file) return (await Deno.readTextFile(file)).replace(/\r?\n$/, "");
+  const given = valueOf("--api-token") ?? options.env?.RUNNER_API_TOKEN;
+  if (given) return given;
+  if (
+    args.includes("--loopback-without-token") ||
+    options.env?.RUNNER_LOOPBACK_WITHOUT_TOKEN
+  ) return undefined;
+  const kept = await Deno.readTextFile(join(options.dataDir, "api-token"))
+    .catch(() => undefined);
+  return kept?.replace(/\n$/, "");
+}
+
 /** A running `runner serve`. */
 export interface ServeProcess {
   /** `http://127.0.0.1:<port>`. */
   url: string;
+  /** The API token it accepts (undefined with `--loopback-without-token`). */
+  token?: string;
+  /** The console URL it printed (with `#token=…` when it made the token). */
+  consoleUrl: string;
   /** The child process. */
   child: Deno.ChildProcess;
   /** Everything it logged so far (stderr and stdout). */
   logs(): string;
+  /** Its stderr so far: the log alone, without stdout's console line. */
+  stderr(): string;
   /** Resolves once a log line satisfies `predicate`. */
   waitForLog(
     predicate: (entry: Record<string, unknown>) => boolean,
@@ -100,10 +182,12 @@ export async function startServe(
     current.forEach((wake) => wake());
   };
   let closedStreams = 0;
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
+  let errText = "";
+  const pump = async (stream: ReadableStream<Uint8Array>, isErr: boolean) => {
     let partial = "";
     for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
       text += chunk;
+      if (isErr) errText += chunk;
       partial += chunk;
       let newline: number;
       while ((newline = partial.indexOf("\n")) >= 0) {
@@ -118,7 +202,10 @@ export async function startServe(
     closedStreams++;
     notify();
   };
-  const pumped = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const pumped = Promise.all([
+    pump(child.stdout, false),
+    pump(child.stderr, true),
+  ]);
   const waitForLog = async (
     predicate: (entry: Record<string, unknown>) => boolean,
   ) => {
@@ -132,18 +219,37 @@ export async function startServe(
     }
   };
   let listening: Record<string, unknown>;
+  let consoleUrl: string;
   try {
     listening = await waitForLog((entry) => entry.msg === "listening");
+    // Printed right after the listening line.
+    for (;;) {
+      const line = /^console: (\S+)/m.exec(text);
+      if (line) {
+        consoleUrl = line[1];
+        break;
+      }
+      if (closedStreams === 2) {
+        throw new Error(`runner serve printed no console line:\n${text}`);
+      }
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
   } catch (error) {
     await child.status;
     await pumped;
     throw error;
   }
+  const url = String(listening.url);
+  const token = await serveApiToken(options);
+  rememberApiToken(url, token);
   let exited: Promise<Deno.CommandStatus> | undefined;
   return {
-    url: String(listening.url),
+    url,
+    token,
+    consoleUrl,
     child,
     logs: () => text,
+    stderr: () => errText,
     waitForLog,
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (!exited) {
@@ -154,6 +260,7 @@ export async function startServe(
       }
       const status = await exited;
       await pumped;
+      forgetApiToken(url);
       return status;
     },
   };
@@ -184,13 +291,13 @@ export function fixtureConfig(
   return { provider: "custom", "acp-command": agentCommand(flags), workspace };
 }
 
-/** POSTs JSON. */
+/** POSTs JSON with the server's API token (unless `headers` name their own `Authorization`). */
 export function postJson(
   url: string,
   body: unknown,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  return fetch(url, {
+  return apiFetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
@@ -389,7 +496,7 @@ export async function resumeThroughGate(
   dropped: Pick<DroppedStream, "runId" | "gate" | "seen">,
   query = "",
 ): Promise<RunEvent[]> {
-  const resumed = await fetch(
+  const resumed = await apiFetch(
     `${serve.url}/v1/runs/${dropped.runId}/events${query}`,
     { headers: { "last-event-id": String(dropped.seen) } },
   );

@@ -1,3 +1,4 @@
+import { apiFetch } from "./serve_test_helpers.ts";
 /**
  * Helpers for tests that read streams as a client would: a safety net that
  * turns a hang into a failure, and reading a body until some text arrives.
@@ -63,7 +64,7 @@ export function postAbortable(
   body: unknown,
   signal: AbortSignal,
 ): Promise<Response> {
-  return fetch(url, {
+  return apiFetch(url, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import type { RunEvent } from "../lib/events.ts";
 import { readRecord } from "./helpers.ts";
 import {
+  apiFetch,
   postJson,
   readSse,
   type ServeProcess,
@@ -105,7 +106,7 @@ export interface ListedAgent {
 
 /** `GET /v1/agents`. */
 export async function listAgents(serve: ServeProcess): Promise<ListedAgent[]> {
-  const response = await fetch(`${serve.url}/v1/agents`);
+  const response = await apiFetch(`${serve.url}/v1/agents`);
   assert.equal(response.status, 200);
   return (await response.json()).agents;
 }
@@ -115,7 +116,7 @@ export async function metric(
   serve: ServeProcess,
   name: string,
 ): Promise<number> {
-  const text = await (await fetch(`${serve.url}/metrics`)).text();
+  const text = await (await apiFetch(`${serve.url}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   return line ? Number(line.slice(name.length + 1)) : 0;
 }

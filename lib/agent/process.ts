@@ -5,10 +5,18 @@
  * @module
  */
 
+import { resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { killGroup, signalGroup } from "./process_group.ts";
 import { processGroupMembers } from "./process_table.ts";
+import { findOnPath } from "./find_executable.ts";
+import { inPidNamespace } from "./pid_namespace.ts";
 import { requireSandbox, type SandboxPlan } from "./sandbox.ts";
+import {
+  type PendingNetwork,
+  prepareSandboxNetwork,
+} from "./sandbox_network.ts";
+import { withSeccomp } from "./seccomp_launch.ts";
 import type { ReaperRegistry } from "./reaper.ts";
 import { redactSecrets } from "../secrets.ts";
 import { settleWithin } from "../timing.ts";
@@ -29,8 +37,20 @@ export interface SpawnAgentOptions {
   registry?: ReaperRegistry;
   /** Sees each stderr chunk as text (unredacted; for in-band markers). */
   onStderr?: (text: string) => void;
-  /** The agent is confined (`argv` starts bwrap): refused with `sandbox.unavailable` when this machine cannot. */
+  /** The agent is confined (`argv` starts bwrap): refused with `sandbox.unavailable` when this machine cannot; started with the seccomp filter. */
   sandbox?: SandboxPlan;
+  /**
+   * An unconfined command of a run (a local agent, a client terminal): run
+   * in a PID namespace of its own where bubblewrap can make one, so nothing
+   * it starts outlives it (`docs/teardown.md`).
+   */
+  ownPidNamespace?: boolean;
+  /**
+   * With a confined `full` network: the agent waits for
+   * {@linkcode AgentProcess.openNetwork} (with the ports of its assets
+   * endpoint) instead of getting a network without forwarded ports at once.
+   */
+  deferNetwork?: boolean;
 }
 
 /** Options for {@linkcode AgentProcess.terminate}. */
@@ -55,6 +75,13 @@ export interface AgentProcess {
   readonly stderrEnded: Promise<void>;
   /** Closes stdin, SIGTERMs the group, SIGKILLs it after the grace period, and waits until no member is left. */
   terminate(options?: TerminateOptions): Promise<void>;
+  /**
+   * A confined agent with a `full` network: gives it its network, forwarding
+   * the host's loopback `ports` only (once; later calls return the first),
+   * and lets it start. Rejects with `sandbox.unavailable`; the agent then
+   * never starts.
+   */
+  openNetwork?(ports: readonly number[]): Promise<void>;
 }
 
 const DEFAULT_STDERR_TAIL = 64 * 1024;
@@ -64,34 +91,21 @@ const STDERR_DRAIN_MS = 2000;
 
 /** Starts an agent in a new process group with piped stdio; stderr is always drained. */
 export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
-  const [program, ...args] = options.argv;
-  if (!program) {
+  if (!options.argv[0]) {
     throw new RunnerError("config.invalid", "The agent command is empty.");
   }
   // Never unconfined: without a working bubblewrap the agent does not start.
   if (options.sandbox) requireSandbox();
-  let child: Deno.ChildProcess;
-  try {
-    child = new Deno.Command(program, {
-      args,
-      cwd: options.cwd,
-      env: options.env,
-      clearEnv: true,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-      detached: true,
-    }).spawn();
-  } catch (error) {
-    throw spawnFailure(program, error);
-  }
+  const { child, network } = startLaunch(options);
   const pid = child.pid;
+  network?.attach(pid, child.status);
   let registration: ReturnType<ReaperRegistry["register"]> | undefined;
   try {
     registration = options.registry?.register(pid);
   } catch (error) {
     // Without a record the reaper could never find this group: do not keep it.
     signalGroup(pid, "SIGKILL");
+    void network?.close();
     throw new RunnerError(
       "runner.internal",
       `Could not record the agent's process group in the data directory (${
@@ -105,6 +119,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
   const exited = child.status;
   let leaderGone = false;
   exited.then(() => leaderGone = true, () => leaderGone = true);
+  const networkClosed = network &&
+    startNetwork(network, { exited, deferred: options.deferNetwork });
   let terminating: Promise<void> | undefined;
   const secrets = options.secrets ?? [];
 
@@ -120,6 +136,7 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
       await child.stdout.cancel().catch(() => {});
       // A process that left the group (setsid) may hold stderr open for good.
       await settleWithin(stderrDrained, STDERR_DRAIN_MS);
+      await networkClosed;
       registration?.release();
     })();
     return await terminating;
@@ -133,7 +150,102 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     stderrTail: () => redactSecrets(stripAnsi(tail.text()), secrets),
     stderrEnded: stderrDrained,
     terminate,
+    openNetwork: network && ((ports) => network.open(ports)),
   };
+}
+
+/** A prepared network still to be attached to its started process. */
+type AttachableNetwork = ReturnType<typeof prepareSandboxNetwork>;
+
+/**
+ * Spawns what `options` describes: the hardened launch, wrapped in its
+ * private network when it has one (pasta joins that namespace before the
+ * trampoline and bwrap start).
+ */
+function startLaunch(
+  options: SpawnAgentOptions,
+): { child: Deno.ChildProcess; network?: AttachableNetwork } {
+  const launch = launchOf(options);
+  const network = options.sandbox?.network === "full"
+    ? prepareSandboxNetwork({ argv: launch.argv, registry: options.registry })
+    : undefined;
+  let child: Deno.ChildProcess;
+  try {
+    child = spawnDetached(network?.argv ?? launch.argv, {
+      cwd: options.cwd,
+      env: launch.env,
+    });
+  } catch (error) {
+    launch.release();
+    void network?.close();
+    throw spawnFailure(options.argv[0], error);
+  }
+  // The trampoline deletes the filter file at once; this is for a shell
+  // that never got that far.
+  child.status.finally(launch.release).catch(() => {});
+  return { child, network };
+}
+
+/** What is started for `options`: its argv and environment, and what to clean up after. */
+function launchOf(
+  options: SpawnAgentOptions,
+): { argv: string[]; env: Record<string, string>; release: () => void } {
+  if (options.sandbox) {
+    const confined = withSeccomp(options.argv, options.env);
+    return {
+      argv: confined.argv,
+      env: confined.env,
+      release: () => {
+        if (confined.filterFile) removeQuietly(confined.filterFile);
+      },
+    };
+  }
+  const [program] = options.argv;
+  // A program that is not there is left to fail as before (`acp.missing_binary`).
+  const found = options.ownPidNamespace &&
+    findOnPath(
+      program.includes("/") ? resolve(options.cwd, program) : program,
+      options.env.PATH,
+    );
+  return {
+    argv: found ? inPidNamespace(options.argv, options.cwd) : options.argv,
+    env: options.env,
+    release: () => {},
+  };
+}
+
+function removeQuietly(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch { /* the trampoline removed it */ }
+}
+
+/** Starts `argv` in a session and process group of its own, with piped stdio. */
+function spawnDetached(
+  argv: string[],
+  options: Pick<SpawnAgentOptions, "cwd" | "env">,
+): Deno.ChildProcess {
+  const [program, ...args] = argv;
+  return new Deno.Command(program, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+}
+
+/** Opens the network now unless deferred; stops pasta once the agent is gone. */
+function startNetwork(
+  network: PendingNetwork,
+  options: { exited: Promise<unknown>; deferred?: boolean },
+): Promise<void> {
+  if (!options.deferred) network.open([]).catch(() => {});
+  // pasta outlives the namespace it serves unless stopped.
+  return options.exited.then(() => network.close(), () => network.close());
 }
 
 /** CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes. */

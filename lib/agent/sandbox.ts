@@ -10,12 +10,13 @@
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { findOnPath } from "./find_executable.ts";
+import { hardeningArgs } from "./sandbox_hardening.ts";
+import { networkBwrapArgs, type SandboxNetwork } from "./sandbox_network.ts";
+
+export type { SandboxNetwork } from "./sandbox_network.ts";
 
 /** `sandbox`: `off` runs the agent as before; `confined` runs it under bubblewrap. */
 export type SandboxMode = "off" | "confined";
-
-/** `sandbox-network`: `full` shares the host's network; `none` gives the agent none at all. */
-export type SandboxNetwork = "full" | "none";
 
 /** How one agent is confined (absent on an unconfined launch). */
 export interface SandboxPlan {
@@ -281,6 +282,7 @@ export function sandboxArgs(plan: SandboxPlan, cwd: string): string[] {
   for (const file of [...MASKED_FILES.filter(exists), ...hostKeys()]) {
     args.push("--ro-bind", "/dev/null", file);
   }
+  args.push(...networkBwrapArgs(plan.network));
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   if (plan.home && !SYSTEM_DIRS.some((dir) => within(plan.home!, dir))) {
     args.push("--tmpfs", plan.home);
@@ -291,14 +293,23 @@ export function sandboxArgs(plan: SandboxPlan, cwd: string): string[] {
   return args;
 }
 
-/** The full argv that starts `argv` confined by `plan`. */
+/**
+ * The full argv that starts `argv` confined by `plan`, without capabilities
+ * (`sandbox_hardening.ts`); `spawnAgent` adds the seccomp filter.
+ */
 export function sandboxArgv(
   bwrap: string,
   plan: SandboxPlan,
   argv: string[],
   cwd: string,
 ): string[] {
-  return [bwrap, ...sandboxArgs(plan, cwd), "--", ...argv];
+  return [
+    bwrap,
+    ...hardeningArgs(bwrap),
+    ...sandboxArgs(plan, cwd),
+    "--",
+    ...argv,
+  ];
 }
 
 /**

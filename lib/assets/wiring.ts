@@ -178,6 +178,7 @@ async function prepareRun(
       ? runScopeNote(run.spec, runId)
       : undefined,
     secrets: [served.token],
+    endpointUrls: reach === "local" ? [served.entry.url] : [],
     release: releaseOnce(state, () => {
       if (state.active.get(runId) === run) state.active.delete(runId);
       if (kept) warm?.letGo(runId);

@@ -10,6 +10,7 @@ import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { hubStateDir } from "../locations/daemon.ts";
 import { RunnerError } from "../errors.ts";
 import { FenceStore } from "../hub/fences.ts";
+import { apiTokenPath, readApiTokenFile } from "./serve/api_token.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 
 const HELP = `Usage: runner daemons list [--data-dir DIR] [--json]
@@ -24,7 +25,8 @@ unfence   lifts the fence on ID. Only do this after you have verified on the
           Without --yes it prints this warning and exits 2. A running
           runner serve keeps its fence in memory: give --url to clear it there.
 
---api-token defaults to $RUNNER_API_TOKEN. See docs/daemon.md.
+--api-token defaults to $RUNNER_API_TOKEN, else the token runner serve keeps
+in <data-dir>/api-token. See docs/daemon.md.
 `;
 
 const UNFENCE_WARNING = (daemonId: string) =>
@@ -74,13 +76,16 @@ export async function daemonsCommand(args: string[]): Promise<number> {
       "daemons",
     );
   }
-  const apiToken = values["api-token"] ?? Deno.env.get("RUNNER_API_TOKEN");
   if (action === "unfence" && !values.yes) {
     console.error(UNFENCE_WARNING(rest[0]));
     return 2;
   }
   try {
-    const stateDir = hubStateDir(values["data-dir"] ?? defaultDataDir());
+    const dataDir = values["data-dir"] ?? defaultDataDir();
+    // Else the token runner serve keeps in the same data dir.
+    const apiToken = values["api-token"] ?? Deno.env.get("RUNNER_API_TOKEN") ??
+      (values.url ? await readApiTokenFile(apiTokenPath(dataDir)) : undefined);
+    const stateDir = hubStateDir(dataDir);
     if (action === "unfence") {
       return await unfence(stateDir, rest[0], values.url, apiToken);
     }

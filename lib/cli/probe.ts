@@ -12,6 +12,7 @@ import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
 import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { sandboxAvailability } from "../agent/sandbox.ts";
+import { sandboxNetworkAvailability } from "../agent/sandbox_network.ts";
 import { RunnerError } from "../errors.ts";
 import { pinStartHint, PRESET_PINS } from "../agent/preset_pins.ts";
 import {
@@ -47,7 +48,9 @@ Options:
   --data-dir DIR             where agent process records live (default: user data dir)
   --sandbox MODE             off (default) or confined: probe the agent in the
                              sandbox a run with this config gets (docs/sandbox.md)
-  --sandbox-network MODE     with confined: full (default) or none
+  --sandbox-network MODE     with confined: full (default: the internet, not
+                             the host's loopback), none, or host (the host's
+                             network, its loopback services included)
   --sandbox-read-paths LIST  with confined: more paths the agent may read
   --sandbox-write-paths LIST with confined: more paths it may write
 
@@ -138,13 +141,15 @@ export async function probeCommand(args: string[]): Promise<number> {
 
 /** Whether this machine can confine agents, and what this config gets. */
 function probeSandbox(config: RunConfig): ProbeSandbox {
-  const { available, reason } = sandboxAvailability();
-  return {
-    available,
-    reason,
-    mode: config.sandbox,
-    network: config.sandbox === "confined" ? config.sandboxNetwork : undefined,
-  };
+  const network = config.sandbox === "confined"
+    ? config.sandboxNetwork
+    : undefined;
+  const bwrap = sandboxAvailability();
+  // A confined run with the default network also needs pasta.
+  const { available, reason } = bwrap.available && network === "full"
+    ? sandboxNetworkAvailability()
+    : bwrap;
+  return { available, reason, mode: config.sandbox, network };
 }
 
 /** `--prompt-timeout` in seconds (default 120). */

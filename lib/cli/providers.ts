@@ -1,10 +1,17 @@
 /**
- * `runner providers` and `runner token`.
+ * `runner providers` and `runner token` (a fresh token, or the one
+ * `runner serve` keeps).
  *
  * @module
  */
 
-import { parseFlags, reportUsageError } from "./args.ts";
+import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
+import { apiTokenPath, readApiTokenFile } from "./serve/api_token.ts";
+import { randomToken } from "./random_token.ts";
+
+export { randomToken };
+import { defaultDataDir } from "../store/data_dir.ts";
+import { RunnerError } from "../errors.ts";
 import {
   CUSTOM_PROVIDER,
   listProviders,
@@ -20,8 +27,14 @@ import {
 const PROVIDERS_HELP =
   "Usage: runner providers [--json]\n\nLists the built-in provider presets, the command each runs on this machine (its own executable when on PATH, else its pinned npx fallback), each pin's platforms and what else it needs, and known agents that are not presets.";
 
-const TOKEN_HELP =
-  "Usage: runner token\n\nPrints a fresh random token (for --daemon-token or --api-token).";
+const TOKEN_HELP = `Usage: runner token [--show [--data-dir DIR]]
+
+Prints a fresh random token (for --daemon-token or --api-token).
+
+  --show            print instead the API token runner serve made and keeps in
+                    DIR/api-token (what a client sends as Authorization: Bearer)
+  --data-dir DIR    the serve's data dir (default: $RUNNER_DATA_DIR, else the
+                    user data dir)`;
 
 /** Lists the provider presets and the agents that are not presets. */
 export function providersCommand(args: string[]): Promise<number> {
@@ -43,26 +56,44 @@ export function providersCommand(args: string[]): Promise<number> {
   return Promise.resolve(0);
 }
 
-/** Makes a random URL-safe token of 43 characters (32 random bytes). */
-export function randomToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-")
-    .replaceAll("/", "_").replace(/=+$/, "");
-}
-
-/** Prints a fresh random token. */
-export function tokenCommand(args: string[]): Promise<number> {
+/** Prints a fresh random token, or with `--show` the one `runner serve` keeps. */
+export async function tokenCommand(args: string[]): Promise<number> {
   let values;
   try {
     values = parseFlags({
       args,
-      options: { help: { type: "boolean", short: "h" } },
+      options: {
+        show: { type: "boolean" },
+        "data-dir": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
     }).values;
   } catch (error) {
-    return Promise.resolve(reportUsageError(error, "token"));
+    return reportUsageError(error, "token");
   }
-  console.log(values.help ? TOKEN_HELP : randomToken());
-  return Promise.resolve(0);
+  if (values.help) {
+    console.log(TOKEN_HELP);
+    return 0;
+  }
+  if (!values.show) {
+    console.log(randomToken());
+    return 0;
+  }
+  try {
+    const dataDir = values["data-dir"] ?? defaultDataDir();
+    const path = apiTokenPath(dataDir);
+    const token = await readApiTokenFile(path);
+    if (token === undefined) {
+      throw new RunnerError(
+        "config.invalid",
+        `No API token is kept in ${path}: runner serve makes it on its first start without --api-token. Start it once, or name its --data-dir.`,
+      );
+    }
+    console.log(token);
+    return 0;
+  } catch (error) {
+    return reportFailure(error);
+  }
 }
 
 /** The human-readable text `runner providers` prints for a `PATH`. */

@@ -37,6 +37,7 @@ import { createLocalLocation } from "../locations/local.ts";
 import {
   type DaemonFloor,
   daemonOperatorConfig,
+  type FlooredJobPlan,
   floorJobPlan,
 } from "./job_floor.ts";
 import {
@@ -169,7 +170,7 @@ async function runJob(
 function planJob(
   runner: JobRunnerState,
   job: DaemonJob,
-): { plan: DaemonJobPlan; command: AgentCommand } | undefined {
+): { plan: FlooredJobPlan; command: AgentCommand } | undefined {
   const { environment } = runner;
   try {
     // Like daemon.py, an empty prompt is refused before anything else.
@@ -228,7 +229,7 @@ interface StartedJob {
 /** What {@linkcode startJobRun} starts. */
 interface JobStart {
   job: DaemonJob;
-  plan: DaemonJobPlan;
+  plan: FlooredJobPlan;
   command: AgentCommand;
   log: (entry: Record<string, unknown>) => void;
 }
@@ -269,6 +270,7 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     registry,
     secrets: [...command.secrets],
     storedSessionId: plan.storedSessionId,
+    sessionNotRestored: plan.sessionNotRestored,
     sessionMemory: jobSessionMemory(plan),
     sessionCwd: plan.sessionCwd,
     mcpServers: plan.mcpServers,

@@ -65,6 +65,7 @@ export function createJobMcpAssets(
       };
       return Promise.resolve({
         mcpServers: [proxy.proxy.serverEntry],
+        endpointUrls: [proxy.proxy.url],
         release() {
           unhold(job);
           if (!kept) closing = proxy.proxy.close();

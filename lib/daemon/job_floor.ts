@@ -15,6 +15,7 @@ import {
   applyHubFloor,
   flooredMemory,
   type ProtectedPlaces,
+  restoreRefusal,
   runnerPlaces,
   sessionChoicesOf,
 } from "../run/caller_floor.ts";
@@ -30,6 +31,10 @@ export interface DaemonFloor {
   callerModels?: string[];
   /** Session config option ids a hub may set. */
   callerSessionConfigKeys?: string[];
+  /** `false`: no job's agent gets `fs/read_text_file`, whatever the hub asks; unset: the hub decides. */
+  fsRead?: boolean;
+  /** `false`: no job's agent gets `fs/write_text_file`, whatever the hub asks; unset: the hub decides. */
+  fsWrite?: boolean;
   /** The daemon's data dir (no job's workspace may be, hold or lie in it). */
   dataDir?: string;
 }
@@ -50,13 +55,16 @@ export function daemonOperatorConfig(
     "caller-modes": floor.callerModes,
     "caller-models": floor.callerModels,
     "caller-session-config-keys": floor.callerSessionConfigKeys,
+    "fs-read": floor.fsRead ?? true,
+    "fs-write": floor.fsWrite ?? true,
   });
   return { ...config, location: "local" };
 }
 
 /**
- * `runner daemon --workspace-roots … --caller-modes …` (lists, as text),
- * checked like the run-config keys they are.
+ * `runner daemon --workspace-roots … --caller-modes … --fs-read …` (lists
+ * and switches, as text), checked like the run-config keys they are;
+ * `fs-read` and `fs-write` are off unless turned on.
  *
  * @throws {RunnerError} `config.invalid` for a bad value.
  */
@@ -72,12 +80,16 @@ export function daemonFloorFromFlags(
     "caller-modes": values["caller-modes"],
     "caller-models": values["caller-models"],
     "caller-session-config-keys": values["caller-session-config-keys"],
+    "fs-read": values["fs-read"],
+    "fs-write": values["fs-write"],
   });
   return {
     workspaceRoots: config.workspaceRoots,
     callerModes: config.callerModes,
     callerModels: config.callerModels,
     callerSessionConfigKeys: config.callerSessionConfigKeys,
+    fsRead: config.fsRead,
+    fsWrite: config.fsWrite,
     dataDir,
   };
 }
@@ -97,6 +109,15 @@ function hubKeys(payload: JsonObject): Record<string, unknown> {
   return keys;
 }
 
+/** A job held to the daemon's floor. */
+export interface FlooredJobPlan extends DaemonJobPlan {
+  /**
+   * Why the stored session may not be restored: the hub remembers values
+   * the daemon does not let it choose, which the job does not set itself.
+   */
+  sessionNotRestored?: string;
+}
+
 /** What {@linkcode floorJobPlan} holds to the daemon's floor. */
 export interface JobFloorInput {
   /** The mapped job. */
@@ -111,12 +132,18 @@ export interface JobFloorInput {
 
 /**
  * The job held to the daemon's floor: its config with the hub's
- * `session-config-json` merged over none of the daemon's own, and the
- * remembered values a hub could not ask for now dropped.
+ * `session-config-json` merged over none of the daemon's own, its
+ * workspace and session cwd named by the real paths checked (the agent
+ * starts there, whatever a link says later), `fs-read` and `fs-write` off
+ * unless the daemon turned them on (a hub may narrow, never widen: like
+ * client terminals they are switched off, since a hub operator's own
+ * `--fs-read true` rides in every job), and the remembered values a hub
+ * could not ask for now dropped (and the stored session, which would keep
+ * them in force, not restored unless the job sets them itself).
  *
  * @throws {RunnerError} `http.forbidden` naming the key the hub may not set.
  */
-export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
+export function floorJobPlan(input: JobFloorInput): FlooredJobPlan {
   const { plan, operator } = input;
   const config = applyHubFloor({
     operator,
@@ -124,10 +151,23 @@ export function floorJobPlan(input: JobFloorInput): DaemonJobPlan {
     resolved: plan.config,
     places: runnerPlaces(input.places),
   });
-  const sessionMemory = plan.sessionMemory &&
-    flooredMemory(
-      sessionChoicesOf(operator),
-      sessionSettingsFrom(plan.sessionMemory),
-    ).settings as JsonObject;
-  return { ...plan, config, sessionMemory };
+  const choices = sessionChoicesOf(operator);
+  const remembered = plan.sessionMemory &&
+    sessionSettingsFrom(plan.sessionMemory);
+  const sessionMemory = remembered &&
+    flooredMemory(choices, remembered).settings as JsonObject;
+  const sessionNotRestored = remembered && plan.storedSessionId
+    ? restoreRefusal(choices, remembered, config)
+    : undefined;
+  return {
+    ...plan,
+    config: {
+      ...config,
+      fsRead: config.fsRead && operator.fsRead,
+      fsWrite: config.fsWrite && operator.fsWrite,
+    },
+    sessionCwd: config.sessionCwd ?? plan.sessionCwd,
+    sessionMemory,
+    sessionNotRestored,
+  };
 }

@@ -10,6 +10,7 @@
 import type { AgentCommand } from "../agent/launch.ts";
 import { RunnerError } from "../errors.ts";
 import { spawnAgent } from "../agent/process.ts";
+import { loopbackPorts } from "../agent/sandbox_network.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type {
   AgentLocation,
@@ -26,6 +27,12 @@ export interface LocalAgentOptions {
   registry?: ReaperRegistry;
   /** SIGTERM→SIGKILL grace at teardown, in ms. */
   killGraceMs?: number;
+  /**
+   * A confined agent with a private network waits for the transport's
+   * `openNetwork` (the run's endpoints are known then) instead of getting a
+   * network without them at once.
+   */
+  deferNetwork?: boolean;
 }
 
 /** Starts the agent on this machine, creating the workspace if needed. */
@@ -56,6 +63,8 @@ export function spawnLocal(options: LocalAgentOptions): AgentTransport {
     secrets: command.secrets,
     registry: options.registry,
     sandbox: command.sandbox,
+    ownPidNamespace: !command.sandbox,
+    deferNetwork: options.deferNetwork,
   });
   return {
     stdin: agent.stdin,
@@ -63,6 +72,7 @@ export function spawnLocal(options: LocalAgentOptions): AgentTransport {
     exited: agent.exited,
     stderrTail: agent.stderrTail,
     teardown: () => agent.terminate({ graceMs: options.killGraceMs ?? 2000 }),
+    openNetwork: agent.openNetwork,
   };
 }
 
@@ -123,6 +133,7 @@ async function startHere(
       command: context.command,
       registry: context.registry,
       killGraceMs: options.killGraceMs,
+      deferNetwork: true,
     })).catch((error) => {
       release();
       throw error;
@@ -130,6 +141,8 @@ async function startHere(
   let prepared: Awaited<typeof preparing>;
   try {
     prepared = await preparing;
+    if (signal.aborted) throw signal.reason;
+    await transport.openNetwork?.(loopbackPorts(prepared?.endpointUrls ?? []));
     if (signal.aborted) throw signal.reason;
   } catch (error) {
     prepared?.release();

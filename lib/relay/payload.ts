@@ -21,6 +21,11 @@ import {
 import { quoteCommand } from "../agent/shell_words.ts";
 import { resolveProvider } from "../agent/providers.ts";
 import {
+  SANDBOX_NETWORKS,
+  type SandboxNetwork,
+  widerNetwork,
+} from "../agent/sandbox_network.ts";
+import {
   executableArgv,
   fallbackArgv,
   PRESET_PINS,
@@ -302,19 +307,21 @@ function envOf(value: unknown): Record<string, unknown> | string | undefined {
 }
 
 /**
- * The hub may ask for the sandbox; the daemon's own `confined` (and `none`)
- * holds whatever it asks, and only the daemon names sandbox paths.
+ * The hub may ask for the sandbox; the daemon's own `confined` holds whatever
+ * it asks, a network wider than the daemon's own (`none` < `full` < `host`)
+ * becomes the daemon's, and only the daemon names sandbox paths.
  */
 function sandboxFloor(
   asked: Record<string, unknown>,
   own: DaemonSandbox | undefined,
 ): Record<string, unknown> {
   const confined = own?.sandbox === "confined";
+  const network = asked["sandbox-network"] ?? "full";
+  const wider = confined && SANDBOX_NETWORKS.includes(network as never) &&
+    widerNetwork(network as SandboxNetwork, own.sandboxNetwork);
   return {
     sandbox: confined ? "confined" : asked.sandbox,
-    "sandbox-network": confined && own.sandboxNetwork === "none"
-      ? "none"
-      : asked["sandbox-network"],
+    "sandbox-network": wider ? own.sandboxNetwork : asked["sandbox-network"],
     "sandbox-read-paths": own?.sandboxReadPaths,
     "sandbox-write-paths": own?.sandboxWritePaths,
   };

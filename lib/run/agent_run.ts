@@ -53,6 +53,8 @@ export interface AgentRunOptions {
   secrets: string[];
   /** The session the store holds for the conversation. */
   storedSessionId?: string;
+  /** Why that session may not be restored: a new one replaces it (`session.reset`). */
+  sessionNotRestored?: string;
   /** What the conversation remembers of its session's config values (`docs/runs.md`). */
   sessionMemory?: SessionSettings;
   /** The ACP session's working directory. */
@@ -95,7 +97,14 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
   if (location.runTurn) {
     const runTurn = location.runTurn.bind(location);
     return {
-      handle: startRelayedRun({ ...options, location: { runTurn } }),
+      handle: startRelayedRun({
+        ...options,
+        location: { runTurn },
+        // The daemon is asked for a new session instead.
+        storedSessionId: options.sessionNotRestored
+          ? undefined
+          : options.storedSessionId,
+      }),
       launched: () => undefined,
       kept: () => false,
     };
@@ -133,7 +142,10 @@ function startEngineRun(options: AgentRunOptions): AgentRun {
       pool: options.warm.pool,
       target: warmTargetKey(options.warm.target),
       labels: options.warm.labels,
-      storedSessionId: options.storedSessionId,
+      // A session that may not be restored is not taken warm either.
+      storedSessionId: options.sessionNotRestored
+        ? undefined
+        : options.storedSessionId,
       history: options.history,
       launch: coldLaunch,
       adopt(companion) {
@@ -151,6 +163,7 @@ function startEngineRun(options: AgentRunOptions): AgentRun {
     input: request.input,
     config: request.config,
     storedSessionId: options.storedSessionId,
+    sessionNotRestored: options.sessionNotRestored,
     sessionMemory: options.sessionMemory,
     sessionCwd: options.sessionCwd,
     mcpServers: options.mcpServers,

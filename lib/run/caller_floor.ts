@@ -10,12 +10,13 @@
  * @module
  */
 
+import { widerNetwork } from "../agent/sandbox_network.ts";
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
 import { checkPermissionFloor } from "./permission_floor.ts";
-import type { SessionSettings } from "./session_memory.ts";
+import type { SessionConfigValues, SessionSettings } from "./session_memory.ts";
 
 /** How a caller's value of a key is judged against the operator's. */
 export type FloorRule =
@@ -214,7 +215,8 @@ export const CALLER_KEY_FLOORS: readonly CallerKeyFloor[] = [
   {
     key: "sandbox-network",
     rule: "only narrower",
-    why: "`full` under the operator's `confined` with `none` is refused",
+    why:
+      "a network wider than the operator's (`none` < `full` < `host`) is refused under its `confined`",
   },
   {
     key: "ssh-target",
@@ -308,7 +310,8 @@ function refused(key: string, message: string): RunnerError {
 /**
  * The run config a caller gets: `resolved` with the caller's
  * `session-config-json` merged key by key over the operator's, after every
- * caller key was held to the operator's floor.
+ * caller key was held to the operator's floor; a workspace and session cwd
+ * the caller chose on this machine are named by the real paths checked.
  *
  * @throws {RunnerError} `http.forbidden` naming the key for a value that
  * widens access; `config.invalid` for a limit above the operator's.
@@ -320,23 +323,23 @@ export function applyCallerFloor(input: CallerFloorInput): RunConfig {
   checkCaps(operator, caller, resolved);
   checkNarrower(operator, resolved);
   checkSandbox(operator, resolved);
-  checkPlacesAndSession({ ...input, resolved });
-  return resolved;
+  return checkPlacesAndSession({ ...input, resolved });
 }
 
 /**
  * The floor a daemon holds a hub's `run.start` to (a hub is a caller, and
- * the daemon's own flags are its operator): the workspace, the session cwd
- * and the session's model, mode and options as for any caller. The sandbox
- * and client terminals are clamped where the payload is mapped
- * (`relay/payload.ts`); the hub's permission policy is the hub operator's.
+ * the daemon's own flags are its operator): the workspace and the session
+ * cwd (returned by their checked real paths) and the session's model, mode
+ * and options as for any caller. The sandbox and client terminals are
+ * clamped where the payload is mapped (`relay/payload.ts`), `fs-read` and
+ * `fs-write` by the daemon (`daemon/job_floor.ts`); the hub's permission
+ * policy is the hub operator's.
  *
  * @throws {RunnerError} `http.forbidden` naming the key.
  */
 export function applyHubFloor(input: CallerFloorInput): RunConfig {
   const resolved = withOperatorSessionConfig(input);
-  checkPlacesAndSession({ ...input, resolved });
-  return resolved;
+  return checkPlacesAndSession({ ...input, resolved });
 }
 
 /** The caller's `session-config-json` merged key by key over the operator's, never replacing it. */
@@ -352,17 +355,28 @@ function withOperatorSessionConfig(input: CallerFloorInput): RunConfig {
   };
 }
 
-/** The workspace, the session cwd and the session values, where every entrance judges them alike. */
-function checkPlacesAndSession(input: CallerFloorInput): void {
+/**
+ * The workspace, the session cwd and the session values, where every
+ * entrance judges them alike. The config returned names the workspace and
+ * session cwd a caller chose by the real paths that were checked: the run
+ * uses those, so a link swapped after the check changes nothing.
+ */
+function checkPlacesAndSession(input: CallerFloorInput): RunConfig {
   const { operator, caller, resolved } = input;
-  checkWorkspace(input);
-  checkSessionCwd(caller, resolved);
+  const workspace = checkWorkspace(input);
+  // A session cwd that is the workspace as written is the workspace checked.
+  const same = caller["session-cwd"] === undefined && workspace &&
+    resolved.sessionCwd === resolved.workspace;
+  const sessionCwd = same
+    ? { sessionCwd: workspace.workspace }
+    : checkSessionCwd(caller, { ...resolved, ...workspace });
   const asked = caller["session-config-json"];
   checkSessionChoices(sessionChoicesOf(operator), {
     model: caller.model === undefined ? undefined : resolved.model,
     mode: caller.mode === undefined ? undefined : resolved.mode,
     config: asked === undefined ? {} : askedOptions(resolved, operator),
   });
+  return { ...resolved, ...workspace, ...sessionCwd };
 }
 
 /** The option values the caller's object set (the merged object minus what the operator's gave unchanged). */
@@ -418,22 +432,20 @@ function checkNarrower(operator: RunConfig, resolved: RunConfig): void {
 
 /**
  * A caller may confine its run more than the operator does, never less:
- * `sandbox=off` under an operator's `confined`, or `sandbox-network=full`
- * under its `none`.
+ * `sandbox=off` under an operator's `confined`, or a `sandbox-network` wider
+ * than its own (`none` < `full` < `host`).
  */
 function checkSandbox(operator: RunConfig, resolved: RunConfig): void {
   if (operator.sandbox !== "confined") return;
   const key = resolved.sandbox !== "confined"
     ? "sandbox"
-    : operator.sandboxNetwork === "none" && resolved.sandboxNetwork !== "none"
+    : widerNetwork(resolved.sandboxNetwork, operator.sandboxNetwork)
     ? "sandbox-network"
     : undefined;
   if (!key) return;
   throw refused(
     key,
-    `the operator confines every run (sandbox=confined${
-      operator.sandboxNetwork === "none" ? ", sandbox-network=none" : ""
-    }); a request may confine its run more, never less.`,
+    `the operator confines every run (sandbox=confined, sandbox-network=${operator.sandboxNetwork}); a request may confine its run more, never less.`,
   );
 }
 
@@ -494,22 +506,25 @@ function rootsOf(operator: RunConfig): string[] | undefined {
 
 /**
  * A caller's workspace: no `..`; on this machine (`local`) by real path
- * under the operator's roots and never a protected place.
+ * under the operator's roots and never a protected place. Returns that real
+ * path, for the run to use instead of the path as written.
  */
-function checkWorkspace(input: CallerFloorInput): void {
+function checkWorkspace(
+  input: CallerFloorInput,
+): Pick<RunConfig, "workspace"> | undefined {
   const { operator, caller, resolved, places } = input;
   if (caller.workspace === undefined || resolved.workspace === undefined) {
-    return;
+    return undefined;
   }
   if (climbs(String(caller.workspace))) {
     throw refused("workspace", "must not contain a .. segment.");
   }
-  if (resolved.location !== "local") return;
+  if (resolved.location !== "local") return undefined;
   const real = realOrRefused("workspace", resolved.workspace);
   checkProtected(real, places);
   const roots = rootsOf(operator);
   if (roots === undefined || roots.some((root) => isWithin(root, real))) {
-    return;
+    return { workspace: real };
   }
   throw refused(
     "workspace",
@@ -546,16 +561,19 @@ function checkProtected(real: string, places: ProtectedPlaces): void {
   }
 }
 
-/** A caller's session cwd lies inside the run's workspace (real paths on this machine). */
+/**
+ * A caller's session cwd lies inside the run's workspace (real paths on this
+ * machine). Returns its real path there, for the run to use.
+ */
 function checkSessionCwd(
   caller: Record<string, unknown>,
   resolved: RunConfig,
-): void {
+): Pick<RunConfig, "sessionCwd"> | undefined {
   if (caller["session-cwd"] === undefined && caller.workspace === undefined) {
-    return;
+    return undefined;
   }
   const cwd = resolved.sessionCwd;
-  if (cwd === undefined || resolved.workspace === undefined) return;
+  if (cwd === undefined || resolved.workspace === undefined) return undefined;
   if (
     caller["session-cwd"] !== undefined && climbs(String(caller["session-cwd"]))
   ) {
@@ -564,14 +582,16 @@ function checkSessionCwd(
   if (
     resolved.location === "remote-ssh" && resolved.remoteShell === "powershell"
   ) {
-    return;
+    return undefined;
   }
   const local = resolved.location === "local";
   const workspace = local
     ? realOrRefused("workspace", resolved.workspace)
     : resolved.workspace;
   const real = local ? realOrRefused("session-cwd", cwd) : cwd;
-  if (isWithin(workspace, real)) return;
+  if (isWithin(workspace, real)) {
+    return local ? { sessionCwd: real } : undefined;
+  }
   throw refused(
     "session-cwd",
     `${cwd} is outside the run's workspace ${resolved.workspace}; a request may only choose a directory inside it.`,
@@ -740,6 +760,33 @@ export function flooredMemory(
   }
   if (Object.keys(config).length) settings.config = config;
   return { settings, dropped };
+}
+
+/** Whether `own` (a run's values) sets `name` (`model`, `mode` or an option id) itself. */
+function setsItself(own: SessionConfigValues, name: string): boolean {
+  const asKey = name === "model" ? own.model : name === "mode" ? own.mode : "";
+  return Boolean(asKey) || Object.hasOwn(own.sessionConfigJson ?? {}, name);
+}
+
+/**
+ * Why the conversation's stored session may not be restored under
+ * `choices`: it remembers values a caller could not ask for now, which the
+ * run does not set itself, so a restored session would keep them in force
+ * (an agent restores its mode with the session). Undefined: it may.
+ */
+export function restoreRefusal(
+  choices: SessionChoices,
+  remembered: SessionSettings,
+  own: SessionConfigValues,
+): string | undefined {
+  const kept = flooredMemory(choices, remembered).dropped
+    .filter((name) => !setsItself(own, name));
+  if (!kept.length) return undefined;
+  return `the stored session was configured with ${kept.join(", ")} ${
+    kept.length === 1 ? "as" : "as values"
+  } the operator no longer lets requests choose, and restoring it would keep ${
+    kept.length === 1 ? "that value" : "them"
+  } in force; a new session starts instead`;
 }
 
 /** `docs/http-api.md`'s table of what a caller may set, as Markdown (before `deno fmt`). */

@@ -32,7 +32,7 @@ import type { RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
 import { warmPlaceOf } from "./targets.ts";
 import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
-import { flooredMemory } from "./caller_floor.ts";
+import { flooredMemory, restoreRefusal } from "./caller_floor.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
 export type { RunAssetsHook, RunRequest } from "./request.ts";
@@ -139,6 +139,8 @@ interface RunSetup {
   storedSessionId?: string;
   /** What the conversation remembers of its session's config values (`{}`: nothing yet). */
   sessionMemory?: SessionSettings;
+  /** Why the stored session may not be restored under the operator's floor. */
+  sessionNotRestored?: string;
   /** The conversation's latest run so far (a warm agent must have seen it). */
   previousRunId?: string;
 }
@@ -181,13 +183,17 @@ async function setUpRun(
   const [previous] = storedSessionId
     ? await context.store.listRuns({ conversationId, limit: 1 })
     : [];
+  const remembered = sessionSettingsFrom(stored?.settings);
   return {
     command,
     secrets,
     sessionKey,
     storedSessionId,
     sessionMemory: sessionKey
-      ? rememberedWithinFloor(request, sessionSettingsFrom(stored?.settings))
+      ? rememberedWithinFloor(request, remembered)
+      : undefined,
+    sessionNotRestored: storedSessionId && request.sessionChoices
+      ? restoreRefusal(request.sessionChoices, remembered, config)
       : undefined,
     previousRunId: previous?.runId,
   };
@@ -211,6 +217,7 @@ interface RunStartOptions {
   request: RunRequest;
   command: AgentCommand;
   storedSessionId?: string;
+  sessionNotRestored?: string;
   sessionMemory?: SessionSettings;
   previousRunId?: string;
   secrets: string[];
@@ -243,6 +250,7 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     registry: manager.registry,
     secrets,
     storedSessionId,
+    sessionNotRestored: options.sessionNotRestored,
     sessionMemory,
     sessionCwd: request.config.sessionCwd ?? command.cwd,
     warm: warmPlaceOf(request, command, {
@@ -303,6 +311,7 @@ async function startAdmittedRun(
       request,
       command,
       storedSessionId: setup.storedSessionId,
+      sessionNotRestored: setup.sessionNotRestored,
       sessionMemory: setup.sessionMemory,
       previousRunId: setup.previousRunId,
       secrets,

@@ -77,6 +77,12 @@ export interface RunAssetsHook {
     promptPrefix?: string;
     /** Values to redact from the run's events and logs (run tokens). */
     secrets?: string[];
+    /**
+     * The URLs of the run's own endpoints on this machine (its assets
+     * endpoint): a confined agent's private network lets their loopback
+     * ports through, and nothing else of the host's loopback.
+     */
+    endpointUrls?: string[];
     release(): void;
     /**
      * Keeps the endpoint for the run's warm agent (only when prepared

@@ -21,6 +21,11 @@ export interface ChooseSessionOptions {
   config: Pick<RunConfig, "reuseSession" | "createSessionIfMissing">;
   /** The stored session id, if any. */
   storedSessionId?: string;
+  /**
+   * Why the stored session may not be restored (`run/caller_floor.ts`,
+   * `restoreRefusal`): a new session replaces it, as when restoring fails.
+   */
+  notRestored?: string;
   /** The session's working directory. */
   cwd: string;
   /** MCP servers for the session. */
@@ -55,7 +60,16 @@ export async function chooseSession(
   const canResume = Boolean(caps.sessionCapabilities?.resume);
   const canLoad = Boolean(caps.loadSession);
   let reset: string | undefined;
-  if (storedSessionId && config.reuseSession) {
+  if (storedSessionId && config.reuseSession && options.notRestored) {
+    if (!config.createSessionIfMissing) {
+      throw new RunnerError(
+        "acp.session_missing",
+        `The stored session cannot be continued: ${options.notRestored}. Set create-session-if-missing=true to start a fresh session, or forget the conversation's session.`,
+      );
+    }
+    reset = options.notRestored;
+    options.log({ msg: "stored session not restored; starting a new one" });
+  } else if (storedSessionId && config.reuseSession) {
     const params = { sessionId: storedSessionId, cwd, mcpServers };
     let failure: RunnerError | undefined;
     if (canResume || canLoad) {

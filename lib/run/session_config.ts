@@ -311,7 +311,10 @@ export async function configureRunSession(
  */
 function rememberSettings(run: RunContext, settings: SessionSettings): void {
   const memory = run.options.sessionMemory;
-  if (!memory || sameSettings(settings, memory)) return;
+  if (!memory) return;
+  // A session started in place of one not restored is remembered afresh:
+  // the store still holds the values that kept the old one from restoring.
+  if (sameSettings(settings, memory) && !run.options.sessionNotRestored) return;
   const shown = JSON.stringify(settings);
   if (redactSecrets(shown, run.secrets) !== shown) {
     run.log({ msg: "session config values hold a secret; not remembered" });

@@ -220,6 +220,7 @@ async function openSession(
         initialize: initialized,
         config: run.config,
         storedSessionId: options.storedSessionId,
+        notRestored: options.sessionNotRestored,
         cwd: options.sessionCwd,
         mcpServers: [
           ...(options.mcpServers ?? []),

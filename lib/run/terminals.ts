@@ -7,8 +7,11 @@
  * stdout and stderr read into one output in arrival order. When a command
  * exits, whatever it left running in its group is killed; at most
  * {@linkcode MAX_TERMINALS} are held at once, and at most
- * `terminal-output-bytes` of each go out as events. Every terminal of the run
- * is killed when the run ends or its agent is kept warm.
+ * `terminal-output-bytes` of each, {@linkcode RUN_OUTPUT_FACTOR} times that
+ * of all together, go out as events. Every terminal of the run is killed
+ * when the run ends or its agent is kept warm. Unconfined, each command runs
+ * in a PID namespace of its own where bubblewrap can make one, so nothing it
+ * starts outlives it.
  *
  * @module
  */
@@ -42,6 +45,20 @@ const DRAIN_AFTER_EXIT_MS = 1000;
 /** The most terminals a run holds at once (created and not yet released). */
 export const MAX_TERMINALS = 64;
 
+/**
+ * How many times `terminal-output-bytes` all of a run's terminals together
+ * may send as `terminal.output` events.
+ */
+export const RUN_OUTPUT_FACTOR = 4;
+
+/** The `terminal.output` bytes a run may still send, shared by its terminals. */
+interface RunOutputBudget {
+  /** The run's limit in bytes. */
+  readonly cap: number;
+  /** Bytes sent so far. */
+  sent: number;
+}
+
 /** One started command. */
 interface Terminal {
   process: AgentProcess;
@@ -59,6 +76,10 @@ export function createRunTerminals(
 ): RunTerminals {
   const terminals = new Map<string, Terminal>();
   const live = new Set<Terminal>();
+  const budget: RunOutputBudget = {
+    cap: run.config.terminalOutputBytes * RUN_OUTPUT_FACTOR,
+    sent: 0,
+  };
   let closed = false;
   let starting = 0;
   const find = (terminalId: string) => {
@@ -82,6 +103,7 @@ export function createRunTerminals(
           launch,
           params,
           terminalId,
+          budget,
           closed: () => closed,
           adopt(terminal) {
             terminals.set(terminalId, terminal);
@@ -137,6 +159,8 @@ interface StartOptions {
   launch: TerminalLaunch;
   params: CreateTerminalRequest;
   terminalId: string;
+  /** The run's `terminal.output` budget. */
+  budget: RunOutputBudget;
   /** Whether the set is closed (the run is ending). */
   closed: () => boolean;
   /** Takes the started terminal into the set, before anything else can run. */
@@ -176,7 +200,11 @@ async function startTerminal(
     params.outputByteLimit ?? Infinity,
   );
   const output = new TerminalOutput(Math.max(1, Math.floor(limit)));
-  const show = outputEvents(run, terminalId, output);
+  const show = outputEvents(
+    run,
+    { terminalId, budget: options.budget },
+    output,
+  );
   const take = (text: string) => {
     const kept = output.push(text);
     if (kept) show.push(kept);
@@ -211,16 +239,19 @@ async function startTerminal(
 }
 
 /**
- * A terminal's `terminal.output` events: redacted, and at most
- * `terminal-output-bytes` of them in all; the event that reaches the limit
- * says `truncated` and `stopped`, and none follows (the agent still reads
- * the kept output).
+ * A terminal's `terminal.output` events: redacted, at most
+ * `terminal-output-bytes` of them for the terminal and at most
+ * {@linkcode RUN_OUTPUT_FACTOR} times that for all the run's terminals
+ * together (`budget`); the event that reaches either limit says `truncated`
+ * and `stopped` (and `run_limit` when it was the run's), and none follows
+ * for that terminal (the agent still reads the kept output).
  */
 function outputEvents(
   run: RunContext,
-  terminalId: string,
+  ids: { terminalId: string; budget: RunOutputBudget },
   output: TerminalOutput,
 ): { push: (text: string) => void; end: () => void } {
+  const { terminalId, budget } = ids;
   const redactor = createStreamRedactor(run.secrets);
   const cap = run.config.terminalOutputBytes;
   let sent = 0;
@@ -228,8 +259,11 @@ function outputEvents(
   const emit = (text: string) => {
     if (stopped || !text) return;
     const bytes = utf8Bytes(text);
-    if (sent + bytes <= cap) {
+    const runRoom = budget.cap - budget.sent;
+    const room = Math.min(cap - sent, runRoom);
+    if (bytes <= room) {
       sent += bytes;
+      budget.sent += bytes;
       run.emitter.emit("terminal.output", {
         terminal_id: terminalId,
         output: text,
@@ -238,11 +272,14 @@ function outputEvents(
       return;
     }
     stopped = true;
+    const head = utf8Head(text, room);
+    budget.sent += utf8Bytes(head);
     run.emitter.emit("terminal.output", {
       terminal_id: terminalId,
-      output: utf8Head(text, cap - sent),
+      output: head,
       truncated: true,
       stopped: true,
+      ...(runRoom < cap - sent ? { run_limit: true } : {}),
     });
   };
   return {
@@ -292,6 +329,7 @@ function spawnCommand(
       registry: launch.registry,
       onStderr: options.onStderr,
       sandbox: launch.sandbox,
+      ownPidNamespace: !launch.sandbox,
     });
   } catch (error) {
     const cause = error instanceof Error ? error.cause ?? error : error;

@@ -31,6 +31,12 @@ export interface AgentTransport {
   stderrTail(): string;
   /** Stops the agent and waits until its process group is gone. */
   teardown(): Promise<void>;
+  /**
+   * A confined agent with a private network (`sandbox-network=full`): gives
+   * it its network, letting through the host's loopback `ports` only, and
+   * lets it start (`docs/sandbox.md`).
+   */
+  openNetwork?(ports: readonly number[]): Promise<void>;
   /** MCP servers the location contributes (e.g. the daemon's proxy). */
   mcpServers?: McpServer[];
   /** More servers, chosen by the agent's `mcpCapabilities` (may throw `config.invalid`). */
@@ -51,6 +57,8 @@ export interface RunEngineOptions {
   config: RunConfig;
   /** The session id stored for this conversation, if any. */
   storedSessionId?: string;
+  /** Why the stored session may not be restored: a new one replaces it (`session.reset`). */
+  sessionNotRestored?: string;
   /**
    * The session config values the conversation remembers (`{}`: none yet);
    * undefined when nothing is remembered for this run (no conversation, or a

@@ -1,6 +1,7 @@
 /**
  * The HTTP service as a Hono app: the runs API, the n8n webhook and the
- * meta routes, with bearer auth on `/v1`, the body limit, the concurrency
+ * meta routes, with the API token on every route but the open ones
+ * (`api_auth.ts`), the body limit, the concurrency
  * limit and one error shape (`{error:{code, message, retryable}}`). Pure:
  * the caller supplies the run manager and store and serves the app.
  *
@@ -12,11 +13,10 @@ import { accessLog } from "./access_log.ts";
 import { limitBody } from "./body_limit.ts";
 import {
   errorResponse,
-  safeEqual,
   type ServerAppOptions,
   type ServerContext,
-  unauthorized,
 } from "./context.ts";
+import { requireApiToken } from "./api_auth.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunEvent } from "../events.ts";
@@ -159,7 +159,10 @@ function handleFailures(app: Hono, ctx: ServerContext): void {
  */
 function guardRequestSources(app: Hono, config: ServeConfig): void {
   const settings = {
-    checkHost: !config.apiToken || config.allowedHosts.length > 0,
+    // A token the runner made itself means a default loopback server: keep
+    // the rebinding guard there as without a token.
+    checkHost: !config.apiToken || config.apiTokenSource === "data-dir" ||
+      config.allowedHosts.length > 0,
     listenHost: config.host,
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.allowedOrigins,
@@ -192,7 +195,7 @@ function guardRequestSources(app: Hono, config: ServeConfig): void {
   });
 }
 
-/** The body limit and bearer auth on `/v1` (or, between replicas, the cluster token). */
+/** The body limit on `/v1`, and the API token on every route but the open ones. */
 function guardApiRoutes(app: Hono, ctx: ServerContext): void {
   const { config } = ctx;
   app.use(
@@ -205,16 +208,5 @@ function guardApiRoutes(app: Hono, ctx: ServerContext): void {
         ),
       )),
   );
-  app.use("/v1/*", async (c, next) => {
-    const token = config.apiToken;
-    if (!token) return await next();
-    if (c.req.path === "/v1/webhooks/n8n" && config.n8n.auth !== "none") {
-      return await next();
-    }
-    if (ctx.fleet?.isForwarded(c)) return await next();
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-    if (!match || !safeEqual(match[1], token)) throw unauthorized();
-    await next();
-  });
+  requireApiToken(app, ctx);
 }

@@ -183,6 +183,7 @@ export function consolePage(
 <p id="login-message" class="error"></p>
 <label for="token">API token</label>
 <input id="token" type="password" autocomplete="off" placeholder="the runner's API token">
+<p class="meta">Open the console URL runner serve printed (it carries the token), or paste the token <code>runner token --show</code> prints.</p>
 <p><button type="submit" class="primary">Open console</button></p>
 </section></form>
 <main id="app" hidden>

@@ -1,8 +1,10 @@
 /**
  * The operator console's script: a module that loads the Markdown renderer
  * and the sanitiser (`console_assets.ts`) and talks to the same `/v1` API as
- * any client, with the bearer token a person types once (kept in the tab's
- * session storage, never in a URL). Every text from the agent or a run is set
+ * any client, with the bearer token a person types once or opens the
+ * console with (`#token=…` in the fragment of the URL `runner serve`
+ * prints, taken once and removed from the address bar); it is kept in the
+ * tab's session storage. Every text from the agent or a run is set
  * as text, except the answer, which is Markdown rendered and then sanitised.
  *
  * @module
@@ -12,6 +14,19 @@
 export const CONSOLE_SCRIPT: string = String.raw`
 import { Marked } from "/console/marked.js";
 import DOMPurify from "/console/purify.js";
+
+// The URL runner serve prints carries the token in its fragment (never sent, so never
+// logged): keep it in this tab and take it out of the address bar and its history entry.
+function takeTokenFromUrl() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get("token");
+  if (token === null) return;
+  params.delete("token");
+  if (token.trim()) sessionStorage.setItem("runner-token", token.trim());
+  const hash = params.toString();
+  history.replaceState(null, "", location.pathname + location.search + (hash ? "#" + hash : ""));
+}
+takeTokenFromUrl();
 
 const $ = (id) => document.getElementById(id);
 const IMAGES = document.body.dataset.images === "1";

@@ -1,8 +1,9 @@
 /**
  * Who may talk to `runner serve` from a browser: the `Host` rule that stops
- * DNS rebinding and the `Origin` rule that stops cross-site requests. With no
- * token on loopback (the default), any web page the developer opens could
- * otherwise start a coding agent on their machine. See `docs/http-api.md`
+ * DNS rebinding and the `Origin` rule that stops cross-site requests. With
+ * no token on loopback (`--loopback-without-token`), any web page the
+ * developer opens could otherwise start a coding agent on their machine; with
+ * one, the rules keep a page from even trying. See `docs/http-api.md`
  * ("Host and Origin").
  *
  * @module
@@ -14,10 +15,11 @@ import { RunnerError } from "../errors.ts";
 /** What the guard allows beyond its built-in rules. */
 export interface RequestGuardSettings {
   /**
-   * Whether `Host` is checked: without an API token (a rebinding page could
-   * use the API), or when the operator listed hosts. With a token and no
-   * list, a page cannot authenticate anyway, and service names such as
-   * `runner:8080` keep working.
+   * Whether `Host` is checked: without an API token given by the operator
+   * (a rebinding page could use an open API; the token `runner serve` made
+   * itself means a default loopback server), or when the operator listed
+   * hosts. With a given token and no list, a page cannot authenticate
+   * anyway, and service names such as `runner:8080` keep working.
    */
   checkHost: boolean;
   /** The listen address (a name given here is an accepted `Host`). */

@@ -198,7 +198,7 @@ Deno.test("over HTTP a caller may confine its run more than the operator, never 
   );
   const strict = await serve([
     ...["--sandbox", "confined", "--sandbox-network", "none"],
-    ...["--langbot-assets-enabled", "false"],
+    ...["--langbot-assets-enabled", "false", "--workspace-roots", "/srv"],
   ]);
   for (
     const [key, value] of [["sandbox", "off"], ["sandbox-network", "full"]]

@@ -24,12 +24,23 @@ import {
   spawnCli,
   tempDir,
 } from "../helpers.ts";
-import { DENO_DIR, markedGone, sandboxWorld } from "../sandbox_helpers.ts";
+import {
+  DENO_DIR,
+  markedGone,
+  pathWithoutBwrap,
+  sandboxWorld,
+} from "../sandbox_helpers.ts";
 
 type Event = Record<string, unknown> & {
   type: string;
   data: Record<string, unknown>;
 };
+
+/**
+ * Prints the command's process group as the host sees it (a builtin `read`
+ * of /proc/self, so also from inside a PID namespace, where `$$` is small).
+ */
+const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
 
 /** The fixture flag for one terminal entry. */
 export function terminalFlag(call: Record<string, unknown>): string[] {
@@ -228,7 +239,7 @@ Deno.test("runner run: output past the limit is cut from the start at a characte
 
 Deno.test("runner run: terminal-timeout kills the command's group; the exit names the signal and timed_out", async () => {
   const run = await runWith(
-    terminalFlag({ command: "sh", args: ["-c", "echo $$; sleep 1000"] }),
+    terminalFlag({ command: "sh", args: ["-c", `${PRINT_GROUP}; sleep 1000`] }),
     { "terminal-timeout": "1" },
   );
   assert.equal(run.code, 0, run.stderr);
@@ -244,7 +255,7 @@ Deno.test("runner run: terminal-timeout kills the command's group; the exit name
 Deno.test("runner run: a command left running dies with the run, its whole group", async () => {
   const run = await runWith(terminalFlag({
     command: "sh",
-    args: ["-c", "echo $$; sleep 1000 & sleep 1000"],
+    args: ["-c", `${PRINT_GROUP}; sleep 1000 & sleep 1000`],
     wait: false,
   }));
   assert.equal(run.code, 0, run.stderr);
@@ -401,9 +412,9 @@ Deno.test("runner run: a secret in a terminal's output is redacted from its even
   assert.ok(!JSON.stringify(run.events).includes(secret.slice(0, 5)));
 });
 
-Deno.test("kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
+Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
   const dataDir = tempDir();
-  const env = { RUNNER_DATA_DIR: dataDir };
+  const env = { RUNNER_DATA_DIR: dataDir, PATH: pathWithoutBwrap() };
   const child = spawnCli([
     "run",
     "custom",
@@ -724,7 +735,12 @@ Deno.test("runner run: what a command leaves running in its group is killed when
   const run = await runWith([
     ...terminalFlag({
       command: "sh",
-      args: ["-c", "sleep 1000 & echo $!"],
+      // The background job prints its pid as the host sees it (a builtin
+      // `read` of /proc/self), also from inside a PID namespace.
+      args: [
+        "-c",
+        "{ (read -r pid _ < /proc/self/stat; echo $pid; exec sleep 1000 >/dev/null) & } | head -n 1",
+      ],
       alive: true,
     }),
     ...terminalFlag({ command: "sh", args: ["-c", "printf 'a\\303' >&2"] }),

@@ -9,6 +9,7 @@ import {
   spawnCli,
   tempDir,
 } from "../helpers.ts";
+import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
 function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
   return runArgsIn(tempDir(), fixtureFlags, ...extra);
@@ -320,9 +321,11 @@ Deno.test("a run refused after its agent was started ahead (the store cannot ope
   assert.deepEqual(records, []);
 });
 
-Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async () => {
+Deno.test("without bubblewrap, the reaper kills a group left behind by a SIGKILLed runner", async () => {
   const dataDir = tempDir();
   const pidFile = join(tempDir(), "pids.json");
+  // With bwrap the agent's PID namespace dies with the runner: nothing is left.
+  const env = { PATH: pathWithoutBwrap() };
   const child = spawnCli([
     "run",
     "custom",
@@ -341,7 +344,7 @@ Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async ()
     dataDir,
     "--json",
     "hi",
-  ]);
+  ], { env });
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let seen = "";
   while (!seen.includes("message.delta")) {
@@ -369,7 +372,7 @@ Deno.test("the reaper kills a group left behind by a SIGKILLed runner", async ()
     "--data-dir",
     dataDir,
     "hi",
-  ]);
+  ], { env });
   assert.equal(next.code, 0, next.stderr);
   for (
     const pid of [

@@ -35,6 +35,7 @@ import {
 import { type RunStore } from "../../lib/store/types.ts";
 import { openStoreNow } from "../helpers.ts";
 import { EventLog, makeGate } from "../engine_helpers.ts";
+import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 import {
   fixtureCommand,
   isAlive,
@@ -63,6 +64,8 @@ class DaemonProcess {
     daemonId: string;
     dataDir: string;
     token?: string;
+    /** The daemon's `PATH` (e.g. one without bubblewrap). */
+    path?: string;
   }) {
     this.tap = startRelayTap(options.url);
     this.#child = spawnCli([
@@ -75,7 +78,12 @@ class DaemonProcess {
       options.dataDir,
       "--reconnect-delay",
       "0.1",
-    ], { env: { RUNNER_DAEMON_TOKEN: options.token ?? TOKEN } });
+    ], {
+      env: {
+        RUNNER_DAEMON_TOKEN: options.token ?? TOKEN,
+        ...(options.path ? { PATH: options.path } : {}),
+      },
+    });
     this.#drained = Promise.all([
       this.#child.stdout.cancel(),
       this.#readStderr(),
@@ -452,9 +460,12 @@ Deno.test("SIGTERM stops the daemon cleanly: jobs end as runner.shutting_down, n
   }
 });
 
-Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on restart, back after unfence", async () => {
+Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on restart (without bubblewrap), back after unfence", async () => {
   const hubData = tempDir();
   const daemonData = tempDir();
+  // With bwrap the job's PID namespace dies with the daemon: nothing is left
+  // to reap (tests/security/outlive_test.ts).
+  const path = pathWithoutBwrap();
   const stateDir = join(hubData, "relay");
   const workspace = tempDir();
   const first = new HubHarness(hubData);
@@ -462,6 +473,7 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
     url: first.url,
     daemonId: "crashy",
     dataDir: daemonData,
+    path,
   });
   let pids: number[];
   try {
@@ -490,6 +502,7 @@ Deno.test("kill -9 of the daemon: disconnected, fenced across hubs, reaped on re
     url: second.url,
     daemonId: "crashy",
     dataDir: daemonData,
+    path,
   });
   try {
     assert.deepEqual(

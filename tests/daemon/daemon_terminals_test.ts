@@ -17,6 +17,8 @@ import { agentCommand, tempDir } from "../helpers.ts";
 import { serveWithDaemon } from "../daemon_test_helpers.ts";
 import { postJson, sseEvents } from "../serve_test_helpers.ts";
 
+const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
+
 Deno.test("runner daemon: terminals run on the daemon's machine under the run's rules, their events reach the hub's callers, and they die with the run", async () => {
   const { serve, daemon } = await serveWithDaemon("terminals-1", {
     serveArgs: ["--client-terminals", "true"],
@@ -43,7 +45,9 @@ Deno.test("runner daemon: terminals run on the daemon's machine under the run's 
           "--terminal",
           JSON.stringify({
             command: "sh",
-            args: ["-c", "echo $$; sleep 1000"],
+            // Its process group as the host sees it (`$$` is small in a
+            // PID namespace).
+            args: ["-c", `${PRINT_GROUP}; sleep 1000`],
             wait: false,
           }),
         ]),
@@ -57,7 +61,7 @@ Deno.test("runner daemon: terminals run on the daemon's machine under the run's 
       [
         ["touch x", "reject_once", 0],
         ["echo from the daemon", "allow_once", "default"],
-        ["sh -c echo $$; sleep 1000", "allow_once", "default"],
+        [`sh -c ${PRINT_GROUP}; sleep 1000`, "allow_once", "default"],
       ],
     );
     const started = events.filter((e) => e.type === "terminal.started");

@@ -17,7 +17,7 @@ import {
   tempDir,
 } from "../helpers.ts";
 import { daemonProcess } from "../daemon_test_helpers.ts";
-import { startServe } from "../serve_test_helpers.ts";
+import { apiFetch, startServe } from "../serve_test_helpers.ts";
 import {
   answers,
   listAgents,
@@ -29,10 +29,10 @@ import { readRecord } from "../helpers.ts";
 const DAEMON_TOKEN = "daemon-warm-test-Hq3Vt8Lm1Zx5Pk9Wc2Nb7Rd4";
 
 /** A `runner daemon` dialling `url` with this file's token. */
-function startDaemon(url: string, daemonId: string) {
+function startDaemon(url: string, daemonId: string, args: string[] = []) {
   const tokenFile = join(tempDir(), "token");
   Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-  return daemonProcess(url, daemonId, tokenFile);
+  return daemonProcess(url, daemonId, tokenFile, { args });
 }
 
 Deno.test("the daemon keeps its own warm agent: the next message of the conversation is only a prompt there, with that run's assets", async () => {
@@ -101,7 +101,7 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
     assert.ok(calls[1].includes("second message"), calls[1]);
 
     const conversation =
-      await (await fetch(`${serve.url}/v1/conversations/desk-chat`)).json();
+      await (await apiFetch(`${serve.url}/v1/conversations/desk-chat`)).json();
     assert.equal(conversation.sessions[0].session_id, sessionId);
     // The pool is the daemon's own; the hub keeps none for daemon runs.
     assert.deepEqual(await listAgents(serve), []);
@@ -124,21 +124,19 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
       "--allow-custom-commands",
       "--allow-env-names",
       "PROVIDER_API_KEY",
-      // fs-write is a switch a caller may only turn off: the operator's true
-      // lets the test turn it off as a change of target.
-      "--fs-write",
-      "true",
       "--daemon-enabled",
       "--daemon-port",
       "0",
       "--daemon-token",
       DAEMON_TOKEN,
+      // fs-write is the operator's to allow, on the hub and on the daemon.
+      ...["--fs-write", "true"],
     ],
   });
   const hub = await serve.waitForLog((entry) =>
     entry.msg === "daemon hub listening"
   );
-  const daemon = startDaemon(String(hub.url), "keys");
+  const daemon = startDaemon(String(hub.url), "keys", ["--fs-write", "true"]);
   try {
     await daemon.connected;
     const record = join(tempDir(), "record.jsonl");
@@ -149,6 +147,7 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
       workspace: tempDir(),
       "env-json": { PROVIDER_API_KEY: "key-1" },
       "langbot-assets-enabled": false,
+      "fs-write": false,
       "acp-command": fixtureCommand("--record", record),
     };
     let conversation = "keys-chat";
@@ -177,7 +176,7 @@ Deno.test("the daemon's warm key: each part of the target alone (env-json value,
         config = { ...config, workspace: tempDir() };
       }],
       ["fs-write", () => {
-        config = { ...config, "fs-write": false };
+        config = { ...config, "fs-write": true };
       }],
       ["langbot-assets-enabled", () => {
         config = { ...config, "langbot-assets-enabled": true };

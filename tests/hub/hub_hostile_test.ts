@@ -26,7 +26,7 @@ import {
   readToEnd,
   writeAll,
 } from "../raw_tcp_helpers.ts";
-import { spawnServe, startServe } from "../serve_test_helpers.ts";
+import { apiFetch, spawnServe, startServe } from "../serve_test_helpers.ts";
 
 const TOKEN = "hub-hostile-token-Xq3Vw8Lm2Rt6Yp1Zk9";
 const LAPTOP_TOKEN = "laptop-own-token-Hn4Bc7Jd2Gs5Wf8Qe1";
@@ -306,7 +306,7 @@ Deno.test("a connected daemon that never answers cannot hold a run past its time
     const hub = await serve.waitForLog((e) => e.msg === "daemon hub listening");
     const silent = await helloDaemon(String(hub.url), "silent", "");
     assert.equal((await silent.first).type, "daemon.ready");
-    const response = await fetch(`${serve.url}/v1/runs`, {
+    const response = await apiFetch(`${serve.url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({

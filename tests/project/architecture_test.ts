@@ -27,7 +27,7 @@ async function tsFiles(dir: string): Promise<string[]> {
   for await (const entry of Deno.readDir(dir)) {
     const path = join(dir, entry.name);
     if (entry.isDirectory) {
-      if (![".git", "node_modules", "vendor"].includes(entry.name)) {
+      if (![".git", "node_modules"].includes(entry.name)) {
         files.push(...await tsFiles(path));
       }
     } else if (entry.name.endsWith(".ts")) files.push(path);

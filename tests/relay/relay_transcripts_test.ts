@@ -33,6 +33,7 @@ import {
 import { DAEMON_CAPABILITIES } from "../../lib/daemon/client.ts";
 import { encodeEventFrames } from "../../lib/relay/event_fit.ts";
 import { tempDir } from "../helpers.ts";
+import { apiFetch } from "../serve_test_helpers.ts";
 
 /** The recordings, kept with the tests (see their README for the origin). */
 const TRANSCRIPTS = fileURLToPath(
@@ -672,14 +673,14 @@ async function exerciseProxy(
       url: proxy.url,
       headers: [],
     }, "server entry");
-    const health = await fetch(proxy.url.replace("/mcp", "/healthz"));
+    const health = await apiFetch(proxy.url.replace("/mcp", "/healthz"));
     assert.deepEqual(
       [health.status, await health.text()],
       [200, '{"ok": true}'],
       "healthz",
     );
     for (const exchange of transcript.http_exchanges!) {
-      const response = await fetch(proxy.url, {
+      const response = await apiFetch(proxy.url, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: exchange.request_body,

@@ -13,6 +13,7 @@ import type { RunEvent } from "../../lib/events.ts";
 import { openStore } from "../../lib/store/open.ts";
 import { agentCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
 import {
+  apiFetch,
   deltaText,
   jsonLines,
   postJson,
@@ -131,12 +132,12 @@ Deno.test("runner serve: a secret split over two or three chunks is redacted on 
         `n8n (${name})`,
       );
 
-      const stored = await (await fetch(`${serve.url}/v1/runs/${runId}`))
+      const stored = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
         .json();
       // (The run's config holds the agent command, and so the pieces.)
       assertNoSecret(JSON.stringify(stored.events), `the store (${name})`);
       assert.equal(deltaText(stored.events), SHOWN);
-      const full = await (await fetch(
+      const full = await (await apiFetch(
         `${serve.url}/v1/runs/${runId}?all_content=true`,
       )).json();
       assertNoSecret(JSON.stringify(full.events), `all_content (${name})`);

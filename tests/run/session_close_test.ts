@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fixtureCommand, readRecord, runCli, tempDir } from "../helpers.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   sseEvents,
@@ -56,7 +57,8 @@ Deno.test("runner serve: a warm agent stopped by DELETE /v1/agents/{id} or a del
       });
       const events = await sseEvents(response);
       assert.equal(events.at(-1)!.type, "run.completed");
-      const { agents } = await (await fetch(`${serve.url}/v1/agents`)).json();
+      const { agents } = await (await apiFetch(`${serve.url}/v1/agents`))
+        .json();
       const agent = agents.find((a: { conversation_id: string }) =>
         a.conversation_id === `close-${how}`
       );
@@ -64,7 +66,7 @@ Deno.test("runner serve: a warm agent stopped by DELETE /v1/agents/{id} or a del
       const target = how === "agent"
         ? `${serve.url}/v1/agents/${agent.agent_id}`
         : `${serve.url}/v1/conversations/close-${how}`;
-      const deleted = await fetch(target, { method: "DELETE" });
+      const deleted = await apiFetch(target, { method: "DELETE" });
       await deleted.body?.cancel();
       assert.ok(deleted.ok, `${how}: ${deleted.status}`);
       const methods = readRecord(record).map((r) => r.method).filter(Boolean);

@@ -25,6 +25,7 @@ import type { RunStore } from "../../lib/store/types.ts";
 import { openStoreNow, tempDir } from "../helpers.ts";
 import { join } from "node:path";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   sseEvents,
@@ -360,12 +361,13 @@ Deno.test("end to end through runner serve and the fixture agent: SSE and the st
           const runId = response.headers.get("x-run-id")!;
           // A second reader attaches while the run streams: it reads the
           // store, then joins live delivery, and must see each event once.
-          const attached = fetch(`${serve.url}/v1/runs/${runId}/events`)
+          const attached = apiFetch(`${serve.url}/v1/runs/${runId}/events`)
             .then(sseEvents);
           const live = await sseEvents(response);
           const late = await attached;
-          const stored = (await (await fetch(`${serve.url}/v1/runs/${runId}`))
-            .json()).events as RunEvent[];
+          const stored =
+            (await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
+              .json()).events as RunEvent[];
           assert.deepEqual(
             late.map((event) => event.sequence),
             live.map((_, index) => index + 1),

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { assertAgentGone, isAlive } from "../helpers.ts";
 import {
+  apiFetch,
   fixtureConfig,
   startServe,
   tempDir,
@@ -24,6 +25,7 @@ import {
   recordByProcess,
   sendMessage,
 } from "../warm_helpers.ts";
+import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
 const SERVE = ["--allow-custom-commands"];
 
@@ -68,7 +70,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
 
     const [again] = await listAgents(serve);
     assert.equal(again.agent_id, agent.agent_id, "one agent, one id");
-    const stopped = await fetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
+    const stopped = await apiFetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
       method: "DELETE",
     });
     assert.deepEqual(await stopped.json(), {
@@ -77,7 +79,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     });
     assert.ok(!isAlive(process.pid), "DELETE stopped the agent");
     assert.deepEqual(await listAgents(serve), []);
-    const missing = await fetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
+    const missing = await apiFetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
       method: "DELETE",
     });
     assert.equal(missing.status, 404);
@@ -93,7 +95,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     ]);
 
     // Forgetting the conversation's sessions stops its warm agent too.
-    const forgotten = await fetch(`${serve.url}/v1/conversations/chat`, {
+    const forgotten = await apiFetch(`${serve.url}/v1/conversations/chat`, {
       method: "DELETE",
     });
     assert.equal((await forgotten.json()).deleted_sessions, 1);
@@ -125,7 +127,7 @@ Deno.test("with a 1 s initialize and a 1 s load, the second message's first chun
     const idle = (await listAgents(serve)).find((agent) =>
       agent.conversation_id === "dropped"
     )!;
-    await (await fetch(`${serve.url}/v1/agents/${idle.agent_id}`, {
+    await (await apiFetch(`${serve.url}/v1/agents/${idle.agent_id}`, {
       method: "DELETE",
     })).body?.cancel();
     const cold = await message("dropped", "two");
@@ -223,9 +225,12 @@ Deno.test("at max-warm-agents the least recently used agent is stopped first", a
   );
 });
 
-Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after SIGKILL", async () => {
+Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after SIGKILL (without bubblewrap)", async () => {
   const dir = await tempDir();
   const dataDir = join(dir, "data");
+  // With bwrap an agent's PID namespace dies with the runner: nothing is left
+  // for the restart to reap (tests/security/outlive_test.ts).
+  const env = { PATH: pathWithoutBwrap() };
   // A grandchild that ignores SIGTERM outlives the agent's own exit on stdin
   // EOF: only a teardown of the whole group (or the reaper) ends it.
   const configWith = (pidFile: string) =>
@@ -233,7 +238,7 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
   const pidsOf = (pidFile: string): number[] =>
     Object.values(JSON.parse(Deno.readTextFileSync(pidFile)));
   try {
-    const graceful = await startServe({ dataDir, args: SERVE });
+    const graceful = await startServe({ dataDir, args: SERVE, env });
     const first = join(dir, "first.json");
     await sendMessage(graceful, {
       conversation_id: "a",
@@ -244,7 +249,7 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
     assert.equal((await graceful.stop("SIGTERM")).code, 0);
     assertAgentGone(first);
 
-    const crashed = await startServe({ dataDir, args: SERVE });
+    const crashed = await startServe({ dataDir, args: SERVE, env });
     const second = join(dir, "second.json");
     await sendMessage(crashed, {
       conversation_id: "b",
@@ -256,7 +261,7 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
       pidsOf(second).some(isAlive),
       "expected the agent's grandchild to outlive kill -9",
     );
-    const restarted = await startServe({ dataDir, args: SERVE });
+    const restarted = await startServe({ dataDir, args: SERVE, env });
     try {
       assertAgentGone(second);
     } finally {

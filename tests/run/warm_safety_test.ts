@@ -115,39 +115,46 @@ Deno.test("an agent killed while idle is dropped; the next message starts cold a
 });
 
 Deno.test("a changed config starts cold; the agent it left behind is stale and is not reused", async () => {
-  await withServe({ args: SERVE }, async (serve, dir) => {
-    const record = join(dir, "record.jsonl");
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--load-session",
-      "--state-dir",
-      join(dir, "sessions"),
-      "--record",
-      record,
-    ]);
-    const message = (text: string, extra: Record<string, unknown> = {}) =>
-      sendMessage(serve, {
-        conversation_id: "chat",
-        text,
-        config: { ...config, ...extra },
-      });
-    await message("one");
-    const [first] = recordByProcess(record);
-    const changed = await message("two", { "fs-read": true });
-    assert.equal(changed.agent, "cold");
-    assert.deepEqual(answers(changed), ["echo: two (turn 2)"]);
-    // The first agent missed turn 2 of the session it holds: stopped, not reused.
-    assert.equal((await listAgents(serve)).length, 1);
-    await serve.waitForLog((entry) => entry.msg === "warm agent gone");
-    assert.ok(!isAlive(first.pid), "the stale agent survived");
-    const back = await message("three");
-    assert.equal(back.agent, "cold");
-    assert.deepEqual(answers(back), ["echo: three (turn 3)"]);
-    assert.equal(recordByProcess(record).length, 3);
-    assert.equal(
-      await metric(serve, 'runner_warm_agent_evictions_total{reason="stale"}'),
-      2,
-    );
-  });
+  // fs-read is the operator's to turn on; the caller turning it off is the change.
+  await withServe(
+    { args: [...SERVE, "--fs-read", "true"] },
+    async (serve, dir) => {
+      const record = join(dir, "record.jsonl");
+      const config = fixtureConfig(join(dir, "ws"), [
+        "--load-session",
+        "--state-dir",
+        join(dir, "sessions"),
+        "--record",
+        record,
+      ]);
+      const message = (text: string, extra: Record<string, unknown> = {}) =>
+        sendMessage(serve, {
+          conversation_id: "chat",
+          text,
+          config: { ...config, ...extra },
+        });
+      await message("one");
+      const [first] = recordByProcess(record);
+      const changed = await message("two", { "fs-read": false });
+      assert.equal(changed.agent, "cold");
+      assert.deepEqual(answers(changed), ["echo: two (turn 2)"]);
+      // The first agent missed turn 2 of the session it holds: stopped, not reused.
+      assert.equal((await listAgents(serve)).length, 1);
+      await serve.waitForLog((entry) => entry.msg === "warm agent gone");
+      assert.ok(!isAlive(first.pid), "the stale agent survived");
+      const back = await message("three");
+      assert.equal(back.agent, "cold");
+      assert.deepEqual(answers(back), ["echo: three (turn 3)"]);
+      assert.equal(recordByProcess(record).length, 3);
+      assert.equal(
+        await metric(
+          serve,
+          'runner_warm_agent_evictions_total{reason="stale"}',
+        ),
+        2,
+      );
+    },
+  );
 });
 
 Deno.test("a rotated env-json value starts a new agent: the old key's agent is not reused", async () => {

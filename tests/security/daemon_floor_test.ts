@@ -14,6 +14,7 @@ import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import { daemonFloorFromFlags } from "../../lib/daemon/job_floor.ts";
 import type { JsonObject } from "../../lib/relay.ts";
+import { RunnerError } from "../../lib/errors.ts";
 import { tempDir } from "../helpers.ts";
 import {
   confinedFixtureCommand,
@@ -21,6 +22,11 @@ import {
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 import { ROOT } from "../helpers.ts";
+import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { postJson, sseEvents } from "../serve_test_helpers.ts";
+
+const TOKEN = "daemon-floor-token-" + crypto.randomUUID();
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 /** One job on a confined daemon with its own floor; the events it sent. */
 async function runJob(
@@ -85,7 +91,7 @@ Deno.test("a confined daemon refuses a hub's widening run.start before any agent
   const attacks: Array<[Record<string, unknown>, JsonObject, string]> = [
     [flags, { cwd: workspace, session_cwd: "/" }, "session-cwd"],
     [flags, { cwd: workspace, session_cwd: toRoot }, "session-cwd"],
-    [flags, {
+    [{ ...flags, "fs-read": "true", "fs-write": "true" }, {
       cwd: workspace,
       session_cwd: "/",
       fs_read: true,
@@ -146,4 +152,113 @@ Deno.test("a confined daemon refuses a hub's widening run.start before any agent
   assert.ok(configured, wire);
   assert.notEqual(configured.mode, "acceptEdits", wire);
   assert.notEqual((configured.config as JsonObject).effort, "high", wire);
+});
+
+Deno.test("a real runner daemon --sandbox confined --workspace-roots holds a hub's run.start from runner serve to its own floor", async () => {
+  const world = sandboxWorld();
+  const roots = tempDir("daemon-roots-");
+  const workspace = join(roots, "ws");
+  Deno.mkdirSync(workspace);
+  const outside = tempDir("daemon-outside-");
+  const marker = join(workspace, "started");
+  Deno.writeTextFileSync(join(workspace, "inside.txt"), "inside-value\n");
+  const { serve, daemon } = await serveWithDaemon("floor-1", {
+    serveArgs: [
+      ...["--api-token", TOKEN, "--env-json", JSON.stringify({ DENO_DIR })],
+      // The hub's own operator allows these: the daemon is what refuses.
+      ...["--fs-read", "true", "--fs-write", "true"],
+    ],
+    daemonArgs: [
+      ...["--sandbox", "confined", "--sandbox-network", "none"],
+      ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+      ...["--workspace-roots", roots, "--caller-modes", "plan"],
+    ],
+    daemonEnv: world.environment,
+  });
+  const run = async (config: Record<string, unknown>) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "through the daemon" },
+      config: {
+        provider: "custom",
+        location: "daemon",
+        "daemon-id": "floor-1",
+        "langbot-assets-enabled": false,
+        "acp-command": confinedFixtureCommand(
+          ...["--pid-file", marker, "--session-config", "both"],
+          ...["--fs-read", join(workspace, "inside.txt")],
+          ...["--fs-write", join(workspace, "written.txt")],
+        ),
+        ...config,
+      },
+    }, AUTH);
+    assert.equal(response.status, 200, await response.clone().text());
+    return await sseEvents(response);
+  };
+  try {
+    await daemon.connected;
+    const attacks: Array<[Record<string, unknown>, string]> = [
+      [{ workspace: outside }, "workspace"],
+      [{ workspace: "/" }, "workspace"],
+      [{ workspace, mode: "bypassPermissions" }, "mode"],
+      [
+        { workspace, "session-config-json": { mode: "acceptEdits" } },
+        "session-config-json",
+      ],
+      [{ "session-cwd": "/", "fs-read": true }, "session-cwd"],
+    ];
+    for (const [config, key] of attacks) {
+      const events = await run(config);
+      const wire = JSON.stringify(events);
+      const last = events.at(-1);
+      assert.equal(last?.type, "run.failed", wire);
+      assert.equal(last.data.code, "http.forbidden", wire);
+      assert.match(String(last.data.error), new RegExp(`^${key}:`), wire);
+      assert.ok(!existsPath(marker), `an agent started for ${wire}`);
+    }
+    // What the daemon allows still runs, confined, in the workspace; the
+    // hub's fs-read and fs-write (its operator turned them on) stay off.
+    const events = await run({
+      workspace,
+      mode: "plan",
+      "fs-read": true,
+      "fs-write": true,
+    });
+    const wire = JSON.stringify(events);
+    assert.equal(events.at(-1)?.type, "run.completed", wire);
+    assert.equal(
+      events.find((event) => event.type === "run.started")?.data.sandbox,
+      "confined",
+      wire,
+    );
+    assert.ok(existsPath(marker), "the allowed job's agent did not start");
+    assert.match(wire, /fs-read [^ ]*inside\.txt: error/);
+    assert.doesNotMatch(wire, /inside-value/);
+    assert.match(wire, /fs-write [^ ]*written\.txt: error/);
+    assert.ok(!existsPath(join(workspace, "written.txt")), "fs-write served");
+  } finally {
+    assert.equal(await daemon.stop(), 0, "every frame fit the contract");
+    await serve.stop();
+  }
+});
+
+function existsPath(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("runner daemon's --fs-read and --fs-write are off unless given, and checked like the run-config keys", () => {
+  const dataDir = tempDir("daemon-data-");
+  const off = daemonFloorFromFlags({}, dataDir);
+  assert.deepEqual([off.fsRead, off.fsWrite], [false, false]);
+  const on = daemonFloorFromFlags({ "fs-read": "true" }, dataDir);
+  assert.deepEqual([on.fsRead, on.fsWrite], [true, false]);
+  assert.throws(
+    () => daemonFloorFromFlags({ "fs-write": "maybe" }, dataDir),
+    (error: unknown) =>
+      error instanceof RunnerError && error.code === "config.invalid",
+  );
 });

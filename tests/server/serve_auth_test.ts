@@ -1,6 +1,6 @@
 /**
  * Auth, caller policy and secret hygiene of a real `runner serve`: the token
- * requirement off loopback, 401s, the custom-command and env-name
+ * requirement off loopback, 401s (on loopback too: `tests/security/`), the custom-command and env-name
  * allow-lists, and planted secrets never showing anywhere.
  *
  * @module
@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   agentCommand,
+  apiFetch,
   fixtureConfig,
   postJson,
   spawnServe,
@@ -120,7 +121,7 @@ Deno.test("an ssh-target ssh would read as an option is a 400 config.invalid, an
       assert.equal(error.code, "config.invalid", target);
       assert.match(error.message, /ssh-target/);
     }
-    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(runs.runs, []);
   });
 });
@@ -158,7 +159,7 @@ Deno.test("callers cannot set commands or env names the operator did not allow",
       assert.equal(body.error.code, "http.forbidden");
       assert.match(body.error.message, message);
     }
-    const stored = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const stored = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(stored.runs, [], "a refused request stored a run");
     // The operator's default command still runs; advanced-settings is
     // accepted and ignored.
@@ -172,7 +173,7 @@ Deno.test("callers cannot set commands or env names the operator did not allow",
     const answer = await ok.json();
     assert.equal(answer.status, "completed", JSON.stringify(answer));
     assert.equal(answer.message, "echo: x (turn 1)");
-    const run = await (await fetch(`${serve.url}/v1/runs/${answer.run_id}`))
+    const run = await (await apiFetch(`${serve.url}/v1/runs/${answer.run_id}`))
       .json();
     assert.equal(run.config.workspace, workspace);
     assert.equal("advanced-settings" in run.config, false);

@@ -21,13 +21,18 @@ import {
   readToEnd,
   writeAll,
 } from "../raw_tcp_helpers.ts";
-import { type ServeProcess, withServe } from "../serve_test_helpers.ts";
+import {
+  apiHeaderLine,
+  apiHeaders,
+  type ServeProcess,
+  withServe,
+} from "../serve_test_helpers.ts";
 
 /** A real client's request: `GET path` on a connection of its own. */
 function get(serve: ServeProcess, path: string): Promise<RawAnswer> {
   return rawRequest(serve.url, {
     path,
-    headers: { host: new URL(serve.url).host },
+    headers: { host: new URL(serve.url).host, ...apiHeaders(serve.url) },
   });
 }
 
@@ -146,6 +151,7 @@ async function busyUpload(serve: ServeProcess): Promise<Deno.TcpConn> {
   await writeAll(
     conn,
     `POST /v1/runs HTTP/1.1\r\nHost: ${new URL(serve.url).host}\r\n` +
+      apiHeaderLine(serve.url) +
       "content-type: application/json\r\ncontent-length: 1000\r\n" +
       "expect: 100-continue\r\n\r\n",
   );
@@ -208,7 +214,8 @@ async function keepAliveGet(
 ): Promise<string> {
   await writeAll(
     conn,
-    `GET ${path} HTTP/1.1\r\nHost: ${new URL(serve.url).host}\r\n\r\n`,
+    `GET ${path} HTTP/1.1\r\nHost: ${new URL(serve.url).host}\r\n` +
+      `${apiHeaderLine(serve.url)}\r\n`,
   );
   let text = "";
   const chunk = new Uint8Array(4096);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { generatedChunk } from "../fixtures/agent_io.ts";
 import {
+  apiFetch,
   deltaText,
   dropAfterFirstDelta,
   fixtureConfig,
@@ -43,7 +44,8 @@ Deno.test("Last-Event-ID after coalescing resumes with exactly the stored events
     const { runId, first, seen: lastId } = dropped;
     const second = await resumeThroughGate(serve, dropped);
 
-    const stored = await (await fetch(`${serve.url}/v1/runs/${runId}`)).json();
+    const stored = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
+      .json();
     assert.deepEqual(
       second,
       stored.events.filter((event: RunEvent) => event.sequence! > lastId),
@@ -52,7 +54,7 @@ Deno.test("Last-Event-ID after coalescing resumes with exactly the stored events
     assert.equal(second.at(-1)!.type, "run.completed");
     assert.equal(deltaText(stored.events), generatedText(3000, 32));
     const replay = await jsonLines(
-      await fetch(`${serve.url}/v1/runs/${runId}/events`, {
+      await apiFetch(`${serve.url}/v1/runs/${runId}/events`, {
         headers: { accept: "application/x-ndjson", "last-event-id": "2" },
       }),
     );
@@ -81,7 +83,7 @@ Deno.test("an SSE client that does not read during a 20 000-chunk run costs boun
     const runId = slow.headers.get("x-run-id")!;
     // A second reader follows the run to its end; the first reads nothing.
     const follower = await jsonLines(
-      await fetch(`${serve.url}/v1/runs/${runId}/events`, {
+      await apiFetch(`${serve.url}/v1/runs/${runId}/events`, {
         headers: { accept: "application/x-ndjson" },
       }),
     ) as unknown as RunEvent[];

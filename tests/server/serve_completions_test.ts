@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  apiFetch,
   deltaText,
   dropAfterFirstDelta,
   fixtureConfig,
@@ -120,14 +121,14 @@ Deno.test("by default both completions carry the whole answer: SSE, NDJSON, a JS
     assertFull(document.events, "JSON answer");
 
     // The stored events, read back after the run ended.
-    const stored = await (await fetch(
+    const stored = await (await apiFetch(
       `${serve.url}/v1/runs/${runId}/events?stream=false`,
     )).json();
     assertFull(stored.events, "GET /v1/runs/{id}/events?stream=false");
-    const run = await (await fetch(`${serve.url}/v1/runs/${runId}`)).json();
+    const run = await (await apiFetch(`${serve.url}/v1/runs/${runId}`)).json();
     assertFull(run.events, "GET /v1/runs/{id}");
     assertFull(
-      await sseEvents(await fetch(`${serve.url}/v1/runs/${runId}/events`)),
+      await sseEvents(await apiFetch(`${serve.url}/v1/runs/${runId}/events`)),
       "GET /v1/runs/{id}/events (SSE replay)",
     );
   });
@@ -155,7 +156,7 @@ Deno.test("completions=lean carries the answer once, as a query or body field; w
 
     // The stored events stay full; a reader asks for the lean form.
     const read = (query: string) =>
-      fetch(`${serve.url}/v1/runs/${runId}/events${query}`);
+      apiFetch(`${serve.url}/v1/runs/${runId}/events${query}`);
     assertLean(
       (await (await read("?stream=false&completions=lean")).json()).events,
       "read back lean",
@@ -164,7 +165,7 @@ Deno.test("completions=lean carries the answer once, as a query or body field; w
       (await (await read("?stream=false&completions=full")).json()).events,
       "read back full",
     );
-    const ndjson = await fetch(
+    const ndjson = await apiFetch(
       `${serve.url}/v1/runs/${runId}/events?completions=lean`,
       { headers: { accept: "application/x-ndjson" } },
     );
@@ -206,7 +207,7 @@ Deno.test("a stream resumed with Last-Event-ID after the first delta still gets 
     const seen = String(dropped.seen);
 
     const resume = (query: string) =>
-      fetch(`${serve.url}/v1/runs/${runId}/events${query}`, {
+      apiFetch(`${serve.url}/v1/runs/${runId}/events${query}`, {
         headers: { "last-event-id": seen },
       });
     const resumed = Promise.all([resume(""), resume("?completions=lean")]);

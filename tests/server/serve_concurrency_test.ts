@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  apiFetch,
   deltaText,
   fixtureConfig,
   makeFifo,
@@ -75,7 +76,7 @@ Deno.test("50 concurrent runs answer with their own text; run 51 gets 429", asyn
       assert.equal(events.at(-1)!.type, "run.completed");
     }));
 
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await apiFetch(`${serve.url}/metrics`)).text();
     assert.match(
       metrics,
       new RegExp(

@@ -4,6 +4,7 @@ import type { RunEvent } from "../../lib/events.ts";
 import { fixtureCommand, isAlive, tempDir } from "../helpers.ts";
 import { DAEMON_TOKEN, serveWithDaemon } from "../daemon_test_helpers.ts";
 import {
+  apiFetch,
   deltaText,
   postJson,
   sseEvents,
@@ -14,7 +15,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
   const { serve, daemon } = await serveWithDaemon("laptop-1");
   try {
     await daemon.connected;
-    const listed = await (await fetch(`${serve.url}/v1/daemons`)).json();
+    const listed = await (await apiFetch(`${serve.url}/v1/daemons`)).json();
     assert.equal(listed.daemons[0].daemon_id, "laptop-1");
     assert.equal(listed.daemons[0].connected, true);
 
@@ -77,7 +78,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       `the current event comes from the run: ${called}`,
     );
     const conversation =
-      await (await fetch(`${serve.url}/v1/conversations/d-conv`)).json();
+      await (await apiFetch(`${serve.url}/v1/conversations/d-conv`)).json();
     assert.ok(
       JSON.stringify(conversation).includes(String(
         events.find((e) => e.type === "state.updated")?.data.value,
@@ -106,7 +107,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       text += (await reader.read()).value ?? "";
     }
     const runId = text.match(/"run_id":"([^"]+)"/)![1];
-    const cancelled = await fetch(`${serve.url}/v1/runs/${runId}/cancel`, {
+    const cancelled = await apiFetch(`${serve.url}/v1/runs/${runId}/cancel`, {
       method: "POST",
     });
     assert.equal(cancelled.status < 300, true);
@@ -140,7 +141,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
         `daemon agent pid ${pid} survived cancel`,
       );
     }
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await apiFetch(`${serve.url}/metrics`)).text();
     assert.match(metrics, /runner_daemons_connected 1/);
     assert.match(metrics, /runner_daemons_fenced 0/);
     assert.ok(

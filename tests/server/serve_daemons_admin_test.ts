@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { FenceStore } from "../../lib/hub/fences.ts";
 import { markerFileName } from "../../lib/relay.ts";
 import { runCli, tempDir } from "../helpers.ts";
-import { startServe, withServe } from "../serve_test_helpers.ts";
+import { apiFetch, startServe, withServe } from "../serve_test_helpers.ts";
 
 const DAEMON_TOKEN = "serve-daemons-admin-Rk3Vn8Qw5Ty2Lp7Jz4Hc9Bx";
 
@@ -67,11 +67,11 @@ Deno.test("runner daemons list and unfence --url reach a running server: POST /v
     assert.equal(lifted.code, 0, lifted.stderr);
     assert.equal(lifted.stdout, "daemon box-9 unfenced.\n");
     assert.equal(existsSync(join(stateDir, markerFileName("box-9"))), false);
-    const daemons = await (await fetch(`${serve.url}/v1/daemons`, {
+    const daemons = await (await apiFetch(`${serve.url}/v1/daemons`, {
       headers: auth,
     })).json();
     assert.deepEqual(daemons, { daemons: [] });
-    const again = await fetch(`${serve.url}/v1/daemons/box-9/unfence`, {
+    const again = await apiFetch(`${serve.url}/v1/daemons/box-9/unfence`, {
       method: "POST",
       headers: auth,
     });
@@ -89,7 +89,7 @@ Deno.test("runner daemons list and unfence --url reach a running server: POST /v
 
 Deno.test("POST /v1/daemons/{id}/unfence without the hub is 404 http.not_found", async () => {
   await withServe({}, async (serve) => {
-    const response = await fetch(`${serve.url}/v1/daemons/box-9/unfence`, {
+    const response = await apiFetch(`${serve.url}/v1/daemons/box-9/unfence`, {
       method: "POST",
     });
     const body = await response.json();

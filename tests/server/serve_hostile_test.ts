@@ -22,6 +22,8 @@ import {
   writeAll,
 } from "../raw_tcp_helpers.ts";
 import {
+  apiFetch,
+  apiHeaders,
   fixtureConfig,
   makeFifo,
   openGate,
@@ -193,7 +195,7 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
     assert.match(JSON.parse(rebound.body).error.message, /--allowed-hosts/);
 
     // A body that is not JSON, even from a non-browser client.
-    const plain = await fetch(`${serve.url}/v1/runs`, {
+    const plain = await apiFetch(`${serve.url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "text/plain" },
       body,
@@ -203,7 +205,7 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
       (await plain.json()).error.code,
       "http.unsupported_media_type",
     );
-    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(runs.runs, [], "nothing was started");
 
     // Allowed: an allowed name, localhost, same-origin, an allowed origin.
@@ -215,7 +217,10 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
         { host, origin: "https://console.example.com" },
       ]
     ) {
-      const answer = await rawRequest(serve.url, { path: "/v1/runs", headers });
+      const answer = await rawRequest(serve.url, {
+        path: "/v1/runs",
+        headers: { ...headers, ...apiHeaders(serve.url) },
+      });
       assert.equal(answer.status, 200, JSON.stringify(headers));
     }
     const preflight = await rawRequest(serve.url, {
@@ -240,6 +245,7 @@ Deno.test("cross-site requests and foreign Host names are refused; same-origin a
         host,
         origin: "https://console.example.com",
         "content-type": "application/json",
+        ...apiHeaders(serve.url),
       },
       body,
     });
@@ -270,7 +276,7 @@ Deno.test("/healthz answers 503 shutting_down while runs drain, then the server 
     await readUntil(messages, events, (m) => m.event === "message.delta");
     serve.child.kill("SIGTERM");
     await serve.waitForLog((entry) => entry.msg === "shutting down");
-    const health = await fetch(`${serve.url}/healthz`);
+    const health = await apiFetch(`${serve.url}/healthz`);
     assert.equal(health.status, 503);
     assert.equal((await health.json()).status, "shutting_down");
     const refused = await postJson(`${serve.url}/v1/runs`, {

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  apiFetch,
   fixtureConfig,
   makeFifo,
   postJson,
@@ -21,6 +22,7 @@ import {
   tempDir,
   terminals,
 } from "../serve_test_helpers.ts";
+import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
 const ARGS = ["--allow-custom-commands"];
 
@@ -79,13 +81,16 @@ Deno.test("SIGTERM ends three streaming runs with one terminal event each, exits
   }
 });
 
-Deno.test("after kill -9 the restarted server fails the run as runner.restarted and keeps the session", async () => {
+Deno.test("after kill -9 the restarted server fails the run as runner.restarted and keeps the session (without bubblewrap, the agent's group is reaped)", async () => {
   const dir = await tempDir();
   const dataDir = join(dir, "data");
   const gate = join(dir, "gate");
   await makeFifo(gate);
   const pidFile = join(dir, "pids.json");
-  const first = await startServe({ dataDir, args: ARGS });
+  // With bwrap the agent's PID namespace dies with the server: nothing is left
+  // to reap (tests/security/outlive_test.ts).
+  const env = { PATH: pathWithoutBwrap() };
+  const first = await startServe({ dataDir, args: ARGS, env });
   let runId: string;
   let sessionId: unknown;
   let pids: number[];
@@ -125,7 +130,7 @@ Deno.test("after kill -9 the restarted server fails the run as runner.restarted 
     "expected the agent's TERM-ignoring grandchild to outlive the server",
   );
 
-  const second = await startServe({ dataDir, args: ARGS });
+  const second = await startServe({ dataDir, args: ARGS, env });
   try {
     for (const pid of pids) {
       assert.ok(
@@ -133,14 +138,15 @@ Deno.test("after kill -9 the restarted server fails the run as runner.restarted 
         `leftover agent process ${pid} was not reaped`,
       );
     }
-    const run = await (await fetch(`${second.url}/v1/runs/${runId}`)).json();
+    const run = await (await apiFetch(`${second.url}/v1/runs/${runId}`)).json();
     assert.equal(run.status, "failed");
     assert.equal(run.code, "runner.restarted");
     assert.equal(terminals(run.events).length, 1);
     assert.equal(run.events.at(-1).data.code, "runner.restarted");
 
     const conversation =
-      await (await fetch(`${second.url}/v1/conversations/conv-crash`)).json();
+      await (await apiFetch(`${second.url}/v1/conversations/conv-crash`))
+        .json();
     assert.deepEqual(
       conversation.sessions.map((session: { session_id: string }) =>
         session.session_id

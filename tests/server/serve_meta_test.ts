@@ -16,7 +16,7 @@ import {
 } from "../../lib/server/config/serve_config.ts";
 import { createServerApp } from "../../lib/server/app.ts";
 import { openStore } from "../../lib/store/open.ts";
-import { tempDir, withServe } from "../serve_test_helpers.ts";
+import { apiFetch, tempDir, withServe } from "../serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [
   ["/", "get"],
@@ -94,7 +94,7 @@ function checkStructure(doc: Doc) {
 
 Deno.test("/openapi.json is OpenAPI 3 and describes every route with its methods", async () => {
   await withServe({}, async (serve) => {
-    const response = await fetch(`${serve.url}/openapi.json`);
+    const response = await apiFetch(`${serve.url}/openapi.json`);
     assert.equal(response.status, 200);
     checkStructure(await response.json());
   });
@@ -131,7 +131,7 @@ Deno.test("every route the app registers is in the OpenAPI document", async () =
 
 Deno.test("/metrics is Prometheus text and /healthz answers", async () => {
   await withServe({}, async (serve) => {
-    const metrics = await fetch(`${serve.url}/metrics`);
+    const metrics = await apiFetch(`${serve.url}/metrics`);
     assert.match(metrics.headers.get("content-type")!, /^text\/plain/);
     const text = await metrics.text();
     for (
@@ -145,9 +145,9 @@ Deno.test("/metrics is Prometheus text and /healthz answers", async () => {
     }
     assert.match(text, /# TYPE runner_time_to_first_event_seconds histogram/);
     assert.match(text, /# TYPE runner_chunk_latency_seconds histogram/);
-    const health = await (await fetch(`${serve.url}/healthz`)).json();
+    const health = await (await apiFetch(`${serve.url}/healthz`)).json();
     assert.equal(health.status, "ok");
-    const unknown = await fetch(`${serve.url}/nope`);
+    const unknown = await apiFetch(`${serve.url}/nope`);
     assert.equal(unknown.status, 404);
     assert.equal((await unknown.json()).error.code, "http.not_found");
   });
@@ -195,7 +195,7 @@ Deno.test("server settings: flags beat environment beat the config file", async 
 
 Deno.test("a body over --max-body-mb gets 413 http.body_too_large", async () => {
   await withServe({ args: ["--max-body-mb", "0.001"] }, async (serve) => {
-    const response = await fetch(`${serve.url}/v1/runs`, {
+    const response = await apiFetch(`${serve.url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ input: { text: "x".repeat(4096) } }),

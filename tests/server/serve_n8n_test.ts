@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { sign } from "hono/jwt";
 import {
   agentCommand,
+  apiFetch,
   jsonLines,
   makeFifo,
   openGate,
@@ -69,7 +70,7 @@ Deno.test("the n8n webhook streams item objects then end, in the n8n shape", asy
     assert.equal(body.response, "one two three");
 
     const runs =
-      await (await fetch(`${serve.url}/v1/runs?conversation_id=n8n-session`))
+      await (await apiFetch(`${serve.url}/v1/runs?conversation_id=n8n-session`))
         .json();
     assert.equal(runs.runs.length, 1);
   });
@@ -163,7 +164,8 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
       const answer = await (await second).json();
       assert.match(answer.response, /echo: second/);
       const runs =
-        await (await fetch(`${serve.url}/v1/runs?conversation_id=busy`)).json();
+        await (await apiFetch(`${serve.url}/v1/runs?conversation_id=busy`))
+          .json();
       assert.deepEqual(runs.runs.map((run: { status: string }) => run.status), [
         "completed",
         "completed",
@@ -200,7 +202,7 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
       assert.match((await reader.read()).value!, /"type":"item"/);
       // A guard, not a measurement: a server that never gives up waiting
       // would hold this call (and the test) for as long as the first run.
-      const busy = await fetch(`${serve.url}/v1/webhooks/n8n`, {
+      const busy = await apiFetch(`${serve.url}/v1/webhooks/n8n`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ chatInput: "second", session_id: "held" }),
@@ -215,7 +217,8 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
       await openGate(gate);
       while (!(await reader.read()).done) { /* the first run ends */ }
       const runs =
-        await (await fetch(`${serve.url}/v1/runs?conversation_id=held`)).json();
+        await (await apiFetch(`${serve.url}/v1/runs?conversation_id=held`))
+          .json();
       assert.deepEqual(
         runs.runs.map((run: { status: string }) => run.status),
         ["completed"],
@@ -241,7 +244,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
         return entry;
       };
       const activeRuns = async () =>
-        (await (await fetch(
+        (await (await apiFetch(
           `${serve.url}/v1/runs?conversation_id=queued&status=active`,
         )).json()).runs.length;
       const post = (text: string) =>
@@ -272,7 +275,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
       assert.match(answers[1], /^echo: second /);
       assert.match(answers[2], /^echo: third /);
 
-      const { runs } = await (await fetch(
+      const { runs } = await (await apiFetch(
         `${serve.url}/v1/runs?conversation_id=queued`,
       )).json() as {
         runs: { status: string; created_at: string; finished_at: string }[];

@@ -12,6 +12,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { runConfigJsonSchema } from "../../lib/server/openapi/config.ts";
 import { createContract } from "../openapi_contract.ts";
 import {
+  apiFetch,
   fixtureConfig,
   makeFifo,
   openGate,
@@ -24,7 +25,7 @@ const TOKEN = "contract-token-0123456789abcdef";
 
 Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries types, defaults, enums and descriptions", async () => {
   await withServe({}, async (serve) => {
-    const document = await (await fetch(`${serve.url}/openapi.json`)).json();
+    const document = await (await apiFetch(`${serve.url}/openapi.json`)).json();
     const result = await new Validator().validate(document);
     assert.ok(result.valid, JSON.stringify(result.errors, null, 2));
     assert.equal(document.openapi, "3.1.0");
@@ -61,7 +62,7 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
 /** A fetch with the API token and JSON. */
 function api(serve: ServeProcess) {
   return (path: string, init: RequestInit & { json?: unknown } = {}) =>
-    fetch(`${serve.url}${path}`, {
+    apiFetch(`${serve.url}${path}`, {
       ...init,
       method: init.method ?? (init.json === undefined ? "GET" : "POST"),
       headers: {
@@ -92,7 +93,7 @@ Deno.test("every route's real answers match /openapi.json", async () => {
       "0",
     ],
   }, async (serve, dir) => {
-    const document = await (await fetch(`${serve.url}/openapi.json`)).json();
+    const document = await (await apiFetch(`${serve.url}/openapi.json`)).json();
     const contract = createContract(document);
     const call = api(serve);
     const config = fixtureConfig(join(dir, "ws"));
@@ -102,11 +103,17 @@ Deno.test("every route's real answers match /openapi.json", async () => {
       );
 
     // Meta routes.
-    await contract.check("GET /healthz", await fetch(`${serve.url}/healthz`));
-    await contract.check("GET /metrics", await fetch(`${serve.url}/metrics`));
+    await contract.check(
+      "GET /healthz",
+      await apiFetch(`${serve.url}/healthz`),
+    );
+    await contract.check(
+      "GET /metrics",
+      await apiFetch(`${serve.url}/metrics`),
+    );
     await contract.check(
       "GET /openapi.json",
-      await fetch(`${serve.url}/openapi.json`),
+      await apiFetch(`${serve.url}/openapi.json`),
     );
 
     // Starting runs: SSE, NDJSON, one document.
@@ -273,11 +280,11 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     );
 
     // For people: the console page and permission answers.
-    await contract.check("GET /", await fetch(`${serve.url}/`));
+    await contract.check("GET /", await apiFetch(`${serve.url}/`));
     for (
       const path of ["/console/marked.js", "/console/purify.js", "/favicon.ico"]
     ) {
-      await contract.check(`GET ${path}`, await fetch(serve.url + path));
+      await contract.check(`GET ${path}`, await apiFetch(serve.url + path));
     }
     const asked = await call("/v1/runs", {
       json: {

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RUNNER_VERSION } from "../../lib/version.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   spawnServe,
@@ -46,24 +47,24 @@ Deno.test("one access-log line per request, without tokens; conversation_id on r
     }, auth);
     const runId = run.headers.get("x-run-id")!;
     await sseEvents(run);
-    await (await fetch(`${serve.url}/v1/runs/missing?token=${TOKEN}`, {
+    await (await apiFetch(`${serve.url}/v1/runs/missing?token=${TOKEN}`, {
       headers: auth,
     })).body?.cancel();
     await (await fetch(`${serve.url}/v1/runs`)).body?.cancel(); // 401
     // A chunked, body-less POST: what made Deno print a plain-text warning.
-    const chunked = await fetch(`${serve.url}/v1/runs/missing/cancel`, {
+    const chunked = await apiFetch(`${serve.url}/v1/runs/missing/cancel`, {
       method: "POST",
       headers: auth,
       body: new ReadableStream({ start: (c) => c.close() }),
     });
     assert.equal(chunked.status, 404);
     await chunked.body?.cancel();
-    await (await fetch(`${serve.url}/healthz`)).body?.cancel();
+    await (await apiFetch(`${serve.url}/healthz`)).body?.cancel();
     await serve.waitForLog((entry) =>
       entry.msg === "request" && entry.route === "/healthz"
     );
 
-    const lines = jsonLogLines(serve.logs());
+    const lines = jsonLogLines(serve.stderr());
     const requests = lines.filter((line) => line.msg === "request");
     assert.deepEqual(
       requests.map(({ method, route, status, run_id }) => ({
@@ -106,11 +107,11 @@ Deno.test("--log-level warn drops info lines but keeps the lifecycle; RUNNER_LOG
     ]
   ) {
     await withServe(options, async (serve) => {
-      await (await fetch(`${serve.url}/healthz`)).body?.cancel();
-      await (await fetch(`${serve.url}/nope`)).body?.cancel();
+      await (await apiFetch(`${serve.url}/healthz`)).body?.cancel();
+      await (await apiFetch(`${serve.url}/nope`)).body?.cancel();
       const status = await serve.stop("SIGTERM");
       assert.equal(status.code, 0);
-      const lines = jsonLogLines(serve.logs());
+      const lines = jsonLogLines(serve.stderr());
       assert.deepEqual(lines.map((line) => line.msg), [
         "listening",
         "shutting down",
@@ -193,11 +194,11 @@ Deno.test("/metrics: process metrics, build info, run durations and HTTP request
         }),
       );
     }
-    await (await fetch(`${serve.url}/v1/runs/nope`)).body?.cancel();
+    await (await apiFetch(`${serve.url}/v1/runs/nope`)).body?.cancel();
     await serve.waitForLog((entry) =>
       entry.msg === "request" && entry.route === "/v1/runs/{id}"
     );
-    const text = await (await fetch(`${serve.url}/metrics`)).text();
+    const text = await (await apiFetch(`${serve.url}/metrics`)).text();
     const samples = parseExposition(text);
     const labels = 'provider="custom",location="local"';
     assert.equal(

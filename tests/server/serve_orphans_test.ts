@@ -15,6 +15,7 @@ import { processIdentity } from "../../lib/agent/process_table.ts";
 import { openStore } from "../../lib/store/open.ts";
 import { ROOT, tempDir } from "../helpers.ts";
 import {
+  apiFetch,
   processAlive,
   readSse,
   startServe,
@@ -105,7 +106,7 @@ Deno.test("a restart while the dead owner is still a zombie fails its run as run
     await untilZombie(owner.pid);
     const serve = await startServe({ dataDir });
     try {
-      const run = await (await fetch(`${serve.url}/v1/runs/zombie-run`))
+      const run = await (await apiFetch(`${serve.url}/v1/runs/zombie-run`))
         .json();
       assert.equal(run.status, "failed");
       assert.equal(run.code, "runner.restarted");
@@ -126,7 +127,7 @@ Deno.test("while serving, a stream following a run whose owner died ends with ru
   const serve = await startServe({ dataDir });
   const owner = await startOwner(dataDir, "dying-run", "hold");
   try {
-    const response = await fetch(`${serve.url}/v1/runs/dying-run/events`, {
+    const response = await apiFetch(`${serve.url}/v1/runs/dying-run/events`, {
       // A bound so a stream that never ends fails the test instead of hanging it.
       signal: AbortSignal.timeout(30_000),
     });
@@ -140,7 +141,7 @@ Deno.test("while serving, a stream following a run whose owner died ends with ru
     assert.deepEqual(terminals(events).map((e) => e.data.code), [
       "runner.restarted",
     ]);
-    const cancelled = await (await fetch(
+    const cancelled = await (await apiFetch(
       `${serve.url}/v1/runs/dying-run/cancel`,
       { method: "POST" },
     )).json();

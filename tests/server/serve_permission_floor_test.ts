@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   readSse,
@@ -52,7 +53,7 @@ Deno.test("a caller's short timeout and approving fallback cannot turn the opera
       decision.message,
       /^permission-decision: allow_once is looser than the server's ask/,
     );
-    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(runs.runs, []);
   });
 });

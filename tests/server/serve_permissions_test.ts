@@ -13,6 +13,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
   agentCommand,
+  apiFetch,
   deltaText,
   fixtureConfig,
   postJson,
@@ -222,10 +223,10 @@ Deno.test("ask through the n8n webhook, where nobody can answer, takes the fallb
       body.response,
       "permission: reject_always\necho: write the file (turn 1)",
     );
-    const runs = await (await fetch(
+    const runs = await (await apiFetch(
       `${serve.url}/v1/runs?conversation_id=n8n-ask`,
     )).json();
-    const run = await (await fetch(
+    const run = await (await apiFetch(
       `${serve.url}/v1/runs/${runs.runs[0].run_id}`,
     )).json();
     const types = (run.events as RunEvent[]).map((event) => event.type);
@@ -278,7 +279,7 @@ Deno.test("ask: a person's reject, then a turn without text, fails run.permissio
     await rejected.body?.cancel();
     const events = await readToEnd(run);
     assertRejectedRun(events, "reject_once");
-    const stored = await fetch(`${serve.url}/v1/runs/${run.runId}`);
+    const stored = await apiFetch(`${serve.url}/v1/runs/${run.runId}`);
     const record = await stored.json();
     assert.equal(record.status, "failed");
   });

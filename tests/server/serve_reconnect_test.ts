@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  apiFetch,
   dropAfterFirstDelta,
   fixtureConfig,
   jsonLines,
@@ -59,7 +60,7 @@ Deno.test("Last-Event-ID beats ?after=0, and a finished run answers 204 once eve
     // The terminal event was delivered: the reconnect gets 204, no body.
     const last = String(all.at(-1)!.sequence);
     for (const accept of ["text/event-stream", "application/x-ndjson"]) {
-      const done = await fetch(
+      const done = await apiFetch(
         `${serve.url}/v1/runs/${runId}/events?after=0`,
         { headers: { "last-event-id": last, accept } },
       );
@@ -68,7 +69,7 @@ Deno.test("Last-Event-ID beats ?after=0, and a finished run answers 204 once eve
     }
     // Events still to deliver are sent, then the stream ends.
     const tail = await sseEvents(
-      await fetch(`${serve.url}/v1/runs/${runId}/events`, {
+      await apiFetch(`${serve.url}/v1/runs/${runId}/events`, {
         headers: { "last-event-id": String(all.length - 1) },
       }),
     );
@@ -120,7 +121,7 @@ Deno.test("NDJSON streams send an empty line while the agent is silent", async (
     assert.equal(events.at(-1)!.type, "run.completed");
     assert.deepEqual(
       await jsonLines(
-        await fetch(`${serve.url}/v1/runs/${events[0].run_id}/events`, {
+        await apiFetch(`${serve.url}/v1/runs/${events[0].run_id}/events`, {
           headers: { accept: "application/x-ndjson" },
         }),
       ),
@@ -204,7 +205,7 @@ Deno.test("a retried POST with the same run_id re-attaches to the run and never 
     assert.deepEqual(turnTexts(document.events), [
       "echo: only once (turn 1)",
     ]);
-    const runs = await (await fetch(
+    const runs = await (await apiFetch(
       `${serve.url}/v1/runs?conversation_id=chat-retry`,
     )).json();
     assert.equal(runs.runs.length, 1);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { STEERING_QUEUE_LIMIT } from "../../lib/run/engine.ts";
 import {
   agentCommand,
+  apiFetch,
   makeFifo,
   openGate,
   postJson,
@@ -35,7 +36,7 @@ async function errorOf(
 Deno.test("malformed run requests get 400 http.bad_request and store nothing", async () => {
   await withServe({ args: [] }, async (serve, dir) => {
     const post = (body: string) =>
-      fetch(`${serve.url}/v1/runs`, {
+      apiFetch(`${serve.url}/v1/runs`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body,
@@ -59,13 +60,13 @@ Deno.test("malformed run requests get 400 http.bad_request and store nothing", a
       );
       assert.match(payload.error.message, message, body);
     }
-    const input = await fetch(`${serve.url}/v1/runs/nope/input`, {
+    const input = await apiFetch(`${serve.url}/v1/runs/nope/input`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: "{broken",
     });
     assert.deepEqual(await errorOf(input), [400, "http.bad_request", false]);
-    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(runs.runs, []);
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["data"]);
   });
@@ -113,7 +114,7 @@ Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more wit
     assert.equal(viaRuns.status, 429);
     assert.equal(refused.error.code, "run.steering_queue_full");
     assert.match(refused.error.message, /100 queued follow-ups/);
-    const cancelled = await fetch(`${serve.url}/v1/runs/${runId}/cancel`, {
+    const cancelled = await apiFetch(`${serve.url}/v1/runs/${runId}/cancel`, {
       method: "POST",
     });
     assert.equal((await cancelled.json()).code, "run.cancelled");
@@ -145,24 +146,24 @@ Deno.test("DELETE /v1/conversations/{id} is 409 while a run is active, then forg
     const events: RunEvent[] = [];
     await readUntil(messages, events, (m) => m.event === "state.updated");
     const url = `${serve.url}/v1/conversations/forget-me`;
-    const busy = await fetch(url, { method: "DELETE" });
+    const busy = await apiFetch(url, { method: "DELETE" });
     const body = await busy.json();
     assert.equal(busy.status, 409);
     assert.equal(body.error.code, "http.conflict");
     assert.match(body.error.message, new RegExp(`active run \\(${runId}\\)`));
-    const kept = await (await fetch(url)).json();
+    const kept = await (await apiFetch(url)).json();
     assert.equal(kept.sessions.length, 1, "the refused DELETE forgot nothing");
     assert.equal(kept.active_run_id, runId);
 
     await openGate(gate);
     for await (const message of messages) events.push(JSON.parse(message.data));
     assert.equal(events.at(-1)?.type, "run.completed");
-    const deleted = await fetch(url, { method: "DELETE" });
+    const deleted = await apiFetch(url, { method: "DELETE" });
     assert.deepEqual(await deleted.json(), {
       conversation_id: "forget-me",
       deleted_sessions: 1,
     });
-    const forgotten = await (await fetch(url)).json();
+    const forgotten = await (await apiFetch(url)).json();
     assert.deepEqual(
       [forgotten.sessions, forgotten.active_run_id],
       [[], null],

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  apiFetch,
   dropAfterFirstDelta,
   fixtureConfig,
   jsonLines,
@@ -43,16 +44,17 @@ Deno.test("a dropped SSE client reconnects with Last-Event-ID and misses nothing
     assert.equal(terminals(all).length, 1);
     assert.equal(all.at(-1)!.type, "run.completed");
 
-    const stored = await (await fetch(`${serve.url}/v1/runs/${runId}`)).json();
+    const stored = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
+      .json();
     assert.deepEqual(stored.events, all);
 
     // After the run ended: the stored events after N, then the stream ends.
     const late = await sseEvents(
-      await fetch(`${serve.url}/v1/runs/${runId}/events?after=3`),
+      await apiFetch(`${serve.url}/v1/runs/${runId}/events?after=3`),
     );
     assert.deepEqual(late, all.slice(3));
     const lateNdjson = await jsonLines(
-      await fetch(`${serve.url}/v1/runs/${runId}/events`, {
+      await apiFetch(`${serve.url}/v1/runs/${runId}/events`, {
         headers: { accept: "application/x-ndjson", "last-event-id": "1" },
       }),
     );

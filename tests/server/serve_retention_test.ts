@@ -21,6 +21,7 @@ import { tempDir } from "../helpers.ts";
 import { startInProcessServe } from "../in_process_serve.ts";
 import { KEY } from "../store_suite.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   readSse,
@@ -83,20 +84,20 @@ Deno.test("runner serve prunes finished runs older than --retain-runs-days and p
   try {
     const pruned = await serve.waitForLog((e) => e.msg === "pruned old runs");
     assert.deepEqual([pruned.runs, pruned.events], [3, 6]);
-    const { runs } = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const { runs } = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(
       runs.map((run: { run_id: string }) => run.run_id),
       ["new-3", "new-2", "new-1"],
     );
-    assert.equal((await fetch(`${serve.url}/v1/runs/old-0`)).status, 404);
-    const conversation = await (await fetch(
+    assert.equal((await apiFetch(`${serve.url}/v1/runs/old-0`)).status, 404);
+    const conversation = await (await apiFetch(
       `${serve.url}/v1/conversations/${KEY.conversationId}`,
     )).json();
     assert.deepEqual(
       conversation.sessions.map((s: { session_id: string }) => s.session_id),
       ["sess-1"],
     );
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await apiFetch(`${serve.url}/metrics`)).text();
     assert.match(
       metrics,
       /^runner_store_pruned_rows_total\{table="runs"\} 3$/m,
@@ -149,14 +150,14 @@ Deno.test("a run waiting for a permission answer is never pruned, and the answer
 
     let doomedEvents = 0;
     for (const id of finished.slice(0, 2)) {
-      const run = await (await fetch(`${serve.url}/v1/runs/${id}`)).json();
+      const run = await (await apiFetch(`${serve.url}/v1/runs/${id}`)).json();
       doomedEvents += run.events.length;
     }
     assert.deepEqual(await serve.retention.pass(), {
       runs: 2,
       events: doomedEvents,
     });
-    const listed = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const listed = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.deepEqual(
       listed.runs.map((run: { run_id: string }) => run.run_id),
       [finished[2], runId],
@@ -171,7 +172,7 @@ Deno.test("a run waiting for a permission answer is never pruned, and the answer
 
     // Ended, it is the oldest finished run past the newest one.
     assert.equal((await serve.retention.pass()).runs, 1);
-    assert.equal((await fetch(`${serve.url}/v1/runs/${runId}`)).status, 404);
+    assert.equal((await apiFetch(`${serve.url}/v1/runs/${runId}`)).status, 404);
   } finally {
     await serve.close();
     await Deno.remove(dataDir, { recursive: true });

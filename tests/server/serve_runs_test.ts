@@ -11,6 +11,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
   agentCommand,
+  apiFetch,
   deltaText,
   fixtureConfig,
   jsonLines,
@@ -151,7 +152,7 @@ Deno.test("a follow-up sent to /input during a run is answered inside the same r
       { turn: 3, input: { text: "third" } },
     ];
     assert.deepEqual(turns(events), expected);
-    const stored = await fetch(
+    const stored = await apiFetch(
       `${serve.url}/v1/runs/${runId}/events?stream=false`,
     );
     assert.deepEqual(
@@ -228,14 +229,14 @@ Deno.test("runs, their events and conversations can be read back", async () => {
     })).json();
     assert.equal(run.run_id, "run-readback");
 
-    const record = await (await fetch(`${serve.url}/v1/runs/run-readback`))
+    const record = await (await apiFetch(`${serve.url}/v1/runs/run-readback`))
       .json();
     assert.equal(record.status, "completed");
     assert.equal(record.conversation_id, "conv-read");
     assert.equal(record.config.provider, "custom");
     assert.deepEqual(normalize(record.events), normalize(run.events));
 
-    const after = await fetch(
+    const after = await apiFetch(
       `${serve.url}/v1/runs/run-readback/events?after=2`,
     );
     const rest = await sseEvents(after);
@@ -244,23 +245,23 @@ Deno.test("runs, their events and conversations can be read back", async () => {
       run.events.slice(2).map((event: RunEvent) => event.sequence),
     );
 
-    const listed = await (await fetch(
+    const listed = await (await apiFetch(
       `${serve.url}/v1/runs?conversation_id=conv-read&status=completed`,
     )).json();
     assert.deepEqual(
       listed.runs.map((item: { run_id: string }) => item.run_id),
       ["run-readback"],
     );
-    const none = await (await fetch(
+    const none = await (await apiFetch(
       `${serve.url}/v1/runs?conversation_id=conv-read&status=failed`,
     )).json();
     assert.deepEqual(none.runs, []);
 
     const conversation =
-      await (await fetch(`${serve.url}/v1/conversations/conv-read`)).json();
+      await (await apiFetch(`${serve.url}/v1/conversations/conv-read`)).json();
     assert.equal(conversation.sessions.length, 1);
     const forgotten =
-      await (await fetch(`${serve.url}/v1/conversations/conv-read`, {
+      await (await apiFetch(`${serve.url}/v1/conversations/conv-read`, {
         method: "DELETE",
       })).json();
     assert.equal(forgotten.deleted_sessions, 1);
@@ -279,7 +280,7 @@ Deno.test("runs, their events and conversations can be read back", async () => {
       normalize(record.events),
     );
 
-    const missing = await fetch(`${serve.url}/v1/runs/nope`);
+    const missing = await apiFetch(`${serve.url}/v1/runs/nope`);
     assert.equal(missing.status, 404);
     assert.deepEqual(Object.keys((await missing.json()).error).sort(), [
       "code",
@@ -293,12 +294,13 @@ Deno.test("runs, their events and conversations can be read back", async () => {
     });
     assert.equal(badConfig.status, 400);
     assert.equal((await badConfig.json()).error.code, "config.invalid");
-    const runs = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     assert.equal(runs.runs.length, 1);
 
-    const providers = await (await fetch(`${serve.url}/v1/providers`)).json();
+    const providers = await (await apiFetch(`${serve.url}/v1/providers`))
+      .json();
     assert.ok(providers.presets.length > 0);
-    const health = await fetch(`${serve.url}/healthz`);
+    const health = await apiFetch(`${serve.url}/healthz`);
     assert.equal((await health.json()).status, "ok");
   });
 });

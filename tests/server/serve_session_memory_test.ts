@@ -19,6 +19,7 @@ import { fixtureCommand, tempDir } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import { SSHD_PATH, sshTargetConfig, startSshd } from "../ssh_helpers.ts";
 import {
+  apiFetch,
   deltaText,
   postJson,
   type ServeProcess,
@@ -69,7 +70,7 @@ async function runOf(
 }
 
 async function settingsOf(target: Target): Promise<unknown[]> {
-  const response = await fetch(`${target.url()}/v1/conversations/c-memory`);
+  const response = await apiFetch(`${target.url()}/v1/conversations/c-memory`);
   const body = await response.json();
   return body.sessions.map((s: { settings: unknown }) => s.settings);
 }
@@ -120,7 +121,7 @@ async function rememberedAcrossRestores(target: Target): Promise<void> {
   assert.match(deltaText(fourth), /^config: mode=acceptEdits model=fast /);
   // Right after its run's end, even a daemon's (which lets go of its run
   // only once the daemon acknowledged the end).
-  const deleted = await fetch(
+  const deleted = await apiFetch(
     `${target.url()}/v1/conversations/c-memory`,
     { method: "DELETE" },
   );

@@ -18,7 +18,7 @@ import {
   readToEnd,
   writeAll,
 } from "../raw_tcp_helpers.ts";
-import { agentCommand } from "../serve_test_helpers.ts";
+import { agentCommand, apiHeaderLine } from "../serve_test_helpers.ts";
 
 /** Asserts sequences 1..n without a gap or repeat, and one terminal event last. */
 function assertComplete(events: RunEvent[]): void {
@@ -115,6 +115,7 @@ async function stalledSseRun(kb: number, query = ""): Promise<RunEvent[]> {
     await writeAll(
       conn,
       `POST /v1/runs${query} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n` +
+        apiHeaderLine(serve.url) +
         `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
     );
     // Read nothing until the run is over: the server's writes block long before.

@@ -14,6 +14,7 @@ import { processGroupMembers } from "../../lib/agent/process_table.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import { readRecord } from "../helpers.ts";
 import {
+  apiFetch,
   fixtureConfig,
   postJson,
   readSse,
@@ -26,11 +27,17 @@ import { listAgents, sendMessage } from "../warm_helpers.ts";
 const ARGS = ["--allow-custom-commands", "--client-terminals", "true"];
 
 /** A fixture left running one `sleep` group that prints its pid first. */
+/**
+ * Prints the command's process group as the host sees it (a builtin `read`
+ * of /proc/self, so also from inside a PID namespace, where `$$` is small).
+ */
+const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
+
 const LEFT_RUNNING = [
   "--terminal",
   JSON.stringify({
     command: "sh",
-    args: ["-c", "echo $$; sleep 1000 & sleep 1000"],
+    args: ["-c", `${PRINT_GROUP}; sleep 1000 & sleep 1000`],
     wait: false,
   }),
 ];
@@ -206,7 +213,7 @@ Deno.test("runner serve: a cancelled run's commands are gone when its run.failed
     await readUntil(messages, events, (m) => m.event === "terminal.output");
     const pid = Number(String(events.at(-1)!.data.output).trim());
     assert.ok(pid > 1);
-    const cancelled = await fetch(
+    const cancelled = await apiFetch(
       `${serve.url}/v1/runs/${events[0].run_id}/cancel`,
       { method: "POST" },
     );

@@ -9,13 +9,14 @@ import {
 } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import {
+  apiFetch,
   makeFifo,
   postJson,
   readSse,
   readUntil,
   tempDir,
 } from "../serve_test_helpers.ts";
-import { eventually, startReplica } from "../fleet_helpers.ts";
+import { eventually, FLEET_API_TOKEN, startReplica } from "../fleet_helpers.ts";
 
 const cluster = clusterForThisFile();
 const DAEMON_TOKEN = "fleet-daemon-test-Kd8Vn3Qs6Wy1Pb4Zr7Tm2";
@@ -83,7 +84,7 @@ Deno.test({
     try {
       await daemon.connected;
       const listedOnB = await eventually(async () => {
-        const body = await (await fetch(`${b.url}/v1/daemons`)).json();
+        const body = await (await apiFetch(`${b.url}/v1/daemons`)).json();
         return body.daemons.length ? body : undefined;
       }, "B to see the daemon");
       assert.deepEqual(
@@ -126,7 +127,7 @@ Deno.test({
       for await (const _ of stream) { /* the run fails on A */ }
 
       await eventually(async () => {
-        const body = await (await fetch(`${b.url}/v1/daemons`)).json();
+        const body = await (await apiFetch(`${b.url}/v1/daemons`)).json();
         return body.daemons.some((d: Record<string, unknown>) => d.fenced)
           ? true
           : undefined;
@@ -141,8 +142,18 @@ Deno.test({
         "agent_runtime.daemon_fenced",
       );
 
-      const fromA = await runCli(["daemons", "list", "--json", "--url", a.url]);
-      const fromB = await runCli(["daemons", "list", "--json", "--url", b.url]);
+      const list = (url: string) =>
+        runCli([
+          "daemons",
+          "list",
+          "--json",
+          "--url",
+          url,
+          "--api-token",
+          FLEET_API_TOKEN,
+        ]);
+      const fromA = await list(a.url);
+      const fromB = await list(b.url);
       assert.equal(fromA.code, 0, fromA.stderr);
       assert.equal(fromA.stdout, fromB.stdout);
       assert.deepEqual(

@@ -5,6 +5,7 @@ import { agentPids, isAlive } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import postgres from "postgres";
 import {
+  apiFetch,
   deltaText,
   fixtureConfig,
   makeFifo,
@@ -25,7 +26,7 @@ const test = (name: string, fn: () => Promise<void>) =>
 /** The run as `replica` answers it, once it is no longer active. */
 function endedRun(replica: Replica, runId: string) {
   return eventually(async () => {
-    const response = await fetch(`${replica.url}/v1/runs/${runId}`);
+    const response = await apiFetch(`${replica.url}/v1/runs/${runId}`);
     if (response.status !== 200) {
       await response.body?.cancel();
       return undefined;
@@ -96,8 +97,9 @@ test("a replica paused past its lease writes nothing after the fleet ended its r
     await a.waitForLog((entry) => entry.msg === "rejoined the fleet");
     // The store holds one terminal event, the last one, from either replica.
     for (const replica of [a, b]) {
-      const stored = await (await fetch(`${replica.url}/v1/runs/${run.runId}`))
-        .json();
+      const stored =
+        await (await apiFetch(`${replica.url}/v1/runs/${run.runId}`))
+          .json();
       assert.equal(stored.status, "failed");
       assert.equal(stored.code, "runner.replica_lost");
       const storedEnds = terminals(stored.events);

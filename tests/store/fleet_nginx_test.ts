@@ -4,17 +4,21 @@ import type { RunEvent } from "../../lib/events.ts";
 import { agentPids, isAlive } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import {
+  apiFetch,
   deltaText,
   fixtureConfig,
+  forgetApiToken,
   makeFifo,
   postJson,
   readSse,
+  rememberApiToken,
   type SseMessage,
   tempDir,
   terminals,
 } from "../serve_test_helpers.ts";
 import {
   eventually,
+  FLEET_API_TOKEN,
   newSlot,
   type Replica,
   type ReplicaSlot,
@@ -44,11 +48,14 @@ async function withBalancedFleet(
   try {
     for (const slot of slots) replicas.push(await startReplicaAt(url, slot));
     lb = await startNginx(slots.map((slot) => `127.0.0.1:${slot.port}`));
+    // Clients of the balancer hold the token every replica shares.
+    rememberApiToken(lb.url, FLEET_API_TOKEN);
     await body(lb, replicas, async (index) => {
       replicas[index] = await startReplicaAt(url, slots[index]);
       return replicas[index];
     });
   } finally {
+    if (lb) forgetApiToken(lb.url);
     await lb?.close();
     for (const replica of replicas.reverse()) await replica.stop();
   }
@@ -94,7 +101,7 @@ async function followRun(
   await drain(first, events, ids);
   await eventually(async () => {
     if (terminals(events).length) return true;
-    const response = await fetch(`${base}/v1/runs/${runId}/events`, {
+    const response = await apiFetch(`${base}/v1/runs/${runId}/events`, {
       headers: ids.length ? { "last-event-id": ids.at(-1)! } : {},
     }).catch(() => undefined);
     if (!response) return undefined;
@@ -176,7 +183,8 @@ async function assertStoredOnce(
 ): Promise<Record<string, unknown>> {
   let last: Record<string, unknown> = {};
   for (const replica of replicas) {
-    const run = await (await fetch(`${replica.url}/v1/runs/${runId}`)).json();
+    const run = await (await apiFetch(`${replica.url}/v1/runs/${runId}`))
+      .json();
     const ends = terminals(run.events);
     assert.equal(ends.length, 1, `${replica.replicaId}: ${run.events}`);
     assert.equal(run.events.at(-1).type, type);
@@ -189,7 +197,7 @@ test("through nginx: /healthz reaches every replica, and each streamed run ends 
   await withBalancedFleet(["a", "b"], async (lb, replicas) => {
     const seenReplicas = new Set<string>();
     for (let i = 0; i < 2 * replicas.length; i++) {
-      const health = await fetch(`${lb.url}/healthz`);
+      const health = await apiFetch(`${lb.url}/healthz`);
       assert.equal(health.status, 200, await health.clone().text());
       const body = await health.json();
       assert.equal(body.status, "ok");

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import postgres from "postgres";
 import type { RunEvent } from "../../lib/events.ts";
 import { assertAgentGone, isAlive } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import {
+  apiFetch,
   deltaText,
   fixtureConfig,
   makeFifo,
@@ -81,7 +83,7 @@ test("a run started on A is streamed, steered, resumed and cancelled from B", as
     const fromA = readSse(started.body!);
     await readUntil(fromA, [], (message) => message.event === "message.delta");
 
-    const streamed = await fetch(`${b.url}/v1/runs/${runId}/events`);
+    const streamed = await apiFetch(`${b.url}/v1/runs/${runId}/events`);
     assert.equal(streamed.status, 200);
     assert.equal(streamed.headers.get("x-runner-replica"), "a");
     const fromB = readSse(streamed.body!);
@@ -103,7 +105,7 @@ test("a run started on A is streamed, steered, resumed and cancelled from B", as
 
     // Last-Event-ID is exact from any replica.
     const after = seenOnB[1].sequence!;
-    const resumed = await fetch(`${b.url}/v1/runs/${runId}/events`, {
+    const resumed = await apiFetch(`${b.url}/v1/runs/${runId}/events`, {
       headers: { "last-event-id": String(after) },
     });
     const replayed: RunEvent[] = [];
@@ -175,8 +177,9 @@ test("a conversation's second run posted to B is forwarded to A and reuses the s
     await a.waitForLog((entry) =>
       entry.msg === "run started" && entry.run_id === body.run_id
     );
-    const onB = await (await fetch(`${b.url}/v1/conversations/conv-affinity`))
-      .json();
+    const onB =
+      await (await apiFetch(`${b.url}/v1/conversations/conv-affinity`))
+        .json();
     assert.equal(onB.sessions.length, 1);
   });
 });
@@ -222,7 +225,7 @@ test("a permission answer posted to B reaches A's run; the warm agent stays on A
     const [agent] = recordByProcess(record);
     assert.ok(isAlive(agent.pid), "the warm agent idles on A");
 
-    const deleted = await fetch(`${b.url}/v1/conversations/conv-ask`, {
+    const deleted = await apiFetch(`${b.url}/v1/conversations/conv-ask`, {
       method: "DELETE",
     });
     assert.equal(deleted.headers.get("x-runner-replica"), "a");
@@ -253,7 +256,7 @@ test("B lists A's warm agents and stopping one on B stops it on A", async () => 
       [["conv-warm", "a"]],
     );
     const [agent] = recordByProcess(record);
-    const stopped = await fetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
+    const stopped = await apiFetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
       method: "DELETE",
     });
     assert.equal(stopped.status, 200);
@@ -264,7 +267,7 @@ test("B lists A's warm agents and stopping one on B stops it on A", async () => 
     });
     assert.deepEqual(await listAgents(a), []);
     assert.ok(!isAlive(agent.pid), "stopping on B stopped A's warm agent");
-    const again = await fetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
+    const again = await apiFetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
       method: "DELETE",
     });
     assert.equal(again.status, 404);
@@ -298,7 +301,7 @@ test("kill -9 of A mid-run: B fails the run once with runner.replica_lost and th
     killAgent(pidFile); // nothing is left to reap A's agent in this test
 
     const failed = await eventually(async () => {
-      const response = await fetch(`${b.url}/v1/runs/${runId}`);
+      const response = await apiFetch(`${b.url}/v1/runs/${runId}`);
       if (response.status !== 200) {
         await response.body?.cancel();
         return undefined;
@@ -335,7 +338,7 @@ test("without its database a replica reports degraded, refuses runs with store.u
     const dir = await tempDir();
     await cluster().stop();
     const health = await eventually(async () => {
-      const response = await fetch(`${a.url}/healthz`);
+      const response = await apiFetch(`${a.url}/healthz`);
       const body = await response.json();
       return body.status === "degraded" ? [response.status, body] : undefined;
     }, "the replica to notice the lost database");
@@ -351,7 +354,7 @@ test("without its database a replica reports degraded, refuses runs with store.u
     assert.equal(error.retryable, true);
     await cluster().start();
     await eventually(async () => {
-      const body = await (await fetch(`${a.url}/healthz`)).json();
+      const body = await (await apiFetch(`${a.url}/healthz`)).json();
       return body.status === "ok" ? true : undefined;
     }, "the replica to recover");
   } finally {
@@ -369,10 +372,51 @@ test("a replica busy with queries outlives its database going away, again and ag
       let listing = true;
       const readers = Array.from({ length: 8 }, async () => {
         while (listing) {
-          const response = await fetch(`${a.url}/v1/runs?limit=5`);
+          const response = await apiFetch(`${a.url}/v1/runs?limit=5`);
           await response.body?.cancel();
         }
       });
+      await cluster().stop();
+      await eventually(async () => {
+        const body = await (await apiFetch(`${a.url}/healthz`)).json();
+        return body.status === "degraded" ? true : undefined;
+      }, "the replica to notice the lost database");
+      await cluster().start();
+      await eventually(async () => {
+        const body = await (await apiFetch(`${a.url}/healthz`)).json();
+        return body.status === "ok" ? true : undefined;
+      }, "the replica to recover");
+      listing = false;
+      await Promise.all(readers);
+    }
+    const listed = await apiFetch(`${a.url}/v1/runs`);
+    assert.equal(listed.status, 200);
+    await listed.body?.cancel();
+  } catch (error) {
+    throw new Error(`${error}\nreplica log:\n${a.logs()}`);
+  } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
+    await a.stop();
+  }
+});
+
+test("a replica whose transactions are in flight when its database goes away outlives it, again and again", async () => {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  const probe = postgres(url, { max: 2, onnotice: () => {} });
+  try {
+    for (let outage = 0; outage < 3; outage++) {
+      // Holding the replica's lease row keeps its next lease renewal (a
+      // transaction) waiting inside the database when the database stops.
+      const holder = await probe.reserve();
+      await holder`BEGIN`;
+      await holder`SELECT 1 FROM replicas WHERE replica_id = 'a' FOR UPDATE`;
+      await eventually(async () => {
+        const [row] = await probe`SELECT count(*)::int AS waiting
+          FROM pg_stat_activity
+          WHERE application_name = 'runner a' AND wait_event_type = 'Lock'`;
+        return row.waiting > 0 ? true : undefined;
+      }, "a transaction of the replica to wait on its lease row");
       await cluster().stop();
       await eventually(async () => {
         const body = await (await fetch(`${a.url}/healthz`)).json();
@@ -383,8 +427,6 @@ test("a replica busy with queries outlives its database going away, again and ag
         const body = await (await fetch(`${a.url}/healthz`)).json();
         return body.status === "ok" ? true : undefined;
       }, "the replica to recover");
-      listing = false;
-      await Promise.all(readers);
     }
     const listed = await fetch(`${a.url}/v1/runs`);
     assert.equal(listed.status, 200);
@@ -393,6 +435,7 @@ test("a replica busy with queries outlives its database going away, again and ag
     throw new Error(`${error}\nreplica log:\n${a.logs()}`);
   } finally {
     await cluster().start().catch(() => {}); // already running unless a step failed
+    await probe.end({ timeout: 1 });
     await a.stop();
   }
 });

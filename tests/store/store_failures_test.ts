@@ -18,6 +18,7 @@ import { tempDir } from "../helpers.ts";
 import { startInProcessServe } from "../in_process_serve.ts";
 import {
   agentCommand,
+  apiFetch,
   makeFifo,
   openGate,
   postJson,
@@ -69,7 +70,7 @@ Deno.test("while the store cannot write, a run's events are withheld; they arriv
     );
     assert.equal(failed.level, "error");
     assert.equal(failed.code, "store.unavailable");
-    const degraded = await fetch(`${serve.url}/healthz`);
+    const degraded = await apiFetch(`${serve.url}/healthz`);
     assert.equal(degraded.status, 503);
     const health = await degraded.json();
     assert.equal(health.status, "degraded");
@@ -78,10 +79,10 @@ Deno.test("while the store cannot write, a run's events are withheld; they arriv
     assert.deepEqual(terminals(events), []);
     for (const event of events) assert.ok(event.sequence! <= storedLast);
     // Status and the active flag agree while the outcome waits for the store.
-    const waiting = await (await fetch(`${serve.url}/v1/runs/${runId}`))
+    const waiting = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
       .json();
     assert.equal(waiting.active, waiting.status === "active");
-    const listed = await (await fetch(`${serve.url}/v1/runs`)).json();
+    const listed = await (await apiFetch(`${serve.url}/v1/runs`)).json();
     for (const run of listed.runs as { status: string; active: boolean }[]) {
       assert.equal(run.active, run.status === "active");
     }
@@ -94,14 +95,14 @@ Deno.test("while the store cannot write, a run's events are withheld; they arriv
     await serve.waitForLog((e) =>
       e.msg === "run outcome stored after retrying"
     );
-    const run = await (await fetch(`${serve.url}/v1/runs/${runId}`)).json();
+    const run = await (await apiFetch(`${serve.url}/v1/runs/${runId}`)).json();
     assert.equal(run.status, "completed");
     assert.equal(terminals(run.events).length, 1);
     assert.deepEqual(
       run.events.map((e: RunEvent) => e.sequence),
       events.map((e) => e.sequence),
     );
-    assert.equal((await fetch(`${serve.url}/healthz`)).status, 200);
+    assert.equal((await apiFetch(`${serve.url}/healthz`)).status, 200);
   } finally {
     lock?.exec("COMMIT");
     lock?.close();

@@ -15,7 +15,7 @@ import { insertRunRows } from "../../scripts/bulk_runs.ts";
 import { openStore, STORE_FILE_NAME } from "../../lib/store/open.ts";
 import type { RunStore } from "../../lib/store/types.ts";
 import { tempDir } from "../helpers.ts";
-import { startServe } from "../serve_test_helpers.ts";
+import { apiFetch, startServe } from "../serve_test_helpers.ts";
 
 /** `PRAGMA auto_vacuum` of the store file in `dataDir` (2: incremental). */
 function autoVacuum(dataDir: string): number {
@@ -176,7 +176,7 @@ Deno.test("runner serve on a damaged store file answers /healthz degraded from t
   const dataDir = await damagedCopy();
   const serve = await startServe({ dataDir });
   try {
-    const response = await fetch(`${serve.url}/healthz`);
+    const response = await apiFetch(`${serve.url}/healthz`);
     assert.equal(response.status, 503);
     const health = await response.json();
     assert.equal(health.status, "degraded");

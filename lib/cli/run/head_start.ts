@@ -64,6 +64,7 @@ export function startAgentAhead(
       command,
       registry,
       killGraceMs: options.killGraceMs,
+      deferNetwork: true,
     }));
   } catch {
     return undefined;

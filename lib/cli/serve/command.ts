@@ -55,6 +55,7 @@ import { type FleetDuties, startFleetDuties } from "./fleet.ts";
 import { checkListenerToken, isLoopbackHost } from "../../hub/token_rules.ts";
 import type { HttpListener } from "../../net/http_listener.ts";
 import { catchStrayRejections, fitLimits, listen } from "./listen.ts";
+import { withApiToken } from "./api_token.ts";
 
 /** How often runs owned by a process that is gone are looked for while serving. */
 const ORPHAN_SWEEP_MS = 10_000;
@@ -168,6 +169,7 @@ export async function serveCommand(args: string[]): Promise<number> {
         purpose: "--cluster-token",
       });
     }
+    config = await withApiToken(config);
   } catch (error) {
     return reportFailure(error);
   }

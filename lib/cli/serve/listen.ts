@@ -16,6 +16,7 @@ import {
   startHttpListener,
 } from "../../net/http_listener.ts";
 import { fitConnectionCap, raiseFileLimit } from "./file_limit.ts";
+import { consoleLine } from "./api_token.ts";
 
 /** The `http://host:port` of a listen address. */
 export function listenUrl(hostname: string, port: number): string {
@@ -114,7 +115,28 @@ export function listen(
     always: true,
     url: listenUrl(config.host, listener.port),
   });
+  announceConsole(config, listener.port, log);
   return listener;
+}
+
+/**
+ * Prints the console's URL on stdout (with the kept token: the one place it shows in
+ * full, never through the log); warns when the API takes no token.
+ */
+function announceConsole(config: ServeConfig, port: number, log: Logger): void {
+  if (!config.apiToken) {
+    log({
+      msg:
+        "serving without an API token (--loopback-without-token): any process on this machine may start, steer, approve and read runs",
+      level: "warn",
+      always: true,
+    });
+  }
+  const line = consoleLine(config, listenUrl(config.host, port));
+  // On stdout: stderr is the log, JSON lines only when --log-format json.
+  try {
+    Deno.stdout.writeSync(new TextEncoder().encode(`${line}\n`));
+  } catch { /* stdout closed: runner token --show prints the token */ }
 }
 
 function internalErrorResponse(): Response {

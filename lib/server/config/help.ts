@@ -11,12 +11,23 @@ export const SERVE_HELP = `Usage: runner serve [options]
 Runs the HTTP service: the runs API (/v1/runs), the n8n webhook
 (/v1/webhooks/n8n), /healthz, /metrics and /openapi.json. See docs/http-api.md.
 
+Every route that starts, steers, answers or reads a run needs the API token
+(Authorization: Bearer TOKEN), on loopback too. Without --api-token, runner serve
+makes one on first start, keeps it in DATA_DIR/api-token (mode 0600) and prints
+the console URL with it; runner token --show prints it again.
+
 Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --host ADDR                 listen address (default 127.0.0.1)
   --port N                    listen port (default 8080; 0 = any free port)
   --data-dir DIR              store and agent records (default: the user data dir)
-  --api-token TOKEN           bearer token for /v1 (required unless host is loopback)
+  --api-token TOKEN           bearer token for /v1 and the console (default: the
+                              one kept in DATA_DIR/api-token, made on first start)
   --api-token-file FILE       read the API token from a file (wins over --api-token)
+  --loopback-without-token    RISKY: with no --api-token on loopback, serve the API
+                              without any token, so every process on this machine
+                              (another user's, an agent's, a web-fetch tool a
+                              prompt injection steers) may start runs, approve
+                              permission requests and read every conversation
   --config FILE               JSON file of these options and run-config keys
   --allow-custom-commands     let callers set acp-command, provider=custom,
                               mcp-servers-json and ssh command options
@@ -40,7 +51,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
                               more than N days ago (default 30; 0 = keep)
   --retain-runs N             delete finished runs past the newest N
                               (default 100000; 0 = no limit)
-  --n8n-auth MODE             none | basic | header | jwt (default none)
+  --n8n-auth MODE             none | basic | header | jwt (default none: the
+                              webhook needs the API token like /v1)
   --n8n-auth-user USER        basic auth user
   --n8n-auth-password PASS    basic auth password
   --n8n-auth-header-name H    header auth name

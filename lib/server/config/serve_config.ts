@@ -65,8 +65,23 @@ export interface ServeConfig {
   port: number;
   /** Where the store and reaper records live. */
   dataDir: string;
-  /** The bearer token required on `/v1` (required off loopback). */
+  /**
+   * The bearer token every route but the open ones requires (required off
+   * loopback; on loopback `runner serve` makes one in the data dir when none
+   * is given, see `cli/serve/api_token.ts`).
+   */
   apiToken?: string;
+  /**
+   * Where the API token came from: `given` (`--api-token`, its file or the
+   * environment) or `data-dir` (the token `runner serve` made and keeps in
+   * the data dir).
+   */
+  apiTokenSource?: "given" | "data-dir";
+  /**
+   * `--loopback-without-token`: on loopback with no API token, any local
+   * process may call the API (the old behaviour, an operator's choice).
+   */
+  loopbackWithoutToken: boolean;
   /** Whether callers may set `acp-command`, `provider=custom` and other command-bearing keys. */
   allowCustomCommands: boolean;
   /** env-json names callers may set. */
@@ -189,7 +204,8 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
     port: server.port as number,
     dataDir: (server["data-dir"] as string | undefined) ??
       defaultDataDir({ env: (name) => env[name] }),
-    apiToken: await secretOption(server, "api-token"),
+    ...apiTokenFields(await secretOption(server, "api-token")),
+    loopbackWithoutToken: server["loopback-without-token"] as boolean,
     allowCustomCommands: server["allow-custom-commands"] as boolean,
     allowEnvNames: server["allow-env-names"] as string[],
     maxConcurrentRuns: server["max-concurrent-runs"] as number,
@@ -236,6 +252,13 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
       maxRuns: server["retain-runs"] as number,
     },
   };
+}
+
+/** The API token fields of a config: the token and, when given, its source. */
+function apiTokenFields(
+  token: string | undefined,
+): Pick<ServeConfig, "apiToken" | "apiTokenSource"> {
+  return token ? { apiToken: token, apiTokenSource: "given" } : {};
 }
 
 /** A secret option: `<key>-file`'s content wins over `<key>` itself. */

@@ -25,6 +25,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "data-dir": { kind: "string" },
   "api-token": { kind: "string" },
   "api-token-file": { kind: "string" },
+  "loopback-without-token": { kind: "bool", default: false },
   "allowed-hosts": { kind: "list", default: [] },
   "allowed-origins": { kind: "list", default: [] },
   "max-connections": { kind: "number", default: 1000 },

@@ -114,7 +114,12 @@ export function openApiDocument(): Record<string, unknown> {
     security: [{ bearer: [] }],
     components: {
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer" },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "The API token: --api-token, else the one runner serve keeps in DATA_DIR/api-token (runner token --show prints it). Required on loopback too, unless the operator chose --loopback-without-token.",
+        },
         n8nBasic: { type: "http", scheme: "basic" },
         n8nHeader: {
           type: "apiKey",

@@ -386,8 +386,8 @@ export function n8nPaths(): Record<string, Schema> {
         operationId: "n8nWebhook",
         summary:
           "n8n-webhook-compatible run (for LangBot's n8n runner); query parameters set run-config keys",
+        // --n8n-auth none: the API token (bearer), like every /v1 route.
         security: [
-          {},
           { bearer: [] },
           { n8nBasic: [] },
           { n8nHeader: [] },

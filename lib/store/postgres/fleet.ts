@@ -15,6 +15,7 @@ import type {
   LeaseHealth,
   ReplicaRef,
 } from "../fleet.ts";
+import { transaction } from "./transaction.ts";
 
 type Row = Record<string, unknown>;
 
@@ -114,7 +115,7 @@ export class PostgresFleet implements FleetStore {
    */
   async #takeLease(): Promise<boolean> {
     const { replicaId, instanceId, url } = this.#options;
-    const [row] = await this.#sql.begin(async (tx) => {
+    const [row] = await transaction(this.#sql, async (tx) => {
       const rows = await tx`INSERT INTO replicas
         (replica_id, instance_id, url, started_at, expires_at, epoch)
         VALUES (${replicaId}, ${instanceId}, ${url}, now(), ${this.#expiry()}, 0)
@@ -198,7 +199,7 @@ export class PostgresFleet implements FleetStore {
     const { replicaId, instanceId, log } = this.#options;
     try {
       const renewed = this.#lostEpoch !== this.#epoch &&
-        await this.#sql.begin(async (tx) => {
+        await transaction(this.#sql, async (tx) => {
           const lease = await tx`UPDATE replicas
             SET expires_at = ${this.#expiry()}
             WHERE replica_id = ${replicaId} AND instance_id = ${instanceId}
@@ -355,7 +356,7 @@ export class PostgresFleet implements FleetStore {
   async syncDaemons(daemons: FleetDaemon[]): Promise<void> {
     const { replicaId, instanceId } = this.#options;
     const ids = daemons.map((daemon) => daemon.daemonId);
-    await this.#sql.begin(async (tx) => {
+    await transaction(this.#sql, async (tx) => {
       // Only under this process's live lease, held until the commit.
       const [lease] = await tx`SELECT 1 FROM replicas p
         WHERE ${this.ownLease()} AND p.replica_id = ${replicaId} FOR KEY SHARE`;

@@ -15,6 +15,7 @@ import type postgres from "postgres";
 import { ERROR_CODES, type ErrorCode } from "../../errors.ts";
 import { isTerminalEvent, type RunEvent } from "../../events.ts";
 import { outcomeOf } from "../orphaned_runs.ts";
+import { transaction } from "./transaction.ts";
 
 /** What {@linkcode failLostReplicaRuns} ends. */
 export interface LostReplicaRunsOptions {
@@ -31,7 +32,7 @@ export function failLostReplicaRuns(
   sql: postgres.Sql,
   options: LostReplicaRunsOptions,
 ): Promise<string[]> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const only = options.runId === undefined
       ? tx``
       : tx`AND r.run_id = ${options.runId}`;

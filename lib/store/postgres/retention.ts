@@ -10,6 +10,7 @@
 
 import type postgres from "postgres";
 import type { PrunedRuns, PruneRunsOptions } from "../types.ts";
+import { transaction } from "./transaction.ts";
 
 /** The statements of a prune (the query-plan test explains them). */
 export const POSTGRES_PRUNE_SQL = {
@@ -72,7 +73,7 @@ export function prunePostgresRuns(
   sql: postgres.Sql,
   options: PruneRunsOptions,
 ): Promise<PrunedRuns> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const bound = await pruneBound(tx, options);
     if (!bound || options.limit < 1) return { runs: 0, events: 0 };
     const rows = await tx.unsafe(POSTGRES_PRUNE_SQL.candidates, [

@@ -8,6 +8,7 @@
 
 import type postgres from "postgres";
 import { RunnerError } from "../../errors.ts";
+import { transaction } from "./transaction.ts";
 
 /** Forward migrations; entry `i` moves the schema from version `i` to `i + 1`. */
 const MIGRATIONS: readonly string[] = [
@@ -112,7 +113,7 @@ const MIGRATION_LOCK = 7_301_117;
  * @throws {RunnerError} `store.schema_too_new` when a newer runner wrote it.
  */
 export async function migratePostgres(sql: postgres.Sql): Promise<void> {
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`CREATE TABLE IF NOT EXISTS runner_schema_version (
       version INTEGER NOT NULL, migrated_at TIMESTAMPTZ NOT NULL DEFAULT now())`;

@@ -46,6 +46,7 @@ import type {
   StoredSession,
   StoreHealth,
 } from "../types.ts";
+import { transaction } from "./transaction.ts";
 
 /** Run ids whose last sequence a store remembers at most (oldest forgotten first). */
 const REMEMBERED_RUNS = 10_000;
@@ -313,7 +314,7 @@ class PostgresRunStore implements RunStore {
     const finished = await this.#query(
       "record the run's end",
       () =>
-        this.#sql.begin(async (tx) => {
+        transaction(this.#sql, async (tx) => {
           const status = (await writableRuns(tx, owner, [runId])).get(runId);
           if (status === undefined) return undefined;
           const now = Date.now();
@@ -419,7 +420,7 @@ class PostgresRunStore implements RunStore {
     return this.#query("write run events", async () => {
       const runIds = [...new Set(batch.map((event) => event.runId))];
       const owner = this.#owner();
-      const fenced = await this.#sql.begin(async (tx) => {
+      const fenced = await transaction(this.#sql, async (tx) => {
         // Only runs this replica still owns, under a live lease, and active.
         const writable = await writableRuns(tx, owner, runIds);
         const rows = batch.filter((event) =>

@@ -1,0 +1,341 @@
+/**
+ * Attacks on a confined agent's network (`docs/sandbox.md`, "Network"): with
+ * the default `sandbox-network=full` the attacker fixture
+ * (`tests/fixtures/attack_network.ts`) dials the host's loopback services,
+ * the host's other addresses and the runner's own API, and reaches none of
+ * them, while its run's assets endpoint still answers. `host` (the operator's
+ * explicit choice) shows what the same attacker reaches without the guard. A
+ * caller (over HTTP) or a hub (to a daemon) cannot widen the network.
+ */
+
+import { tmpdir } from "node:os";
+import assert from "node:assert/strict";
+import { ROOT, tempDir } from "../helpers.ts";
+import { sampleSpec } from "../assets_test_helpers.ts";
+import type { RunAssetsRequest } from "../../lib/assets/request.ts";
+import { EventLog, harness } from "../engine_helpers.ts";
+import { networkAttackFlag } from "../fixtures/attack_network.ts";
+import { mapRunStart } from "../../lib/relay/payload.ts";
+import type { SandboxNetwork } from "../../lib/agent/sandbox_network.ts";
+import {
+  DENO_DIR,
+  sandboxConfig,
+  sandboxKeys,
+  sandboxWorld,
+} from "../sandbox_helpers.ts";
+import {
+  deltaText,
+  postJson,
+  sseEvents,
+  startServe,
+} from "../serve_test_helpers.ts";
+
+/** A listener that counts the connections it accepted (what an attacker reached). */
+function countingListener(hostname: string): {
+  port: number;
+  accepted(): number;
+  close(): void;
+} {
+  const listener = Deno.listen({ hostname, port: 0 });
+  let accepted = 0;
+  (async () => {
+    for await (const conn of listener) {
+      accepted++;
+      conn.close();
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    accepted: () => accepted,
+    close: () => listener.close(),
+  };
+}
+
+/** The host's first non-loopback IPv4 address (its own; nothing leaves the machine). */
+function hostAddress(): string | undefined {
+  return Deno.networkInterfaces().find((entry) =>
+    entry.family === "IPv4" && !entry.address.startsWith("127.")
+  )?.address;
+}
+
+/** The reply lines of the attacker, by their `attack-… target` head. */
+function attackLines(text: string): Record<string, string> {
+  const lines: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const match = /^(attack-[a-z]+ .+?): (.*)$/.exec(line);
+    if (match) lines[match[1]] = match[2];
+  }
+  return lines;
+}
+
+function sampleAssets(): RunAssetsRequest {
+  const spec = sampleSpec("ignored");
+  return {
+    grant: {
+      history: spec.grant.history,
+      knowledge_bases: spec.grant.knowledgeBases,
+      tools: spec.grant.tools,
+      skills: spec.grant.skills,
+    },
+    inline: (spec.source as { inline: unknown }).inline,
+  } as unknown as RunAssetsRequest;
+}
+
+/** Runs the attacker confined (network as `extra` says) and returns its reply. */
+async function attackFromSandbox(
+  targets: { host: string; port: number }[],
+  extra: Record<string, unknown> = {},
+): Promise<string> {
+  const world = sandboxWorld();
+  const h = harness({ environment: world.environment });
+  try {
+    const config = sandboxConfig(world, [
+      ...networkAttackFlag({ connect: targets }),
+      "--mcp-http",
+      "--mcp-call",
+    ], extra);
+    const { run } = await h.manager.start({
+      input: { text: "attack" },
+      config,
+      assets: sampleAssets(),
+    });
+    const log = new EventLog(run);
+    const done = await run.done;
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    return log.messages().at(-1)!;
+  } finally {
+    await h.close();
+  }
+}
+
+Deno.test("network attack: under the default sandbox-network a confined agent reaches neither the host's loopback nor the host's own address, and still reaches its assets endpoint", async () => {
+  const loopback = countingListener("127.0.0.1");
+  const anyAddress = countingListener("0.0.0.0");
+  const address = hostAddress();
+  try {
+    const targets = [
+      { host: "127.0.0.1", port: loopback.port },
+      { host: "127.0.0.1", port: anyAddress.port },
+      ...(address ? [{ host: address, port: anyAddress.port }] : []),
+    ];
+    const reply = await attackFromSandbox(targets);
+    assert.match(reply, /\nmcp: \d+ tools/, "the assets endpoint answered");
+    const lines = attackLines(reply);
+    for (const { host, port } of targets) {
+      assert.match(lines[`attack-connect ${host}:${port}`], /^error /);
+    }
+    assert.equal(loopback.accepted() + anyAddress.accepted(), 0);
+  } finally {
+    loopback.close();
+    anyAddress.close();
+  }
+});
+
+Deno.test("network attack: sandbox-network=host, the operator's explicit choice, is the host's network (the same attacker reaches loopback)", async () => {
+  const loopback = countingListener("127.0.0.1");
+  try {
+    const reply = await attackFromSandbox(
+      [{ host: "127.0.0.1", port: loopback.port }],
+      { "sandbox-network": "host" },
+    );
+    assert.equal(
+      attackLines(reply)[`attack-connect 127.0.0.1:${loopback.port}`],
+      "ok",
+    );
+    assert.equal(loopback.accepted(), 1);
+  } finally {
+    loopback.close();
+  }
+});
+
+Deno.test("network attack: through runner serve, a confined agent cannot call the runner's own API (start a run, list runs), and a caller cannot ask for the host's network", async () => {
+  const world = sandboxWorld();
+  const serve = await startServe({
+    dataDir: tempDir(),
+    args: [
+      "--allow-custom-commands",
+      ...["--sandbox", "confined"],
+      ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+      // A confined operator names where callers' workspaces may be.
+      ...["--workspace-roots", tmpdir()],
+    ],
+    env: world.environment,
+  });
+  try {
+    const api = `${serve.url}/v1/runs`;
+    const attack = {
+      connect: [{ host: "127.0.0.1", port: Number(new URL(serve.url).port) }],
+      http: [
+        { url: api, method: "GET" },
+        {
+          url: api,
+          method: "POST",
+          body: { input: { text: "hi" }, config: { workspace: "/root" } },
+        },
+      ],
+    };
+    const keys = sandboxKeys(world, networkAttackFlag(attack));
+    const response = await postJson(api, {
+      input: { text: "attack" },
+      config: {
+        provider: keys.provider,
+        "acp-command": keys["acp-command"],
+        workspace: keys.workspace,
+      },
+    });
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response);
+    const lines = attackLines(deltaText(events));
+    assert.match(
+      lines[`attack-connect 127.0.0.1:${new URL(serve.url).port}`],
+      /^error /,
+    );
+    assert.match(lines[`attack-http GET ${api}`], /^error /);
+    assert.match(lines[`attack-http POST ${api}`], /^error /);
+    // A caller cannot widen the operator's network to the host's.
+    const refused = await postJson(api, {
+      input: { text: "hi" },
+      config: {
+        provider: keys.provider,
+        "acp-command": keys["acp-command"],
+        workspace: keys.workspace,
+        "sandbox-network": "host",
+      },
+    });
+    assert.equal(refused.status, 403);
+    assert.match(
+      (await refused.json()).error.message,
+      /^sandbox-network: the operator confines every run/,
+    );
+  } finally {
+    await serve.stop();
+  }
+});
+
+Deno.test("network attack: a hub's run.start cannot widen a daemon's network (host under full becomes full; none holds), and a narrower one is kept", () => {
+  const mapped = (asked: string | undefined, own: SandboxNetwork) =>
+    mapRunStart({
+      prompt_text: "hi",
+      config: {
+        provider: "codex",
+        cwd: "/srv/w",
+        sandbox: "confined",
+        ...(asked ? { sandbox_network: asked } : {}),
+        langbot_assets_enabled: false,
+      },
+    }, {
+      jobId: "j",
+      fallbackCwd: "/srv",
+      sandbox: {
+        sandbox: "confined",
+        sandboxNetwork: own,
+        sandboxReadPaths: [],
+        sandboxWritePaths: [],
+      },
+    }).config.sandboxNetwork;
+  assert.equal(mapped("host", "full"), "full");
+  assert.equal(mapped(undefined, "none"), "none");
+  assert.equal(mapped("full", "none"), "none");
+  assert.equal(mapped("none", "full"), "none");
+  assert.equal(mapped("host", "host"), "host");
+});
+
+/**
+ * A "remote" server in a network namespace this test makes (a veth pair to
+ * the host, addresses in 10.213.0.0/16), so the agent's way out can be shown
+ * without contacting any real outside address. Root only.
+ */
+async function remoteServer(): Promise<
+  { address: string; port: number; close(): Promise<void> }
+> {
+  // The holder says "ready" from inside its new namespace.
+  const holder = new Deno.Command("unshare", {
+    args: ["--net", "--", "sh", "-c", "echo ready; exec sleep infinity"],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const holderOut = holder.stdout.pipeThrough(new TextDecoderStream())
+    .getReader();
+  await holderOut.read();
+  const pid = holder.pid;
+  const octet = 1 + (pid % 250);
+  const [hostSide, inside] = [`rnh${pid}`, `rni${pid}`];
+  const host = `10.213.${octet}.1`;
+  const address = `10.213.${octet}.2`;
+  const run = async (args: string[]) => {
+    const out = await new Deno.Command(args[0], { args: args.slice(1) })
+      .output();
+    if (!out.success) {
+      throw new Error(
+        `${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`,
+      );
+    }
+  };
+  const inNs = (
+    args: string[],
+  ) => ["nsenter", "-t", String(pid), "-n", ...args];
+  await run([
+    "ip",
+    "link",
+    "add",
+    hostSide,
+    "type",
+    "veth",
+    "peer",
+    "name",
+    inside,
+    "netns",
+    String(pid),
+  ]);
+  await run(["ip", "addr", "add", `${host}/30`, "dev", hostSide]);
+  await run(["ip", "link", "set", hostSide, "up"]);
+  await run(inNs(["ip", "addr", "add", `${address}/30`, "dev", inside]));
+  await run(inNs(["ip", "link", "set", inside, "up"]));
+  await run(inNs(["ip", "link", "set", "lo", "up"]));
+  const server = new Deno.Command("nsenter", {
+    args: inNs([
+      "python3",
+      "-c",
+      "import socket,sys\ns=socket.socket()\ns.bind(('0.0.0.0',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\nwhile True:\n  c,_=s.accept(); c.close()",
+    ]).slice(1),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const first = await reader.read();
+  const port = Number(first.value?.trim());
+  return {
+    address,
+    port,
+    async close() {
+      server.kill("SIGKILL");
+      await server.status;
+      await reader.cancel().catch(() => {});
+      await run(["ip", "link", "del", hostSide]).catch(() => {});
+      holder.kill("SIGKILL");
+      await holder.status;
+      await holderOut.cancel().catch(() => {});
+    },
+  };
+}
+
+Deno.test({
+  name:
+    "network: under the default sandbox-network a confined agent reaches a server that is not on the host (a namespace the test made, standing in for its model API)",
+  ignore: Deno.build.os !== "linux" || Deno.uid() !== 0,
+  async fn() {
+    const remote = await remoteServer();
+    try {
+      const target = { host: remote.address, port: remote.port };
+      const reply = await attackFromSandbox([target]);
+      assert.equal(
+        attackLines(reply)[`attack-connect ${remote.address}:${remote.port}`],
+        "ok",
+      );
+    } finally {
+      await remote.close();
+    }
+  },
+});
