@@ -19,10 +19,10 @@ import type { WarmPlace } from "../run/agent_run.ts";
 import type { RunAssetsHook } from "../run/request.ts";
 import type { WarmPool } from "../run/warm/pool.ts";
 import {
-  effectiveSessionConfig,
   type SessionSettings,
   sessionSettingsFrom,
 } from "../run/session_memory.ts";
+import { warmPlaceFor } from "../run/targets.ts";
 import type { DaemonJob } from "./session.ts";
 
 /** Options of {@linkcode createJobMcpAssets}. */
@@ -127,34 +127,14 @@ export function jobWarmPlace(
   command: AgentCommand,
   pool: WarmPool | undefined,
 ): WarmPlace | undefined {
-  if (!pool?.enabled || !plan.config.reuseSession) return undefined;
-  const { config } = plan;
-  // The values the job wants, its own or remembered, as a local run's key.
-  const wanted = effectiveSessionConfig(config, jobSessionMemory(plan)).values;
-  return {
+  // The same target as a local run's, with the job's MCP servers as the hub sent them.
+  return warmPlaceFor({
     pool,
-    // Everything that makes a daemon job's target.
-    target: {
-      provider: config.provider,
-      argv: command.argv,
-      cwd: command.cwd,
-      env: command.env,
-      sessionCwd: plan.sessionCwd,
-      fs: [config.fsRead, config.fsWrite],
-      // Advertised at initialize: a warm agent keeps what it was told.
-      terminals: config.clientTerminals,
-      session: [
-        wanted.model,
-        wanted.mode,
-        wanted.sessionConfigJson,
-        config.authMethod,
-      ],
-      mcp: [plan.mcpServers, plan.assetsEnabled],
-    },
-    labels: {
-      conversation: "",
-      provider: config.provider,
-      location: "daemon",
-    },
-  };
+    config: plan.config,
+    command,
+    sessionCwd: plan.sessionCwd,
+    sessionMemory: jobSessionMemory(plan),
+    mcp: [plan.mcpServers, plan.assetsEnabled],
+    location: "daemon",
+  });
 }

@@ -1,18 +1,15 @@
 /**
- * `location=daemon` for the run manager: each run becomes one or more hub
- * jobs on the chosen daemon. Steering is done here, on the hub side:
- * follow-ups wait until the current job ends and then run as further jobs on
- * the newest session; the caller sees one run with increasing `sequence`
- * numbers and exactly one terminal event, and a run that fails or is
- * cancelled hands its unprocessed follow-ups back. Also the hub listener `runner
- * serve` starts, and the hook that answers a run's MCP requests. See
- * `docs/daemon.md`.
+ * `location=daemon` for the run manager: each turn of a run is one hub job
+ * on the chosen daemon (`daemon_turn.ts`), its events streamed back; the run
+ * around the turns is the same as every location's (`run/relayed_run.ts`
+ * on `run/lifecycle.ts`). Also the hub listener `runner serve` starts, and
+ * the hook that answers a run's MCP requests. See `docs/daemon.md`.
  *
  * @module
  */
 
 import { join } from "node:path";
-import { type DaemonLocationOptions, startDaemonRun } from "./daemon_run.ts";
+import { type DaemonLocationOptions, runDaemonTurn } from "./daemon_turn.ts";
 import {
   createHub,
   type HubLogEntry,
@@ -23,18 +20,22 @@ import {
 } from "../hub/relay_hub.ts";
 import type { Logger } from "../log.ts";
 import type { Json } from "../relay.ts";
-import type { RelayedLocation } from "../run/location.ts";
+import type { AgentLocation } from "../run/location.ts";
 import { checkListenerToken, isLoopbackHost } from "../hub/token_rules.ts";
 import { RunnerError } from "../errors.ts";
 import type { WebSocketListenerLimits } from "../hub/ws_listener.ts";
 
-export type { DaemonLocationOptions } from "./daemon_run.ts";
+export type { DaemonLocationOptions } from "./daemon_turn.ts";
 
-/** Makes the runner for `location=daemon`. */
+/** Makes `location=daemon`: each turn of a run runs as a hub job. */
 export function createDaemonLocation(
   options: DaemonLocationOptions,
-): RelayedLocation {
-  return (context) => startDaemonRun(options, context);
+): AgentLocation {
+  return {
+    // The agent's machine checks its own workspace when the job arrives.
+    prepare() {},
+    runTurn: (turn) => runDaemonTurn(options, turn),
+  };
 }
 
 /** Answers one run's MCP messages (e.g. the run's `AssetBackend`). */

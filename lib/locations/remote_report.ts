@@ -57,6 +57,18 @@ export function watchRemoteReport(): RemoteReport {
   };
 }
 
+/**
+ * An agent's stderr tail without the wrapper's report lines: they are the
+ * runner's own plumbing, not the agent's words (`run.failed`'s
+ * `stderr_tail`).
+ */
+export function withoutReports(tail: string): string {
+  return tail.split("\n").filter((line) =>
+    !line.startsWith(`${REMOTE_PGID_MARKER} `) &&
+    !line.startsWith(REMOTE_READY_MARKER)
+  ).join("\n");
+}
+
 /** How waiting for a report ended. */
 export type ReportOutcome = "reported" | "exited" | "aborted";
 

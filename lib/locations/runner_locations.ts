@@ -5,12 +5,12 @@
  * @module
  */
 
-import type { RelayedLocation, RunLocations } from "../run/location.ts";
+import type { AgentLocation, RunLocations } from "../run/location.ts";
 import { createLocalLocation } from "./local.ts";
 import { createSshLocation } from "./remote_ssh.ts";
 
 /** Every location this runner offers; `daemon` only when given. */
-export function runnerLocations(daemon?: RelayedLocation): RunLocations {
+export function runnerLocations(daemon?: AgentLocation): RunLocations {
   return {
     local: createLocalLocation(),
     "remote-ssh": createSshLocation(),

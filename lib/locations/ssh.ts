@@ -31,6 +31,7 @@ import {
   REMOTE_PGID_MARKER,
   type RemoteReport,
   watchRemoteReport,
+  withoutReports,
 } from "./remote_report.ts";
 
 /** How long teardown waits for the remote group report of a fresh connection. */
@@ -256,7 +257,7 @@ function transportOf(
     stdin: remote.agent.stdin,
     stdout: remote.agent.stdout,
     exited: remote.agent.exited,
-    stderrTail: remote.agent.stderrTail,
+    stderrTail: () => withoutReports(remote.agent.stderrTail()),
     teardown,
     mcpServers: forwards.servers.length ? forwards.servers : undefined,
   };

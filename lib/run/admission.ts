@@ -9,7 +9,7 @@ import { RunnerError } from "../errors.ts";
 import type { RunStore } from "../store/types.ts";
 import type { ActiveRuns } from "./active_runs.ts";
 import { buildPrompt } from "./prompt.ts";
-import type { RelayedLocation, RunLocations } from "./location.ts";
+import type { RunLocations } from "./location.ts";
 import type { RunRequest } from "./request.ts";
 
 /**
@@ -45,8 +45,6 @@ export interface AdmissionOptions {
 export interface Admission {
   /** The new run's id. */
   runId: string;
-  /** The runner of a `daemon` location; undefined for local and SSH runs. */
-  remote?: RelayedLocation;
 }
 
 function runIdTaken(runId: string): RunnerError {
@@ -85,7 +83,7 @@ export async function admitRun(options: AdmissionOptions): Promise<Admission> {
   if (active.byId.has(runId) || active.starting.has(runId)) {
     throw runIdTaken(runId);
   }
-  const remote = checkLocationAndRoom(options);
+  checkLocationAndRoom(options);
   active.starting.add(runId);
   try {
     if (request.runId && await options.store.getRun(runId)) {
@@ -95,13 +93,11 @@ export async function admitRun(options: AdmissionOptions): Promise<Admission> {
     active.starting.delete(runId);
     throw error;
   }
-  return { runId, remote };
+  return { runId };
 }
 
-/** The runner of the run's location, after checking it exists and there is room. */
-function checkLocationAndRoom(
-  options: AdmissionOptions,
-): RelayedLocation | undefined {
+/** Checks that the run's location exists and there is room. */
+function checkLocationAndRoom(options: AdmissionOptions): void {
   const { request, maxActive, active } = options;
   const location = request.config.location;
   if (!options.locations[location]) {
@@ -123,5 +119,4 @@ function checkLocationAndRoom(
       `The runner already runs ${maxActive} runs (--max-concurrent-runs). Retry shortly.`,
     );
   }
-  return location === "daemon" ? options.locations.daemon : undefined;
 }

@@ -1,10 +1,13 @@
 /**
- * One run whose agent the runner starts, written once for the run manager
- * and the daemon's job runner: the location's agent (or the conversation's
- * warm agent) is acquired for the engine, the engine runs, and what the run
- * held is released at its end. The secrets the location or a warm agent's
- * companion minted are returned by them and added to the run's redaction
- * list here, the only place that extends it. See `docs/architecture.md`.
+ * One run, written once for the run manager and the daemon's job runner,
+ * wherever its agent runs. Where the location starts the agent (local,
+ * remote-ssh), the location's agent (or the conversation's warm agent) is
+ * acquired for the engine, the engine runs, and what the run held is
+ * released at its end; where it runs each turn elsewhere (daemon), the run's
+ * turns go there (`relayed_run.ts`). Both share one life (`lifecycle.ts`).
+ * The secrets the location or a warm agent's companion minted are returned
+ * by them and added to the run's redaction list here, the only place that
+ * extends it. See `docs/architecture.md`.
  *
  * @module
  */
@@ -14,6 +17,7 @@ import type { AgentCommand } from "../agent/launch.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { EventSink } from "../events.ts";
 import { type RunHandle, startRun } from "./engine.ts";
+import { startRelayedRun } from "./relayed_run.ts";
 import type { AgentLocation, StartedAgent } from "./location.ts";
 import type { KeptRunAssets, RunAssetsHook, RunRequest } from "./request.ts";
 import type { AgentTransport } from "./types.ts";
@@ -83,14 +87,41 @@ export interface AgentRun {
   kept(): boolean;
 }
 
-/** Starts a run: acquires its agent (warm or cold), runs the engine, releases at the end. */
+/**
+ * Starts a run: acquires its agent (warm or cold), runs the engine, releases
+ * at the end; or, at a location that runs each turn elsewhere, runs its turns
+ * there.
+ */
 export function startAgentRun(options: AgentRunOptions): AgentRun {
+  const { location } = options;
+  if (location.runTurn) {
+    const runTurn = location.runTurn.bind(location);
+    return {
+      handle: startRelayedRun({
+        ...options,
+        location: { runTurn },
+        // The daemon is asked for a new session instead.
+        storedSessionId: options.sessionNotRestored
+          ? undefined
+          : options.storedSessionId,
+      }),
+      launched: () => undefined,
+      kept: () => false,
+    };
+  }
+  return startEngineRun(options);
+}
+
+/** A run whose agent the location starts and the engine drives. */
+function startEngineRun(options: AgentRunOptions): AgentRun {
   const { runId, request, secrets, log } = options;
   let started: StartedAgent | undefined;
   let ended = false;
   let launched: Promise<AgentTransport> | undefined;
   const coldLaunch = (signal: AbortSignal) => {
-    launched = options.location.start({
+    const start = options.location.start;
+    if (!start) throw new Error("the location starts no agent");
+    launched = start.call(options.location, {
       runId,
       request,
       command: options.command,

@@ -10,20 +10,22 @@ import type { AgentConnection } from "../acp/client.ts";
 import type { TerminalHost } from "../acp/terminals.ts";
 import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
-import { RunnerError } from "../errors.ts";
 import type { RunUsage } from "../events.ts";
-import { createEventEmitter, type TurnState } from "./events.ts";
+import type { TurnState } from "./events.ts";
 import { createDeltaCoalescer, type DeltaCoalescer } from "./coalesce.ts";
 import {
   createPermissionDesk,
   type PermissionDesk,
 } from "./permission_desk.ts";
-import type { RunInput } from "./prompt.ts";
+import { createRunLifecycle, type RunLifecycle } from "./lifecycle.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
 import type { FailedTool, RejectedPermission } from "./unanswered.ts";
 
-/** One run's shared state; the engine's steps read and update it in place. */
-export interface RunContext {
+/**
+ * One run's shared state; the engine's steps read and update it in place.
+ * Its life (events, timeout, cancel, follow-ups) is `lifecycle.ts`'s.
+ */
+export interface RunContext extends RunLifecycle {
   /** The run's options. */
   readonly options: RunEngineOptions;
   /** The validated config (`options.config`). */
@@ -34,23 +36,11 @@ export interface RunContext {
    * location or a warm agent's companion returned.
    */
   readonly secrets: readonly string[];
-  /** Structured log lines (never secrets). */
-  readonly log: (entry: Record<string, unknown>) => void;
   /**
    * Where the run's events go: text chunks are coalesced into deltas, then
    * events are numbered and only one terminal event is let through.
    */
   readonly emitter: DeltaCoalescer;
-  /** Follow-ups waiting for the next turn. */
-  readonly queue: RunInput[];
-  /** Whether the run takes no more follow-ups. */
-  closed: boolean;
-  /** Aborted on cancel or timeout; its reason is the run's failure. */
-  readonly abort: AbortController;
-  /** Rejects with the abort reason once the run is aborted. */
-  readonly aborted: Promise<never>;
-  /** Aborts the run with `run.timeout` when it fires. */
-  readonly runTimer: ReturnType<typeof setTimeout>;
   /** The assistant message of the open turn; undefined between turns. */
   turn?: TurnState;
   /**
@@ -82,8 +72,6 @@ export interface RunContext {
   answeredAt?: number;
   /** Whether the current turn's `session/prompt` is out, unanswered. */
   prompting?: boolean;
-  /** The ACP session, once chosen. */
-  sessionId?: string;
   /** The launched agent, once the location has started it. */
   transport?: AgentTransport;
   /** Tears down an agent whose launch outlived the run. */
@@ -118,34 +106,21 @@ export interface RunTerminals extends TerminalHost {
 /** Sets up a run's state and starts its timeout. */
 export function createRunContext(options: RunEngineOptions): RunContext {
   const { config } = options;
-  const log = options.log ?? (() => {});
-  const secrets = options.secrets ?? [];
+  const life = createRunLifecycle({
+    runId: options.runId,
+    conversationId: options.conversationId,
+    timeoutSeconds: config.timeout,
+    emit: options.emit,
+    secrets: options.secrets ?? [],
+    log: options.log ?? (() => {}),
+  });
   let messageSequence = 0;
   const emitter = createDeltaCoalescer({
-    next: createEventEmitter({
-      runId: options.runId,
-      sink: options.emit,
-      onDropped: (event) =>
-        log({ msg: "event after terminal event dropped", type: event.type }),
-    }),
+    next: life.emitter,
     windowMs: config.deltaCoalesceMs,
-    secrets,
+    secrets: life.secrets,
     nextMessageSequence: () => ++messageSequence,
   });
-  const abort = new AbortController();
-  const runTimer = setTimeout(() =>
-    abort.abort(
-      new RunnerError(
-        "run.timeout",
-        `The run exceeded its timeout of ${config.timeout} s. Raise timeout, or split the task.`,
-      ),
-    ), config.timeout * 1000);
-  const aborted = new Promise<never>((_, reject) => {
-    abort.signal.addEventListener("abort", () => reject(abort.signal.reason), {
-      once: true,
-    });
-  });
-  aborted.catch(() => {});
   const asks = config.permissionDecision === "ask" ||
     (config.permissionRulesJson ?? []).some((rule) => rule.decision === "ask");
   const askUnavailable = asks ? options.permissionAskUnavailable : undefined;
@@ -163,27 +138,22 @@ export function createRunContext(options: RunEngineOptions): RunContext {
     })
     : undefined;
   if (permissions) {
-    abort.signal.addEventListener("abort", () => permissions.cancelAll(), {
-      once: true,
-    });
+    life.abort.signal.addEventListener(
+      "abort",
+      () => permissions.cancelAll(),
+      { once: true },
+    );
   }
-  return {
+  return Object.assign(life, {
     permissions,
     options,
     config,
-    secrets,
-    log,
     emitter,
-    queue: [],
-    closed: false,
-    abort,
-    aborted,
-    runTimer,
     replaying: false,
     replayedUpdates: 0,
     lastUpdateAt: 0,
     awaitingQuiet: false,
-  };
+  });
 }
 
 /** Settles like `promise`, or rejects with the abort reason if the run is aborted first. */

@@ -55,11 +55,19 @@ export function failureEventData(
   if (failure.detail) data.detail = failure.detail;
   if (options.unprocessed.length) {
     // Follow-ups the run could not answer go back to the caller, never lost.
-    data.unprocessed_inputs = options.unprocessed.map((input) => ({
-      text: redactSecrets(input.text ?? "", secrets),
-    }));
+    data.unprocessed_inputs = handedBackInputs(options.unprocessed, secrets);
   }
   return data;
+}
+
+/** `run.failed`'s `unprocessed_inputs`: the follow-ups' text, redacted. */
+export function handedBackInputs(
+  unprocessed: readonly RunInput[],
+  secrets: readonly string[],
+): { text: string }[] {
+  return unprocessed.map((input) => ({
+    text: redactSecrets(input.text ?? "", secrets),
+  }));
 }
 
 /**

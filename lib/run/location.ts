@@ -1,10 +1,13 @@
 /**
  * Where a run's agent runs, as the run manager and the daemon's job runner
- * see it. The entry points (`runner serve`, `runner run`, `runner daemon`)
- * choose the locations and hand them in; `lib/locations/` implements them.
- * An agent location (local, remote-ssh) starts the agent and returns its
- * streams, its teardown and the secrets it minted; a relayed location
- * (daemon) runs the whole run elsewhere and returns its handle.
+ * see it: one interface for every location. The entry points (`runner
+ * serve`, `runner run`, `runner daemon`) choose the locations and hand them
+ * in; `lib/locations/` implements them. Every run has the same life
+ * (`lifecycle.ts`, started by `agent_run.ts`); a location only says how the
+ * agent is reached. Local and remote-ssh start the agent and return its
+ * streams, its teardown and the secrets they minted, and the engine here
+ * drives it over ACP; a daemon runs each turn of the run as a job on its
+ * machine and streams the turn's events back.
  *
  * @module
  */
@@ -12,10 +15,15 @@
 import type { AgentCommand } from "../agent/launch.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { RunEvent } from "../events.ts";
-import type { RunHandle } from "./engine.ts";
+import type { PermissionAnswer } from "./permission_desk.ts";
+import type { RunInput } from "./prompt.ts";
 import type { KeptRunAssets, RunAssetsHook, RunRequest } from "./request.ts";
 import type { AgentTransport } from "./types.ts";
 import type { SessionSettings } from "./session_memory.ts";
+
+export type { PermissionAnswer } from "./permission_desk.ts";
+export type { RunInput } from "./prompt.ts";
+export type { RunRequest } from "./request.ts";
 
 /** What an agent location is asked to start. */
 export interface AgentStart {
@@ -47,34 +55,52 @@ export interface StartedAgent {
   keepAssets(): KeptRunAssets | undefined;
 }
 
-/** A location whose agent the runner itself starts (local, remote-ssh). */
+/**
+ * Where a run's agent runs. A location has exactly one of `start` (the
+ * agent's streams come here: local, remote-ssh) and `runTurn` (each turn
+ * runs where the agent's own engine is: daemon).
+ */
 export interface AgentLocation {
   /** Checks what must exist before the run is recorded (local: creates the workspace); throws `config.invalid`. */
   prepare(command: AgentCommand): void;
   /** Prepares the run's assets and starts the agent; on failure releases what it made. */
-  start(context: AgentStart): Promise<StartedAgent>;
+  start?(context: AgentStart): Promise<StartedAgent>;
+  /**
+   * Runs one turn of the run where the agent is and streams its events to
+   * `turn.emit`, its terminal event included; resolves once the turn is
+   * over there, and throws why when it ended without a terminal event.
+   */
+  runTurn?(turn: RelayedTurn): Promise<void>;
 }
 
-/** What a relayed location is handed for one run. */
-export interface RelayedRunContext {
+/** One turn of a run that a location runs elsewhere (`AgentLocation.runTurn`). */
+export interface RelayedTurn {
   /** The run id. */
   runId: string;
-  /** The run request. */
+  /** The run request (its config and assets). */
   request: RunRequest;
-  /** The session the store holds for the conversation. */
-  storedSessionId?: string;
+  /** The turn's input: the run's own, or a follow-up (text only). */
+  input: RunInput;
+  /** Whether the turn continues the run's session (a follow-up). */
+  followUp: boolean;
+  /** The newest agent session of the conversation. */
+  sessionId?: string;
   /** What the conversation remembers of its session's config values (`docs/runs.md`). */
   sessionMemory?: SessionSettings;
-  /** Values to redact from the run's events and logs. */
-  secrets: readonly string[];
-  /** Receives the run's events in order. */
+  /** Receives the turn's events (as run events: completions whole), in order. */
   emit: (event: RunEvent) => void;
+  /**
+   * Says why `permission-decision=ask` cannot be carried for this turn
+   * (the run says it once, then the fallback applies).
+   */
+  askUnavailable(reason: string): void;
+  /** Hands the run the way to send answers to this turn's permission requests. */
+  answers(send: (requestId: string, answer: PermissionAnswer) => boolean): void;
+  /** Aborted when the run is cancelled or times out: the turn is cancelled there. */
+  signal: AbortSignal;
   /** Structured log (redacted). */
   log: (entry: Record<string, unknown>) => void;
 }
-
-/** A location whose engine runs elsewhere (daemon): it runs the whole run. */
-export type RelayedLocation = (context: RelayedRunContext) => RunHandle;
 
 /** The locations an entry point hands the run manager. */
 export interface RunLocations {
@@ -83,5 +109,5 @@ export interface RunLocations {
   /** `location=remote-ssh`. */
   "remote-ssh"?: AgentLocation;
   /** `location=daemon`, when the runner serves a hub. */
-  daemon?: RelayedLocation;
+  daemon?: AgentLocation;
 }

@@ -28,7 +28,7 @@ import type { RunHandle } from "./engine.ts";
 import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RunAssetsHook, RunRequest } from "./request.ts";
-import type { RelayedLocation, RunLocations } from "./location.ts";
+import type { RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
 import { warmPlaceOf } from "./targets.ts";
 import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
@@ -163,9 +163,7 @@ async function setUpRun(
   const command = prepareAgentCommand(config, {
     environment: context.environment,
   });
-  if (config.location !== "daemon") {
-    context.locations[config.location]?.prepare(command);
-  }
+  context.locations[config.location]?.prepare(command);
   const secrets = [
     ...command.secrets,
     ...(context.secrets ?? []),
@@ -218,8 +216,6 @@ interface RunStartOptions {
   runId: string;
   request: RunRequest;
   command: AgentCommand;
-  /** The daemon location, for `location=daemon`. */
-  relayed?: RelayedLocation;
   storedSessionId?: string;
   sessionNotRestored?: string;
   sessionMemory?: SessionSettings;
@@ -230,7 +226,7 @@ interface RunStartOptions {
   options: RunManagerOptions;
 }
 
-/** Starts the run at its location: relayed to a daemon, or its agent here or over SSH. */
+/** Starts the run at its location: its agent here or over SSH, or its turns on a daemon. */
 function startAtLocation(options: RunStartOptions): RunHandle {
   const {
     runId,
@@ -242,21 +238,9 @@ function startAtLocation(options: RunStartOptions): RunHandle {
     emit,
     log,
   } = options;
-  if (options.relayed) {
-    return options.relayed({
-      runId,
-      request,
-      // The daemon is asked for a new session instead.
-      storedSessionId: options.sessionNotRestored ? undefined : storedSessionId,
-      sessionMemory,
-      secrets,
-      emit,
-      log,
-    });
-  }
   const { options: manager } = options;
   // Admission checked that the run's location is there.
-  const location = request.config.location as "local" | "remote-ssh";
+  const location = request.config.location;
   return startAgentRun({
     runId,
     request,
@@ -300,7 +284,7 @@ async function startAdmittedRun(
     onEvent?: StartOptions["onEvent"];
   },
 ): Promise<ManagedRun> {
-  const { runId, remote } = admission;
+  const { runId } = admission;
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
@@ -326,7 +310,6 @@ async function startAdmittedRun(
       runId,
       request,
       command,
-      relayed: remote,
       storedSessionId: setup.storedSessionId,
       sessionNotRestored: setup.sessionNotRestored,
       sessionMemory: setup.sessionMemory,

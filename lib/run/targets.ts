@@ -1,13 +1,14 @@
 /**
- * Where the run manager's local or SSH run sits in the warm pool: a run of
- * a conversation that reuses sessions takes the conversation's warm agent
- * if one matches its whole target, and leaves its own agent warm when it
- * completes. See `docs/runs.md`, "Warm agents".
+ * Where a run sits in the warm pool, written once for the run manager's
+ * local and SSH runs and the daemon's jobs: a run that reuses sessions takes
+ * the warm agent whose whole target matches its own, and leaves its own
+ * agent warm when it completes. See `docs/runs.md`, "Warm agents".
  *
  * @module
  */
 
 import type { AgentCommand } from "../agent/launch.ts";
+import type { RunConfig } from "../config.ts";
 import type { WarmPlace } from "./agent_run.ts";
 import type { RunRequest } from "./request.ts";
 import {
@@ -16,7 +17,48 @@ import {
 } from "./session_memory.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
+/** What makes a run's target, wherever its agent starts. */
+export interface WarmTargetParts {
+  /** The conversation, where the pool keeps agents per conversation. */
+  conversationId?: string;
+  /** The run's config. */
+  config: RunConfig;
+  /** The agent command the run would start. */
+  command: AgentCommand;
+  /** The ACP session's working directory. */
+  sessionCwd: string;
+  /** What the conversation remembers of its session's config values. */
+  sessionMemory?: SessionSettings;
+  /** What the agent is told of MCP servers and assets, as the run's entrance has them. */
+  mcp: readonly unknown[];
+}
+
+/** Options for {@linkcode warmPlaceFor}. */
+export interface WarmPlaceOptions extends WarmTargetParts {
+  /** The pool, if the runner keeps one. */
+  pool: WarmPool | undefined;
+  /** The location `GET /v1/agents` shows. */
+  location: string;
+}
+
 /** The run's place in the pool, or undefined when the pool may not hold its agent. */
+export function warmPlaceFor(
+  options: WarmPlaceOptions,
+): WarmPlace | undefined {
+  const { pool, config } = options;
+  if (!pool?.enabled || !config.reuseSession) return undefined;
+  return {
+    pool,
+    target: warmTarget(options),
+    labels: {
+      conversation: options.conversationId ?? "",
+      provider: config.provider,
+      location: options.location,
+    },
+  };
+}
+
+/** A local or SSH run's place in the pool: only a conversation's runs have one. */
 export function warmPlaceOf(
   request: RunRequest,
   command: AgentCommand,
@@ -25,42 +67,63 @@ export function warmPlaceOf(
     sessionMemory?: SessionSettings;
   },
 ): WarmPlace | undefined {
-  const { conversationId, config } = request;
-  if (!pool?.enabled || !conversationId || !config.reuseSession) {
-    return undefined;
-  }
-  return {
+  if (!request.conversationId) return undefined;
+  return warmPlaceFor({
+    ...runTargetParts(request, command, sessionMemory),
     pool,
-    target: targetParts(request, command, sessionMemory),
-    labels: {
-      conversation: conversationId,
-      provider: config.provider,
-      location: config.location,
-    },
-  };
+    location: request.config.location,
+  });
 }
 
-/**
- * Everything that makes a local or SSH run's target: the same values mean an
- * agent started for one run is exactly what the other would start. The
- * session config values are the ones the run wants, its own or remembered
- * (`sessionMemory`): one asked for and the same one remembered are the same.
- */
+/** The target of a local or SSH run (see {@linkcode warmTarget}). */
 export function targetParts(
   request: RunRequest,
   command: AgentCommand,
   sessionMemory?: SessionSettings,
 ): Record<string, unknown> {
+  return warmTarget(runTargetParts(request, command, sessionMemory));
+}
+
+function runTargetParts(
+  request: RunRequest,
+  command: AgentCommand,
+  sessionMemory?: SessionSettings,
+): WarmTargetParts {
   const { config } = request;
-  const wanted = effectiveSessionConfig(config, sessionMemory).values;
   return {
-    conversation: request.conversationId,
+    conversationId: request.conversationId,
+    config,
+    command,
+    sessionCwd: config.sessionCwd ?? command.cwd,
+    sessionMemory,
+    mcp: [
+      config.mcpServersJson,
+      config.langbotAssetsEnabled,
+      config.langbotAssetsMode,
+      config.langbotAssetsGatewayHost,
+      config.langbotAssetsGatewayPort,
+      config.langbotAssetsGatewayPublicUrl,
+    ],
+  };
+}
+
+/**
+ * Everything that makes a run's target: the same values mean an agent
+ * started for one run is exactly what the other would start. The session
+ * config values are the ones the run wants, its own or remembered
+ * (`sessionMemory`): one asked for and the same one remembered are the same.
+ */
+export function warmTarget(parts: WarmTargetParts): Record<string, unknown> {
+  const { config, command } = parts;
+  const wanted = effectiveSessionConfig(config, parts.sessionMemory).values;
+  return {
+    conversation: parts.conversationId,
     provider: config.provider,
     location: config.location,
     argv: command.argv,
     cwd: command.cwd,
     env: command.env,
-    sessionCwd: config.sessionCwd ?? command.cwd,
+    sessionCwd: parts.sessionCwd,
     ssh: config.location === "remote-ssh"
       ? [
         config.sshTarget,
@@ -79,13 +142,6 @@ export function targetParts(
       wanted.sessionConfigJson,
       config.authMethod,
     ],
-    mcp: [
-      config.mcpServersJson,
-      config.langbotAssetsEnabled,
-      config.langbotAssetsMode,
-      config.langbotAssetsGatewayHost,
-      config.langbotAssetsGatewayPort,
-      config.langbotAssetsGatewayPublicUrl,
-    ],
+    mcp: parts.mcp,
   };
 }

@@ -1,15 +1,12 @@
 /**
- * The end of a run: stopping the agent, and reporting a failure as the
- * run's terminal `run.failed` event.
+ * The end of a run whose agent the engine drives: stopping its terminals,
+ * connection and agent (a failure's `run.failed` is `lifecycle.ts`'s).
  *
  * @module
  */
 
-import { toRunnerError } from "../errors.ts";
 import { settleWithin } from "../timing.ts";
 import type { RunContext } from "./context.ts";
-import { failureEventData } from "./failure.ts";
-import type { RunResult } from "./types.ts";
 
 /** How long teardown waits for an agent whose launch outlived the run. */
 const LATE_LAUNCH_WAIT_MS = 10_000;
@@ -26,26 +23,4 @@ export async function shutdown(run: RunContext): Promise<void> {
   if (run.lateTeardown) {
     await settleWithin(run.lateTeardown, LATE_LAUNCH_WAIT_MS);
   }
-}
-
-/** Emits `run.failed` (the abort reason wins over `error`) and returns the result. */
-export function failRun(run: RunContext, error: unknown): RunResult {
-  const { abort, queue } = run;
-  const failure = toRunnerError(
-    abort.signal.aborted ? abort.signal.reason : error,
-  );
-  if (queue.length) {
-    run.log({ msg: "follow-ups not processed", count: queue.length });
-  }
-  run.emitter.emit(
-    "run.failed",
-    failureEventData({
-      failure,
-      stderrTail: run.transport?.stderrTail(),
-      unprocessed: queue,
-      secrets: run.secrets,
-    }),
-  );
-  const status = failure.code === "run.cancelled" ? "cancelled" : "failed";
-  return { status, code: failure.code, sessionId: run.sessionId };
 }

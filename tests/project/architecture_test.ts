@@ -195,6 +195,12 @@ const KNOWN_BACK_EDGES: readonly string[] = [
   "lib/relay/payload.ts → lib/run/prompt.ts",
 ];
 
+/**
+ * What `locations/` may import of `run/`: the location interface and the
+ * engine's transport types, never the run's internals (`docs/architecture.md`).
+ */
+const LOCATION_FACING_RUN_FILES = ["lib/run/location.ts", "lib/run/types.ts"];
+
 /** The part of the order a file belongs to (undefined: outside the order). */
 function partOf(path: string): string | undefined {
   const rel = relative(ROOT, path);
@@ -219,6 +225,13 @@ function orderBreaks(edges: ImportEdge[]): string[] {
     if (!allowed.get(from)?.includes(to)) broken.add(name);
     else if (from === "run/" && to === "store/" && !edge.typeOnly) {
       broken.add(`${name} (run/ may only name the store's types)`);
+    } else if (
+      from === "locations/" && to === "run/" &&
+      !LOCATION_FACING_RUN_FILES.includes(relative(ROOT, edge.to))
+    ) {
+      broken.add(
+        `${name} (locations/ may only import run/location.ts and run/types.ts)`,
+      );
     }
   }
   return [...broken].sort();

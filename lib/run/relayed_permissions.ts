@@ -1,8 +1,9 @@
 /**
- * Interactive approvals for daemon runs, on the hub side: the daemon's
- * engine asks (`permission.requested` arrives as a job event) and a person's
- * answer goes back as a `run.permission` frame. This tracks which requests
- * are open so the HTTP answer gets 404/409/400 at once, like a local run's.
+ * Interactive approvals for a run whose turns run elsewhere (a daemon), on
+ * this side: the remote engine asks (`permission.requested` arrives as a
+ * turn's event) and a person's answer goes back through the turn (on a
+ * daemon, a `run.permission` frame). This tracks which requests are open so
+ * the HTTP answer gets 404/409/400 at once, like a local run's.
  *
  * @module
  */
@@ -10,14 +11,10 @@
 import { PERMISSION_KINDS } from "../acp/permission_options.ts";
 import { RunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
-import type { JsonObject } from "../relay.ts";
-import type {
-  AnswerOutcome,
-  PermissionAnswer,
-} from "../run/permission_desk.ts";
+import type { AnswerOutcome, PermissionAnswer } from "./permission_desk.ts";
 
-/** The open permission requests of one daemon run, as its events show them. */
-export interface DaemonPermissions {
+/** The open permission requests of one relayed run, as its events show them. */
+export interface RelayedPermissions {
   /** Notes `permission.requested` and `permission.decided` events. */
   observe(event: RunEvent): void;
   /**
@@ -27,12 +24,12 @@ export interface DaemonPermissions {
   answer(
     requestId: string,
     answer: PermissionAnswer,
-    send: (requestId: string, answer: JsonObject) => boolean,
+    send: (requestId: string, answer: PermissionAnswer) => boolean,
   ): AnswerOutcome;
 }
 
-/** Makes the tracker of one daemon run. */
-export function createDaemonPermissions(): DaemonPermissions {
+/** Makes the tracker of one relayed run. */
+export function createRelayedPermissions(): RelayedPermissions {
   const open = new Map<string, string[]>();
   const decided = new Set<string>();
   return {
@@ -53,7 +50,7 @@ export function createDaemonPermissions(): DaemonPermissions {
         return decided.has(requestId) ? "already_answered" : "unknown";
       }
       checkAnswer(answer, offered);
-      if (!send(requestId, answer as unknown as JsonObject)) return "unknown";
+      if (!send(requestId, answer)) return "unknown";
       open.delete(requestId);
       decided.add(requestId);
       return "answered";
