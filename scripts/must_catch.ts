@@ -386,9 +386,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "the warm-agent key drops the agent's environment",
     file: "lib/run/targets.ts",
-    find:
-      "    env: command.env,\n    sessionCwd: config.sessionCwd ?? command.cwd,",
-    replace: "    sessionCwd: config.sessionCwd ?? command.cwd,",
+    find: "    env: command.env,\n    sessionCwd: parts.sessionCwd,\n",
+    replace: "    sessionCwd: parts.sessionCwd,\n",
     test: "tests/contracts/identity_test.ts",
     filter: "every part of a local target",
   },
@@ -620,7 +619,7 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "the warm-agent key ignores remembered session config values",
     file: "lib/run/targets.ts",
-    find: "effectiveSessionConfig(config, sessionMemory).values;",
+    find: "effectiveSessionConfig(config, parts.sessionMemory).values;",
     replace: "effectiveSessionConfig(config, undefined).values;",
     test: "tests/contracts/identity_test.ts",
     filter: "a remembered session config value counts",
