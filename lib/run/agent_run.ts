@@ -142,6 +142,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     launch: hold?.launch ?? coldLaunch,
     warm: hold?.slot,
     permissionAskUnavailable: options.permissionAskUnavailable,
+    onSessionUpdate: request.onSessionUpdate,
     terminals: {
       env: options.command.env,
       sandbox: options.command.sandbox,
