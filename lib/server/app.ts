@@ -54,7 +54,10 @@ export function createServerApp(options: ServerAppOptions): Hono {
   registerRunRoutes(app, context);
   registerPermissionRoutes(app, context);
   registerN8nRoutes(app, context);
-  registerAcpRoutes(app, context, options.describeAcpTarget);
+  registerAcpRoutes(app, context, {
+    describe: options.describeAcpTarget,
+    stopping: options.stopping,
+  });
   return app;
 }
 

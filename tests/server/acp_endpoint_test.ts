@@ -9,6 +9,7 @@
  */
 
 import assert from "node:assert/strict";
+import * as acp from "@agentclientprotocol/sdk";
 import {
   type AcpProfile,
   type AcpTestClient,
@@ -124,6 +125,186 @@ for (const profile of PROFILES) {
         [runId],
       );
       assert.equal(listed.runs[0].status, "completed");
+    } finally {
+      editor.close();
+      await serve.stop();
+    }
+  });
+}
+
+/** The `data` of a JSON-RPC error the client got. */
+async function refusal(
+  call: Promise<unknown>,
+): Promise<{ code: number; data: Record<string, unknown> }> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof acp.RequestError) {
+      return {
+        code: error.code,
+        data: error.data as Record<string, unknown>,
+      };
+    }
+    throw error;
+  }
+  throw new Error("the call was not refused");
+}
+
+Deno.test("acp: a wrong token is refused on both profiles and starts nothing", async () => {
+  const { serve } = await serveFixture([]);
+  try {
+    for (const profile of PROFILES) {
+      const editor = openAcpClient({
+        url: serve.url,
+        token: "not-the-token",
+        profile,
+      });
+      await assert.rejects(initialize(editor));
+      editor.close();
+    }
+    const missing = openAcpClient({ url: serve.url, profile: "http" });
+    await assert.rejects(initialize(missing));
+    missing.close();
+    const raw = await fetch(`${serve.url}/acp`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: 1 },
+      }),
+    });
+    assert.equal(raw.status, 401);
+    assert.equal((await raw.json()).error.code, "http.unauthorized");
+    const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
+    assert.deepEqual(runs.runs, []);
+  } finally {
+    await serve.stop();
+  }
+});
+
+for (const profile of PROFILES) {
+  Deno.test(`acp ${profile}: keys that would widen the operator's floor are refused`, async () => {
+    const { serve } = await serveFixture([]);
+    const widening = client(serve, profile, {
+      query: { "acp-command": "/bin/sh -c id" },
+    });
+    const editor = client(serve, profile);
+    try {
+      const command = await refusal(initialize(widening));
+      assert.equal(command.code, -32602);
+      assert.equal(command.data.code, "http.forbidden");
+
+      await initialize(editor);
+      const fsWrite = await refusal(newSession(editor, {
+        runner: { config: { "fs-write": true } },
+      }));
+      assert.equal(fsWrite.code, -32602);
+      assert.equal(fsWrite.data.code, "http.forbidden");
+      assert.equal(fsWrite.data.key, "fs-write");
+      const runs = await (await apiFetch(`${serve.url}/v1/runs`)).json();
+      assert.deepEqual(runs.runs, []);
+    } finally {
+      widening.close();
+      editor.close();
+      await serve.stop();
+    }
+  });
+}
+
+for (const profile of PROFILES) {
+  Deno.test(`acp ${profile}: permission requests left to a person are asked back and answered both ways`, async () => {
+    const { serve } = await serveFixture(
+      ["--permission", "--permission-options", "allow_once,reject_once"],
+      ["--permission-decision", "ask"],
+    );
+    let answer = "allow_once";
+    const editor = client(serve, profile, {
+      onPermission: () =>
+        Promise.resolve({ outcome: { outcome: "selected", optionId: answer } }),
+    });
+    try {
+      await initialize(editor);
+      const sessionId = await newSession(editor);
+      await prompt(editor, sessionId, "write it");
+      assert.equal(editor.permissions.length, 1);
+      assert.equal(editor.permissions[0].sessionId, sessionId);
+      assert.deepEqual(
+        editor.permissions[0].options.map((option) => option.optionId),
+        ["allow_once", "reject_once"],
+      );
+      assert.match(
+        agentText(editor.updates, sessionId),
+        /^permission: allow_once\n/,
+      );
+
+      answer = "reject_once";
+      const second = await newSession(editor);
+      await prompt(editor, second, "write it");
+      assert.equal(editor.permissions.length, 2);
+      assert.match(
+        agentText(editor.updates, second),
+        /^permission: reject_once\n/,
+      );
+    } finally {
+      editor.close();
+      await serve.stop();
+    }
+  });
+}
+
+Deno.test("acp: a client that answers nothing meets permission-timeout", async () => {
+  const { serve } = await serveFixture(
+    ["--permission", "--permission-options", "allow_once,reject_once"],
+    ["--permission-decision", "ask", "--permission-timeout", "1"],
+  );
+  const editor = client(serve, "http");
+  try {
+    await initialize(editor);
+    const sessionId = await newSession(editor);
+    const answer = await prompt(editor, sessionId, "write it");
+    assert.equal(editor.permissions.length, 1);
+    assert.equal(answer.stopReason, "end_turn");
+    assert.match(
+      agentText(editor.updates, sessionId),
+      /^permission: reject_once\n/,
+    );
+    const runId = (answer._meta?.runner as { run_id: string }).run_id;
+    const run = await (await apiFetch(`${serve.url}/v1/runs/${runId}`)).json();
+    const decided = run.events.find((event: { type: string }) =>
+      event.type === "permission.decided"
+    );
+    assert.equal(decided.data.decided_by ?? decided.data.by, "timeout");
+  } finally {
+    editor.close();
+    await serve.stop();
+  }
+});
+
+for (const profile of PROFILES) {
+  Deno.test(`acp ${profile}: session/cancel mid-turn cancels the run`, async () => {
+    const { serve } = await serveFixture(
+      ["--permission", "--permission-options", "allow_once,reject_once"],
+      ["--permission-decision", "ask"],
+    );
+    let sessionId = "";
+    const editor = client(serve, profile, {
+      // The turn is under way (waiting on this question): cancel it.
+      onPermission: () => {
+        editor.agent.notify("session/cancel", { sessionId });
+        return new Promise(() => {});
+      },
+    });
+    try {
+      await initialize(editor);
+      sessionId = await newSession(editor);
+      const answer = await prompt(editor, sessionId, "write it");
+      assert.equal(answer.stopReason, "cancelled");
+      const runId = (answer._meta?.runner as { run_id: string }).run_id;
+      const run = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
+        .json();
+      assert.equal(run.status, "cancelled");
     } finally {
       editor.close();
       await serve.stop();

@@ -49,15 +49,27 @@ export function takeAcpUpgrade(
 const NOTHING_LEARNED: TargetDescriber = () =>
   Promise.resolve({ source: "runner" });
 
-/** Adds `/acp`; returns what closes its connections. */
+/** Options of {@linkcode registerAcpRoutes}. */
+export interface AcpRouteOptions {
+  /** Learns what a target agent answers to `initialize` (default: nothing learned). */
+  describe?: TargetDescriber;
+  /** Aborted when the server stops: every `/acp` connection is closed. */
+  stopping?: AbortSignal;
+}
+
+/** Adds `/acp`. */
 export function registerAcpRoutes(
   app: Hono,
   ctx: ServerContext,
-  describe: TargetDescriber = NOTHING_LEARNED,
-): { close(): Promise<void> } {
-  const shared = createAcpAgentShared(ctx, describe);
+  options: AcpRouteOptions = {},
+): void {
+  const shared = createAcpAgentShared(ctx, options.describe ?? NOTHING_LEARNED);
   const server = new AcpServer({
     createAgent: () => createRunnerAgent(shared, {}),
+  });
+  // Open SSE streams and WebSockets would hold the listener's drain.
+  options.stopping?.addEventListener("abort", () => void server.close(), {
+    once: true,
   });
   const { config } = ctx;
   app.use(
@@ -93,5 +105,4 @@ export function registerAcpRoutes(
     }
     return await server.handleRequest(request, { createAgent });
   });
-  return { close: () => server.close() };
 }
