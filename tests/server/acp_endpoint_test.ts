@@ -15,6 +15,7 @@ import {
   type AcpTestClient,
   agentText,
   initialize,
+  isReplayed,
   openAcpClient,
   PROFILES,
 } from "../acp_client_helpers.ts";
@@ -305,6 +306,161 @@ for (const profile of PROFILES) {
       const run = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
         .json();
       assert.equal(run.status, "cancelled");
+    } finally {
+      editor.close();
+      await serve.stop();
+    }
+  });
+}
+
+/** Prompts once on a fresh connection; returns the session id. */
+async function firstConversation(
+  serve: ServeProcess,
+  profile: AcpProfile,
+): Promise<string> {
+  const editor = client(serve, profile);
+  try {
+    await initialize(editor);
+    const sessionId = await newSession(editor);
+    await prompt(editor, sessionId, "remember me");
+    return sessionId;
+  } finally {
+    editor.close();
+  }
+}
+
+/** Loads `sessionId` on a new connection and prompts again. */
+async function loadAndContinue(
+  serve: ServeProcess,
+  profile: AcpProfile,
+  sessionId: string,
+): Promise<AcpTestClient> {
+  const editor = client(serve, profile);
+  await initialize(editor);
+  await editor.agent.request("session/load", {
+    sessionId,
+    cwd: "/somewhere/on/the/editor",
+    mcpServers: [],
+  });
+  const replayed = editor.updates.filter(isReplayed);
+  assert.deepEqual(
+    replayed.map((n) => n.update.sessionUpdate),
+    ["user_message_chunk", "agent_message_chunk"],
+    "the stored transcript came before the load's answer, marked replayed",
+  );
+  assert.equal(
+    agentText(editor.updates, sessionId, { replayed: true }),
+    "echo: remember me (turn 1)",
+  );
+  await prompt(editor, sessionId, "again");
+  return editor;
+}
+
+const RECOVERABLE = ["--load-session"];
+
+for (const profile of PROFILES) {
+  Deno.test(`acp ${profile}: session/load after a client reconnect replays and continues the agent's session`, async () => {
+    const dir = await tempDir();
+    const stateDir = await Deno.makeTempDir({ dir, prefix: "agent-state-" });
+    const { serve } = await serveFixture(
+      [...RECOVERABLE, "--state-dir", stateDir],
+      [],
+      dir,
+    );
+    try {
+      const sessionId = await firstConversation(serve, profile);
+      const editor = await loadAndContinue(serve, profile, sessionId);
+      assert.equal(
+        agentText(editor.updates, sessionId),
+        "echo: again (turn 2)",
+      );
+      editor.close();
+      const listed = await (await apiFetch(
+        `${serve.url}/v1/runs?conversation_id=${sessionId}`,
+      )).json();
+      assert.equal(listed.runs.length, 2);
+    } finally {
+      await serve.stop();
+    }
+  });
+}
+
+Deno.test("acp: session/load after a runner restart replays the store and the agent loads its session", async () => {
+  const dir = await tempDir();
+  const stateDir = await Deno.makeTempDir({ dir, prefix: "agent-state-" });
+  const flags = [...RECOVERABLE, "--state-dir", stateDir];
+  const first = await serveFixture(flags, [], dir);
+  let sessionId: string;
+  try {
+    sessionId = await firstConversation(first.serve, "websocket");
+  } finally {
+    await first.serve.stop();
+  }
+  const restarted = await startServe({
+    dataDir: dir,
+    args: [
+      "--provider",
+      "custom",
+      "--acp-command",
+      agentCommand(flags),
+      "--workspace",
+      first.workspace,
+    ],
+  });
+  try {
+    const editor = await loadAndContinue(restarted, "http", sessionId);
+    assert.equal(agentText(editor.updates, sessionId), "echo: again (turn 2)");
+    const listed = await editor.agent.request("session/list", {});
+    assert.ok(
+      listed.sessions.some((session) => session.sessionId === sessionId),
+    );
+    editor.close();
+  } finally {
+    await restarted.stop();
+  }
+});
+
+Deno.test("acp: session/load of an unknown session is -32002", async () => {
+  const { serve } = await serveFixture([]);
+  const editor = client(serve, "websocket");
+  try {
+    await initialize(editor);
+    const missing = await refusal(editor.agent.request("session/load", {
+      sessionId: "acp-nothing-here",
+      cwd: "/",
+      mcpServers: [],
+    }));
+    assert.equal(missing.code, -32002);
+  } finally {
+    editor.close();
+    await serve.stop();
+  }
+});
+
+for (const profile of PROFILES) {
+  Deno.test(`acp ${profile}: set_mode takes a mode the operator lists and refuses another`, async () => {
+    const { serve } = await serveFixture(
+      ["--session-config", "modes"],
+      ["--caller-modes", "default,plan"],
+    );
+    const editor = client(serve, profile);
+    try {
+      await initialize(editor);
+      const sessionId = await newSession(editor);
+      await editor.agent.request("session/set_mode", {
+        sessionId,
+        modeId: "plan",
+      });
+      const refused = await refusal(
+        editor.agent.request("session/set_mode", {
+          sessionId,
+          modeId: "acceptEdits",
+        }),
+      );
+      assert.equal(refused.code, -32602);
+      assert.equal(refused.data.code, "http.forbidden");
+      await prompt(editor, sessionId, "plan it");
+      assert.match(agentText(editor.updates, sessionId), /^config: mode=plan /);
     } finally {
       editor.close();
       await serve.stop();
