@@ -467,3 +467,23 @@ for (const profile of PROFILES) {
     }
   });
 }
+
+Deno.test("acp: the operator's secrets are redacted from the updates passed on", async () => {
+  const secret = "acp-secret-value-8d1f2e";
+  const { serve } = await serveFixture(
+    ["--text", `the key is ${secret}`],
+    ["--env-json", JSON.stringify({ SERVICE_API_KEY: secret })],
+  );
+  const editor = client(serve, "websocket");
+  try {
+    await initialize(editor);
+    const sessionId = await newSession(editor);
+    await prompt(editor, sessionId, "tell me");
+    const text = agentText(editor.updates, sessionId);
+    assert.match(text, /^the key is /);
+    assert.ok(!JSON.stringify(editor.updates).includes(secret));
+  } finally {
+    editor.close();
+    await serve.stop();
+  }
+});
