@@ -17,6 +17,7 @@ Commands:
   daemons list|unfence   show fenced/connected daemons, lift a fence
   probe <provider>       check that an agent is usable and what it supports
   run <provider> PROMPT  run one prompt locally and stream the answer
+  acp --url URL          a stdio ACP agent bridged to a runner's /acp (for editors)
   providers              list the built-in provider presets
   token                  print a fresh random token for --daemon-token
 
@@ -36,6 +37,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   "mcp-stdio": async () =>
     (await import("./lib/assets/stdio_bridge.ts")).mcpStdioCommand,
   token: async () => (await import("./lib/cli/providers.ts")).tokenCommand,
+  acp: async () => (await import("./lib/cli/acp.ts")).acpCommand,
 };
 
 /** Runs the CLI with `args`; returns the process exit code. */

@@ -87,6 +87,11 @@ export async function writeResponse(
     outgoing.end();
     return;
   }
+  // An event stream may stay silent for a while (the ACP SDK's session
+  // streams do): its client waits for the head, so send it now.
+  if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    outgoing.flushHeaders();
+  }
   const reader = response.body.getReader();
   const onClose = () => reader.cancel().catch(() => {});
   outgoing.once("close", onClose);

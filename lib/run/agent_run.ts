@@ -173,6 +173,7 @@ function startEngineRun(options: AgentRunOptions): AgentRun {
     launch: hold?.launch ?? coldLaunch,
     warm: hold?.slot,
     permissionAskUnavailable: options.permissionAskUnavailable,
+    onSessionUpdate: request.onSessionUpdate,
     terminals: {
       env: options.command.env,
       sandbox: options.command.sandbox,

@@ -40,6 +40,12 @@ export interface RunRequest {
    * operator's own.
    */
   sessionChoices?: SessionChoices;
+  /**
+   * Receives each `session/update` of the run's turns as the agent sent it,
+   * secrets redacted (replayed history and updates after the terminal event
+   * are not passed on). The `/acp` endpoint hands them to its client.
+   */
+  onSessionUpdate?: (update: Record<string, unknown>) => void;
 }
 
 /** A run's assets endpoint kept with its warm agent (`docs/runs.md`, "Warm agents"). */

@@ -8,7 +8,7 @@
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
 import { decidePermission, mayWrite } from "./permission_policy.ts";
@@ -95,6 +95,7 @@ export function handleUpdate(
     return;
   }
   followConfigUpdate(run, update);
+  run.options.onSessionUpdate?.(redactDeep(update, run.secrets));
   applyUpdate({
     update,
     turn: run.turn,

@@ -85,6 +85,8 @@ export interface RunEngineOptions {
    * once in a `permission.unavailable` event.
    */
   permissionAskUnavailable?: string;
+  /** Receives each live `session/update`, secrets redacted (`RunRequest.onSessionUpdate`). */
+  onSessionUpdate?: (update: Record<string, unknown>) => void;
   /** The conversation's warm agent, and where this run's agent goes when it completes. */
   warm?: WarmSlot;
   /**

@@ -1,6 +1,6 @@
 /**
- * The HTTP service as a Hono app: the runs API, the n8n webhook and the
- * meta routes, with the API token on every route but the open ones
+ * The HTTP service as a Hono app: the runs API, the n8n webhook, `/acp` and
+ * the meta routes, with the API token on every route but the open ones
  * (`api_auth.ts`), the body limit, the concurrency
  * limit and one error shape (`{error:{code, message, retryable}}`). Pure:
  * the caller supplies the run manager and store and serves the app.
@@ -26,6 +26,7 @@ import { registerAgentRoutes } from "./agents.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerConsoleRoutes } from "./console.ts";
 import { registerN8nRoutes } from "./n8n/route.ts";
+import { registerAcpRoutes } from "./acp/route.ts";
 import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
 import { createFleetRouter } from "./fleet_router.ts";
@@ -53,6 +54,10 @@ export function createServerApp(options: ServerAppOptions): Hono {
   registerRunRoutes(app, context);
   registerPermissionRoutes(app, context);
   registerN8nRoutes(app, context);
+  registerAcpRoutes(app, context, {
+    describe: options.describeAcpTarget,
+    stopping: options.stopping,
+  });
   return app;
 }
 

@@ -18,6 +18,7 @@ import { redactSecrets } from "../secrets.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import type { RunStore } from "../store/types.ts";
 import type { FleetRouter } from "./fleet_router.ts";
+import type { TargetDescriber } from "./acp/target.ts";
 
 /** Options for {@linkcode createServerApp}. */
 export interface ServerAppOptions {
@@ -43,6 +44,8 @@ export interface ServerAppOptions {
   warmAgents?: WarmAgentsView;
   /** Live events held per stream reader before it catches up from the store. */
   maxPendingEvents?: number;
+  /** Learns what a target agent answers to `initialize`, for `/acp` (absent: nothing learned). */
+  describeAcpTarget?: TargetDescriber;
 }
 
 /** What the HTTP API shows of the daemon hub (in a fleet: of every replica's). */
@@ -58,7 +61,12 @@ export interface ServerContext extends
   Required<
     Omit<
       ServerAppOptions,
-      "secrets" | "daemons" | "stopping" | "warmAgents" | "maxPendingEvents"
+      | "secrets"
+      | "daemons"
+      | "stopping"
+      | "warmAgents"
+      | "maxPendingEvents"
+      | "describeAcpTarget"
     >
   > {
   daemons?: DaemonsView;

@@ -53,8 +53,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 22);
-    assert.equal(new Set(operationIds).size, 22);
+    assert.equal(operationIds.length, 25);
+    assert.equal(new Set(operationIds).size, 25);
     assert.ok(operationIds.every(Boolean));
   });
 });
@@ -413,6 +413,54 @@ Deno.test("every route's real answers match /openapi.json", async () => {
         body: JSON.stringify({ chatInput: "x" }),
       }),
     );
+
+    // /acp: initialize, a request accepted for the stream, the stream, the end.
+    const acpUrl = `${serve.url}/acp?${new URLSearchParams({
+      provider: "custom",
+      "acp-command": String(config["acp-command"]),
+      workspace: String(config.workspace),
+    })}`;
+    const acpHeaders = (connectionId?: string): Record<string, string> => ({
+      authorization: `Bearer ${TOKEN}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(connectionId ? { "acp-connection-id": connectionId } : {}),
+    });
+    const acpInitialized = await fetch(acpUrl, {
+      method: "POST",
+      headers: acpHeaders(),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: 1 },
+      }),
+    });
+    const acpConnection = acpInitialized.headers.get("acp-connection-id")!;
+    await contract.check("POST /acp", acpInitialized);
+    const acpStream = fetch(acpUrl, { headers: acpHeaders(acpConnection) });
+    await contract.check(
+      "POST /acp",
+      await fetch(acpUrl, {
+        method: "POST",
+        headers: acpHeaders(acpConnection),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 2,
+          method: "session/list",
+          params: {},
+        }),
+      }),
+    );
+    const acpStreamed = await acpStream;
+    await contract.check(
+      "DELETE /acp",
+      await fetch(acpUrl, {
+        method: "DELETE",
+        headers: acpHeaders(acpConnection),
+      }),
+    );
+    await contract.check("GET /acp", acpStreamed);
 
     // Every operation was checked with a success status.
     const operations = Object.entries(document.paths).flatMap((

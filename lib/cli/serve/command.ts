@@ -43,6 +43,8 @@ import {
   serveSecrets,
 } from "../../server/config/serve_config.ts";
 import { createServerApp } from "../../server/app.ts";
+import { createTargetDescriber } from "./acp_targets.ts";
+import type { TargetDescriber } from "../../server/acp/target.ts";
 import { startRetention } from "../../server/retention.ts";
 import {
   failOrphanedRuns,
@@ -140,6 +142,8 @@ interface RunServices {
   fleet?: FleetDuties;
   /** Conversations' agents kept warm between runs. */
   warmPool: WarmPool;
+  /** What `/acp` learns of a target agent (a handshake-only probe). */
+  describeAcpTarget: TargetDescriber;
 }
 
 /** Runs `runner serve`; returns the exit code. */
@@ -280,7 +284,10 @@ async function startRunServices(
       warmAgents: warmPool,
     });
   }
-  return { metrics, assets, hub, manager, fleet, warmPool };
+  const describeAcpTarget = createTargetDescriber({
+    registry: createReaperRegistry(join(config.dataDir, "agents")),
+  });
+  return { metrics, assets, hub, manager, fleet, warmPool, describeAcpTarget };
 }
 
 /**
@@ -329,6 +336,7 @@ async function serveUntilSignal(
     secrets,
     isShuttingDown: () => shuttingDown,
     warmAgents: warmPool,
+    describeAcpTarget: services.describeAcpTarget,
     daemons: hub && (fleet?.daemons ?? {
       list: () => Promise.resolve(describeDaemons(hub!.hub)),
       unfence: (daemonId) => hub!.hub.unfence(daemonId),
@@ -359,7 +367,6 @@ async function serveUntilSignal(
     metrics,
     log,
   });
-
   const stopSignals = listenForStopSignals(log);
   // Another live process took this replica id: stop serving as it.
   const displaced = fleet?.identityLost.then(() => "replica_id_taken");

@@ -17,6 +17,10 @@ import {
 } from "../../net/http_listener.ts";
 import { fitConnectionCap, raiseFileLimit } from "./file_limit.ts";
 import { consoleLine } from "./api_token.ts";
+import { handleUpgrade } from "./acp_upgrade.ts";
+
+/** Silence on an `/acp` WebSocket after which it is pinged, then closed, in ms. */
+const ACP_WEBSOCKET_IDLE_MS = 30_000;
 
 /** The `http://host:port` of a listen address. */
 export function listenUrl(hostname: string, port: number): string {
@@ -94,6 +98,14 @@ export function listen(
           origin,
           onError,
           errorResponse: internalErrorResponse,
+        }),
+      // WebSockets of `/acp`: judged by the app, finished here.
+      onUpgrade: (request, socket, head) =>
+        void handleUpgrade(request, socket, head, {
+          handler,
+          origin,
+          maxMessageBytes: config.maxBodyMb * 1024 * 1024,
+          idleTimeoutMs: ACP_WEBSOCKET_IDLE_MS,
         }),
       onError: (message, error) =>
         log({

@@ -24,6 +24,7 @@ import {
 } from "./paths.ts";
 import { componentSchemas } from "./schemas.ts";
 import { approvalPaths } from "./approval_paths.ts";
+import { acpPaths } from "./acp_paths.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -140,6 +141,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...warmAgentPaths(),
       ...n8nPaths(),
       ...approvalPaths(),
+      ...acpPaths(),
     },
   };
 }
