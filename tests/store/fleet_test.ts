@@ -428,7 +428,7 @@ test("a replica whose transactions are in flight when its database goes away out
         return body.status === "ok" ? true : undefined;
       }, "the replica to recover");
     }
-    const listed = await fetch(`${a.url}/v1/runs`);
+    const listed = await apiFetch(`${a.url}/v1/runs`);
     assert.equal(listed.status, 200);
     await listed.body?.cancel();
   } catch (error) {
