@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { RunnerError } from "../lib/errors.ts";
 import { secretsOf } from "../lib/secrets.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
-import { prepareAgentCommand } from "../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../lib/providers.ts";
 import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
 
 /** One name per fragment of the rule (`*KEY*`, `*TOKEN*`, …), any case. */

@@ -17,7 +17,7 @@ import {
   CUSTOM_PROVIDER,
   listProviders,
   UNSUPPORTED_PROVIDERS,
-} from "../agent/providers.ts";
+} from "../providers.ts";
 import {
   PIN_PLATFORMS,
   pinNeeds,

@@ -11,7 +11,8 @@
 import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
-import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
+import { type AgentCommand } from "../agent/launch.ts";
+import { prepareAgentCommand } from "../providers.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import {
   type DaemonJobPlan,

@@ -19,7 +19,7 @@ import {
   MCP_REQUEST_TIMEOUT_MS,
 } from "../relay.ts";
 import { quoteCommand } from "../agent/shell_words.ts";
-import { resolveProvider } from "../agent/providers.ts";
+import { resolveProvider } from "../providers.ts";
 import {
   SANDBOX_NETWORKS,
   type SandboxNetwork,

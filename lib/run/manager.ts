@@ -8,7 +8,8 @@
  * @module
  */
 
-import { type AgentCommand, prepareAgentCommand } from "../agent/launch.ts";
+import { type AgentCommand } from "../agent/launch.ts";
+import { prepareAgentCommand } from "../providers.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";

@@ -11,7 +11,7 @@ import { RunnerError } from "../errors.ts";
 import { warmAgentMetricLines } from "./agents.ts";
 import type { DaemonGauges } from "./metrics.ts";
 import { openApiDocument } from "./openapi/document.ts";
-import { listProviders } from "../agent/providers.ts";
+import { listProviders } from "../providers.ts";
 import type { ServerContext } from "./context.ts";
 import { optionalId } from "./run_fields.ts";
 import { RUNNER_VERSION } from "../version.ts";

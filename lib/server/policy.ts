@@ -7,7 +7,7 @@
 
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import { CUSTOM_PROVIDER } from "../agent/providers.ts";
+import { CUSTOM_PROVIDER } from "../providers.ts";
 import { parseRunDefaults, type ServeConfig } from "./config/serve_config.ts";
 import {
   applyCallerFloor,

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { existsSync } from "node:fs";
-import { prepareAgentCommand } from "../../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../../lib/providers.ts";
 import { spawnAgent } from "../../lib/agent/process.ts";
 import { planSandbox } from "../../lib/agent/sandbox.ts";
 import {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { prepareAgentCommand } from "../../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../../lib/providers.ts";
 import { startAgentAhead } from "../../lib/cli/run/head_start.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import { fixtureCommand, isAlive, spawnCli, tempDir } from "../helpers.ts";

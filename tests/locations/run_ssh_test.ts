@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentCommand } from "../../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../../lib/providers.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import type { AgentTransport } from "../../lib/run/engine.ts";
 import { launchSsh } from "../../lib/locations/ssh.ts";

@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentCommand } from "../../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../../lib/providers.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import { FORWARD_ATTEMPTS, launchSsh } from "../../lib/locations/ssh.ts";

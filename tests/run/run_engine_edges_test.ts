@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { prepareAgentCommand } from "../../lib/agent/launch.ts";
+import { prepareAgentCommand } from "../../lib/providers.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import { launchLocal } from "../../lib/locations/local.ts";
 import { startRun } from "../../lib/run/engine.ts";

@@ -10,7 +10,8 @@
  * @module
  */
 
-import { type AgentCommand, prepareAgentCommand } from "../../agent/launch.ts";
+import { type AgentCommand } from "../../agent/launch.ts";
+import { prepareAgentCommand } from "../../providers.ts";
 import {
   createReaperRegistry,
   type ReaperRegistry,

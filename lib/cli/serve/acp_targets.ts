@@ -8,7 +8,7 @@
  * @module
  */
 
-import { prepareAgentCommand } from "../../agent/launch.ts";
+import { prepareAgentCommand } from "../../providers.ts";
 import type { ReaperRegistry } from "../../agent/reaper.ts";
 import type { RunConfig } from "../../config.ts";
 import { probeAgent } from "../../probe.ts";

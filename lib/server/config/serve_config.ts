@@ -14,7 +14,7 @@
 import type { LogFormat, LogLevel } from "../../log.ts";
 import { secretsOf } from "../../secrets.ts";
 import { parseRunConfig, type RunConfig } from "../../config.ts";
-import { CUSTOM_PROVIDER } from "../../agent/providers.ts";
+import { CUSTOM_PROVIDER } from "../../providers.ts";
 import { defaultDataDir } from "../../store/data_dir.ts";
 import type { RetentionSettings } from "../retention.ts";
 import {

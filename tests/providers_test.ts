@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
-import { RunnerError } from "../../lib/errors.ts";
+import { RunnerError } from "../lib/errors.ts";
 import { join } from "node:path";
-import { PRESET_PINS } from "../../lib/agent/preset_pins.ts";
-import { formatProvidersTable } from "../../lib/cli/providers.ts";
+import { PRESET_PINS } from "../lib/agent/preset_pins.ts";
+import { formatProvidersTable } from "../lib/cli/providers.ts";
 import {
   listProviders,
   providerNames,
   resolveProvider,
-} from "../../lib/agent/providers.ts";
-import { tempDir } from "../helpers.ts";
+} from "../lib/providers.ts";
+import { tempDir } from "./helpers.ts";
 
 /**
  * The presets of the Python product's README, with each agent's own command

@@ -8,16 +8,26 @@
  * @module
  */
 
-import { closestName } from "../closest_name.ts";
-import { RunnerError } from "../errors.ts";
-import { splitCommand } from "./shell_words.ts";
-import { findOnPath } from "./find_executable.ts";
+import type { AgentCommand, CommandSource } from "./agent/launch.ts";
+import { buildAgentEnv } from "./agent/env.ts";
+import {
+  planSandbox,
+  sandboxArgv,
+  sandboxAvailability,
+  type SandboxPlan,
+} from "./agent/sandbox.ts";
+import type { RunConfig } from "./config.ts";
+import { secretsOf } from "./secrets.ts";
+import { closestName } from "./closest_name.ts";
+import { RunnerError } from "./errors.ts";
+import { splitCommand } from "./agent/shell_words.ts";
+import { findOnPath } from "./agent/find_executable.ts";
 import {
   executableArgv,
   fallbackArgv,
   PRESET_PINS,
   type PresetPin,
-} from "./preset_pins.ts";
+} from "./agent/preset_pins.ts";
 
 export {
   PROVIDER_PRESETS,
@@ -25,13 +35,13 @@ export {
   type RecoverySignal,
   UNSUPPORTED_PROVIDERS,
   type UnsupportedProvider,
-} from "./presets.ts";
+} from "./agent/presets.ts";
 import {
   PROVIDER_PRESETS,
   type RecoverySignal,
   UNSUPPORTED_PROVIDERS,
   type UnsupportedProvider,
-} from "./presets.ts";
+} from "./agent/presets.ts";
 
 /** The provider name that takes its command from `acp-command`. */
 export const CUSTOM_PROVIDER = "custom";
@@ -49,8 +59,7 @@ export interface ResolveProviderOptions {
   path?: string;
 }
 
-/** Where a resolved command came from. */
-export type CommandSource = "configured" | "executable" | "fallback";
+export type { CommandSource } from "./agent/launch.ts";
 
 /** A provider resolved to the command to launch. */
 export interface ResolvedProvider {
@@ -225,4 +234,76 @@ export function listProviders(path = Deno.env.get("PATH")): {
     };
   });
   return { presets, unsupported: UNSUPPORTED_PROVIDERS };
+}
+
+/** Options for {@linkcode prepareAgentCommand}. */
+export interface PrepareCommandOptions {
+  /** The runner's own environment (defaults to `Deno.env.toObject()`). */
+  environment?: Record<string, string>;
+  /** Working directory when the config has no workspace. */
+  fallbackCwd?: string;
+}
+
+/** Resolves provider, environment and directory for a run config. */
+export function prepareAgentCommand(
+  config: RunConfig,
+  options: PrepareCommandOptions = {},
+): AgentCommand {
+  const wanted = { provider: config.provider, acpCommand: config.acpCommand };
+  const environment = options.environment ?? Deno.env.toObject();
+  const env = buildAgentEnv({
+    source: environment,
+    presetNames: resolveProvider(wanted).envNames,
+    overlay: config.envJson,
+  });
+  // A preset's own executable is looked up on the agent's PATH.
+  const provider = resolveProvider({ ...wanted, path: env.PATH ?? "" });
+  const cwd = config.workspace ?? options.fallbackCwd ?? Deno.cwd();
+  const sandbox = confinement(config, { env, cwd, argv: provider.argv });
+  if (sandbox) env.TMPDIR &&= "/tmp";
+  return {
+    argv: sandbox
+      ? sandboxArgv(
+        sandboxAvailability().bwrap ?? "bwrap",
+        sandbox,
+        provider.argv,
+        cwd,
+      )
+      : provider.argv,
+    commandText: provider.commandText,
+    commandSource: provider.source,
+    choices: provider.choices,
+    sessionCommand: provider.sessionCommand,
+    env,
+    cwd,
+    secrets: secretsOf({
+      envJson: config.envJson,
+      environment,
+      secretNames: config.secretEnvNames,
+    }),
+    sandbox,
+  };
+}
+
+/** The sandbox plan of a run whose agent starts on this machine, when it asks for one. */
+function confinement(
+  config: RunConfig,
+  agent: { env: Record<string, string>; cwd: string; argv: string[] },
+): SandboxPlan | undefined {
+  // A remote-ssh or hub-side daemon run starts nothing here.
+  if (config.sandbox !== "confined" || config.location !== "local") {
+    return undefined;
+  }
+  const preset = PROVIDER_PRESETS.find((entry) =>
+    entry.name === config.provider
+  );
+  return planSandbox({
+    network: config.sandboxNetwork,
+    workspace: agent.cwd,
+    env: agent.env,
+    stateDirs: preset?.stateDirs,
+    readPaths: config.sandboxReadPaths,
+    writePaths: config.sandboxWritePaths,
+    program: agent.argv[0],
+  });
 }
