@@ -501,7 +501,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the console parses the agent's HTML",
-    file: "lib/server/console_script.ts",
+    file: "lib/server/console/markdown.js",
     find: "renderer: { html: (token) => escapeHtml(token.text) }",
     replace: "renderer: {}",
     test: "tests/server/console_hostile_test.ts",
@@ -509,7 +509,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the console's permission card offers only its first option",
-    file: "lib/server/console_script.ts",
+    file: "lib/server/console/permission_cards.js",
     find: "for (const option of data.options || []) {",
     replace: "for (const option of (data.options || []).slice(0, 1)) {",
     test: "tests/server/console_controls_test.ts",
@@ -517,9 +517,9 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the console puts terminal output in as HTML",
-    file: "lib/server/console_script.ts",
+    file: "lib/server/console/terminals.js",
     find:
-      "if (last && last.length < 16384) last.appendData(text); else pre.append(document.createTextNode(text));",
+      "if (last instanceof Text && last.length < 16384) last.appendData(text);\n  else pre.append(document.createTextNode(text));",
     replace: 'pre.insertAdjacentHTML("beforeend", text);',
     test: "tests/server/console_terminal_test.ts",
     filter: "terminal output streams",
@@ -545,17 +545,22 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the console puts plan entries in as HTML",
-    file: "lib/server/console_script.ts",
-    find:
-      'list.append(el("li", { class: "plan-" + entry.status }, entry.status + ": " + entry.content));',
+    file: "lib/server/console/transcript.js",
+    find: `    list.append(
+      el(
+        "li",
+        { class: "plan-" + entry.status },
+        entry.status + ": " + entry.content,
+      ),
+    );`,
     replace:
-      'list.append(Object.assign(el("li", { class: "plan-" + entry.status }), { innerHTML: entry.status + ": " + entry.content }));',
+      '    list.append(Object.assign(el("li", { class: "plan-" + entry.status }), { innerHTML: entry.status + ": " + entry.content }));',
     test: "tests/server/console_hostile_fields_test.ts",
     filter: "show as text",
   },
   {
     name: "the console does not read a cut stream again",
-    file: "lib/server/console_script.ts",
+    file: "lib/server/console/run_events.js",
     find: "if (await readEvents(response, stream, seen)) return;",
     replace: "await readEvents(response, stream, seen); return;",
     test: "tests/server/console_stream_test.ts",
@@ -563,7 +568,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "the console takes a late run record for the run open now",
-    file: "lib/server/console_script.ts",
+    file: "lib/server/console/run_view.js",
     find: `    const run = await record.json();
     if (state.stream !== stream) return;`,
     replace: "    const run = await record.json();",
@@ -572,7 +577,7 @@ export const MUST_CATCH: MustCatch[] = [
   },
   {
     name: "a double click on the console's Start run starts two runs",
-    file: "lib/server/console_script.ts",
+    file: "lib/server/console/new_run.js",
     find: `  if (submit.disabled) return;
   $("new-error").textContent = "";
   submit.disabled = true;

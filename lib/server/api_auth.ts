@@ -11,6 +11,7 @@
 
 import type { Context, Hono } from "hono";
 import { CONSOLE_ASSETS } from "./console_assets.ts";
+import { CONSOLE_MODULE_PATH, CONSOLE_MODULES } from "./console_modules.ts";
 import { safeEqual, type ServerContext, unauthorized } from "./context.ts";
 
 /**
@@ -25,6 +26,7 @@ export const OPEN_ROUTES: ReadonlySet<string> = new Set([
   "/openapi.json",
   "/",
   ...Object.keys(CONSOLE_ASSETS),
+  ...Object.keys(CONSOLE_MODULES).map((file) => CONSOLE_MODULE_PATH + file),
 ]);
 
 /** The n8n webhook's path: its own auth when `--n8n-auth` is not `none`. */

@@ -1,6 +1,7 @@
 /**
- * `GET /`: the operator console, a page served from the binary, with the
- * browser files it loads (`console_assets.ts`) and `/favicon.ico`. The page
+ * `GET /`: the operator console, a page served from the binary, with its
+ * own modules (`console_modules.ts`), the libraries they import
+ * (`console_assets.ts`) and `/favicon.ico`. The page
  * itself holds nothing secret; everything it shows comes from the `/v1` API
  * with the same bearer auth as any client. See `docs/http-api.md`, "Console".
  *
@@ -9,6 +10,7 @@
 
 import type { Hono } from "hono";
 import { CONSOLE_ASSETS } from "./console_assets.ts";
+import { CONSOLE_MODULE_PATH, CONSOLE_MODULES } from "./console_modules.ts";
 import { consolePage } from "./console_page.ts";
 import { CALLER_CONFIG_KEYS, COMMAND_CONFIG_KEYS } from "./policy.ts";
 
@@ -35,7 +37,7 @@ export interface ConsoleRouteOptions {
   allowCustomCommands?: boolean;
 }
 
-/** Registers the console page at `/` and its static files. */
+/** Registers the console page at `/`, its modules and its static files. */
 export function registerConsoleRoutes(
   app: Hono,
   options: ConsoleRouteOptions = {},
@@ -63,4 +65,15 @@ export function registerConsoleRoutes(
         "cache-control": "public, max-age=3600",
       }));
   }
+  // The page is never cached: its modules must not be older than it.
+  app.get(`${CONSOLE_MODULE_PATH}:file`, (c) => {
+    const file = c.req.param("file");
+    if (!Object.hasOwn(CONSOLE_MODULES, file)) return c.notFound();
+    return c.body(CONSOLE_MODULES[file], 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "content-security-policy": "default-src 'none'",
+      "x-content-type-options": "nosniff",
+      "cache-control": "no-cache",
+    });
+  });
 }

@@ -32,6 +32,15 @@ function withoutSourceMap(source: string): string {
   return source.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n");
 }
 
+/**
+ * The page's import map: the console's modules import the two libraries by
+ * their package names (which `deno check` resolves to the npm packages and
+ * their types); the browser finds them at the paths served here.
+ */
+export const CONSOLE_IMPORT_MAP: string = JSON.stringify({
+  imports: { marked: "/console/marked.js", dompurify: "/console/purify.js" },
+});
+
 /** The console's static files by path. */
 export const CONSOLE_ASSETS: Readonly<Record<string, ConsoleAsset>> = {
   "/console/marked.js": {

@@ -1,12 +1,13 @@
 /**
- * The operator console's page: one HTML document with its style inline and
- * its module script (`console_script.ts`), served from the binary with the
- * libraries it imports (`console_assets.ts`); no CDN, no build step.
+ * The operator console's page: one HTML document with its style inline, the
+ * import map of the libraries (`console_assets.ts`) and its entry module
+ * (`console_modules.ts`), all served from the binary; no CDN, no build step.
  *
  * @module
  */
 
-import { CONSOLE_SCRIPT } from "./console_script.ts";
+import { CONSOLE_IMPORT_MAP } from "./console_assets.ts";
+import { CONSOLE_MODULE_PATH } from "./console_modules.ts";
 
 const STYLE = `
 *{box-sizing:border-box}
@@ -155,8 +156,8 @@ function escapeHtml(text: string): string {
 }
 
 /**
- * The console's HTML; `nonce` allows its style and module script under the
- * page's CSP.
+ * The console's HTML; `nonce` allows its style, its import map and its
+ * module script (and so the modules it imports) under the page's CSP.
  */
 export function consolePage(
   nonce: string,
@@ -172,6 +173,7 @@ export function consolePage(
 <title>runner console</title>
 <link rel="icon" href="/favicon.ico">
 <style nonce="${nonce}">${STYLE}#images{width:auto}</style>
+<script type="importmap" nonce="${nonce}">${CONSOLE_IMPORT_MAP}</script>
 </head>
 <body data-images="${images ? "1" : "0"}" data-caller-keys="${
     escapeHtml(JSON.stringify(keys))
@@ -193,7 +195,7 @@ export function consolePage(
 </div>
 ${RUN}
 </main>
-<script type="module" nonce="${nonce}">${CONSOLE_SCRIPT}</script>
+<script type="module" nonce="${nonce}" src="${CONSOLE_MODULE_PATH}main.js"></script>
 </body>
 </html>`;
 }

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { coveredByLengthRule } from "../../scripts/lint_plugin.ts";
+import { CONSOLE_MODULES } from "../../lib/server/console_modules.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const LIB = join(ROOT, "lib/");
@@ -21,7 +22,10 @@ interface ImportEdge {
   typeOnly: boolean;
 }
 
-/** Every `.ts` file under `dir`, but what the repository does not own. */
+/**
+ * Every `.ts` file under `dir`, and the console's browser modules (`.js`),
+ * but what the repository does not own.
+ */
 async function tsFiles(dir: string): Promise<string[]> {
   const files: string[] = [];
   for await (const entry of Deno.readDir(dir)) {
@@ -30,7 +34,7 @@ async function tsFiles(dir: string): Promise<string[]> {
       if (![".git", "node_modules"].includes(entry.name)) {
         files.push(...await tsFiles(path));
       }
-    } else if (entry.name.endsWith(".ts")) files.push(path);
+    } else if (/\.[tj]s$/.test(entry.name)) files.push(path);
   }
   return files.sort();
 }
@@ -417,4 +421,63 @@ Deno.test("lib/ keeps few files at its top and no folder (nor sub-folder) repeat
         name === `${folder}.ts`;
     });
   assert.deepEqual(prefixed, []);
+});
+
+Deno.test("lib/server/console/ is browser code: checked JavaScript that imports only its own modules and the two libraries, which the runner reads only as text", async () => {
+  const browser = join(LIB, "server/console/");
+  const modules = (await tsFiles(ROOT)).filter((file) => file.endsWith(".js"));
+  assert.ok(modules.length > 1, "the scan found the console's modules");
+  assert.deepEqual(
+    modules.filter((file) => !file.startsWith(browser)),
+    [],
+    "JavaScript outside lib/server/console/",
+  );
+  const strays: string[] = [];
+  for (const file of modules) {
+    const text = await Deno.readTextFile(file);
+    assert.ok(
+      text.startsWith('// @ts-check\n/// <reference lib="dom" />\n'),
+      `${
+        relative(ROOT, file)
+      } must start with // @ts-check and the DOM's types`,
+    );
+    const imports = text.matchAll(
+      /^\s*(?:import\s*|(?:import|export)\b[^'";]*?\bfrom\s*)["']([^"']+)["']/gm,
+    );
+    for (const [, specifier] of imports) {
+      const own = specifier.startsWith("./") &&
+        dirname(resolve(dirname(file), specifier)) + "/" === browser;
+      if (!own && !["marked", "dompurify"].includes(specifier)) {
+        strays.push(`${relative(ROOT, file)} → ${specifier}`);
+      }
+    }
+  }
+  assert.deepEqual(strays, []);
+  const asCode: string[] = [];
+  for (const file of await tsFiles(ROOT)) {
+    if (!file.endsWith(".ts")) continue;
+    const text = await Deno.readTextFile(file);
+    const imports = text.matchAll(
+      /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']\s*(with\s*\{\s*type:\s*["']text["']\s*,?\s*\})?/g,
+    );
+    for (const [, specifier, asText] of imports) {
+      if (resolve(dirname(file), specifier).startsWith(browser) && !asText) {
+        asCode.push(`${relative(ROOT, file)} → ${specifier}`);
+      }
+    }
+  }
+  assert.deepEqual(asCode, [], "a console module imported as code");
+  const served = Object.keys(CONSOLE_MODULES).sort();
+  assert.deepEqual(
+    served,
+    modules.map((file) => relative(browser, file)).sort(),
+    "lib/server/console_modules.ts serves every module of the folder",
+  );
+  for (const name of served) {
+    assert.equal(
+      CONSOLE_MODULES[name],
+      await Deno.readTextFile(join(browser, name)),
+      `${name} is served as its own text`,
+    );
+  }
 });

@@ -20,6 +20,7 @@ import { apiFetch, tempDir, withServe } from "../serve_test_helpers.ts";
 
 const EXPECTED: Array<[string, string]> = [
   ["/", "get"],
+  ["/console/app/{file}", "get"],
   ["/console/marked.js", "get"],
   ["/console/purify.js", "get"],
   ["/favicon.ico", "get"],

@@ -53,8 +53,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 25);
-    assert.equal(new Set(operationIds).size, 25);
+    assert.equal(operationIds.length, 26);
+    assert.equal(new Set(operationIds).size, 26);
     assert.ok(operationIds.every(Boolean));
   });
 });
@@ -286,6 +286,14 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     ) {
       await contract.check(`GET ${path}`, await apiFetch(serve.url + path));
     }
+    await contract.check(
+      "GET /console/app/{file}",
+      await apiFetch(`${serve.url}/console/app/main.js`),
+    );
+    await contract.check(
+      "GET /console/app/{file}",
+      await call("/console/app/nope.js"),
+    );
     const asked = await call("/v1/runs", {
       json: {
         input: "write",

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { CONSOLE_MODULE_PATH, CONSOLE_MODULES } from "../console_modules.ts";
 import { errors, json } from "./paths.ts";
 import { ref } from "./schemas.ts";
 
@@ -79,7 +80,7 @@ export function approvalPaths(): Record<string, Schema> {
   };
 }
 
-/** The console's static files: its two libraries and the icon. */
+/** The console's static files: its own modules, its two libraries and the icon. */
 function consoleFilePaths(): Record<string, Schema> {
   const file = (operationId: string, summary: string, type: string) => ({
     get: {
@@ -95,6 +96,27 @@ function consoleFilePaths(): Record<string, Schema> {
     },
   });
   return {
+    [`${CONSOLE_MODULE_PATH}{file}`]: {
+      get: {
+        operationId: "consoleModule",
+        summary:
+          "A module of the console's own code (main.js is the page's entry; it imports the others)",
+        security: [],
+        parameters: [{
+          name: "file",
+          in: "path",
+          required: true,
+          schema: { type: "string", enum: Object.keys(CONSOLE_MODULES) },
+        }],
+        responses: {
+          "200": {
+            description: "The module",
+            content: { "text/javascript": { schema: { type: "string" } } },
+          },
+          ...errors(401, 404),
+        },
+      },
+    },
     "/console/marked.js": file(
       "consoleMarked",
       "The Markdown renderer the console loads (marked, its browser ESM file)",
