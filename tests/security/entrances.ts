@@ -92,8 +92,8 @@ export interface AttackedDaemon {
   run(config: Record<string, unknown>): Promise<RunEvent[]>;
   /** What the daemon logged so far. */
   logs(): string;
-  /** Stops the daemon, then the hub; the daemon's exit code. */
-  stop(): Promise<number>;
+  /** Stops the daemon (`signal`, SIGTERM unless named), then the hub; the daemon's exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
 }
 
 /**
@@ -126,9 +126,9 @@ export async function attackDaemon(
         ...config,
       }),
     logs: daemon.logs,
-    async stop() {
+    async stop(signal) {
       try {
-        return await daemon.stop();
+        return await daemon.stop(signal);
       } finally {
         await serve.stop();
       }
