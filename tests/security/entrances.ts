@@ -57,13 +57,19 @@ export function attackServe(
   });
 }
 
-/** A caller's run (`POST /v1/runs` with the token, `config` over no assets); every event of its stream. */
+/**
+ * A caller's run (`POST /v1/runs` with the token, `config` over no assets,
+ * `request` for the body's other fields such as `conversation_id`); every
+ * event of its stream.
+ */
 export async function callerRun(
   serve: ServeProcess,
   config: Record<string, unknown>,
+  request: Record<string, unknown> = {},
 ): Promise<RunEvent[]> {
   const response = await postJson(`${serve.url}/v1/runs`, {
     input: { text: "attack" },
+    ...request,
     config: { "langbot-assets-enabled": false, ...config },
   }, { authorization: `Bearer ${API_TOKEN}` });
   if (response.status !== 200) {

@@ -165,6 +165,18 @@ function rootsWithWorkspace(): { roots: string; workspace: string } {
   return { roots, workspace };
 }
 
+/**
+ * Asserts a kept (warm) agent's run left one sleeper: the terminal
+ * command's went with the command; the agent's own lives on with the warm
+ * agent, in its PID namespace.
+ */
+function assertOnlyTheAgentsSleeper(marker: string): void {
+  const sleepers = markedProcesses(marker).filter((pid) =>
+    Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("sleep\u0000300")
+  );
+  assert.equal(sleepers.length, 1, `sleepers: ${sleepers}`);
+}
+
 for (const sandbox of ["off", "confined"]) {
   Deno.test(`runner serve, sandbox=${sandbox}: what a caller's agent and its terminal command double-fork into sessions of their own is gone when the run's terminal event is out`, async () => {
     const world = sandboxWorld();
@@ -187,6 +199,35 @@ for (const sandbox of ["off", "confined"]) {
       assertNothingOutlived(replyOf(events), world.marker);
     } finally {
       await serve.stop();
+      killMarked(world.marker);
+    }
+  });
+
+  Deno.test(`runner serve, sandbox=${sandbox}: a conversation's warm agent keeps only itself and its own leftovers, and a kill -9 of runner serve takes them down`, async () => {
+    const world = sandboxWorld();
+    const { roots, workspace } = rootsWithWorkspace();
+    const serve = await attackServe({
+      args: [
+        ...outliveOperatorFlags(sandbox),
+        ...["--workspace-roots", roots],
+        ...markerEnv(world),
+      ],
+      environment: world.environment,
+    });
+    try {
+      const events = await callerRun(serve, {
+        provider: "custom",
+        "acp-command": attackerCommand(...OUTLIVE_FLAGS),
+        workspace,
+      }, { conversation_id: `outlive-${world.marker}` });
+      assert.equal(events.at(-1)?.type, "run.completed");
+      assertOnlyTheAgentsSleeper(world.marker);
+    } finally {
+      await serve.stop("SIGKILL");
+    }
+    try {
+      assert.deepEqual(await markedGone(world.marker), []);
+    } finally {
       killMarked(world.marker);
     }
   });
