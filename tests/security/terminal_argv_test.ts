@@ -3,10 +3,10 @@
  * program, its arguments as a list and the variables the command sets, behind
  * the wrappers the runner can read — never a line of text. Every example of
  * `docs/permissions.md`, "Terminal rules" (read from the page) and more bypass
- * attempts, on the matcher and end to end through `runner run` and a
- * caller's run on `runner serve` with client terminals and the fixture
- * agent's `--terminal` (`argv_checks.ts`): no bypass runs (no `pwned` file
- * appears).
+ * attempts, on the matcher and end to end through `runner run`, a caller's
+ * run on `runner serve` and a hub's job on `runner daemon`, with client
+ * terminals and the fixture agent's `--terminal` (`argv_checks.ts`): no
+ * bypass runs (no `pwned` file appears).
  *
  * @module
  */
@@ -29,7 +29,7 @@ import {
   smugglingOperatorFlags,
   workspace,
 } from "./argv_checks.ts";
-import { attackServe, callerRun } from "./entrances.ts";
+import { attackDaemon, attackServe, callerRun } from "./entrances.ts";
 
 /** A shell-quoted line, `NAME=value` words first, as `terminal/create` params. */
 function request(line: string) {
@@ -370,5 +370,25 @@ Deno.test("runner serve: a caller's agent smuggling argv past the operator's doc
     assertSmugglingHeld(dir, events);
   } finally {
     await serve.stop();
+  }
+});
+
+Deno.test("runner daemon: a hub job's agent smuggling argv past the hub operator's docs rules starts none of it (no pwned file); the allowed commands run", async () => {
+  const dir = workspace();
+  const attack = smugglingAttack(dir);
+  const daemon = await attackDaemon({
+    hubArgs: smugglingOperatorFlags(attack),
+    daemonArgs: ["--client-terminals", "true"],
+  });
+  try {
+    const events = await daemon.run({
+      provider: "custom",
+      "acp-command": agentCommand(smugglingFlags(attack)),
+      workspace: dir,
+    });
+    assert.equal(events.at(-1)?.type, "run.completed");
+    assertSmugglingHeld(dir, events);
+  } finally {
+    assert.equal(await daemon.stop(), 0, daemon.logs());
   }
 });
