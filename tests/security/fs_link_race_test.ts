@@ -78,14 +78,15 @@ function raceOperatorFlags(world: RaceWorld, sandbox: string): string[] {
 }
 
 for (const sandbox of ["off", "confined"]) {
-  Deno.test(`runner run, sandbox=${sandbox}: under a link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
+  const how = sandbox === "off" ? "unconfined" : `sandbox=${sandbox}`;
+  Deno.test(`runner run, ${how}: under a link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
     const world = raceWorld();
     const run = await runAttack(world, sandbox);
     assert.equal(run.code, 0, run.stderr);
     assertHeld(world, run.events);
   });
 
-  Deno.test(`runner serve, sandbox=${sandbox}: under a caller's link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
+  Deno.test(`runner serve, ${how}: under a caller's link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
     const world = raceWorld();
     const serve = await attackServe({
       args: [
@@ -108,7 +109,7 @@ for (const sandbox of ["off", "confined"]) {
     }
   });
 
-  Deno.test(`runner daemon, sandbox=${sandbox}: under a hub job's link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
+  Deno.test(`runner daemon, ${how}: under a hub job's link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
     const world = raceWorld();
     const daemon = await attackDaemon({
       // The hub's operator turns them on; the daemon's own flags decide.
