@@ -76,10 +76,10 @@ export function daemonProcess(
     logs: () => text,
     /** The tap between the daemon and the hub. */
     tap,
-    /** SIGTERM, then waits for the exit; resolves with the exit code. */
-    async stop(): Promise<number> {
+    /** `signal` (SIGTERM unless named), then waits for the exit; resolves with the exit code. */
+    async stop(signal: Deno.Signal = "SIGTERM"): Promise<number> {
       try {
-        child.kill("SIGTERM");
+        child.kill(signal);
       } catch { /* already exited */ }
       const status = await child.status;
       await child.stdout.cancel();

@@ -4,109 +4,30 @@
  * link out of the workspace in a tight loop (a worker of its own process)
  * while it fires `fs/read_text_file`, `fs/write_text_file` and client
  * terminals through them (`tests/fixtures/attack_link_race.ts`). Unconfined
- * and confined, through `runner run` (the binary's permission set), it reads
+ * and confined, through `runner run` (the binary's permission set), a
+ * caller's run on `runner serve` and a hub's job on `runner daemon`, it reads
  * no secret from outside, writes nothing outside, and no command runs
- * outside. The race lasts `LINK_RACE_SECONDS` (default 3; set
- * 30 for a long run by hand).
+ * outside (`link_race_checks.ts`).
  *
  * @module
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import type { LinkRaceReport } from "../fixtures/attack_link_race.ts";
 import type { RunEvent } from "../../lib/events.ts";
-import { quoteCommand, splitCommand } from "../../lib/agent/shell_words.ts";
+import { parseJsonLines, ROOT, runCli } from "../helpers.ts";
+import { DENO_DIR, sandboxWorld } from "../sandbox_helpers.ts";
 import {
-  fixtureCommand,
-  parseJsonLines,
-  ROOT,
-  runCli,
-  tempDir,
-} from "../helpers.ts";
+  attackDaemon,
+  attackerCommand,
+  attackServe,
+  callerRun,
+} from "./entrances.ts";
 import {
-  confinedFixtureCommand,
-  DENO_DIR,
-  sandboxWorld,
-} from "../sandbox_helpers.ts";
-
-const SECONDS = Number(Deno.env.get("LINK_RACE_SECONDS") ?? "3");
-
-/** The attacker's playground: a workspace with two swapped directories, and what lies outside. */
-function raceWorld() {
-  const workspace = Deno.realPathSync(tempDir("race-ws-"));
-  const secret = `outside secret ${crypto.randomUUID()}`;
-  // Outside: a directory with a secret (the read and cwd target) and an empty one (the write target).
-  const secretDir = Deno.realPathSync(tempDir("race-secret-"));
-  Deno.writeTextFileSync(join(secretDir, "data.txt"), secret);
-  const emptyDir = Deno.realPathSync(tempDir("race-empty-"));
-  const readDir = join(workspace, "race");
-  const writeDir = join(workspace, "race-w");
-  Deno.mkdirSync(readDir);
-  Deno.mkdirSync(writeDir);
-  Deno.writeTextFileSync(join(readDir, "data.txt"), "inside data");
-  const attack = {
-    swaps: [
-      { path: readDir, target: secretDir },
-      { path: writeDir, target: emptyDir },
-    ],
-    reads: [join(readDir, "data.txt")],
-    writeDirs: [writeDir],
-    terminalCwds: [readDir],
-    seconds: SECONDS,
-  };
-  return { workspace, secret, secretDir, emptyDir, attack };
-}
-
-type RaceWorld = ReturnType<typeof raceWorld>;
-
-function inside(workspace: string, path: string): boolean {
-  return path === workspace || path.startsWith(`${workspace}/`);
-}
-
-/** Asserts what the attacker got and what it left: nothing from outside, nothing outside. */
-function assertHeld(world: RaceWorld, events: RunEvent[]): void {
-  const reply = events.filter((event) => event.type === "message.completed")
-    .map((event) => (event.data.message as { content: string }).content)
-    .join("\n");
-  const line = reply.split("\n").find((text) => text.startsWith("link-race: "));
-  assert.ok(line, `the attack reported: ${reply.slice(0, 500)}`);
-  const report = JSON.parse(line.slice("link-race: ".length)) as LinkRaceReport;
-  // The race ran: directories were swapped and the boundary served the real ones.
-  assert.ok(report.swaps > 0, line);
-  assert.ok(report.reads.ok > 0, line);
-  assert.ok(report.writes.ok > 0, line);
-  assert.ok(report.terminals.ran > 0, line);
-  assert.deepEqual(report.reads.contents, ["inside data"], line);
-  assert.ok(
-    !JSON.stringify(events).includes(world.secret),
-    "the secret is in no event",
-  );
-  assert.deepEqual(
-    [...Deno.readDirSync(world.emptyDir)].map((entry) => entry.name),
-    [],
-    "nothing was written outside",
-  );
-  assert.deepEqual(
-    [...Deno.readDirSync(world.secretDir)].map((entry) => entry.name),
-    ["data.txt"],
-  );
-  assert.equal(
-    Deno.readTextFileSync(join(world.secretDir, "data.txt")),
-    world.secret,
-  );
-  const ranIn = [
-    ...report.terminals.cwds,
-    ...events.filter((event) => event.type === "terminal.output")
-      .map((event) => String(event.data.output).trim()),
-  ];
-  // `pwd -P` printed a path; anything else is a refusal's message.
-  const outside = ranIn.filter((cwd) =>
-    cwd.startsWith("/") && !inside(world.workspace, cwd)
-  );
-  assert.deepEqual(outside, [], "no command ran outside the workspace");
-  assert.ok(ranIn.includes(join(world.workspace, "race")), line);
-}
+  assertHeld,
+  raceFlags,
+  type RaceWorld,
+  raceWorld,
+} from "./link_race_checks.ts";
 
 interface RunOutcome {
   code: number;
@@ -114,42 +35,25 @@ interface RunOutcome {
   events: RunEvent[];
 }
 
-/** `runner run --json` (the binary's permission set) with the attacker and run-config `keys`. */
+/** `runner run --json` (the binary's permission set) with the attacker, unconfined or confined. */
 async function runAttack(
   world: RaceWorld,
-  options: {
-    agent: string[];
-    keys?: Record<string, string>;
-    env?: Record<string, string>;
-  },
+  sandbox: string,
 ): Promise<RunOutcome> {
   const result = await runCli([
     "run",
     "custom",
     "--acp-command",
-    quoteCommand([
-      ...options.agent,
-      "--attack-link-race",
-      JSON.stringify(world.attack),
-    ]),
+    attackerCommand(...raceFlags(world)),
     "--workspace",
     world.workspace,
-    "--fs-read",
-    "true",
-    "--fs-write",
-    "true",
-    "--client-terminals",
-    "true",
-    "--terminal-timeout",
-    "30",
+    ...raceOperatorFlags(world, sandbox),
+    ...["--env-json", JSON.stringify({ DENO_DIR })],
     "--langbot-assets-enabled",
     "false",
-    ...Object.entries(options.keys ?? {}).flatMap((
-      [key, value],
-    ) => [`--${key}`, value]),
     "--json",
     "race",
-  ], { env: options.env });
+  ], { env: sandboxWorld().environment });
   return {
     code: result.code,
     stderr: result.stderr,
@@ -157,29 +61,79 @@ async function runAttack(
   };
 }
 
-Deno.test("runner run, unconfined: under a link race fs reads, fs writes and terminal cwds never leave the workspace", async () => {
-  const world = raceWorld();
-  const run = await runAttack(world, {
-    agent: splitCommand(fixtureCommand()),
-  });
-  assert.equal(run.code, 0, run.stderr);
-  assertHeld(world, run.events);
-});
+/** The operator's flags that serve the attacker's fs/* and terminals, confined or not. */
+function raceOperatorFlags(world: RaceWorld, sandbox: string): string[] {
+  return [
+    ...["--fs-read", "true", "--fs-write", "true"],
+    ...["--client-terminals", "true", "--terminal-timeout", "30"],
+    ...(sandbox === "confined"
+      ? [
+        ...["--sandbox", "confined"],
+        // The secret's directory is in the agent's view: a command that
+        // lands there would run.
+        ...["--sandbox-read-paths", `${ROOT},${DENO_DIR},${world.secretDir}`],
+      ]
+      : []),
+  ];
+}
 
-Deno.test("runner run, sandbox=confined: under a link race fs reads, fs writes and terminal cwds never leave the workspace", async () => {
-  const world = raceWorld();
-  const sandbox = sandboxWorld();
-  const run = await runAttack(world, {
-    agent: splitCommand(confinedFixtureCommand()),
-    keys: {
-      sandbox: "confined",
-      // The secret's directory is in the agent's view: a command that
-      // lands there would run.
-      "sandbox-read-paths": `${ROOT},${DENO_DIR},${world.secretDir}`,
-      "env-json": JSON.stringify({ DENO_DIR }),
-    },
-    env: sandbox.environment,
+for (const sandbox of ["off", "confined"]) {
+  const how = sandbox === "off" ? "unconfined" : `sandbox=${sandbox}`;
+  Deno.test(`runner run, ${how}: under a link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
+    const world = raceWorld();
+    const run = await runAttack(world, sandbox);
+    assert.equal(run.code, 0, run.stderr);
+    assertHeld(world, run.events);
   });
-  assert.equal(run.code, 0, run.stderr);
-  assertHeld(world, run.events);
-});
+
+  Deno.test(`runner serve, ${how}: under a caller's link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
+    const world = raceWorld();
+    const serve = await attackServe({
+      args: [
+        ...raceOperatorFlags(world, sandbox),
+        ...["--workspace-roots", world.roots],
+        ...["--env-json", JSON.stringify({ DENO_DIR })],
+      ],
+      environment: sandboxWorld().environment,
+    });
+    try {
+      const events = await callerRun(serve, {
+        provider: "custom",
+        "acp-command": attackerCommand(...raceFlags(world)),
+        workspace: world.workspace,
+      });
+      assert.equal(events.at(-1)?.type, "run.completed");
+      assertHeld(world, events);
+    } finally {
+      await serve.stop();
+    }
+  });
+
+  Deno.test(`runner daemon, ${how}: under a hub job's link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
+    const world = raceWorld();
+    const daemon = await attackDaemon({
+      // The hub's operator turns them on; the daemon's own flags decide.
+      hubArgs: [
+        ...["--fs-read", "true", "--fs-write", "true"],
+        ...["--client-terminals", "true"],
+        ...["--env-json", JSON.stringify({ DENO_DIR })],
+      ],
+      daemonArgs: [
+        ...raceOperatorFlags(world, sandbox),
+        ...["--workspace-roots", world.roots],
+      ],
+      environment: sandboxWorld().environment,
+    });
+    try {
+      const events = await daemon.run({
+        provider: "custom",
+        "acp-command": attackerCommand(...raceFlags(world)),
+        workspace: world.workspace,
+      });
+      assert.equal(events.at(-1)?.type, "run.completed");
+      assertHeld(world, events);
+    } finally {
+      assert.equal(await daemon.stop(), 0, daemon.logs());
+    }
+  });
+}

@@ -4,30 +4,37 @@
  * double-forks a process into a session of its own (`setsid`), out of the
  * process group that teardown kills, unconfined (`sandbox=off`) and
  * confined. When the run's terminal event is out, none of them is left —
- * also when the runner itself is killed with SIGKILL. The escaped processes
+ * also when the runner itself is killed with SIGKILL. Through a run of the
+ * engine (what `runner run` runs), `runner run` itself, a caller's run on
+ * `runner serve` and a hub's job on `runner daemon`. The escaped processes
  * are found by a marker in their environment. Needs bwrap; fails (never
  * skips) without it.
  */
 
 import assert from "node:assert/strict";
-import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import { EventLog, harness } from "../engine_helpers.ts";
-import { spawnCli } from "../helpers.ts";
+import { ROOT, spawnCli, tempDir } from "../helpers.ts";
 import {
-  confinedFixtureCommand,
+  DENO_DIR,
   markedGone,
   markedProcesses,
   sandboxKeys,
   type SandboxWorld,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
-
-/** A terminal command that leaves a sleeper in a session of its own and exits. */
-const SETSID_TERMINAL = {
-  command: "sh",
-  args: ["-c", "(setsid sleep 300 </dev/null >/dev/null 2>&1 &); echo left"],
-};
+import {
+  attackDaemon,
+  attackerCommand,
+  attackServe,
+  callerRun,
+  replyOf,
+} from "./entrances.ts";
+import {
+  assertNothingOutlived,
+  killMarked,
+  OUTLIVE_FLAGS,
+} from "./outlive_checks.ts";
 
 /** Run-config keys of a fixture run in `world` whose flags may hold JSON. */
 function attackKeys(
@@ -37,10 +44,7 @@ function attackKeys(
 ): Record<string, unknown> {
   return {
     ...sandboxKeys(world, [], extra),
-    "acp-command": quoteCommand([
-      ...confinedFixtureCommand().split(" "),
-      ...flags,
-    ]),
+    "acp-command": attackerCommand(...flags),
   };
 }
 
@@ -51,7 +55,7 @@ for (const sandbox of ["off", "confined"]) {
     try {
       const config = parseRunConfig(attackKeys(
         world,
-        ["--attack-outlive", "--terminal", JSON.stringify(SETSID_TERMINAL)],
+        [...OUTLIVE_FLAGS],
         {
           sandbox,
           "client-terminals": true,
@@ -65,15 +69,10 @@ for (const sandbox of ["off", "confined"]) {
         "completed",
         JSON.stringify(log.events.at(-1)),
       );
-      const reply = log.messages()[0];
-      assert.match(reply, /\nattack-outlive: started/);
-      assert.match(reply, /\nterminal 0: .*"output":"left\\n"/);
-      assert.deepEqual(markedProcesses(world.marker), [], "nothing outlives");
+      assertNothingOutlived(log.messages()[0], world.marker);
     } finally {
       await h.close();
-      for (const pid of markedProcesses(world.marker)) {
-        Deno.kill(pid, "SIGKILL");
-      }
+      killMarked(world.marker);
     }
   });
 }
@@ -133,8 +132,159 @@ Deno.test("sandbox=off: kill -9 of runner run takes what its agent and a running
       child.kill("SIGKILL");
     } catch { /* already gone */ }
     await child.stderr.cancel().catch(() => {});
-    for (const pid of markedProcesses(world.marker)) {
-      Deno.kill(pid, "SIGKILL");
-    }
+    killMarked(world.marker);
   }
 });
+
+/** The operator's flags of a runner whose runs are `sandbox`, with client terminals. */
+function outliveOperatorFlags(sandbox: string): string[] {
+  return [
+    ...["--client-terminals", "true"],
+    ...(sandbox === "confined"
+      ? [
+        ...["--sandbox", "confined", "--sandbox-network", "none"],
+        ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+      ]
+      : []),
+  ];
+}
+
+/** The operator's agent environment: the marker every process of the run keeps. */
+function markerEnv(world: SandboxWorld): string[] {
+  return [
+    "--env-json",
+    JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+  ];
+}
+
+/** Operator's `workspace-roots` with a caller's workspace in it. */
+function rootsWithWorkspace(): { roots: string; workspace: string } {
+  const roots = tempDir("outlive-roots-");
+  const workspace = `${roots}/ws`;
+  Deno.mkdirSync(workspace);
+  return { roots, workspace };
+}
+
+/**
+ * Asserts a kept (warm) agent's run left one sleeper: the terminal
+ * command's went with the command; the agent's own lives on with the warm
+ * agent, in its PID namespace.
+ */
+function assertOnlyTheAgentsSleeper(marker: string): void {
+  const sleepers = markedProcesses(marker).filter((pid) =>
+    Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("sleep\u0000300")
+  );
+  assert.equal(sleepers.length, 1, `sleepers: ${sleepers}`);
+}
+
+for (const sandbox of ["off", "confined"]) {
+  Deno.test(`runner serve, sandbox=${sandbox}: what a caller's agent and its terminal command double-fork into sessions of their own is gone when the run's terminal event is out`, async () => {
+    const world = sandboxWorld();
+    const { roots, workspace } = rootsWithWorkspace();
+    const serve = await attackServe({
+      args: [
+        ...outliveOperatorFlags(sandbox),
+        ...["--workspace-roots", roots],
+        ...markerEnv(world),
+      ],
+      environment: world.environment,
+    });
+    try {
+      const events = await callerRun(serve, {
+        provider: "custom",
+        "acp-command": attackerCommand(...OUTLIVE_FLAGS),
+        workspace,
+      });
+      assert.equal(events.at(-1)?.type, "run.completed");
+      assertNothingOutlived(replyOf(events), world.marker);
+    } finally {
+      await serve.stop();
+      killMarked(world.marker);
+    }
+  });
+
+  Deno.test(`runner serve, sandbox=${sandbox}: a conversation's warm agent keeps only itself and its own leftovers, and a kill -9 of runner serve takes them down`, async () => {
+    const world = sandboxWorld();
+    const { roots, workspace } = rootsWithWorkspace();
+    const serve = await attackServe({
+      args: [
+        ...outliveOperatorFlags(sandbox),
+        ...["--workspace-roots", roots],
+        ...markerEnv(world),
+      ],
+      environment: world.environment,
+    });
+    try {
+      try {
+        const events = await callerRun(serve, {
+          provider: "custom",
+          "acp-command": attackerCommand(...OUTLIVE_FLAGS),
+          workspace,
+        }, { conversation_id: `outlive-${world.marker}` });
+        assert.equal(events.at(-1)?.type, "run.completed");
+        assertOnlyTheAgentsSleeper(world.marker);
+      } finally {
+        await serve.stop("SIGKILL");
+      }
+      assert.deepEqual(await markedGone(world.marker), []);
+    } finally {
+      killMarked(world.marker);
+    }
+  });
+
+  Deno.test(`runner daemon, sandbox=${sandbox}: what a hub job's agent and its terminal command double-fork into sessions of their own is gone when the run's terminal event is out`, async () => {
+    const world = sandboxWorld();
+    const { roots, workspace } = rootsWithWorkspace();
+    const daemon = await attackDaemon({
+      hubArgs: ["--client-terminals", "true", ...markerEnv(world)],
+      daemonArgs: [
+        ...outliveOperatorFlags(sandbox),
+        ...["--workspace-roots", roots],
+        // The agent is not kept warm: the run's end is its end.
+        ...["--max-warm-agents", "0"],
+      ],
+      environment: world.environment,
+    });
+    try {
+      const events = await daemon.run({
+        provider: "custom",
+        "acp-command": attackerCommand(...OUTLIVE_FLAGS),
+        workspace,
+      });
+      assert.equal(events.at(-1)?.type, "run.completed");
+      assertNothingOutlived(replyOf(events), world.marker);
+    } finally {
+      assert.equal(await daemon.stop(), 0, daemon.logs());
+      killMarked(world.marker);
+    }
+  });
+
+  Deno.test(`runner daemon, sandbox=${sandbox}: a warm agent keeps only itself and its own leftovers, and a kill -9 of the daemon takes them down`, async () => {
+    const world = sandboxWorld();
+    const { roots, workspace } = rootsWithWorkspace();
+    const daemon = await attackDaemon({
+      hubArgs: ["--client-terminals", "true", ...markerEnv(world)],
+      daemonArgs: [
+        ...outliveOperatorFlags(sandbox),
+        ...["--workspace-roots", roots],
+      ],
+      environment: world.environment,
+    });
+    try {
+      try {
+        const events = await daemon.run({
+          provider: "custom",
+          "acp-command": attackerCommand(...OUTLIVE_FLAGS),
+          workspace,
+        });
+        assert.equal(events.at(-1)?.type, "run.completed");
+        assertOnlyTheAgentsSleeper(world.marker);
+      } finally {
+        await daemon.stop("SIGKILL");
+      }
+      assert.deepEqual(await markedGone(world.marker), []);
+    } finally {
+      killMarked(world.marker);
+    }
+  });
+}

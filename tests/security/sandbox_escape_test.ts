@@ -6,28 +6,48 @@
  * read-write remount of a read-only bind, `open_by_handle_at` on a host file,
  * the host's keyrings, a nested user namespace — itself and through a client
  * terminal, under a root runner (this suite runs as root) and under an
- * unprivileged one. Everything fails, and the host files stay unread and
- * untouched. Needs bwrap and python3; fails (never skips) without them.
+ * unprivileged one, through every entrance: a run of the engine (what
+ * `runner run` runs), `runner run` itself as `nobody`, a caller's run on
+ * `runner serve --sandbox confined` (as root and as `nobody`) and a hub's job
+ * on `runner daemon --sandbox confined`. Everything fails, and the host files
+ * stay unread and untouched. Needs bwrap and python3; fails (never skips)
+ * without them.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { existsSync } from "node:fs";
+import type { RunEvent } from "../../lib/events.ts";
 import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
-import { sandboxAvailability } from "../../lib/agent/sandbox.ts";
-import { userNamespaceWorks } from "../../lib/agent/sandbox_hardening.ts";
-import { quoteCommand } from "../../lib/agent/shell_words.ts";
+import { parseRunConfig } from "../../lib/config.ts";
 import { EventLog, harness } from "../engine_helpers.ts";
 import { parseJsonLines, ROOT, tempDir } from "../helpers.ts";
-import { ESCAPE_SCRIPT, type EscapeAttack } from "../fixtures/attack_escape.ts";
 import {
-  confinedFixtureCommand,
   DENO_DIR,
   sandboxKeys,
   type SandboxWorld,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
-import { parseRunConfig } from "../../lib/config.ts";
+import {
+  attackDaemon,
+  attackerCommand,
+  attackLines,
+  attackServe,
+  callerRun,
+  replyOf,
+} from "./entrances.ts";
+import {
+  assertEscapeFailed,
+  escapeAttack,
+  escapeFlags,
+  escapeTerminal,
+  terminalAttackLines,
+} from "./escape_checks.ts";
+import {
+  AS_NOBODY,
+  nobodysDir,
+  nobodyWorld,
+  passableTempRoot,
+} from "./nobody.ts";
 
 /** A confined fixture run in `world` whose flags may hold spaces and JSON. */
 function attackConfig(
@@ -37,104 +57,21 @@ function attackConfig(
 ) {
   return parseRunConfig({
     ...sandboxKeys(world, [], extra),
-    "acp-command": quoteCommand([
-      ...confinedFixtureCommand().split(" "),
-      ...flags,
-    ]),
+    "acp-command": attackerCommand(...flags),
   });
-}
-
-/** The `attack-<what>: outcome` lines of a reply or an output, by `<what>`. */
-function attackLines(text: string): Record<string, string> {
-  const lines: Record<string, string> = {};
-  for (const line of text.split("\n")) {
-    const match = /^attack-([^:]+): (.*)$/.exec(line);
-    if (match) lines[match[1]] = match[2];
-  }
-  return lines;
-}
-
-/** The handle of a host file (`name_to_handle_at`, which needs no privilege). */
-function fileHandle(path: string): { type: number; hex: string } {
-  const script = `
-import ctypes, json, sys
-libc = ctypes.CDLL(None, use_errno=True)
-class FileHandle(ctypes.Structure):
-    _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("f", ctypes.c_ubyte * 128)]
-fh = FileHandle(128, 0)
-mount_id = ctypes.c_int()
-if libc.name_to_handle_at(-100, sys.argv[1].encode(), ctypes.byref(fh), ctypes.byref(mount_id), 0) != 0:
-    sys.exit("name_to_handle_at failed")
-print(json.dumps({"type": fh.type, "hex": bytes(fh.f[:fh.bytes]).hex()}))
-`;
-  const output = new Deno.Command("/usr/bin/python3", {
-    args: ["-c", script, path],
-    stdout: "piped",
-  }).outputSync();
-  assert.ok(output.success, "the host file has a handle");
-  return JSON.parse(new TextDecoder().decode(output.stdout));
-}
-
-/** The SSH host keys and other masked files that exist here. */
-function maskedFiles(): string[] {
-  const keys = [...Deno.readDirSync("/etc/ssh")]
-    .filter((entry) => /^ssh_host_.*_key$/.test(entry.name))
-    .map((entry) => join("/etc/ssh", entry.name));
-  return ["/etc/shadow", ...keys];
-}
-
-/** An attack on `world`: a read-only bind with nothing in it, and the handle of `$HOME`'s secret. */
-function escapeAttack(world: SandboxWorld) {
-  const readOnlyDir = tempDir("read-only-");
-  const spec: EscapeAttack = {
-    masked: maskedFiles(),
-    readOnlyDir,
-    handle: fileHandle(world.homeSecret),
-  };
-  return { spec, readOnlyDir };
-}
-
-/** Asserts every line of an escape attack says it failed. */
-function assertEscapeFailed(
-  lines: Record<string, string>,
-  spec: EscapeAttack,
-  homeSecret: string,
-) {
-  const bwrap = sandboxAvailability().bwrap!;
-  assert.ok(lines.caps, `the attack ran: ${JSON.stringify(lines)}`);
-  assert.match(lines.caps, /CapEff=0000000000000000 CapPrm=0000000000000000 /);
-  if (userNamespaceWorks(bwrap)) {
-    assert.match(lines.caps, /CapBnd=0000000000000000 /);
-  }
-  for (const path of spec.masked!) {
-    assert.equal(lines[`umount ${path}`], "error EPERM", path);
-    assert.match(lines[`read ${path}`], /^(error |0 bytes$)/, path);
-  }
-  assert.equal(lines.remount, "error EPERM");
-  assert.equal(lines["mount-setattr"], "error EPERM");
-  assert.equal(lines["write-read-only"], "error EROFS");
-  assert.equal(lines["open-by-handle"], "error EPERM");
-  assert.doesNotMatch(
-    JSON.stringify(lines),
-    new RegExp(Deno.readTextFileSync(homeSecret).trim()),
-  );
-  assert.match(lines["nested-userns"], /^error /);
-  assert.equal(lines.keyring, "error EPERM", "the host's keyrings");
-  assert.equal(lines.script, undefined, "the attack script ran to its end");
-  assert.match(lines.caps, /NoNewPrivs=1 Seccomp=2$/, "the seccomp filter");
 }
 
 Deno.test("a root runner's confined agent finds no capability, and umount, remount, open_by_handle_at, the keyrings and a nested user namespace all fail", async () => {
   assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
   const world = sandboxWorld();
-  const { spec, readOnlyDir } = escapeAttack(world);
+  const spec = escapeAttack(world.homeSecret);
   const h = harness({ environment: world.environment });
   try {
     const config = attackConfig(
       world,
       ["--attack-escape", JSON.stringify(spec)],
       {
-        "sandbox-read-paths": [ROOT, DENO_DIR, readOnlyDir],
+        "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
         "langbot-assets-enabled": false,
       },
     );
@@ -150,7 +87,6 @@ Deno.test("a root runner's confined agent finds no capability, and umount, remou
       spec,
       world.homeSecret,
     );
-    assert.ok(!existsSync(join(readOnlyDir, "escaped.txt")), "host untouched");
   } finally {
     await h.close();
   }
@@ -158,18 +94,14 @@ Deno.test("a root runner's confined agent finds no capability, and umount, remou
 
 Deno.test("a confined agent's terminal command gets the same: no capability, and every escape call fails", async () => {
   const world = sandboxWorld();
-  const { spec, readOnlyDir } = escapeAttack(world);
+  const spec = escapeAttack(world.homeSecret);
   const h = harness({ environment: world.environment });
   try {
-    const terminal = {
-      command: "/usr/bin/python3",
-      args: ["-c", ESCAPE_SCRIPT, JSON.stringify(spec)],
-    };
     const config = attackConfig(
       world,
-      ["--terminal", JSON.stringify(terminal)],
+      ["--terminal", JSON.stringify(escapeTerminal(spec))],
       {
-        "sandbox-read-paths": [ROOT, DENO_DIR, readOnlyDir],
+        "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
         "langbot-assets-enabled": false,
         "client-terminals": true,
       },
@@ -181,33 +113,15 @@ Deno.test("a confined agent's terminal command gets the same: no capability, and
       "completed",
       JSON.stringify(log.events.at(-1)),
     );
-    const report = /^terminal 0: (.*)$/m.exec(log.messages()[0]);
-    assert.ok(report, log.messages()[0]);
-    const { output } = JSON.parse(report[1]);
-    assertEscapeFailed(attackLines(output), spec, world.homeSecret);
-    assert.ok(!existsSync(join(readOnlyDir, "escaped.txt")), "host untouched");
+    assertEscapeFailed(
+      terminalAttackLines(log.messages()[0]),
+      spec,
+      world.homeSecret,
+    );
   } finally {
     await h.close();
   }
 });
-
-/** `nobody`, who can make user namespaces of its own (and so, unguarded, nest one). */
-const NOBODY = { uid: 65534, gid: 65534 };
-
-/** A directory `nobody` owns (its parent, the test's TMPDIR, made passable). */
-function nobodysDir(prefix: string): string {
-  const dir = tempDir(prefix);
-  Deno.chownSync(dir, NOBODY.uid, NOBODY.gid);
-  return dir;
-}
-
-/** Lets `nobody` pass through the directory that holds the test's temp dirs, for the test's duration. */
-function passableTempRoot(): () => void {
-  const root = join(tempDir(), "..");
-  const mode = Deno.statSync(root).mode! & 0o7777;
-  Deno.chmodSync(root, mode | 0o001);
-  return () => Deno.chmodSync(root, mode);
-}
 
 Deno.test({
   name:
@@ -217,33 +131,15 @@ Deno.test({
   async fn() {
     const restore = passableTempRoot();
     try {
-      const home = nobodysDir("nobody-home-");
-      const homeSecret = join(home, "secret.txt");
-      Deno.writeTextFileSync(homeSecret, "nobody's secret\n");
-      const readOnlyDir = nobodysDir("nobody-read-only-");
-      const denoDir = nobodysDir("nobody-deno-");
-      const spec: EscapeAttack = {
-        masked: maskedFiles(),
-        readOnlyDir,
-        handle: fileHandle(homeSecret),
-      };
-      const agent = quoteCommand([
-        Deno.execPath(),
-        "run",
-        "-A",
-        "--node-modules-dir=manual",
-        "--config",
-        `${ROOT}deno.json`,
-        `${ROOT}tests/fixtures/agent.ts`,
-        "--attack-escape",
-        JSON.stringify(spec),
-      ]);
-      const output = await new Deno.Command("setpriv", {
+      const nobody = nobodyWorld();
+      const spec = escapeAttack(
+        nobody.homeSecret,
+        nobodysDir("nobody-read-only-"),
+      );
+      const [setpriv, ...asNobody] = AS_NOBODY;
+      const output = await new Deno.Command(setpriv, {
         args: [
-          `--reuid=${NOBODY.uid}`,
-          `--regid=${NOBODY.gid}`,
-          "--clear-groups",
-          "--",
+          ...asNobody,
           Deno.execPath(),
           "run",
           ...DENO_RUN_FLAGS,
@@ -252,45 +148,183 @@ Deno.test({
           "run",
           "custom",
           "--acp-command",
-          agent,
+          attackerCommand("--attack-escape", JSON.stringify(spec)),
           "--workspace",
           nobodysDir("nobody-ws-"),
           "--sandbox",
           "confined",
           "--sandbox-read-paths",
-          `${ROOT},${denoDir},${readOnlyDir}`,
+          `${ROOT},${nobody.denoDir},${spec.readOnlyDir}`,
           "--langbot-assets-enabled",
           "false",
           "--json",
           "hi",
         ],
         clearEnv: true,
-        env: {
-          // Only what nobody may read (root's own tool directories are not).
-          PATH: "/usr/local/bin:/usr/bin:/bin",
-          HOME: home,
-          DENO_DIR: denoDir,
-          TMPDIR: nobodysDir("nobody-tmp-"),
-          RUNNER_DATA_DIR: nobodysDir("nobody-data-"),
-          NO_COLOR: "1",
-        },
+        env: nobody.environment,
         stdout: "piped",
         stderr: "piped",
       }).output();
       const stderr = new TextDecoder().decode(output.stderr);
       const stdout = new TextDecoder().decode(output.stdout);
       assert.equal(output.code, 0, stderr + stdout.slice(-2000));
-      const events = parseJsonLines(stdout);
-      const completed = events.find((e) => e.type === "message.completed") as {
-        data: { message: { content: string } };
-      };
-      const lines = attackLines(completed.data.message.content);
-      assertEscapeFailed(lines, spec, homeSecret);
+      const events = parseJsonLines(stdout) as unknown as RunEvent[];
+      const lines = attackLines(replyOf(events));
+      assertEscapeFailed(lines, spec, nobody.homeSecret);
       // Without `--disable-userns` and the filter, nobody could nest one.
       assert.equal(lines["nested-userns"], "error EPERM");
-      assert.ok(!existsSync(join(readOnlyDir, "escaped.txt")));
     } finally {
       restore();
     }
   },
+});
+
+/** Fresh operator's `workspace-roots` made by `makeDir`, with a caller's workspace in it (of the same owner). */
+function rootsWithWorkspace(
+  makeDir: (prefix: string) => string = tempDir,
+): { roots: string; workspace: string } {
+  const roots = makeDir("escape-roots-");
+  const workspace = join(roots, "ws");
+  Deno.mkdirSync(workspace);
+  const owner = Deno.statSync(roots);
+  Deno.chownSync(workspace, owner.uid, owner.gid);
+  return { roots, workspace };
+}
+
+/** Asserts the run completed confined, and both the agent's and its terminal's attack failed. */
+function assertRunHeld(
+  events: RunEvent[],
+  spec: ReturnType<typeof escapeAttack>,
+  homeSecret: string,
+): { agent: Record<string, string>; terminal: Record<string, string> } {
+  const wire = JSON.stringify(events).slice(-3000);
+  assert.equal(events.at(-1)?.type, "run.completed", wire);
+  assert.equal(
+    events.find((event) => event.type === "run.started")?.data.sandbox,
+    "confined",
+    wire,
+  );
+  const reply = replyOf(events);
+  const agent = attackLines(reply);
+  const terminal = terminalAttackLines(reply);
+  assertEscapeFailed(agent, spec, homeSecret);
+  assertEscapeFailed(terminal, spec, homeSecret);
+  return { agent, terminal };
+}
+
+/** The operator's flags of a confined runner the attacker's runs go through. */
+function confinedFlags(options: {
+  readPaths: string[];
+  roots: string;
+}): string[] {
+  return [
+    ...["--sandbox", "confined"],
+    ...["--sandbox-read-paths", options.readPaths.join(",")],
+    ...["--workspace-roots", options.roots],
+    ...["--client-terminals", "true"],
+  ];
+}
+
+Deno.test("runner serve --sandbox confined, started as root: a caller's attacker agent and its terminal command find no capability, and every escape call fails", async () => {
+  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+  const world = sandboxWorld();
+  const spec = escapeAttack(world.homeSecret);
+  const { roots, workspace } = rootsWithWorkspace();
+  const serve = await attackServe({
+    args: [
+      ...confinedFlags({
+        readPaths: [ROOT, DENO_DIR, spec.readOnlyDir],
+        roots,
+      }),
+      ...["--env-json", JSON.stringify({ DENO_DIR })],
+    ],
+    environment: world.environment,
+  });
+  try {
+    const events = await callerRun(serve, {
+      provider: "custom",
+      "acp-command": attackerCommand(...escapeFlags(spec)),
+      workspace,
+    });
+    assertRunHeld(events, spec, world.homeSecret);
+  } finally {
+    await serve.stop();
+  }
+});
+
+Deno.test({
+  name:
+    "runner serve --sandbox confined, started as nobody: a caller's attacker agent and its terminal command find no capability, no nested user namespace, and every escape call fails",
+  // Starting the runner as another user needs root (setpriv).
+  ignore: Deno.uid() !== 0,
+  async fn() {
+    const restore = passableTempRoot();
+    try {
+      const nobody = nobodyWorld();
+      const spec = escapeAttack(
+        nobody.homeSecret,
+        nobodysDir("nobody-read-only-"),
+      );
+      const { roots, workspace } = rootsWithWorkspace(nobodysDir);
+      const serve = await attackServe({
+        dataDir: nobodysDir("nobody-data-"),
+        wrapper: AS_NOBODY,
+        environment: nobody.environment,
+        args: [
+          ...confinedFlags({
+            readPaths: [ROOT, nobody.denoDir, spec.readOnlyDir],
+            roots,
+          }),
+          ...["--env-json", JSON.stringify({ DENO_DIR: nobody.denoDir })],
+        ],
+      });
+      try {
+        const events = await callerRun(serve, {
+          provider: "custom",
+          "acp-command": attackerCommand(...escapeFlags(spec)),
+          workspace,
+        });
+        const { agent, terminal } = assertRunHeld(
+          events,
+          spec,
+          nobody.homeSecret,
+        );
+        // Without `--disable-userns` and the filter, nobody could nest one.
+        assert.equal(agent["nested-userns"], "error EPERM");
+        assert.equal(terminal["nested-userns"], "error EPERM");
+      } finally {
+        await serve.stop();
+      }
+    } finally {
+      restore();
+    }
+  },
+});
+
+Deno.test("runner daemon --sandbox confined, started as root: a hub's attacker job and its terminal command find no capability, and every escape call fails", async () => {
+  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+  const world = sandboxWorld();
+  const spec = escapeAttack(world.homeSecret);
+  const { roots, workspace } = rootsWithWorkspace();
+  const daemon = await attackDaemon({
+    hubArgs: [
+      ...["--client-terminals", "true"],
+      ...["--env-json", JSON.stringify({ DENO_DIR })],
+    ],
+    daemonArgs: confinedFlags({
+      readPaths: [ROOT, DENO_DIR, spec.readOnlyDir],
+      roots,
+    }),
+    environment: world.environment,
+  });
+  try {
+    const events = await daemon.run({
+      provider: "custom",
+      "acp-command": attackerCommand(...escapeFlags(spec)),
+      workspace,
+    });
+    assertRunHeld(events, spec, world.homeSecret);
+  } finally {
+    assert.equal(await daemon.stop(), 0, daemon.logs());
+  }
 });

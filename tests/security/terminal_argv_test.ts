@@ -3,9 +3,10 @@
  * program, its arguments as a list and the variables the command sets, behind
  * the wrappers the runner can read — never a line of text. Every example of
  * `docs/permissions.md`, "Terminal rules" (read from the page) and more bypass
- * attempts, on the matcher and end to end through `runner run` with client
- * terminals and the fixture agent's `--terminal`: no bypass runs (no `pwned`
- * file appears).
+ * attempts, on the matcher and end to end through `runner run`, a caller's
+ * run on `runner serve` and a hub's job on `runner daemon`, with client
+ * terminals and the fixture agent's `--terminal` (`argv_checks.ts`): no
+ * bypass runs (no `pwned` file appears).
  *
  * @module
  */
@@ -17,30 +18,18 @@ import { parseRunConfig, type PermissionRule } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import { matchRule } from "../../lib/run/permission_rules.ts";
 import { checkCommand } from "../../lib/run/terminal_command.ts";
+import type { RunEvent } from "../../lib/events.ts";
+import { agentCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
 import {
-  agentCommand,
-  parseJsonLines,
-  ROOT,
-  runCli,
-  tempDir,
-} from "../helpers.ts";
-
-const AGENT_PATH = Deno.env.get("PATH") ?? "/usr/local/bin:/usr/bin:/bin";
-
-/** The docs' example rules and their table of commands, read from the page. */
-function docsExamples(): {
-  rules: PermissionRule[];
-  cases: { line: string; rule: number }[];
-} {
-  const page = Deno.readTextFileSync(join(ROOT, "docs", "permissions.md"));
-  const section = page.slice(page.indexOf("### Terminal rules"));
-  const json = /```json\n([\s\S]*?)```/.exec(section);
-  assert.ok(json, "the Terminal rules section has its rules");
-  const cases = [...section.matchAll(/^\| `(.+)` +\| rule (\d+) +\|$/gm)]
-    .map((row) => ({ line: row[1], rule: Number(row[2]) }));
-  assert.ok(cases.length >= 20, `${cases.length} example commands`);
-  return { rules: JSON.parse(json[1]), cases };
-}
+  AGENT_PATH,
+  assertSmugglingHeld,
+  docsExamples,
+  smugglingAttack,
+  smugglingFlags,
+  smugglingOperatorFlags,
+  workspace,
+} from "./argv_checks.ts";
+import { attackDaemon, attackServe, callerRun } from "./entrances.ts";
 
 /** A shell-quoted line, `NAME=value` words first, as `terminal/create` params. */
 function request(line: string) {
@@ -53,18 +42,6 @@ function request(line: string) {
   }
   const [command, ...args] = words;
   return { sessionId: "s", command, args, env };
-}
-
-/** A workspace with a fake `git` and `env` (each would make `pwned`). */
-function workspace(): string {
-  const dir = tempDir();
-  for (const name of ["git", "env"]) {
-    Deno.writeTextFileSync(join(dir, name), "#!/bin/sh\nid > pwned\n");
-    Deno.chmodSync(join(dir, name), 0o755);
-  }
-  Deno.mkdirSync(join(dir, "bin"));
-  Deno.copyFileSync(join(dir, "git"), join(dir, "bin", "git"));
-  return dir;
 }
 
 /** The index of the rule deciding `line` (-1: none, `permission-decision`). */
@@ -356,117 +333,62 @@ Deno.test("config: rules that cannot mean one thing are refused with config.inva
   assert.equal(config.permissionRulesJson.length, 6);
 });
 
-type Event = { type: string; data: Record<string, unknown> };
-
-/** The fixture's `terminal N: {json}` reply lines, by N. */
-function terminalReports(text: string): Record<string, unknown>[] {
-  const reports: Record<string, unknown>[] = [];
-  for (const line of text.split("\n")) {
-    const match = /^terminal (\d+): (.*)$/.exec(line);
-    if (match) reports[Number(match[1])] = JSON.parse(match[2]);
-  }
-  return reports;
-}
-
 Deno.test("runner run: the argv smuggling bypasses of the docs' rules never start (no pwned file); the allowed commands run", async () => {
-  const { rules } = docsExamples();
   const dir = workspace();
-  new Deno.Command("git", { args: ["init", "-q", dir] }).outputSync();
-  Deno.mkdirSync(join(dir, "keep"));
-  const fsmonitor = [
-    { name: "GIT_CONFIG_COUNT", value: "1" },
-    { name: "GIT_CONFIG_KEY_0", value: "core.fsmonitor" },
-    { name: "GIT_CONFIG_VALUE_0", value: "id > pwned; false" },
-  ];
-  const asEnv = (entries: { name: string; value: string }[]) =>
-    Object.fromEntries(entries.map((e) => [e.name, e.value]));
-  const calls = [
-    // Allowed: the baseline that shows the rules do allow.
-    { command: "git", args: ["status", "--short"] },
-    { command: "git", args: ["status"] },
-    // The issue's attack on the old `PATH=** git status`, here `git diff`.
-    {
-      command: "sh",
-      args: ["-c", "id > pwned; echo", "git", "diff"],
-      env: { PATH: `${dir}/bin:${AGENT_PATH}` },
-    },
-    { command: "git", args: ["status"], env: asEnv(fsmonitor) },
-    {
-      command: "env",
-      args: [...fsmonitor.map((e) => `${e.name}=${e.value}`), "git", "status"],
-    },
-    { command: "sh", args: ["-c", "git status; id > pwned"] },
-    { command: "sh", args: ["-c", "git log --oneline -1; id > pwned"] },
-    { command: "sh", args: ["-c", "git $(id > pwned) status"] },
-    { command: "./env", args: ["git", "status"] },
-    { command: "./git", args: ["status"] },
-    {
-      command: "env",
-      args: ["git", "diff"],
-      env: { PATH: `${dir}/bin:${AGENT_PATH}` },
-    },
-    {
-      command: "python3",
-      args: ["-c", "import os; os.system('id > pwned')"],
-    },
-    { command: "nice", args: ["rm", "-rf", "keep"] },
-    { command: "git", args: ["log", "--oneline", "-1"] },
-  ];
+  const attack = smugglingAttack(dir);
   const result = await runCli([
     "run",
     "custom",
     "--acp-command",
-    agentCommand(calls.flatMap((call) => ["--terminal", JSON.stringify(call)])),
+    agentCommand(smugglingFlags(attack)),
     "--workspace",
     dir,
-    "--client-terminals",
-    "true",
-    "--permission-decision",
-    "reject_once",
-    // The page's rules without the last (ask): nobody answers here; and
-    // python3 with any arguments, which never covers inline code.
-    "--permission-rules-json",
-    JSON.stringify([
-      ...rules.slice(0, -1),
-      { command: ["python3", "..."], decision: "allow" },
-    ]),
+    ...smugglingOperatorFlags(attack),
     "--langbot-assets-enabled",
     "false",
     "--json",
     "go",
   ]);
   assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout) as Event[];
-  const completed = events.find((e) => e.type === "message.completed");
-  const reports = terminalReports(
-    String((completed?.data.message as { content: string }).content),
+  assertSmugglingHeld(
+    dir,
+    parseJsonLines(result.stdout) as unknown as RunEvent[],
   );
-  // What an attacker sees first: nothing of theirs ran.
-  const left = [...Deno.readDirSync(dir)].map((entry) => entry.name);
-  assert.deepEqual(left.filter((name) => name.startsWith("pwned")), []);
-  assert.ok(left.includes("keep"), "nice rm -rf keep was rejected");
-  const decided = events.filter((e) => e.type === "permission.decided")
-    .map((e) => [e.data.decision, e.data.rule]);
-  assert.deepEqual(decided, [
-    ["reject_once", "default"],
-    ["allow_once", 0],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", "default"],
-    ["reject_once", 4],
-    ["allow_once", 1],
-  ]);
-  assert.deepEqual(reports[1].exit, { code: 0, signal: null });
-  // An empty repository: git log ran and said so (exit 128).
-  assert.deepEqual(reports[13].exit, { code: 128, signal: null });
-  for (const index of [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) {
-    assert.match(String(reports[index].error), /permission policy rejected/);
+});
+
+Deno.test("runner serve: a caller's agent smuggling argv past the operator's docs rules starts none of it (no pwned file); the allowed commands run", async () => {
+  const dir = workspace();
+  const attack = smugglingAttack(dir);
+  const serve = await attackServe({ args: smugglingOperatorFlags(attack) });
+  try {
+    const events = await callerRun(serve, {
+      provider: "custom",
+      "acp-command": agentCommand(smugglingFlags(attack)),
+      workspace: dir,
+    });
+    assert.equal(events.at(-1)?.type, "run.completed");
+    assertSmugglingHeld(dir, events);
+  } finally {
+    await serve.stop();
+  }
+});
+
+Deno.test("runner daemon: a hub job's agent smuggling argv past the hub operator's docs rules starts none of it (no pwned file); the allowed commands run", async () => {
+  const dir = workspace();
+  const attack = smugglingAttack(dir);
+  const daemon = await attackDaemon({
+    hubArgs: smugglingOperatorFlags(attack),
+    daemonArgs: ["--client-terminals", "true"],
+  });
+  try {
+    const events = await daemon.run({
+      provider: "custom",
+      "acp-command": agentCommand(smugglingFlags(attack)),
+      workspace: dir,
+    });
+    assert.equal(events.at(-1)?.type, "run.completed");
+    assertSmugglingHeld(dir, events);
+  } finally {
+    assert.equal(await daemon.stop(), 0, daemon.logs());
   }
 });
