@@ -447,7 +447,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "if (full && !await this.evictOldestIdle()) return this.#refuse(conn);",
     replace: "if (full) return this.#refuse(conn);",
-    test: "tests/server/serve_burst_test.ts",
+    test: "tests/net/tcp_listener_test.ts",
     filter: "busy ones are kept",
   },
   {
@@ -456,7 +456,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "      if (state.closed || error instanceof Deno.errors.BadResource) return;",
     replace: "      return;",
-    test: "tests/server/serve_burst_test.ts",
+    test: "tests/net/tcp_listener_test.ts",
     filter: "descriptors run out",
   },
   {
