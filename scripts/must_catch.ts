@@ -31,7 +31,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/agent/env.ts",
     find: "return { ...env, ...(options.overlay ?? {}) };",
     replace: "return { ...(options.overlay ?? {}), ...env };",
-    test: "tests/run/run_env_test.ts",
+    test: "tests/agent/env_test.ts",
     filter: "allow-listed env",
   },
   {
@@ -39,7 +39,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/session.ts",
     find: "        if (canResume) {",
     replace: "        if (canResume && !canLoad) {",
-    test: "tests/run/run_sessions_test.ts",
+    test: "tests/run/session_test.ts",
     filter: "preferring session/resume",
   },
   {
@@ -63,7 +63,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/secrets.ts",
     find: "      ...Object.entries(options.environment ?? {}),\n",
     replace: "",
-    test: "tests/run/run_env_test.ts",
+    test: "tests/agent/env_test.ts",
     filter: "runner variable",
   },
   {
@@ -72,7 +72,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: "return `bash -lc ${quoteWord(remoteScript(workspace, launch))}`;",
     replace:
       "return `bash -lc ${quoteWord(Object.entries(config.envJson).map(([k, v]) => `export ${k}=${quoteWord(v)}\\n`).join('') + remoteScript(workspace, launch))}`;",
-    test: "tests/locations/run_ssh_test.ts",
+    test: "tests/locations/ssh_test.ts",
     filter: "a run streams over a real sshd",
   },
   {
@@ -80,7 +80,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/engine.ts",
     find: "  await finishAgent(run);\n  // The answer is the last turn's",
     replace: "  void finishAgent;\n  // The answer is the last turn's",
-    test: "tests/run/run_engine_edges_test.ts",
+    test: "tests/run/engine_test.ts",
     filter: "terminal event comes after teardown",
   },
   {
@@ -88,7 +88,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/ssh.ts",
     find: "    if (attempt === FORWARD_ATTEMPTS) {",
     replace: "    if (attempt >= 1) {",
-    test: "tests/locations/run_ssh_test.ts",
+    test: "tests/locations/ssh_test.ts",
     filter: "already taken",
   },
   {
@@ -112,7 +112,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/locations/remote_ssh.ts",
     find: "    registry: context.registry,\n    signal,\n",
     replace: "    registry: context.registry,\n",
-    test: "tests/locations/run_ssh_test.ts",
+    test: "tests/locations/ssh_test.ts",
     filter: "never reports in",
   },
   {
@@ -137,7 +137,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/steering.ts",
     find: "if (run.closed || !conversationId)",
     replace: "if (!conversationId)",
-    test: "tests/run/run_steering_test.ts",
+    test: "tests/run/steering_test.ts",
     filter: "after the queue closed",
   },
   {
@@ -145,7 +145,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/turn.ts",
     find: "    if (!next) {\n      run.closed = true;\n      break;\n    }",
     replace: "    if (!next) break;",
-    test: "tests/run/run_steering_test.ts",
+    test: "tests/run/steering_test.ts",
     filter: "microtasks",
   },
   {
@@ -162,7 +162,7 @@ export const MUST_CATCH: MustCatch[] = [
     find: "  run.turn = undefined;\n  run.emitter.flush();",
     replace:
       "  run.turn = undefined;\n  run.closed = run.queue.length === 0;\n  run.emitter.flush();",
-    test: "tests/run/run_steering_test.ts",
+    test: "tests/run/steering_test.ts",
     filter: "before the queue closes",
   },
   {
@@ -238,7 +238,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/server/n8n/route.ts",
     find: "  if (timedOut) {",
     replace: "  if (timedOut && false) {",
-    test: "tests/server/serve_n8n_test.ts",
+    test: "tests/server/n8n_test.ts",
     filter: "conversation_busy",
   },
   {
@@ -281,7 +281,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/daemon/client.ts",
     find: "    Math.max(base, MAX_RECONNECT_DELAY_MS),",
     replace: "    Infinity,",
-    test: "tests/daemon/daemon_client_test.ts",
+    test: "tests/daemon/client_test.ts",
     filter: "back-off",
   },
   {
@@ -289,7 +289,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/daemon/mcp_requests.ts",
     find: "        const timer = setTimeout(() => {",
     replace: "        const timer = setTimeout(() => { return;",
-    test: "tests/daemon/daemon_client_test.ts",
+    test: "tests/daemon/client_test.ts",
     filter: "relay.mcp_failed",
   },
   {
@@ -447,7 +447,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "if (full && !await this.evictOldestIdle()) return this.#refuse(conn);",
     replace: "if (full) return this.#refuse(conn);",
-    test: "tests/server/serve_burst_test.ts",
+    test: "tests/net/tcp_listener_test.ts",
     filter: "busy ones are kept",
   },
   {
@@ -456,7 +456,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "      if (state.closed || error instanceof Deno.errors.BadResource) return;",
     replace: "      return;",
-    test: "tests/server/serve_burst_test.ts",
+    test: "tests/net/tcp_listener_test.ts",
     filter: "descriptors run out",
   },
   {
@@ -593,7 +593,7 @@ export const MUST_CATCH: MustCatch[] = [
     file: "lib/run/turn.ts",
     find: "  if (followUp) {\n    run.emitter.emit(TURN_STARTED",
     replace: "  if (false && followUp) {\n    run.emitter.emit(TURN_STARTED",
-    test: "tests/run/run_steering_test.ts",
+    test: "tests/run/steering_test.ts",
     filter: "stored turn.started",
   },
   {
@@ -602,7 +602,7 @@ export const MUST_CATCH: MustCatch[] = [
     find:
       "rank(resolved.permissionFallback) < rank(operator.permissionFallback)",
     replace: "false",
-    test: "tests/server/serve_permission_floor_test.ts",
+    test: "tests/run/permission_floor_test.ts",
     filter: "cannot turn the operator's ask",
   },
   {

@@ -1,10 +1,11 @@
 /**
  * The test suite as `deno task test` (and so CI) runs it: `deno test` over
- * `tests/` (or the paths given) with `TMPDIR` pointed at a fresh directory of
- * its own, then a check that the suite left nothing in that directory. Every
- * test, fixture agent, spawned runner and sshd inherits that `TMPDIR`, so
- * anything they forget to remove shows up here, whatever else runs on the
- * machine. Usage: `deno task test [deno test flags and paths]`.
+ * `tests/` and the `@example` blocks in `lib/` (`--doc`: each is type-checked
+ * and run), or over the paths given, with `TMPDIR` pointed at a fresh
+ * directory of its own, then a check that the suite left nothing in that
+ * directory. Every test, fixture agent, spawned runner and sshd inherits that
+ * `TMPDIR`, so anything they forget to remove shows up here, whatever else
+ * runs on the machine. Usage: `deno task test [deno test flags and paths]`.
  *
  * @module
  */
@@ -25,7 +26,7 @@ export function leftovers(dir: string): string[] {
 if (import.meta.main) {
   const root = new URL("..", import.meta.url).pathname;
   const tmp = Deno.makeTempDirSync({ prefix: "runner-suite-tmp-" });
-  const args = Deno.args.length ? Deno.args : ["tests/"];
+  const args = Deno.args.length ? Deno.args : ["--doc", "lib/", "tests/"];
   const status = await new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--parallel", ...args],
     cwd: root,

@@ -6,6 +6,7 @@
  */
 
 import type { HistoryItem, RunAssetsSpec } from "../lib/assets/grant.ts";
+import type { RunAssetsRequest } from "../lib/assets/request.ts";
 
 /** `count` history items, oldest first, ids `m0`…; every third has an attachment. */
 export function sampleHistory(count: number): HistoryItem[] {
@@ -161,4 +162,19 @@ export function startRecordingServer(
     requests,
     close: () => server.shutdown(),
   };
+}
+
+/** The request-side assets of {@linkcode sampleSpec} (inline source). */
+export function sampleAssets(): RunAssetsRequest {
+  const spec = sampleSpec("ignored");
+  return {
+    event: spec.event,
+    grant: {
+      history: spec.grant.history,
+      knowledge_bases: spec.grant.knowledgeBases,
+      tools: spec.grant.tools,
+      skills: spec.grant.skills,
+    },
+    inline: (spec.source as { inline: unknown }).inline,
+  } as unknown as RunAssetsRequest;
 }

@@ -91,6 +91,43 @@ export function daemonProcess(
   };
 }
 
+/** A file holding {@linkcode DAEMON_TOKEN}, for a daemon's `--token-file`. */
+export function daemonTokenFile(): string {
+  const tokenFile = join(tempDir(), "token");
+  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
+  return tokenFile;
+}
+
+/** Options of {@linkcode serveWithHub}. */
+export interface ServeWithHubOptions {
+  /** Arguments before the hub's (`--allow-custom-commands` when absent). */
+  serveArgs?: string[];
+  /** The data directory (a fresh one when absent). */
+  dataDir?: string;
+}
+
+/**
+ * `runner serve` with its hub enabled on a free port, daemons admitted with
+ * {@linkcode DAEMON_TOKEN}; resolves once the hub listens, with its URL.
+ */
+export async function serveWithHub(options: ServeWithHubOptions = {}) {
+  const serve = await startServe({
+    dataDir: options.dataDir ?? tempDir(),
+    args: [
+      ...(options.serveArgs ?? ["--allow-custom-commands"]),
+      "--daemon-enabled",
+      "--daemon-port",
+      "0",
+      "--daemon-token",
+      DAEMON_TOKEN,
+    ],
+  });
+  const hubLine = await serve.waitForLog((entry) =>
+    entry.msg === "daemon hub listening"
+  );
+  return { serve, hubUrl: String(hubLine.url) };
+}
+
 /** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */
 export async function serveWithDaemon(
   daemonId: string,
@@ -101,26 +138,12 @@ export async function serveWithDaemon(
     daemonEnv?: Record<string, string>;
   } = {},
 ) {
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
-      "--allow-custom-commands",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-      ...(options.serveArgs ?? []),
-    ],
+  const { serve, hubUrl } = await serveWithHub({
+    serveArgs: ["--allow-custom-commands", ...(options.serveArgs ?? [])],
   });
-  const hubLine = await serve.waitForLog((entry) =>
-    entry.msg === "daemon hub listening"
-  );
-  const tokenFile = join(tempDir(), "token");
-  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
   return {
     serve,
-    daemon: daemonProcess(String(hubLine.url), daemonId, tokenFile, {
+    daemon: daemonProcess(hubUrl, daemonId, daemonTokenFile(), {
       args: options.daemonArgs,
       env: options.daemonEnv,
     }),

@@ -173,3 +173,43 @@ export function openStoreNow(dataDir: string): RunStore {
     openSqliteStore({ path: join(dataDir, STORE_FILE_NAME) }),
   );
 }
+
+/**
+ * `runner run custom` arguments for the fixture agent with `fixtureFlags`, in
+ * a fresh workspace and the data directory `dataDir`, then `extra`.
+ */
+export function fixtureRunArgsIn(
+  dataDir: string,
+  fixtureFlags: string[],
+  ...extra: string[]
+): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...fixtureFlags),
+    "--workspace",
+    join(tempDir(), "ws"),
+    "--data-dir",
+    dataDir,
+    ...extra,
+  ];
+}
+
+/** {@linkcode fixtureRunArgsIn} with a fresh data directory. */
+export function fixtureRunArgs(
+  fixtureFlags: string[],
+  ...extra: string[]
+): string[] {
+  return fixtureRunArgsIn(tempDir(), fixtureFlags, ...extra);
+}
+
+/** Whether anything exists at `path` (a link counts as its target). */
+export function pathExists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

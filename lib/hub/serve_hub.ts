@@ -53,6 +53,35 @@ export const HUB_LISTENER_LIMITS: WebSocketListenerLimits = {
  * Serves `hub` on `hostname:port` (default 127.0.0.1, random port): every
  * connection must upgrade to a WebSocket; frames over {@linkcode MAX_FRAME_BYTES}
  * are refused from their header.
+ *
+ * @example A hub that daemons reach over a WebSocket; a socket without a hello is refused
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createHub } from "./relay_hub.ts";
+ * import { REFUSAL_REASONS } from "../relay.ts";
+ * import { serveHub } from "./serve_hub.ts";
+ *
+ * const stateDir = await Deno.makeTempDir();
+ * const hub = createHub({ token: crypto.randomUUID(), stateDir });
+ * const server = serveHub({ hub });
+ * try {
+ *   // `runner daemon --url <server.url> --daemon-id …` connects and says hello.
+ *   const socket = new WebSocket(server.url);
+ *   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+ *     socket.onclose = ({ code, reason }) => resolve({ code, reason })
+ *   );
+ *   socket.onopen = () => socket.send(JSON.stringify({ type: "daemon.ping" }));
+ *   assert.deepEqual(await closed, {
+ *     code: 1008,
+ *     reason: REFUSAL_REASONS.helloRequired,
+ *   });
+ *   assert.deepEqual(hub.listDaemons(), []);
+ * } finally {
+ *   await server.close();
+ *   await hub.close();
+ *   await Deno.remove(stateDir, { recursive: true });
+ * }
+ * ```
  */
 export function serveHub(options: ServeHubOptions): HubServer {
   const hostname = options.hostname ?? "127.0.0.1";

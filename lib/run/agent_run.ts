@@ -91,6 +91,50 @@ export interface AgentRun {
  * Starts a run: acquires its agent (warm or cold), runs the engine, releases
  * at the end; or, at a location that runs each turn elsewhere, runs its turns
  * there.
+ *
+ * @example One run of a local ACP agent, below the run manager (no store)
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseRunConfig } from "../config.ts";
+ * import type { RunEvent } from "../events.ts";
+ * import { createLocalLocation } from "../locations/local.ts";
+ * import { prepareAgentCommand } from "../providers.ts";
+ * import { startAgentRun } from "./agent_run.ts";
+ *
+ * const workspace = await Deno.makeTempDir();
+ * try {
+ *   // The repository's fixture agent speaks ACP; any ACP agent's command fits.
+ *   const root = new URL("../../", import.meta.url).pathname;
+ *   const config = parseRunConfig({
+ *     provider: "custom",
+ *     "acp-command":
+ *       `'${Deno.execPath()}' run -A --config '${root}deno.json' '${root}tests/fixtures/agent.ts'`,
+ *     workspace,
+ *   });
+ *   const command = prepareAgentCommand(config);
+ *   const location = createLocalLocation();
+ *   location.prepare(command);
+ *   const events: RunEvent[] = [];
+ *   const run = startAgentRun({
+ *     runId: crypto.randomUUID(),
+ *     request: { input: { text: "hello" }, config },
+ *     command,
+ *     location,
+ *     secrets: [],
+ *     sessionCwd: workspace,
+ *     emit: (event) => events.push(event),
+ *     log: () => {},
+ *   });
+ *   assert.equal((await run.handle.done).status, "completed");
+ *   // Exactly one terminal event, the last one.
+ *   assert.deepEqual(
+ *     events.filter((event) => event.type.startsWith("run.")).map((e) => e.type),
+ *     ["run.started", "run.completed"],
+ *   );
+ * } finally {
+ *   await Deno.remove(workspace, { recursive: true });
+ * }
+ * ```
  */
 export function startAgentRun(options: AgentRunOptions): AgentRun {
   const { location } = options;

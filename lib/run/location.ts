@@ -59,6 +59,52 @@ export interface StartedAgent {
  * Where a run's agent runs. A location has exactly one of `start` (the
  * agent's streams come here: local, remote-ssh) and `runTurn` (each turn
  * runs where the agent's own engine is: daemon).
+ *
+ * @example A location that runs each turn elsewhere (here: in this process, echoing the prompt)
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseRunConfig } from "../config.ts";
+ * import type { RunEvent } from "../events.ts";
+ * import { prepareAgentCommand } from "../providers.ts";
+ * import { startAgentRun } from "./agent_run.ts";
+ * import type { AgentLocation } from "./location.ts";
+ *
+ * const echoing: AgentLocation = {
+ *   prepare() {},
+ *   runTurn(turn) {
+ *     // A daemon sends the turn to its machine as a hub job and streams back
+ *     // what the agent there says; the terminal event ends the turn.
+ *     const text = `echo: ${turn.input.text}`;
+ *     const message = { role: "assistant", content: text };
+ *     const run_id = turn.runId;
+ *     turn.emit({ run_id, type: "message.completed", data: { message } });
+ *     turn.emit({ run_id, type: "run.completed", data: {} });
+ *     return Promise.resolve();
+ *   },
+ * };
+ *
+ * const config = parseRunConfig({
+ *   provider: "custom",
+ *   "acp-command": "my-agent", // never started: the turns run elsewhere
+ *   workspace: Deno.cwd(),
+ * });
+ * const events: RunEvent[] = [];
+ * const run = startAgentRun({
+ *   runId: crypto.randomUUID(),
+ *   request: { input: { text: "hello" }, config },
+ *   command: prepareAgentCommand(config),
+ *   location: echoing,
+ *   secrets: [],
+ *   sessionCwd: Deno.cwd(),
+ *   emit: (event) => events.push(event),
+ *   log: () => {},
+ * });
+ * assert.equal((await run.handle.done).status, "completed");
+ * assert.deepEqual(events.map((event) => event.type), [
+ *   "message.completed",
+ *   "run.completed",
+ * ]);
+ * ```
  */
 export interface AgentLocation {
   /** Checks what must exist before the run is recorded (local: creates the workspace); throws `config.invalid`. */

@@ -409,7 +409,49 @@ async function steerOrStart(
   }
 }
 
-/** Makes a run manager. */
+/**
+ * Makes a run manager.
+ *
+ * @example Run one prompt on a local ACP agent and read its answer back
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseRunConfig } from "../config.ts";
+ * import { RunnerError } from "../errors.ts";
+ * import { runnerLocations } from "../locations/runner_locations.ts";
+ * import { openStore } from "../store/open.ts";
+ * import { createRunManager } from "./manager.ts";
+ *
+ * const dataDir = await Deno.makeTempDir();
+ * const workspace = await Deno.makeTempDir();
+ * const store = await openStore({ dataDir });
+ * const manager = createRunManager({ store, locations: runnerLocations() });
+ * try {
+ *   // The repository's fixture agent speaks ACP; any ACP agent's command fits.
+ *   const root = new URL("../../", import.meta.url).pathname;
+ *   const config = parseRunConfig({
+ *     provider: "custom",
+ *     "acp-command":
+ *       `'${Deno.execPath()}' run -A --config '${root}deno.json' '${root}tests/fixtures/agent.ts'`,
+ *     workspace,
+ *   });
+ *   const { run } = await manager.start({ input: { text: "hello" }, config });
+ *   assert.equal((await run.done).status, "completed");
+ *   // The run's events stay in the store: here the agent echoed the prompt.
+ *   const events = await store.getEvents(run.runId);
+ *   const answer = events.find((event) => event.type === "message.completed");
+ *   assert.deepEqual(answer?.data.message, {
+ *     role: "assistant",
+ *     content: "echo: hello (turn 1)",
+ *   });
+ *   assert.equal(events.at(-1)?.type, "run.completed");
+ * } finally {
+ *   await manager.shutdown(new RunnerError("runner.shutting_down", "Done."));
+ *   await store.close();
+ *   await Deno.remove(dataDir, { recursive: true });
+ *   await Deno.remove(workspace, { recursive: true });
+ * }
+ * ```
+ */
 export function createRunManager(options: RunManagerOptions): RunManager {
   const state: ManagerState = {
     options,

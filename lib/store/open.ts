@@ -24,6 +24,23 @@ export const STORE_FILE_NAME = "runner.db";
  * @throws {RunnerError} `store.unavailable` when the directory or file (or
  * the database) cannot be created or opened; `store.schema_too_new` when a
  * newer runner wrote it.
+ *
+ * @example Open the embedded store in a data directory and read it
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { openStore } from "./open.ts";
+ *
+ * const dataDir = await Deno.makeTempDir();
+ * const store = await openStore({ dataDir });
+ * try {
+ *   // A fresh store holds no runs; `runner serve` and `runner run` write them.
+ *   assert.deepEqual(await store.listRuns({ limit: 10 }), []);
+ *   assert.equal((await store.health()).ok, true);
+ * } finally {
+ *   await store.close();
+ *   await Deno.remove(dataDir, { recursive: true });
+ * }
+ * ```
  */
 export async function openStore(options: OpenStoreOptions): Promise<RunStore> {
   // Run records carry the owner's start time; read it while the store opens.

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { reapLeftoverGroups } from "../../lib/agent/reaper.ts";
 import { processStartTimeSync } from "../../lib/agent/process_table.ts";
-import { isAlive, tempDir } from "../helpers.ts";
+import { isAlive, pathExists, tempDir } from "../helpers.ts";
 
 /** A `sleep` leading a process group of its own, like an agent. */
 function spawnGroupLeader(): Deno.ChildProcess {
@@ -57,15 +57,6 @@ function writeRecord(dir: string, record: RecordFields): string {
   return path;
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function stop(children: Deno.ChildProcess[]): Promise<void> {
   for (const child of children) {
     try {
@@ -96,7 +87,7 @@ Deno.test("the reaper never kills a process that reused a recorded pid, but kill
     const report = await reapLeftoverGroups(dir);
     assert.equal(isAlive(reused.pid), true, "an unrelated process was killed");
     assert.deepEqual(report.cleared, [reused.pid]);
-    assert.equal(exists(stale), false, "the stale record stays");
+    assert.equal(pathExists(stale), false, "the stale record stays");
     assert.deepEqual(report.killed, [leftover.pid]);
     assert.equal(isAlive(leftover.pid), false, "the left-over group survived");
   } finally {
@@ -118,14 +109,18 @@ Deno.test("the reaper leaves the agents of a live runner sharing the data dir al
     const whileAlive = await reapLeftoverGroups(dir);
     assert.deepEqual(whileAlive, { killed: [], cleared: [] });
     assert.equal(isAlive(agent.pid), true, "a live runner's agent was killed");
-    assert.equal(exists(record), true, "a live runner's record was removed");
+    assert.equal(
+      pathExists(record),
+      true,
+      "a live runner's record was removed",
+    );
 
     otherRunner.kill("SIGKILL");
     await otherRunner.status;
     const afterDeath = await reapLeftoverGroups(dir);
     assert.deepEqual(afterDeath, { killed: [agent.pid], cleared: [] });
     assert.equal(isAlive(agent.pid), false);
-    assert.equal(exists(record), false);
+    assert.equal(pathExists(record), false);
   } finally {
     await stop([agent, otherRunner]);
   }

@@ -16,9 +16,8 @@ import {
   reapLeftoverGroups,
 } from "../../lib/agent/reaper.ts";
 import { RunnerError } from "../../lib/errors.ts";
-import type { RunAssetsRequest } from "../../lib/assets/request.ts";
 import { STORE_FILE_NAME } from "../../lib/store/open.ts";
-import { sampleSpec } from "../assets_test_helpers.ts";
+import { sampleAssets } from "../assets_test_helpers.ts";
 import { EventLog, harness } from "../engine_helpers.ts";
 import { tempDir } from "../helpers.ts";
 import {
@@ -150,21 +149,6 @@ Deno.test("sandbox=off changes nothing: the same agent reads $HOME, another work
     await h.close();
   }
 });
-
-/** The request-side assets of `sampleSpec` (inline source). */
-function sampleAssets(): RunAssetsRequest {
-  const spec = sampleSpec("ignored");
-  return {
-    event: spec.event,
-    grant: {
-      history: spec.grant.history,
-      knowledge_bases: spec.grant.knowledgeBases,
-      tools: spec.grant.tools,
-      skills: spec.grant.skills,
-    },
-    inline: (spec.source as { inline: unknown }).inline,
-  } as unknown as RunAssetsRequest;
-}
 
 Deno.test("sandbox=confined with sandbox-network=full: the run's assets endpoint and sandbox-read-paths (read-only) are reachable, the host's loopback is not", async () => {
   const world = sandboxWorld();

@@ -17,7 +17,7 @@ import { type RunStore } from "../../lib/store/types.ts";
 import { openStoreNow } from "../helpers.ts";
 import {
   type RecordingServer,
-  sampleSpec,
+  sampleAssets,
   startRecordingServer,
   type ToolResult,
 } from "../assets_test_helpers.ts";
@@ -147,21 +147,6 @@ function firstPromptText(record: Line[]): string {
   const prompt = (line.params as { prompt: { type: string; text?: string }[] })
     .prompt;
   return prompt.map((block) => block.text ?? "").join("\n");
-}
-
-/** The request-side assets of `sampleSpec` (inline source). */
-function sampleAssets(): Record<string, unknown> {
-  const spec = sampleSpec("ignored");
-  return {
-    event: spec.event,
-    grant: {
-      history: spec.grant.history,
-      knowledge_bases: spec.grant.knowledgeBases,
-      tools: spec.grant.tools,
-      skills: spec.grant.skills,
-    },
-    inline: (spec.source as { inline: unknown }).inline,
-  };
 }
 
 /** A minimal MCP server: answers initialize, tools/list and tools/call. */

@@ -1,23 +1,9 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { fixtureCommand, runCli, spawnCli, tempDir } from "../helpers.ts";
 
-function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...fixtureFlags),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    tempDir(),
-    ...extra,
-  ];
-}
+import { fixtureRunArgs, runCli, spawnCli } from "../helpers.ts";
 
 Deno.test("a failure after unfinished text ends the stdout line before the error", async () => {
-  const result = await runCli(runArgs(["--exit-mid-prompt"], "hi"));
+  const result = await runCli(fixtureRunArgs(["--exit-mid-prompt"], "hi"));
   assert.equal(result.code, 1);
   assert.equal(result.stdout, "partial\n");
   assert.match(result.stderr, /^error \[acp\.process_exited\]: /m);
@@ -31,7 +17,7 @@ Deno.test("a failure after unfinished text ends the stdout line before the error
  */
 async function signalRun(signal: Deno.Signal) {
   const child = spawnCli(
-    runArgs(["--text", "held.", "--stall-prompt"], "hi"),
+    fixtureRunArgs(["--text", "held.", "--stall-prompt"], "hi"),
   );
   const stderr = new Response(child.stderr).text();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();

@@ -3,7 +3,13 @@ import { dirname, join } from "node:path";
 import { prepareAgentCommand } from "../../lib/providers.ts";
 import { startAgentAhead } from "../../lib/cli/run/head_start.ts";
 import { parseRunConfig } from "../../lib/config.ts";
-import { fixtureCommand, isAlive, spawnCli, tempDir } from "../helpers.ts";
+import {
+  fixtureCommand,
+  isAlive,
+  pathExists,
+  spawnCli,
+  tempDir,
+} from "../helpers.ts";
 
 function configFor(...flags: string[]) {
   return parseRunConfig({
@@ -11,15 +17,6 @@ function configFor(...flags: string[]) {
     "acp-command": fixtureCommand(...flags),
     workspace: join(tempDir(), "ws"),
   });
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The `.json` records of agent groups left in `dir`. */
@@ -59,7 +56,7 @@ Deno.test("an agent started ahead for another command is torn down, grandchild a
   // Torn down only once the fixture has started its SIGTERM-ignoring
   // grandchild (it writes the pid file atomically right after).
   for await (const _ of watcher) {
-    if (exists(pidFile)) break;
+    if (pathExists(pidFile)) break;
   }
   watcher.close();
   const other = prepareAgentCommand(configFor("--text", "another"));

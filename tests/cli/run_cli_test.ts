@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   fixtureCommand,
+  fixtureRunArgs,
+  fixtureRunArgsIn,
   isAlive,
   parseJsonLines,
   readRecord,
@@ -11,31 +13,9 @@ import {
 } from "../helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
-function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
-  return runArgsIn(tempDir(), fixtureFlags, ...extra);
-}
-
-function runArgsIn(
-  dataDir: string,
-  fixtureFlags: string[],
-  ...extra: string[]
-): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...fixtureFlags),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    dataDir,
-    ...extra,
-  ];
-}
-
 Deno.test("run streams the agent's chunks in order", async () => {
   const result = await runCli(
-    runArgs(["--text", "abcdefghij", "--chunks", "4"], "hi"),
+    fixtureRunArgs(["--text", "abcdefghij", "--chunks", "4"], "hi"),
   );
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout, "abcdefghij\n");
@@ -43,7 +23,7 @@ Deno.test("run streams the agent's chunks in order", async () => {
 
 Deno.test("run --json prints the run-event shapes with increasing sequences", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", "abcdefghij", "--chunks", "4", "--rich-updates"],
       "--json",
       // One delta per chunk; no run token whose first letter could end a chunk.
@@ -112,7 +92,7 @@ Deno.test("run --json prints the run-event shapes with increasing sequences", as
 
 Deno.test("an update kind the SDK does not know is kept as agent.update, not message text", async () => {
   const result = await runCli(
-    runArgs(["--text", "ok", "--unknown-update"], "--json", "hi"),
+    fixtureRunArgs(["--text", "ok", "--unknown-update"], "--json", "hi"),
   );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);
@@ -128,7 +108,7 @@ Deno.test("an update kind the SDK does not know is kept as agent.update, not mes
 
 Deno.test("updates after the prompt answer are delivered before the terminal event", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", "main", "--late-updates", "2"],
       "--json",
       "--late-update-ms",
@@ -152,7 +132,7 @@ Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not
   // past it); `0` ends the turn with the answer, even for a late update that
   // comes only 100 ms later.
   const waited = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", "main", "--late-update-at", "0,100"],
       "--json",
       "--late-update-ms",
@@ -169,7 +149,7 @@ Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not
     "100",
   ];
   const ended = await runCli(
-    runArgs(flags, "--json", "--late-update-ms", "0", "hi"),
+    fixtureRunArgs(flags, "--json", "--late-update-ms", "0", "hi"),
   );
   const message = (result: { stdout: string }) => {
     const events = parseJsonLines(result.stdout);
@@ -186,7 +166,7 @@ Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not
 
 Deno.test("stdout noise, megabytes of stderr and a 40 MB line do not break a run", async () => {
   const result = await runCli(
-    runArgs([
+    fixtureRunArgs([
       "--text",
       "fine",
       "--stdout-noise",
@@ -203,7 +183,7 @@ Deno.test("stdout noise, megabytes of stderr and a 40 MB line do not break a run
 
 Deno.test("a line above max-message-mb fails with acp.message_too_large", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", "x", "--huge-line-mb", "3"],
       "--max-message-mb",
       "1",
@@ -218,7 +198,7 @@ Deno.test("a line above max-message-mb fails with acp.message_too_large", async 
 });
 
 Deno.test("a turn without assistant text fails with acp.empty_response", async () => {
-  const result = await runCli(runArgs(["--text", "''"], "--json", "hi"));
+  const result = await runCli(fixtureRunArgs(["--text", "''"], "--json", "hi"));
   assert.equal(result.code, 1);
   const failed = parseJsonLines(result.stdout).at(-1)!;
   assert.equal((failed.data as { code: string }).code, "acp.empty_response");
@@ -227,7 +207,10 @@ Deno.test("a turn without assistant text fails with acp.empty_response", async (
 Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring grandchild included)", async () => {
   const pidFile = join(tempDir(), "pids.json");
   const result = await runCli(
-    runArgs(["--text", "bye", "--grandchild", "--pid-file", pidFile], "hi"),
+    fixtureRunArgs(
+      ["--text", "bye", "--grandchild", "--pid-file", pidFile],
+      "hi",
+    ),
   );
   assert.equal(result.code, 0, result.stderr);
   const pids = JSON.parse(Deno.readTextFileSync(pidFile));
@@ -248,7 +231,7 @@ Deno.test("an assets endpoint that cannot start fails the run and stops the agen
   const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   try {
     const result = await runCli(
-      runArgs(
+      fixtureRunArgs(
         ["--text", "bye", "--grandchild", "--pid-file", pidFile],
         "--json",
         "--langbot-assets-mode",
@@ -283,7 +266,7 @@ Deno.test("an assets endpoint that cannot start fails the run and stops the agen
 Deno.test("runner run starts its agent once: the agent started ahead of the run machinery is the run's", async () => {
   const record = join(tempDir(), "record.jsonl");
   const result = await runCli(
-    runArgs(["--text", "one-agent", "--record", record], "hi"),
+    fixtureRunArgs(["--text", "one-agent", "--record", record], "hi"),
   );
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout, "one-agent\n");
@@ -302,7 +285,7 @@ Deno.test("a run refused after its agent was started ahead (the store cannot ope
   Deno.mkdirSync(join(dataDir, "runner.db"));
   const record = join(tempDir(), "record.jsonl");
   const result = await runCli(
-    runArgsIn(dataDir, ["--text", "never", "--record", record], "hi"),
+    fixtureRunArgsIn(dataDir, ["--text", "never", "--record", record], "hi"),
   );
   assert.equal(result.code, 2, result.stderr);
   assert.match(result.stderr, /store\.unavailable/);
@@ -441,7 +424,7 @@ Deno.test("fs capabilities are advertised only when enabled", async () => {
   ) => {
     const record = join(tempDir(), "record.jsonl");
     const result = await runCli(
-      runArgs(["--text", "ok", "--record", record], ...extra, "hi"),
+      fixtureRunArgs(["--text", "ok", "--record", record], ...extra, "hi"),
     );
     assert.equal(result.code, 0, result.stderr);
     const init = readRecord(record).find((line) =>
@@ -463,7 +446,7 @@ Deno.test("fs capabilities are advertised only when enabled", async () => {
 Deno.test("all_content rides on deltas only while the message is under 64 KiB; message.completed has it all", async () => {
   const text = "y".repeat(100 * 1024);
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", text, "--chunks", "4"],
       "--json",
       "--delta-coalesce-ms",
@@ -495,7 +478,7 @@ Deno.test("all_content rides on deltas only while the message is under 64 KiB; m
 
 Deno.test("streaming=false emits only the final message", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", "abcdef", "--chunks", "3", "--rich-updates"],
       "--streaming",
       "false",
@@ -515,7 +498,7 @@ Deno.test("streaming=false emits only the final message", async () => {
 
 Deno.test("startup-timeout ends a start-up that takes too long with acp.start_timeout", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--stall-initialize"],
       "--startup-timeout",
       "1",
@@ -538,7 +521,7 @@ Deno.test("--attach sends a file to an agent that accepts images", async () => {
     new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
   );
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--text", "ok", "--image", "--record", record],
       "--attach",
       image,

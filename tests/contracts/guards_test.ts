@@ -5,9 +5,9 @@
  * and IPv6 forms; option-like values that reach a command line; paths next
  * to the workspace. The end-to-end checks of each family through a real
  * `runner serve` live in serve_hostile_test.ts (Host, Origin),
- * serve_auth_test.ts (API token), serve_n8n_test.ts (n8n auth),
+ * serve_auth_test.ts (API token), server/n8n_test.ts (n8n auth),
  * hub_hostile_test.ts (daemon tokens), fleet_test.ts (cluster token),
- * assets_bridge_test.ts (run tokens) and run_fs_test.ts (fs/*).
+ * assets/bridge_test.ts (run tokens) and run_fs_test.ts (fs/*).
  *
  * @module
  */

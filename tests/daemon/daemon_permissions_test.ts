@@ -12,7 +12,11 @@ import assert from "node:assert/strict";
 import type { RunEvent } from "../../lib/events.ts";
 import { runDaemonClient } from "../../lib/daemon/client.ts";
 import type { JsonObject } from "../../lib/relay.ts";
-import { DAEMON_TOKEN, serveWithDaemon } from "../daemon_test_helpers.ts";
+import {
+  DAEMON_TOKEN,
+  serveWithDaemon,
+  serveWithHub,
+} from "../daemon_test_helpers.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 import {
   deltaText,
@@ -20,7 +24,6 @@ import {
   readSse,
   readUntil,
   sseEvents,
-  startServe,
 } from "../serve_test_helpers.ts";
 
 function daemonRunConfig(daemonId: string, extra: Record<string, unknown>) {
@@ -120,25 +123,12 @@ Deno.test("through runner daemon: a person's reject, then a turn without text, r
 });
 
 Deno.test("ask with a daemon that lacks permission.ask: the hub sends the fallback and says so", async () => {
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
-      "--allow-custom-commands",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-    ],
-  });
-  const hubLine = await serve.waitForLog((entry) =>
-    entry.msg === "daemon hub listening"
-  );
+  const { serve, hubUrl } = await serveWithHub();
   const controller = new AbortController();
   const payloads: JsonObject[] = [];
   const connected = Promise.withResolvers<void>();
   const client = runDaemonClient({
-    url: String(hubLine.url),
+    url: hubUrl,
     daemonId: "python-like",
     token: DAEMON_TOKEN,
     // Like daemon.py: no capabilities in the hello.

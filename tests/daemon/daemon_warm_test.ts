@@ -16,8 +16,12 @@ import {
   isAlive,
   tempDir,
 } from "../helpers.ts";
-import { daemonProcess } from "../daemon_test_helpers.ts";
-import { apiFetch, startServe } from "../serve_test_helpers.ts";
+import {
+  daemonProcess,
+  daemonTokenFile,
+  serveWithHub,
+} from "../daemon_test_helpers.ts";
+import { apiFetch } from "../serve_test_helpers.ts";
 import {
   answers,
   listAgents,
@@ -26,31 +30,14 @@ import {
 } from "../warm_helpers.ts";
 import { readRecord } from "../helpers.ts";
 
-const DAEMON_TOKEN = "daemon-warm-test-Hq3Vt8Lm1Zx5Pk9Wc2Nb7Rd4";
-
 /** A `runner daemon` dialling `url` with this file's token. */
 function startDaemon(url: string, daemonId: string, args: string[] = []) {
-  const tokenFile = join(tempDir(), "token");
-  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-  return daemonProcess(url, daemonId, tokenFile, { args });
+  return daemonProcess(url, daemonId, daemonTokenFile(), { args });
 }
 
 Deno.test("the daemon keeps its own warm agent: the next message of the conversation is only a prompt there, with that run's assets", async () => {
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
-      "--allow-custom-commands",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-    ],
-  });
-  const hub = await serve.waitForLog((entry) =>
-    entry.msg === "daemon hub listening"
-  );
-  const daemon = startDaemon(String(hub.url), "desk");
+  const { serve, hubUrl } = await serveWithHub();
+  const daemon = startDaemon(hubUrl, "desk");
   let stopped = false;
   try {
     await daemon.connected;
@@ -118,25 +105,16 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
 });
 
 Deno.test("the daemon's warm key: each part of the target alone (env-json value, command, workspace, fs, assets, conversation) starts a new agent; the prompt and timeout do not", async () => {
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
+  const { serve, hubUrl } = await serveWithHub({
+    serveArgs: [
       "--allow-custom-commands",
       "--allow-env-names",
       "PROVIDER_API_KEY",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
       // fs-write is the operator's to allow, on the hub and on the daemon.
       ...["--fs-write", "true"],
     ],
   });
-  const hub = await serve.waitForLog((entry) =>
-    entry.msg === "daemon hub listening"
-  );
-  const daemon = startDaemon(String(hub.url), "keys", ["--fs-write", "true"]);
+  const daemon = startDaemon(hubUrl, "keys", ["--fs-write", "true"]);
   try {
     await daemon.connected;
     const record = join(tempDir(), "record.jsonl");

@@ -5,7 +5,7 @@
  * the bounded retries a taken remote port gets; also shown here with forwarding
  * allowed but the port taken on every try), and
  * `mcp-bridge-transport=http` gives the agent its six tools at the public URL
- * (the tunnel with forwarding allowed is in run_ssh_test.ts).
+ * (the tunnel with forwarding allowed is in locations/ssh_test.ts).
  */
 
 import assert from "node:assert/strict";

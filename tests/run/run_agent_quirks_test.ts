@@ -14,24 +14,11 @@ import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
   assertAgentGone,
   fixtureCommand,
+  fixtureRunArgs,
   parseJsonLines,
   runCli,
   tempDir,
 } from "../helpers.ts";
-
-function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...fixtureFlags),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    tempDir(),
-    ...extra,
-  ];
-}
 
 function dataOf(events: Record<string, unknown>[], type: string) {
   return events.filter((event) => event.type === type).map((event) =>
@@ -41,7 +28,11 @@ function dataOf(events: Record<string, unknown>[], type: string) {
 
 Deno.test("a tool call's input that arrives in a later tool_call_update is carried in tool.call.updated", async () => {
   const result = await runCli(
-    runArgs(["--text", "done", "--tool-input-late"], "--json", "list files"),
+    fixtureRunArgs(
+      ["--text", "done", "--tool-input-late"],
+      "--json",
+      "list files",
+    ),
   );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);
@@ -100,7 +91,7 @@ for (const { agent, flags } of AFTER_REJECTION) {
   Deno.test(`a turn that ends (${agent}) after a rejected permission is run.permission_rejected, not retryable, exit 3`, async () => {
     const fixture = ["--permission", ...flags];
     const result = await runCli(
-      runArgs(
+      fixtureRunArgs(
         fixture,
         "--permission-decision",
         "reject_once",
@@ -121,7 +112,7 @@ for (const { agent, flags } of AFTER_REJECTION) {
 
 Deno.test("a rejection by the ask fallback (no terminal) is run.permission_rejected too, with the error line", async () => {
   const human = await runCli(
-    runArgs(
+    fixtureRunArgs(
       ["--permission", "--silent-on-reject"],
       "--permission-decision",
       "ask",
@@ -141,7 +132,7 @@ Deno.test("a rejection by the ask fallback (no terminal) is run.permission_rejec
 
 Deno.test("a request answered cancelled (no reject option offered) is a rejection too", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgs(
       [
         "--permission",
         "--permission-options",
@@ -169,7 +160,9 @@ function scripted(steps: string[][]): string[] {
 
 Deno.test("a turn that ends without text after a failed tool is run.tool_failed naming the tool and its error, exit 1", async () => {
   const steps = [["tool-failed", "t1", "pytest: command not found"]];
-  const result = await runCli(runArgs(scripted(steps), "--json", "run tests"));
+  const result = await runCli(
+    fixtureRunArgs(scripted(steps), "--json", "run tests"),
+  );
   assert.equal(result.code, 1, result.stderr);
   const events = parseJsonLines(result.stdout);
   assert.deepEqual(dataOf(events, "tool.call.completed"), [{
@@ -181,7 +174,7 @@ Deno.test("a turn that ends without text after a failed tool is run.tool_failed 
   assert.equal(data.code, "run.tool_failed");
   assert.equal(data.retryable, false);
   assert.match(data.error, /"Tool t1" failed: pytest: command not found/);
-  const human = await runCli(runArgs(scripted(steps), "run tests"));
+  const human = await runCli(fixtureRunArgs(scripted(steps), "run tests"));
   assert.equal(human.code, 1);
   assert.match(human.stderr, /^error \[run\.tool_failed\]: .*"Tool t1"/m);
 });
@@ -191,7 +184,7 @@ Deno.test("a failed tool the agent answers about still completes the run", async
     ["tool-failed", "t1", "pytest: command not found"],
     ["text", "pytest is not installed"],
   ];
-  const result = await runCli(runArgs(scripted(steps), "run tests"));
+  const result = await runCli(fixtureRunArgs(scripted(steps), "run tests"));
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout, "pytest is not installed\n");
 });
@@ -201,7 +194,9 @@ Deno.test("a tool call's file edit (ACP diff content) reaches its event as diffs
     ["tool-diff", "notes.txt", "old line\n", "new line\n"],
     ["text", "edited"],
   ];
-  const result = await runCli(runArgs(scripted(steps), "--json", "edit"));
+  const result = await runCli(
+    fixtureRunArgs(scripted(steps), "--json", "edit"),
+  );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);
   assert.deepEqual(dataOf(events, "tool.call.completed"), [{
@@ -217,7 +212,7 @@ Deno.test("a tool call's file edit (ACP diff content) reaches its event as diffs
 
 Deno.test("a turn without text, rejection or failed tool is still acp.empty_response (retryable)", async () => {
   const result = await runCli(
-    runArgs(scripted([["tool", "t1"]]), "--json", "hi"),
+    fixtureRunArgs(scripted([["tool", "t1"]]), "--json", "hi"),
   );
   assert.equal(result.code, 1, result.stderr);
   const data = failureOf(result.stdout);
@@ -336,7 +331,7 @@ Deno.test("when a stored session cannot be restored and a new one starts, sessio
 
 Deno.test("an agent that dies during initialize fails the run with acp.process_exited and its stderr, without colour codes", async () => {
   const result = await runCli(
-    runArgs(["--exit-during-initialize"], "--json", "hi"),
+    fixtureRunArgs(["--exit-during-initialize"], "--json", "hi"),
   );
   assert.equal(result.code, 1);
   const failed = parseJsonLines(result.stdout).at(-1)!;

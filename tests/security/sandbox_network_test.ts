@@ -11,8 +11,7 @@
 import { tmpdir } from "node:os";
 import assert from "node:assert/strict";
 import { ROOT, tempDir } from "../helpers.ts";
-import { sampleSpec } from "../assets_test_helpers.ts";
-import type { RunAssetsRequest } from "../../lib/assets/request.ts";
+import { sampleAssets } from "../assets_test_helpers.ts";
 import { EventLog, harness } from "../engine_helpers.ts";
 import { networkAttackFlag } from "../fixtures/attack_network.ts";
 import { mapRunStart } from "../../lib/relay/payload.ts";
@@ -66,19 +65,6 @@ function attackLines(text: string): Record<string, string> {
     if (match) lines[match[1]] = match[2];
   }
   return lines;
-}
-
-function sampleAssets(): RunAssetsRequest {
-  const spec = sampleSpec("ignored");
-  return {
-    grant: {
-      history: spec.grant.history,
-      knowledge_bases: spec.grant.knowledgeBases,
-      tools: spec.grant.tools,
-      skills: spec.grant.skills,
-    },
-    inline: (spec.source as { inline: unknown }).inline,
-  } as unknown as RunAssetsRequest;
 }
 
 /** Runs the attacker confined (network as `extra` says) and returns its reply. */

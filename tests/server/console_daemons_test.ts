@@ -14,13 +14,12 @@ import type { Page } from "puppeteer-core";
 import type { RunEvent } from "../../lib/events.ts";
 import { FenceStore } from "../../lib/hub/fences.ts";
 import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
-import { daemonProcess } from "../daemon_test_helpers.ts";
 import {
-  postJson,
-  readSse,
-  readUntil,
-  startServe,
-} from "../serve_test_helpers.ts";
+  daemonProcess,
+  daemonTokenFile,
+  serveWithHub,
+} from "../daemon_test_helpers.ts";
+import { postJson, readSse, readUntil } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
@@ -29,7 +28,6 @@ import {
   withBrowser,
 } from "../console_helpers.ts";
 
-const DAEMON_TOKEN = "console-daemons-test-Wq5Lx2Vn8Tz3Pk6Hm9Rb";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 /** The text of the row `selector` once `test` holds for it. */
@@ -159,21 +157,11 @@ Deno.test("console: a connected daemon's jobs and last frame, the daemon filter,
   const dataDir = tempDir();
   // A fence left by an earlier hub on this data dir.
   await new FenceStore(join(dataDir, "relay")).ensureMarker("old-box");
-  const serve = await startServe({
+  const { serve, hubUrl } = await serveWithHub({
     dataDir,
-    args: [
-      ...CONSOLE_ARGS,
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-    ],
+    serveArgs: CONSOLE_ARGS,
   });
-  const hub = await serve.waitForLog((e) => e.msg === "daemon hub listening");
-  const tokenFile = join(tempDir(), "token");
-  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-  const daemon = daemonProcess(String(hub.url), "desk", tokenFile);
+  const daemon = daemonProcess(hubUrl, "desk", daemonTokenFile());
   try {
     await daemon.connected;
     await withBrowser(async (browser) => {

@@ -13,7 +13,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
-import { DAEMON_TOKEN, daemonProcess } from "../daemon_test_helpers.ts";
+import {
+  daemonProcess,
+  daemonTokenFile,
+  serveWithHub,
+} from "../daemon_test_helpers.ts";
 import { newSlot, startReplicaAt } from "../fleet_helpers.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
@@ -234,21 +238,9 @@ Deno.test("runner serve: a warm agent is reused for the remembered values, not f
 });
 
 Deno.test("through a real runner daemon, run.start carries the remembered values: a restored session of a later run gets them, a value asked for wins", async () => {
-  const serve = await startServe({
-    dataDir: tempDir(),
-    args: [
-      "--allow-custom-commands",
-      "--daemon-enabled",
-      "--daemon-port",
-      "0",
-      "--daemon-token",
-      DAEMON_TOKEN,
-    ],
-  });
-  const hub = await serve.waitForLog((e) => e.msg === "daemon hub listening");
-  const tokenFile = join(tempDir(), "token");
-  Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN + "\n");
-  let daemon = daemonProcess(String(hub.url), "mem-laptop", tokenFile, {
+  const { serve, hubUrl } = await serveWithHub();
+  const tokenFile = daemonTokenFile();
+  let daemon = daemonProcess(hubUrl, "mem-laptop", tokenFile, {
     args: ["--agent-idle-timeout", "0"],
   });
   try {
@@ -258,7 +250,7 @@ Deno.test("through a real runner daemon, run.start carries the remembered values
       config: { location: "daemon", "daemon-id": "mem-laptop" },
       async restart() {
         assert.equal(await daemon.stop(), 0);
-        daemon = daemonProcess(String(hub.url), "mem-laptop", tokenFile, {
+        daemon = daemonProcess(hubUrl, "mem-laptop", tokenFile, {
           args: ["--agent-idle-timeout", "0"],
         });
         await daemon.connected;

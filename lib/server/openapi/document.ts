@@ -7,7 +7,7 @@
  * `server/openapi/` owns the service's self-description and nothing else: it
  * builds the document from data (the route table, the body schemas, the run
  * config's one description) and imports nothing of the routes that serve it;
- * `server/meta.ts` serves it and `tests/server/serve_openapi_test.ts` checks every
+ * `server/meta.ts` serves it and `tests/server/openapi_test.ts` checks every
  * answer against it.
  *
  * @module

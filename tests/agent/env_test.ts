@@ -8,36 +8,18 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { openStore } from "../../lib/store/open.ts";
 import {
-  fixtureCommand,
+  fixtureRunArgsIn,
   parseJsonLines,
   readRecord,
   runCli,
   tempDir,
 } from "../helpers.ts";
 
-function runArgs(
-  dataDir: string,
-  fixtureFlags: string[],
-  ...extra: string[]
-): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...fixtureFlags),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    dataDir,
-    ...extra,
-  ];
-}
-
 Deno.test("the agent gets only allow-listed env plus env-json; secrets never reach output", async () => {
   const record = join(tempDir(), "record.jsonl");
   const dataDir = tempDir();
   const result = await runCli(
-    runArgs(
+    fixtureRunArgsIn(
       dataDir,
       ["--exit-mid-prompt", "--stderr-mb", "0.01", "--record", record],
       "--env-json",
@@ -95,7 +77,7 @@ Deno.test("a runner variable with a secret-looking name is redacted from the age
   const dataDir = tempDir();
   const said = "token runner-env-secret-456 colour runner-env-plain-789";
   const result = await runCli(
-    runArgs(dataDir, ["--text", `'${said}'`], "--json", "hi"),
+    fixtureRunArgsIn(dataDir, ["--text", `'${said}'`], "--json", "hi"),
     {
       env: {
         RUNNER_PLANTED_TOKEN: "runner-env-secret-456",
@@ -130,7 +112,7 @@ Deno.test("a runner variable with a secret-looking name is redacted from the age
 
 Deno.test("short env-json values under harmless names are not redacted from the answer", async () => {
   const result = await runCli(
-    runArgs(
+    fixtureRunArgsIn(
       tempDir(),
       [],
       "--env-json",

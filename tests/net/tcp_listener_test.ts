@@ -1,8 +1,8 @@
 /**
- * A real `runner serve` under connection bursts: half-sent requests past the
- * connection cap (at a hard limit of 1 024 open files, and with a small cap),
- * the process running out of file descriptors, and a cap held by busy
- * requests. A real request made during the burst is answered, `/healthz`
+ * The shared accept loop (`lib/net/tcp_listener.ts`) in a real `runner serve`
+ * under connection bursts: half-sent requests past the connection cap (at a
+ * hard limit of 1 024 open files, and with a small cap), the process running
+ * out of file descriptors, and a cap held by busy requests. A real request made during the burst is answered, `/healthz`
  * answers after it, and `/metrics` and the log say what happened.
  *
  * @module

@@ -11,16 +11,13 @@ import {
   harness,
   makeGate,
 } from "../engine_helpers.ts";
-import { agentPids, assertAgentGone, isAlive, tempDir } from "../helpers.ts";
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import {
+  agentPids,
+  assertAgentGone,
+  isAlive,
+  pathExists,
+  tempDir,
+} from "../helpers.ts";
 
 Deno.test("a cancel while the location is still launching tears down the agent it starts later", async () => {
   const dir = tempDir();
@@ -50,7 +47,7 @@ Deno.test("a cancel while the location is still launching tears down the agent i
       // Hand the transport over only once the fixture has started its
       // grandchild (it writes the pid file atomically right after).
       for await (const _ of watcher) {
-        if (exists(pidFile)) break;
+        if (pathExists(pidFile)) break;
       }
       watcher.close();
       return transport;
