@@ -15,8 +15,7 @@ import assert from "node:assert/strict";
  * came before `onSignal`, and after one more signal.
  */
 const CHILD = `
-  JSON.stringify(new URL("../../lib/cli/run/signals.ts", import.meta.url).href)
-};
+const { listenForRunSignals } = await import(Deno.args[1]);
 function raise(signal) {
   const { promise, resolve } = Promise.withResolvers();
   const seen = () => { Deno.removeSignalListener(signal, seen); resolve(); };
@@ -40,7 +39,13 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 
 async function childRun(mode: "early" | "late") {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--ext=js", CHILD, mode],
+    args: [
+      "eval",
+      "--ext=js",
+      CHILD,
+      mode,
+      new URL("../../lib/cli/run/signals.ts", import.meta.url).href,
+    ],
     stdout: "piped",
     stderr: "piped",
   }).output();
