@@ -24,6 +24,14 @@ function raise(signal) {
   return promise;
 }
 const mode = Deno.args[0];
+if (mode === "stopped") {
+  listenForRunSignals().stop();
+  Deno.kill(Deno.pid, "SIGTERM");
+  // Only reached when a listener still catches SIGTERM.
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
+  console.log("survived");
+  Deno.exit(0);
+}
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   const signals = listenForRunSignals();
   let cancels = 0;
@@ -37,8 +45,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 }
 `;
 
-async function childRun(mode: "early" | "late") {
-  const output = await new Deno.Command(Deno.execPath(), {
+function childOutput(mode: "early" | "late" | "stopped") {
+  return new Deno.Command(Deno.execPath(), {
     args: [
       "eval",
       "--ext=js",
@@ -49,6 +57,10 @@ async function childRun(mode: "early" | "late") {
     stdout: "piped",
     stderr: "piped",
   }).output();
+}
+
+async function childRun(mode: "early" | "late") {
+  const output = await childOutput(mode);
   const stderr = new TextDecoder().decode(output.stderr);
   assert.equal(output.code, 0, stderr);
   return new TextDecoder().decode(output.stdout).trim().split("\n")
@@ -81,4 +93,10 @@ Deno.test("without an early signal, giving the run's handler cancels nothing; a 
       received: code,
     });
   }
+});
+
+Deno.test("once stopped, a signal has its default action again (the runner ends)", async () => {
+  const output = await childOutput("stopped");
+  assert.equal(output.signal, "SIGTERM");
+  assert.equal(new TextDecoder().decode(output.stdout), "");
 });
