@@ -1,14 +1,17 @@
 /**
  * The console's security headers, every directive of its CSP (not just the
- * script rule), and what they mean in a real browser: a page of another
- * site cannot frame the console (no clickjacking of its buttons).
+ * script rule), on the page and on every file it loads, and what they mean in
+ * a real browser: a page of another site cannot frame the console (no
+ * clickjacking of its buttons). The page tells the operator which run
+ * settings callers may send: the command keys only with
+ * `--allow-custom-commands`.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { withServe } from "../serve_test_helpers.ts";
-import { CONSOLE_ARGS, withBrowser } from "../console_helpers.ts";
+import { CONSOLE_ARGS, TOKEN, withBrowser } from "../console_helpers.ts";
 
 /** The CSP's directives by name. */
 function directives(csp: string): Record<string, string> {
@@ -20,7 +23,7 @@ function directives(csp: string): Record<string, string> {
   );
 }
 
-Deno.test("console: every CSP directive, with and without images, and nosniff", async () => {
+Deno.test("console: every CSP directive, with and without images, nosniff, no referrer, not cached", async () => {
   await withServe({ args: CONSOLE_ARGS }, async (serve) => {
     for (
       const [path, images] of [["/", "'self' data:"], [
@@ -32,6 +35,8 @@ Deno.test("console: every CSP directive, with and without images, and nosniff", 
       await response.body?.cancel();
       assert.equal(response.status, 200);
       assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(response.headers.get("referrer-policy"), "no-referrer");
+      assert.equal(response.headers.get("cache-control"), "no-store");
       const found = directives(
         response.headers.get("content-security-policy")!,
       );
@@ -81,6 +86,60 @@ Deno.test("console: a page of another site cannot frame it", async () => {
       });
     } finally {
       await attacker.shutdown();
+    }
+  });
+});
+
+Deno.test("console: every file the page loads has its type, a CSP that runs nothing, nosniff, and an hour's cache", async () => {
+  await withServe({ args: CONSOLE_ARGS }, async (serve) => {
+    const types: Record<string, RegExp> = {
+      "/console/marked.js": /^text\/javascript/,
+      "/console/purify.js": /^text\/javascript/,
+      "/favicon.ico": /^image\//,
+    };
+    for (const [path, type] of Object.entries(types)) {
+      const response = await fetch(`${serve.url}${path}`);
+      const body = await response.arrayBuffer();
+      assert.equal(response.status, 200, path);
+      assert.ok(body.byteLength > 0, path);
+      assert.match(response.headers.get("content-type") ?? "", type, path);
+      assert.equal(
+        response.headers.get("content-security-policy"),
+        "default-src 'none'",
+        path,
+      );
+      assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(
+        response.headers.get("cache-control"),
+        "public, max-age=3600",
+        path,
+      );
+    }
+  });
+});
+
+/** The run settings the console page says callers may send. */
+async function pageCallerKeys(url: string): Promise<string[]> {
+  const page = await (await fetch(`${url}/`)).text();
+  const attribute = /data-caller-keys="([^"]*)"/.exec(page);
+  assert.ok(attribute, "the page names the caller keys");
+  return JSON.parse(attribute[1].replaceAll("&#34;", '"'));
+}
+
+Deno.test("console: the page names the settings callers may send, the command keys only with --allow-custom-commands", async () => {
+  await withServe({ args: CONSOLE_ARGS }, async (serve) => {
+    const keys = await pageCallerKeys(serve.url);
+    for (const key of ["provider", "workspace", "env-json", "acp-command"]) {
+      assert.ok(keys.includes(key), key);
+    }
+  });
+  await withServe({ args: ["--api-token", TOKEN] }, async (serve) => {
+    const keys = await pageCallerKeys(serve.url);
+    assert.ok(keys.includes("provider"));
+    for (
+      const key of ["acp-command", "mcp-servers-json", "ssh-identity-file"]
+    ) {
+      assert.ok(!keys.includes(key), `${key} without --allow-custom-commands`);
     }
   });
 });
