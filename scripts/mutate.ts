@@ -132,9 +132,8 @@ async function mutateModule(
 
 function percent(score: Score): string {
   const all = score.killed + score.timeout + score.survived + score.noCoverage;
-  return all
-    ? `${Math.floor(((score.killed + score.timeout) / all) * 1000) / 10}%`
-    : "-";
+  if (!all) return "-";
+  return `${(((score.killed + score.timeout) / all) * 100).toFixed(1)}%`;
 }
 
 async function main(): Promise<number> {
