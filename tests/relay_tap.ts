@@ -15,6 +15,8 @@ export interface RelayTap {
   url: string;
   /** Frames checked so far, by direction. */
   checked: Record<RelayDirection, number>;
+  /** Every frame's text from the daemon to the hub, in order. */
+  fromDaemon: string[];
   /** Contract violations seen (the first one fails {@linkcode RelayTap.assertClean}). */
   violations: string[];
   /** Fails with the first violation, if any. */
@@ -36,6 +38,7 @@ function forwardClose(to: WebSocket, event: CloseEvent): void {
 export function startRelayTap(hubUrl: string): RelayTap {
   const sockets: WebSocket[] = [];
   const violations: string[] = [];
+  const fromDaemon: string[] = [];
   const checked: Record<RelayDirection, number> = {
     "daemon->hub": 0,
     "hub->daemon": 0,
@@ -59,6 +62,7 @@ export function startRelayTap(hubUrl: string): RelayTap {
       );
       daemon.addEventListener("message", async (event) => {
         const text = String(event.data);
+        fromDaemon.push(text);
         check(text, "daemon->hub");
         await hubOpen;
         if (hub.readyState === WebSocket.OPEN) hub.send(text);
@@ -76,6 +80,7 @@ export function startRelayTap(hubUrl: string): RelayTap {
   return {
     url: `ws://127.0.0.1:${server.addr.port}`,
     checked,
+    fromDaemon,
     violations,
     assertClean() {
       if (violations.length) {

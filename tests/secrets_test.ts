@@ -9,7 +9,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunnerError } from "../lib/errors.ts";
-import { secretsOf } from "../lib/secrets.ts";
+import {
+  createStreamRedactor,
+  redactDeep,
+  redactSecrets,
+  secretsOf,
+} from "../lib/secrets.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
 import { prepareAgentCommand } from "../lib/providers.ts";
 import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
@@ -207,5 +212,44 @@ Deno.test("secret-env-names is the operator's: a serve default applies to every 
       );
       return true;
     },
+  );
+});
+
+/** A secret and a longer one that contains it, as an operator might have. */
+const SHORT_SECRET = "abcd1234";
+const LONG_SECRET = "abcd1234-rest-of-the-longer-key";
+
+Deno.test("a secret that contains a shorter one is redacted whole: no rest of it shows, in any order of the list", () => {
+  const text = `long ${LONG_SECRET} short ${SHORT_SECRET} end`;
+  const expected = "long [REDACTED] short [REDACTED] end";
+  for (
+    const secrets of [[SHORT_SECRET, LONG_SECRET], [LONG_SECRET, SHORT_SECRET]]
+  ) {
+    assert.equal(redactSecrets(text, secrets), expected);
+    assert.deepEqual(redactDeep({ a: [text] }, secrets), { a: [expected] });
+    const stream = createStreamRedactor(secrets);
+    const pieces = [...text].map((char) => stream.push(char)).join("");
+    assert.equal(pieces + stream.end(), expected);
+  }
+});
+
+Deno.test("runner run: an env-json secret containing a shorter one never shows its rest in the answer", async () => {
+  const result = await runCli([
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(),
+    "--workspace",
+    tempDir(),
+    "--data-dir",
+    tempDir(),
+    "--env-json",
+    JSON.stringify({ SHORT_TOKEN: SHORT_SECRET, LONG_API_KEY: LONG_SECRET }),
+    `long ${LONG_SECRET} short ${SHORT_SECRET}`,
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(
+    result.stdout,
+    "echo: long [REDACTED] short [REDACTED] (turn 1)\n",
   );
 });

@@ -1,0 +1,102 @@
+/**
+ * Fencing under a lease that lapsed but was not swept yet (a replica stalled
+ * past its lease, the sweep not run): every write that needs the live lease
+ * is refused — the conversation's remembered session values, the run's
+ * events, the run's end — and what the live fleet reads is what the replica
+ * wrote while its lease was live.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { RunnerError } from "../../lib/errors.ts";
+import { openStore } from "../../lib/store/open.ts";
+import type { RunStore } from "../../lib/store/types.ts";
+import { clusterForThisFile } from "../pg_helpers.ts";
+
+const cluster = clusterForThisFile();
+
+function openReplica(url: string, replicaId: string): Promise<RunStore> {
+  return openStore({
+    dataDir: "/nonexistent",
+    shared: {
+      url,
+      replicaId,
+      advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
+      leaseMs: 60_000,
+    },
+  });
+}
+
+const KEY = {
+  conversationId: "conv-lapsed",
+  provider: "custom",
+  location: "local",
+  target: "",
+  workspace: "/ws",
+  agentCommand: "agent",
+};
+
+function delta(runId: string, sequence: number, text: string) {
+  return {
+    run_id: runId,
+    type: "message.delta",
+    sequence,
+    timestamp: Date.now(),
+    data: { delta: text },
+  };
+}
+
+Deno.test({
+  name:
+    "[postgres] a replica whose lease lapsed, not yet swept, writes no remembered session values, no events and no run end",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const url = await cluster().newDatabase();
+    const stalled = await openReplica(url, "stalled");
+    const live = await openReplica(url, "live");
+    const sql = postgres(url, { onnotice: () => {} });
+    try {
+      const runId = "run-lapsed-1";
+      await stalled.createRun({
+        runId,
+        conversationId: KEY.conversationId,
+        config: {},
+        status: "active",
+      });
+      await stalled.putSession(KEY, "session-1");
+      await stalled.putSessionSettings(KEY, { mode: "plan" });
+      stalled.appendEvent(runId, delta(runId, 1, "while live"));
+      await stalled.flush();
+      // It stalls: no renewal, and its lease has just expired; no sweep ran.
+      await (stalled.fleet as unknown as {
+        stop(release: boolean): Promise<void>;
+      }).stop(false);
+      await sql`UPDATE replicas SET expires_at = clock_timestamp() - interval '1 second'
+        WHERE replica_id = 'stalled'`;
+      await stalled.putSessionSettings(KEY, { mode: "yolo" });
+      stalled.appendEvent(runId, delta(runId, 2, "after the lapse"));
+      await stalled.flush().catch(() => {});
+      await assert.rejects(
+        () => stalled.finishRun(runId, { status: "completed" }),
+        (error) =>
+          error instanceof RunnerError && error.code === "runner.replica_lost",
+      );
+      // What the fleet reads: the values and events of the live lease only.
+      const session = await live.getSession(KEY);
+      assert.equal(session?.sessionId, "session-1");
+      assert.deepEqual(session?.settings, { mode: "plan" });
+      assert.deepEqual(
+        (await live.getEvents(runId)).map((e) => e.data.delta),
+        ["while live"],
+      );
+      assert.equal((await live.getRun(runId))?.status, "active");
+    } finally {
+      await sql.end();
+      await live.close();
+      await stalled.close();
+    }
+  },
+});
