@@ -39,18 +39,18 @@ export const GUARD_MODULES: MutationModule[] = [
     ],
   },
   {
-    module: "lib/server/permission_floor.ts",
-    tests: ["tests/server/serve_permission_floor_test.ts"],
+    module: "lib/run/permission_floor.ts",
+    tests: ["tests/run/permission_floor_test.ts"],
   },
   {
     module: "lib/server/n8n/auth.ts",
-    tests: ["tests/server/serve_n8n_test.ts"],
+    tests: ["tests/server/n8n_test.ts"],
   },
   {
     module: "lib/relay/payload.ts",
     tests: [
       "tests/relay/payload_test.ts",
-      "tests/daemon/daemon_job_test.ts",
+      "tests/daemon/job_test.ts",
       "tests/daemon/daemon_terminals_test.ts",
       "tests/agent/sandbox_daemon_test.ts",
     ],
@@ -156,7 +156,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/relay/event_fit.ts",
     tests: [
-      "tests/relay/relay_wire_events_test.ts",
+      "tests/relay/wire_events_test.ts",
       "tests/relay/relay_transcripts_test.ts",
     ],
   },
@@ -170,7 +170,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/store/event_queue.ts",
-    tests: ["tests/store/store_event_queue_test.ts"],
+    tests: ["tests/store/event_queue_test.ts"],
   },
   // The HTTP, body and WebSocket limits.
   {
@@ -187,7 +187,45 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/net/tcp_listener.ts",
-    tests: ["tests/server/serve_burst_test.ts"],
+    tests: ["tests/net/tcp_listener_test.ts"],
+  },
+  // Issue 35's guards: the one caller floor, the file boundary, terminal
+  // cwds and argv rules, the sandbox's hardening and network, the API token.
+  {
+    module: "lib/run/caller_floor.ts",
+    tests: [
+      "tests/security/caller_floor_test.ts",
+      "tests/security/daemon_floor_test.ts",
+      "tests/security/workspace_race_test.ts",
+      "tests/security/restored_mode_test.ts",
+    ],
+  },
+  {
+    module: "lib/acp/confined_files.ts",
+    tests: ["tests/security/fs_link_race_test.ts", "tests/run/run_fs_test.ts"],
+  },
+  {
+    module: "lib/run/terminal_cwd.ts",
+    tests: ["tests/security/fs_link_race_test.ts"],
+  },
+  {
+    module: "lib/run/command_rules.ts",
+    tests: ["tests/security/terminal_argv_test.ts"],
+  },
+  {
+    module: "lib/agent/sandbox_hardening.ts",
+    tests: ["tests/security/sandbox_escape_test.ts"],
+  },
+  {
+    module: "lib/agent/sandbox_network.ts",
+    tests: ["tests/security/sandbox_network_test.ts"],
+  },
+  {
+    module: "lib/server/api_auth.ts",
+    tests: [
+      "tests/security/api_from_inside_test.ts",
+      "tests/server/serve_auth_combinations_test.ts",
+    ],
   },
   // The console's security headers.
   {
