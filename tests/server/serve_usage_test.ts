@@ -23,6 +23,34 @@ import {
   withServe,
 } from "../serve_test_helpers.ts";
 
+/** Every sample of a Prometheus text exposition, checked for syntax and a TYPE line (and by promtool where installed). */
+function exposition(text: string): Map<string, number> {
+  const types = new Map<string, string>();
+  const samples = new Map<string, number>();
+  for (const line of text.split("\n").filter(Boolean)) {
+    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$/.exec(line);
+    if (type) {
+      assert.ok(!types.has(type[1]), `two TYPE lines for ${type[1]}`);
+      types.set(type[1], type[2]);
+      continue;
+    }
+    if (line.startsWith("# HELP ")) continue;
+    const sample =
+      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_]\w*="(?:[^"\\]|\\.)*",?)*\})? (\S+)$/
+        .exec(line);
+    assert.ok(sample, `not a sample line: ${line}`);
+    const family = sample[1].replace(/_(bucket|sum|count)$/, "");
+    assert.ok(
+      types.has(sample[1]) || types.get(family) === "histogram",
+      `no TYPE for ${sample[1]}`,
+    );
+    samples.set(sample[1] + (sample[2] ?? ""), Number(sample[3]));
+  }
+  assert.equal(types.get("runner_tokens_total"), "counter");
+  assert.equal(types.get("runner_cost_total"), "counter");
+  return samples;
+}
+
 const TURN_TOKENS = {
   prompt_tokens: 100,
   completion_tokens: 20,
@@ -84,6 +112,51 @@ Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a 
       )).json();
       assert.equal("usage" in silent, false, JSON.stringify(silent));
       assert.equal("usage" in terminals(silent.events)[0], false);
+
+      // Accounting: the conversation adds its runs up, costs per currency.
+      const conversation = await (await apiFetch(
+        `${serve.url}/v1/conversations/u`,
+      )).json();
+      assert.equal(conversation.runs, 2);
+      assert.deepEqual(conversation.usage, {
+        ...Object.fromEntries(
+          Object.entries(TURN_TOKENS).map(([key, value]) => [key, value * 2]),
+        ),
+        runs: 2,
+        costs: [
+          { amount: 0.25, currency: "EUR" },
+          { amount: 0.25, currency: "USD" },
+        ],
+      });
+      const listed = await (await apiFetch(
+        `${serve.url}/v1/runs?conversation_id=u`,
+      )).json();
+      assert.deepEqual(
+        listed.runs.map((run: { usage: unknown }) => run.usage),
+        [usageOfTurn(2, "EUR"), usageOfTurn(1, "USD")],
+      );
+      const other = await (await apiFetch(`${serve.url}/v1/runs?limit=10`))
+        .json();
+      assert.ok(
+        other.runs.some((run: { usage: unknown }) => run.usage === null),
+        "a run without usage lists null",
+      );
+
+      // /metrics counts every run's tokens by provider, model and kind.
+      const metrics = exposition(
+        await (await apiFetch(`${serve.url}/metrics`)).text(),
+      );
+      const tokens = (kind: string) =>
+        metrics.get(
+          `runner_tokens_total{provider="custom",model="unknown",kind="${kind}"}`,
+        );
+      assert.equal(tokens("prompt"), 300);
+      assert.equal(tokens("completion"), 60);
+      assert.equal(tokens("cached_read"), 90);
+      assert.equal(tokens("cached_write"), 15);
+      assert.equal(tokens("thought"), 21);
+      assert.equal(metrics.get('runner_cost_total{currency="USD"}'), 0.5);
+      assert.equal(metrics.get('runner_cost_total{currency="EUR"}'), 0.25);
     },
   );
 });

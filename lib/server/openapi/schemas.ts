@@ -261,6 +261,11 @@ function runSchemas(): Record<string, Schema> {
     created_at: timestamp,
     updated_at: timestamp,
     finished_at: { ...timestamp, type: ["string", "null"] },
+    usage: {
+      oneOf: [ref("Usage"), { type: "null" }],
+      description:
+        "What the agent reported (the terminal event's usage), or null: none reported, or the run is active.",
+    },
   };
   return {
     ...eventSchemas(),
@@ -394,6 +399,34 @@ function conversationSchemas(): Record<string, Schema> {
               "The session config values the conversation remembers with this session (`model`, `mode`, `config`), or null.",
           },
         }),
+      },
+      runs: {
+        type: "integer",
+        minimum: 0,
+        description: "The conversation's stored runs.",
+      },
+      usage: {
+        type: ["object", "null"],
+        description:
+          "What the conversation's runs used, added up from each run's usage (docs/events.md): the token counters, `runs` (how many reported any) and `costs` per currency; null when none reported any.",
+        required: ["runs", "costs"],
+        properties: {
+          prompt_tokens: tokenCount,
+          completion_tokens: tokenCount,
+          total_tokens: tokenCount,
+          cached_read_tokens: tokenCount,
+          cached_write_tokens: tokenCount,
+          thought_tokens: tokenCount,
+          runs: tokenCount,
+          costs: {
+            type: "array",
+            items: object({
+              amount: { type: "number", minimum: 0 },
+              currency: string,
+            }),
+          },
+        },
+        additionalProperties: false,
       },
     }),
     ConversationForgotten: object({
