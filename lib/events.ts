@@ -5,14 +5,170 @@
  * @module
  */
 
-/** Token usage reported by the agent (`usage_update`). */
-export interface RunUsage {
-  /** Tokens in context. */
+// Token usage in LangBot's names (`LLMTokenUsage`): what ACP's
+// `PromptResponse.usage` of each turn says, added up over a run's turns, with
+// the context window and cost of the last `usage_update` beside it. Missing
+// means unknown: nothing reported gives no usage, never zeros.
+
+/** A cost as the agent reports it (ACP `Cost`). */
+export interface UsageCost {
+  /** The amount, in `currency`. */
+  amount: number;
+  /** An ISO 4217 code, or another unit such as `credits`. */
+  currency: string;
+}
+
+/** The token counters, in LangBot's names (whole numbers). */
+export interface TokenCounts {
+  /** Input tokens (ACP `inputTokens`). */
+  prompt_tokens?: number;
+  /** Output tokens (ACP `outputTokens`). */
+  completion_tokens?: number;
+  /** All tokens as the agent counts them (ACP `totalTokens`). */
+  total_tokens?: number;
+  /** Tokens read from the prompt cache (ACP `cachedReadTokens`). */
+  cached_read_tokens?: number;
+  /** Tokens written to the prompt cache (ACP `cachedWriteTokens`). */
+  cached_write_tokens?: number;
+  /** Thought or reasoning tokens (ACP `thoughtTokens`). */
+  thought_tokens?: number;
+}
+
+/** A run's usage: its tokens, and the last context window and cost reported. */
+export interface RunUsage extends TokenCounts {
+  /** Tokens in context (`usage_update.used`). */
   used?: number;
-  /** Context window size. */
+  /** Context window size (`usage_update.size`). */
   size?: number;
-  /** Cost, when the agent reports it. */
-  cost?: { amount: number; currency: string } | null;
+  /** The last cost the agent reported (`usage_update.cost`). */
+  cost?: UsageCost | null;
+}
+
+/** ACP `Usage` field → LangBot's name, in the order usage is written. */
+const ACP_TOKEN_NAMES: ReadonlyArray<[string, keyof TokenCounts]> = [
+  ["inputTokens", "prompt_tokens"],
+  ["outputTokens", "completion_tokens"],
+  ["totalTokens", "total_tokens"],
+  ["cachedReadTokens", "cached_read_tokens"],
+  ["cachedWriteTokens", "cached_write_tokens"],
+  ["thoughtTokens", "thought_tokens"],
+];
+
+/** The token counters, LangBot's names. */
+export const TOKEN_KEYS: readonly (keyof TokenCounts)[] = ACP_TOKEN_NAMES.map((
+  [, name],
+) => name);
+
+/**
+ * The kinds `runner_tokens_total` counts, by counter (`total_tokens` is the
+ * agent's own sum of these, so it is no kind of its own).
+ */
+export const TOKEN_KINDS: ReadonlyArray<[keyof TokenCounts, string]> = [
+  ["prompt_tokens", "prompt"],
+  ["completion_tokens", "completion"],
+  ["cached_read_tokens", "cached_read"],
+  ["cached_write_tokens", "cached_write"],
+  ["thought_tokens", "thought"],
+];
+
+function count(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+    ? value
+    : undefined;
+}
+
+/**
+ * The counters of ACP's `PromptResponse.usage` in LangBot's names; undefined
+ * when it carries none (values that are not whole non-negative numbers are
+ * left out).
+ */
+export function tokensFromAcp(usage: unknown): TokenCounts | undefined {
+  if (!usage || typeof usage !== "object") return undefined;
+  const source = usage as Record<string, unknown>;
+  const tokens: TokenCounts = {};
+  for (const [acpName, name] of ACP_TOKEN_NAMES) {
+    const value = count(source[acpName]);
+    if (value !== undefined) tokens[name] = value;
+  }
+  return Object.keys(tokens).length ? tokens : undefined;
+}
+
+/** The context window and cost of a `usage_update`, as far as it is well formed. */
+export function windowFromAcp(update: Record<string, unknown>): RunUsage {
+  const usage: RunUsage = {};
+  const used = count(update.used);
+  const size = count(update.size);
+  if (used !== undefined) usage.used = used;
+  if (size !== undefined) usage.size = size;
+  const cost = costOf(update.cost);
+  if (cost) usage.cost = cost;
+  return usage;
+}
+
+/** A well-formed cost, or undefined. */
+export function costOf(value: unknown): UsageCost | undefined {
+  if (!value || typeof value !== "object") return undefined;
+  const { amount, currency } = value as Record<string, unknown>;
+  if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0) {
+    return undefined;
+  }
+  if (
+    typeof currency !== "string" || !/^[A-Za-z0-9_.-]{1,32}$/.test(currency)
+  ) {
+    return undefined;
+  }
+  return { amount, currency };
+}
+
+/**
+ * `earlier` followed by `later`: the token counters added, the context
+ * window and cost `later`'s where it has them. Undefined when neither has
+ * anything.
+ */
+export function addUsage(
+  earlier: RunUsage | undefined,
+  later: RunUsage | undefined,
+): RunUsage | undefined {
+  if (!later) return isEmpty(earlier) ? undefined : earlier;
+  if (!earlier) return isEmpty(later) ? undefined : later;
+  const sum: RunUsage = {};
+  for (const key of TOKEN_KEYS) {
+    const a = earlier[key];
+    const b = later[key];
+    if (a !== undefined || b !== undefined) sum[key] = (a ?? 0) + (b ?? 0);
+  }
+  for (const key of ["used", "size", "cost"] as const) {
+    const value = later[key] ?? earlier[key];
+    if (value !== undefined && value !== null) {
+      (sum as Record<string, unknown>)[key] = value;
+    }
+  }
+  return isEmpty(sum) ? undefined : sum;
+}
+
+function isEmpty(usage: RunUsage | undefined): boolean {
+  return !usage || !Object.keys(usage).length;
+}
+
+/** Whether `usage` has any token counter. */
+export function hasTokens(usage: RunUsage | undefined): boolean {
+  return TOKEN_KEYS.some((key) => usage?.[key] !== undefined);
+}
+
+/** A stored or received usage object, kept only in its known, well-formed keys. */
+export function usageFrom(value: unknown): RunUsage | undefined {
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    return undefined;
+  }
+  const source = value as Record<string, unknown>;
+  const usage: RunUsage = {};
+  for (const key of [...TOKEN_KEYS, "used", "size"] as const) {
+    const value = count(source[key]);
+    if (value !== undefined) usage[key] = value;
+  }
+  const cost = costOf(source.cost);
+  if (cost) usage.cost = cost;
+  return isEmpty(usage) ? undefined : usage;
 }
 
 /** One run event, as streamed to callers and stored in the event log. */
@@ -23,7 +179,11 @@ export interface RunEvent {
   type: string;
   /** The type's payload. */
   data: Record<string, unknown>;
-  /** Usage, on `run.completed`. */
+  /**
+   * Token usage in LangBot's names with the context window and cost, on
+   * `run.completed` (the run's) and `run.failed` (what was counted so far);
+   * absent when the agent reported none.
+   */
   usage?: RunUsage;
   /** Position in the run's event stream, from 1. */
   sequence?: number;

@@ -590,4 +590,46 @@ function defineRetentionTests(
         ["message.delta", "run.completed"],
       );
     }));
+
+  test("a run's usage is stored with its end, read back by getRun and listRuns, and absent when none was reported", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      const usage = {
+        prompt_tokens: 100,
+        completion_tokens: 20,
+        total_tokens: 162,
+        cached_read_tokens: 30,
+        used: 1000,
+        size: 200000,
+        cost: { amount: 0.25, currency: "USD" },
+      };
+      for (const runId of ["counted", "silent"]) {
+        await store.createRun({
+          runId,
+          conversationId: "conv-usage",
+          config: {},
+          status: "active",
+        });
+      }
+      assert.equal(
+        await store.finishRun("counted", {
+          status: "failed",
+          code: "run.timeout",
+          usage,
+        }),
+        true,
+      );
+      assert.equal(
+        await store.finishRun("silent", { status: "completed" }),
+        true,
+      );
+      const reader = await open();
+      assert.deepEqual((await reader.getRun("counted"))?.usage, usage);
+      assert.equal("usage" in (await reader.getRun("silent"))!, false);
+      assert.deepEqual(
+        (await reader.listRuns({ conversationId: "conv-usage", limit: 10 }))
+          .map((run) => [run.runId, run.usage]).sort(),
+        [["counted", usage], ["silent", undefined]],
+      );
+    }));
 }

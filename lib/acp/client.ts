@@ -25,6 +25,7 @@ import { type FsAccess, fsHandlers } from "./fs.ts";
 import { terminalHandlers, type TerminalHost } from "./terminals.ts";
 import { type SessionState, sessionStateOf } from "./session_state.ts";
 import { settleWithin } from "../timing.ts";
+import { type TokenCounts, tokensFromAcp } from "../events.ts";
 
 /** A `session/update` notification as received (kinds the SDK lacks included). */
 export interface RawSessionUpdate {
@@ -61,6 +62,14 @@ export interface ConnectAgentOptions {
   onNoise?: (line: string) => void;
 }
 
+/** What `session/prompt` answered. */
+export interface PromptAnswer {
+  /** Why the turn ended. */
+  stopReason: StopReason;
+  /** The turn's tokens (`PromptResponse.usage`), when the agent said. */
+  usage?: TokenCounts;
+}
+
 /** A live ACP connection to one agent. */
 export interface AgentConnection {
   /** `initialize` under a deadline; checks the protocol version. */
@@ -89,11 +98,11 @@ export interface AgentConnection {
     params: SessionSetting & { sessionId: string },
     signal?: AbortSignal,
   ): Promise<SessionState["configOptions"]>;
-  /** `session/prompt`; resolves with the stop reason. */
+  /** `session/prompt`; resolves with the stop reason and the turn's tokens. */
   prompt(
     params: { sessionId: string; prompt: ContentBlock[] },
     signal?: AbortSignal,
-  ): Promise<StopReason>;
+  ): Promise<PromptAnswer>;
   /** Sends `session/cancel`. */
   cancel(sessionId: string): Promise<void>;
   /** `authenticate` with one of the agent's `authMethods`. */
@@ -317,7 +326,11 @@ function sessionRequests(
             params,
             requestOptions(s),
           );
-          return response.stopReason;
+          return {
+            stopReason: response.stopReason,
+            // `usage` is in the SDK's unstable schema only.
+            usage: tokensFromAcp((response as { usage?: unknown }).usage),
+          };
         },
         signal,
       }),

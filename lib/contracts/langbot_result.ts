@@ -79,7 +79,10 @@ const messageChunk = closed({
   msg_sequence: int,
 }, ["role"]);
 
-/** `LLMTokenUsage`: the standard counters are whole numbers; others pass. */
+/**
+ * `LLMTokenUsage`: the standard counters are whole numbers; other counters
+ * are allowed, and held to whole numbers here too (a counter is one).
+ */
 const usage = nullable({
   type: "object",
   properties: {
@@ -87,6 +90,7 @@ const usage = nullable({
     completion_tokens: nullable(int),
     total_tokens: nullable(int),
   },
+  additionalProperties: nullable(int),
 });
 
 /** Each known type's payload model. */

@@ -36,13 +36,31 @@ const json = true;
  * The runner's details of a `run.event` that LangBot's model has no room
  * for: the event's time in milliseconds and the `data` keys (the runner's
  * codes, ACP stop reason, tool kinds, …) that the wire's event leaves out or
- * spells LangBot's way. Our hub merges them back; Python hubs ignore them.
+ * spells LangBot's way, and the usage beside the token counters (context
+ * window, cost). Our hub merges them back; Python hubs ignore them.
  */
 const runnerDetails = {
   type: "object",
   properties: {
     timestamp_ms: { type: "integer" },
     data: { type: "object" },
+    usage: {
+      type: "object",
+      properties: {
+        used: { type: "integer", minimum: 0 },
+        size: { type: "integer", minimum: 0 },
+        cost: {
+          type: "object",
+          properties: {
+            amount: { type: "number", minimum: 0 },
+            currency: { type: "string" },
+          },
+          required: ["amount", "currency"],
+          additionalProperties: false,
+        },
+      },
+      additionalProperties: false,
+    },
   },
   additionalProperties: false,
 };

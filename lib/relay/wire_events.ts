@@ -15,7 +15,7 @@
 
 import { langbotPayloadKeys } from "../contracts/langbot_result.ts";
 import { ERROR_CODES } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import { type RunEvent, usageFrom } from "../events.ts";
 
 /** Runner codes whose failure `daemon.py` reports under another code. */
 export const RELAY_CODES: Readonly<Record<string, string>> = {
@@ -63,6 +63,8 @@ export interface RunnerDetails {
   timestamp_ms?: number;
   /** `data` keys as the runner spells them, where the wire's differ or lack them. */
   data?: Record<string, unknown>;
+  /** The usage beside the token counters: context window (`used`, `size`) and `cost`. */
+  usage?: Record<string, unknown>;
 }
 
 /** A run event as our daemon puts it on the wire. */
@@ -153,6 +155,19 @@ export function toRelayEvent(event: RunEvent): RelayEvent {
   const kept: Record<string, unknown> = {};
   wire.data = wireData(event.type, event.data ?? {}, kept);
   if (Object.keys(kept).length) runner.data = kept;
+  delete wire.usage;
+  const usage = usageFrom(event.usage);
+  if (usage) {
+    // LangBot's LLMTokenUsage takes counters: the tokens travel in it, the
+    // window and the cost (a fraction, a currency) in the runner's details.
+    const { used, size, cost, ...tokens } = usage;
+    if (Object.keys(tokens).length) wire.usage = tokens;
+    const beside = { used, size, cost };
+    for (const key of ["used", "size", "cost"] as const) {
+      if (beside[key] === undefined) delete beside[key];
+    }
+    if (Object.keys(beside).length) runner.usage = beside;
+  }
   return Object.keys(runner).length ? { event: wire, runner } : { event: wire };
 }
 
@@ -205,5 +220,11 @@ export function fromRelayEvent(
     }
   }
   local.data = data;
+  const usage = usageFrom({
+    ...(isPlainObject(event.usage) ? event.usage : {}),
+    ...(isPlainObject(runner?.usage) ? runner.usage : {}),
+  });
+  if (usage) local.usage = usage;
+  else delete local.usage;
   return local;
 }

@@ -10,7 +10,6 @@ import type { AgentConnection } from "../acp/client.ts";
 import type { TerminalHost } from "../acp/terminals.ts";
 import type { SessionState } from "../acp/session_state.ts";
 import type { RunConfig } from "../config.ts";
-import type { RunUsage } from "../events.ts";
 import type { TurnState } from "./events.ts";
 import { createDeltaCoalescer, type DeltaCoalescer } from "./coalesce.ts";
 import {
@@ -54,8 +53,6 @@ export interface RunContext extends RunLifecycle {
   rejectedPermission?: RejectedPermission;
   /** The last tool call that ended with status `failed`. */
   failedTool?: FailedTool;
-  /** Usage the agent reported so far. */
-  usage?: RunUsage;
   /**
    * When the agent last sent an update (`performance.now()`), kept while it
    * matters: during a replay and while a quiet window waits (a clock read

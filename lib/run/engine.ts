@@ -60,5 +60,5 @@ async function executeRun(run: RunContext): Promise<RunResult> {
   // The answer is the last turn's message.completed: a run.completed that
   // repeated it would put it on every stream a third time (LangBot's model
   // lets run.completed leave it out once a message.completed carried it).
-  return completeRun(run, { finish_reason: outcome.stopReason }, run.usage);
+  return completeRun(run, { finish_reason: outcome.stopReason });
 }

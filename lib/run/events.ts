@@ -7,7 +7,7 @@
  */
 
 import type { RunEvent, RunUsage } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
+import { isTerminalEvent, windowFromAcp } from "../events.ts";
 
 /** The text streams a delta can belong to: the assistant message or thoughts. */
 export type DeltaStream = "message" | "thought";
@@ -148,12 +148,7 @@ export function applyUpdate(options: ApplyUpdateOptions): void {
       if (streaming) emit("plan.updated", { entries: update.entries ?? [] });
       return;
     case "usage_update": {
-      const usage: RunUsage = {};
-      if (typeof update.used === "number") usage.used = update.used;
-      if (typeof update.size === "number") usage.size = update.size;
-      if (update.cost && typeof update.cost === "object") {
-        usage.cost = update.cost as RunUsage["cost"];
-      }
+      const usage = windowFromAcp(update);
       options.onUsage(usage);
       if (streaming) emit("usage.updated", { ...usage });
       return;

@@ -75,6 +75,11 @@ export interface RunLifecycle {
   readonly runTimer: ReturnType<typeof setTimeout>;
   /** The agent session the run used, once one was established. */
   sessionId?: string;
+  /**
+   * What the agent reported so far: the turns' tokens added up, the last
+   * context window and cost (`lib/events.ts`); on the terminal event.
+   */
+  usage?: RunUsage;
 }
 
 /** The failure of a run that outlived its `timeout` (one message for every location). */
@@ -133,14 +138,13 @@ export function cancelRun(life: RunLifecycle, reason?: RunnerError): void {
   );
 }
 
-/** Emits `run.completed` with `data` and returns the result. */
+/** Emits `run.completed` with `data` and the run's usage, and returns the result. */
 export function completeRun(
   life: RunLifecycle,
   data: Record<string, unknown>,
-  usage?: RunUsage,
 ): RunResult {
   life.closed = true;
-  life.emitter.emit("run.completed", data, usage);
+  life.emitter.emit("run.completed", data, life.usage);
   return { status: "completed", sessionId: life.sessionId };
 }
 
@@ -169,6 +173,7 @@ export function failRun(
       unprocessed: queue.splice(0),
       secrets: life.secrets,
     }),
+    life.usage, // what was counted before the failure
   );
   return resultOf(life, failure.code);
 }

@@ -308,6 +308,7 @@ async function finishInStore(
       : "failed",
     code: event.data.code as string | undefined,
     error: event.data.error as string | undefined,
+    usage: event.usage,
   });
   await store.flush();
 }

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { RunEvent } from "../events.ts";
+import { addUsage, type RunEvent, usageFrom } from "../events.ts";
 import { handedBackInputs } from "./failure.ts";
 import {
   completeRun,
@@ -126,7 +126,7 @@ async function runTurns(run: RelayedRun): Promise<RunResult> {
     if (life.abort.signal.aborted) throw life.abort.signal.reason;
     if (!held) throw new Error("a turn ended without its terminal event");
     const next = life.queue.shift();
-    if (!next) return completeRun(life, held.data, held.usage);
+    if (!next) return completeRun(life, held.data);
     life.log({ msg: "steering: next turn", queued: life.queue.length });
     // The remote engine runs each turn as a first turn: this side says
     // which turn of the run it is, as the engine does.
@@ -205,19 +205,23 @@ function onTurnEvent(run: RelayedRun, event: RunEvent): void {
   if (life.emitter.ended) return;
   run.permissions.observe(event);
   if (event.type === "state.updated") noteState(run, event);
+  if (event.type === "run.completed" || event.type === "run.failed") {
+    // Each job is one turn: its usage is the turn's, added to the run's.
+    life.usage = addUsage(life.usage, usageFrom(event.usage));
+  }
   if (event.type === "run.completed") {
     if (life.queue.length && !life.abort.signal.aborted) {
       run.held = event; // folded: a follow-up turn continues this run
       return;
     }
-    run.ended = completeRun(life, event.data, event.usage);
+    run.ended = completeRun(life, event.data);
     return;
   }
   if (event.type === "run.failed") {
     run.ended = forwardFailure(run, event);
     return;
   }
-  life.emitter.emit(event.type, event.data, event.usage);
+  life.emitter.emit(event.type, event.data);
 }
 
 /** Follows the session id and the remembered session config values. */
@@ -243,7 +247,7 @@ function forwardFailure(run: RelayedRun, event: RunEvent): RunResult {
       life.secrets,
     );
   }
-  life.emitter.emit("run.failed", data);
+  life.emitter.emit("run.failed", data, life.usage);
   const code = String(data.code ?? "runner.internal");
   return {
     status: code === "run.cancelled" ? "cancelled" : "failed",

@@ -9,6 +9,7 @@ import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { redactDeep, redactSecrets } from "../secrets.ts";
+import { addUsage } from "../events.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
 import { decidePermission, mayWrite } from "./permission_policy.ts";
@@ -102,7 +103,7 @@ export function handleUpdate(
     emit: run.emitter.emit,
     text: run.emitter.text,
     streaming: run.config.streaming,
-    onUsage: (next) => run.usage = { ...run.usage, ...next },
+    onUsage: (next) => run.usage = addUsage(run.usage, next),
   });
   if (
     update.status === "failed" &&

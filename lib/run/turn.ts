@@ -8,6 +8,7 @@
 import type { AgentConnection } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
 import { settleWithin } from "../timing.ts";
+import { addUsage } from "../events.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { TextBuilder, type TurnState } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
@@ -148,7 +149,10 @@ async function runTurn(
     .finally(() => run.prompting = false);
   let stopReason: string;
   try {
-    stopReason = await untilAborted(run, prompting);
+    const answer = await untilAborted(run, prompting);
+    stopReason = answer.stopReason;
+    // Each turn's tokens count once, also in a steered run's later turns.
+    run.usage = addUsage(run.usage, answer.usage);
   } catch (error) {
     if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
     throw error;

@@ -15,6 +15,7 @@ import { listProviders } from "../providers.ts";
 import type { ServerContext } from "./context.ts";
 import { optionalId } from "./run_fields.ts";
 import { RUNNER_VERSION } from "../version.ts";
+import { conversationRuns, totalUsage } from "../store/usage_totals.ts";
 
 async function daemonGauges(
   ctx: ServerContext,
@@ -155,7 +156,7 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
     const conversationId = optionalId(c.req.param("id"), "conversation id")!;
     const sessions = await store.listSessions(conversationId);
     const active = await activeRunOf(ctx, conversationId);
-    const runs = await store.listRuns({ conversationId, limit: 1 });
+    const runs = await conversationRuns(store, conversationId);
     if (!sessions.length && !active && !runs.length) {
       throw new RunnerError(
         "http.not_found",
@@ -175,6 +176,8 @@ function registerConversationRoutes(app: Hono, ctx: ServerContext): void {
         updated_at: new Date(session.updatedAt).toISOString(),
         settings: session.settings ?? null,
       })),
+      runs: runs.length,
+      usage: totalUsage(runs) ?? null,
     }));
   });
 

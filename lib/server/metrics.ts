@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of `runner serve`: runs (active, finished, duration,
  * time to first output, gaps between streamed chunks; by provider and
- * location), live agent processes, HTTP requests by route and status,
+ * location), the tokens and costs agents reported, live agent processes, HTTP requests by route and status,
  * connections by listener (open, cap, closed to make room, refused, failed
  * accepts), the daemon hub, the store (size, pruning) and the `process_*`
  * metrics.
@@ -9,8 +9,7 @@
  * @module
  */
 
-import type { RunEvent } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
+import { isTerminalEvent, type RunEvent, TOKEN_KINDS } from "../events.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { ListenerStats } from "../net/tcp_listener.ts";
 import { Counter, Histogram, type Labels } from "./histogram.ts";
@@ -180,6 +179,27 @@ interface RunMetrics {
   duration: Histogram;
   firstEvent: Histogram;
   chunkGap: Histogram;
+  /** Tokens the agents reported, by provider, model and kind. */
+  tokens: Counter;
+  /** Costs the agents reported, by currency. */
+  cost: Counter;
+}
+
+/** Counts the usage on a run's terminal event. */
+function countUsage(
+  runs: RunMetrics,
+  event: RunEvent,
+  labels: { provider: string; model: string },
+): void {
+  const usage = event.usage;
+  if (!usage) return;
+  for (const [key, kind] of TOKEN_KINDS) {
+    const value = usage[key];
+    if (value !== undefined) runs.tokens.add({ ...labels, kind }, value);
+  }
+  if (usage.cost) {
+    runs.cost.add({ currency: usage.cost.currency }, usage.cost.amount);
+  }
 }
 
 function followRun(
@@ -189,8 +209,14 @@ function followRun(
 ): void {
   const startedAt = performance.now();
   let lastOutputAt: number | undefined;
+  // The model in force, as the session reported it; unknown until then.
+  let model = "unknown";
   const unsubscribe = subscribe((event) => {
     const now = performance.now();
+    if (
+      event.type === "session.configured" &&
+      typeof event.data.model === "string" && event.data.model
+    ) model = event.data.model;
     if (event.type === "message.delta" || event.type === "message.completed") {
       if (lastOutputAt === undefined) {
         runs.firstEvent.observe((now - startedAt) / 1000, { ...labels });
@@ -202,6 +228,7 @@ function followRun(
     if (isTerminalEvent(event)) {
       runs.finished.add(finishedLabels(event, labels));
       runs.duration.observe((now - startedAt) / 1000, { ...labels });
+      countUsage(runs, event, { provider: labels.provider, model });
       unsubscribe();
     }
   });
@@ -268,6 +295,8 @@ export function createMetrics(): Metrics {
     duration: new Histogram(RUN_BUCKETS),
     firstEvent: new Histogram(LATENCY_BUCKETS),
     chunkGap: new Histogram(LATENCY_BUCKETS),
+    tokens: new Counter(),
+    cost: new Counter(),
   };
   const requests = new Counter();
   const requestDuration = new Histogram(LATENCY_BUCKETS);
@@ -301,6 +330,14 @@ export function createMetrics(): Metrics {
         ...runs.duration.render(
           "runner_run_duration_seconds",
           "Time from a run's start to its terminal event.",
+        ),
+        ...runs.tokens.render(
+          "runner_tokens_total",
+          "Tokens the agents reported (ACP PromptResponse.usage) on runs' terminal events, by provider, model (unknown when the session named none) and kind (prompt, completion, cached_read, cached_write, thought).",
+        ),
+        ...runs.cost.render(
+          "runner_cost_total",
+          "Costs the agents reported (the last usage_update cost of each run), by currency.",
         ),
         "# HELP runner_agent_processes_alive Agent process groups started and not yet torn down.",
         "# TYPE runner_agent_processes_alive gauge",

@@ -96,5 +96,6 @@ export function runView(record: RunRecord): Record<string, unknown> {
     finished_at: record.finishedAt
       ? new Date(record.finishedAt).toISOString()
       : null,
+    usage: record.usage ?? null,
   };
 }

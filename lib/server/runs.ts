@@ -10,7 +10,7 @@ import type { Context, Hono } from "hono";
 import { RunnerError } from "../errors.ts";
 import type { RunRequest } from "../run/request.ts";
 import type { ManagedRun } from "../run/manager.ts";
-import type { RunEvent } from "../events.ts";
+import { isTerminalEvent, type RunEvent } from "../events.ts";
 import { resolveCallerConfig, serveSessionChoices } from "./policy.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import { routeRunRequest } from "./fleet_router.ts";
@@ -160,11 +160,19 @@ async function respondWithRun(
       code: lost?.data.code ?? record?.code ?? null,
       error: lost?.data.error ?? record?.error ?? null,
       message: finalMessage(events),
+      // The run's usage as its terminal event carries it (none reported: absent).
+      ...usageField(events),
       events,
     }),
     200,
     { "x-run-id": runId },
   );
+}
+
+/** `{usage}` of the run's terminal event, or nothing. */
+function usageField(events: RunEvent[]): { usage?: RunEvent["usage"] } {
+  const usage = events.find(isTerminalEvent)?.usage;
+  return usage ? { usage } : {};
 }
 
 /** Follows a live run; returns what it delivered last to its listeners. */

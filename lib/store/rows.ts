@@ -7,6 +7,7 @@
  */
 
 import { RunnerError } from "../errors.ts";
+import { type RunUsage, usageFrom } from "../events.ts";
 import type {
   RunRecord,
   RunStatus,
@@ -97,5 +98,22 @@ export function toRunRecord(row: Row): RunRecord {
     finishedAt: row.finished_at === null || row.finished_at === undefined
       ? undefined
       : Number(row.finished_at),
+    ...usageField(row.usage_json),
   };
+}
+
+/** A run's usage as its `usage_json` column holds it (null: none reported). */
+export function usageJson(usage: RunUsage | undefined): string | null {
+  const kept = usageFrom(usage);
+  return kept ? JSON.stringify(kept) : null;
+}
+
+function usageField(value: unknown): { usage?: RunUsage } {
+  if (typeof value !== "string") return {};
+  try {
+    const usage = usageFrom(JSON.parse(value));
+    return usage ? { usage } : {};
+  } catch {
+    return {};
+  }
 }

@@ -10,7 +10,7 @@
 
 import type { ErrorCode } from "../errors.ts";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
+import type { RunEvent, RunUsage } from "../events.ts";
 import type { FleetStore, SharedStoreOptions } from "./fleet.ts";
 
 /**
@@ -78,6 +78,8 @@ export interface RunOutcome {
   code?: string;
   /** The failure message shown to users. */
   error?: string;
+  /** What the agent reported (the terminal event's `usage`), if anything. */
+  usage?: RunUsage;
 }
 
 /** A stored run. */
@@ -102,6 +104,8 @@ export interface RunRecord {
   updatedAt: number;
   /** Milliseconds since the epoch, once the run ended. */
   finishedAt?: number;
+  /** What the agent reported, once the run ended (none: it reported nothing). */
+  usage?: RunUsage;
 }
 
 /** Filters for {@linkcode RunStore.listRuns}. */

@@ -37,6 +37,7 @@ export class UnstoredOutcomes {
       status: outcome.status,
       code: outcome.code,
       error: outcome.error,
+      ...(outcome.usage ? { usage: outcome.usage } : {}),
       updatedAt: outcome.at,
       finishedAt: outcome.at,
     };

@@ -121,10 +121,11 @@ Deno.test("a store file from before remembered session values is migrated in pla
     const first = await open();
     await first.putSession(key, "sess-old");
     await first.close();
-    // Back to the schema before the settings column.
+    // Back to the schema before the settings column (and the usage after it).
     const db = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
+    db.exec("ALTER TABLE runs DROP COLUMN usage_json");
     db.exec("ALTER TABLE sessions DROP COLUMN settings_json");
-    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 2}`);
     db.close();
     const store = await open();
     const stored = await store.getSession(key);

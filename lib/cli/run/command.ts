@@ -35,7 +35,8 @@ import { prefetchOwnStartTime } from "../../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
 import type { RunStore } from "../../store/types.ts";
-import type { RunEvent } from "../../events.ts";
+import { isTerminalEvent, type RunEvent } from "../../events.ts";
+import { usageLine } from "./usage_line.ts";
 import type { RunManager } from "../../run/manager.ts";
 import { type HeadStart, startAgentAhead } from "./head_start.ts";
 import {
@@ -317,11 +318,15 @@ async function runInvocation(
     log: progress.log,
   });
   const printer = eventPrinter(invocation.json, progress.done);
+  let ending: RunEvent | undefined;
   let outcome: { result?: RunResult; signalExit?: number };
   try {
     outcome = await runToEnd(manager, {
       request: invocation.request,
-      onEvent: printer.print,
+      onEvent: (event) => {
+        if (isTerminalEvent(event)) ending = event;
+        printer.print(event);
+      },
       signals,
     });
   } catch (error) {
@@ -333,6 +338,11 @@ async function runInvocation(
     progress.done();
   }
   printer.flush();
+  const usage = usageLine(ending?.usage);
+  // For the person at the terminal; a pipe or file gets the events alone.
+  if (usage && Deno.stderr.isTerminal()) {
+    Deno.stderr.writeSync(new TextEncoder().encode(usage));
+  }
   await assets.close();
   await store.close();
   return exitCodeOf(outcome);

@@ -180,9 +180,14 @@ function showUsage(usage) {
   if (usage.used !== undefined) {
     parts.push(usage.used + (usage.size ? " / " + usage.size : "") + " tokens");
   }
-  if (usage.input_tokens !== undefined) {
+  // The tokens the agent counted, in LangBot's names (docs/events.md).
+  if (usage.prompt_tokens !== undefined) {
     parts.push(
-      usage.input_tokens + " in · " + (usage.output_tokens || 0) + " out",
+      usage.prompt_tokens + " prompt · " + (usage.completion_tokens || 0) +
+        " completion" +
+        (usage.total_tokens !== undefined
+          ? " (" + usage.total_tokens + " total)"
+          : ""),
     );
   }
   if (usage.cost) parts.push(usage.cost.amount + " " + usage.cost.currency);
@@ -289,6 +294,7 @@ export function showEvent(event) {
       showUsage(event.usage);
       return "completed";
     case "run.failed":
+      showUsage(event.usage); // what was counted before the failure
       return runFailed(data);
   }
   return undefined;

@@ -7,6 +7,7 @@
  */
 
 import type { Context } from "hono";
+import { isTerminalEvent } from "../../events.ts";
 import type { ManagedRun } from "../../run/manager.ts";
 import type { ServerContext } from "../context.ts";
 import { failureText } from "./answers.ts";
@@ -37,7 +38,8 @@ export const JSON_HEADERS = {
 };
 
 /**
- * The `stream=false` answer, one JSON object `{<output key>, run_id}`. By
+ * The `stream=false` answer, one JSON object `{<output key>, run_id,
+ * usage?}`. By
  * default the status is sent at once, newlines keep the connection alive,
  * and the object follows when the run ends (a failure as readable text
  * under the output key, with `error`). With `?errors=json` the status waits
@@ -93,11 +95,14 @@ async function n8nDocument(
       ctx.secrets,
     )
     : finalMessage(events);
+  // The run's usage, as its terminal event carries it (none: none reported).
+  const usage = events.find(isTerminalEvent)?.usage;
   return [
     ctx.redact({
       [config.n8n.outputKey]: preface + text,
       run_id: run.runId,
       ...(error ? { error } : {}),
+      ...(usage ? { usage } : {}),
     }),
     200,
   ];

@@ -129,15 +129,46 @@ function sessionConfiguredData(): Schema {
   );
 }
 
+const tokenCount = { type: "integer", minimum: 0 };
+
+/** `Usage`: tokens in LangBot's names, the context window and the cost. */
+function usageSchema(): Schema {
+  return {
+    type: "object",
+    description:
+      "Token usage in LangBot's names (docs/events.md): the agent's counts of each turn (ACP PromptResponse.usage) added up, and the last context window (used, size) and cost it reported. A counter the agent did not report is absent, never 0.",
+    properties: {
+      prompt_tokens: tokenCount,
+      completion_tokens: tokenCount,
+      total_tokens: tokenCount,
+      cached_read_tokens: tokenCount,
+      cached_write_tokens: tokenCount,
+      thought_tokens: tokenCount,
+      used: { ...tokenCount, description: "Tokens in context." },
+      size: { ...tokenCount, description: "The context window's size." },
+      cost: {
+        type: "object",
+        required: ["amount", "currency"],
+        properties: {
+          amount: { type: "number", minimum: 0 },
+          currency: string,
+        },
+      },
+    },
+    additionalProperties: false,
+  };
+}
+
 /** `RunEvent` and the `Message` of its completions. */
 function eventSchemas(): Record<string, Schema> {
   return {
+    Usage: usageSchema(),
     RunEvent: {
       ...object({
         run_id: string,
         type: { type: "string", enum: EVENT_TYPES },
         data: { type: "object" },
-        usage: { type: "object" },
+        usage: ref("Usage"),
         sequence: { type: "integer", minimum: 1 },
         timestamp: {
           type: "integer",
@@ -230,6 +261,11 @@ function runSchemas(): Record<string, Schema> {
     created_at: timestamp,
     updated_at: timestamp,
     finished_at: { ...timestamp, type: ["string", "null"] },
+    usage: {
+      oneOf: [ref("Usage"), { type: "null" }],
+      description:
+        "What the agent reported (the terminal event's usage), or null: none reported, or the run is active.",
+    },
   };
   return {
     ...eventSchemas(),
@@ -253,8 +289,17 @@ function runSchemas(): Record<string, Schema> {
       code: nullableString,
       error: nullableString,
       message: { ...string, description: "The final assistant message." },
+      usage: ref("Usage"),
       events: { type: "array", items: ref("RunEvent") },
-    }),
+    }, [
+      "run_id",
+      "conversation_id",
+      "status",
+      "code",
+      "error",
+      "message",
+      "events",
+    ]),
     RunEvents: object({
       run_id: string,
       status: { type: "string", enum: RUN_STATUSES },
@@ -355,6 +400,34 @@ function conversationSchemas(): Record<string, Schema> {
           },
         }),
       },
+      runs: {
+        type: "integer",
+        minimum: 0,
+        description: "The conversation's stored runs.",
+      },
+      usage: {
+        type: ["object", "null"],
+        description:
+          "What the conversation's runs used, added up from each run's usage (docs/events.md): the token counters, `runs` (how many reported any) and `costs` per currency; null when none reported any.",
+        required: ["runs", "costs"],
+        properties: {
+          prompt_tokens: tokenCount,
+          completion_tokens: tokenCount,
+          total_tokens: tokenCount,
+          cached_read_tokens: tokenCount,
+          cached_write_tokens: tokenCount,
+          thought_tokens: tokenCount,
+          runs: tokenCount,
+          costs: {
+            type: "array",
+            items: object({
+              amount: { type: "number", minimum: 0 },
+              currency: string,
+            }),
+          },
+        },
+        additionalProperties: false,
+      },
     }),
     ConversationForgotten: object({
       conversation_id: string,
@@ -437,6 +510,7 @@ function n8nSchemas(): Record<string, Schema> {
           message: string,
           retryable: { type: "boolean" },
         }),
+        usage: ref("Usage"),
       },
       additionalProperties: string,
     },

@@ -98,6 +98,8 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE runs ADD COLUMN prompt TEXT;`,
   // The session config values a conversation remembers with its session.
   `ALTER TABLE sessions ADD COLUMN settings_json TEXT;`,
+  // What the agent reported of a run's usage (the terminal event's `usage`).
+  `ALTER TABLE runs ADD COLUMN usage_json TEXT;`,
 ];
 
 /** The schema version this code writes. */

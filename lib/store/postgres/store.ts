@@ -30,7 +30,12 @@ import { failLostReplicaRuns } from "./orphans.ts";
 import { migratePostgres } from "./schema.ts";
 import { postgresSize, prunePostgresRuns } from "./retention.ts";
 import { listRunsQuery } from "../run_listing.ts";
-import { toRunRecord, toSessionRecord, toStoredSession } from "../rows.ts";
+import {
+  toRunRecord,
+  toSessionRecord,
+  toStoredSession,
+  usageJson,
+} from "../rows.ts";
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
@@ -320,6 +325,7 @@ class PostgresRunStore implements RunStore {
           const now = Date.now();
           const result = await tx`UPDATE runs SET status = ${outcome.status},
           code = ${outcome.code ?? null}, error = ${outcome.error ?? null},
+          usage_json = ${usageJson(outcome.usage)},
           updated_at = ${now}, finished_at = ${now}
           WHERE run_id = ${runId} AND status = 'active'`;
           stillLive(this.fleet, owner.epoch);

@@ -37,6 +37,7 @@ import {
   toSessionRecord,
   toStoredSession,
   unavailable,
+  usageJson,
 } from "../rows.ts";
 import { inTransaction, migrateSchema } from "./schema.ts";
 import {
@@ -335,12 +336,13 @@ class SqliteRunStore implements SyncRunStore {
     return this.#write("record the run's end", () => {
       const now = Date.now();
       const result = this.#statement(
-        `UPDATE runs SET status = ?, code = ?, error = ?, updated_at = ?, finished_at = ?
+        `UPDATE runs SET status = ?, code = ?, error = ?, usage_json = ?, updated_at = ?, finished_at = ?
          WHERE run_id = ? AND status = 'active'`,
       ).run(
         outcome.status,
         outcome.code ?? null,
         outcome.error ?? null,
+        usageJson(outcome.usage),
         now,
         now,
         runId,

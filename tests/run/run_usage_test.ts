@@ -1,0 +1,159 @@
+/**
+ * Token usage on the terminal event, from the real fixture agent through the
+ * run manager: LangBot's names, the turns of a steered run added up, what was
+ * counted before a failure, and nothing (never zeros) when the agent reports
+ * nothing.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  EventLog,
+  fixtureConfig,
+  harness,
+  makeGate,
+} from "../engine_helpers.ts";
+
+/** What `--usage turn` gives for `turns` turns (`tests/fixtures/agent_updates.ts`). */
+function turnTokens(turns: number) {
+  return {
+    prompt_tokens: 100 * turns,
+    completion_tokens: 20 * turns,
+    total_tokens: 162 * turns,
+    cached_read_tokens: 30 * turns,
+    cached_write_tokens: 5 * turns,
+    thought_tokens: 7 * turns,
+  };
+}
+
+async function runOnce(flags: string[]) {
+  const h = harness();
+  try {
+    const started = await h.manager.start({
+      input: { text: "hi" },
+      config: fixtureConfig(flags),
+    });
+    assert.equal(started.kind, "started");
+    const log = new EventLog(started.run);
+    await started.run.done;
+    const stored = await h.store.getEvents(started.run.runId);
+    return { log, stored };
+  } finally {
+    await h.close();
+  }
+}
+
+Deno.test("run.completed carries the turn's tokens in LangBot's names beside the context window and cost", async () => {
+  const { log, stored } = await runOnce(["--usage", "turn"]);
+  const completed = log.ofType("run.completed")[0];
+  assert.deepEqual(completed.usage, {
+    ...turnTokens(1),
+    used: 1000,
+    size: 200000,
+    cost: { amount: 0.25, currency: "USD" },
+  });
+  assert.deepEqual(stored.at(-1)?.usage, completed.usage, "stored as sent");
+});
+
+Deno.test("an agent that reports only usage_update gives the window and cost, no token counters", async () => {
+  const { log } = await runOnce(["--usage", "update"]);
+  assert.deepEqual(log.ofType("run.completed")[0].usage, {
+    used: 1000,
+    size: 200000,
+    cost: { amount: 0.25, currency: "USD" },
+  });
+});
+
+Deno.test("an agent that reports no usage gives run.completed no usage key, never zeros", async () => {
+  const { log, stored } = await runOnce(["--usage", "none"]);
+  const completed = log.ofType("run.completed")[0];
+  assert.equal("usage" in completed, false, JSON.stringify(completed));
+  assert.equal("usage" in stored.at(-1)!, false);
+});
+
+Deno.test("a steered run adds its turns' tokens; the window and cost are the last turn's", async () => {
+  const h = harness();
+  try {
+    const gate = await makeGate();
+    const config = fixtureConfig([
+      "--usage",
+      "currencies",
+      "--gate-fifo",
+      gate.path,
+    ]);
+    const started = await h.manager.start({
+      conversationId: "steered",
+      input: { text: "first" },
+      config,
+    });
+    assert.equal(started.kind, "started");
+    const log = new EventLog(started.run);
+    await log.waitFor((e) => e.type === "message.delta");
+    const steered = await h.manager.start({
+      conversationId: "steered",
+      input: { text: "second" },
+      config,
+    });
+    assert.equal(steered.kind, "steered");
+    await gate.release();
+    await gate.release();
+    assert.equal((await started.run.done).status, "completed");
+    assert.deepEqual(log.ofType("run.completed")[0].usage, {
+      ...turnTokens(2),
+      used: 2000,
+      size: 200000,
+      cost: { amount: 0.25, currency: "EUR" },
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("run.failed carries what was counted before the failure", async () => {
+  const h = harness();
+  try {
+    const gate = await makeGate();
+    const config = fixtureConfig([
+      "--usage",
+      "turn",
+      "--gate-fifo",
+      gate.path,
+      "--exit-on-prompt",
+      "crash",
+    ]);
+    const started = await h.manager.start({
+      conversationId: "failing",
+      input: { text: "first" },
+      config,
+    });
+    assert.equal(started.kind, "started");
+    const log = new EventLog(started.run);
+    await log.waitFor((e) => e.type === "message.delta");
+    const steered = await h.manager.start({
+      conversationId: "failing",
+      input: { text: "crash now" },
+      config,
+    });
+    assert.equal(steered.kind, "steered");
+    await gate.release();
+    assert.equal((await started.run.done).status, "failed");
+    const failed = log.ofType("run.failed")[0];
+    assert.equal(failed.data.code, "acp.process_exited");
+    assert.deepEqual(failed.usage, {
+      ...turnTokens(1),
+      used: 1000,
+      size: 200000,
+      cost: { amount: 0.25, currency: "USD" },
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a run that fails before any turn answered has no usage on run.failed", async () => {
+  const { log } = await runOnce(["--usage", "turn", "--fail-prompt"]);
+  const failed = log.ofType("run.failed")[0];
+  assert.ok(failed, "the run failed");
+  assert.equal("usage" in failed, false, JSON.stringify(failed));
+});

@@ -1,0 +1,250 @@
+/**
+ * Token usage through a real `runner serve`: on `run.completed` over SSE,
+ * NDJSON and `stream=false`, in the n8n webhook's `stream=false` answer, on a
+ * warm second turn, and from a real `runner daemon` through the hub (every
+ * relay frame checked against LangBot's model by the tap).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../../lib/events.ts";
+import { fixtureCommand, tempDir } from "../helpers.ts";
+import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import {
+  agentCommand,
+  apiFetch,
+  fixtureConfig,
+  jsonLines,
+  postJson,
+  sseEvents,
+  terminals,
+  withServe,
+} from "../serve_test_helpers.ts";
+
+/** Every sample of a Prometheus text exposition, checked for syntax and a TYPE line (and by promtool where installed). */
+function exposition(text: string): Map<string, number> {
+  const types = new Map<string, string>();
+  const samples = new Map<string, number>();
+  for (const line of text.split("\n").filter(Boolean)) {
+    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$/.exec(line);
+    if (type) {
+      assert.ok(!types.has(type[1]), `two TYPE lines for ${type[1]}`);
+      types.set(type[1], type[2]);
+      continue;
+    }
+    if (line.startsWith("# HELP ")) continue;
+    const sample =
+      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_]\w*="(?:[^"\\]|\\.)*",?)*\})? (\S+)$/
+        .exec(line);
+    assert.ok(sample, `not a sample line: ${line}`);
+    const family = sample[1].replace(/_(bucket|sum|count)$/, "");
+    assert.ok(
+      types.has(sample[1]) || types.get(family) === "histogram",
+      `no TYPE for ${sample[1]}`,
+    );
+    samples.set(sample[1] + (sample[2] ?? ""), Number(sample[3]));
+  }
+  assert.equal(types.get("runner_tokens_total"), "counter");
+  assert.equal(types.get("runner_cost_total"), "counter");
+  return samples;
+}
+
+const TURN_TOKENS = {
+  prompt_tokens: 100,
+  completion_tokens: 20,
+  total_tokens: 162,
+  cached_read_tokens: 30,
+  cached_write_tokens: 5,
+  thought_tokens: 7,
+};
+
+function usageOfTurn(turn: number, currency = "USD") {
+  return {
+    ...TURN_TOKENS,
+    used: 1000 * turn,
+    size: 200000,
+    cost: { amount: 0.25, currency },
+  };
+}
+
+Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a warm second turn its own", async () => {
+  await withServe(
+    { args: ["--allow-custom-commands"] },
+    async (serve, dir) => {
+      const config = fixtureConfig(join(dir, "ws"), ["--usage", "currencies"]);
+      const sse = await sseEvents(
+        await postJson(`${serve.url}/v1/runs`, {
+          conversation_id: "u",
+          input: { text: "one" },
+          config,
+        }),
+      );
+      assert.deepEqual(terminals(sse)[0].usage, usageOfTurn(1, "USD"));
+
+      // The warm agent's second turn: the session's turn 2, counted alone.
+      const ndjson = await jsonLines(
+        await postJson(`${serve.url}/v1/runs`, {
+          conversation_id: "u",
+          input: { text: "two" },
+          config,
+        }, { accept: "application/x-ndjson" }),
+      ) as unknown as RunEvent[];
+      assert.equal(
+        ndjson.find((e) => e.type === "run.started")?.data.agent,
+        "warm",
+      );
+      assert.deepEqual(terminals(ndjson)[0].usage, usageOfTurn(2, "EUR"));
+
+      const whole = await postJson(`${serve.url}/v1/runs?stream=false`, {
+        input: { text: "three" },
+        config: fixtureConfig(join(dir, "ws"), ["--usage", "turn"]),
+      });
+      const document = await whole.json();
+      assert.equal(document.status, "completed");
+      assert.deepEqual(document.usage, usageOfTurn(1));
+      assert.deepEqual(terminals(document.events)[0].usage, usageOfTurn(1));
+
+      const silent = await (await postJson(
+        `${serve.url}/v1/runs?stream=false`,
+        { input: { text: "four" }, config: fixtureConfig(join(dir, "ws")) },
+      )).json();
+      assert.equal("usage" in silent, false, JSON.stringify(silent));
+      assert.equal("usage" in terminals(silent.events)[0], false);
+
+      // Accounting: the conversation adds its runs up, costs per currency.
+      const conversation = await (await apiFetch(
+        `${serve.url}/v1/conversations/u`,
+      )).json();
+      assert.equal(conversation.runs, 2);
+      assert.deepEqual(conversation.usage, {
+        ...Object.fromEntries(
+          Object.entries(TURN_TOKENS).map(([key, value]) => [key, value * 2]),
+        ),
+        runs: 2,
+        costs: [
+          { amount: 0.25, currency: "EUR" },
+          { amount: 0.25, currency: "USD" },
+        ],
+      });
+      const listed = await (await apiFetch(
+        `${serve.url}/v1/runs?conversation_id=u`,
+      )).json();
+      assert.deepEqual(
+        listed.runs.map((run: { usage: unknown }) => run.usage),
+        [usageOfTurn(2, "EUR"), usageOfTurn(1, "USD")],
+      );
+      const other = await (await apiFetch(`${serve.url}/v1/runs?limit=10`))
+        .json();
+      assert.ok(
+        other.runs.some((run: { usage: unknown }) => run.usage === null),
+        "a run without usage lists null",
+      );
+
+      // /metrics counts every run's tokens by provider, model and kind.
+      const metrics = exposition(
+        await (await apiFetch(`${serve.url}/metrics`)).text(),
+      );
+      const tokens = (kind: string) =>
+        metrics.get(
+          `runner_tokens_total{provider="custom",model="unknown",kind="${kind}"}`,
+        );
+      assert.equal(tokens("prompt"), 300);
+      assert.equal(tokens("completion"), 60);
+      assert.equal(tokens("cached_read"), 90);
+      assert.equal(tokens("cached_write"), 15);
+      assert.equal(tokens("thought"), 21);
+      assert.equal(metrics.get('runner_cost_total{currency="USD"}'), 0.5);
+      assert.equal(metrics.get('runner_cost_total{currency="EUR"}'), 0.25);
+    },
+  );
+});
+
+Deno.test("the n8n webhook's stream=false answer carries the run's usage", async () => {
+  const dir = tempDir();
+  await withServe({
+    args: [
+      "--provider",
+      "custom",
+      "--acp-command",
+      agentCommand(["--usage", "turn"]),
+      "--workspace",
+      join(dir, "ws"),
+    ],
+  }, async (serve) => {
+    const answer = await (await postJson(
+      `${serve.url}/v1/webhooks/n8n?stream=false`,
+      { chatInput: "hello", session_id: "n8n-usage" },
+    )).json();
+    assert.equal(answer.response, "echo: hello (turn 1)");
+    assert.deepEqual(answer.usage, usageOfTurn(1));
+  });
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a daemon run's usage crosses the relay in LangBot's model and reaches the caller whole; a steered daemon run adds its turns", async () => {
+  const { serve, daemon } = await serveWithDaemon("usage-laptop");
+  try {
+    await daemon.connected;
+    const config = (flags: string[]) => ({
+      provider: "custom",
+      location: "daemon",
+      "daemon-id": "usage-laptop",
+      workspace: tempDir(),
+      "acp-command": fixtureCommand("--usage", "turn", ...flags),
+    });
+    const events = await sseEvents(
+      await postJson(`${serve.url}/v1/runs`, {
+        input: { text: "through the daemon" },
+        config: config([]),
+      }),
+    );
+    assert.deepEqual(terminals(events)[0].usage, usageOfTurn(1));
+
+    // A follow-up while the first turn waits at the gate: two jobs, one run.
+    const gate = join(tempDir(), "gate");
+    await new Deno.Command("mkfifo", { args: [gate] }).output();
+    const first = postJson(`${serve.url}/v1/runs`, {
+      conversation_id: "d-steer",
+      input: { text: "first" },
+      config: config(["--gate-fifo", gate]),
+    });
+    const response = await first;
+    const reader = sseEvents(response);
+    // The daemon's agent opens the gate once the first turn's text is out.
+    const release = async () => {
+      const file = await Deno.open(gate, { write: true });
+      await file.write(new TextEncoder().encode("go\n"));
+      file.close();
+    };
+    const steered = await (await postJson(`${serve.url}/v1/runs`, {
+      conversation_id: "d-steer",
+      input: { text: "second" },
+      config: config(["--gate-fifo", gate]),
+    })).json();
+    assert.equal(steered.steered, true, JSON.stringify(steered));
+    await release();
+    await release();
+    const steeredEvents = await reader;
+    const ending = terminals(steeredEvents)[0];
+    assert.equal(ending.type, "run.completed", JSON.stringify(ending));
+    const twoTurns = Object.fromEntries(
+      Object.entries(TURN_TOKENS).map(([key, value]) => [key, value * 2]),
+    );
+    // The second job is the same (warm) agent's turn 2: its window is last.
+    assert.deepEqual(ending.usage, {
+      ...twoTurns,
+      used: 2000,
+      size: 200000,
+      cost: { amount: 0.25, currency: "USD" },
+    });
+    const run = await (await apiFetch(
+      `${serve.url}/v1/runs/${ending.run_id}`,
+    )).json();
+    assert.equal(run.status, "completed");
+  } finally {
+    await daemon.stop();
+    await serve.stop();
+  }
+});
