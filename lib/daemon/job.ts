@@ -23,8 +23,7 @@ import { checkRunInput, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import { redactSecrets } from "../secrets.ts";
-import { killGroup } from "../agent/process_group.ts";
-import { processGroupMembers } from "../agent/process_table.ts";
+import { confirmGroupsGone } from "../agent/process_group.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";
 import type { RunHandle } from "../run/engine.ts";
@@ -331,9 +330,10 @@ async function finishJob(
   // A launch that finished after a cancel was never handed to the engine.
   await (await started.agent.launched()?.catch(() => undefined))?.teardown();
   const confirmed = await confirmGroupsGone(started.groups, {
-    killGraceMs: runner.killGraceMs,
-    registry: runner.options.registry,
+    graceMs: runner.killGraceMs,
     log: started.log,
+    // The reaper tries again once the daemon starts anew.
+    survived: (pgid) => runner.options.registry?.register(pgid),
   });
   started.log({
     msg: "job ended",
@@ -359,32 +359,4 @@ function emitFailure(job: DaemonJob, error: unknown): void {
 
 function codeOf(error: unknown): string {
   return toRunnerError(error).code;
-}
-
-/**
- * Verifies that no member of any group is alive, killing stragglers once
- * more (e.g. an agent spawned while its launch was being cancelled). A group
- * that survives is recorded again for the reaper.
- */
-async function confirmGroupsGone(
-  groups: Set<number>,
-  options: {
-    killGraceMs: number;
-    registry?: ReaperRegistry;
-    log: (entry: Record<string, unknown>) => void;
-  },
-): Promise<boolean> {
-  let confirmed = true;
-  for (const pgid of groups) {
-    if (!(await processGroupMembers(pgid)).length) continue;
-    options.log({ msg: "agent group still alive after teardown", pgid });
-    await killGroup(pgid, undefined, options.killGraceMs);
-    const left = await processGroupMembers(pgid);
-    if (left.length) {
-      options.log({ msg: "agent group survived SIGKILL", pgid, pids: left });
-      options.registry?.register(pgid);
-      confirmed = false;
-    }
-  }
-  return confirmed;
 }
