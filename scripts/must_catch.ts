@@ -841,6 +841,22 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "no longer lets callers choose",
   },
   {
+    name: "remembered values the caller may no longer choose are asked again",
+    file: "lib/run/setup.ts",
+    find: "  const sessionMemory = remembered && choices\n",
+    replace: "  const sessionMemory = remembered && choices && false\n",
+    test: "tests/security/caller_floor_test.ts",
+    filter: "remembered settings from an earlier allowed run",
+  },
+  {
+    name: "a daemon asks again for remembered values the hub may not choose",
+    file: "lib/run/setup.ts",
+    find: "  const sessionMemory = remembered && choices\n",
+    replace: "  const sessionMemory = remembered && choices && false\n",
+    test: "tests/security/restored_mode_test.ts",
+    filter: "a daemon does not restore",
+  },
+  {
     name: "the daemon hub takes a hello without checking its token",
     file: "lib/hub/relay_hub.ts",
     find: "      hasToken: shared !== undefined || this.#tokens.size > 0,",

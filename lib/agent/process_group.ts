@@ -1,6 +1,7 @@
 /**
- * Process groups: signal one, or end one for good (SIGTERM, then SIGKILL, then
- * wait until the process table shows no member). See `docs/teardown.md`.
+ * Process groups: signal one, end one for good (SIGTERM, then SIGKILL, then
+ * wait until the process table shows no member), or confirm that a run's
+ * groups are gone. See `docs/teardown.md`.
  *
  * @module
  */
@@ -45,4 +46,37 @@ export async function killGroup(
     await delay(10);
   }
   if (leaderExited) await leaderExited;
+}
+
+/** Options for {@linkcode confirmGroupsGone}. */
+export interface ConfirmGroupsOptions {
+  /** SIGTERM→SIGKILL grace for a group that still has members, in ms. */
+  graceMs: number;
+  /** Structured log. */
+  log: (entry: Record<string, unknown>) => void;
+  /** Receives each group that outlived SIGKILL. */
+  survived?: (pgid: number) => void;
+}
+
+/**
+ * Whether no member of any of `groups` is alive, after killing stragglers
+ * once more (e.g. an agent spawned while its launch was being cancelled).
+ */
+export async function confirmGroupsGone(
+  groups: Iterable<number>,
+  options: ConfirmGroupsOptions,
+): Promise<boolean> {
+  let confirmed = true;
+  for (const pgid of groups) {
+    if (!(await processGroupMembers(pgid)).length) continue;
+    options.log({ msg: "agent group still alive after teardown", pgid });
+    await killGroup(pgid, undefined, options.graceMs);
+    const left = await processGroupMembers(pgid);
+    if (left.length) {
+      options.log({ msg: "agent group survived SIGKILL", pgid, pids: left });
+      options.survived?.(pgid);
+      confirmed = false;
+    }
+  }
+  return confirmed;
 }

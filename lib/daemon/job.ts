@@ -11,27 +11,25 @@
 import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
-import { type AgentCommand } from "../agent/launch.ts";
-import { prepareAgentCommand } from "../providers.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import {
-  type DaemonJobPlan,
   type DaemonSandbox,
   type DaemonTerminals,
   mapRunStart,
 } from "../relay/payload.ts";
 import { runInputOf } from "../relay/input.ts";
 import { toRelayEvent } from "../relay/wire_events.ts";
-import { buildPrompt, emptyInputError, isEmptyInput } from "../run/prompt.ts";
+import { checkRunInput, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import { redactSecrets } from "../secrets.ts";
-import { killGroup } from "../agent/process_group.ts";
-import { processGroupMembers } from "../agent/process_table.ts";
+import { confirmGroupsGone } from "../agent/process_group.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";
 import type { RunHandle } from "../run/engine.ts";
 import { type AgentRun, startAgentRun } from "../run/agent_run.ts";
+import type { RunRequest } from "../run/request.ts";
+import { type RunSetup, setUpRun } from "../run/setup.ts";
 import type { AgentLocation } from "../run/location.ts";
 import type { WarmPool } from "../run/warm/pool.ts";
 import { createLocalLocation } from "../locations/local.ts";
@@ -43,9 +41,9 @@ import {
 } from "./job_floor.ts";
 import {
   createJobMcpAssets,
+  jobKeptSession,
   type JobMcpAssets,
-  jobSessionMemory,
-  jobWarmPlace,
+  jobWarmEntrance,
 } from "./job_agent.ts";
 
 /** Options of {@linkcode createDaemonJobRunner}. */
@@ -136,8 +134,13 @@ async function runJob(
     emitFailure(job, runner.stopping);
     return { cleanupConfirmed: true };
   }
-  const planned = planJob(runner, job);
+  const planned = await setUpJob(runner, job);
   if (!planned) return { cleanupConfirmed: true };
+  if (runner.stopping) {
+    // cancelAll came while the job was being set up.
+    emitFailure(job, runner.stopping);
+    return { cleanupConfirmed: true };
+  }
   const { plan } = planned;
   const jobLog = (entry: Record<string, unknown>) =>
     runner.log({ job_id: job.jobId, run_id: plan.runId, ...entry });
@@ -167,32 +170,36 @@ async function runJob(
   }
 }
 
-/** Maps the payload and prepares the launch; a refused job gets its failure. */
-function planJob(
+/** A job ready to start: its plan under the daemon's floor and its run's set-up. */
+interface PlannedJob {
+  plan: FlooredJobPlan;
+  request: RunRequest;
+  setup: RunSetup;
+}
+
+/**
+ * Maps the payload, holds it to the daemon's floor and sets its run up like
+ * the manager's runs (`run/setup.ts`); a refused job gets its failure.
+ */
+async function setUpJob(
   runner: JobRunnerState,
   job: DaemonJob,
-): { plan: FlooredJobPlan; command: AgentCommand } | undefined {
-  const { environment } = runner;
+): Promise<PlannedJob | undefined> {
   try {
-    // Like daemon.py, an empty prompt is refused before anything else.
-    if (isEmptyInput(runInputOf(job.payload))) throw emptyInputError();
-    const home = environment.HOME ?? environment.USERPROFILE;
-    const { options } = runner;
-    const plan = floorJobPlan({
-      plan: mapRunStart(job.payload, {
-        jobId: job.jobId,
-        fallbackCwd: options.fallbackCwd ?? Deno.cwd(),
-        home,
-        sandbox: options.sandbox,
-        terminals: options.terminals,
-      }),
-      payload: job.payload,
-      operator: daemonOperatorConfig(options.floor ?? {}, options.sandbox),
-      places: { dataDir: options.floor?.dataDir, home },
+    const plan = planJob(runner, job);
+    const request: RunRequest = {
+      input: plan.input,
+      config: plan.config,
+      sessionChoices: plan.sessionChoices,
+    };
+    const setup = await setUpRun({
+      request,
+      environment: runner.environment,
+      location: runner.location,
+      findSession: () => Promise.resolve(jobKeptSession(plan)),
+      warm: jobWarmEntrance(plan, runner.options.warmPool),
     });
-    checkJobInput(plan);
-    const command = prepareAgentCommand(plan.config, { environment });
-    return { plan, command };
+    return { plan, request, setup };
   } catch (error) {
     runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
     emitFailure(job, error);
@@ -201,18 +208,28 @@ function planJob(
 }
 
 /**
- * Checks the job's attachments (decoding, size limits) before any agent or
- * session work, as if the agent accepted every kind; throws the prompt's error.
+ * The job's payload mapped and held to the daemon's floor, its input
+ * checked; throws why the job is refused.
  */
-function checkJobInput({ input, config }: DaemonJobPlan): void {
-  buildPrompt({
-    input,
-    capabilities: { image: true, audio: true, embeddedContext: true },
-    limits: {
-      maxAttachmentBytes: config.maxAttachmentMb * 1024 * 1024,
-      maxPromptBytes: config.maxPromptMb * 1024 * 1024,
-    },
+function planJob(runner: JobRunnerState, job: DaemonJob): FlooredJobPlan {
+  // Like daemon.py, an empty prompt is refused before anything else.
+  if (isEmptyInput(runInputOf(job.payload))) throw emptyInputError();
+  const { options, environment } = runner;
+  const home = environment.HOME ?? environment.USERPROFILE;
+  const plan = floorJobPlan({
+    plan: mapRunStart(job.payload, {
+      jobId: job.jobId,
+      fallbackCwd: options.fallbackCwd ?? Deno.cwd(),
+      home,
+      sandbox: options.sandbox,
+      terminals: options.terminals,
+    }),
+    payload: job.payload,
+    operator: daemonOperatorConfig(options.floor ?? {}, options.sandbox),
+    places: { dataDir: options.floor?.dataDir, home },
   });
+  checkRunInput(plan.input, plan.config);
+  return plan;
 }
 
 /** A job whose run was started. */
@@ -228,16 +245,15 @@ interface StartedJob {
 }
 
 /** What {@linkcode startJobRun} starts. */
-interface JobStart {
+interface JobStart extends PlannedJob {
   job: DaemonJob;
-  plan: FlooredJobPlan;
-  command: AgentCommand;
   log: (entry: Record<string, unknown>) => void;
 }
 
 /** Starts the job's MCP proxy (when assets are on) and its engine run. */
 function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
-  const { job, plan, command, log } = start;
+  const { job, plan, request, setup, log } = start;
+  const { command } = setup;
   const groups = new Set<number>();
   const registry: ReaperRegistry = {
     register(pgid) {
@@ -262,20 +278,15 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
   // The hub builds RunnerResult from all_content: the wire keeps it.
   const withAllContent = createEventRestorer({ allContent: true });
   const hubAnswers = job.hubCapabilities.includes(PERMISSION_ASK_CAPABILITY);
+  const { session: _, ...prepared } = setup;
   const agent = startAgentRun({
+    ...prepared,
     runId: plan.runId,
-    request: { input: plan.input, config: plan.config },
-    command,
+    request,
     location: runner.location,
     assets: assets.hook,
     registry,
-    secrets: [...command.secrets],
-    storedSessionId: plan.storedSessionId,
-    sessionNotRestored: plan.sessionNotRestored,
-    sessionMemory: jobSessionMemory(plan),
-    sessionCwd: plan.sessionCwd,
     mcpServers: plan.mcpServers,
-    warm: jobWarmPlace(plan, command, runner.options.warmPool),
     permissionAskUnavailable: hubAnswers ? undefined : ASK_UNAVAILABLE_HERE,
     log,
     emit(event) {
@@ -319,9 +330,10 @@ async function finishJob(
   // A launch that finished after a cancel was never handed to the engine.
   await (await started.agent.launched()?.catch(() => undefined))?.teardown();
   const confirmed = await confirmGroupsGone(started.groups, {
-    killGraceMs: runner.killGraceMs,
-    registry: runner.options.registry,
+    graceMs: runner.killGraceMs,
     log: started.log,
+    // The reaper tries again once the daemon starts anew.
+    survived: (pgid) => runner.options.registry?.register(pgid),
   });
   started.log({
     msg: "job ended",
@@ -347,32 +359,4 @@ function emitFailure(job: DaemonJob, error: unknown): void {
 
 function codeOf(error: unknown): string {
   return toRunnerError(error).code;
-}
-
-/**
- * Verifies that no member of any group is alive, killing stragglers once
- * more (e.g. an agent spawned while its launch was being cancelled). A group
- * that survives is recorded again for the reaper.
- */
-async function confirmGroupsGone(
-  groups: Set<number>,
-  options: {
-    killGraceMs: number;
-    registry?: ReaperRegistry;
-    log: (entry: Record<string, unknown>) => void;
-  },
-): Promise<boolean> {
-  let confirmed = true;
-  for (const pgid of groups) {
-    if (!(await processGroupMembers(pgid)).length) continue;
-    options.log({ msg: "agent group still alive after teardown", pgid });
-    await killGroup(pgid, undefined, options.killGraceMs);
-    const left = await processGroupMembers(pgid);
-    if (left.length) {
-      options.log({ msg: "agent group survived SIGKILL", pgid, pids: left });
-      options.registry?.register(pgid);
-      confirmed = false;
-    }
-  }
-  return confirmed;
 }

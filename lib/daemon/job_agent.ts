@@ -11,18 +11,13 @@
  * @module
  */
 
-import type { AgentCommand } from "../agent/launch.ts";
 import { type McpProxy, startMcpProxy } from "../mcp_proxy.ts";
 import type { Json } from "../relay.ts";
 import type { DaemonJobPlan } from "../relay/payload.ts";
-import type { WarmPlace } from "../run/agent_run.ts";
 import type { RunAssetsHook } from "../run/request.ts";
 import type { WarmPool } from "../run/warm/pool.ts";
-import {
-  type SessionSettings,
-  sessionSettingsFrom,
-} from "../run/session_memory.ts";
-import { warmPlaceFor } from "../run/targets.ts";
+import { sessionSettingsFrom } from "../run/session_memory.ts";
+import type { KeptSession, WarmEntrance } from "../run/setup.ts";
 import type { DaemonJob } from "./session.ts";
 
 /** Options of {@linkcode createJobMcpAssets}. */
@@ -114,27 +109,27 @@ function startHeldProxy(job: DaemonJob, timeoutMs: number): HeldProxy {
   return { proxy, hold: (next) => holder = next, holder: () => holder };
 }
 
-/** What the hub remembers of the conversation's session config values; undefined when it keeps none. */
-export function jobSessionMemory(
-  plan: DaemonJobPlan,
-): SessionSettings | undefined {
-  return plan.sessionMemory && sessionSettingsFrom(plan.sessionMemory);
+/** The session the hub keeps for the job's conversation, and what it remembers of its config values. */
+export function jobKeptSession(plan: DaemonJobPlan): KeptSession {
+  return {
+    storedSessionId: plan.storedSessionId,
+    remembered: plan.sessionMemory && sessionSettingsFrom(plan.sessionMemory),
+  };
 }
 
-/** The job's place in the daemon's warm pool, when the pool may hold its agent. */
-export function jobWarmPlace(
+/**
+ * What a job tells the warm pool: the same target as a local run's, with
+ * the job's MCP servers as the hub sent them; the hub finds the agent again
+ * by the session id it keeps, so a job of no conversation has a place too.
+ */
+export function jobWarmEntrance(
   plan: DaemonJobPlan,
-  command: AgentCommand,
   pool: WarmPool | undefined,
-): WarmPlace | undefined {
-  // The same target as a local run's, with the job's MCP servers as the hub sent them.
-  return warmPlaceFor({
+): WarmEntrance {
+  return {
     pool,
-    config: plan.config,
-    command,
-    sessionCwd: plan.sessionCwd,
-    sessionMemory: jobSessionMemory(plan),
     mcp: [plan.mcpServers, plan.assetsEnabled],
     location: "daemon",
-  });
+    withoutConversation: true,
+  };
 }

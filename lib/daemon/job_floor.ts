@@ -2,8 +2,9 @@
  * The daemon's floor under a hub's `run.start`: a hub is a caller as the
  * daemon sees it, and the daemon's own flags are its operator
  * (`run/caller_floor.ts`, `docs/daemon.md`). The job's workspace, session
- * cwd and session values, and the values the hub says the conversation
- * remembers, are held to it before anything starts.
+ * cwd and session values are held to it before anything starts, and the
+ * values the hub says the conversation remembers by the run's set-up
+ * (`run/setup.ts`), as `runner serve`'s are.
  *
  * @module
  */
@@ -13,13 +14,11 @@ import type { DaemonJobPlan, DaemonSandbox } from "../relay/payload.ts";
 import type { JsonObject } from "../relay.ts";
 import {
   applyHubFloor,
-  flooredMemory,
   type ProtectedPlaces,
-  restoreRefusal,
   runnerPlaces,
+  type SessionChoices,
   sessionChoicesOf,
 } from "../run/caller_floor.ts";
-import { sessionSettingsFrom } from "../run/session_memory.ts";
 
 /** The daemon's own floor settings (`runner daemon --workspace-roots …`). */
 export interface DaemonFloor {
@@ -112,10 +111,12 @@ function hubKeys(payload: JsonObject): Record<string, unknown> {
 /** A job held to the daemon's floor. */
 export interface FlooredJobPlan extends DaemonJobPlan {
   /**
-   * Why the stored session may not be restored: the hub remembers values
-   * the daemon does not let it choose, which the job does not set itself.
+   * What the daemon lets a hub choose of the session's model, mode and
+   * options: the run's set-up drops the remembered values outside it, and
+   * does not restore a stored session that would keep them in force
+   * (`run/setup.ts`).
    */
-  sessionNotRestored?: string;
+  sessionChoices: SessionChoices;
 }
 
 /** What {@linkcode floorJobPlan} holds to the daemon's floor. */
@@ -137,9 +138,8 @@ export interface JobFloorInput {
  * starts there, whatever a link says later), `fs-read` and `fs-write` off
  * unless the daemon turned them on (a hub may narrow, never widen: like
  * client terminals they are switched off, since a hub operator's own
- * `--fs-read true` rides in every job), and the remembered values a hub
- * could not ask for now dropped (and the stored session, which would keep
- * them in force, not restored unless the job sets them itself).
+ * `--fs-read true` rides in every job), and the session choices the run's
+ * set-up holds the remembered values to.
  *
  * @throws {RunnerError} `http.forbidden` naming the key the hub may not set.
  */
@@ -151,14 +151,6 @@ export function floorJobPlan(input: JobFloorInput): FlooredJobPlan {
     resolved: plan.config,
     places: runnerPlaces(input.places),
   });
-  const choices = sessionChoicesOf(operator);
-  const remembered = plan.sessionMemory &&
-    sessionSettingsFrom(plan.sessionMemory);
-  const sessionMemory = remembered &&
-    flooredMemory(choices, remembered).settings as JsonObject;
-  const sessionNotRestored = remembered && plan.storedSessionId
-    ? restoreRefusal(choices, remembered, config)
-    : undefined;
   return {
     ...plan,
     config: {
@@ -167,7 +159,6 @@ export function floorJobPlan(input: JobFloorInput): FlooredJobPlan {
       fsWrite: config.fsWrite && operator.fsWrite,
     },
     sessionCwd: config.sessionCwd ?? plan.sessionCwd,
-    sessionMemory,
-    sessionNotRestored,
+    sessionChoices: sessionChoicesOf(operator),
   };
 }

@@ -8,24 +8,9 @@
 import { RunnerError } from "../errors.ts";
 import type { RunStore } from "../store/types.ts";
 import type { ActiveRuns } from "./active_runs.ts";
-import { buildPrompt } from "./prompt.ts";
+import { checkRunInput } from "./prompt.ts";
 import type { RunLocations } from "./location.ts";
 import type { RunRequest } from "./request.ts";
-
-/**
- * Checks the input's attachments (decoding, size limits) before anything
- * starts, as if the agent accepted every kind; throws the prompt's error.
- */
-function validateInput(request: RunRequest): void {
-  buildPrompt({
-    input: request.input,
-    capabilities: { image: true, audio: true, embeddedContext: true },
-    limits: {
-      maxAttachmentBytes: request.config.maxAttachmentMb * 1024 * 1024,
-      maxPromptBytes: request.config.maxPromptMb * 1024 * 1024,
-    },
-  });
-}
 
 /** Options for {@linkcode admitRun}. */
 export interface AdmissionOptions {
@@ -78,7 +63,7 @@ export async function assertRunIdUnused(
  */
 export async function admitRun(options: AdmissionOptions): Promise<Admission> {
   const { request, active } = options;
-  validateInput(request);
+  checkRunInput(request.input, request.config);
   const runId = request.runId ?? crypto.randomUUID();
   if (active.byId.has(runId) || active.starting.has(runId)) {
     throw runIdTaken(runId);

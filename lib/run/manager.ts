@@ -8,9 +8,7 @@
  * @module
  */
 
-import { type AgentCommand } from "../agent/launch.ts";
-import { prepareAgentCommand } from "../providers.ts";
-import { runAssetsSecrets } from "../assets/request.ts";
+import type { AgentCommand } from "../agent/launch.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
@@ -31,9 +29,8 @@ import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RunAssetsHook, RunRequest } from "./request.ts";
 import type { RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
-import { warmPlaceOf } from "./targets.ts";
-import { type SessionSettings, sessionSettingsFrom } from "./session_memory.ts";
-import { flooredMemory, restoreRefusal } from "./caller_floor.ts";
+import { type KeptSession, type RunSetup, setUpRun } from "./setup.ts";
+import { sessionSettingsFrom } from "./session_memory.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
 export type { RunAssetsHook, RunRequest } from "./request.ts";
@@ -128,137 +125,53 @@ export function publicConfig(config: RunConfig): Record<string, unknown> {
   return shown;
 }
 
-/** What a run needs resolved before it starts. */
-interface RunSetup {
-  /** The agent's command, environment and directory. */
-  command: AgentCommand;
-  /** Every value to redact from the run's config, events and logs. */
-  secrets: string[];
-  /** Where the conversation's agent session id is stored. */
-  sessionKey?: SessionKey;
-  /** The agent session to resume, when reuse is on and one is stored. */
-  storedSessionId?: string;
-  /** What the conversation remembers of its session's config values (`{}`: nothing yet). */
-  sessionMemory?: SessionSettings;
-  /** Why the stored session may not be restored under the operator's floor. */
-  sessionNotRestored?: string;
-  /** The conversation's latest run so far (a warm agent must have seen it). */
-  previousRunId?: string;
-}
-
-/** The manager's part in {@linkcode setUpRun}. */
-interface RunSetupContext {
-  store: RunStore;
-  environment: Record<string, string>;
-  /** The runner's own secrets (API and daemon tokens). */
-  secrets?: string[];
-  locations: RunLocations;
-}
-
-/** Resolves the agent command, the secrets and the session to resume. */
-async function setUpRun(
+/** The conversation's kept session, its remembered values and its latest run, from the store. */
+async function storedSession(
+  store: RunStore,
   request: RunRequest,
-  context: RunSetupContext,
-): Promise<RunSetup> {
+  command: AgentCommand,
+): Promise<KeptSession> {
   const { conversationId, config } = request;
-  const command = prepareAgentCommand(config, {
-    environment: context.environment,
-  });
-  context.locations[config.location]?.prepare(command);
-  const secrets = [
-    ...command.secrets,
-    ...(context.secrets ?? []),
-    ...runAssetsSecrets(request.assets),
-  ];
-  const sessionKey = conversationId
-    ? sessionKeyOf(
-      conversationId,
-      config,
-      command.sessionCommand ?? command.commandText,
-    )
-    : undefined;
-  const stored = sessionKey
-    ? await context.store.getSession(sessionKey)
-    : undefined;
+  if (!conversationId) return {};
+  const key = sessionKeyOf(
+    conversationId,
+    config,
+    command.sessionCommand ?? command.commandText,
+  );
+  const stored = await store.getSession(key);
   const storedSessionId = config.reuseSession ? stored?.sessionId : undefined;
   const [previous] = storedSessionId
-    ? await context.store.listRuns({ conversationId, limit: 1 })
+    ? await store.listRuns({ conversationId, limit: 1 })
     : [];
-  const remembered = sessionSettingsFrom(stored?.settings);
   return {
-    command,
-    secrets,
-    sessionKey,
+    key,
     storedSessionId,
-    sessionMemory: sessionKey
-      ? rememberedWithinFloor(request, remembered)
-      : undefined,
-    sessionNotRestored: storedSessionId && request.sessionChoices
-      ? restoreRefusal(request.sessionChoices, remembered, config)
-      : undefined,
+    remembered: sessionSettingsFrom(stored?.settings),
     previousRunId: previous?.runId,
   };
 }
 
-/**
- * The remembered values a caller of this run could still ask for: a value
- * remembered before the operator narrowed the choices is not asked again.
- */
-function rememberedWithinFloor(
-  request: RunRequest,
-  remembered: SessionSettings,
-): SessionSettings {
-  if (!request.sessionChoices) return remembered;
-  return flooredMemory(request.sessionChoices, remembered).settings;
-}
-
-/** Options for {@linkcode startAtLocation}. */
-interface RunStartOptions {
-  runId: string;
-  request: RunRequest;
-  command: AgentCommand;
-  storedSessionId?: string;
-  sessionNotRestored?: string;
-  sessionMemory?: SessionSettings;
-  previousRunId?: string;
-  secrets: string[];
-  emit: (event: RunEvent) => void;
-  log: (entry: Record<string, unknown>) => void;
-  options: RunManagerOptions;
-}
-
 /** Starts the run at its location: its agent here or over SSH, or its turns on a daemon. */
-function startAtLocation(options: RunStartOptions): RunHandle {
-  const {
-    runId,
-    request,
-    command,
-    storedSessionId,
-    sessionMemory,
-    secrets,
-    emit,
-    log,
-  } = options;
-  const { options: manager } = options;
-  // Admission checked that the run's location is there.
-  const location = request.config.location;
+function startAtLocation(
+  manager: RunManagerOptions,
+  { runId, request, setup, emit, log }: {
+    runId: string;
+    request: RunRequest;
+    setup: RunSetup;
+    emit: (event: RunEvent) => void;
+    log: (entry: Record<string, unknown>) => void;
+  },
+): RunHandle {
+  const { session: _, ...prepared } = setup;
   return startAgentRun({
+    ...prepared,
     runId,
     request,
-    command,
-    location: manager.locations[location]!,
+    // Admission checked that the run's location is there.
+    location: manager.locations[request.config.location]!,
     assets: manager.assets,
     registry: manager.registry,
-    secrets,
-    storedSessionId,
-    sessionNotRestored: options.sessionNotRestored,
-    sessionMemory,
-    sessionCwd: request.config.sessionCwd ?? command.cwd,
-    warm: warmPlaceOf(request, command, {
-      pool: manager.warmPool,
-      sessionMemory,
-    }),
-    history: { runId, previousRunId: options.previousRunId },
+    history: { runId, previousRunId: setup.session.previousRunId },
     emit,
     log,
     permissionAskUnavailable: request.permissionAskUnavailable,
@@ -289,13 +202,16 @@ async function startAdmittedRun(
   const { options, log } = state;
   const { store } = options;
   const { conversationId, config } = request;
-  const setup = await setUpRun(request, {
-    store,
+  const setup = await setUpRun({
+    request,
     environment: state.environment,
+    location: options.locations[config.location],
     secrets: options.secrets,
-    locations: options.locations,
+    findSession: (command) => storedSession(store, request, command),
+    warm: { pool: options.warmPool },
   });
-  const { command, secrets, sessionKey } = setup;
+  const { command, secrets } = setup;
+  const sessionKey = setup.session.key;
   await recordRunStart(store, { request, runId, secrets });
   const recorder = createRunRecorder({
     store,
@@ -307,18 +223,12 @@ async function startAdmittedRun(
   if (onEvent) recorder.subscribe(onEvent);
   let handle: RunHandle;
   try {
-    handle = startAtLocation({
+    handle = startAtLocation(options, {
       runId,
       request,
-      command,
-      storedSessionId: setup.storedSessionId,
-      sessionNotRestored: setup.sessionNotRestored,
-      sessionMemory: setup.sessionMemory,
-      previousRunId: setup.previousRunId,
-      secrets,
+      setup,
       emit: recorder.emit,
       log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),
-      options,
     });
   } catch (error) {
     recorder.emit(failedBeforeStartEvent(runId, error));

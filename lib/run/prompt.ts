@@ -150,6 +150,25 @@ export function buildPrompt(options: BuildPromptOptions): BuiltPrompt {
   return { blocks: [textBlock, ...attachmentBlocks], notes };
 }
 
+/**
+ * Checks a run's first input (decoding, size limits in MiB) before anything
+ * starts, as if the agent accepted every kind; throws {@linkcode buildPrompt}'s
+ * errors.
+ */
+export function checkRunInput(
+  input: RunInput,
+  limits: { maxAttachmentMb: number; maxPromptMb: number },
+): void {
+  buildPrompt({
+    input,
+    capabilities: { image: true, audio: true, embeddedContext: true },
+    limits: {
+      maxAttachmentBytes: limits.maxAttachmentMb * 1024 * 1024,
+      maxPromptBytes: limits.maxPromptMb * 1024 * 1024,
+    },
+  });
+}
+
 /** Whether `input` has neither text (beyond whitespace) nor an attachment. */
 export function isEmptyInput(input: RunInput): boolean {
   const text = typeof input?.text === "string" ? input.text.trim() : "";

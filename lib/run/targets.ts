@@ -1,6 +1,6 @@
 /**
  * Where a run sits in the warm pool, written once for the run manager's
- * local and SSH runs and the daemon's jobs: a run that reuses sessions takes
+ * local and SSH runs and the daemon's jobs (`setup.ts` places both): a run that reuses sessions takes
  * the warm agent whose whole target matches its own, and leaves its own
  * agent warm when it completes. See `docs/runs.md`, "Warm agents".
  *
@@ -34,7 +34,7 @@ export interface WarmTargetParts {
 }
 
 /** Options for {@linkcode warmPlaceFor}. */
-export interface WarmPlaceOptions extends WarmTargetParts {
+interface WarmPlaceOptions extends WarmTargetParts {
   /** The pool, if the runner keeps one. */
   pool: WarmPool | undefined;
   /** The location `GET /v1/agents` shows. */
@@ -42,7 +42,7 @@ export interface WarmPlaceOptions extends WarmTargetParts {
 }
 
 /** The run's place in the pool, or undefined when the pool may not hold its agent. */
-export function warmPlaceFor(
+function warmPlaceFor(
   options: WarmPlaceOptions,
 ): WarmPlace | undefined {
   const { pool, config } = options;
@@ -58,20 +58,46 @@ export function warmPlaceFor(
   };
 }
 
-/** A local or SSH run's place in the pool: only a conversation's runs have one. */
+/**
+ * What a run's entrance tells the pool beyond the run itself: the runner
+ * manager's runs take every default, a daemon's jobs name their own.
+ */
+export interface WarmEntrance {
+  /** The pool, if the runner keeps one. */
+  pool: WarmPool | undefined;
+  /**
+   * What the agent is told of MCP servers and assets, as the entrance has
+   * them (default: the config's MCP and assets keys).
+   */
+  mcp?: readonly unknown[];
+  /** The location `GET /v1/agents` shows (default: the config's). */
+  location?: string;
+  /**
+   * Whether a run of no conversation may leave its agent warm (a daemon's
+   * job: its hub finds the agent again by the session id it keeps).
+   * Otherwise only a conversation's runs have a place.
+   */
+  withoutConversation?: boolean;
+}
+
+/** A run's place in the pool, by its request and its entrance. */
 export function warmPlaceOf(
   request: RunRequest,
   command: AgentCommand,
-  { pool, sessionMemory }: {
-    pool: WarmPool | undefined;
+  { entrance, sessionMemory }: {
+    entrance: WarmEntrance;
     sessionMemory?: SessionSettings;
   },
 ): WarmPlace | undefined {
-  if (!request.conversationId) return undefined;
+  if (!request.conversationId && !entrance.withoutConversation) {
+    return undefined;
+  }
+  const parts = runTargetParts(request, command, sessionMemory);
   return warmPlaceFor({
-    ...runTargetParts(request, command, sessionMemory),
-    pool,
-    location: request.config.location,
+    ...parts,
+    mcp: entrance.mcp ?? parts.mcp,
+    pool: entrance.pool,
+    location: entrance.location ?? request.config.location,
   });
 }
 

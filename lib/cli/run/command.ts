@@ -5,10 +5,10 @@
  * ended the turn as cancelled itself, 130 cancelled by SIGINT, 143 cancelled
  * by SIGTERM, 129 by SIGHUP.
  *
- * `cli/run/` owns `runner run` as a command: where the prompt comes from
- * (`prompt_input.ts`), what it prints (`output.ts`, in few writes by
- * `buffered_output.ts`), the progress line (`progress.ts`), the
- * terminal's answers to permission requests (`terminal_approvals.ts`) and
+ * `cli/run/` owns `runner run` as a command: where the prompt and its
+ * attachments come from (`prompt_input.ts`), what it prints (`output.ts`,
+ * in few writes by `buffered_output.ts`), the progress line
+ * (`progress.ts`), the terminal's answers to permission requests (`terminal_approvals.ts`) and
  * the agent's head start (`head_start.ts`: a local run's agent is spawned
  * before the run machinery loads).
  *
@@ -16,7 +16,7 @@
  */
 
 import { listenForRunSignals, type RunSignals } from "./signals.ts";
-import { basename, extname, join } from "node:path";
+import { join } from "node:path";
 import {
   configFlagOptions,
   configFromFlags,
@@ -33,7 +33,7 @@ import type { RunResult } from "../../run/types.ts";
 import { defaultDataDir } from "../../store/data_dir.ts";
 import { prefetchOwnStartTime } from "../../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
-import { readPromptText } from "./prompt_input.ts";
+import { attachmentFrom, readPromptText } from "./prompt_input.ts";
 import type { RunStore } from "../../store/types.ts";
 import { isTerminalEvent, type RunEvent } from "../../events.ts";
 import { usageLine } from "./usage_line.ts";
@@ -77,51 +77,6 @@ its own without answering after a refused permission (run.permission_rejected)
 or as cancelled (run.agent_cancelled), 130 cancelled by SIGINT (Ctrl-C), 143
 cancelled by SIGTERM, 129 by SIGHUP (the terminal closed).
 `;
-
-const MIME_BY_EXTENSION: Record<string, string> = {
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".wav": "audio/wav",
-  ".mp3": "audio/mpeg",
-  ".pdf": "application/pdf",
-  ".txt": "text/plain",
-  ".md": "text/markdown",
-  ".json": "application/json",
-};
-
-async function attachmentFrom(spec: string): Promise<Attachment> {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
-    return {
-      url: spec,
-      name: basename(new URL(spec).pathname) || "attachment",
-    };
-  }
-  let bytes: Uint8Array;
-  try {
-    bytes = await Deno.readFile(spec);
-  } catch (error) {
-    throw new RunnerError(
-      "prompt.attachment_invalid",
-      `--attach ${spec}: cannot read the file (${
-        error instanceof Error ? error.message : error
-      }).`,
-    );
-  }
-  const mime = MIME_BY_EXTENSION[extname(spec).toLowerCase()];
-  const type = mime?.startsWith("image/")
-    ? "image"
-    : mime?.startsWith("audio/")
-    ? "audio"
-    : "file";
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return { type, name: basename(spec), mime_type: mime, content: btoa(binary) };
-}
 
 /** Parses the command line of `runner run`. */
 function parseRunFlags(args: string[]) {

@@ -1,0 +1,48 @@
+/**
+ * Confirming that a run's process groups are gone, against real processes:
+ * a group that still has a member after teardown is killed and then
+ * confirmed gone, and an already empty group is confirmed as it is.
+ */
+
+import assert from "node:assert/strict";
+import { confirmGroupsGone } from "../../lib/agent/process_group.ts";
+import { processGroupMembers } from "../../lib/agent/process_table.ts";
+
+/** A `sleep` leading a process group of its own, like an agent. */
+function spawnGroupLeader(): Deno.ChildProcess {
+  return new Deno.Command("sleep", {
+    args: ["1000"],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+    detached: true,
+  }).spawn();
+}
+
+Deno.test("confirmGroupsGone kills a group that outlived its teardown, then confirms it gone", async () => {
+  const straggler = spawnGroupLeader();
+  const emptied = spawnGroupLeader();
+  try {
+    emptied.kill("SIGKILL");
+    await emptied.status;
+    assert.notDeepEqual(await processGroupMembers(straggler.pid), []);
+    const logged: Record<string, unknown>[] = [];
+    const survivors: number[] = [];
+    const confirmed = await confirmGroupsGone([emptied.pid, straggler.pid], {
+      graceMs: 200,
+      log: (entry) => logged.push(entry),
+      survived: (pgid) => survivors.push(pgid),
+    });
+    assert.equal(confirmed, true);
+    assert.deepEqual(await processGroupMembers(straggler.pid), []);
+    assert.deepEqual(survivors, []);
+    assert.deepEqual(logged, [
+      { msg: "agent group still alive after teardown", pgid: straggler.pid },
+    ]);
+  } finally {
+    try {
+      straggler.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await straggler.status;
+  }
+});
