@@ -92,7 +92,7 @@ Deno.test("a chunked body one byte over --max-body-mb gets 413 in one chunk or w
 /** A request body that names a provider no runner has, for its error to quote. */
 function namingProvider(size: number): Uint8Array<ArrayBuffer> {
   const head =
-    '{"config":{"provider":"no-such-provider-Kq4","workspace":"/"},"input":{"text":"';
+    '{"config":{"provider":"no-such-provider-Kq4","workspace":"/srv/body-limit"},"input":{"text":"';
   const tail = '"}}';
   return new TextEncoder().encode(
     head + "y".repeat(size - head.length - tail.length) + tail,
