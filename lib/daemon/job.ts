@@ -12,7 +12,12 @@ import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
 import { type AgentCommand } from "../agent/launch.ts";
-import { prepareAgentCommand } from "../providers.ts";
+import {
+  prepareAgentCommand,
+  type RegistryContext,
+  type RegistryLaunch,
+  resolveRegistryProvider,
+} from "../providers.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
 import {
   type DaemonJobPlan,
@@ -70,6 +75,11 @@ export interface DaemonJobRunnerOptions {
   warmPool?: WarmPool;
   /** Where the jobs' agents start (default: the local location with `killGraceMs`). */
   location?: AgentLocation;
+  /** Where a hub's registry agents are looked up and installed, for this machine's platform (`docs/registry.md`). */
+  agentRegistry?: RegistryContext & {
+    /** This daemon's `--registry-url` (a hub cannot choose it). */
+    registryUrl?: string;
+  };
 }
 
 /** Runs the hub's jobs on this machine. */
@@ -136,7 +146,7 @@ async function runJob(
     emitFailure(job, runner.stopping);
     return { cleanupConfirmed: true };
   }
-  const planned = planJob(runner, job);
+  const planned = await planJob(runner, job);
   if (!planned) return { cleanupConfirmed: true };
   const { plan } = planned;
   const jobLog = (entry: Record<string, unknown>) =>
@@ -168,10 +178,10 @@ async function runJob(
 }
 
 /** Maps the payload and prepares the launch; a refused job gets its failure. */
-function planJob(
+async function planJob(
   runner: JobRunnerState,
   job: DaemonJob,
-): { plan: FlooredJobPlan; command: AgentCommand } | undefined {
+): Promise<{ plan: FlooredJobPlan; command: AgentCommand } | undefined> {
   const { environment } = runner;
   try {
     // Like daemon.py, an empty prompt is refused before anything else.
@@ -191,13 +201,30 @@ function planJob(
       places: { dataDir: options.floor?.dataDir, home },
     });
     checkJobInput(plan);
-    const command = prepareAgentCommand(plan.config, { environment });
+    const registry = await registryAgentOf(plan, options.agentRegistry);
+    const command = prepareAgentCommand(plan.config, {
+      environment,
+      registry,
+    });
     return { plan, command };
   } catch (error) {
     runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
     emitFailure(job, error);
     return undefined;
   }
+}
+
+/** The job's registry agent, resolved and installed with this daemon's registry. */
+async function registryAgentOf(
+  plan: FlooredJobPlan,
+  context: DaemonJobRunnerOptions["agentRegistry"],
+): Promise<RegistryLaunch | undefined> {
+  if (!context) return undefined;
+  const config = {
+    ...plan.config,
+    registryUrl: context.registryUrl ?? plan.config.registryUrl,
+  };
+  return await resolveRegistryProvider(config, context);
 }
 
 /**

@@ -9,7 +9,11 @@
  */
 
 import { type AgentCommand } from "../agent/launch.ts";
-import { prepareAgentCommand } from "../providers.ts";
+import {
+  prepareAgentCommand,
+  type RegistryContext,
+  resolveRegistryProvider,
+} from "../providers.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
@@ -57,6 +61,8 @@ export interface RunManagerOptions {
   assets?: RunAssetsHook;
   /** Keeps conversations' agents warm between runs (`docs/runs.md`). */
   warmPool?: WarmPool;
+  /** Where registry agents are looked up and installed (`docs/registry.md`); unset: `provider` names presets and `custom` only. */
+  agentRegistry?: RegistryContext;
 }
 
 /** Options for {@linkcode RunManager.start}. */
@@ -153,6 +159,7 @@ interface RunSetupContext {
   /** The runner's own secrets (API and daemon tokens). */
   secrets?: string[];
   locations: RunLocations;
+  agentRegistry?: RegistryContext;
 }
 
 /** Resolves the agent command, the secrets and the session to resume. */
@@ -161,8 +168,12 @@ async function setUpRun(
   context: RunSetupContext,
 ): Promise<RunSetup> {
   const { conversationId, config } = request;
+  const registry = context.agentRegistry
+    ? await resolveRegistryProvider(config, context.agentRegistry)
+    : undefined;
   const command = prepareAgentCommand(config, {
     environment: context.environment,
+    registry,
   });
   context.locations[config.location]?.prepare(command);
   const secrets = [
@@ -294,6 +305,7 @@ async function startAdmittedRun(
     environment: state.environment,
     secrets: options.secrets,
     locations: options.locations,
+    agentRegistry: options.agentRegistry,
   });
   const { command, secrets, sessionKey } = setup;
   await recordRunStart(store, { request, runId, secrets });

@@ -130,6 +130,15 @@ function describeAge(ms: number): string {
   return `${Math.round(seconds / 86400)} days`;
 }
 
+/** The cached registry of `url`, whatever its age, without fetching; undefined when none is cached. */
+export async function cachedCatalogue(
+  dataDir: string,
+  url: string,
+): Promise<LoadedCatalogue | undefined> {
+  const cached = await readCache(catalogueCachePath(dataDir, url), url);
+  return cached ? { ...cached, url, from: "cache" } : undefined;
+}
+
 async function readCache(
   path: string,
   url: string,

@@ -31,6 +31,7 @@ import type { Attachment } from "../../run/prompt.ts";
 import type { RunRequest } from "../../run/request.ts";
 import type { RunResult } from "../../run/types.ts";
 import { defaultDataDir } from "../../store/data_dir.ts";
+import { installReporting } from "../install_progress.ts";
 import { prefetchOwnStartTime } from "../../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
 import { readPromptText } from "./prompt_input.ts";
@@ -305,7 +306,9 @@ async function runInvocation(
       Deno.stderr.isTerminal(),
     delayMs: progressDelayMs(),
   });
+  const reporting = installReporting();
   const manager = machinery.createRunManager({
+    agentRegistry: { dataDir, ...reporting },
     locations: {
       ...machinery.runnerLocations(),
       local: machinery.createLocalLocation({ startedAhead: ahead?.take }),
@@ -330,6 +333,7 @@ async function runInvocation(
     await store.close();
     return reportFailure(error);
   } finally {
+    reporting.finish();
     progress.done();
   }
   printer.flush();
