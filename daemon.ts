@@ -7,7 +7,11 @@
  * @module
  */
 
-import { parseFlags, reportUsageError } from "./lib/cli/args.ts";
+import {
+  parseFlags,
+  registryUrlFromEnv,
+  reportUsageError,
+} from "./lib/cli/args.ts";
 import { join } from "node:path";
 import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
@@ -216,7 +220,9 @@ async function settingsFrom(
     floor: daemonFloorFromFlags(values, dataDir),
     tokenFromFlag: values.token !== undefined,
     dataDir,
-    registryUrl: registryUrlFlag(values["registry-url"]),
+    registryUrl: registryUrlFlag(
+      values["registry-url"] ?? registryUrlFromEnv(),
+    ),
     reconnectDelayMs: secondsFlag(
       values,
       "reconnect-delay",

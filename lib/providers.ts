@@ -23,11 +23,7 @@ import { secretsOf } from "./secrets.ts";
 import { closestName } from "./closest_name.ts";
 import { RunnerError } from "./errors.ts";
 import { quoteCommand, splitCommand } from "./agent/shell_words.ts";
-import {
-  cachedCatalogue,
-  catalogueAgeNote,
-  loadCatalogue,
-} from "./agent/registry/source.ts";
+import { catalogueAgeNote, loadCatalogue } from "./agent/registry/source.ts";
 import type { RegistryAgent } from "./agent/registry/catalogue.ts";
 import { planLaunch } from "./agent/registry/launch_plan.ts";
 import { installAgent, installedAgent } from "./agent/registry/installs.ts";
@@ -387,29 +383,28 @@ export async function resolveRegistryProvider(
   return installedLaunch(installed);
 }
 
-/** The registry's entry for `id` (a near miss of a preset is looked up in the cache only). */
+/** The registry's entry for `id`. */
 async function registryAgentNamed(
   id: string,
   config: Pick<RunConfig, "provider" | "registryUrl" | "registryRefresh">,
   context: RegistryContext,
 ): Promise<{ agent: RegistryAgent; url: string }> {
-  const presetMeant = config.provider.trim().startsWith(REGISTRY_PREFIX)
-    ? undefined
-    : closestName(id, providerNames());
-  if (presetMeant) {
-    // A near miss of a preset is a typo unless the cached registry knows it:
-    // no fetch for it.
-    const cached = await cachedCatalogue(context.dataDir, config.registryUrl);
-    if (!cached?.catalogue.agents.some((agent) => agent.id === id)) {
-      throw unknownProvider(id, cached?.catalogue.agents ?? []);
-    }
+  let loaded;
+  try {
+    loaded = await loadCatalogue({
+      url: config.registryUrl,
+      dataDir: context.dataDir,
+      refreshSeconds: config.registryRefresh,
+      refresh: context.refresh,
+    });
+  } catch (error) {
+    // Offline, a near miss of a preset is most likely a typo: say so.
+    const meant = config.provider.trim().startsWith(REGISTRY_PREFIX)
+      ? undefined
+      : closestName(id, providerNames());
+    if (!meant || !(error instanceof RunnerError)) throw error;
+    throw unknownProvider(id, [], ` (and the registry could not be read)`);
   }
-  const loaded = await loadCatalogue({
-    url: config.registryUrl,
-    dataDir: context.dataDir,
-    refreshSeconds: config.registryRefresh,
-    refresh: context.refresh,
-  });
   const note = catalogueAgeNote(loaded);
   if (note) context.onNote?.(note);
   const agent = loaded.catalogue.agents.find((entry) => entry.id === id);

@@ -6,7 +6,12 @@
  * @module
  */
 
-import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
+import {
+  parseFlags,
+  registryUrlFromEnv,
+  reportFailure,
+  reportUsageError,
+} from "./args.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 import { RunnerError } from "../errors.ts";
 import { DEFAULT_REGISTRY_URL, isRegistryUrl } from "../config_schema.ts";
@@ -106,7 +111,7 @@ export async function agentsCommand(args: string[]): Promise<number> {
 /** `--registry-url`, checked like the `registry-url` config key. */
 export function registryUrlOf(value: string | undefined): string {
   if (value === undefined) {
-    return Deno.env.get("RUNNER_REGISTRY_URL") || DEFAULT_REGISTRY_URL;
+    return registryUrlFromEnv() ?? DEFAULT_REGISTRY_URL;
   }
   if (!isRegistryUrl(value)) {
     throw new RunnerError(

@@ -11,7 +11,12 @@ import { defaultDataDir } from "../store/data_dir.ts";
 import { type AgentCommand } from "../agent/launch.ts";
 import { prepareAgentCommand, resolveRegistryProvider } from "../providers.ts";
 import { installReporting } from "./install_progress.ts";
-import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
+import {
+  parseFlags,
+  registryUrlFromEnv,
+  reportFailure,
+  reportUsageError,
+} from "./args.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { sandboxAvailability } from "../agent/sandbox.ts";
 import { sandboxNetworkAvailability } from "../agent/sandbox_network.ts";
@@ -120,7 +125,7 @@ export async function probeCommand(args: string[]): Promise<number> {
       // The probe opens sessions without the run's assets.
       "langbot-assets-enabled": false,
       "auth-method": values["auth-method"],
-      "registry-url": values["registry-url"],
+      "registry-url": values["registry-url"] ?? registryUrlFromEnv(),
       "provider-version": values["provider-version"],
     });
     promptTimeout = parsePromptTimeout(values["prompt-timeout"]);

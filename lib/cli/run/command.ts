@@ -21,6 +21,7 @@ import {
   configFlagOptions,
   configFromFlags,
   parseFlags,
+  registryUrlFromEnv,
   reportFailure,
   reportUsageError,
 } from "../args.ts";
@@ -198,6 +199,7 @@ async function readRunInvocation(
       }),
       provider: provider ?? values.provider,
       workspace: values.workspace ?? Deno.cwd(),
+      "registry-url": values["registry-url"] ?? registryUrlFromEnv(),
     });
     for (const spec of values.attach ?? []) {
       attachments.push(await attachmentFrom(spec));
