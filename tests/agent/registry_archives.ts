@@ -159,10 +159,14 @@ function concat(parts: Uint8Array[]): Uint8Array {
  * The fixture agent as a "binary": a shell script that execs
  * `deno run … tests/fixtures/agent.ts` with its arguments.
  */
-export function fixtureAgentScript(): string {
+export function fixtureAgentScript(
+  options: { confined?: boolean } = {},
+): string {
+  // Confined, the repository is read-only: Deno must not set up node_modules.
+  const modules = options.confined ? " --node-modules-dir=manual" : "";
   return [
     "#!/bin/sh",
-    `exec '${Deno.execPath()}' run -A --config '${ROOT}deno.json' '${ROOT}tests/fixtures/agent.ts' "$@"`,
+    `exec '${Deno.execPath()}' run -A${modules} --config '${ROOT}deno.json' '${ROOT}tests/fixtures/agent.ts' "$@"`,
     "",
   ].join("\n");
 }

@@ -1,0 +1,215 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { RunnerError } from "../../lib/errors.ts";
+import { parseRunConfig } from "../../lib/config.ts";
+import {
+  prepareAgentCommand,
+  registryIdOf,
+  resolveRegistryProvider,
+} from "../../lib/providers.ts";
+import {
+  packageArgv,
+  planLaunch,
+} from "../../lib/agent/registry/launch_plan.ts";
+import { readCatalogue } from "../../lib/agent/registry/catalogue.ts";
+import { tempDir } from "../helpers.ts";
+import { platformKey } from "./registry_server.ts";
+
+const NPX_AGENT = {
+  id: "npx-agent",
+  name: "npx agent",
+  version: "2.1.0",
+  description: "",
+  distribution: {
+    npx: { package: "@acme/agent@latest", args: ["--acp"], env: {} },
+  },
+};
+
+/** A file:// registry of `agents`. */
+function fileRegistry(agents: unknown[]): string {
+  const path = join(tempDir(), "registry.json");
+  Deno.writeTextFileSync(path, JSON.stringify({ version: "1", agents }));
+  return `file://${path}`;
+}
+
+Deno.test("npx and uvx packages run pinned: @latest, a range or no version is pinned to the registry's version; an exact one is kept", () => {
+  const npx = (spec: string, cmd?: string) =>
+    packageArgv(
+      "npx",
+      { package: spec, args: ["--acp"], env: {}, ...(cmd ? { cmd } : {}) },
+      "2.1.0",
+    );
+  assert.deepEqual(npx("@acme/agent@latest"), [
+    "npx",
+    "-y",
+    "@acme/agent@2.1.0",
+    "--acp",
+  ]);
+  assert.deepEqual(npx("agent"), ["npx", "-y", "agent@2.1.0", "--acp"]);
+  assert.deepEqual(npx("agent@^2"), ["npx", "-y", "agent@2.1.0", "--acp"]);
+  assert.deepEqual(npx("@acme/agent@2.0.9"), [
+    "npx",
+    "-y",
+    "@acme/agent@2.0.9",
+    "--acp",
+  ]);
+  assert.deepEqual(npx("@acme/tools@latest", "acme-acp"), [
+    "npx",
+    "-y",
+    "--package",
+    "@acme/tools@2.1.0",
+    "acme-acp",
+    "--acp",
+  ]);
+  const uvx = (spec: string, cmd?: string) =>
+    packageArgv(
+      "uvx",
+      { package: spec, args: [], env: {}, ...(cmd ? { cmd } : {}) },
+      "2.1.0",
+    );
+  assert.deepEqual(uvx("acme-agent"), ["uvx", "acme-agent==2.1.0"]);
+  assert.deepEqual(uvx("acme-agent@latest"), ["uvx", "acme-agent==2.1.0"]);
+  assert.deepEqual(uvx("acme-agent>=1"), ["uvx", "acme-agent==2.1.0"]);
+  assert.deepEqual(uvx("acme-agent==1.5.0", "acme"), [
+    "uvx",
+    "--from",
+    "acme-agent==1.5.0",
+    "acme",
+  ]);
+});
+
+Deno.test("a binary runs here when this platform has one; else a package; no distribution names the platforms that have one", () => {
+  const [agent] = readCatalogue({
+    agents: [{
+      id: "both",
+      version: "1.0.0",
+      distribution: {
+        npx: { package: "both@1.0.0" },
+        binary: {
+          [platformKey()]: { archive: "https://x.test/a.tgz", cmd: "a" },
+        },
+      },
+    }],
+  }).agents;
+  assert.equal(planLaunch(agent, { where: "here" }).kind, "binary");
+  assert.equal(planLaunch(agent, { where: "remote" }).kind, "npx");
+  const [elsewhere] = readCatalogue({
+    agents: [{
+      id: "elsewhere",
+      version: "1.0.0",
+      distribution: {
+        binary: {
+          "windows-x86_64": { archive: "https://x.test/a.zip", cmd: "a.exe" },
+        },
+      },
+    }],
+  }).agents;
+  assert.throws(
+    () => planLaunch(elsewhere, { where: "here", platform: "linux-x86_64" }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "agent.no_distribution");
+      assert.equal(error.retryable, false);
+      assert.match(
+        error.message,
+        /no distribution for linux-x86_64: binaries exist for windows-x86_64/,
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("remote-ssh runs a registry agent's package, and refuses one that ships only as a binary", async () => {
+  const registryUrl = fileRegistry([
+    NPX_AGENT,
+    {
+      id: "binary-only",
+      version: "1.0.0",
+      distribution: {
+        binary: {
+          [platformKey()]: { archive: "https://x.test/a.tgz", cmd: "a" },
+        },
+      },
+    },
+  ]);
+  const dataDir = tempDir();
+  const remote = (provider: string) =>
+    parseRunConfig({
+      provider,
+      location: "remote-ssh",
+      "ssh-target": "user@host",
+      workspace: "/w",
+      "registry-url": registryUrl,
+    });
+  const launch = await resolveRegistryProvider(remote("npx-agent"), {
+    dataDir,
+  });
+  assert.deepEqual(launch?.argv, ["npx", "-y", "@acme/agent@2.1.0", "--acp"]);
+  const command = prepareAgentCommand(remote("npx-agent"), {
+    registry: launch,
+  });
+  assert.equal(command.commandText, "npx -y @acme/agent@2.1.0 --acp");
+  assert.equal(command.commandSource, "registry");
+  await assert.rejects(
+    resolveRegistryProvider(remote("binary-only"), { dataDir }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "agent.no_distribution");
+      assert.match(error.message, /ships only as a binary/);
+      assert.match(error.message, /remote-ssh run does not install/);
+      return true;
+    },
+  );
+});
+
+Deno.test("presets, custom and the seed's non-presets keep their meaning; registry: names a registry agent whatever its id", () => {
+  assert.equal(registryIdOf("codex"), undefined);
+  assert.equal(registryIdOf("custom"), undefined);
+  assert.equal(registryIdOf("goose"), undefined);
+  assert.equal(registryIdOf("registry:goose"), "goose");
+  assert.equal(registryIdOf("some-agent"), "some-agent");
+});
+
+Deno.test("a wanted version that is neither installed nor the registry's is refused, never swapped", async () => {
+  const config = parseRunConfig({
+    provider: "npx-agent",
+    workspace: "/w",
+    "provider-version": "1.0.0",
+    "registry-url": fileRegistry([NPX_AGENT]),
+  });
+  await assert.rejects(
+    resolveRegistryProvider(config, { dataDir: tempDir() }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "agent.version_unavailable");
+      assert.match(error.message, /npx-agent 1\.0\.0 is not installed here/);
+      assert.match(error.message, /now lists 2\.1\.0/);
+      return true;
+    },
+  );
+});
+
+Deno.test("registry-url takes https, file and loopback http only", () => {
+  for (const url of ["http://example.com/r.json", "ftp://x/r.json", "nope"]) {
+    assert.throws(
+      () =>
+        parseRunConfig({ provider: "x", workspace: "/w", "registry-url": url }),
+      (error) =>
+        error instanceof RunnerError && error.code === "config.invalid",
+      url,
+    );
+  }
+  for (
+    const url of [
+      "https://mirror.example/r.json",
+      "file:///srv/r.json",
+      "http://127.0.0.1:8080/r.json",
+    ]
+  ) {
+    assert.equal(
+      parseRunConfig({ provider: "x", workspace: "/w", "registry-url": url })
+        .registryUrl,
+      url,
+    );
+  }
+});
