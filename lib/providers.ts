@@ -398,12 +398,18 @@ async function registryAgentNamed(
       refresh: context.refresh,
     });
   } catch (error) {
-    // Offline, a near miss of a preset is most likely a typo: say so.
+    // Offline, a near miss of a preset may be a typo: say so.
     const meant = config.provider.trim().startsWith(REGISTRY_PREFIX)
       ? undefined
       : closestName(id, providerNames());
     if (!meant || !(error instanceof RunnerError)) throw error;
-    throw unknownProvider(id, [], ` (and the registry could not be read)`);
+    throw new RunnerError(
+      error.code,
+      `${error.message} ${
+        JSON.stringify(id)
+      } is not a preset: did you mean ${meant}?`,
+      { detail: { ...error.detail, suggestion: meant } },
+    );
   }
   const note = catalogueAgeNote(loaded);
   if (note) context.onNote?.(note);

@@ -171,7 +171,7 @@ async function installCommand(options: {
   if (!agent) {
     throw new RunnerError(
       "provider.unknown",
-      `The registry (${options.url}) has no agent ${
+      `The registry (${loaded.url}) has no agent ${
         JSON.stringify(options.id)
       }; runner providers --registry lists them.`,
       { detail: { provider: options.id } },

@@ -241,3 +241,28 @@ Deno.test("a raw binary is written as the program with its run bit; one past the
   const big = await unpack("raw", new Uint8Array(128 * 1024), "agent");
   assertRefused(big.error, /size limit/);
 });
+
+Deno.test("a .tar.bz2 unpacks through the system's bzip2, and a bzip2 bomb stops at the limit", async () => {
+  const bzip2 = async (bytes: Uint8Array) => {
+    const child = new Deno.Command("bzip2", {
+      args: ["-c"],
+      stdin: "piped",
+      stdout: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(bytes);
+    await writer.close();
+    return (await child.output()).stdout;
+  };
+  const good = await unpack("tar.bz2", await bzip2(tarOf([AGENT])));
+  assert.equal(good.error, undefined);
+  assert.equal(Deno.statSync(good.unpacked!.program).mode! & 0o111, 0o111);
+  const bomb = await bzip2(tarOf([AGENT, {
+    name: "zeros",
+    content: new Uint8Array(4 * 1024 * 1024),
+  }]));
+  assert.ok(bomb.length < 64 * 1024);
+  assertRefused((await unpack("tar.bz2", bomb)).error, /size limit/);
+  const hostile = await bzip2(tarOf([AGENT, { name: "../x", content: "x" }]));
+  assertRefused((await unpack("tar.bz2", hostile)).error, /\(\.\.\)/);
+});

@@ -213,3 +213,24 @@ Deno.test("registry-url takes https, file and loopback http only", () => {
     );
   }
 });
+
+Deno.test("a registry URL's credentials never reach an error message", async () => {
+  const secret = "s3cr3t-mirror-password";
+  const config = parseRunConfig({
+    provider: "some-agent",
+    workspace: "/w",
+    "registry-url": `https://user:${secret}@127.0.0.1:1/r.json?token=${secret}`,
+  });
+  await assert.rejects(
+    resolveRegistryProvider(config, { dataDir: tempDir() }),
+    (error) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "registry.unreachable");
+      assert.equal(error.retryable, true);
+      assert.ok(!error.message.includes(secret), error.message);
+      assert.ok(!JSON.stringify(error.detail).includes(secret));
+      assert.match(error.message, /https:\/\/127\.0\.0\.1:1\/r\.json\?…/);
+      return true;
+    },
+  );
+});

@@ -7,7 +7,7 @@
 
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { RunnerError } from "../../errors.ts";
-import { readLimited } from "./source.ts";
+import { readLimited, shownUrl, withShownUrl } from "./source.ts";
 
 /** The largest archive downloaded by default (512 MiB). */
 export const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
@@ -72,12 +72,17 @@ export async function downloadArchive(
       (received) => options.onProgress?.({ received, total }),
     );
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = withShownUrl(
+      error instanceof Error ? error.message : String(error),
+      url,
+    );
     throw new RunnerError(
       "agent.download_failed",
-      `The agent's archive could not be downloaded from ${url} (${reason}). Check the network and the registry entry, then try again.`,
+      `The agent's archive could not be downloaded from ${
+        shownUrl(url)
+      } (${reason}). Check the network and the registry entry, then try again.`,
       {
-        detail: { url },
+        detail: { url: shownUrl(url) },
         retryable: !(error instanceof RangeError),
         cause: error,
       },

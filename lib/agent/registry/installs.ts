@@ -17,6 +17,7 @@ import { downloadArchive, type DownloadProgress } from "./download.ts";
 import { archiveKindOf, unpackAgent } from "./unpack.ts";
 import type { ArchiveLimits } from "./archive_entry.ts";
 import { archiveRefused } from "./archive_entry.ts";
+import { shownUrl } from "./source.ts";
 
 /** What an install records. */
 export interface Receipt {
@@ -201,7 +202,7 @@ async function installInto(
     id: options.id,
     version: options.version,
     platform: options.platform,
-    archive: target.archive,
+    archive: shownUrl(target.archive),
     sha256,
     cmd: target.cmd,
     args: target.args,
@@ -224,7 +225,9 @@ function checksumMismatch(
 ): RunnerError {
   return new RunnerError(
     "agent.checksum_mismatch",
-    `The archive of ${options.id} ${options.version} from ${options.target.archive} has sha256 ${got}, not ${wanted}; it was not installed. The archive changed or was tampered with: ask the registry's maintainers, or remove the agent (runner agents remove ${options.id}) only if you trust the new archive.`,
+    `The archive of ${options.id} ${options.version} from ${
+      shownUrl(options.target.archive)
+    } has sha256 ${got}, not ${wanted}; it was not installed. The archive changed or was tampered with: ask the registry's maintainers, or remove the agent (runner agents remove ${options.id}) only if you trust the new archive.`,
     { detail: { id: options.id, version: options.version, sha256: got } },
   );
 }
