@@ -34,7 +34,7 @@ export interface LoadCatalogueOptions {
 export interface LoadedCatalogue {
   /** The usable agents and the skipped entries. */
   catalogue: Catalogue;
-  /** The URL it came from. */
+  /** The URL it came from, as shown ({@linkcode shownUrl}). */
   url: string;
   /** When it was fetched (ms since the epoch). */
   fetchedAt: number;
@@ -48,6 +48,27 @@ interface CacheFile {
   url: string;
   fetchedAt: number;
   document: unknown;
+}
+
+/**
+ * `url` as messages, logs and listings show it: without a user, a password
+ * or a query, which may hold a mirror's credentials.
+ */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol === "file:") return parsed.href;
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}${
+      parsed.search ? "?…" : ""
+    }`;
+  } catch {
+    return "(not a URL)";
+  }
+}
+
+/** `text` with `url` (which an error of `fetch` may quote) shown as {@linkcode shownUrl}. */
+export function withShownUrl(text: string, url: string): string {
+  return text.replaceAll(url, shownUrl(url));
 }
 
 /** The cache file of `url` in `dataDir`. */
@@ -82,7 +103,7 @@ export async function loadCatalogue(
     cached && !options.refresh && age >= 0 &&
     age < options.refreshSeconds * 1000
   ) {
-    return { ...cached, url: options.url, from: "cache" };
+    return { ...cached, url: shownUrl(options.url), from: "cache" };
   }
   let document: unknown;
   let catalogue: Catalogue;
@@ -90,24 +111,29 @@ export async function loadCatalogue(
     document = JSON.parse(await fetchText(options.url));
     catalogue = readCatalogue(document);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = withShownUrl(
+      error instanceof Error ? error.message : String(error),
+      options.url,
+    );
     if (cached) {
       return {
         ...cached,
-        url: options.url,
+        url: shownUrl(options.url),
         from: "stale-cache",
         fetchError: reason,
       };
     }
     throw new RunnerError(
       "registry.unreachable",
-      `The ACP agent registry at ${options.url} could not be read (${reason}) and no copy is cached. Check the network or registry-url (a file:// mirror works offline), then try again.`,
-      { detail: { url: options.url } },
+      `The ACP agent registry at ${
+        shownUrl(options.url)
+      } could not be read (${reason}) and no copy is cached. Check the network or registry-url (a file:// mirror works offline), then try again.`,
+      { detail: { url: shownUrl(options.url) } },
     );
   }
   const fetchedAt = now();
   await writeCache(path, { url: options.url, fetchedAt, document });
-  return { catalogue, url: options.url, fetchedAt, from: "network" };
+  return { catalogue, url: shownUrl(options.url), fetchedAt, from: "network" };
 }
 
 /** A line saying how old a loaded registry is, when it is not fresh from the network. */
