@@ -168,6 +168,7 @@ export function formatProvidersTable(path = Deno.env.get("PATH")): string {
     ]),
     "",
     "A preset runs the agent's own executable when it is on the agent's PATH, else its pinned npx fallback; acp-command overrides both.",
+    "Any agent of the ACP registry: provider=<its id>, installed on first use (runner providers --registry lists them, docs/registry.md).",
     `Any other ACP agent: provider=${CUSTOM_PROVIDER} with acp-command="<command>".`,
     "",
     "Pinned fallbacks: where npm installs them, and what they need that npx does not bring:",
