@@ -37,7 +37,7 @@ export const ERROR_CODES = {
   "agent.no_distribution": {
     retryable: false,
     meaning:
-      "The registry agent has no distribution this location can run (no binary for this platform, or only a binary for a remote-ssh run).",
+      "The registry agent has no distribution this location can run (no binary for this platform and no package, or only a binary for a PowerShell remote-ssh run).",
   },
   "agent.version_unavailable": {
     retryable: false,

@@ -174,6 +174,9 @@ function registryCommand(
     commandText: override ?? quoteCommand(argv),
     source: override === undefined ? "registry" : "configured",
     sessionCommand: override ?? `${REGISTRY_PREFIX}${registry.id}`,
+    ...(override === undefined && registry.choices
+      ? { choices: registry.choices }
+      : {}),
     envNames: [],
     recovery: [],
   };
@@ -291,6 +294,8 @@ export interface RegistryLaunch {
   env: Record<string, string>;
   /** A binary's install directory: what a confined run may read. */
   installDir?: string;
+  /** Over ssh, a binary-only agent: its program when the remote `PATH` has it, else the refusal. */
+  choices?: { executable: string[]; fallback: string[] };
 }
 
 /** What {@linkcode resolveRegistryProvider} needs besides the config. */
@@ -329,6 +334,7 @@ export async function resolveRegistryProvider(
     | "providerVersion"
     | "registryUrl"
     | "registryRefresh"
+    | "remoteShell"
   >,
   context: RegistryContext,
 ): Promise<RegistryLaunch | undefined> {
@@ -360,7 +366,27 @@ export async function resolveRegistryProvider(
   }
   const plan = planLaunch(agent, {
     where: config.location === "remote-ssh" ? "remote" : "here",
+    remoteShell: config.remoteShell,
   });
+  if (plan.kind === "remote-path") {
+    return {
+      id,
+      version: agent.version,
+      kind: "binary",
+      argv: plan.argv,
+      env: plan.env,
+      choices: {
+        executable: plan.argv,
+        // The remote shell execs this when the program is not on its PATH.
+        fallback: [
+          "sh",
+          "-c",
+          'printf "%s\\n" "$0" >&2; exit 127',
+          plan.missing,
+        ],
+      },
+    };
+  }
   if (plan.kind !== "binary") {
     return {
       id,

@@ -13,6 +13,7 @@ import {
 } from "../../lib/agent/registry/launch_plan.ts";
 import { readCatalogue } from "../../lib/agent/registry/catalogue.ts";
 import { tempDir } from "../helpers.ts";
+import { remoteScript } from "../../lib/locations/ssh.ts";
 import { platformKey } from "./registry_server.ts";
 
 const NPX_AGENT = {
@@ -119,7 +120,7 @@ Deno.test("a binary runs here when this platform has one; else a package; no dis
   );
 });
 
-Deno.test("remote-ssh runs a registry agent's package, and refuses one that ships only as a binary", async () => {
+Deno.test("remote-ssh runs a registry agent's package; a binary-only one only when the remote PATH has its program, else it says why", async () => {
   const registryUrl = fileRegistry([
     NPX_AGENT,
     {
@@ -127,18 +128,24 @@ Deno.test("remote-ssh runs a registry agent's package, and refuses one that ship
       version: "1.0.0",
       distribution: {
         binary: {
-          [platformKey()]: { archive: "https://x.test/a.tgz", cmd: "a" },
+          "linux-x86_64": {
+            archive: "https://x.test/a.tgz",
+            cmd: "./bin/binary-only-acp",
+            args: ["--acp"],
+          },
+          "windows-x86_64": { archive: "https://x.test/a.zip", cmd: "b.exe" },
         },
       },
     },
   ]);
   const dataDir = tempDir();
-  const remote = (provider: string) =>
+  const remote = (provider: string, shell = "bash") =>
     parseRunConfig({
       provider,
       location: "remote-ssh",
       "ssh-target": "user@host",
       workspace: "/w",
+      "remote-shell": shell,
       "registry-url": registryUrl,
     });
   const launch = await resolveRegistryProvider(remote("npx-agent"), {
@@ -150,13 +157,52 @@ Deno.test("remote-ssh runs a registry agent's package, and refuses one that ship
   });
   assert.equal(command.commandText, "npx -y @acme/agent@2.1.0 --acp");
   assert.equal(command.commandSource, "registry");
+  // Binary-only: the remote script runs the program if its PATH has it.
+  const binary = prepareAgentCommand(remote("binary-only"), {
+    registry: await resolveRegistryProvider(remote("binary-only"), { dataDir }),
+  });
+  assert.deepEqual(binary.choices?.executable, ["binary-only-acp", "--acp"]);
+  const workspace = tempDir();
+  const runRemote = async (path: string) => {
+    const child = new Deno.Command("bash", {
+      args: ["-c", remoteScript(workspace, binary)],
+      env: { PATH: path },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode("\n"));
+    await writer.close();
+    const output = await child.output();
+    return {
+      code: output.code,
+      stdout: new TextDecoder().decode(output.stdout),
+      stderr: new TextDecoder().decode(output.stderr),
+    };
+  };
+  const bare = await runRemote("/usr/bin:/bin");
+  assert.equal(bare.code, 127);
+  assert.match(
+    bare.stderr,
+    /binary-only 1\.0\.0 ships only as a binary \(for linux-x86_64, windows-x86_64\), which a remote-ssh run does not install, and binary-only-acp is not on the remote PATH/,
+  );
+  const bin = tempDir();
+  Deno.writeTextFileSync(
+    join(bin, "binary-only-acp"),
+    '#!/bin/sh\necho "the remote program ran with $1"\n',
+  );
+  Deno.chmodSync(join(bin, "binary-only-acp"), 0o755);
+  const found = await runRemote(`${bin}:/usr/bin:/bin`);
+  assert.equal(found.code, 0, found.stderr);
+  assert.equal(found.stdout, "the remote program ran with --acp\n");
+  // A PowerShell remote has no such lookup: refused up front.
   await assert.rejects(
-    resolveRegistryProvider(remote("binary-only"), { dataDir }),
+    resolveRegistryProvider(remote("binary-only", "powershell"), { dataDir }),
     (error) => {
       assert.ok(error instanceof RunnerError);
       assert.equal(error.code, "agent.no_distribution");
       assert.match(error.message, /ships only as a binary/);
-      assert.match(error.message, /remote-ssh run does not install/);
       return true;
     },
   );

@@ -38,12 +38,24 @@ export type LaunchPlan =
     argv: string[];
     /** The environment the registry gives it. */
     env: Record<string, string>;
+  }
+  | {
+    /** A binary-only agent over ssh: its program if the remote `PATH` has it, else a clear refusal. */
+    kind: "remote-path";
+    /** The program by name, and its arguments. */
+    argv: string[];
+    /** The environment the registry gives it. */
+    env: Record<string, string>;
+    /** What to say when the remote `PATH` does not have it. */
+    missing: string;
   };
 
 /** Options for {@linkcode planLaunch}. */
 export interface PlanLaunchOptions {
-  /** `here`: this machine (install a binary); `remote`: over ssh (packages only). */
+  /** `here`: this machine (install a binary); `remote`: over ssh (packages, or a binary's program found on the remote `PATH`). */
   where: "here" | "remote";
+  /** With `remote`: its shell; only bash looks a program up on the remote `PATH` first. */
+  remoteShell?: "bash" | "powershell";
   /** This machine's platform (default: the current one). */
   platform?: RegistryPlatform;
 }
@@ -75,6 +87,22 @@ export function planLaunch(
     }
   }
   const platforms = Object.keys(distribution.binary ?? {});
+  const unix = Object.entries(distribution.binary ?? {})
+    .find(([name]) => !name.startsWith("windows"))?.[1];
+  if (
+    options.where === "remote" && unix && options.remoteShell !== "powershell"
+  ) {
+    const program = unix.cmd.split("/").at(-1)!;
+    return {
+      kind: "remote-path",
+      argv: [program, ...unix.args],
+      env: unix.env,
+      missing:
+        `runner: ${agent.id} ${agent.version} ships only as a binary (for ${
+          platforms.join(", ")
+        }), which a remote-ssh run does not install, and ${program} is not on the remote PATH. Install it there, or run it on a runner daemon on that machine (location=daemon).`,
+    };
+  }
   if (options.where === "remote" && platforms.length) {
     throw new RunnerError(
       "agent.no_distribution",
