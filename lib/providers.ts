@@ -439,6 +439,18 @@ async function registryAgentNamed(
   }
   const note = catalogueAgeNote(loaded);
   if (note) context.onNote?.(note);
+  const { skipped } = loaded.catalogue;
+  if (loaded.from === "network" && skipped.length) {
+    context.onNote?.(
+      `registry: skipped ${skipped.length} malformed ${
+        skipped.length === 1 ? "entry" : "entries"
+      } of ${loaded.url}: ${
+        skipped.slice(0, 5).map((entry) =>
+          `${entry.id ?? `#${entry.index}`} (${entry.reason})`
+        ).join("; ")
+      }`,
+    );
+  }
   const agent = loaded.catalogue.agents.find((entry) => entry.id === id);
   if (!agent) {
     const skipped = loaded.catalogue.skipped.find((entry) => entry.id === id);

@@ -328,6 +328,18 @@ Deno.test("a malformed registry entry is skipped with its reason; the others sta
       [0, 1],
     );
     assert.match(json.skipped[1].reason, /archive must be an http/);
+    const good = await runner(registry, tempDir(), [
+      "run",
+      "good-agent",
+      "--workspace",
+      tempDir(),
+      "hi",
+    ]);
+    assert.equal(good.code, 0, good.stderr);
+    assert.match(
+      good.stderr,
+      /note: registry: skipped 2 malformed entries of .*: Bad Id! \(id must be.*broken-agent \(binary\./,
+    );
     const run = await runner(registry, dataDir, [
       "run",
       "broken-agent",
