@@ -24,7 +24,11 @@ import { closestName } from "./closest_name.ts";
 import { RunnerError } from "./errors.ts";
 import { quoteCommand, splitCommand } from "./agent/shell_words.ts";
 import { catalogueAgeNote, loadCatalogue } from "./agent/registry/source.ts";
-import type { RegistryAgent } from "./agent/registry/catalogue.ts";
+import {
+  isRegistryId,
+  isRegistryVersion,
+  type RegistryAgent,
+} from "./agent/registry/catalogue.ts";
 import { planLaunch } from "./agent/registry/launch_plan.ts";
 import { installAgent, installedAgent } from "./agent/registry/installs.ts";
 import type { DownloadProgress } from "./agent/registry/download.ts";
@@ -340,6 +344,17 @@ export async function resolveRegistryProvider(
 ): Promise<RegistryLaunch | undefined> {
   const id = registryIdOf(config.provider);
   if (id === undefined || config.acpCommand?.trim()) return undefined;
+  // Ids and versions name directories: nothing else is looked up.
+  if (!isRegistryId(id)) throw unknownProvider(config.provider.trim(), []);
+  if (config.providerVersion && !isRegistryVersion(config.providerVersion)) {
+    throw new RunnerError(
+      "config.invalid",
+      `provider-version: must be a plain version such as 1.2.3 (got ${
+        JSON.stringify(config.providerVersion)
+      })`,
+      { detail: { key: "provider-version" } },
+    );
+  }
   if (config.location === "daemon") {
     // The hub names the agent; the daemon installs it for its own platform.
     return {

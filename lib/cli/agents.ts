@@ -24,7 +24,11 @@ import {
   currentRegistryPlatform,
   planLaunch,
 } from "../agent/registry/launch_plan.ts";
-import type { RegistryAgent } from "../agent/registry/catalogue.ts";
+import {
+  isRegistryId,
+  isRegistryVersion,
+  type RegistryAgent,
+} from "../agent/registry/catalogue.ts";
 import {
   installAgent,
   listInstalled,
@@ -84,6 +88,20 @@ export async function agentsCommand(args: string[]): Promise<number> {
   try {
     const dataDir = values["data-dir"] ?? defaultDataDir();
     if (action === "list") return listCommand(dataDir, Boolean(values.json));
+    if (id !== undefined && !isRegistryId(id)) {
+      throw new RunnerError(
+        "config.invalid",
+        `${
+          JSON.stringify(id)
+        } is not a registry id (lower-case letters, digits, . _ -).`,
+      );
+    }
+    if (values.version !== undefined && !isRegistryVersion(values.version)) {
+      throw new RunnerError(
+        "config.invalid",
+        `--version: ${JSON.stringify(values.version)} is not a plain version.`,
+      );
+    }
     if ((action === "install" || action === "remove") && id) {
       return action === "install"
         ? await installCommand({

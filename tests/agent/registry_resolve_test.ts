@@ -280,3 +280,40 @@ Deno.test("a registry URL's credentials never reach an error message", async () 
     },
   );
 });
+
+Deno.test("an id or a version that is not one path segment is refused before anything is read", async () => {
+  const dataDir = tempDir();
+  // An install the traversal would reach, were the names joined as given.
+  // (<data>/agents/../elsewhere/1.0.0 is <data>/elsewhere/1.0.0.)
+  const outside = join(dataDir, "data", "elsewhere", "1.0.0");
+  Deno.mkdirSync(outside, { recursive: true });
+  Deno.writeTextFileSync(
+    join(outside, "receipt.json"),
+    JSON.stringify({
+      id: "../elsewhere",
+      version: "1.0.0",
+      cmd: "x",
+      args: [],
+    }),
+  );
+  const unreachable = "file:///nonexistent/registry.json";
+  for (
+    const [provider, version, code] of [
+      ["../elsewhere", "1.0.0", "provider.unknown"],
+      ["registry:../elsewhere", "1.0.0", "provider.unknown"],
+      ["some-agent", "../../elsewhere/1.0.0", "config.invalid"],
+    ] as const
+  ) {
+    const config = parseRunConfig({
+      provider,
+      workspace: "/w",
+      "provider-version": version,
+      "registry-url": unreachable,
+    });
+    await assert.rejects(
+      resolveRegistryProvider(config, { dataDir: join(dataDir, "data") }),
+      (error) => error instanceof RunnerError && error.code === code,
+      provider,
+    );
+  }
+});

@@ -91,6 +91,16 @@ const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 
+/** A well-formed registry id (one path segment, lower case). */
+export function isRegistryId(value: string): boolean {
+  return ID.test(value);
+}
+
+/** A well-formed registry version (one path segment). */
+export function isRegistryVersion(value: string): boolean {
+  return VERSION.test(value);
+}
+
 /**
  * Reads a registry document. Throws only when the document as a whole is not
  * one (not an object, no `agents` list); a malformed entry is skipped.
