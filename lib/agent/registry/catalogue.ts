@@ -93,7 +93,8 @@ const SHA256 = /^[0-9a-f]{64}$/;
 
 /** A well-formed registry id (one path segment, lower case). */
 export function isRegistryId(value: string): boolean {
-  return ID.test(value);
+  // `<data dir>/agents/<pgid>.json` are the process table's records.
+  return ID.test(value) && !value.endsWith(".json");
 }
 
 /** A well-formed registry version (one path segment). */
@@ -139,8 +140,10 @@ export function readCatalogue(document: unknown): Catalogue {
 function readAgent(entry: unknown): RegistryAgent {
   if (!isRecord(entry)) throw new TypeError("not an object");
   const id = entry.id;
-  if (typeof id !== "string" || !ID.test(id)) {
-    throw new TypeError("id must be lower-case letters, digits, . _ -");
+  if (typeof id !== "string" || !isRegistryId(id)) {
+    throw new TypeError(
+      "id must be lower-case letters, digits, . _ - (not ending in .json)",
+    );
   }
   const version = entry.version;
   if (typeof version !== "string" || !VERSION.test(version)) {
