@@ -7,11 +7,16 @@
  * @module
  */
 
-import { parseFlags, reportUsageError } from "./lib/cli/args.ts";
+import {
+  parseFlags,
+  registryUrlFromEnv,
+  reportUsageError,
+} from "./lib/cli/args.ts";
 import { join } from "node:path";
 import { reportFailure } from "./lib/cli/args.ts";
 import { runDaemonClient } from "./lib/daemon/client.ts";
 import { createDaemonJobRunner } from "./lib/daemon/job.ts";
+import { isRegistryUrl } from "./lib/config_schema.ts";
 import type { DaemonSandbox, DaemonTerminals } from "./lib/relay/payload.ts";
 import {
   type DaemonFloor,
@@ -65,7 +70,12 @@ Options:
                          DATA_DIR/daemon-token, read before each connection)
   --data-dir DIR         agent records for crash cleanup, and where a runner
                          serve on this machine keeps its daemon token
-                         (default: the user data dir, $RUNNER_DATA_DIR)
+                         (default: the user data dir, $RUNNER_DATA_DIR);
+                         also the ACP registry's cache and the registry
+                         agents installed for this machine's platform
+  --registry-url URL     the ACP agent registry this daemon installs a hub's
+                         registry agents from (default: the official one;
+                         file:// and http:// on loopback work)
   --reconnect-delay S    first reconnect delay in seconds (default 5;
                          doubles per failed attempt up to 60)
   --ping-interval S      seconds between keep-alive pings (default 20)
@@ -121,6 +131,8 @@ interface DaemonSettings {
    */
   keptTokenDir?: string;
   dataDir: string;
+  /** `--registry-url`: where this daemon looks up a hub's registry agents. */
+  registryUrl?: string;
   reconnectDelayMs: number;
   pingIntervalMs: number;
   pingTimeoutMs: number;
@@ -208,6 +220,9 @@ async function settingsFrom(
     floor: daemonFloorFromFlags(values, dataDir),
     tokenFromFlag: values.token !== undefined,
     dataDir,
+    registryUrl: registryUrlFlag(
+      values["registry-url"] ?? registryUrlFromEnv(),
+    ),
     reconnectDelayMs: secondsFlag(
       values,
       "reconnect-delay",
@@ -374,6 +389,7 @@ function parseDaemonFlags(
         token: { type: "string" },
         "token-file": { type: "string" },
         "data-dir": { type: "string" },
+        "registry-url": { type: "string" },
         "reconnect-delay": { type: "string" },
         "ping-interval": { type: "string" },
         "ping-timeout": { type: "string" },
@@ -438,6 +454,11 @@ async function startDaemonJobs(
     floor: settings.floor,
     warmPool,
     log,
+    agentRegistry: {
+      dataDir: settings.dataDir,
+      registryUrl: settings.registryUrl,
+      onNote: (note) => log({ level: "warn", msg: note }),
+    },
   });
   return { runner, warmPool };
 }
@@ -548,4 +569,13 @@ export async function daemonCommand(args: string[]): Promise<number> {
   }
   log({ msg: "daemon stopped" });
   return 0;
+}
+
+/** `--registry-url`, checked like the `registry-url` config key. */
+function registryUrlFlag(value: unknown): string | undefined {
+  if (typeof value !== "string") return undefined;
+  if (isRegistryUrl(value)) return value;
+  throw invalid(
+    `--registry-url: must be an https:// URL, a file:// URL or http:// on a loopback address (got "${value}")`,
+  );
 }

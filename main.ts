@@ -18,7 +18,9 @@ Commands:
   probe <provider>       check that an agent is usable and what it supports
   run <provider> PROMPT  run one prompt locally and stream the answer
   acp --url URL          a stdio ACP agent bridged to a runner's /acp (for editors)
-  providers              list the built-in provider presets
+  providers              list the provider presets (--registry: the ACP
+                         registry's agents this machine can run)
+  agents                 list, install or remove ACP registry agents
   token                  print a fresh random token for --daemon-token
 
 Options: --help (on every command), --version
@@ -36,6 +38,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   daemons: async () => (await import("./lib/cli/daemons.ts")).daemonsCommand,
   "mcp-stdio": async () =>
     (await import("./lib/assets/stdio_bridge.ts")).mcpStdioCommand,
+  agents: async () => (await import("./lib/cli/agents.ts")).agentsCommand,
   token: async () => (await import("./lib/cli/providers.ts")).tokenCommand,
   acp: async () => (await import("./lib/cli/acp.ts")).acpCommand,
 };

@@ -46,6 +46,9 @@ export interface RunConfig {
   sessionCwd?: string;
   workspaceRoots: string[];
   acpCommand?: string;
+  providerVersion?: string;
+  registryUrl: string;
+  registryRefresh: number;
   envJson: Record<string, string>;
   secretEnvNames: string[];
   reuseSession: boolean;

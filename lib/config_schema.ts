@@ -11,6 +11,23 @@
 import { isAbsolute, win32 } from "node:path";
 import { z } from "zod";
 
+/** The official ACP agent registry (`docs/registry.md`). */
+export const DEFAULT_REGISTRY_URL =
+  "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
+
+/** An https:// or file:// URL, or http:// on a loopback address: what `registry-url` accepts. */
+export function isRegistryUrl(value: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  if (url.protocol === "https:" || url.protocol === "file:") return true;
+  return url.protocol === "http:" &&
+    ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
+}
+
 /** The longest duration a JavaScript timer can wait, in whole seconds. */
 export const MAX_TIMER_SECONDS = 2_147_483;
 
@@ -271,7 +288,8 @@ const AT_MOST = (max: number) => `; at most ${max}`;
 /** Every run-config key, in the order of `docs/config.md`. */
 export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "provider": key("string", () => z.string({ error: "must be a string" }), {
-    description: "a preset from `runner providers`, or `custom`",
+    description:
+      "a preset or a registry agent's id from `runner providers` (`docs/registry.md`), or `custom`",
     docDefault: "(required)",
   }),
   "location": choice(
@@ -293,6 +311,29 @@ export const RUN_CONFIG_SPEC: Record<string, ConfigKeySpec> = {
   "acp-command": text(
     "the agent command, split like Python's `shlex.split` (no shell runs); required for `custom`",
     "the preset's",
+  ),
+  "provider-version": text(
+    "with a registry agent as `provider`: the version to run (installed, or the registry's current one); unset: the registry's current version",
+    "the registry's",
+  ),
+  "registry-url": key(
+    "string",
+    () =>
+      z.string({ error: "must be a string" }).refine(isRegistryUrl, {
+        error:
+          "must be an https:// URL, a file:// URL or http:// on a loopback address (127.0.0.1, [::1], localhost)",
+      }),
+    {
+      fallback: DEFAULT_REGISTRY_URL,
+      docDefault: "the official one",
+      description:
+        "the ACP agent registry that `provider` ids are looked up in (`docs/registry.md`): https://, file:// (an air-gapped mirror) or http:// on loopback; operator only",
+    },
+  ),
+  "registry-refresh": seconds(
+    3600,
+    "seconds a cached registry is used before it is fetched again (offline, the cache serves and says its age)" +
+      AT_MOST(MAX_TIMER_SECONDS),
   ),
   "env-json": key(
     "env",

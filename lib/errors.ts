@@ -29,6 +29,35 @@ export const ERROR_CODES = {
     meaning:
       "The provider is a known ACP agent that is deliberately not a preset.",
   },
+  "registry.unreachable": {
+    retryable: true,
+    meaning:
+      "The ACP agent registry could not be read (network, HTTP status or not JSON) and no cached copy is kept.",
+  },
+  "agent.no_distribution": {
+    retryable: false,
+    meaning:
+      "The registry agent has no distribution this location can run (no binary for this platform and no package, or only a binary for a PowerShell remote-ssh run).",
+  },
+  "agent.version_unavailable": {
+    retryable: false,
+    meaning:
+      "The registry agent's wanted version is neither installed nor the registry's current one.",
+  },
+  "agent.download_failed": {
+    retryable: true,
+    meaning: "The agent's archive could not be downloaded.",
+  },
+  "agent.checksum_mismatch": {
+    retryable: false,
+    meaning:
+      "The downloaded archive's sha256 differs from the one given, or from the one installed before under the same id and version.",
+  },
+  "agent.archive_refused": {
+    retryable: false,
+    meaning:
+      "The agent's archive is unreadable, unsupported, too large or hostile (a path outside its directory, a link out, a device file); nothing was installed.",
+  },
   "acp.missing_binary": {
     retryable: false,
     meaning: "The agent command was not found.",

@@ -3,7 +3,9 @@
  * the argv to launch: `acp-command` when given, else the preset agent's own
  * executable when it is on the agent's `PATH`, else its pinned `npx`
  * fallback (`preset_pins.ts`). The presets themselves, and the agents
- * that are deliberately not presets, are listed in `presets.ts`.
+ * that are deliberately not presets, are listed in `presets.ts`. Any other
+ * name is an ACP registry agent's id: {@linkcode resolveRegistryProvider}
+ * looks it up (and installs a binary) first, `docs/registry.md`.
  *
  * @module
  */
@@ -20,7 +22,16 @@ import type { RunConfig } from "./config.ts";
 import { secretsOf } from "./secrets.ts";
 import { closestName } from "./closest_name.ts";
 import { RunnerError } from "./errors.ts";
-import { splitCommand } from "./agent/shell_words.ts";
+import { quoteCommand, splitCommand } from "./agent/shell_words.ts";
+import { catalogueAgeNote, loadCatalogue } from "./agent/registry/source.ts";
+import {
+  isRegistryId,
+  isRegistryVersion,
+  type RegistryAgent,
+} from "./agent/registry/catalogue.ts";
+import { planLaunch } from "./agent/registry/launch_plan.ts";
+import { installAgent, installedAgent } from "./agent/registry/installs.ts";
+import type { DownloadProgress } from "./agent/registry/download.ts";
 import { findOnPath } from "./agent/find_executable.ts";
 import {
   executableArgv,
@@ -57,6 +68,8 @@ export interface ResolveProviderOptions {
    * instead of its fallback. Undefined: never look (the fallback).
    */
   path?: string;
+  /** The registry agent `provider` names, as {@linkcode resolveRegistryProvider} resolved it. */
+  registry?: RegistryLaunch;
 }
 
 export type { CommandSource } from "./agent/launch.ts";
@@ -134,6 +147,9 @@ export function resolveProvider(
       recovery,
     };
   }
+  if (options.registry && registryIdOf(name) === options.registry.id) {
+    return registryCommand(name, override, options.registry);
+  }
   const unsupported = UNSUPPORTED_PROVIDERS.find((candidate) =>
     candidate.name === name
   );
@@ -146,16 +162,28 @@ export function resolveProvider(
       { detail: { provider: name } },
     );
   }
-  const meant = closestName(name, providerNames());
-  throw new RunnerError(
-    "provider.unknown",
-    `Unknown provider ${JSON.stringify(name)}${
-      meant ? ` (did you mean ${meant}?)` : ""
-    }; use one of ${
-      providerNames().join(", ")
-    }, or provider=custom with acp-command.`,
-    { detail: { provider: name } },
-  );
+  throw unknownProvider(name, []);
+}
+
+/** A registry agent's command (or `acp-command`, which overrides it). */
+function registryCommand(
+  name: string,
+  override: string | undefined,
+  registry: RegistryLaunch,
+): ResolvedProvider {
+  const argv = override === undefined ? registry.argv : splitCommand(override);
+  return {
+    name,
+    argv,
+    commandText: override ?? quoteCommand(argv),
+    source: override === undefined ? "registry" : "configured",
+    sessionCommand: override ?? `${REGISTRY_PREFIX}${registry.id}`,
+    ...(override === undefined && registry.choices
+      ? { choices: registry.choices }
+      : {}),
+    envNames: [],
+    recovery: [],
+  };
 }
 
 /** A preset's command on a machine whose agent `PATH` is `path`. */
@@ -236,12 +264,275 @@ export function listProviders(path = Deno.env.get("PATH")): {
   return { presets, unsupported: UNSUPPORTED_PROVIDERS };
 }
 
+/** The prefix that names a registry agent even where a preset or a known non-preset has its id (`registry:goose`). */
+export const REGISTRY_PREFIX = "registry:";
+
+/**
+ * The registry id a `provider` value names, or undefined for a preset,
+ * `custom` or a known non-preset (the seed's names keep their meaning).
+ */
+export function registryIdOf(provider: string): string | undefined {
+  const name = provider.trim();
+  if (name.startsWith(REGISTRY_PREFIX)) {
+    return name.slice(REGISTRY_PREFIX.length);
+  }
+  if (name === CUSTOM_PROVIDER) return undefined;
+  if (PROVIDER_PRESETS.some((preset) => preset.name === name)) return undefined;
+  if (UNSUPPORTED_PROVIDERS.some((entry) => entry.name === name)) {
+    return undefined;
+  }
+  return name;
+}
+
+/** A registry agent resolved to what a place runs. */
+export interface RegistryLaunch {
+  /** The registry id. */
+  id: string;
+  /** The version that runs. */
+  version: string;
+  /** The distribution that runs; `elsewhere`: a daemon resolves it for its own platform (a hub's daemon run). */
+  kind: "binary" | "npx" | "uvx" | "elsewhere";
+  /** The command. */
+  argv: string[];
+  /** The environment the registry gives the agent (under `env-json`). */
+  env: Record<string, string>;
+  /** A binary's install directory: what a confined run may read. */
+  installDir?: string;
+  /** Over ssh, a binary-only agent: its program when the remote `PATH` has it, else the refusal. */
+  choices?: { executable: string[]; fallback: string[] };
+}
+
+/** What {@linkcode resolveRegistryProvider} needs besides the config. */
+export interface RegistryContext {
+  /** The runner's data dir (the registry's cache, `agents/`). */
+  dataDir: string;
+  /** Fetch the registry whatever the cache's age. */
+  refresh?: boolean;
+  /** The operator's sha256 of the archive, checked when it is downloaded. */
+  sha256?: string;
+  /** Progress of a download this call makes. */
+  onProgress?: (
+    progress: DownloadProgress & { id: string; version: string },
+  ) => void;
+  /** A note for the operator: the registry is a cached copy (and how old), or entries were skipped. */
+  onNote?: (note: string) => void;
+}
+
+/**
+ * A registry agent's command for a run config, its binary installed on this
+ * machine first when that is what runs here (`location=local`, or a daemon's
+ * job). Undefined for presets, `custom` and known non-presets; for a hub's
+ * daemon run only the name (the daemon resolves it for its own platform).
+ *
+ * @throws {RunnerError} `provider.unknown` (with suggestions from the
+ * presets and the registry), `registry.unreachable`,
+ * `agent.no_distribution`, `agent.version_unavailable`, or an install's
+ * failure.
+ */
+export async function resolveRegistryProvider(
+  config: Pick<
+    RunConfig,
+    | "provider"
+    | "acpCommand"
+    | "location"
+    | "providerVersion"
+    | "registryUrl"
+    | "registryRefresh"
+    | "remoteShell"
+  >,
+  context: RegistryContext,
+): Promise<RegistryLaunch | undefined> {
+  const id = registryIdOf(config.provider);
+  if (id === undefined || config.acpCommand?.trim()) return undefined;
+  // Ids and versions name directories: nothing else is looked up.
+  if (!isRegistryId(id)) throw unknownProvider(config.provider.trim(), []);
+  checkProviderVersion(config.providerVersion);
+  if (config.location === "daemon") {
+    // The hub names the agent; the daemon installs it for its own platform.
+    return {
+      id,
+      version: config.providerVersion ?? "",
+      kind: "elsewhere",
+      argv: [`${REGISTRY_PREFIX}${id}`],
+      env: {},
+    };
+  }
+  const wanted = config.providerVersion;
+  // An installed version the config names runs without the registry.
+  if (wanted && config.location === "local") {
+    const ready = installedAgent(context.dataDir, id, wanted);
+    if (ready) return installedLaunch(ready);
+  }
+  const { agent, url } = await registryAgentNamed(id, config, context);
+  if (wanted && wanted !== agent.version) {
+    throw new RunnerError(
+      "agent.version_unavailable",
+      `${id} ${wanted} is not installed here and the registry (${url}) now lists ${agent.version}. Drop provider-version to run ${agent.version}, or refresh the registry the version came from (runner providers --registry --refresh).`,
+      { detail: { id, wanted, listed: agent.version } },
+    );
+  }
+  const plan = planLaunch(agent, {
+    where: config.location === "remote-ssh" ? "remote" : "here",
+    remoteShell: config.remoteShell,
+  });
+  if (plan.kind === "remote-path") return remotePathLaunch(id, agent, plan);
+  if (plan.kind !== "binary") {
+    return {
+      id,
+      version: agent.version,
+      kind: plan.kind,
+      argv: plan.argv,
+      env: plan.env,
+    };
+  }
+  const { installed } = await installAgent({
+    dataDir: context.dataDir,
+    id,
+    version: agent.version,
+    platform: plan.platform,
+    target: plan.target,
+    sha256: context.sha256,
+    onProgress: (progress) =>
+      context.onProgress?.({ ...progress, id, version: agent.version }),
+  });
+  return installedLaunch(installed);
+}
+
+/** Refuses a `provider-version` that is not a plain version (it names a directory). */
+function checkProviderVersion(version: string | undefined): void {
+  if (!version || isRegistryVersion(version)) return;
+  throw new RunnerError(
+    "config.invalid",
+    `provider-version: must be a plain version such as 1.2.3 (got ${
+      JSON.stringify(version)
+    })`,
+    { detail: { key: "provider-version" } },
+  );
+}
+
+/** A binary agent a remote machine runs from its own `PATH`, or says why not. */
+function remotePathLaunch(
+  id: string,
+  agent: RegistryAgent,
+  plan: { argv: string[]; env: Record<string, string>; missing: string },
+): RegistryLaunch {
+  return {
+    id,
+    version: agent.version,
+    kind: "binary",
+    argv: plan.argv,
+    env: plan.env,
+    choices: {
+      executable: plan.argv,
+      // The remote shell execs this when the program is not on its PATH.
+      fallback: [
+        "sh",
+        "-c",
+        'printf "%s\\n" "$0" >&2; exit 127',
+        plan.missing,
+      ],
+    },
+  };
+}
+
+/** The registry's entry for `id`. */
+async function registryAgentNamed(
+  id: string,
+  config: Pick<RunConfig, "provider" | "registryUrl" | "registryRefresh">,
+  context: RegistryContext,
+): Promise<{ agent: RegistryAgent; url: string }> {
+  let loaded;
+  try {
+    loaded = await loadCatalogue({
+      url: config.registryUrl,
+      dataDir: context.dataDir,
+      refreshSeconds: config.registryRefresh,
+      refresh: context.refresh,
+    });
+  } catch (error) {
+    // Offline, a near miss of a preset may be a typo: say so.
+    const meant = config.provider.trim().startsWith(REGISTRY_PREFIX)
+      ? undefined
+      : closestName(id, providerNames());
+    if (!meant || !(error instanceof RunnerError)) throw error;
+    throw new RunnerError(
+      error.code,
+      `${error.message} ${
+        JSON.stringify(id)
+      } is not a preset: did you mean ${meant}?`,
+      { detail: { ...error.detail, suggestion: meant } },
+    );
+  }
+  const note = catalogueAgeNote(loaded);
+  if (note) context.onNote?.(note);
+  const { skipped } = loaded.catalogue;
+  if (loaded.from === "network" && skipped.length) {
+    context.onNote?.(
+      `registry: skipped ${skipped.length} malformed ${
+        skipped.length === 1 ? "entry" : "entries"
+      } of ${loaded.url}: ${
+        skipped.slice(0, 5).map((entry) =>
+          `${entry.id ?? `#${entry.index}`} (${entry.reason})`
+        ).join("; ")
+      }`,
+    );
+  }
+  const agent = loaded.catalogue.agents.find((entry) => entry.id === id);
+  if (!agent) {
+    const skipped = loaded.catalogue.skipped.find((entry) => entry.id === id);
+    throw unknownProvider(
+      config.provider.trim(),
+      loaded.catalogue.agents,
+      skipped ? ` (its registry entry is malformed: ${skipped.reason})` : "",
+    );
+  }
+  return { agent, url: loaded.url };
+}
+
+function installedLaunch(
+  installed: ReturnType<typeof installedAgent> & object,
+): RegistryLaunch {
+  return {
+    id: installed.receipt.id,
+    version: installed.receipt.version,
+    kind: "binary",
+    argv: [installed.program, ...installed.receipt.args],
+    env: installed.receipt.env,
+    installDir: installed.dir,
+  };
+}
+
+/** `provider.unknown` for `name`, with the closest preset or registry id. */
+function unknownProvider(
+  name: string,
+  agents: readonly RegistryAgent[],
+  why = "",
+): RunnerError {
+  const ids = agents.map((agent) => agent.id);
+  const bare = name.replace(REGISTRY_PREFIX, "");
+  const meant = closestName(bare, [...providerNames(), ...ids]);
+  const exact = meant && !name.startsWith(REGISTRY_PREFIX)
+    ? `; a registry agent of exactly that name is provider=${REGISTRY_PREFIX}${bare}`
+    : "";
+  return new RunnerError(
+    "provider.unknown",
+    `Unknown provider ${JSON.stringify(name)}${why}${
+      meant ? ` (did you mean ${meant}?)` : ""
+    }: it is neither a preset (${
+      providerNames().join(", ")
+    }) nor an agent of the registry (runner providers --registry lists them)${exact}; or use provider=custom with acp-command.`,
+    { detail: { provider: name, ...(meant ? { suggestion: meant } : {}) } },
+  );
+}
+
 /** Options for {@linkcode prepareAgentCommand}. */
 export interface PrepareCommandOptions {
   /** The runner's own environment (defaults to `Deno.env.toObject()`). */
   environment?: Record<string, string>;
   /** Working directory when the config has no workspace. */
   fallbackCwd?: string;
+  /** The registry agent `provider` names, resolved ({@linkcode resolveRegistryProvider}). */
+  registry?: RegistryLaunch;
 }
 
 /** Resolves provider, environment and directory for a run config. */
@@ -249,17 +540,29 @@ export function prepareAgentCommand(
   config: RunConfig,
   options: PrepareCommandOptions = {},
 ): AgentCommand {
-  const wanted = { provider: config.provider, acpCommand: config.acpCommand };
+  const wanted = {
+    provider: config.provider,
+    acpCommand: config.acpCommand,
+    registry: options.registry,
+  };
   const environment = options.environment ?? Deno.env.toObject();
   const env = buildAgentEnv({
     source: environment,
     presetNames: resolveProvider(wanted).envNames,
-    overlay: config.envJson,
+    overlay: { ...options.registry?.env, ...config.envJson },
   });
   // A preset's own executable is looked up on the agent's PATH.
   const provider = resolveProvider({ ...wanted, path: env.PATH ?? "" });
   const cwd = config.workspace ?? options.fallbackCwd ?? Deno.cwd();
-  const sandbox = confinement(config, { env, cwd, argv: provider.argv });
+  const installDir = provider.source === "registry"
+    ? options.registry?.installDir
+    : undefined;
+  const sandbox = confinement(config, {
+    env,
+    cwd,
+    argv: provider.argv,
+    installDir,
+  });
   if (sandbox) env.TMPDIR &&= "/tmp";
   return {
     argv: sandbox
@@ -282,13 +585,19 @@ export function prepareAgentCommand(
       secretNames: config.secretEnvNames,
     }),
     sandbox,
+    ...(installDir ? { installDir } : {}),
   };
 }
 
 /** The sandbox plan of a run whose agent starts on this machine, when it asks for one. */
 function confinement(
   config: RunConfig,
-  agent: { env: Record<string, string>; cwd: string; argv: string[] },
+  agent: {
+    env: Record<string, string>;
+    cwd: string;
+    argv: string[];
+    installDir?: string;
+  },
 ): SandboxPlan | undefined {
   // A remote-ssh or hub-side daemon run starts nothing here.
   if (config.sandbox !== "confined" || config.location !== "local") {
@@ -302,7 +611,11 @@ function confinement(
     workspace: agent.cwd,
     env: agent.env,
     stateDirs: preset?.stateDirs,
-    readPaths: config.sandboxReadPaths,
+    // An installed registry agent is read-only to its own run.
+    readPaths: [
+      ...config.sandboxReadPaths,
+      ...(agent.installDir ? [agent.installDir] : []),
+    ],
     writePaths: config.sandboxWritePaths,
     program: agent.argv[0],
   });

@@ -59,6 +59,21 @@ export interface RunCliOptions {
   env?: Record<string, string>;
 }
 
+let emptyRegistry: string | undefined;
+
+/**
+ * A `file://` ACP registry with no agents: what the CLI's tests use unless
+ * they serve their own, so no test reaches for the official registry.
+ */
+export function emptyRegistryUrl(): string {
+  if (emptyRegistry === undefined) {
+    const path = join(tempDir(), "registry.json");
+    Deno.writeTextFileSync(path, '{"version":"test","agents":[]}');
+    emptyRegistry = `file://${path}`;
+  }
+  return emptyRegistry;
+}
+
 /** Runs `main.ts` with exactly the binary's permission flags. */
 export async function runCli(
   args: string[],
@@ -66,7 +81,12 @@ export async function runCli(
 ): Promise<CliResult> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
-    env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
+    env: {
+      NO_COLOR: "1",
+      RUNNER_DATA_DIR: tempDir(),
+      RUNNER_REGISTRY_URL: emptyRegistryUrl(),
+      ...options.env,
+    },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -84,7 +104,12 @@ export function spawnCli(
 ): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
-    env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir(), ...options.env },
+    env: {
+      NO_COLOR: "1",
+      RUNNER_DATA_DIR: tempDir(),
+      RUNNER_REGISTRY_URL: emptyRegistryUrl(),
+      ...options.env,
+    },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

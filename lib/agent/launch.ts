@@ -9,7 +9,11 @@
 import type { SandboxPlan } from "./sandbox.ts";
 
 /** Where a resolved command came from. */
-export type CommandSource = "configured" | "executable" | "fallback";
+export type CommandSource =
+  | "configured"
+  | "executable"
+  | "fallback"
+  | "registry";
 
 /** What starting one agent needs. */
 export interface AgentCommand {
@@ -29,6 +33,8 @@ export interface AgentCommand {
   cwd: string;
   /** Values to redact from anything reported. */
   secrets: string[];
+  /** A registry agent installed on this machine: what a confined run may read. */
+  installDir?: string;
   /** How the agent is confined (`sandbox=confined` on this machine); `argv` then starts bwrap. */
   sandbox?: SandboxPlan;
 }

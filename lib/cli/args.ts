@@ -134,3 +134,8 @@ export function reportFailure(error: unknown, exitCode = 2): number {
   console.error(`error [${failure.code}]: ${failure.message}`);
   return failure instanceof RunnerError ? exitCode : 1;
 }
+
+/** `RUNNER_REGISTRY_URL`: the registry a command uses without `--registry-url` (unset: `registry-url`'s default). */
+export function registryUrlFromEnv(): string | undefined {
+  return Deno.env.get("RUNNER_REGISTRY_URL") || undefined;
+}

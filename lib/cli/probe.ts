@@ -9,8 +9,14 @@ import { join } from "node:path";
 import { createReaperRegistry, reapLeftoverGroups } from "../agent/reaper.ts";
 import { defaultDataDir } from "../store/data_dir.ts";
 import { type AgentCommand } from "../agent/launch.ts";
-import { prepareAgentCommand } from "../providers.ts";
-import { parseFlags, reportFailure, reportUsageError } from "./args.ts";
+import { prepareAgentCommand, resolveRegistryProvider } from "../providers.ts";
+import { installReporting } from "./install_progress.ts";
+import {
+  parseFlags,
+  registryUrlFromEnv,
+  reportFailure,
+  reportUsageError,
+} from "./args.ts";
 import { parseRunConfig, type RunConfig } from "../config.ts";
 import { sandboxAvailability } from "../agent/sandbox.ts";
 import { sandboxNetworkAvailability } from "../agent/sandbox_network.ts";
@@ -28,7 +34,8 @@ import {
 export const PROBE_HELP = `Usage: runner probe <provider> [options]
 
 Checks whether an ACP agent is usable: the initialize handshake, then one
-session/new in the workspace.
+session/new in the workspace. <provider> is a preset, custom, or an ACP
+registry agent's id (installed first when it ships as a binary).
 
 Options:
   --acp-command CMD          the agent command (required for provider=custom)
@@ -46,7 +53,10 @@ Options:
                              inconclusive)
   --prompt-timeout SEC       deadline of that prompt (default 120)
   --json                     print the report as JSON
-  --data-dir DIR             where agent process records live (default: user data dir)
+  --data-dir DIR             where agent process records, the registry's cache
+                             and installed agents live (default: user data dir)
+  --registry-url URL         the ACP agent registry (default: the official one)
+  --provider-version VER     a registry agent's version (default: the registry's)
   --sandbox MODE             off (default) or confined: probe the agent in the
                              sandbox a run with this config gets (docs/sandbox.md)
   --sandbox-network MODE     with confined: full (default: the internet, not
@@ -78,6 +88,8 @@ export async function probeCommand(args: string[]): Promise<number> {
         "max-message-mb": { type: "string" },
         "handshake-only": { type: "boolean" },
         "data-dir": { type: "string" },
+        "registry-url": { type: "string" },
+        "provider-version": { type: "string" },
         recovery: { type: "boolean" },
         "no-prompt": { type: "boolean" },
         "prompt-timeout": { type: "string" },
@@ -113,9 +125,11 @@ export async function probeCommand(args: string[]): Promise<number> {
       // The probe opens sessions without the run's assets.
       "langbot-assets-enabled": false,
       "auth-method": values["auth-method"],
+      "registry-url": values["registry-url"] ?? registryUrlFromEnv(),
+      "provider-version": values["provider-version"],
     });
     promptTimeout = parsePromptTimeout(values["prompt-timeout"]);
-    launch = prepareAgentCommand(config);
+    launch = await probeLaunch(config, values["data-dir"]);
   } catch (error) {
     return reportFailure(error);
   }
@@ -166,6 +180,19 @@ function parsePromptTimeout(raw: string | undefined): number {
   return Math.min(seconds, 2_147_483);
 }
 
+/** The probed agent's command; a registry agent's binary is installed first. */
+async function probeLaunch(
+  config: RunConfig,
+  dataDir = defaultDataDir(),
+): Promise<AgentCommand> {
+  const reporting = installReporting();
+  const registry = await resolveRegistryProvider(config, {
+    dataDir,
+    ...reporting,
+  }).finally(reporting.finish);
+  return prepareAgentCommand(config, { registry });
+}
+
 /** A preset's requirements, for a probe whose agent does not start. */
 function startHint(
   provider: string,
@@ -182,6 +209,7 @@ const SOURCE_NOTES = {
   configured: "acp-command",
   executable: "the agent's own executable, found on PATH",
   fallback: "the preset's pinned fallback: its executable is not on PATH",
+  registry: "the ACP registry's agent, installed on first use",
 } as const;
 
 /** Human-readable probe report. */

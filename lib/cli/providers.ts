@@ -26,7 +26,17 @@ import {
 } from "../agent/preset_pins.ts";
 
 const PROVIDERS_HELP =
-  "Usage: runner providers [--json]\n\nLists the built-in provider presets, the command each runs on this machine (its own executable when on PATH, else its pinned npx fallback), each pin's platforms and what else it needs, and known agents that are not presets.";
+  `Usage: runner providers [--json] [--registry [--refresh] [--registry-url URL] [--data-dir DIR]]
+
+Lists the built-in provider presets, the command each runs on this machine (its
+own executable when on PATH, else its pinned npx fallback), each pin's platforms
+and what else it needs, and known agents that are not presets.
+
+With --registry: the ACP registry's agents (provider=<id>), each with its
+version, what this machine runs of it (a binary for this platform, npx or uvx),
+the versions installed here and every distribution it has. The registry is
+cached in the data dir for an hour (--refresh fetches it now); offline, the
+cached copy is listed with its age.`;
 
 const TOKEN_HELP = `Usage: runner token [--show [--daemon] [--data-dir DIR]]
 
@@ -41,7 +51,7 @@ Prints a fresh random token (for --daemon-token or --api-token).
   --data-dir DIR    the serve's data dir (default: $RUNNER_DATA_DIR, else the
                     user data dir)`;
 
-/** Lists the provider presets and the agents that are not presets. */
+/** Lists the provider presets and the agents that are not presets, or (`--registry`) the registry's agents. */
 export function providersCommand(args: string[]): Promise<number> {
   let values;
   try {
@@ -49,6 +59,10 @@ export function providersCommand(args: string[]): Promise<number> {
       args,
       options: {
         json: { type: "boolean" },
+        registry: { type: "boolean" },
+        refresh: { type: "boolean" },
+        "registry-url": { type: "string" },
+        "data-dir": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }).values;
@@ -56,9 +70,34 @@ export function providersCommand(args: string[]): Promise<number> {
     return Promise.resolve(reportUsageError(error, "providers"));
   }
   if (values.help) console.log(PROVIDERS_HELP);
+  else if (values.registry) return registryProviders(values);
   else if (values.json) console.log(JSON.stringify(listProviders(), null, 2));
   else console.log(formatProvidersTable());
   return Promise.resolve(0);
+}
+
+/** `runner providers --registry`. */
+async function registryProviders(values: {
+  json?: boolean;
+  refresh?: boolean;
+  "registry-url"?: string;
+  "data-dir"?: string;
+}): Promise<number> {
+  try {
+    const { registryProvidersText, registryUrlOf } = await import(
+      "./agents.ts"
+    );
+    const text = await registryProvidersText({
+      url: registryUrlOf(values["registry-url"]),
+      dataDir: values["data-dir"] ?? defaultDataDir(),
+      refresh: values.refresh,
+      json: values.json,
+    });
+    await Deno.stdout.write(new TextEncoder().encode(text));
+    return 0;
+  } catch (error) {
+    return reportFailure(error);
+  }
 }
 
 /** Prints a fresh random token, or with `--show` the one `runner serve` keeps. */
@@ -129,6 +168,7 @@ export function formatProvidersTable(path = Deno.env.get("PATH")): string {
     ]),
     "",
     "A preset runs the agent's own executable when it is on the agent's PATH, else its pinned npx fallback; acp-command overrides both.",
+    "Any agent of the ACP registry: provider=<its id>, installed on first use (runner providers --registry lists them, docs/registry.md).",
     `Any other ACP agent: provider=${CUSTOM_PROVIDER} with acp-command="<command>".`,
     "",
     "Pinned fallbacks: where npm installs them, and what they need that npx does not bring:",

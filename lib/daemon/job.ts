@@ -8,6 +8,11 @@
  * @module
  */
 
+import {
+  type RegistryContext,
+  type RegistryLaunch,
+  resolveRegistryProvider,
+} from "../providers.ts";
 import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
@@ -68,6 +73,11 @@ export interface DaemonJobRunnerOptions {
   warmPool?: WarmPool;
   /** Where the jobs' agents start (default: the local location with `killGraceMs`). */
   location?: AgentLocation;
+  /** Where a hub's registry agents are looked up and installed, for this machine's platform (`docs/registry.md`). */
+  agentRegistry?: RegistryContext & {
+    /** This daemon's `--registry-url` (a hub cannot choose it). */
+    registryUrl?: string;
+  };
 }
 
 /** Runs the hub's jobs on this machine. */
@@ -198,6 +208,8 @@ async function setUpJob(
       location: runner.location,
       findSession: () => Promise.resolve(jobKeptSession(plan)),
       warm: jobWarmEntrance(plan, runner.options.warmPool),
+      resolveRegistry: () =>
+        registryAgentOf(plan, runner.options.agentRegistry),
     });
     return { plan, request, setup };
   } catch (error) {
@@ -205,6 +217,19 @@ async function setUpJob(
     emitFailure(job, error);
     return undefined;
   }
+}
+
+/** The job's registry agent, resolved and installed with this daemon's registry. */
+async function registryAgentOf(
+  plan: FlooredJobPlan,
+  context: DaemonJobRunnerOptions["agentRegistry"],
+): Promise<RegistryLaunch | undefined> {
+  if (!context) return undefined;
+  const config = {
+    ...plan.config,
+    registryUrl: context.registryUrl ?? plan.config.registryUrl,
+  };
+  return await resolveRegistryProvider(config, context);
 }
 
 /**

@@ -19,7 +19,7 @@ import {
   MCP_REQUEST_TIMEOUT_MS,
 } from "../relay.ts";
 import { quoteCommand } from "../agent/shell_words.ts";
-import { resolveProvider } from "../providers.ts";
+import { registryIdOf, resolveProvider } from "../providers.ts";
 import {
   SANDBOX_NETWORKS,
   type SandboxNetwork,
@@ -101,15 +101,25 @@ function isEmptyObject(value: unknown): boolean {
  */
 export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
   const { config } = spec;
-  const { commandText } = resolveProvider({
-    provider: config.provider,
-    acpCommand: config.acpCommand,
-  });
+  // A registry agent is named, not commanded: the daemon installs it for
+  // its own platform (`docs/registry.md`).
+  const registryId = config.acpCommand?.trim()
+    ? undefined
+    : registryIdOf(config.provider);
+  const commandText = registryId === undefined
+    ? resolveProvider({
+      provider: config.provider,
+      acpCommand: config.acpCommand,
+    }).commandText
+    : undefined;
   const text = spec.input.text ?? "";
   const workspace = config.workspace ?? null;
   const payloadConfig: JsonObject = {
     provider: config.provider,
-    acp_command: commandText,
+    ...(commandText === undefined ? {} : { acp_command: commandText }),
+    ...(config.providerVersion
+      ? { provider_version: config.providerVersion }
+      : {}),
     workspace,
     cwd: workspace,
     session_cwd: config.sessionCwd ?? workspace,
@@ -217,6 +227,7 @@ export interface DaemonSandbox {
 /** Payload config keys (after `_` → `-`) passed to `parseRunConfig` as they are. */
 const PASSED_KEYS = new Set([
   "provider",
+  "provider-version",
   "timeout",
   "startup-timeout",
   "initialize-timeout",

@@ -10,6 +10,7 @@
 
 import type { AgentCommand } from "../agent/launch.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
+import { type RegistryContext, resolveRegistryProvider } from "../providers.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
@@ -54,6 +55,8 @@ export interface RunManagerOptions {
   assets?: RunAssetsHook;
   /** Keeps conversations' agents warm between runs (`docs/runs.md`). */
   warmPool?: WarmPool;
+  /** Where registry agents are looked up and installed (`docs/registry.md`); unset: `provider` names presets and `custom` only. */
+  agentRegistry?: RegistryContext;
 }
 
 /** Options for {@linkcode RunManager.start}. */
@@ -209,6 +212,8 @@ async function startAdmittedRun(
     secrets: options.secrets,
     findSession: (command) => storedSession(store, request, command),
     warm: { pool: options.warmPool },
+    resolveRegistry: options.agentRegistry &&
+      ((wanted) => resolveRegistryProvider(wanted, options.agentRegistry!)),
   });
   const { command, secrets } = setup;
   const sessionKey = setup.session.key;

@@ -13,7 +13,8 @@
 
 import type { AgentCommand } from "../agent/launch.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
-import { prepareAgentCommand } from "../providers.ts";
+import type { RunConfig } from "../config.ts";
+import { prepareAgentCommand, type RegistryLaunch } from "../providers.ts";
 import type { SessionKey } from "../store/types.ts";
 import type { WarmPlace } from "./agent_run.ts";
 import { flooredMemory, restoreRefusal } from "./caller_floor.ts";
@@ -50,6 +51,8 @@ export interface RunSetupOptions {
   findSession(command: AgentCommand): Promise<KeptSession>;
   /** What the run's entrance tells the warm pool. */
   warm: WarmEntrance;
+  /** Resolves (and installs) a registry agent the config names (`docs/registry.md`); unset: presets and `custom` only. */
+  resolveRegistry?(config: RunConfig): Promise<RegistryLaunch | undefined>;
 }
 
 /** What a run needs resolved before it starts. */
@@ -82,8 +85,10 @@ export interface RunSetup {
 export async function setUpRun(options: RunSetupOptions): Promise<RunSetup> {
   const { request } = options;
   const { config } = request;
+  const registry = await options.resolveRegistry?.(config);
   const command = prepareAgentCommand(config, {
     environment: options.environment,
+    registry,
   });
   options.location?.prepare(command);
   const secrets = [

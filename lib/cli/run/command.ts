@@ -21,6 +21,7 @@ import {
   configFlagOptions,
   configFromFlags,
   parseFlags,
+  registryUrlFromEnv,
   reportFailure,
   reportUsageError,
 } from "../args.ts";
@@ -31,6 +32,7 @@ import type { Attachment } from "../../run/prompt.ts";
 import type { RunRequest } from "../../run/request.ts";
 import type { RunResult } from "../../run/types.ts";
 import { defaultDataDir } from "../../store/data_dir.ts";
+import { installReporting } from "../install_progress.ts";
 import { prefetchOwnStartTime } from "../../store/owner_liveness.ts";
 import { createProgress } from "./progress.ts";
 import { attachmentFrom, readPromptText } from "./prompt_input.ts";
@@ -153,6 +155,7 @@ async function readRunInvocation(
       }),
       provider: provider ?? values.provider,
       workspace: values.workspace ?? Deno.cwd(),
+      "registry-url": values["registry-url"] ?? registryUrlFromEnv(),
     });
     for (const spec of values.attach ?? []) {
       attachments.push(await attachmentFrom(spec));
@@ -261,7 +264,9 @@ async function runInvocation(
       Deno.stderr.isTerminal(),
     delayMs: progressDelayMs(),
   });
+  const reporting = installReporting();
   const manager = machinery.createRunManager({
+    agentRegistry: { dataDir, ...reporting },
     locations: {
       ...machinery.runnerLocations(),
       local: machinery.createLocalLocation({ startedAhead: ahead?.take }),
@@ -290,6 +295,7 @@ async function runInvocation(
     await store.close();
     return reportFailure(error);
   } finally {
+    reporting.finish();
     progress.done();
   }
   printer.flush();

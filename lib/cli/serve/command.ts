@@ -34,6 +34,7 @@ import {
 } from "../../agent/reaper.ts";
 import { runnerLocations } from "../../locations/runner_locations.ts";
 import { createRunManager, type RunManager } from "../../run/manager.ts";
+import type { RegistryContext } from "../../providers.ts";
 import { createWarmPool, type WarmPool } from "../../run/warm/pool.ts";
 import { preloadAcpClient } from "../../run/startup.ts";
 import {
@@ -273,6 +274,11 @@ async function startRunServices(
     secrets,
     log,
     warmPool,
+    agentRegistry: {
+      dataDir: config.dataDir,
+      onNote: (note) => log({ level: "warn", msg: note }),
+      onProgress: registryDownloadLog(log),
+    },
   });
   if (store.fleet) {
     fleet = startFleetDuties({
@@ -460,5 +466,32 @@ function listenForStopSignals(log: Logger): StopSignals {
       Deno.removeSignalListener("SIGTERM", onTerm);
       Deno.removeSignalListener("SIGINT", onInt);
     },
+  };
+}
+
+/** Logs a registry agent's download when it starts and when it is whole. */
+function registryDownloadLog(
+  log: (entry: Record<string, unknown>) => void,
+): NonNullable<RegistryContext["onProgress"]> {
+  const started = new Set<string>();
+  return (progress) => {
+    const name = `${progress.id} ${progress.version}`;
+    if (!started.has(name)) {
+      started.add(name);
+      log({
+        msg: "downloading registry agent",
+        id: progress.id,
+        version: progress.version,
+      });
+    }
+    if (progress.total !== undefined && progress.received >= progress.total) {
+      started.delete(name);
+      log({
+        msg: "downloaded registry agent",
+        id: progress.id,
+        version: progress.version,
+        bytes: progress.received,
+      });
+    }
   };
 }

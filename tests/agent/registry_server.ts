@@ -1,0 +1,85 @@
+/**
+ * An ACP agent registry served on 127.0.0.1 for the tests: `registry.json`
+ * and the archives it points at, with a count of the requests each got.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+
+/** A registry the test controls. */
+export interface TestRegistry {
+  /** The `registry-url`. */
+  registryUrl: string;
+  /** The server's base (`http://127.0.0.1:PORT`). */
+  base: string;
+  /** Serves `bytes` at `/files/<name>`; returns its URL and sha256. */
+  addFile(name: string, bytes: Uint8Array): { url: string; sha256: string };
+  /** Sets the `agents` of `registry.json`. */
+  setAgents(agents: unknown[]): void;
+  /** Requests per path so far. */
+  hits: Map<string, number>;
+  /** Stops the server. */
+  close(): Promise<void>;
+}
+
+/** Starts a registry on 127.0.0.1. */
+export function serveRegistry(): TestRegistry {
+  const files = new Map<string, Uint8Array>();
+  const hits = new Map<string, number>();
+  let agents: unknown[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const { pathname } = new URL(request.url);
+      hits.set(pathname, (hits.get(pathname) ?? 0) + 1);
+      if (pathname === "/registry.json") {
+        return Response.json({ version: "1.0.0", agents });
+      }
+      const file = files.get(pathname);
+      if (!file) return new Response("not found", { status: 404 });
+      return new Response(file as Uint8Array<ArrayBuffer>, {
+        headers: { "content-type": "application/octet-stream" },
+      });
+    },
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  return {
+    registryUrl: `${base}/registry.json`,
+    base,
+    hits,
+    addFile(name, bytes) {
+      files.set(`/files/${name}`, bytes);
+      return {
+        url: `${base}/files/${name}`,
+        sha256: createHash("sha256").update(bytes).digest("hex"),
+      };
+    },
+    setAgents(next) {
+      agents = next;
+    },
+    close: () => server.shutdown(),
+  };
+}
+
+/** This machine's registry platform key. */
+export function platformKey(): string {
+  return `${Deno.build.os}-${Deno.build.arch}`;
+}
+
+/** A registry entry whose binary for this platform is `archive`. */
+export function binaryEntry(
+  id: string,
+  target: { archive: string; cmd: string; sha256?: string; args?: string[] },
+  version = "1.0.0",
+): Record<string, unknown> {
+  return {
+    id,
+    name: id,
+    version,
+    description: `test agent ${id}`,
+    authors: ["tests"],
+    license: "MIT",
+    distribution: { binary: { [platformKey()]: target } },
+  };
+}
