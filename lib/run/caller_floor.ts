@@ -45,7 +45,7 @@ export const CALLER_KEY_FLOORS: readonly CallerKeyFloor[] = [
     key: "provider",
     rule: "as is",
     why:
-      "picks a preset, whose command is pinned by the runner; `custom` (a caller's command) only with `--allow-custom-commands`",
+      "picks a preset, whose command is pinned by the runner; `custom` (a caller's command), and an ACP registry agent other than the operator's own `provider`, only with `--allow-custom-commands`",
   },
   {
     key: "location",

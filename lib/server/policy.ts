@@ -7,7 +7,7 @@
 
 import { parseRunConfig, RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
 import { RunnerError } from "../errors.ts";
-import { CUSTOM_PROVIDER } from "../providers.ts";
+import { CUSTOM_PROVIDER, registryIdOf } from "../providers.ts";
 import { parseRunDefaults, type ServeConfig } from "./config/serve_config.ts";
 import {
   applyCallerFloor,
@@ -87,6 +87,7 @@ export function resolveCallerConfig(
       { detail: { key: "provider" } },
     );
   }
+  checkRegistryProvider(serve, normalized.provider);
   const base = parseRunDefaults(serve.runDefaults).envJson;
   let envJson = base;
   if (normalized["env-json"] !== undefined) {
@@ -147,4 +148,26 @@ function servePlaces(dataDir?: string): ProtectedPlaces {
     dataDir: dataDir ?? defaultDataDir(),
     home: Deno.env.get("HOME"),
   });
+}
+
+/**
+ * A registry agent runs (and first installs) a program the operator did not
+ * name: a caller may ask for one only when it is the operator's own provider,
+ * or under `--allow-custom-commands`.
+ */
+function checkRegistryProvider(
+  serve: Pick<ServeConfig, "allowCustomCommands" | "runDefaults">,
+  provider: unknown,
+): void {
+  if (provider === undefined || serve.allowCustomCommands) return;
+  const wanted = String(provider).trim();
+  if (registryIdOf(wanted) === undefined) return;
+  if (
+    wanted === String(parseRunDefaults(serve.runDefaults).provider ?? "").trim()
+  ) return;
+  throw new RunnerError(
+    "http.forbidden",
+    `provider=${wanted} names an agent of the ACP registry, which the operator has not chosen; the server accepts a registry agent per request only when it is the operator's own --provider, or when started with --allow-custom-commands. Use a preset provider (GET /v1/providers).`,
+    { detail: { key: "provider" } },
+  );
 }

@@ -376,3 +376,29 @@ Deno.test("remembered settings from an earlier allowed run do not escape a stric
     await strict.stop();
   }
 });
+
+Deno.test("a caller cannot name an ACP registry agent the operator did not choose: it would install and run a program nobody picked", () => {
+  const workspace = tempDir("registry-ws-");
+  const serve = operatorServe({ workspace });
+  for (const provider of ["some-registry-agent", "registry:codex"]) {
+    assert.deepEqual(refusal(serve, { provider }), {
+      code: "http.forbidden",
+      key: "provider",
+    }, provider);
+  }
+  // A preset, and the operator's own registry agent, stay the caller's to name.
+  assert.equal(refusal(serve, { provider: "claude-code" }), undefined);
+  const chosen = operatorServe({ provider: "some-registry-agent", workspace });
+  assert.equal(refusal(chosen, { provider: "some-registry-agent" }), undefined);
+  assert.deepEqual(refusal(chosen, { provider: "other-registry-agent" }), {
+    code: "http.forbidden",
+    key: "provider",
+  });
+  // Under --allow-custom-commands the operator lets callers pick commands.
+  assert.equal(
+    refusal({ ...serve, allowCustomCommands: true }, {
+      provider: "some-registry-agent",
+    }),
+    undefined,
+  );
+});

@@ -110,7 +110,7 @@ Deno.test("an ssh-target ssh would read as an option is a 400 config.invalid, an
       const answer = await postJson(`${serve.url}/v1/runs`, {
         input: { text: "hi" },
         config: {
-          provider: "claude",
+          provider: "claude-code",
           location: "remote-ssh",
           "ssh-target": target,
         },
