@@ -73,10 +73,47 @@ function plan(entries: unknown): string {
   }).join("\n");
 }
 
+type ToolCalls = Map<string, { name: string; parameters: unknown }>;
+
+/** Remembers a started or updated tool call's name and input. */
+function noteToolCall(tools: ToolCalls, data: Record<string, unknown>): void {
+  const id = String(data.tool_call_id ?? "");
+  const known = tools.get(id);
+  tools.set(id, {
+    name: text(data.tool_name) || known?.name || id,
+    parameters:
+      data.parameters !== undefined && JSON.stringify(data.parameters) !== "{}"
+        ? data.parameters
+        : known?.parameters,
+  });
+}
+
+/** A finished tool call: its name, outcome, input and result. */
+function toolCallBlock(
+  tools: ToolCalls,
+  data: Record<string, unknown>,
+): string {
+  const id = String(data.tool_call_id ?? "");
+  const call = tools.get(id);
+  tools.delete(id);
+  const name = text(data.tool_name) || call?.name || id;
+  const lines = [`**Tool call** \`${inline(name)}\` — ${toolOutcome(data)}`];
+  if (call?.parameters !== undefined) {
+    lines.push(fenced(JSON.stringify(call.parameters, null, 2), "json"));
+  }
+  if (data.result !== undefined && data.result !== null) {
+    const result = typeof data.result === "string"
+      ? data.result
+      : JSON.stringify(data.result, null, 2);
+    lines.push(fenced(result));
+  }
+  return lines.join("\n\n");
+}
+
 /** The Markdown of one run's events, in order. */
 function runBody(run: TranscriptRun): string[] {
   const out: string[] = [];
-  const tools = new Map<string, { name: string; parameters: unknown }>();
+  const tools: ToolCalls = new Map();
   let answer = "";
   const flushAnswer = () => {
     if (answer) out.push(`**Agent**\n\n${answer}`);
@@ -110,39 +147,13 @@ function runBody(run: TranscriptRun): string[] {
         break;
       }
       case "tool.call.started":
-      case "tool.call.updated": {
-        const id = String(data.tool_call_id ?? "");
-        const known = tools.get(id);
-        tools.set(id, {
-          name: text(data.tool_name) || known?.name || id,
-          parameters: data.parameters !== undefined &&
-              JSON.stringify(data.parameters) !== "{}"
-            ? data.parameters
-            : known?.parameters,
-        });
+      case "tool.call.updated":
+        noteToolCall(tools, data);
         break;
-      }
-      case "tool.call.completed": {
+      case "tool.call.completed":
         flushAnswer();
-        const id = String(data.tool_call_id ?? "");
-        const call = tools.get(id);
-        const name = text(data.tool_name) || call?.name || id;
-        const lines = [
-          `**Tool call** \`${inline(name)}\` — ${toolOutcome(data)}`,
-        ];
-        if (call?.parameters !== undefined) {
-          lines.push(fenced(JSON.stringify(call.parameters, null, 2), "json"));
-        }
-        if (data.result !== undefined && data.result !== null) {
-          const result = typeof data.result === "string"
-            ? data.result
-            : JSON.stringify(data.result, null, 2);
-          lines.push(fenced(result));
-        }
-        out.push(lines.join("\n\n"));
-        tools.delete(id);
+        out.push(toolCallBlock(tools, data));
         break;
-      }
       case "plan.updated":
         flushAnswer();
         out.push(`**Plan**\n\n${plan(data.entries)}`);
