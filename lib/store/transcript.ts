@@ -286,9 +286,9 @@ export async function importTranscript(
   if (taken.length) {
     throw new RunnerError(
       "http.conflict",
-      `Run ${
-        taken.join(", ")
-      } is already stored here; nothing was imported. A transcript is imported once: this one (or a run of it) is already in this runner's store.`,
+      `${taken.length === 1 ? "Run" : "Runs"} ${taken.join(", ")} ${
+        taken.length === 1 ? "is" : "are"
+      } already stored here; nothing was imported. A transcript is imported once: this one (or a run of it) is already in this runner's store.`,
       { detail: { run_ids: taken } },
     );
   }
