@@ -15,6 +15,8 @@ Commands:
   serve                  run the HTTP service (runs API, n8n webhook, daemon hub)
   daemon --daemon-id ID  run jobs from a hub on this machine (dials out)
   daemons list|unfence   show fenced/connected daemons, lift a fence
+  conversations list|show|export|import
+                         read, export and import stored conversations
   probe <provider>       check that an agent is usable and what it supports
   run <provider> PROMPT  run one prompt locally and stream the answer
   acp --url URL          a stdio ACP agent bridged to a runner's /acp (for editors)
@@ -36,6 +38,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import("./lib/cli/serve/command.ts")).serveCommand,
   daemon: async () => (await import("./daemon.ts")).daemonCommand,
   daemons: async () => (await import("./lib/cli/daemons.ts")).daemonsCommand,
+  conversations: async () =>
+    (await import("./lib/cli/conversations.ts")).conversationsCommand,
   "mcp-stdio": async () =>
     (await import("./lib/assets/stdio_bridge.ts")).mcpStdioCommand,
   agents: async () => (await import("./lib/cli/agents.ts")).agentsCommand,

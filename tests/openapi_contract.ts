@@ -126,6 +126,7 @@ export function createContract(document: Json): Contract {
       const textual = [
         "text/plain",
         "text/html",
+        "text/markdown",
         "text/javascript",
         "image/svg+xml",
       ];

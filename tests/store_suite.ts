@@ -384,6 +384,58 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       );
     }));
 
+  test("imported runs are stored with their events, all or nothing, owned by nobody", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      await store.createRun({ runId: "here", config: {}, status: "active" });
+      const imported = (runId: string) => ({
+        record: {
+          runId,
+          conversationId: "conv-moved",
+          status: "completed" as const,
+          config: { provider: "codex" },
+          prompt: "Fix the bug",
+          createdAt: 1_000,
+          updatedAt: 2_000,
+          finishedAt: 2_000,
+          usage: { prompt_tokens: 7, cost: { amount: 0.5, currency: "EUR" } },
+        },
+        events: [
+          { ...event("message.completed"), sequence: 1, timestamp: 1_500 },
+          { ...event("run.completed"), sequence: 2, timestamp: 2_000 },
+        ],
+      });
+      // One id is taken: nothing of the batch is written.
+      assert.deepEqual(
+        await store.importRuns([imported("moved-1"), imported("here")]),
+        ["here"],
+      );
+      assert.equal(await store.getRun("moved-1"), undefined);
+      assert.deepEqual(await store.importRuns([imported("moved-1")]), []);
+      const record = await store.getRun("moved-1");
+      assert.equal(record?.status, "completed");
+      assert.equal(record?.conversationId, "conv-moved");
+      assert.equal(record?.prompt, "Fix the bug");
+      assert.equal(record?.createdAt, 1_000);
+      assert.equal(record?.finishedAt, 2_000);
+      assert.deepEqual(record?.usage, {
+        prompt_tokens: 7,
+        cost: { amount: 0.5, currency: "EUR" },
+      });
+      const events = await store.getEvents("moved-1");
+      assert.deepEqual(events.map((e) => [e.run_id, e.type, e.sequence]), [
+        ["moved-1", "message.completed", 1],
+        ["moved-1", "run.completed", 2],
+      ]);
+      // No owner: the sweep of orphaned runs leaves an ended run alone.
+      assert.deepEqual(
+        await store.markActiveRunsFailed("runner.restarted", "gone"),
+        [],
+      );
+      assert.equal((await store.getRun("moved-1"))?.status, "completed");
+      await store.finishRun("here", { status: "completed" });
+    }));
+
   test("two stores on one location see each other's writes", () =>
     withLocation(kind, async (open) => {
       const serve = await open();

@@ -29,6 +29,7 @@ import { registerN8nRoutes } from "./n8n/route.ts";
 import { registerAcpRoutes } from "./acp/route.ts";
 import { registerPermissionRoutes } from "./permissions.ts";
 import { registerRunRoutes } from "./runs.ts";
+import { registerTranscriptRoutes } from "./transcripts.ts";
 import { createFleetRouter } from "./fleet_router.ts";
 import { checkRequestSource, originListed } from "./request_guard.ts";
 
@@ -51,6 +52,7 @@ export function createServerApp(options: ServerAppOptions): Hono {
   });
   registerMetaRoutes(app, context);
   registerAgentRoutes(app, context);
+  registerTranscriptRoutes(app, context);
   registerRunRoutes(app, context);
   registerPermissionRoutes(app, context);
   registerN8nRoutes(app, context);

@@ -12,6 +12,7 @@
 import apiSource from "./console/api.js" with { type: "text" };
 import carriedSource from "./console/carried.js" with { type: "text" };
 import domSource from "./console/dom.js" with { type: "text" };
+import downloadSource from "./console/download.js" with { type: "text" };
 import followUpSource from "./console/follow_up.js" with { type: "text" };
 import listsSource from "./console/lists.js" with { type: "text" };
 import mainSource from "./console/main.js" with { type: "text" };
@@ -37,6 +38,7 @@ export const CONSOLE_MODULES: Readonly<Record<string, string>> = {
   "api.js": apiSource,
   "carried.js": carriedSource,
   "dom.js": domSource,
+  "download.js": downloadSource,
   "follow_up.js": followUpSource,
   "lists.js": listsSource,
   "main.js": mainSource,

@@ -108,6 +108,14 @@ export interface RunRecord {
   usage?: RunUsage;
 }
 
+/** A finished run with its events, as {@linkcode RunStore.importRuns} stores it. */
+export interface ImportedRun {
+  /** The run as it was stored where it ran (a final status). */
+  record: RunRecord & { status: FinalRunStatus };
+  /** Its events, ordered by sequence, already stripped of secrets. */
+  events: RunEvent[];
+}
+
 /** Filters for {@linkcode RunStore.listRuns}. */
 export interface ListRunsOptions {
   /** Only runs of this conversation. */
@@ -193,6 +201,13 @@ export interface RunStore {
    * Resolves to false when the run is unknown or already ended; the first end wins.
    */
   finishRun(runId: string, outcome: RunOutcome): Promise<boolean>;
+  /**
+   * Stores finished runs brought from another runner (a transcript), with
+   * their events, all in one transaction and owned by nobody. When any of
+   * their ids is already stored nothing is written: resolves to those ids
+   * (empty: all stored).
+   */
+  importRuns(runs: readonly ImportedRun[]): Promise<string[]>;
   /** One run, if it exists. */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** Runs, newest first. */

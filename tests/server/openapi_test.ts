@@ -53,8 +53,8 @@ Deno.test("/openapi.json validates as OpenAPI 3.1 and its run config carries typ
         (op) => op.operationId,
       )
     );
-    assert.equal(operationIds.length, 26);
-    assert.equal(new Set(operationIds).size, 26);
+    assert.equal(operationIds.length, 29);
+    assert.equal(new Set(operationIds).size, 29);
     assert.ok(operationIds.every(Boolean));
   });
 });
@@ -354,6 +354,52 @@ Deno.test("every route's real answers match /openapi.json", async () => {
     await contract.check(
       "GET /v1/conversations/{id}",
       await call("/v1/conversations/bad%20id"),
+    );
+    // Transcripts: Markdown, JSON, and the JSON imported back (refused here:
+    // its runs are stored already; a foreign document is a bad request).
+    const transcriptRoute = "GET /v1/conversations/{id}/transcript";
+    await contract.check(
+      transcriptRoute,
+      await call("/v1/conversations/conv-c/transcript"),
+    );
+    const exported = await contract.check(
+      transcriptRoute,
+      await call("/v1/conversations/conv-c/transcript?format=json"),
+    ) as { runs: Array<{ run_id: string; events: unknown[] }> };
+    await contract.check(
+      transcriptRoute,
+      await call("/v1/conversations/unknown/transcript"),
+    );
+    await contract.check(
+      "GET /v1/runs/{id}/transcript",
+      await call(`/v1/runs/${exported.runs[0].run_id}/transcript?format=json`),
+    );
+    await contract.check(
+      "GET /v1/runs/{id}/transcript",
+      await call("/v1/runs/none/transcript"),
+    );
+    const importRoute = "POST /v1/conversations/import";
+    await contract.check(
+      importRoute,
+      await call("/v1/conversations/import", { json: exported }),
+    );
+    await contract.check(
+      importRoute,
+      await call("/v1/conversations/import", { json: { format: "other" } }),
+    );
+    await contract.check(
+      importRoute,
+      await call("/v1/conversations/import", {
+        json: {
+          ...exported,
+          conversation: { conversation_id: "conv-moved", usage: null },
+          runs: exported.runs.map((run) => ({
+            ...run,
+            run_id: `moved-${run.run_id}`,
+            conversation_id: "conv-moved",
+          })),
+        },
+      }),
     );
     // The warm pool: conv-c's agent stayed warm after its second run.
     const { agents } = await contract.check(

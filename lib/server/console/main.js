@@ -13,6 +13,7 @@
 
 import { isUnauthorized, messageOf, onUnauthorized } from "./api.js";
 import { $, $as } from "./dom.js";
+import { downloadTranscript } from "./download.js";
 import { cancelRun, sendFollowUp } from "./follow_up.js";
 import {
   onRunChosen,
@@ -156,6 +157,8 @@ function changeList(change) {
 function wireControls() {
   $("follow-up").onsubmit = sendFollowUp;
   $("cancel").onclick = cancelRun;
+  $("download-md").onclick = () => downloadTranscript("md");
+  $("download-json").onclick = () => downloadTranscript("json");
   $("new-run-open").onclick = () => {
     $("new-run").hidden = !$("new-run").hidden;
     loadProviders().catch(() => {});

@@ -64,6 +64,7 @@ function resetPanel(runId) {
   for (
     const id of [
       "run-usage",
+      "download-error",
       "follow-up-error",
       "run-meta",
       "run-error",

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { transcriptPaths } from "./transcript_paths.ts";
 import { RUNNER_VERSION } from "../../version.ts";
 import {
   metaPaths,
@@ -142,6 +143,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...n8nPaths(),
       ...approvalPaths(),
       ...acpPaths(),
+      ...transcriptPaths(),
     },
   };
 }

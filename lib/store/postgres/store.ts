@@ -39,6 +39,7 @@ import {
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
+  ImportedRun,
   ListRunsOptions,
   NewRun,
   PrunedRuns,
@@ -295,6 +296,54 @@ class PostgresRunStore implements RunStore {
         throw leaseLost(this.fleet.replicaId);
       }
     }, "write");
+  }
+
+  importRuns(runs: readonly ImportedRun[]): Promise<string[]> {
+    return this.#query(
+      "import the runs",
+      () =>
+        transaction(this.#sql, async (tx) => {
+          const runIds = runs.map(({ record }) => record.runId);
+          if (!runIds.length) return [];
+          const taken = await tx`SELECT run_id FROM runs
+          WHERE run_id IN ${tx(runIds)}`;
+          if (taken.length) return taken.map((row) => String(row.run_id));
+          for (const { record, events } of runs) {
+            // Owned by nobody alive: no replica renews the epoch -1.
+            await tx`INSERT INTO runs (run_id, conversation_id, status,
+            config_json, code, error, owner_replica, owner_instance,
+            owner_epoch, created_at, updated_at, finished_at, prompt,
+            usage_json)
+            VALUES (${record.runId}, ${record.conversationId ?? null},
+              ${record.status}, ${JSON.stringify(record.config)},
+              ${record.code ?? null}, ${record.error ?? null}, ${"imported"},
+              ${"imported"}, ${-1}, ${record.createdAt}, ${record.updatedAt},
+              ${record.finishedAt ?? record.updatedAt},
+              ${record.prompt ?? null}, ${usageJson(record.usage)})`;
+            const rows = events.map((event) => ({
+              run_id: record.runId,
+              sequence: event.sequence!,
+              type: event.type,
+              event_json: JSON.stringify({ ...event, run_id: record.runId }),
+              timestamp: event.timestamp!,
+            }));
+            if (rows.length) {
+              await tx`INSERT INTO events ${
+                tx(
+                  rows,
+                  "run_id",
+                  "sequence",
+                  "type",
+                  "event_json",
+                  "timestamp",
+                )
+              }`;
+            }
+          }
+          return [];
+        }),
+      "write",
+    );
   }
 
   async finishRun(runId: string, outcome: RunOutcome): Promise<boolean> {

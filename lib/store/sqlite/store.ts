@@ -50,6 +50,7 @@ import { pruneSqliteRuns, sqliteSize } from "./retention.ts";
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
+  ImportedRun,
   ListRunsOptions,
   NewRun,
   OpenStoreOptions,
@@ -349,6 +350,51 @@ class SqliteRunStore implements SyncRunStore {
       );
       return Number(result.changes) === 1;
     });
+  }
+
+  importRuns(runs: readonly ImportedRun[]): string[] {
+    return this.#write("import the runs", () =>
+      inTransaction(this.#db, () => {
+        const exists = this.#statement("SELECT 1 FROM runs WHERE run_id = ?");
+        const taken = runs.map(({ record }) => record.runId).filter((runId) =>
+          exists.get(runId) !== undefined
+        );
+        if (taken.length) return taken;
+        const insertRun = this.#statement(
+          `INSERT INTO runs (run_id, conversation_id, status, config_json, code,
+             error, created_at, updated_at, finished_at, prompt, usage_json)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        );
+        const insertEvent = this.#statement(
+          `INSERT INTO events (run_id, sequence, type, event_json, timestamp)
+             VALUES (?, ?, ?, ?, ?)`,
+        );
+        for (const { record, events } of runs) {
+          insertRun.run(
+            record.runId,
+            record.conversationId ?? null,
+            record.status,
+            JSON.stringify(record.config),
+            record.code ?? null,
+            record.error ?? null,
+            record.createdAt,
+            record.updatedAt,
+            record.finishedAt ?? record.updatedAt,
+            record.prompt ?? null,
+            usageJson(record.usage),
+          );
+          for (const event of events) {
+            insertEvent.run(
+              record.runId,
+              event.sequence!,
+              event.type,
+              JSON.stringify({ ...event, run_id: record.runId }),
+              event.timestamp!,
+            );
+          }
+        }
+        return [];
+      }));
   }
 
   getRun(runId: string): RunRecord | undefined {

@@ -31,6 +31,7 @@ export function asyncRunStore(store: SyncRunStore): RunStore {
     createRun: (run) => settled(() => store.createRun(run)),
     finishRun: (runId, outcome) =>
       settled(() => store.finishRun(runId, outcome)),
+    importRuns: (runs) => settled(() => store.importRuns(runs)),
     getRun: (runId) => settled(() => store.getRun(runId)),
     listRuns: (options) => settled(() => store.listRuns(options)),
     appendEvent: (runId, event) => store.appendEvent(runId, event),
