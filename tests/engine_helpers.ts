@@ -196,3 +196,13 @@ export function assertFailedWith(log: EventLog, code: string): RunEvent {
   assert.equal(failed.data.code, code, JSON.stringify(failed));
   return failed;
 }
+
+/** Runs `request` to its end and asserts it completed (its last event shown otherwise); its events. */
+export async function runCompleted(
+  manager: RunManager,
+  request: Parameters<RunManager["start"]>[0],
+): Promise<EventLog> {
+  const { log, result } = await runToEnd(manager, request);
+  assert.equal(result.status, "completed", JSON.stringify(log.events.at(-1)));
+  return log;
+}

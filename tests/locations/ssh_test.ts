@@ -25,6 +25,7 @@ import {
   sshRunTest,
   startSshd,
 } from "../ssh_helpers.ts";
+import { currentEventCallFlags } from "../assets_test_helpers.ts";
 
 /** The command line of every process this user can see, NUL bytes as spaces. */
 function commandLines(): string[] {
@@ -174,12 +175,7 @@ sshRunTest(
     const config = sshConfig(sshd, [
       "--text",
       "ok",
-      "--mcp-http",
-      "--mcp-call",
-      "--mcp-tool",
-      "langbot_get_current_event",
-      "--record",
-      record,
+      ...currentEventCallFlags(record),
     ]);
     const { log, result } = await runToEnd(h.manager, {
       input: { text: "event over ssh" },

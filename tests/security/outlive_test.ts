@@ -13,7 +13,7 @@
 
 import assert from "node:assert/strict";
 import { parseRunConfig } from "../../lib/config.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { harness, runCompleted } from "../engine_helpers.ts";
 import { ROOT, spawnCli, tempDir } from "../helpers.ts";
 import {
   DENO_DIR,
@@ -62,13 +62,10 @@ for (const sandbox of ["off", "confined"]) {
           "langbot-assets-enabled": false,
         },
       ));
-      const { run } = await h.manager.start({ input: { text: "hi" }, config });
-      const log = new EventLog(run);
-      assert.equal(
-        (await run.done).status,
-        "completed",
-        JSON.stringify(log.events.at(-1)),
-      );
+      const log = await runCompleted(h.manager, {
+        input: { text: "hi" },
+        config,
+      });
       assertNothingOutlived(log.messages()[0], world.marker);
     } finally {
       await h.close();
