@@ -6,6 +6,8 @@
  */
 
 import { join } from "node:path";
+import type { DaemonJob } from "../lib/daemon/client.ts";
+import type { JsonObject } from "../lib/relay.ts";
 import { spawnCli, tempDir } from "./helpers.ts";
 import { startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
@@ -147,5 +149,26 @@ export async function serveWithDaemon(
       args: options.daemonArgs,
       env: options.daemonEnv,
     }),
+  };
+}
+
+/**
+ * A hub job of `payload` for a daemon job runner's `runJob`, never
+ * cancelled, with no hub capabilities and no MCP answers; each event goes
+ * to `emit`.
+ */
+export function hubJob(
+  jobId: string,
+  payload: JsonObject,
+  emit: DaemonJob["emit"],
+): DaemonJob {
+  return {
+    jobId,
+    payload,
+    emit,
+    signal: new AbortController().signal,
+    mcp: () => Promise.resolve(null),
+    hubCapabilities: [],
+    onPermissionAnswer() {},
   };
 }

@@ -207,8 +207,17 @@ export function fixtureRunArgs(
 
 /** Whether anything exists at `path` (a link counts as its target). */
 export function pathExists(path: string): boolean {
+  return found(Deno.statSync, path);
+}
+
+/** Whether anything is at `path`, a link to nowhere included. */
+export function entryExists(path: string): boolean {
+  return found(Deno.lstatSync, path);
+}
+
+function found(look: (path: string) => unknown, path: string): boolean {
   try {
-    Deno.statSync(path);
+    look(path);
     return true;
   } catch {
     return false;
