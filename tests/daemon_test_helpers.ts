@@ -59,23 +59,11 @@ export function daemonProcess(
     options.dataDir ?? tempDir(),
     ...(options.args ?? []),
   ], { env: options.env });
-  let text = "";
-  const ready = Promise.withResolvers<void>();
-  const drained = (async () => {
-    for await (
-      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
-    ) {
-      text += chunk;
-      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
-    }
-    ready.reject(new Error(`daemon exited: ${text}`));
-  })();
-  const connected = ready.promise;
-  connected.catch(() => {});
+  const { connected, logs, drained } = watchDaemonLog(child, daemonId);
   return {
     connected,
     /** What the daemon wrote to stderr so far. */
-    logs: () => text,
+    logs,
     /** The tap between the daemon and the hub. */
     tap,
     /** `signal` (SIGTERM unless named), then waits for the exit; resolves with the exit code. */
@@ -150,6 +138,36 @@ export async function serveWithDaemon(
       env: options.daemonEnv,
     }),
   };
+}
+
+/** A `runner daemon` process's log, read as it comes. */
+export interface DaemonLog {
+  /** Resolves once the hub accepted `daemonId`; rejects if the daemon exits first. */
+  connected: Promise<void>;
+  /** What the daemon wrote to stderr so far. */
+  logs(): string;
+  /** Resolves once stderr ended. */
+  drained: Promise<void>;
+}
+
+/** Reads the stderr of a `runner daemon` child dialling in as `daemonId`. */
+export function watchDaemonLog(
+  child: Deno.ChildProcess,
+  daemonId: string,
+): DaemonLog {
+  let text = "";
+  const ready = Promise.withResolvers<void>();
+  const drained = (async () => {
+    for await (
+      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
+    }
+    ready.reject(new Error(`daemon exited: ${text}`));
+  })();
+  ready.promise.catch(() => {});
+  return { connected: ready.promise, logs: () => text, drained };
 }
 
 /**
