@@ -178,3 +178,28 @@ export function sampleAssets(): RunAssetsRequest {
     inline: (spec.source as { inline: unknown }).inline,
   } as unknown as RunAssetsRequest;
 }
+
+/** The six LangBot asset tools' names, sorted. */
+export const ASSET_TOOL_NAMES: readonly string[] = [
+  "langbot_call_tool",
+  "langbot_get_current_event",
+  "langbot_get_tool_detail",
+  "langbot_history_page",
+  "langbot_list_assets",
+  "langbot_retrieve_knowledge",
+];
+
+/**
+ * Fixture-agent flags: reach the assets MCP server over HTTP, call
+ * `langbot_get_current_event`, and record every line to `record`.
+ */
+export function currentEventCallFlags(record: string): string[] {
+  return [
+    "--mcp-http",
+    "--mcp-call",
+    "--mcp-tool",
+    "langbot_get_current_event",
+    "--record",
+    record,
+  ];
+}

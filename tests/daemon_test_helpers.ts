@@ -6,6 +6,8 @@
  */
 
 import { join } from "node:path";
+import type { DaemonJob } from "../lib/daemon/client.ts";
+import type { JsonObject } from "../lib/relay.ts";
 import { spawnCli, tempDir } from "./helpers.ts";
 import { startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
@@ -57,23 +59,11 @@ export function daemonProcess(
     options.dataDir ?? tempDir(),
     ...(options.args ?? []),
   ], { env: options.env });
-  let text = "";
-  const ready = Promise.withResolvers<void>();
-  const drained = (async () => {
-    for await (
-      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
-    ) {
-      text += chunk;
-      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
-    }
-    ready.reject(new Error(`daemon exited: ${text}`));
-  })();
-  const connected = ready.promise;
-  connected.catch(() => {});
+  const { connected, logs, drained } = watchDaemonLog(child, daemonId);
   return {
     connected,
     /** What the daemon wrote to stderr so far. */
-    logs: () => text,
+    logs,
     /** The tap between the daemon and the hub. */
     tap,
     /** `signal` (SIGTERM unless named), then waits for the exit; resolves with the exit code. */
@@ -147,5 +137,56 @@ export async function serveWithDaemon(
       args: options.daemonArgs,
       env: options.daemonEnv,
     }),
+  };
+}
+
+/** A `runner daemon` process's log, read as it comes. */
+export interface DaemonLog {
+  /** Resolves once the hub accepted `daemonId`; rejects if the daemon exits first. */
+  connected: Promise<void>;
+  /** What the daemon wrote to stderr so far. */
+  logs(): string;
+  /** Resolves once stderr ended. */
+  drained: Promise<void>;
+}
+
+/** Reads the stderr of a `runner daemon` child dialling in as `daemonId`. */
+export function watchDaemonLog(
+  child: Deno.ChildProcess,
+  daemonId: string,
+): DaemonLog {
+  let text = "";
+  const ready = Promise.withResolvers<void>();
+  const drained = (async () => {
+    for await (
+      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
+    }
+    ready.reject(new Error(`daemon exited: ${text}`));
+  })();
+  ready.promise.catch(() => {});
+  return { connected: ready.promise, logs: () => text, drained };
+}
+
+/**
+ * A hub job of `payload` for a daemon job runner's `runJob`, never
+ * cancelled, with no hub capabilities and no MCP answers; each event goes
+ * to `emit`.
+ */
+export function hubJob(
+  jobId: string,
+  payload: JsonObject,
+  emit: DaemonJob["emit"],
+): DaemonJob {
+  return {
+    jobId,
+    payload,
+    emit,
+    signal: new AbortController().signal,
+    mcp: () => Promise.resolve(null),
+    hubCapabilities: [],
+    onPermissionAnswer() {},
   };
 }

@@ -17,6 +17,7 @@ import {
   type ManagedRun,
   type RunManager,
 } from "../lib/run/manager.ts";
+import assert from "node:assert/strict";
 import { type RunStore } from "../lib/store/types.ts";
 import { openStoreNow } from "./helpers.ts";
 import { agentCommand, tempDir } from "./helpers.ts";
@@ -168,4 +169,40 @@ export async function makeGate(): Promise<
       file.close();
     },
   };
+}
+
+/** A run started by {@linkcode runToEnd}, its events and its result. */
+export interface EndedRun {
+  run: ManagedRun;
+  log: EventLog;
+  result: Awaited<ManagedRun["done"]>;
+}
+
+/** Starts a run on `manager`, records its events, and waits for its end. */
+export async function runToEnd(
+  manager: RunManager,
+  request: Parameters<RunManager["start"]>[0],
+): Promise<EndedRun> {
+  const { run } = await manager.start(request);
+  const log = new EventLog(run);
+  const result = await run.done;
+  return { run, log, result };
+}
+
+/** Asserts the run's last event is `run.failed` with `code`; returns it. */
+export function assertFailedWith(log: EventLog, code: string): RunEvent {
+  const failed = log.events.at(-1)!;
+  assert.equal(failed.type, "run.failed", JSON.stringify(failed));
+  assert.equal(failed.data.code, code, JSON.stringify(failed));
+  return failed;
+}
+
+/** Runs `request` to its end and asserts it completed (its last event shown otherwise); its events. */
+export async function runCompleted(
+  manager: RunManager,
+  request: Parameters<RunManager["start"]>[0],
+): Promise<EventLog> {
+  const { log, result } = await runToEnd(manager, request);
+  assert.equal(result.status, "completed", JSON.stringify(log.events.at(-1)));
+  return log;
 }

@@ -7,6 +7,8 @@
 
 import { join } from "node:path";
 import {
+  fixtureConfig,
+  makeFifo,
   type ServeProcess,
   startServe,
   tempDir,
@@ -116,4 +118,47 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error(`gave up waiting for ${what}`);
+}
+
+/** Replicas `a` and `b` on the database at `storeUrl`; stops them after `body`. */
+export async function withTwoReplicas(
+  storeUrl: string,
+  body: (a: Replica, b: Replica) => Promise<void>,
+  extraArgs: string[] = [],
+): Promise<void> {
+  const a = await startReplica(storeUrl, "a", extraArgs);
+  const b = await startReplica(storeUrl, "b", extraArgs);
+  try {
+    await body(a, b);
+  } finally {
+    await b.stop();
+    await a.stop();
+  }
+}
+
+/** A fixture run's files in a fresh directory and its config. */
+export interface GatedFixture {
+  dir: string;
+  /** The FIFO the agent reads a line from before answering each prompt. */
+  gate: string;
+  /** Where the agent writes its, its grandchild's and that one's pids. */
+  pidFile: string;
+  /** The run config: workspace `dir/ws`, the gate, the pid file, a grandchild. */
+  config: Record<string, unknown>;
+}
+
+/** A fixture agent that waits on a gate after its first delta, with a grandchild. */
+export async function gatedFixture(): Promise<GatedFixture> {
+  const dir = await tempDir();
+  const gate = join(dir, "gate");
+  const pidFile = join(dir, "pids.json");
+  await makeFifo(gate);
+  const config = fixtureConfig(join(dir, "ws"), [
+    "--gate-fifo",
+    gate,
+    "--pid-file",
+    pidFile,
+    "--grandchild",
+  ]);
+  return { dir, gate, pidFile, config };
 }

@@ -17,17 +17,26 @@ import type { RunStore } from "../lib/store/types.ts";
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-/** The fixture agent's command, as an `acp-command` string. */
-export function fixtureCommand(...flags: string[]): string {
+/** The fixture agent's argv: Deno with `denoFlags`, the agent with `flags`. */
+export function fixtureArgv(
+  flags: string[] = [],
+  denoFlags: string[] = [],
+): string[] {
   return [
     Deno.execPath(),
     "run",
     "-A",
+    ...denoFlags,
     "--config",
     `${ROOT}deno.json`,
     `${ROOT}tests/fixtures/agent.ts`,
     ...flags,
-  ].join(" ");
+  ];
+}
+
+/** The fixture agent's command, as an `acp-command` string. */
+export function fixtureCommand(...flags: string[]): string {
+  return fixtureArgv(flags).join(" ");
 }
 
 /**
@@ -35,15 +44,7 @@ export function fixtureCommand(...flags: string[]): string {
  * string: flags may hold spaces and JSON.
  */
 export function agentCommand(flags: string[] = []): string {
-  return quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
-    ...flags,
-  ]);
+  return quoteCommand(fixtureArgv(flags));
 }
 
 /** What a CLI invocation printed and how it exited. */
@@ -231,8 +232,17 @@ export function fixtureRunArgs(
 
 /** Whether anything exists at `path` (a link counts as its target). */
 export function pathExists(path: string): boolean {
+  return found(Deno.statSync, path);
+}
+
+/** Whether anything is at `path`, a link to nowhere included. */
+export function entryExists(path: string): boolean {
+  return found(Deno.lstatSync, path);
+}
+
+function found(look: (path: string) => unknown, path: string): boolean {
   try {
-    Deno.statSync(path);
+    look(path);
     return true;
   } catch {
     return false;

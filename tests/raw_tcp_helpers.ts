@@ -181,3 +181,34 @@ export function metricValue(
   const line = text.split("\n").find((l) => l.startsWith(`${sample} `));
   return line === undefined ? undefined : Number(line.split(" ").pop());
 }
+
+/** Opens a raw TCP connection and completes the WebSocket upgrade (fails unless answered 101). */
+export async function upgraded(url: string): Promise<Deno.TcpConn> {
+  const conn = await connectTo(url);
+  await writeAll(
+    conn,
+    `GET / HTTP/1.1\r\nHost: ${new URL(url).host}\r\nUpgrade: websocket\r\n` +
+      `Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
+      `Sec-WebSocket-Version: 13\r\n\r\n`,
+  );
+  const head = new Uint8Array(512);
+  const read = await conn.read(head);
+  const answer = new TextDecoder().decode(head.subarray(0, read ?? 0));
+  if (!/^HTTP\/1.1 101/.test(answer)) {
+    conn.close();
+    throw new Error(`the WebSocket upgrade was answered: ${answer}`);
+  }
+  return conn;
+}
+
+/** One masked client frame (payloads under 64 KiB). */
+export function clientFrame(first: number, payload: Uint8Array): Uint8Array {
+  const mask = [9, 8, 7, 6];
+  const head = payload.length > 125
+    ? [first, 0x80 | 126, payload.length >> 8, payload.length & 255]
+    : [first, 0x80 | payload.length];
+  const frame = new Uint8Array(head.length + 4 + payload.length);
+  frame.set([...head, ...mask]);
+  payload.forEach((byte, i) => frame[head.length + 4 + i] = byte ^ mask[i & 3]);
+  return frame;
+}

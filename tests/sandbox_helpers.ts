@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { findOnPath } from "../lib/agent/find_executable.ts";
 import { parseRunConfig } from "../lib/config.ts";
-import { ROOT, tempDir } from "./helpers.ts";
+import { fixtureArgv, ROOT, tempDir } from "./helpers.ts";
 
 /** Deno's cache directory: the fixture agent reads its modules from it. */
 export const DENO_DIR: string = (() => {
@@ -26,16 +26,7 @@ export const DENO_DIR: string = (() => {
  * there, so Deno must not try to set up `node_modules` (it is set up).
  */
 export function confinedFixtureCommand(...flags: string[]): string {
-  return [
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--node-modules-dir=manual",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
-    ...flags,
-  ].join(" ");
+  return fixtureArgv(flags, ["--node-modules-dir=manual"]).join(" ");
 }
 
 /** A run's world: a fake home with a secret in it, and a marker for its processes. */

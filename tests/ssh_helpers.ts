@@ -1,12 +1,14 @@
 /**
  * A real OpenSSH server on a loopback port with throwaway keys, for the
- * remote-ssh tests.
+ * remote-ssh tests, and the run set-up those tests share.
  *
  * @module
  */
 
 import { join } from "node:path";
-import { tempDir } from "./helpers.ts";
+import { parseRunConfig, type RunConfig } from "../lib/config.ts";
+import { type Harness, harness } from "./engine_helpers.ts";
+import { fixtureCommand, readRecord, tempDir } from "./helpers.ts";
 
 /** A running sshd and the client settings that reach it. */
 export interface TestSshd {
@@ -161,4 +163,66 @@ export function sshTargetConfig(sshd: TestSshd): Record<string, unknown> {
     "ssh-identity-file": sshd.identityFile,
     "ssh-extra-options": sshd.extraOptions,
   };
+}
+
+/** A run config for the fixture agent with `flags`, over `sshd`, with `extra` keys. */
+export function sshFixtureConfig(
+  sshd: TestSshd,
+  flags: string[],
+  extra: Record<string, unknown> = {},
+): RunConfig {
+  return parseRunConfig({
+    provider: "custom",
+    "acp-command": fixtureCommand(...flags),
+    workspace: join(tempDir(), "remote-ws"),
+    ...sshTargetConfig(sshd),
+    ...extra,
+  });
+}
+
+/** What an {@linkcode sshRunTest} body works with. */
+export interface SshRun {
+  /** The sshd the runs go through. */
+  sshd: TestSshd;
+  /** A run manager over a fresh store. */
+  h: Harness;
+}
+
+/**
+ * Registers a test, skipped where sshd is not installed, whose body gets a
+ * fresh sshd (started with `options`) and run manager; both are closed after.
+ */
+export function sshRunTest(
+  name: string,
+  body: (ssh: SshRun) => Promise<void>,
+  options: StartSshdOptions = {},
+): void {
+  Deno.test({
+    name,
+    ignore: !SSHD_PATH,
+    async fn() {
+      const sshd = await startSshd(options);
+      const h = harness();
+      try {
+        await body({ sshd, h });
+      } finally {
+        await h.close();
+        await sshd.close();
+      }
+    },
+  });
+}
+
+/** The MCP servers the agent was given in its recorded `session/new`. */
+export function recordedMcpServers(
+  record: string,
+): Array<
+  { name: string; url: string; headers: Array<{ name: string; value: string }> }
+> {
+  const session = readRecord(record).find((line) =>
+    line.method === "session/new"
+  )!;
+  return (session.params as {
+    mcpServers: ReturnType<typeof recordedMcpServers>;
+  }).mcpServers;
 }

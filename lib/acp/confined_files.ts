@@ -114,9 +114,13 @@ function keptChanging(path: string, said: string): acp.RequestError {
   );
 }
 
-async function realPathIfThere(path: string): Promise<string | undefined> {
+/** What `look` finds at `path`; undefined when nothing is there (or a parent is no directory). */
+async function ifThere<T>(
+  look: (path: string) => Promise<T>,
+  path: string,
+): Promise<T | undefined> {
   try {
-    return await Deno.realPath(path);
+    return await look(path);
   } catch (error) {
     if (
       error instanceof Deno.errors.NotFound ||
@@ -126,16 +130,12 @@ async function realPathIfThere(path: string): Promise<string | undefined> {
   }
 }
 
-async function lstatIfThere(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.lstat(path);
-  } catch (error) {
-    if (
-      error instanceof Deno.errors.NotFound ||
-      error instanceof Deno.errors.NotADirectory
-    ) return undefined;
-    throw error;
-  }
+function realPathIfThere(path: string): Promise<string | undefined> {
+  return ifThere(Deno.realPath, path);
+}
+
+function lstatIfThere(path: string): Promise<Deno.FileInfo | undefined> {
+  return ifThere(Deno.lstat, path);
 }
 
 /** The real path of the existing regular file at `full` inside `root`; undefined when nothing is there. */

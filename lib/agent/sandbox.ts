@@ -10,7 +10,7 @@
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { RunnerError } from "../errors.ts";
 import { findOnPath } from "./find_executable.ts";
-import { hardeningArgs } from "./sandbox_hardening.ts";
+import { hardeningArgs, trueInBwrap } from "./sandbox_hardening.ts";
 import { networkBwrapArgs, type SandboxNetwork } from "./sandbox_network.ts";
 
 export type { SandboxNetwork } from "./sandbox_network.ts";
@@ -94,21 +94,7 @@ export function sandboxAvailability(
 /** Starts `true` in the sandbox's namespaces; the reason it failed, or undefined. */
 function tryNamespaces(bwrap: string): string | undefined {
   try {
-    const output = new Deno.Command(bwrap, {
-      args: [
-        "--unshare-pid",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        "--",
-        "true",
-      ],
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-      clearEnv: true,
-    }).outputSync();
+    const output = trueInBwrap(bwrap);
     if (output.success) return undefined;
     const said = new TextDecoder().decode(output.stderr).trim().slice(0, 300);
     return `sandbox=confined: bubblewrap (${bwrap}) cannot create namespaces here (${said}). Allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or the AppArmor rule for bwrap on Ubuntu), or run the agent elsewhere.`;

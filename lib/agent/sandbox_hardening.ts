@@ -39,24 +39,35 @@ export function userNamespaceWorks(bwrap: string): boolean {
 
 function tryUserNamespace(bwrap: string): boolean {
   try {
-    return new Deno.Command(bwrap, {
-      args: [
-        "--unshare-user",
-        "--disable-userns",
-        "--unshare-pid",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        "--",
-        "true",
-      ],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-      clearEnv: true,
-    }).outputSync().success;
+    return trueInBwrap(bwrap, ["--unshare-user", "--disable-userns"]).success;
   } catch {
     return false;
   }
+}
+
+/**
+ * Runs `true` under `bwrap` in a new PID namespace plus `namespaceArgs`, with
+ * `/` read-only and an empty environment; its output (stderr piped). Throws
+ * when `bwrap` cannot be started at all.
+ */
+export function trueInBwrap(
+  bwrap: string,
+  namespaceArgs: string[] = [],
+): Deno.CommandOutput {
+  return new Deno.Command(bwrap, {
+    args: [
+      ...namespaceArgs,
+      "--unshare-pid",
+      "--die-with-parent",
+      "--ro-bind",
+      "/",
+      "/",
+      "--",
+      "true",
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+    clearEnv: true,
+  }).outputSync();
 }

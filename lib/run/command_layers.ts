@@ -90,22 +90,37 @@ function inner(
   return { kind: "inner", name: args[at], args: args.slice(at + 1), ...more };
 }
 
+/**
+ * Steps over the leading options of `args` and a `--` that ends them:
+ * `valuesOf` says how many arguments follow an option as its value, or
+ * undefined for an option not understood. The index of the first operand,
+ * or undefined when an option was not understood.
+ */
+function skipOptions(
+  args: string[],
+  valuesOf: (option: string) => number | undefined,
+): number | undefined {
+  let at = 0;
+  for (; at < args.length && args[at].startsWith("-"); at++) {
+    if (args[at] === "--") return at + 1;
+    const values = valuesOf(args[at]);
+    if (values === undefined) return undefined;
+    at += values;
+  }
+  return at;
+}
+
 /** `env [-i] [--] [NAME=VALUE…] [program args…]`. */
 function unwrapEnv(args: string[]): Unwrapped {
-  let at = 0;
   let clear = false;
-  for (; at < args.length && args[at].startsWith("-"); at++) {
-    const option = args[at];
-    if (option === "--") {
-      at++;
-      break;
-    }
+  let at = skipOptions(args, (option) => {
     if (
-      option === "-i" || option === "-" || option === "--ignore-environment"
-    ) {
-      clear = true;
-    } else return OPAQUE;
-  }
+      option !== "-i" && option !== "-" && option !== "--ignore-environment"
+    ) return undefined;
+    clear = true;
+    return 0;
+  });
+  if (at === undefined) return OPAQUE;
   const env: EnvAssignment[] = [];
   for (; at < args.length && args[at].includes("="); at++) {
     const split = args[at].indexOf("=");
@@ -136,8 +151,12 @@ function unwrapNice(args: string[]): Unwrapped {
   return inner(args, at);
 }
 
-/** `nohup [--] program args…`. */
-function unwrapNohup(args: string[]): Unwrapped {
+/**
+ * `nohup [--] program args…`, and the shell builtins `command [--] program
+ * args…` and `exec [--] program args…`: any option (`command -v`, `command
+ * -p` with another PATH, `exec -a name`, …) makes it opaque.
+ */
+function unwrapWithoutOptions(args: string[]): Unwrapped {
   const at = args[0] === "--" ? 1 : 0;
   if (args[at]?.startsWith("-")) return OPAQUE;
   return inner(args, at);
@@ -145,24 +164,18 @@ function unwrapNohup(args: string[]): Unwrapped {
 
 /** `timeout [-s SIG] [-k DURATION] [--preserve-status] [--foreground] [-v] DURATION program args…`. */
 function unwrapTimeout(args: string[]): Unwrapped {
-  let at = 0;
-  for (; at < args.length && args[at].startsWith("-"); at++) {
-    const option = args[at];
-    if (option === "--") {
-      at++;
-      break;
-    }
+  const at = skipOptions(args, (option) => {
     if (
       option === "-s" || option === "-k" || option === "--signal" ||
       option === "--kill-after"
-    ) at++;
-    else if (
-      !/^(-s.|-k.|--signal=|--kill-after=)/.test(option) &&
-      !["--preserve-status", "--foreground", "-v", "--verbose"].includes(
-        option,
-      )
-    ) return OPAQUE;
-  }
+    ) return 1;
+    if (
+      /^(-s.|-k.|--signal=|--kill-after=)/.test(option) ||
+      ["--preserve-status", "--foreground", "-v", "--verbose"].includes(option)
+    ) return 0;
+    return undefined;
+  });
+  if (at === undefined) return OPAQUE;
   if (!/^\d+(\.\d+)?[smhd]?$/.test(args[at] ?? "")) return OPAQUE;
   const next = inner(args, at + 1);
   return next.kind === "none" ? OPAQUE : next;
@@ -170,25 +183,15 @@ function unwrapTimeout(args: string[]): Unwrapped {
 
 /** `xargs [-r] [--] program args…`: arguments read from stdin follow. */
 function unwrapXargs(args: string[]): Unwrapped {
-  let at = 0;
-  for (; at < args.length && args[at].startsWith("-"); at++) {
-    if (args[at] === "--") {
-      at++;
-      break;
-    }
-    if (args[at] !== "-r" && args[at] !== "--no-run-if-empty") return OPAQUE;
-  }
+  const at = skipOptions(
+    args,
+    (option) =>
+      option === "-r" || option === "--no-run-if-empty" ? 0 : undefined,
+  );
+  if (at === undefined) return OPAQUE;
   // Without a program xargs runs `echo`: not worth reading.
   const next = inner(args, at, { openArgs: true });
   return next.kind === "none" ? OPAQUE : next;
-}
-
-/** The shell builtins `command [--] program args…` and `exec [--] program args…`. */
-function unwrapBuiltin(args: string[]): Unwrapped {
-  const at = args[0] === "--" ? 1 : 0;
-  // `command -v`, `command -p` (another PATH), `exec -a name`, …
-  if (args[at]?.startsWith("-")) return OPAQUE;
-  return inner(args, at);
 }
 
 /**
@@ -233,7 +236,7 @@ const SHELLS = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash"];
 const WRAPPERS: Record<string, (args: string[]) => Unwrapped> = {
   env: unwrapEnv,
   nice: unwrapNice,
-  nohup: unwrapNohup,
+  nohup: unwrapWithoutOptions,
   timeout: unwrapTimeout,
   xargs: unwrapXargs,
   ...Object.fromEntries(SHELLS.map((name) => [name, unwrapShell])),
@@ -312,7 +315,7 @@ export function commandLayers(input: CommandLayersInput): CommandLayers {
     const builtin: boolean = fromShell && (layer.name === "exec" ||
       layer.name === "command");
     const unwrap: ((args: string[]) => Unwrapped) | undefined = builtin
-      ? unwrapBuiltin
+      ? unwrapWithoutOptions
       : wrapperFor(name);
     if (!unwrap || (!builtin && !isProgramNamed(program, name, agentPath))) {
       return { layers, known: true, agentPath };

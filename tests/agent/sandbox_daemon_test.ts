@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import {
@@ -25,7 +24,7 @@ import {
 } from "../../lib/server/config/serve_config.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { assertRelayFrame } from "../contracts.ts";
-import { DAEMON_TOKEN, daemonProcess } from "../daemon_test_helpers.ts";
+import { DAEMON_TOKEN, daemonProcess, hubJob } from "../daemon_test_helpers.ts";
 import {
   deltaText,
   postJson,
@@ -52,10 +51,10 @@ async function runJob(
     floor: { workspaceRoots: [tmpdir()] },
   });
   const frames: Array<{ event: JsonObject; runner?: JsonObject }> = [];
-  const job: DaemonJob = {
-    jobId: "job-s",
-    payload: { run_id: "r", prompt_text: "hi", config },
-    emit(event, details) {
+  const job = hubJob(
+    "job-s",
+    { run_id: "r", prompt_text: "hi", config },
+    (event, details) => {
       assertRelayFrame({
         type: "run.event",
         job_id: "job-s",
@@ -64,11 +63,7 @@ async function runJob(
       }, "daemon->hub");
       frames.push({ event, runner: details });
     },
-    signal: new AbortController().signal,
-    mcp: () => Promise.resolve(null),
-    hubCapabilities: [],
-    onPermissionAnswer() {},
-  };
+  );
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
   return frames;
 }

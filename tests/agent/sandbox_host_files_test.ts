@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { harness, runCompleted } from "../engine_helpers.ts";
 import { reachLines, sandboxConfig, sandboxWorld } from "../sandbox_helpers.ts";
 
 /** The host files the sandbox hides that exist on this machine. */
@@ -46,10 +46,10 @@ Deno.test("sandbox=confined: /etc/shadow and the SSH host keys show nothing of t
       "--try-read",
       "/etc/hostname",
     ], { "langbot-assets-enabled": false });
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    const result = await run.done;
-    assert.equal(result.status, "completed", JSON.stringify(log.events.at(-1)));
+    const log = await runCompleted(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     const lines = reachLines(log.messages()[0]);
     for (const file of hidden) {
       const seen = lines[`try-read ${file}`];

@@ -18,7 +18,7 @@ import {
 import { RunnerError } from "../../lib/errors.ts";
 import { STORE_FILE_NAME } from "../../lib/store/open.ts";
 import { sampleAssets } from "../assets_test_helpers.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { EventLog, harness, runCompleted } from "../engine_helpers.ts";
 import { tempDir } from "../helpers.ts";
 import {
   DENO_DIR,
@@ -82,10 +82,10 @@ Deno.test("sandbox=confined: the agent writes its workspace and state dir, and c
         PATH: `${world.home}:${world.environment.PATH}`,
       },
     });
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    const result = await run.done;
-    assert.equal(result.status, "completed", JSON.stringify(log.events.at(-1)));
+    const log = await runCompleted(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assert.deepEqual(log.ofType("run.started")[0].data, {
       agent: "cold",
       sandbox: "confined",
@@ -133,9 +133,10 @@ Deno.test("sandbox=off changes nothing: the same agent reads $HOME, another work
       ...[homeSecret, otherFile, tokens].flatMap((p) => ["--try-read", p]),
       ...["--try-connect", String(listener.port), "--try-list-proc"],
     ], { sandbox: "off", "langbot-assets-enabled": false });
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    assert.equal((await run.done).status, "completed");
+    const log = await runCompleted(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assert.equal(log.ofType("run.started")[0].data.sandbox, "off");
     const lines = reachLines(log.messages()[0]);
     assert.equal(lines[`try-read ${homeSecret}`], "ok home secret");
@@ -170,13 +171,11 @@ Deno.test("sandbox=confined with sandbox-network=full: the run's assets endpoint
       ],
       "sandbox-write-paths": [writable],
     });
-    const { run } = await h.manager.start({
+    const log = await runCompleted(h.manager, {
       input: { text: "hi" },
       config,
       assets: sampleAssets(),
     });
-    const log = new EventLog(run);
-    assert.equal((await run.done).status, "completed");
     const reply = log.messages().at(-1)!;
     assert.match(reply, /\nmcp: \d+ tools/, "the assets server answered");
     const lines = reachLines(reply);

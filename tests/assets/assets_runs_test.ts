@@ -16,6 +16,7 @@ import { createRunManager, type RunManager } from "../../lib/run/manager.ts";
 import { type RunStore } from "../../lib/store/types.ts";
 import { openStoreNow } from "../helpers.ts";
 import {
+  ASSET_TOOL_NAMES,
   type RecordingServer,
   sampleAssets,
   startRecordingServer,
@@ -185,14 +186,7 @@ function sixToolSteps(mode: "ephemeral" | "gateway") {
       const list = mcpAnswer(run.record, "langbot_assets", "tools/list");
       const names = (list.body as { result: { tools: { name: string }[] } })
         .result.tools.map((tool) => tool.name).sort();
-      assert.deepEqual(names, [
-        "langbot_call_tool",
-        "langbot_get_current_event",
-        "langbot_get_tool_detail",
-        "langbot_history_page",
-        "langbot_list_assets",
-        "langbot_retrieve_knowledge",
-      ]);
+      assert.deepEqual(names, ASSET_TOOL_NAMES);
       return { run, result: toolResult(run.record) };
     };
     await t.step("langbot_list_assets", async () => {

@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import {
+  type DaemonClientOptions,
   type DaemonJob,
   type DaemonLogEntry,
   MAX_RECONNECT_DELAY_MS,
@@ -25,94 +26,67 @@ import { encodeEventFrames } from "../../lib/relay/event_fit.ts";
 import { fromRelayEvent } from "../../lib/relay/wire_events.ts";
 import { startMcpProxy } from "../../lib/mcp_proxy.ts";
 import { tempDir } from "../helpers.ts";
+import { ScriptedHub, TestSocket } from "../relay_sockets.ts";
 import { within } from "../stream_helpers.ts";
 
 const TOKEN = "daemon-client-test-token-8d2f6b1a9e";
 const READY =
   '{"type": "daemon.ready", "daemon_id": "quiet", "protocol": "coding-relay-v1"}';
+const START_J1 =
+  '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}';
 
-/** The hub side of one accepted socket: queued text frames and the close. */
-class HubSide {
-  readonly closed: Promise<{ code: number; reason: string }>;
-  #queue: string[] = [];
-  #waiters: ((text: string) => void)[] = [];
+/** The client's options besides where it dials, as whom, and its signal. */
+type QuietOptions = Omit<
+  DaemonClientOptions,
+  "url" | "daemonId" | "token" | "signal"
+>;
 
-  constructor(readonly ws: WebSocket) {
-    ws.addEventListener("message", (event) => {
-      const waiter = this.#waiters.shift();
-      if (waiter) waiter(event.data as string);
-      else this.#queue.push(event.data as string);
-    });
-    this.closed = new Promise((resolve) =>
-      ws.addEventListener(
-        "close",
-        (event) => resolve({ code: event.code, reason: event.reason }),
-      )
-    );
-  }
-
-  next(): Promise<JsonObject> {
-    const queued = this.#queue.shift();
-    if (queued !== undefined) return Promise.resolve(JSON.parse(queued));
-    return new Promise((resolve) =>
-      this.#waiters.push((text) => resolve(JSON.parse(text)))
-    );
-  }
-}
-
-/** A bare WebSocket server that hands each connection to the test. */
-class RawHub {
-  readonly url: string;
-  readonly #server: Deno.HttpServer<Deno.NetAddr>;
-  readonly #sides: HubSide[] = [];
-  #accepted: HubSide[] = [];
-  #waiters: ((side: HubSide) => void)[] = [];
-
-  constructor() {
-    this.#server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      (request) => {
-        const { socket, response } = Deno.upgradeWebSocket(request);
-        const side = new HubSide(socket);
-        this.#sides.push(side);
-        const waiter = this.#waiters.shift();
-        if (waiter) waiter(side);
-        else this.#accepted.push(side);
-        return response;
-      },
-    );
-    this.url = `ws://127.0.0.1:${this.#server.addr.port}`;
-  }
-
-  /** The next connection, in arrival order. */
-  accept(): Promise<HubSide> {
-    const side = this.#accepted.shift();
-    if (side) return Promise.resolve(side);
-    return new Promise((resolve) => this.#waiters.push(resolve));
-  }
-
-  async close(): Promise<void> {
-    for (const side of this.#sides) {
-      if (side.ws.readyState === WebSocket.OPEN) side.ws.close(1001);
-      await side.closed;
-    }
-    await this.#server.shutdown();
-  }
-}
-
-Deno.test("keep-alive: a hub that stops answering is closed, its job cancelled and awaited, then redialled", async () => {
-  const hub = new RawHub();
+/**
+ * Runs the daemon client as daemon `quiet` (redialling after 10 ms) against a
+ * bare hub; `body` gets the hub and the client's abort controller. The
+ * client is stopped and awaited, and the hub closed, after.
+ */
+async function withQuietClient(
+  options: QuietOptions,
+  body: (hub: ScriptedHub, controller: AbortController) => Promise<void>,
+): Promise<void> {
+  const hub = new ScriptedHub();
   const controller = new AbortController();
-  const logs: DaemonLogEntry[] = [];
-  let jobSettled = false;
   const client = runDaemonClient({
     url: hub.url,
     daemonId: "quiet",
     token: TOKEN,
     reconnectDelayMs: 10,
+    signal: controller.signal,
+    ...options,
+  });
+  try {
+    await body(hub, controller);
+  } finally {
+    controller.abort();
+    await client;
+    await hub.close();
+  }
+}
+
+/** The next connection, past its hello and the hub's ready; with `job`, job `j1` is started on it. */
+async function acceptReady(
+  hub: ScriptedHub,
+  job: "start job" | "no job",
+): Promise<TestSocket> {
+  const side = await hub.accept();
+  assert.equal((await side.next()).type, "daemon.hello");
+  side.send(READY);
+  if (job === "start job") side.send(START_J1);
+  return side;
+}
+
+Deno.test("keep-alive: a hub that stops answering is closed, its job cancelled and awaited, then redialled", async () => {
+  const logs: DaemonLogEntry[] = [];
+  let jobSettled = false;
+  await withQuietClient({
     pingIntervalMs: 20,
     pingTimeoutMs: 500,
-    signal: controller.signal,
     onLog: (entry) => logs.push(entry),
     runJob: async (job) => {
       await new Promise((resolve) =>
@@ -121,14 +95,8 @@ Deno.test("keep-alive: a hub that stops answering is closed, its job cancelled a
       jobSettled = true;
       return { cleanupConfirmed: true };
     },
-  });
-  try {
-    const first = await hub.accept();
-    assert.equal((await first.next()).type, "daemon.hello");
-    first.ws.send(READY);
-    first.ws.send(
-      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
-    );
+  }, async (hub) => {
+    const first = await acceptReady(hub, "start job");
     // From here on the hub never answers.
     assert.deepEqual(await first.next(), { type: "daemon.ping" });
     assert.deepEqual(await first.closed, {
@@ -145,68 +113,33 @@ Deno.test("keep-alive: a hub that stops answering is closed, its job cancelled a
       ),
       JSON.stringify(logs),
     );
-  } finally {
-    controller.abort();
-    await client;
-    await hub.close();
-  }
+  });
 });
 
 Deno.test("keep-alive: answered pings keep the connection", async () => {
-  const hub = new RawHub();
-  const controller = new AbortController();
-  const client = runDaemonClient({
-    url: hub.url,
-    daemonId: "quiet",
-    token: TOKEN,
-    reconnectDelayMs: 10,
+  await withQuietClient({
     // A late pong on a loaded machine must not pass for a dead hub: the
     // timeout is generous, the hundred pings still span two of them.
     pingIntervalMs: 20,
     pingTimeoutMs: 1000,
-    signal: controller.signal,
     runJob: () => Promise.resolve({ cleanupConfirmed: true }),
-  });
-  try {
-    const side = await hub.accept();
-    assert.equal((await side.next()).type, "daemon.hello");
-    side.ws.send(READY);
+  }, async (hub, controller) => {
+    const side = await acceptReady(hub, "no job");
     // A hundred pings span at least two ping timeouts.
     for (let count = 0; count < 100; count++) {
       assert.deepEqual(await side.next(), { type: "daemon.ping" });
-      side.ws.send('{"type": "daemon.pong"}');
+      side.send('{"type": "daemon.pong"}');
     }
     assert.equal(side.ws.readyState, WebSocket.OPEN);
     controller.abort();
     assert.equal((await side.closed).code, 1000);
-  } finally {
-    controller.abort();
-    await client;
-    await hub.close();
-  }
+  });
 });
 
-/** The next frame of `side`; throws with the close code once it closed. */
-function nextOrClose(side: HubSide): Promise<JsonObject> {
-  return Promise.race([
-    side.next(),
-    side.closed.then(({ code, reason }) => {
-      throw new Error(`the daemon closed the connection: ${code} ${reason}`);
-    }),
-  ]);
-}
-
 Deno.test("keep-alive: a hub that answers no ping while it works on a tool call is not given up", async () => {
-  const hub = new RawHub();
-  const controller = new AbortController();
-  const client = runDaemonClient({
-    url: hub.url,
-    daemonId: "quiet",
-    token: TOKEN,
-    reconnectDelayMs: 10,
+  await withQuietClient({
     pingIntervalMs: 20,
     pingTimeoutMs: 300,
-    signal: controller.signal,
     runJob: async (job) => {
       const answer = await job.mcp({
         jsonrpc: "2.0",
@@ -220,27 +153,22 @@ Deno.test("keep-alive: a hub that answers no ping while it works on a tool call 
       });
       return { cleanupConfirmed: true };
     },
-  });
-  try {
-    const side = await hub.accept();
-    assert.equal((await side.next()).type, "daemon.hello");
-    side.ws.send(READY);
-    side.ws.send(
-      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
-    );
-    const request = await nextOrClose(side);
+  }, async (hub) => {
+    const side = await acceptReady(hub, "start job");
+    // `next` throws once the daemon closed the connection.
+    const request = await side.next();
     assert.equal(request.type, "mcp.request");
     // Like the Python hub, which runs the tool inside its reader loop: no
     // frame at all while the tool works. 30 pings 20 ms apart span
     // almost two ping timeouts after the first one.
     for (let pings = 0; pings < 30; pings++) {
-      assert.deepEqual(await nextOrClose(side), { type: "daemon.ping" });
+      assert.deepEqual(await side.next(), { type: "daemon.ping" });
     }
-    side.ws.send(
+    side.send(
       `{"type": "mcp.response", "request_id": "${request.request_id}", "job_id": "j1", "payload": {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}}`,
     );
-    let frame = await nextOrClose(side);
-    while (frame.type === "daemon.ping") frame = await nextOrClose(side);
+    let frame = await side.next();
+    while (frame.type === "daemon.ping") frame = await side.next();
     assert.deepEqual(frame, {
       type: "run.event",
       job_id: "j1",
@@ -253,26 +181,15 @@ Deno.test("keep-alive: a hub that answers no ping while it works on a tool call 
       },
     });
     assert.equal(side.ws.readyState, WebSocket.OPEN);
-  } finally {
-    controller.abort();
-    await client;
-    await hub.close();
-  }
+  });
 });
 
 Deno.test("keep-alive: a hub that never answers a tool call is given up once the MCP timeout passed", async () => {
-  const hub = new RawHub();
-  const controller = new AbortController();
   let mcpFailure: unknown;
-  const client = runDaemonClient({
-    url: hub.url,
-    daemonId: "quiet",
-    token: TOKEN,
-    reconnectDelayMs: 10,
+  await withQuietClient({
     pingIntervalMs: 20,
     pingTimeoutMs: 300,
     mcpTimeoutMs: 200,
-    signal: controller.signal,
     runJob: async (job) => {
       await job.mcp({ jsonrpc: "2.0", id: 1, method: "tools/call" }).catch(
         (error) => mcpFailure = error,
@@ -284,25 +201,15 @@ Deno.test("keep-alive: a hub that never answers a tool call is given up once the
       }
       return { cleanupConfirmed: true };
     },
-  });
-  try {
-    const side = await hub.accept();
-    assert.equal((await side.next()).type, "daemon.hello");
-    side.ws.send(READY);
-    side.ws.send(
-      '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
-    );
+  }, async (hub) => {
+    const side = await acceptReady(hub, "start job");
     assert.deepEqual(await side.closed, {
       code: CLOSE_KEEPALIVE_TIMEOUT,
       reason: REFUSAL_REASONS.keepaliveTimeout,
     });
     assert.equal((mcpFailure as { code?: string })?.code, "relay.mcp_failed");
     assert.match(String((mcpFailure as Error).message), /within 200 ms/);
-  } finally {
-    controller.abort();
-    await client;
-    await hub.close();
-  }
+  });
 });
 
 function bytesOf(text: string): number {
@@ -496,17 +403,10 @@ Deno.test("an MCP request the hub never answers fails with relay.mcp_failed: on 
   ];
   for (const { name, timeoutMs, drop } of cases) {
     await t.step(name, async () => {
-      const hub = new RawHub();
-      const controller = new AbortController();
       const failure = Promise.withResolvers<unknown>();
       const proxied = Promise.withResolvers<string>();
-      const client = runDaemonClient({
-        url: hub.url,
-        daemonId: "quiet",
-        token: TOKEN,
-        reconnectDelayMs: 10,
+      await withQuietClient({
         mcpTimeoutMs: timeoutMs,
-        signal: controller.signal,
         runJob: async (job) => {
           const proxy = startMcpProxy({ forward: job.mcp });
           try {
@@ -519,14 +419,8 @@ Deno.test("an MCP request the hub never answers fails with relay.mcp_failed: on 
           }
           return { cleanupConfirmed: true };
         },
-      });
-      try {
-        const side = await hub.accept();
-        assert.equal((await side.next()).type, "daemon.hello");
-        side.ws.send(READY);
-        side.ws.send(
-          '{"type": "run.start", "job_id": "j1", "payload": {"run_id": "r"}}',
-        );
+      }, async (hub) => {
+        const side = await acceptReady(hub, "start job");
         const requests = [await side.next(), await side.next()];
         assert.deepEqual(requests.map((frame) => frame.type), [
           "mcp.request",
@@ -548,11 +442,7 @@ Deno.test("an MCP request the hub never answers fails with relay.mcp_failed: on 
           id: 5,
           error: { code: -32000, message: expected },
         });
-      } finally {
-        controller.abort();
-        await client;
-        await hub.close();
-      }
+      });
     });
   }
 });

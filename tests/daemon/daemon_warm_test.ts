@@ -22,6 +22,7 @@ import {
   serveWithHub,
 } from "../daemon_test_helpers.ts";
 import { apiFetch } from "../serve_test_helpers.ts";
+import { currentEventCallFlags } from "../assets_test_helpers.ts";
 import {
   answers,
   listAgents,
@@ -49,12 +50,7 @@ Deno.test("the daemon keeps its own warm agent: the next message of the conversa
       "daemon-id": "desk",
       workspace: tempDir(),
       "acp-command": fixtureCommand(
-        "--mcp-http",
-        "--mcp-call",
-        "--mcp-tool",
-        "langbot_get_current_event",
-        "--record",
-        record,
+        ...currentEventCallFlags(record),
         "--grandchild",
         "--pid-file",
         pidFile,

@@ -19,11 +19,13 @@ import {
 import { REFUSAL_REASONS } from "../../lib/relay.ts";
 import { tempDir } from "../helpers.ts";
 import {
+  clientFrame,
   closeAll,
   connectTo,
   openHalfSent,
   parseAnswer,
   readToEnd,
+  upgraded,
   writeAll,
 } from "../raw_tcp_helpers.ts";
 import { apiFetch, spawnServe, startServe } from "../serve_test_helpers.ts";
@@ -57,24 +59,6 @@ async function withHub(
     await hub.close();
     await server.close();
   }
-}
-
-/** Opens a raw TCP connection and completes the WebSocket upgrade. */
-async function upgraded(url: string): Promise<Deno.TcpConn> {
-  const conn = await connectTo(url);
-  await writeAll(
-    conn,
-    `GET / HTTP/1.1\r\nHost: ${new URL(url).host}\r\nUpgrade: websocket\r\n` +
-      `Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
-      `Sec-WebSocket-Version: 13\r\n\r\n`,
-  );
-  const head = new Uint8Array(512);
-  const read = await conn.read(head);
-  assert.match(
-    new TextDecoder().decode(head.subarray(0, read!)),
-    /^HTTP\/1.1 101/,
-  );
-  return conn;
 }
 
 /** A close frame's code and reason out of raw server bytes. */
@@ -395,22 +379,6 @@ Deno.test("--daemon-max-connected outside 1-10000 is refused before serve starts
     );
   }
 });
-
-/** One masked client frame (payloads under 64 KiB). */
-function clientFrame(
-  first: number,
-  payload: Uint8Array,
-): Uint8Array {
-  const mask = [9, 8, 7, 6];
-  const long = payload.length > 125;
-  const head = long
-    ? [first, 0x80 | 126, payload.length >> 8, payload.length & 255]
-    : [first, 0x80 | payload.length];
-  const frame = new Uint8Array(head.length + 4 + payload.length);
-  frame.set([...head, ...mask]);
-  payload.forEach((byte, i) => frame[head.length + 4 + i] = byte ^ mask[i & 3]);
-  return frame;
-}
 
 Deno.test("a hello sent as three fragments, dribbled a byte per write, is read whole", async () => {
   await withHub(async ({ url }) => {

@@ -10,22 +10,10 @@ import assert from "node:assert/strict";
 import { createHub, serveHub } from "../../lib/hub/relay_hub.ts";
 import { REFUSAL_REASONS } from "../../lib/relay.ts";
 import { tempDir } from "../helpers.ts";
-import { connectTo, writeAll } from "../raw_tcp_helpers.ts";
+import { clientFrame, upgraded, writeAll } from "../raw_tcp_helpers.ts";
 
 const TOKEN = "hub-fragments-token-Lp3Vx9Qw2Mz6";
 const LIMIT = 2000;
-
-/** One masked client frame (payloads under 64 KiB). */
-function clientFrame(first: number, payload: Uint8Array): Uint8Array {
-  const mask = [9, 8, 7, 6];
-  const head = payload.length > 125
-    ? [first, 0x80 | 126, payload.length >> 8, payload.length & 255]
-    : [first, 0x80 | payload.length];
-  const frame = new Uint8Array(head.length + 4 + payload.length);
-  frame.set([...head, ...mask]);
-  payload.forEach((byte, i) => frame[head.length + 4 + i] = byte ^ mask[i & 3]);
-  return frame;
-}
 
 /** A `daemon.hello` of exactly `size` bytes. */
 function hello(size: number): Uint8Array {
@@ -53,20 +41,7 @@ async function sendInFragments(
   const hub = createHub({ token: TOKEN, stateDir });
   const server = serveHub({ hub, limits: { maxMessageBytes: LIMIT } });
   try {
-    const conn = await connectTo(server.url);
-    await writeAll(
-      conn,
-      `GET / HTTP/1.1\r\nHost: ${new URL(server.url).host}\r\n` +
-        `Upgrade: websocket\r\nConnection: Upgrade\r\n` +
-        `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
-        `Sec-WebSocket-Version: 13\r\n\r\n`,
-    );
-    const head = new Uint8Array(512);
-    const read = await conn.read(head);
-    assert.match(
-      new TextDecoder().decode(head.subarray(0, read!)),
-      /^HTTP\/1.1 101/,
-    );
+    const conn = await upgraded(server.url);
     for (let at = 0; at < message.length; at += piece) {
       const last = at + piece >= message.length;
       const opcode = at === 0 ? 0x01 : 0x00;

@@ -11,11 +11,19 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { parseRunConfig } from "../../lib/config.ts";
+import { createReaperRegistry } from "../../lib/agent/reaper.ts";
+import { RunnerError } from "../../lib/errors.ts";
 import type { RunEvent } from "../../lib/events.ts";
-import type { RunManager } from "../../lib/run/manager.ts";
-import { EventLog, makeGate } from "../engine_helpers.ts";
-import { agentCommand, agentPids, isAlive, tempDir } from "../helpers.ts";
+import type { AgentLocation } from "../../lib/run/location.ts";
+import { runnerLocations } from "../../lib/locations/runner_locations.ts";
+import { createRunManager, type RunManager } from "../../lib/run/manager.ts";
+import {
+  EventLog,
+  fixtureConfig,
+  makeGate,
+  runToEnd,
+} from "../engine_helpers.ts";
+import { agentPids, isAlive, openStoreNow, tempDir } from "../helpers.ts";
 
 /** How the suite reaches one location. */
 export interface LocationUnderTest {
@@ -37,6 +45,38 @@ export interface OpenLocation {
   close(): Promise<void>;
 }
 
+/** Options for {@linkcode openManager}. */
+export interface OpenManagerOptions {
+  /** The run-config keys that send a run to the location. */
+  config: Record<string, unknown>;
+  /** The `daemon` location, if the manager has one. */
+  daemon?: AgentLocation;
+  /** Stops what the location started, after the manager's runs are ended. */
+  after?: () => Promise<void>;
+}
+
+/** A run manager with the runner's locations over a fresh store, as the suite opens it. */
+export function openManager(options: OpenManagerOptions): OpenLocation {
+  const dataDir = tempDir();
+  const store = openStoreNow(dataDir);
+  const manager = createRunManager({
+    store,
+    locations: runnerLocations(options.daemon),
+    registry: createReaperRegistry(join(dataDir, "agents")),
+  });
+  return {
+    manager,
+    config: options.config,
+    async close() {
+      await manager.shutdown(
+        new RunnerError("runner.shutting_down", "The test ended."),
+      );
+      await options.after?.();
+      await store.close();
+    },
+  };
+}
+
 /** One case of the suite. */
 interface LocationCase {
   name: string;
@@ -49,13 +89,7 @@ function configAt(
   flags: string[],
   extra: Record<string, unknown> = {},
 ) {
-  return parseRunConfig({
-    provider: "custom",
-    "acp-command": agentCommand(flags),
-    workspace: tempDir(),
-    ...location.config,
-    ...extra,
-  });
+  return fixtureConfig(flags, { ...location.config, ...extra });
 }
 
 function terminalsOf(events: RunEvent[]): RunEvent[] {
@@ -92,12 +126,10 @@ const CASES: LocationCase[] = [
     name:
       "a run ends with exactly one terminal event, the last, sequences from 1",
     async run(location) {
-      const { run } = await location.manager.start({
+      const { log, result } = await runToEnd(location.manager, {
         input: { text: "hello" },
         config: configAt(location, ["--chunks", "3"]),
       });
-      const log = new EventLog(run);
-      const result = await run.done;
       assert.equal(result.status, "completed");
       assert.equal(assertOneTerminalLast(log).type, "run.completed");
       assert.deepEqual(log.messages(), ["echo: hello (turn 1)"]);
@@ -130,12 +162,10 @@ const CASES: LocationCase[] = [
       "the timeout ends the run with one message on every location, and no agent process is left",
     async run(location) {
       const pidFile = join(tempDir(), "pids.json");
-      const { run } = await location.manager.start({
+      const { log, result } = await runToEnd(location.manager, {
         input: { text: "wait" },
         config: configAt(location, stallFlags(pidFile), { timeout: 2 }),
       });
-      const log = new EventLog(run);
-      const result = await run.done;
       assert.deepEqual([result.status, result.code], ["failed", "run.timeout"]);
       const terminal = assertOneTerminalLast(log);
       assert.deepEqual(terminal.data, {
@@ -264,14 +294,12 @@ const CASES: LocationCase[] = [
       "no agent process is left after a completed run that keeps no warm agent",
     async run(location) {
       const pidFile = join(tempDir(), "pids.json");
-      const { run } = await location.manager.start({
+      const { log, result } = await runToEnd(location.manager, {
         input: { text: "hi" },
         config: configAt(location, ["--grandchild", "--pid-file", pidFile], {
           "reuse-session": false,
         }),
       });
-      const log = new EventLog(run);
-      const result = await run.done;
       assert.equal(result.status, "completed");
       assertOneTerminalLast(log);
       assertNoProcessLeft(pidFile);

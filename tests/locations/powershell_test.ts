@@ -18,9 +18,9 @@ import {
   powerShellWrapper,
   quotePowerShell,
 } from "../../lib/locations/powershell.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { assertFailedWith, runToEnd } from "../engine_helpers.ts";
 import { fixtureCommand, readRecord, tempDir } from "../helpers.ts";
-import { SSHD_PATH, sshTargetConfig, startSshd } from "../ssh_helpers.ts";
+import { sshRunTest, sshTargetConfig } from "../ssh_helpers.ts";
 
 /**
  * PowerShell's single-quote characters (language spec §2.3.5.2.2,
@@ -267,40 +267,30 @@ Deno.test("Windows workspace paths are accepted for remote-shell=powershell only
   );
 });
 
-Deno.test({
-  name:
-    "remote-shell=powershell over a real sshd without PowerShell: the run fails with ssh's stderr, env-json never on a command line",
-  ignore: !SSHD_PATH,
-  async fn() {
-    const sshd = await startSshd();
-    const h = harness();
-    try {
-      const record = join(tempDir(), "record.jsonl");
-      const config = parseRunConfig({
-        provider: "custom",
-        location: "remote-ssh",
-        "remote-shell": "powershell",
-        "acp-command": fixtureCommand("--record", record),
-        workspace: "C:\\runner\\w",
-        ...sshTargetConfig(sshd),
-        "env-json": { PS_SECRET: "ps-secret-value" },
-        "langbot-assets-enabled": false,
-      });
-      const { run } = await h.manager.start({ input: { text: "hi" }, config });
-      const log = new EventLog(run);
-      await run.done;
-      const failed = log.events.at(-1)!;
-      assert.equal(failed.type, "run.failed");
-      assert.equal(failed.data.code, "acp.process_exited");
-      assert.match(
-        String(failed.data.stderr_tail),
-        /powershell: (command )?not found/,
-      );
-      assert.ok(!JSON.stringify(log.events).includes("ps-secret-value"));
-      assert.deepEqual(readRecord(record), []);
-    } finally {
-      await h.close();
-      await sshd.close();
-    }
+sshRunTest(
+  "remote-shell=powershell over a real sshd without PowerShell: the run fails with ssh's stderr, env-json never on a command line",
+  async ({ sshd, h }) => {
+    const record = join(tempDir(), "record.jsonl");
+    const config = parseRunConfig({
+      provider: "custom",
+      location: "remote-ssh",
+      "remote-shell": "powershell",
+      "acp-command": fixtureCommand("--record", record),
+      workspace: "C:\\runner\\w",
+      ...sshTargetConfig(sshd),
+      "env-json": { PS_SECRET: "ps-secret-value" },
+      "langbot-assets-enabled": false,
+    });
+    const { log } = await runToEnd(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
+    const failed = assertFailedWith(log, "acp.process_exited");
+    assert.match(
+      String(failed.data.stderr_tail),
+      /powershell: (command )?not found/,
+    );
+    assert.ok(!JSON.stringify(log.events).includes("ps-secret-value"));
+    assert.deepEqual(readRecord(record), []);
   },
-});
+);

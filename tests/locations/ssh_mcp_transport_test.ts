@@ -14,16 +14,27 @@ import { prepareAgentCommand } from "../../lib/providers.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import { FORWARD_ATTEMPTS, launchSsh } from "../../lib/locations/ssh.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
-import { fixtureCommand, readRecord, tempDir } from "../helpers.ts";
+import {
+  assertFailedWith,
+  EventLog,
+  harness,
+  runToEnd,
+} from "../engine_helpers.ts";
+import { readRecord, tempDir } from "../helpers.ts";
 import {
   freePort,
+  recordedMcpServers,
   SSHD_PATH,
-  sshTargetConfig,
+  sshFixtureConfig,
+  sshRunTest,
   startSshd,
   type TestSshd,
 } from "../ssh_helpers.ts";
-import { sampleSpec } from "../assets_test_helpers.ts";
+import {
+  ASSET_TOOL_NAMES,
+  currentEventCallFlags,
+  sampleSpec,
+} from "../assets_test_helpers.ts";
 
 type Line = Record<string, unknown>;
 
@@ -32,22 +43,11 @@ function remoteConfig(
   record: string,
   extra: Record<string, unknown> = {},
 ) {
-  return parseRunConfig({
-    provider: "custom",
-    "acp-command": fixtureCommand(
-      "--text",
-      "ok",
-      "--mcp-http",
-      "--mcp-call",
-      "--mcp-tool",
-      "langbot_get_current_event",
-      "--record",
-      record,
-    ),
-    workspace: join(tempDir(), "remote-ws"),
-    ...sshTargetConfig(sshd),
-    ...extra,
-  });
+  return sshFixtureConfig(
+    sshd,
+    ["--text", "ok", ...currentEventCallFlags(record)],
+    extra,
+  );
 }
 
 /** An `assets` request field whose grant makes all six tools usable. */
@@ -63,132 +63,93 @@ function fullGrant(): Record<string, unknown> {
   };
 }
 
-Deno.test({
-  name:
-    "remote-ssh, forwarding refused: the ssh -R tunnel fails with assets.tunnel_refused naming mcp-bridge-transport=http",
-  ignore: !SSHD_PATH,
-  async fn() {
-    const sshd = await startSshd({ allowTcpForwarding: false });
-    const h = harness();
-    try {
-      const record = join(tempDir(), "record.jsonl");
-      const { run } = await h.manager.start({
-        input: { text: "tunnel" },
-        config: remoteConfig(sshd, record),
-      });
-      const log = new EventLog(run);
-      const result = await run.done;
-      assert.equal(result.status, "failed");
-      const failed = log.events.at(-1)!;
-      assert.equal(failed.type, "run.failed");
-      assert.equal(failed.data.code, "assets.tunnel_refused");
-      assert.equal(failed.data.retryable, false);
-      // Refused outright: every one of the bounded tries was refused.
-      assert.equal(
-        (failed.data.detail as { attempts: number }).attempts,
-        FORWARD_ATTEMPTS,
-      );
-      assert.match(String(failed.data.error), /refused the reverse tunnel/);
-      assert.match(
-        String(failed.data.error),
-        /Set mcp-bridge-transport=http with mcp-public-url/,
-      );
-      assert.equal(
-        log.events.filter((e) => e.type === "run.failed").length,
-        1,
-      );
-      // The remote wrapper got no env-json, so it never started the agent.
-      assert.deepEqual(readRecord(record), []);
-    } finally {
-      await h.close();
-      await sshd.close();
-    }
+sshRunTest(
+  "remote-ssh, forwarding refused: the ssh -R tunnel fails with assets.tunnel_refused naming mcp-bridge-transport=http",
+  async ({ sshd, h }) => {
+    const record = join(tempDir(), "record.jsonl");
+    const { log, result } = await runToEnd(h.manager, {
+      input: { text: "tunnel" },
+      config: remoteConfig(sshd, record),
+    });
+    assert.equal(result.status, "failed");
+    const failed = assertFailedWith(log, "assets.tunnel_refused");
+    assert.equal(failed.data.retryable, false);
+    // Refused outright: every one of the bounded tries was refused.
+    assert.equal(
+      (failed.data.detail as { attempts: number }).attempts,
+      FORWARD_ATTEMPTS,
+    );
+    assert.match(String(failed.data.error), /refused the reverse tunnel/);
+    assert.match(
+      String(failed.data.error),
+      /Set mcp-bridge-transport=http with mcp-public-url/,
+    );
+    assert.equal(
+      log.events.filter((e) => e.type === "run.failed").length,
+      1,
+    );
+    // The remote wrapper got no env-json, so it never started the agent.
+    assert.deepEqual(readRecord(record), []);
   },
-});
+  { allowTcpForwarding: false },
+);
 
-Deno.test({
-  name:
-    "remote-ssh, forwarding refused: mcp-bridge-transport=http gives the agent its six tools at mcp-public-url, the token only in a header",
-  ignore: !SSHD_PATH,
-  async fn() {
-    const sshd = await startSshd({ allowTcpForwarding: false });
-    const h = harness();
-    try {
-      const record = join(tempDir(), "record.jsonl");
-      const port = freePort();
-      const publicUrl = `http://127.0.0.1:${port}/mcp`;
-      const { run } = await h.manager.start({
-        input: { text: "event over http" },
-        config: remoteConfig(sshd, record, {
-          "mcp-bridge-transport": "http",
-          "mcp-bridge-port": port,
-          "mcp-public-url": publicUrl,
-        }),
-        assets: fullGrant(),
-      });
-      const log = new EventLog(run);
-      const result = await run.done;
-      assert.equal(
-        result.status,
-        "completed",
-        JSON.stringify(log.events.at(-1)),
-      );
-      const lines = readRecord(record);
-      const session = lines.find((line) => line.method === "session/new")!;
-      const servers = (session.params as {
-        mcpServers: Array<
-          {
-            name: string;
-            url: string;
-            headers: Array<{ name: string; value: string }>;
-          }
-        >;
-      }).mcpServers;
-      const assets = servers.find((server) =>
-        server.name === "langbot_assets"
+sshRunTest(
+  "remote-ssh, forwarding refused: mcp-bridge-transport=http gives the agent its six tools at mcp-public-url, the token only in a header",
+  async ({ sshd, h }) => {
+    const record = join(tempDir(), "record.jsonl");
+    const port = freePort();
+    const publicUrl = `http://127.0.0.1:${port}/mcp`;
+    const { log, result } = await runToEnd(h.manager, {
+      input: { text: "event over http" },
+      config: remoteConfig(sshd, record, {
+        "mcp-bridge-transport": "http",
+        "mcp-bridge-port": port,
+        "mcp-public-url": publicUrl,
+      }),
+      assets: fullGrant(),
+    });
+    assert.equal(
+      result.status,
+      "completed",
+      JSON.stringify(log.events.at(-1)),
+    );
+    const lines = readRecord(record);
+    const assets = recordedMcpServers(record).find((server) =>
+      server.name === "langbot_assets"
+    )!;
+    assert.equal(assets.url, publicUrl);
+    assert.equal(assets.headers.length, 1);
+    assert.equal(assets.headers[0].name, "Authorization");
+    assert.match(assets.headers[0].value, /^Bearer \S{20,}$/);
+    const mcp = (method: string) =>
+      lines.find((line: Line) =>
+        line.event === "mcp" && line.method === method
       )!;
-      assert.equal(assets.url, publicUrl);
-      assert.equal(assets.headers.length, 1);
-      assert.equal(assets.headers[0].name, "Authorization");
-      assert.match(assets.headers[0].value, /^Bearer \S{20,}$/);
-      const mcp = (method: string) =>
-        lines.find((line: Line) =>
-          line.event === "mcp" && line.method === method
-        )!;
-      const tools = (mcp("tools/list").body as {
-        result: { tools: Array<{ name: string }> };
-      }).result.tools.map((tool) => tool.name);
-      assert.deepEqual(tools.toSorted(), [
-        "langbot_call_tool",
-        "langbot_get_current_event",
-        "langbot_get_tool_detail",
-        "langbot_history_page",
-        "langbot_list_assets",
-        "langbot_retrieve_knowledge",
-      ]);
-      assert.equal(mcp("tools/call").status, 200);
-      assert.ok(
-        JSON.stringify(mcp("tools/call").body).includes(
-          "event over http",
-        ),
-      );
-      // The run's token stopped working with the run.
-      const after = await fetch(publicUrl, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          authorization: assets.headers[0].value,
-        },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-      });
-      await after.body?.cancel();
-      assert.equal(after.status, 401);
-    } finally {
-      await h.close();
-      await sshd.close();
-    }
+    const tools = (mcp("tools/list").body as {
+      result: { tools: Array<{ name: string }> };
+    }).result.tools.map((tool) => tool.name);
+    assert.deepEqual(tools.toSorted(), ASSET_TOOL_NAMES);
+    assert.equal(mcp("tools/call").status, 200);
+    assert.ok(
+      JSON.stringify(mcp("tools/call").body).includes(
+        "event over http",
+      ),
+    );
+    // The run's token stopped working with the run.
+    const after = await fetch(publicUrl, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: assets.headers[0].value,
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    await after.body?.cancel();
+    assert.equal(after.status, 401);
   },
-});
+  { allowTcpForwarding: false },
+);
 
 Deno.test({
   name:

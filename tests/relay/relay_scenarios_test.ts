@@ -10,7 +10,7 @@
  */
 
 import { runnerLocations } from "../../lib/locations/runner_locations.ts";
-import { assertRelayFrame, type RelayDirection } from "../contracts.ts";
+import { ScriptedHub, TestSocket } from "../relay_sockets.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../../lib/config.ts";
@@ -93,75 +93,6 @@ function assertCompatible(
   assert.deepEqual(actual, expected, `${path || "frame"}`);
 }
 
-/** One side of a WebSocket: queued text frames and the close. */
-class FrameSocket {
-  readonly closed: Promise<{ code: number; reason: string }>;
-  #queue: string[] = [];
-  #waiters: ((text: string) => void)[] = [];
-
-  /** `receives`: the direction of the frames this end reads, each checked against the relay contract. */
-  constructor(readonly ws: WebSocket, receives: RelayDirection) {
-    ws.addEventListener("message", (event) => {
-      assertRelayFrame(String(event.data), receives);
-      const waiter = this.#waiters.shift();
-      if (waiter) waiter(String(event.data));
-      else this.#queue.push(String(event.data));
-    });
-    this.closed = new Promise((resolve) =>
-      ws.addEventListener(
-        "close",
-        (event) => resolve({ code: event.code, reason: event.reason }),
-      )
-    );
-  }
-
-  /** The next frame, parsed; throws once the socket closed instead. */
-  next(): Promise<JsonObject> {
-    const queued = this.#queue.shift();
-    if (queued !== undefined) return Promise.resolve(JSON.parse(queued));
-    return Promise.race([
-      new Promise<JsonObject>((resolve) =>
-        this.#waiters.push((text) => resolve(JSON.parse(text)))
-      ),
-      this.closed.then(({ code, reason }) => {
-        throw new Error(`the connection closed: ${code} ${reason}`);
-      }),
-    ]);
-  }
-
-  async close(): Promise<void> {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
-    await this.closed;
-  }
-}
-
-/** A bare hub: hands the test each daemon connection. */
-class ScriptHub {
-  readonly url: string;
-  readonly #server: Deno.HttpServer<Deno.NetAddr>;
-  readonly #accepted = Promise.withResolvers<FrameSocket>();
-
-  constructor() {
-    this.#server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      (request) => {
-        const { socket, response } = Deno.upgradeWebSocket(request);
-        this.#accepted.resolve(new FrameSocket(socket, "daemon->hub"));
-        return response;
-      },
-    );
-    this.url = `ws://127.0.0.1:${this.#server.addr.port}`;
-  }
-
-  accept(): Promise<FrameSocket> {
-    return this.#accepted.promise;
-  }
-
-  close(): Promise<void> {
-    return this.#server.shutdown();
-  }
-}
-
 function fill(text: string, vars: Record<string, string>): string {
   return Object.entries(vars).reduce(
     (filled, [name, value]) => filled.replaceAll(`{{${name}}}`, value),
@@ -180,7 +111,7 @@ const OURS_ALONE = new Set(["run.started"]);
  * event of {@linkcode OURS_ALONE} (collected in `extra`).
  */
 async function nextAnswered(
-  side: FrameSocket,
+  side: TestSocket,
   extra: JsonObject[],
 ): Promise<JsonObject> {
   for (;;) {
@@ -194,7 +125,7 @@ async function nextAnswered(
 
 /** Our daemon client and job runner against the scenario's hub frames. */
 async function replayOnDaemon(scenario: Scenario): Promise<void> {
-  const hub = new ScriptHub();
+  const hub = new ScriptedHub("daemon->hub");
   const controller = new AbortController();
   const record = join(tempDir(), "record.jsonl");
   const agent = fixtureCommand(
@@ -296,11 +227,8 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
     store,
     locations: runnerLocations(createDaemonLocation({ hub })),
   });
-  const daemon = new FrameSocket(new WebSocket(server.url), "hub->daemon");
+  const daemon = await TestSocket.open(server.url);
   try {
-    await new Promise((resolve) =>
-      daemon.ws.addEventListener("open", resolve, { once: true })
-    );
     daemon.ws.send(
       `{"type":"daemon.hello","daemon_id":"golden-daemon","protocol":"coding-relay-v1","token":"${TOKEN}","metadata":{"pid":1,"cwd":"/","platform":"posix"}}`,
     );

@@ -3,7 +3,7 @@
  * and daemon) against our hub and our daemon client, frame by frame.
  */
 
-import { assertRelayFrame, type RelayDirection } from "../contracts.ts";
+import { ScriptedHub, TestSocket } from "../relay_sockets.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,62 +84,6 @@ const SCENARIOS = [...Deno.readDirSync(TRANSCRIPTS)]
   .filter((entry) => entry.name.endsWith(".json"))
   .map((entry) => entry.name.slice(0, -5))
   .sort();
-
-/**
- * A raw WebSocket, client side or accepted by {@linkcode ScriptedHub}, that
- * queues text frames and reports the close.
- */
-export class TestSocket {
-  readonly ws: WebSocket;
-  readonly closed: Promise<{ code: number; reason: string }>;
-  #queue: string[] = [];
-  #waiters: ((text: string) => void)[] = [];
-
-  /** `receives`: the direction of the frames this end reads, each checked against the relay contract. */
-  constructor(ws: WebSocket, receives: RelayDirection) {
-    this.ws = ws;
-    ws.addEventListener("message", (event) => {
-      assertRelayFrame(event.data as string, receives);
-      const waiter = this.#waiters.shift();
-      if (waiter) waiter(event.data as string);
-      else this.#queue.push(event.data as string);
-    });
-    this.closed = new Promise((resolve) =>
-      ws.addEventListener(
-        "close",
-        (event) => resolve({ code: event.code, reason: event.reason }),
-      )
-    );
-  }
-
-  /** Opens a socket to `url`. */
-  static async open(url: string): Promise<TestSocket> {
-    const socket = new TestSocket(new WebSocket(url), "hub->daemon");
-    await new Promise((resolve, reject) => {
-      socket.ws.addEventListener("open", resolve, { once: true });
-      socket.ws.addEventListener("error", reject, { once: true });
-    });
-    return socket;
-  }
-
-  /** The next text frame. */
-  next(): Promise<string> {
-    const queued = this.#queue.shift();
-    if (queued !== undefined) return Promise.resolve(queued);
-    return new Promise((resolve) => this.#waiters.push(resolve));
-  }
-
-  /** Sends one text frame. */
-  send(text: string): void {
-    this.ws.send(text);
-  }
-
-  /** Closes from this side and waits for the close handshake. */
-  async close(code = 1000): Promise<void> {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(code);
-    await this.closed;
-  }
-}
 
 function listMarkers(dir: string): { name: string; content: string }[] {
   try {
@@ -346,7 +290,7 @@ async function replayAgainstHub(name: string): Promise<void> {
         }
         job.controller.abort();
       }
-      const actualText = await socket.next();
+      const actualText = await socket.nextText();
       const actual = JSON.parse(actualText);
       if (parsed.type === "run.start") {
         idMap.set(parsed.job_id, actual.job_id);
@@ -458,51 +402,6 @@ Deno.test("codec rejects the obsolete run.cleanup frame", () => {
 // ---------------------------------------------------------------------------
 // Our daemon client against a scripted hub that plays the recorded hub frames.
 
-/** A raw Deno.serve WebSocket server standing in for the hub. */
-export class ScriptedHub {
-  readonly url: string;
-  readonly sockets: TestSocket[] = [];
-  #accepted: TestSocket[] = [];
-  #waiters: ((socket: TestSocket) => void)[] = [];
-  #server: Deno.HttpServer<Deno.NetAddr>;
-
-  constructor() {
-    this.#server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      (request) => {
-        const { socket, response } = Deno.upgradeWebSocket(request);
-        const side = new TestSocket(socket, "daemon->hub");
-        this.sockets.push(side);
-        const waiter = this.#waiters.shift();
-        if (waiter) waiter(side);
-        else this.#accepted.push(side);
-        return response;
-      },
-    );
-    this.url = `ws://127.0.0.1:${this.#server.addr.port}`;
-  }
-
-  /** The next accepted connection, once it is open. */
-  async accept(): Promise<TestSocket> {
-    const side = this.#accepted.shift() ??
-      await new Promise<TestSocket>((resolve) => this.#waiters.push(resolve));
-    if (side.ws.readyState === WebSocket.CONNECTING) {
-      await new Promise((resolve) =>
-        side.ws.addEventListener("open", resolve, { once: true })
-      );
-    }
-    return side;
-  }
-
-  async close(): Promise<void> {
-    for (const side of this.sockets) {
-      if (side.ws.readyState === WebSocket.OPEN) side.ws.close(1001);
-      await side.closed;
-    }
-    await this.#server.shutdown();
-  }
-}
-
 const DAEMON_SCENARIOS = [
   "bad_token",
   "disconnect_fence",
@@ -530,7 +429,7 @@ function clientOfConn(transcript: Transcript): Map<string, number> {
 
 async function replayAgainstDaemon(name: string): Promise<void> {
   const transcript = loadTranscript(name);
-  const hub = new ScriptedHub();
+  const hub = new ScriptedHub("daemon->hub");
   const clientOf = clientOfConn(transcript);
   const clients: { controller: AbortController; done: Promise<unknown> }[] = [];
   const conns = new Map<string, TestSocket>();
@@ -607,7 +506,7 @@ async function replayAgainstDaemon(name: string): Promise<void> {
         side.ws.send(substituteIds(step.text, idMap));
         continue;
       }
-      const actualText = await side.next();
+      const actualText = await side.nextText();
       const actual = JSON.parse(actualText);
       let expectedText = step.text;
       if (frame.type === "daemon.hello") {
@@ -722,7 +621,7 @@ async function withScriptedHub(
   runJob: (job: DaemonJob) => Promise<DaemonJobResult>,
   test: (side: TestSocket, client: Promise<void>) => Promise<void>,
 ): Promise<void> {
-  const hub = new ScriptedHub();
+  const hub = new ScriptedHub("daemon->hub");
   const controller = new AbortController();
   const client = runDaemonClient({
     url: hub.url,
@@ -735,7 +634,11 @@ async function withScriptedHub(
   client.catch(() => {}); // inspected by the test when it matters
   try {
     const side = await hub.accept();
-    assert.equal(JSON.parse(await side.next()).type, "daemon.hello", "hello");
+    assert.equal(
+      JSON.parse(await side.nextText()).type,
+      "daemon.hello",
+      "hello",
+    );
     side.ws.send(
       '{"type": "daemon.ready", "daemon_id": "laptop", "protocol": "coding-relay-v1"}',
     );
@@ -764,14 +667,14 @@ Deno.test("daemon: a second run.cancel does not cut the job's cleanup short", as
   }, async (side) => {
     side.ws.send(start("job-1"));
     side.ws.send('{"type": "run.cancel", "job_id": "job-1"}');
-    const probe = JSON.parse(await side.next());
+    const probe = JSON.parse(await side.nextText());
     assert.equal(probe.type, "mcp.request", "probe");
     side.ws.send('{"type": "run.cancel", "job_id": "job-1"}');
     side.ws.send(
       `{"type": "mcp.response", "request_id": "${probe.request_id}", "job_id": "job-1", "payload": null}`,
     );
     assert.deepEqual(
-      [await side.next(), await side.next(), await side.next()],
+      [await side.nextText(), await side.nextText(), await side.nextText()],
       [
         '{"type":"run.event","job_id":"job-1","event":{"type":"state.updated","data":{"scope":"conversation","key":"cleanup","value":"done"}}}',
         '{"type":"run.event","job_id":"job-1","event":{"type":"run.failed","data":{"error":"daemon run cancelled","code":"agent_runtime.daemon_cancelled"}}}',
@@ -787,7 +690,7 @@ Deno.test("daemon: a job that throws reports daemon_unexpected, then finishes", 
     () => Promise.reject(new Error("boom")),
     async (side) => {
       side.ws.send(start("job-2"));
-      assert.deepEqual([await side.next(), await side.next()], [
+      assert.deepEqual([await side.nextText(), await side.nextText()], [
         '{"type":"run.event","job_id":"job-2","event":{"type":"run.failed","data":{"error":"boom","code":"agent_runtime.daemon_unexpected"}}}',
         '{"type":"run.finished","job_id":"job-2"}',
       ], "failure then finish");

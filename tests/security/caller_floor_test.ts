@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunnerError } from "../../lib/errors.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
-import { agentCommand, tempDir } from "../helpers.ts";
+import { agentCommand, entryExists, tempDir } from "../helpers.ts";
 import { confinedFixtureCommand, DENO_DIR } from "../sandbox_helpers.ts";
 import { ROOT } from "../helpers.ts";
 import {
@@ -257,7 +257,7 @@ Deno.test("an attacker caller gets nothing through POST /v1/runs, a follow-up or
       );
       await refusedWith(n8n, key);
     }
-    assert.ok(!existsPath(record), "a refused request spawned the agent");
+    assert.ok(!entryExists(record), "a refused request spawned the agent");
     const listed = await (await fetch(`${serve.url}/v1/runs`, {
       headers: AUTH,
     })).json();
@@ -272,7 +272,7 @@ Deno.test("an attacker caller gets nothing through POST /v1/runs, a follow-up or
     const events = await sseEvents(allowed);
     const wire = JSON.stringify(events);
     assert.equal(events.at(-1)?.type, "run.completed", wire);
-    assert.ok(existsPath(record), "the allowed run's agent did not start");
+    assert.ok(entryExists(record), "the allowed run's agent did not start");
     assert.match(wire, /inside\.txt: inside text/);
     assert.match(wire, new RegExp(`fs-read ${hostSecret}: error`));
     assert.match(wire, new RegExp(`try-read ${hostSecret}: error NotFound`));
@@ -301,15 +301,6 @@ Deno.test("an attacker caller gets nothing through POST /v1/runs, a follow-up or
     await serve.stop();
   }
 });
-
-function existsPath(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function configured(events: RunEvent[]): Record<string, unknown>[] {
   return events.filter((event) => event.type === "session.configured")

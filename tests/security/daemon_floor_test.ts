@@ -10,19 +10,18 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import { daemonFloorFromFlags } from "../../lib/daemon/job_floor.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import { RunnerError } from "../../lib/errors.ts";
-import { tempDir } from "../helpers.ts";
+import { entryExists, tempDir } from "../helpers.ts";
 import {
   confinedFixtureCommand,
   DENO_DIR,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 import { ROOT } from "../helpers.ts";
-import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { hubJob, serveWithDaemon } from "../daemon_test_helpers.ts";
 import { postJson, sseEvents } from "../serve_test_helpers.ts";
 
 const TOKEN = "daemon-floor-token-" + crypto.randomUUID();
@@ -45,17 +44,11 @@ async function runJob(
     floor: daemonFloorFromFlags(floor, world.dataDir),
   });
   const events: JsonObject[] = [];
-  const job: DaemonJob = {
-    jobId: "job-f",
-    payload: { run_id: "r-f", prompt_text: "hi", config },
-    emit(event) {
-      events.push(event);
-    },
-    signal: new AbortController().signal,
-    mcp: () => Promise.resolve(null),
-    hubCapabilities: [],
-    onPermissionAnswer() {},
-  };
+  const job = hubJob(
+    "job-f",
+    { run_id: "r-f", prompt_text: "hi", config },
+    (event) => events.push(event),
+  );
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
   return events;
 }
@@ -213,7 +206,7 @@ Deno.test("a real runner daemon --sandbox confined --workspace-roots holds a hub
       assert.equal(last?.type, "run.failed", wire);
       assert.equal(last.data.code, "http.forbidden", wire);
       assert.match(String(last.data.error), new RegExp(`^${key}:`), wire);
-      assert.ok(!existsPath(marker), `an agent started for ${wire}`);
+      assert.ok(!entryExists(marker), `an agent started for ${wire}`);
     }
     // What the daemon allows still runs, confined, in the workspace; the
     // hub's fs-read and fs-write (its operator turned them on) stay off.
@@ -230,25 +223,16 @@ Deno.test("a real runner daemon --sandbox confined --workspace-roots holds a hub
       "confined",
       wire,
     );
-    assert.ok(existsPath(marker), "the allowed job's agent did not start");
+    assert.ok(entryExists(marker), "the allowed job's agent did not start");
     assert.match(wire, /fs-read [^ ]*inside\.txt: error/);
     assert.doesNotMatch(wire, /inside-value/);
     assert.match(wire, /fs-write [^ ]*written\.txt: error/);
-    assert.ok(!existsPath(join(workspace, "written.txt")), "fs-write served");
+    assert.ok(!entryExists(join(workspace, "written.txt")), "fs-write served");
   } finally {
     assert.equal(await daemon.stop(), 0, "every frame fit the contract");
     await serve.stop();
   }
 });
-
-function existsPath(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("runner daemon's --fs-read and --fs-write are off unless given, and checked like the run-config keys", () => {
   const dataDir = tempDir("daemon-data-");

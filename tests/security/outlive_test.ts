@@ -13,7 +13,7 @@
 
 import assert from "node:assert/strict";
 import { parseRunConfig } from "../../lib/config.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { harness, runCompleted } from "../engine_helpers.ts";
 import { ROOT, spawnCli, tempDir } from "../helpers.ts";
 import {
   DENO_DIR,
@@ -62,13 +62,10 @@ for (const sandbox of ["off", "confined"]) {
           "langbot-assets-enabled": false,
         },
       ));
-      const { run } = await h.manager.start({ input: { text: "hi" }, config });
-      const log = new EventLog(run);
-      assert.equal(
-        (await run.done).status,
-        "completed",
-        JSON.stringify(log.events.at(-1)),
-      );
+      const log = await runCompleted(h.manager, {
+        input: { text: "hi" },
+        config,
+      });
       assertNothingOutlived(log.messages()[0], world.marker);
     } finally {
       await h.close();
@@ -177,24 +174,51 @@ function assertOnlyTheAgentsSleeper(marker: string): void {
   assert.equal(sleepers.length, 1, `sleepers: ${sleepers}`);
 }
 
+/** A caller's run config of the outliving attacker in `workspace`. */
+function outliveConfig(workspace: string): Record<string, unknown> {
+  return {
+    provider: "custom",
+    "acp-command": attackerCommand(...OUTLIVE_FLAGS),
+    workspace,
+  };
+}
+
+/** A fresh world and workspace, and a `runner serve` whose runs are `sandbox`, marked. */
+async function outliveServe(sandbox: string) {
+  const world = sandboxWorld();
+  const { roots, workspace } = rootsWithWorkspace();
+  const serve = await attackServe({
+    args: [
+      ...outliveOperatorFlags(sandbox),
+      ...["--workspace-roots", roots],
+      ...markerEnv(world),
+    ],
+    environment: world.environment,
+  });
+  return { world, workspace, serve };
+}
+
+/** A fresh world and workspace, and a `runner daemon` whose runs are `sandbox`, marked; `daemonArgs` added. */
+async function outliveDaemon(sandbox: string, daemonArgs: string[] = []) {
+  const world = sandboxWorld();
+  const { roots, workspace } = rootsWithWorkspace();
+  const daemon = await attackDaemon({
+    hubArgs: ["--client-terminals", "true", ...markerEnv(world)],
+    daemonArgs: [
+      ...outliveOperatorFlags(sandbox),
+      ...["--workspace-roots", roots],
+      ...daemonArgs,
+    ],
+    environment: world.environment,
+  });
+  return { world, workspace, daemon };
+}
+
 for (const sandbox of ["off", "confined"]) {
   Deno.test(`runner serve, sandbox=${sandbox}: what a caller's agent and its terminal command double-fork into sessions of their own is gone when the run's terminal event is out`, async () => {
-    const world = sandboxWorld();
-    const { roots, workspace } = rootsWithWorkspace();
-    const serve = await attackServe({
-      args: [
-        ...outliveOperatorFlags(sandbox),
-        ...["--workspace-roots", roots],
-        ...markerEnv(world),
-      ],
-      environment: world.environment,
-    });
+    const { world, workspace, serve } = await outliveServe(sandbox);
     try {
-      const events = await callerRun(serve, {
-        provider: "custom",
-        "acp-command": attackerCommand(...OUTLIVE_FLAGS),
-        workspace,
-      });
+      const events = await callerRun(serve, outliveConfig(workspace));
       assert.equal(events.at(-1)?.type, "run.completed");
       assertNothingOutlived(replyOf(events), world.marker);
     } finally {
@@ -204,23 +228,12 @@ for (const sandbox of ["off", "confined"]) {
   });
 
   Deno.test(`runner serve, sandbox=${sandbox}: a conversation's warm agent keeps only itself and its own leftovers, and a kill -9 of runner serve takes them down`, async () => {
-    const world = sandboxWorld();
-    const { roots, workspace } = rootsWithWorkspace();
-    const serve = await attackServe({
-      args: [
-        ...outliveOperatorFlags(sandbox),
-        ...["--workspace-roots", roots],
-        ...markerEnv(world),
-      ],
-      environment: world.environment,
-    });
+    const { world, workspace, serve } = await outliveServe(sandbox);
     try {
       try {
-        const events = await callerRun(serve, {
-          provider: "custom",
-          "acp-command": attackerCommand(...OUTLIVE_FLAGS),
-          workspace,
-        }, { conversation_id: `outlive-${world.marker}` });
+        const events = await callerRun(serve, outliveConfig(workspace), {
+          conversation_id: `outlive-${world.marker}`,
+        });
         assert.equal(events.at(-1)?.type, "run.completed");
         assertOnlyTheAgentsSleeper(world.marker);
       } finally {
@@ -233,24 +246,13 @@ for (const sandbox of ["off", "confined"]) {
   });
 
   Deno.test(`runner daemon, sandbox=${sandbox}: what a hub job's agent and its terminal command double-fork into sessions of their own is gone when the run's terminal event is out`, async () => {
-    const world = sandboxWorld();
-    const { roots, workspace } = rootsWithWorkspace();
-    const daemon = await attackDaemon({
-      hubArgs: ["--client-terminals", "true", ...markerEnv(world)],
-      daemonArgs: [
-        ...outliveOperatorFlags(sandbox),
-        ...["--workspace-roots", roots],
-        // The agent is not kept warm: the run's end is its end.
-        ...["--max-warm-agents", "0"],
-      ],
-      environment: world.environment,
-    });
+    // The agent is not kept warm: the run's end is its end.
+    const { world, workspace, daemon } = await outliveDaemon(sandbox, [
+      "--max-warm-agents",
+      "0",
+    ]);
     try {
-      const events = await daemon.run({
-        provider: "custom",
-        "acp-command": attackerCommand(...OUTLIVE_FLAGS),
-        workspace,
-      });
+      const events = await daemon.run(outliveConfig(workspace));
       assert.equal(events.at(-1)?.type, "run.completed");
       assertNothingOutlived(replyOf(events), world.marker);
     } finally {
@@ -260,23 +262,10 @@ for (const sandbox of ["off", "confined"]) {
   });
 
   Deno.test(`runner daemon, sandbox=${sandbox}: a warm agent keeps only itself and its own leftovers, and a kill -9 of the daemon takes them down`, async () => {
-    const world = sandboxWorld();
-    const { roots, workspace } = rootsWithWorkspace();
-    const daemon = await attackDaemon({
-      hubArgs: ["--client-terminals", "true", ...markerEnv(world)],
-      daemonArgs: [
-        ...outliveOperatorFlags(sandbox),
-        ...["--workspace-roots", roots],
-      ],
-      environment: world.environment,
-    });
+    const { world, workspace, daemon } = await outliveDaemon(sandbox);
     try {
       try {
-        const events = await daemon.run({
-          provider: "custom",
-          "acp-command": attackerCommand(...OUTLIVE_FLAGS),
-          workspace,
-        });
+        const events = await daemon.run(outliveConfig(workspace));
         assert.equal(events.at(-1)?.type, "run.completed");
         assertOnlyTheAgentsSleeper(world.marker);
       } finally {

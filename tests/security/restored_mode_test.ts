@@ -11,12 +11,12 @@
  */
 
 import assert from "node:assert/strict";
-import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import { daemonFloorFromFlags } from "../../lib/daemon/job_floor.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import { agentCommand, tempDir } from "../helpers.ts";
+import { hubJob } from "../daemon_test_helpers.ts";
 import {
   postJson,
   type ServeProcess,
@@ -138,29 +138,17 @@ Deno.test("a daemon does not restore a session whose remembered mode it does not
     });
     const events: JsonObject[] = [];
     const id = crypto.randomUUID();
-    await runner.runJob(
-      {
-        jobId: id,
-        payload: {
-          run_id: id,
-          prompt_text: "hi",
-          config: {
-            provider: "custom",
-            acp_command: acp,
-            cwd: workspace,
-            langbot_assets_enabled: false,
-            ...config,
-          },
-        },
-        emit(event) {
-          events.push(event);
-        },
-        signal: new AbortController().signal,
-        mcp: () => Promise.resolve(null),
-        hubCapabilities: [],
-        onPermissionAnswer() {},
-      } satisfies DaemonJob,
-    );
+    await runner.runJob(hubJob(id, {
+      run_id: id,
+      prompt_text: "hi",
+      config: {
+        provider: "custom",
+        acp_command: acp,
+        cwd: workspace,
+        langbot_assets_enabled: false,
+        ...config,
+      },
+    }, (event) => events.push(event)));
     assert.equal(events.at(-1)?.type, "run.completed", JSON.stringify(events));
     return events;
   };

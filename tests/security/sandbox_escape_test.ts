@@ -19,7 +19,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
 import { parseRunConfig } from "../../lib/config.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { harness, runCompleted } from "../engine_helpers.ts";
 import { parseJsonLines, ROOT, tempDir } from "../helpers.ts";
 import {
   DENO_DIR,
@@ -75,13 +75,10 @@ Deno.test("a root runner's confined agent finds no capability, and umount, remou
         "langbot-assets-enabled": false,
       },
     );
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    assert.equal(
-      (await run.done).status,
-      "completed",
-      JSON.stringify(log.events.at(-1)),
-    );
+    const log = await runCompleted(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assertEscapeFailed(
       attackLines(log.messages()[0]),
       spec,
@@ -106,13 +103,10 @@ Deno.test("a confined agent's terminal command gets the same: no capability, and
         "client-terminals": true,
       },
     );
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    assert.equal(
-      (await run.done).status,
-      "completed",
-      JSON.stringify(log.events.at(-1)),
-    );
+    const log = await runCompleted(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assertEscapeFailed(
       terminalAttackLines(log.messages()[0]),
       spec,

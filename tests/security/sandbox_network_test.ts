@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import assert from "node:assert/strict";
 import { ROOT, tempDir } from "../helpers.ts";
 import { sampleAssets } from "../assets_test_helpers.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { harness, runCompleted } from "../engine_helpers.ts";
 import { networkAttackFlag } from "../fixtures/attack_network.ts";
 import { mapRunStart } from "../../lib/relay/payload.ts";
 import type { SandboxNetwork } from "../../lib/agent/sandbox_network.ts";
@@ -80,14 +80,11 @@ async function attackFromSandbox(
       "--mcp-http",
       "--mcp-call",
     ], extra);
-    const { run } = await h.manager.start({
+    const log = await runCompleted(h.manager, {
       input: { text: "attack" },
       config,
       assets: sampleAssets(),
     });
-    const log = new EventLog(run);
-    const done = await run.done;
-    assert.equal(done.status, "completed", JSON.stringify(done));
     return log.messages().at(-1)!;
   } finally {
     await h.close();

@@ -62,6 +62,18 @@ function decidingRule(
   return match?.index ?? -1;
 }
 
+/** Fails unless each `[line, rule index]` case is decided by that rule of `rules`. */
+function assertDecidedBy(
+  rules: PermissionRule[],
+  cases: [string, number][],
+  cwd: string,
+): void {
+  assert.deepEqual(
+    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
+    cases,
+  );
+}
+
 Deno.test("docs/permissions.md: every Terminal rules example is decided by the rule the page says", () => {
   const { rules, cases } = docsExamples();
   const cwd = workspace();
@@ -158,10 +170,7 @@ Deno.test("a glob matches within one argument, never across two; ... takes the r
     ["LC_ALL=C echo hi", -1],
     ["env LANG=C.UTF-8 echo hi", 2],
   ];
-  assert.deepEqual(
-    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
-    cases,
-  );
+  assertDecidedBy(rules, cases, cwd);
 });
 
 Deno.test("a program is the file its name finds on the agent's PATH, called by that name; a path rule matches the path and its real path", () => {
@@ -182,10 +191,7 @@ Deno.test("a program is the file its name finds on the agent's PATH, called by t
     ["./usrbin/git version", -1],
     ["/usr/bin/../bin/git version", 1],
   ];
-  assert.deepEqual(
-    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
-    cases,
-  );
+  assertDecidedBy(rules, cases, cwd);
 });
 
 Deno.test("a rule that rejects or asks matches every layer and whatever the command sets; the older title form still rejects by line", () => {
@@ -208,10 +214,7 @@ Deno.test("a rule that rejects or asks matches every layer and whatever the comm
     ["timeout 5 rm x", 2],
     ["git status", 3],
   ];
-  assert.deepEqual(
-    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
-    cases,
-  );
+  assertDecidedBy(rules, cases, cwd);
 });
 
 Deno.test("an interpreter's inline code is never matched, even by a rule that allows the interpreter with any arguments", () => {
@@ -236,10 +239,7 @@ Deno.test("an interpreter's inline code is never matched, even by a rule that al
     ["env python3 -c 1", -1],
     ["sh -c 'python3 -c 1'", -1],
   ];
-  assert.deepEqual(
-    cases.map(([line]) => [line, decidingRule(rules, line, cwd)]),
-    cases,
-  );
+  assertDecidedBy(rules, cases, cwd);
 });
 
 Deno.test("in a script, a shell's own builtins are not the programs of the same name on PATH", () => {

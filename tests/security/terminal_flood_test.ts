@@ -8,11 +8,10 @@
  */
 
 import assert from "node:assert/strict";
-import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import { RUN_OUTPUT_FACTOR } from "../../lib/run/terminals.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
-import { ROOT, tempDir } from "../helpers.ts";
+import { harness, runCompleted } from "../engine_helpers.ts";
+import { agentCommand, tempDir } from "../helpers.ts";
 
 Deno.test("a run's terminals together send at most four times terminal-output-bytes as events; the event that crosses it and each later terminal's one event say run_limit", async () => {
   const cap = 1000;
@@ -28,26 +27,21 @@ Deno.test("a run's terminals together send at most four times terminal-output-by
   try {
     const config = parseRunConfig({
       provider: "custom",
-      "acp-command": quoteCommand([
-        Deno.execPath(),
-        "run",
-        "-A",
-        "--config",
-        `${ROOT}deno.json`,
-        `${ROOT}tests/fixtures/agent.ts`,
-        ...Array.from(
+      "acp-command": agentCommand(
+        Array.from(
           { length: commands },
           () => ["--terminal", JSON.stringify(flood)],
         ).flat(),
-      ]),
+      ),
       workspace: tempDir(),
       "client-terminals": true,
       "terminal-output-bytes": cap,
       "langbot-assets-enabled": false,
     });
-    const { run } = await h.manager.start({ input: { text: "go" }, config });
-    const log = new EventLog(run);
-    assert.equal((await run.done).status, "completed");
+    const log = await runCompleted(h.manager, {
+      input: { text: "go" },
+      config,
+    });
     const started = log.ofType("terminal.started").map((e) =>
       e.data.terminal_id
     );

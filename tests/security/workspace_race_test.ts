@@ -13,11 +13,11 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import { daemonFloorFromFlags } from "../../lib/daemon/job_floor.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import { agentCommand, tempDir } from "../helpers.ts";
+import { hubJob } from "../daemon_test_helpers.ts";
 import {
   postJson,
   type ServeProcess,
@@ -238,26 +238,16 @@ Deno.test("a hub's cwd link swapped while jobs start never moves a daemon's agen
   try {
     await raceRuns(async () => {
       const events: JsonObject[] = [];
-      const job: DaemonJob = {
-        jobId: `race-${++jobs}`,
-        payload: {
-          run_id: `race-${jobs}`,
-          prompt_text: "where am I",
-          config: {
-            provider: "custom",
-            acp_command: agentCommand(["--try-read", "where.txt"]),
-            cwd: world.link,
-            langbot_assets_enabled: false,
-          },
+      const job = hubJob(`race-${++jobs}`, {
+        run_id: `race-${jobs}`,
+        prompt_text: "where am I",
+        config: {
+          provider: "custom",
+          acp_command: agentCommand(["--try-read", "where.txt"]),
+          cwd: world.link,
+          langbot_assets_enabled: false,
         },
-        emit(event) {
-          events.push(event);
-        },
-        signal: new AbortController().signal,
-        mcp: () => Promise.resolve(null),
-        hubCapabilities: [],
-        onPermissionAnswer() {},
-      };
+      }, (event) => events.push(event));
       await runner.runJob(job);
       const last = events.at(-1);
       const wire = JSON.stringify(events);

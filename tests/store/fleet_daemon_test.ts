@@ -17,6 +17,7 @@ import {
   tempDir,
 } from "../serve_test_helpers.ts";
 import { eventually, FLEET_API_TOKEN, startReplica } from "../fleet_helpers.ts";
+import { watchDaemonLog } from "../daemon_test_helpers.ts";
 
 const cluster = clusterForThisFile();
 const DAEMON_TOKEN = "fleet-daemon-test-Kd8Vn3Qs6Wy1Pb4Zr7Tm2";
@@ -34,20 +35,9 @@ function startDaemon(hubUrl: string, daemonId: string, tokenFile: string) {
     "--data-dir",
     tempDirNow(),
   ]);
-  let text = "";
-  const ready = Promise.withResolvers<void>();
-  const drained = (async () => {
-    for await (
-      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
-    ) {
-      text += chunk;
-      if (text.includes(`connected to the hub as ${daemonId}`)) ready.resolve();
-    }
-    ready.reject(new Error(`daemon exited: ${text}`));
-  })();
-  ready.promise.catch(() => {});
+  const { connected, drained } = watchDaemonLog(child, daemonId);
   return {
-    connected: ready.promise,
+    connected,
     async kill(signal: Deno.Signal) {
       try {
         child.kill(signal);

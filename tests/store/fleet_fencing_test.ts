@@ -16,7 +16,13 @@ import {
   tempDir,
   terminals,
 } from "../serve_test_helpers.ts";
-import { eventually, type Replica, startReplica } from "../fleet_helpers.ts";
+import {
+  eventually,
+  gatedFixture,
+  type Replica,
+  startReplica,
+  withTwoReplicas,
+} from "../fleet_helpers.ts";
 
 const cluster = clusterForThisFile();
 
@@ -38,20 +44,11 @@ function endedRun(replica: Replica, runId: string) {
 
 /** A run on `replica` whose agent waits on a gate after its first delta. */
 async function gatedRun(replica: Replica, conversationId: string) {
-  const dir = await tempDir();
-  const gate = join(dir, "gate");
-  const pidFile = join(dir, "pids.json");
-  await makeFifo(gate);
+  const { dir, gate, pidFile, config } = await gatedFixture();
   const started = await postJson(`${replica.url}/v1/runs`, {
     conversation_id: conversationId,
     input: { text: "long" },
-    config: fixtureConfig(join(dir, "ws"), [
-      "--gate-fifo",
-      gate,
-      "--pid-file",
-      pidFile,
-      "--grandchild",
-    ]),
+    config,
   });
   const runId = started.headers.get("x-run-id")!;
   const stream = readSse(started.body!);
@@ -215,10 +212,7 @@ test("replicas started without --replica-id on one host get distinct ids", async
 });
 
 test("a browser POST (with Origin) through a non-owner reaches the owner; a client's cluster-token header earns nothing", async () => {
-  const url = await cluster().newDatabase();
-  const a = await startReplica(url, "a");
-  const b = await startReplica(url, "b");
-  try {
+  await withTwoReplicas(await cluster().newDatabase(), async (a, b) => {
     const dir = await tempDir();
     const config = fixtureConfig(join(dir, "ws"));
     const first = await postJson(`${a.url}/v1/runs?stream=false`, {
@@ -254,10 +248,7 @@ test("a browser POST (with Origin) through a non-owner reaches the owner; a clie
         "http.origin_not_allowed",
       );
     }
-  } finally {
-    await b.stop();
-    await a.stop();
-  }
+  });
 });
 
 test("a database outage of several leases while the owner's events are queued: one runner.replica_lost per run in every store view and stream, and the conversation goes on", async () => {

@@ -8,7 +8,6 @@ import {
   deltaText,
   fixtureConfig,
   forgetApiToken,
-  makeFifo,
   postJson,
   readSse,
   rememberApiToken,
@@ -19,6 +18,7 @@ import {
 import {
   eventually,
   FLEET_API_TOKEN,
+  gatedFixture,
   newSlot,
   type Replica,
   type ReplicaSlot,
@@ -243,23 +243,10 @@ test(
   "through nginx: kill -9 of a run's owner gives its client one runner.replica_lost, leaves no agent, and the conversation goes on",
   async () => {
     await withBalancedFleet(["a", "b"], async (lb, replicas, restart) => {
-      const dir = await tempDir();
-      const gate = join(dir, "gate");
-      const pidFile = join(dir, "pids.json");
-      await makeFifo(gate);
+      const { dir, pidFile, config } = await gatedFixture();
       const { runId, stream, events, ids } = await startUntilDelta(
         `${lb.url}/v1/runs`,
-        {
-          conversation_id: "lb-lost",
-          input: { text: "doomed" },
-          config: fixtureConfig(join(dir, "ws"), [
-            "--gate-fifo",
-            gate,
-            "--pid-file",
-            pidFile,
-            "--grandchild",
-          ]),
-        },
+        { conversation_id: "lb-lost", input: { text: "doomed" }, config },
       );
       const owner = await Promise.any(
         replicas.map((replica) =>

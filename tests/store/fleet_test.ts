@@ -8,7 +8,6 @@ import {
   apiFetch,
   deltaText,
   fixtureConfig,
-  makeFifo,
   openGate,
   postJson,
   readSse,
@@ -19,8 +18,10 @@ import {
 import {
   CLUSTER_TOKEN,
   eventually,
+  gatedFixture,
   type Replica,
   startReplica,
+  withTwoReplicas,
 } from "../fleet_helpers.ts";
 import { listAgents, recordByProcess } from "../warm_helpers.ts";
 
@@ -34,15 +35,19 @@ async function withFleet(
   body: (a: Replica, b: Replica) => Promise<void>,
   extraArgs: string[] = [],
 ): Promise<void> {
-  const url = await cluster().newDatabase();
-  const a = await startReplica(url, "a", extraArgs);
-  const b = await startReplica(url, "b", extraArgs);
-  try {
-    await body(a, b);
-  } finally {
-    await b.stop();
-    await a.stop();
-  }
+  await withTwoReplicas(await cluster().newDatabase(), body, extraArgs);
+}
+
+/** Waits until `replica`'s `/healthz` reports `status`. */
+async function healthzSays(
+  replica: Replica,
+  status: "ok" | "degraded",
+  what: string,
+): Promise<void> {
+  await eventually(async () => {
+    const body = await (await apiFetch(`${replica.url}/healthz`)).json();
+    return body.status === status ? true : undefined;
+  }, what);
 }
 
 /** Kills whatever of a fixture's processes (from `--pid-file`) is still alive. */
@@ -61,21 +66,12 @@ function killAgent(pidFile: string): void {
 
 test("a run started on A is streamed, steered, resumed and cancelled from B", async () => {
   await withFleet(async (a, b) => {
-    const dir = await tempDir();
-    const gate = join(dir, "gate");
-    const pidFile = join(dir, "pids.json");
-    await makeFifo(gate);
+    const { gate, pidFile, config } = await gatedFixture();
     const body = {
       run_id: "live-1",
       conversation_id: "conv-live",
       input: { text: "first" },
-      config: fixtureConfig(join(dir, "ws"), [
-        "--gate-fifo",
-        gate,
-        "--pid-file",
-        pidFile,
-        "--grandchild",
-      ]),
+      config,
     };
     const started = await postJson(`${a.url}/v1/runs`, body);
     const runId = started.headers.get("x-run-id")!;
@@ -277,20 +273,11 @@ test("B lists A's warm agents and stopping one on B stops it on A", async () => 
 
 test("kill -9 of A mid-run: B fails the run once with runner.replica_lost and the conversation goes on on B", async () => {
   await withFleet(async (a, b) => {
-    const dir = await tempDir();
-    const gate = join(dir, "gate");
-    const pidFile = join(dir, "pids.json");
-    await makeFifo(gate);
+    const { dir, pidFile, config } = await gatedFixture();
     const started = await postJson(`${a.url}/v1/runs`, {
       conversation_id: "conv-lost",
       input: { text: "doomed" },
-      config: fixtureConfig(join(dir, "ws"), [
-        "--gate-fifo",
-        gate,
-        "--pid-file",
-        pidFile,
-        "--grandchild",
-      ]),
+      config,
     });
     const runId = started.headers.get("x-run-id")!;
     const stream = readSse(started.body!);
@@ -353,10 +340,7 @@ test("without its database a replica reports degraded, refuses runs with store.u
     assert.equal(error.code, "store.unavailable");
     assert.equal(error.retryable, true);
     await cluster().start();
-    await eventually(async () => {
-      const body = await (await apiFetch(`${a.url}/healthz`)).json();
-      return body.status === "ok" ? true : undefined;
-    }, "the replica to recover");
+    await healthzSays(a, "ok", "the replica to recover");
   } finally {
     await cluster().start().catch(() => {}); // already running unless a step failed
     await a.stop();
@@ -377,15 +361,13 @@ test("a replica busy with queries outlives its database going away, again and ag
         }
       });
       await cluster().stop();
-      await eventually(async () => {
-        const body = await (await apiFetch(`${a.url}/healthz`)).json();
-        return body.status === "degraded" ? true : undefined;
-      }, "the replica to notice the lost database");
+      await healthzSays(
+        a,
+        "degraded",
+        "the replica to notice the lost database",
+      );
       await cluster().start();
-      await eventually(async () => {
-        const body = await (await apiFetch(`${a.url}/healthz`)).json();
-        return body.status === "ok" ? true : undefined;
-      }, "the replica to recover");
+      await healthzSays(a, "ok", "the replica to recover");
       listing = false;
       await Promise.all(readers);
     }
@@ -418,15 +400,13 @@ test("a replica whose transactions are in flight when its database goes away out
         return row.waiting > 0 ? true : undefined;
       }, "a transaction of the replica to wait on its lease row");
       await cluster().stop();
-      await eventually(async () => {
-        const body = await (await fetch(`${a.url}/healthz`)).json();
-        return body.status === "degraded" ? true : undefined;
-      }, "the replica to notice the lost database");
+      await healthzSays(
+        a,
+        "degraded",
+        "the replica to notice the lost database",
+      );
       await cluster().start();
-      await eventually(async () => {
-        const body = await (await fetch(`${a.url}/healthz`)).json();
-        return body.status === "ok" ? true : undefined;
-      }, "the replica to recover");
+      await healthzSays(a, "ok", "the replica to recover");
     }
     const listed = await apiFetch(`${a.url}/v1/runs`);
     assert.equal(listed.status, 200);
