@@ -27,6 +27,7 @@ import {
   MCP_REQUEST_TIMEOUT_MS,
   parseFrame,
   PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
   PING_INTERVAL_MS,
   PING_TIMEOUT_MS,
   RECONNECT_DELAY_MS,
@@ -37,6 +38,7 @@ import {
 /** The optional coding-relay-v1 capabilities this daemon announces. */
 export const DAEMON_CAPABILITIES: readonly string[] = [
   PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
 ];
 
 export type { DaemonJob, DaemonJobResult, DaemonLogEntry } from "./session.ts";

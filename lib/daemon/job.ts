@@ -8,7 +8,10 @@
  * @module
  */
 
-import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
+import {
+  PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
+} from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
@@ -187,10 +190,17 @@ async function setUpJob(
 ): Promise<PlannedJob | undefined> {
   try {
     const plan = planJob(runner, job);
+    const sendUpdate = plan.sessionUpdates &&
+        job.hubCapabilities.includes(SESSION_UPDATE_CAPABILITY)
+      ? job.update
+      : undefined;
     const request: RunRequest = {
       input: plan.input,
       config: plan.config,
       sessionChoices: plan.sessionChoices,
+      ...(sendUpdate
+        ? { onSessionUpdate: (update) => sendUpdate(update as JsonObject) }
+        : {}),
     };
     const setup = await setUpRun({
       request,
