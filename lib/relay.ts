@@ -329,7 +329,10 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
     return protocolError("invalid_field", "run.event event must be an object");
   }
   if (type === "run.update" && !isObject(raw.update)) {
-    return protocolError("invalid_field", "run.update update must be an object");
+    return protocolError(
+      "invalid_field",
+      "run.update update must be an object",
+    );
   }
   if (type === "run.event" && "runner" in raw && !isObject(raw.runner)) {
     delete raw.runner; // details are optional: malformed ones are ignored

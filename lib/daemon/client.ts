@@ -27,12 +27,12 @@ import {
   MCP_REQUEST_TIMEOUT_MS,
   parseFrame,
   PERMISSION_ASK_CAPABILITY,
-  SESSION_UPDATE_CAPABILITY,
   PING_INTERVAL_MS,
   PING_TIMEOUT_MS,
   RECONNECT_DELAY_MS,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
+  SESSION_UPDATE_CAPABILITY,
 } from "../relay.ts";
 
 /** The optional coding-relay-v1 capabilities this daemon announces. */
