@@ -307,6 +307,14 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
   if (!JOB_FRAMES.has(type)) {
     return protocolError("unknown_type", `unknown relay frame type ${type}`);
   }
+  return checkJobFrame(type, raw) ?? raw as unknown as RelayFrame;
+}
+
+/** Why a job frame's fields are wrong; undefined when they are right. */
+function checkJobFrame(
+  type: string,
+  raw: JsonObject,
+): RunnerError | undefined {
   const bad = requireString(raw, "job_id");
   if (bad) return bad;
   if (type === "run.start" && !isObject(raw.payload)) {
@@ -344,7 +352,7 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
       return protocolError("invalid_field", `${type} needs a payload`);
     }
   }
-  return raw as unknown as RelayFrame;
+  return undefined;
 }
 
 /** The outcome of the hub's handshake checks on a first frame. */
