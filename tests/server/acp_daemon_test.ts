@@ -92,3 +92,50 @@ Deno.test("acp http: a prompt on a daemon location streams the agent's own updat
     await daemon.stop();
   }
 });
+
+Deno.test("acp http: on a daemon location, the hub's own secrets are redacted from the passed-on updates", async () => {
+  const workspace = await Deno.makeTempDir({
+    dir: await tempDir(),
+    prefix: "ws-",
+  });
+  // The daemon does not know the hub's API token: only the hub can take it out.
+  const { serve, daemon } = await serveWithDaemon("acp-secret", {
+    serveArgs: [
+      "--api-token",
+      API_TOKEN,
+      "--provider",
+      "custom",
+      "--location",
+      "daemon",
+      "--daemon-id",
+      "acp-secret",
+      "--workspace",
+      workspace,
+      "--acp-command",
+      agentCommand(["--text", `the token is ${API_TOKEN}`]),
+    ],
+  });
+  const editor = openAcpClient({
+    url: serve.url,
+    token: API_TOKEN,
+    profile: "http",
+  });
+  try {
+    await daemon.connected;
+    await initialize(editor);
+    const { sessionId } = await editor.agent.request("session/new", {
+      cwd: "/on/the/editor",
+      mcpServers: [],
+    });
+    await editor.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "tell me" }],
+    });
+    assert.match(agentText(editor.updates, sessionId), /^the token is /);
+    assert.ok(!JSON.stringify(editor.updates).includes(API_TOKEN));
+  } finally {
+    editor.close();
+    await serve.stop();
+    await daemon.stop();
+  }
+});
