@@ -109,6 +109,16 @@ export interface RunEventFrame {
   /** The runner's details of the event (`relay/wire_events.ts`); Python hubs ignore them. */
   runner?: JsonObject;
 }
+/**
+ * daemon → hub: one live ACP `session/update` of a job's agent, secrets
+ * redacted (`session.update` capability; only when `run.start` asked with
+ * `session_updates`). Not a run event: nothing of it is stored.
+ */
+export interface RunUpdateFrame {
+  type: "run.update";
+  job_id: string;
+  update: JsonObject;
+}
 /** daemon → hub: an MCP message from the job's agent. */
 export interface McpRequestFrame {
   type: "mcp.request";
@@ -161,6 +171,7 @@ export type HubFrame =
 export type DaemonFrame =
   | DaemonHelloFrame
   | RunEventFrame
+  | RunUpdateFrame
   | McpRequestFrame
   | RunFinishedFrame
   | DaemonPingFrame;
@@ -227,10 +238,19 @@ function requireString(
  */
 export const PERMISSION_ASK_CAPABILITY = "permission.ask";
 
+/**
+ * The optional capability of live agent updates: a daemon that has it sends
+ * a job's ACP `session/update`s as `run.update` frames when the `run.start`
+ * config asks (`session_updates: true`), for a hub whose caller is an ACP
+ * client (`/acp`).
+ */
+export const SESSION_UPDATE_CAPABILITY = "session.update";
+
 const JOB_FRAMES = new Set([
   "run.permission",
   "run.start",
   "run.event",
+  "run.update",
   "mcp.request",
   "mcp.response",
   "run.cancel",
@@ -287,6 +307,14 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
   if (!JOB_FRAMES.has(type)) {
     return protocolError("unknown_type", `unknown relay frame type ${type}`);
   }
+  return checkJobFrame(type, raw) ?? raw as unknown as RelayFrame;
+}
+
+/** Why a job frame's fields are wrong; undefined when they are right. */
+function checkJobFrame(
+  type: string,
+  raw: JsonObject,
+): RunnerError | undefined {
   const bad = requireString(raw, "job_id");
   if (bad) return bad;
   if (type === "run.start" && !isObject(raw.payload)) {
@@ -308,6 +336,12 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
   if (type === "run.event" && !isObject(raw.event)) {
     return protocolError("invalid_field", "run.event event must be an object");
   }
+  if (type === "run.update" && !isObject(raw.update)) {
+    return protocolError(
+      "invalid_field",
+      "run.update update must be an object",
+    );
+  }
   if (type === "run.event" && "runner" in raw && !isObject(raw.runner)) {
     delete raw.runner; // details are optional: malformed ones are ignored
   }
@@ -318,7 +352,7 @@ export function parseFrame(text: string): RelayFrame | RunnerError {
       return protocolError("invalid_field", `${type} needs a payload`);
     }
   }
-  return raw as unknown as RelayFrame;
+  return undefined;
 }
 
 /** The outcome of the hub's handshake checks on a first frame. */

@@ -5,7 +5,8 @@
  * over the SDK's Streamable HTTP (default) or WebSocket client. The
  * positional `key=value` pairs are run-config keys of the target, sent as
  * the URL query (the runner holds them to its operator's floor). See
- * `docs/acp-endpoint.md`.
+ * `docs/acp-endpoint.md`. Without `--url` it fronts a local agent itself
+ * (`acp_local.ts`).
  *
  * @module
  */
@@ -16,8 +17,12 @@ import * as acp from "@agentclientprotocol/sdk";
 /** `runner acp --help`. */
 export const ACP_HELP =
   `Usage: runner acp --url URL [--token T] [options] [key=value …]
+       runner acp [runner serve's run-default and policy flags]
 
-A stdio ACP agent that bridges to a runner's /acp endpoint.
+A stdio ACP agent. With --url it bridges to a runner's /acp endpoint; without
+it, it fronts a local agent itself (no server): the flags are runner serve's
+(--provider, --workspace, --sandbox, --permission-decision, --data-dir, …),
+every prompt is a run recorded in the data directory.
 
 Options:
   --url URL            the runner's /acp (https://host/acp)
@@ -26,6 +31,13 @@ Options:
   key=value            run-config keys of the target (provider=claude,
                        mode=plan, …), within what the runner's operator allows
 `;
+
+/** Whether an argument only means something to the bridge (`--url` mode). */
+function isBridgeOnly(arg: string): boolean {
+  return arg === "--token" || arg.startsWith("--token=") ||
+    arg === "--transport" || arg.startsWith("--transport=") ||
+    /^[a-z][a-z0-9_-]*=/i.test(arg);
+}
 
 /** Deno's WebSocket with the header argument the SDK's client passes. */
 class HeaderWebSocket extends WebSocket {
@@ -41,6 +53,16 @@ class HeaderWebSocket extends WebSocket {
 
 /** Runs `runner acp`; returns the exit code. */
 export async function acpCommand(args: string[]): Promise<number> {
+  if (!args.some((arg) => arg === "--url" || arg.startsWith("--url="))) {
+    if (args.includes("--help") || args.includes("-h")) {
+      console.log(ACP_HELP);
+      return 0;
+    }
+    if (!args.some(isBridgeOnly)) {
+      const { acpLocalCommand } = await import("./acp_local.ts");
+      return await acpLocalCommand(args);
+    }
+  }
   let values, positionals;
   try {
     ({ values, positionals } = parseArgs({
@@ -63,7 +85,7 @@ export async function acpCommand(args: string[]): Promise<number> {
   }
   if (!values.url) {
     console.error(
-      "runner acp: --url is required (the runner's /acp endpoint); fronting a local agent without a server is not available yet: run `runner serve` and point --url at it.",
+      "runner acp: --url is required with key=value pairs, --token or --transport; without --url, runner acp takes runner serve's run-default and policy flags (see runner acp --help).",
     );
     return 2;
   }

@@ -78,6 +78,14 @@ export const DAEMON_FRAME_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     event: LANGBOT_WIRE_EVENT_SCHEMA,
     runner: runnerDetails,
   }, ["job_id", "event"]),
+  "run.update": frame("run.update", {
+    job_id: nonEmpty,
+    update: {
+      type: "object",
+      properties: { sessionUpdate: str },
+      required: ["sessionUpdate"],
+    },
+  }, ["job_id", "update"]),
   "mcp.request": frame("mcp.request", {
     request_id: nonEmpty,
     job_id: nonEmpty,

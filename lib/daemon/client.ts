@@ -32,11 +32,13 @@ import {
   RECONNECT_DELAY_MS,
   REFUSAL_REASONS,
   RELAY_PROTOCOL,
+  SESSION_UPDATE_CAPABILITY,
 } from "../relay.ts";
 
 /** The optional coding-relay-v1 capabilities this daemon announces. */
 export const DAEMON_CAPABILITIES: readonly string[] = [
   PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
 ];
 
 export type { DaemonJob, DaemonJobResult, DaemonLogEntry } from "./session.ts";

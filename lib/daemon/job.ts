@@ -13,7 +13,10 @@ import {
   type RegistryLaunch,
   resolveRegistryProvider,
 } from "../providers.ts";
-import { PERMISSION_ASK_CAPABILITY } from "../relay.ts";
+import {
+  PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
+} from "../relay.ts";
 import type { PermissionAnswer } from "../run/permission_desk.ts";
 import { failedBeforeStartEvent } from "../run/failure.ts";
 import type { DaemonJob, DaemonJobResult } from "./client.ts";
@@ -197,10 +200,17 @@ async function setUpJob(
 ): Promise<PlannedJob | undefined> {
   try {
     const plan = planJob(runner, job);
+    const sendUpdate = plan.sessionUpdates &&
+        job.hubCapabilities.includes(SESSION_UPDATE_CAPABILITY)
+      ? job.update
+      : undefined;
     const request: RunRequest = {
       input: plan.input,
       config: plan.config,
       sessionChoices: plan.sessionChoices,
+      ...(sendUpdate
+        ? { onSessionUpdate: (update) => sendUpdate(update as JsonObject) }
+        : {}),
     };
     const setup = await setUpRun({
       request,

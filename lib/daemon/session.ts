@@ -32,6 +32,12 @@ export interface DaemonJob {
    * is the event's runner details (`relay/wire_events.ts`), sent beside it.
    */
   emit(event: JsonObject, runner?: JsonObject): void;
+  /**
+   * Sends one live ACP `session/update` to the hub as a `run.update` frame
+   * (dropped once the job ended, or when it cannot fit a frame); absent
+   * where no hub takes them.
+   */
+  update?(update: JsonObject): void;
   /** Aborted on `run.cancel` or disconnect. */
   signal: AbortSignal;
   /**
@@ -117,6 +123,7 @@ export function startJob(session: Session, options: StartJobOptions): void {
         jobId,
         payload: options.payload,
         emit: events.emit,
+        update: events.update,
         signal: controller.signal,
         mcp,
         hubCapabilities: session.hubCapabilities,
@@ -154,7 +161,11 @@ export interface SessionJob {
 function createJobEvents(
   session: Session,
   options: Pick<StartJobOptions, "jobId" | "log">,
-): { emit(event: JsonObject, runner?: JsonObject): void; close(): void } {
+): {
+  emit(event: JsonObject, runner?: JsonObject): void;
+  update(update: JsonObject): void;
+  close(): void;
+} {
   const { jobId, log } = options;
   let open = true;
   return {
@@ -173,6 +184,25 @@ function createJobEvents(
         }
         send(session, text);
       }
+    },
+    update(update) {
+      if (!open) return;
+      const text = encodeDaemonFrame({
+        type: "run.update",
+        job_id: jobId,
+        update,
+      });
+      if (isOversizedFrame(text)) {
+        log({
+          level: "warn",
+          message: `dropped a ${
+            String(update.sessionUpdate)
+          } update that does not fit 1 MiB`,
+          jobId,
+        });
+        return;
+      }
+      send(session, text);
     },
     close() {
       open = false;

@@ -7,10 +7,17 @@
  * @module
  */
 
-import { type JsonObject, PERMISSION_ASK_CAPABILITY } from "../relay.ts";
+import {
+  type JsonObject,
+  PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
+} from "../relay.ts";
 
 /** The optional capabilities this hub supports. */
-export const HUB_CAPABILITIES: readonly string[] = [PERMISSION_ASK_CAPABILITY];
+export const HUB_CAPABILITIES: readonly string[] = [
+  PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
+];
 
 /**
  * The capabilities both a daemon (by its hello metadata) and this hub

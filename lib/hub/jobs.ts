@@ -74,6 +74,8 @@ export interface RunJobOptions {
   onStarted?: (job: StartedJob) => void;
   /** Receives the job's events, each with `run_id`, and the frame's `runner` details. */
   onEvent: (event: RunEvent, runner?: JsonObject) => void;
+  /** Receives the job's live ACP `session/update`s (`run.update`, `session.update` capability). */
+  onUpdate?: (update: JsonObject) => void;
   /** Cancels the job (sends `run.cancel`, waits for the acknowledgement). */
   signal?: AbortSignal;
   /** How long to wait for the daemon to come online. */
@@ -100,6 +102,7 @@ export interface JobSession {
   daemonId: string;
   owner: HubConnection;
   onEvent: (event: RunEvent, runner?: JsonObject) => void;
+  onUpdate?: (update: JsonObject) => void;
   cancelling: boolean;
   done: boolean;
   sawTerminal: boolean;
@@ -211,6 +214,26 @@ export function deliverEvent(
   }
 }
 
+/** Delivers one live `session/update` of a job to its caller (none: dropped). */
+export function deliverUpdate(
+  core: HubCore,
+  session: JobSession,
+  update: JsonObject,
+): void {
+  try {
+    session.onUpdate?.(update);
+  } catch (error) {
+    core.log({
+      level: "error",
+      message: `run update handler failed: ${
+        error instanceof Error ? error.message : error
+      }`,
+      daemonId: session.daemonId,
+      jobId: session.jobId,
+    });
+  }
+}
+
 /** Fails and fences every unfinished job of a socket that just closed. */
 export function failDisconnectedJobs(
   core: HubCore,
@@ -269,6 +292,7 @@ export async function runRelayJob(
       daemonId: options.daemonId,
       owner,
       onEvent: options.onEvent,
+      onUpdate: options.onUpdate,
       cancelling: false,
       done: false,
       sawTerminal: false,

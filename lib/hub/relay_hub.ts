@@ -15,6 +15,7 @@ import { answerMcp, type McpHandler } from "./mcp.ts";
 import { sharedCapabilities } from "./capabilities.ts";
 import {
   deliverEvent,
+  deliverUpdate,
   failDisconnectedJobs,
   fencedError,
   type HubConnection,
@@ -359,6 +360,10 @@ export class RelayHub {
     } else if (frame.type === "run.event") {
       if (!session.cancelling && !session.done) {
         deliverEvent(this.#core, session, frame.event, frame.runner);
+      }
+    } else if (frame.type === "run.update") {
+      if (!session.cancelling && !session.done) {
+        deliverUpdate(this.#core, session, frame.update);
       }
     } else if (frame.type === "mcp.request") {
       void answerMcp(this.#core, session, frame, this.#mcpHandler);

@@ -16,7 +16,11 @@ import { RunnerError } from "../errors.ts";
 import { createEventRestorer, isTerminalEvent } from "../events.ts";
 import type { RelayHub, RelayJobOutcome } from "../hub/relay_hub.ts";
 import type { RelayedTurn } from "../run/location.ts";
-import { type JsonObject, PERMISSION_ASK_CAPABILITY } from "../relay.ts";
+import {
+  type JsonObject,
+  PERMISSION_ASK_CAPABILITY,
+  SESSION_UPDATE_CAPABILITY,
+} from "../relay.ts";
 
 /** Options of `createDaemonLocation` (`./daemon.ts`). */
 export interface DaemonLocationOptions {
@@ -92,6 +96,9 @@ async function runJob(
         mcpServers,
         promptPrefix: turn.followUp ? undefined : attached?.promptPrefix,
         askAllowed: askAllowed(turn, daemonId, capabilities),
+        // Only a caller that takes live updates (`/acp`) costs the frames.
+        sessionUpdates: Boolean(turn.request.onSessionUpdate) &&
+          capabilities.includes(SESSION_UPDATE_CAPABILITY),
       }),
     onStarted: (started) =>
       turn.answers((requestId, answer) =>
@@ -102,6 +109,7 @@ async function runJob(
       if (isTerminalEvent(event)) sawTerminal = true;
       turn.emit(event);
     },
+    onUpdate: (update) => turn.request.onSessionUpdate?.(update),
     signal: turn.signal,
     connectTimeoutMs: config.daemonConnectTimeout * 1000,
   });

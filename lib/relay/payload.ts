@@ -60,6 +60,12 @@ export interface RunStartSpec {
    * `permission.ask` capability); otherwise `ask` is sent as the fallback.
    */
   askAllowed?: boolean;
+  /**
+   * Whether the daemon sends the agent's live `session/update`s as
+   * `run.update` frames (it confirmed the `session.update` capability and
+   * the run's caller wants them).
+   */
+  sessionUpdates?: boolean;
 }
 
 /** Engine keys beyond the plugin's list, sent only when not at their default. */
@@ -141,6 +147,7 @@ export function buildRunStartPayload(spec: RunStartSpec): JsonObject {
     langbot_assets_enabled: config.langbotAssetsEnabled,
     mcp_request_timeout: spec.mcpRequestTimeout ??
       MCP_REQUEST_TIMEOUT_MS / 1000,
+    ...(spec.sessionUpdates ? { session_updates: true } : {}),
   };
   for (const key of EXTRA_KEYS) {
     const keySpec = RUN_CONFIG_KEYS[key];
@@ -188,6 +195,8 @@ export interface DaemonJobPlan {
   mcpRequestTimeoutMs: number;
   /** Config keys that were present but mean nothing to the daemon. */
   ignoredKeys: string[];
+  /** Whether the hub asked for the agent's live `session/update`s (`session_updates`). */
+  sessionUpdates: boolean;
 }
 
 /** Options of {@linkcode mapRunStart}. */
@@ -251,6 +260,7 @@ const OWN_KEYS = new Set([
   "mcp-servers",
   "langbot-assets-enabled",
   "mcp-request-timeout",
+  "session-updates",
 ]);
 
 function isObject(value: unknown): value is JsonObject {
@@ -419,6 +429,7 @@ export function mapRunStart(
     assetsEnabled: config.langbotAssetsEnabled,
     mcpRequestTimeoutMs,
     ignoredKeys,
+    sessionUpdates: given.get("session-updates") === true,
   };
 }
 

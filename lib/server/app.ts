@@ -64,7 +64,9 @@ export function createServerApp(options: ServerAppOptions): Hono {
 }
 
 /** The context every route group gets: defaults filled, runs started under the limits. */
-function createServerContext(options: ServerAppOptions): ServerContext {
+export function createServerContext(
+  options: ServerAppOptions,
+): ServerContext {
   const { manager, config } = options;
   const secrets = options.secrets ?? [];
   const log = options.log ?? (() => {});

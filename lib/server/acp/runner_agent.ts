@@ -23,7 +23,7 @@ import { RunnerError, toRunnerError } from "../../errors.ts";
 import type { RunEvent } from "../../events.ts";
 import type { ManagedRun } from "../../run/manager.ts";
 import type { RunRequest } from "../../run/request.ts";
-import { redactSecrets } from "../../secrets.ts";
+import { redactDeep, redactSecrets } from "../../secrets.ts";
 import type { ServerContext } from "../context.ts";
 import { serveSessionChoices } from "../policy.ts";
 import { promptInput } from "./prompt_input.ts";
@@ -307,12 +307,19 @@ async function promptRun(
       })
     ).catch(() => {});
   };
+  const config = resolveTarget(ctx.config, conversation.keys);
+  // A daemon redacts with its own run's secrets; this side's (the API and
+  // daemon tokens, the operator's env values) are taken out here too.
+  const redact = config.location === "daemon"
+    ? (update: Record<string, unknown>) => redactDeep(update, ctx.secrets)
+    : (update: Record<string, unknown>) => update;
   const request: RunRequest = {
     conversationId: sessionId,
     input: promptInput(input),
-    config: resolveTarget(ctx.config, conversation.keys),
+    config,
     sessionChoices: serveSessionChoices(ctx.config),
-    onSessionUpdate: (update) => {
+    onSessionUpdate: (raw) => {
+      const update = redact(raw);
       if (update.sessionUpdate === "config_option_update") {
         const options = (update as { configOptions?: SessionConfigOption[] })
           .configOptions;
