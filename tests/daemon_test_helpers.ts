@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { DaemonJob } from "../lib/daemon/client.ts";
 import type { JsonObject } from "../lib/relay.ts";
 import { spawnCli, tempDir } from "./helpers.ts";
-import { startServe } from "./serve_test_helpers.ts";
+import { postJson, startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
 
 /** The hub token the serve-plus-daemon tests share. */
@@ -189,4 +189,37 @@ export function hubJob(
     hubCapabilities: [],
     onPermissionAnswer() {},
   };
+}
+
+/** What {@linkcode postDaemonRun} asks `runner serve` for. */
+export interface DaemonRunRequest {
+  /** The daemon that carries the run out. */
+  daemonId: string;
+  /** The prompt (default: "through the daemon"). */
+  text?: string;
+  /** The provider (default: "custom"). */
+  provider?: string;
+  /** The rest of the run's config. */
+  config?: Record<string, unknown>;
+}
+
+/**
+ * POSTs a run to `runner serve` at `serveUrl` at `location: "daemon"` on the
+ * daemon `request.daemonId`, with the server's API token unless `headers`
+ * name their own `Authorization`; resolves with the API's response.
+ */
+export function postDaemonRun(
+  serveUrl: string,
+  request: DaemonRunRequest,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return postJson(`${serveUrl}/v1/runs`, {
+    input: { text: request.text ?? "through the daemon" },
+    config: {
+      provider: request.provider ?? "custom",
+      location: "daemon",
+      "daemon-id": request.daemonId,
+      ...request.config,
+    },
+  }, headers);
 }

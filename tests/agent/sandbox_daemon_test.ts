@@ -24,13 +24,13 @@ import {
 } from "../../lib/server/config/serve_config.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { assertRelayFrame } from "../contracts.ts";
-import { DAEMON_TOKEN, daemonProcess, hubJob } from "../daemon_test_helpers.ts";
 import {
-  deltaText,
-  postJson,
-  sseEvents,
-  startServe,
-} from "../serve_test_helpers.ts";
+  DAEMON_TOKEN,
+  daemonProcess,
+  hubJob,
+  postDaemonRun,
+} from "../daemon_test_helpers.ts";
+import { deltaText, sseEvents, startServe } from "../serve_test_helpers.ts";
 import { ROOT, runCli, tempDir } from "../helpers.ts";
 import {
   confinedFixtureCommand,
@@ -243,12 +243,9 @@ Deno.test("a real runner daemon --sandbox confined runs the hub's job confined: 
   try {
     await daemon.connected;
     const workspace = tempDir("daemon-ws-");
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "through the daemon" },
+    const response = await postDaemonRun(serve.url, {
+      daemonId: "boxed-1",
       config: {
-        provider: "custom",
-        location: "daemon",
-        "daemon-id": "boxed-1",
         workspace,
         "acp-command": confinedFixtureCommand(
           ...["--try-read", world.homeSecret, "--try-write", "done.txt"],
