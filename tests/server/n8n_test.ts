@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sign } from "hono/jwt";
 import {
-  agentCommand,
   apiFetch,
+  fixtureServeDefaults,
   jsonLines,
   makeFifo,
   openGate,
@@ -20,22 +20,16 @@ import {
 } from "../serve_test_helpers.ts";
 import { tempDir } from "../helpers.ts";
 
-function defaults(dir: string, flags: string[] = []): string[] {
-  return [
-    "--provider",
-    "custom",
-    "--acp-command",
-    agentCommand(flags),
-    "--workspace",
-    join(dir, "ws"),
-  ];
-}
-
 Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
   const dir = tempDir();
   await withServe({
     args: [
-      ...defaults(dir, ["--chunks", "3", "--text", "one two three"]),
+      ...fixtureServeDefaults(dir, [
+        "--chunks",
+        "3",
+        "--text",
+        "one two three",
+      ]),
       "--delta-coalesce-ms",
       "0",
       "--n8n-merge-ms",
@@ -81,7 +75,7 @@ Deno.test("the n8n webhook reports a failed run as a readable item before end, o
   const dir = tempDir();
   await withServe({
     args: [
-      ...defaults(dir, ["--exit-mid-prompt"]),
+      ...fixtureServeDefaults(dir, ["--exit-mid-prompt"]),
       "--n8n-output-key",
       "output",
     ],
@@ -135,7 +129,7 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
-    { args: defaults(dir, ["--gate-fifo", gate]) },
+    { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
     async (serve) => {
       const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
         chatInput: "first",
@@ -187,7 +181,7 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
   await withServe(
     {
       args: [
-        ...defaults(dir, ["--gate-fifo", gate]),
+        ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
         "--n8n-wait-seconds",
         "0.2",
       ],
@@ -233,7 +227,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
-    { args: defaults(dir, ["--gate-fifo", gate]) },
+    { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
     async (serve) => {
       const seen = new Set<Record<string, unknown>>();
       const nextLog = async (msg: string) => {
@@ -302,7 +296,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
 
 Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
   const dir = tempDir();
-  const base = defaults(dir);
+  const base = fixtureServeDefaults(dir);
   const body = { chatInput: "hi" };
   await withServe({
     args: [

@@ -17,9 +17,9 @@ import {
   apiFetch,
   fixtureConfig,
   postJson,
-  readSse,
   readUntil,
   sseEvents,
+  streamUntil,
   withServe,
 } from "../serve_test_helpers.ts";
 import { listAgents, sendMessage } from "../warm_helpers.ts";
@@ -62,9 +62,7 @@ Deno.test("runner serve: terminal output streams over SSE, and a command left ru
       },
     });
     assert.equal(response.status, 200);
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "run.completed");
+    const { events, messages } = await streamUntil(response, "run.completed");
     const groups = events.filter((e) => e.type === "terminal.started")
       .map((e) => e.data.terminal_id);
     assert.equal(groups.length, 2);
@@ -127,12 +125,9 @@ Deno.test("runner serve, permission-decision=ask: a person approves the command 
       },
     });
     assert.equal(response.status, 200);
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      response,
+      "permission.requested",
     );
     const requested = events.at(-1)!;
     const toolCall = requested.data.tool_call as Record<string, unknown>;
@@ -208,9 +203,7 @@ Deno.test("runner serve: a cancelled run's commands are gone when its run.failed
         "langbot-assets-enabled": false,
       },
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "terminal.output");
+    const { events, messages } = await streamUntil(response, "terminal.output");
     const pid = Number(String(events.at(-1)!.data.output).trim());
     assert.ok(pid > 1);
     const cancelled = await apiFetch(
@@ -291,12 +284,9 @@ Deno.test("runner serve, permission-decision=ask: a cwd swapped for a link out w
         "langbot-assets-enabled": false,
       },
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      response,
+      "permission.requested",
     );
     Deno.removeSync(join(workspace, "sub"));
     Deno.symlinkSync(outside, join(workspace, "sub"));
