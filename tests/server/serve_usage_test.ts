@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { parseExposition } from "../prometheus_helpers.ts";
 import {
   agentCommand,
   apiFetch,
@@ -23,29 +24,9 @@ import {
   withServe,
 } from "../serve_test_helpers.ts";
 
-/** Every sample of a Prometheus text exposition, checked for syntax and a TYPE line (and by promtool where installed). */
+/** The samples of `runner serve`'s `/metrics`, whose token and cost families are counters. */
 function exposition(text: string): Map<string, number> {
-  const types = new Map<string, string>();
-  const samples = new Map<string, number>();
-  for (const line of text.split("\n").filter(Boolean)) {
-    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$/.exec(line);
-    if (type) {
-      assert.ok(!types.has(type[1]), `two TYPE lines for ${type[1]}`);
-      types.set(type[1], type[2]);
-      continue;
-    }
-    if (line.startsWith("# HELP ")) continue;
-    const sample =
-      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_]\w*="(?:[^"\\]|\\.)*",?)*\})? (\S+)$/
-        .exec(line);
-    assert.ok(sample, `not a sample line: ${line}`);
-    const family = sample[1].replace(/_(bucket|sum|count)$/, "");
-    assert.ok(
-      types.has(sample[1]) || types.get(family) === "histogram",
-      `no TYPE for ${sample[1]}`,
-    );
-    samples.set(sample[1] + (sample[2] ?? ""), Number(sample[3]));
-  }
+  const { types, samples } = parseExposition(text);
   assert.equal(types.get("runner_tokens_total"), "counter");
   assert.equal(types.get("runner_cost_total"), "counter");
   return samples;
