@@ -8,6 +8,8 @@
 import { join } from "node:path";
 import type { DaemonJob } from "../lib/daemon/client.ts";
 import type { JsonObject } from "../lib/relay.ts";
+import { parseRunConfig } from "../lib/config.ts";
+import { buildRunStartPayload } from "../lib/relay/payload.ts";
 import { spawnCli, tempDir } from "./helpers.ts";
 import { postJson, startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
@@ -222,4 +224,21 @@ export function postDaemonRun(
       ...request.config,
     },
   }, headers);
+}
+
+/**
+ * The `config` of the `run.start` the hub sends for a `codex` run on the
+ * daemon "laptop" with the run config `extra`.
+ */
+export function hubRunStartConfig(extra: Record<string, unknown>): JsonObject {
+  return buildRunStartPayload({
+    runId: "r",
+    input: { text: "hi" },
+    config: parseRunConfig({
+      provider: "codex",
+      location: "daemon",
+      "daemon-id": "laptop",
+      ...extra,
+    }),
+  }).config as JsonObject;
 }

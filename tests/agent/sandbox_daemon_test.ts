@@ -11,12 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import type { JsonObject } from "../../lib/relay.ts";
-import {
-  buildRunStartPayload,
-  type DaemonSandbox,
-  mapRunStart,
-} from "../../lib/relay/payload.ts";
-import { parseRunConfig } from "../../lib/config.ts";
+import { type DaemonSandbox, mapRunStart } from "../../lib/relay/payload.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import {
   loadServeConfig,
@@ -28,6 +23,7 @@ import {
   DAEMON_TOKEN,
   daemonProcess,
   hubJob,
+  hubRunStartConfig,
   postDaemonRun,
 } from "../daemon_test_helpers.ts";
 import { deltaText, sseEvents, startServe } from "../serve_test_helpers.ts";
@@ -157,19 +153,8 @@ Deno.test("run.start mapping: the daemon's confined and none hold against the hu
 });
 
 Deno.test("the hub asks for the sandbox in run.start only when the run wants it confined", () => {
-  const payload = (extra: Record<string, unknown>) =>
-    buildRunStartPayload({
-      runId: "r",
-      input: { text: "hi" },
-      config: parseRunConfig({
-        provider: "codex",
-        location: "daemon",
-        "daemon-id": "laptop",
-        ...extra,
-      }),
-    }).config as JsonObject;
-  assert.equal(payload({}).sandbox, undefined);
-  const confined = payload({
+  assert.equal(hubRunStartConfig({}).sandbox, undefined);
+  const confined = hubRunStartConfig({
     sandbox: "confined",
     "sandbox-network": "none",
     "langbot-assets-enabled": false,
