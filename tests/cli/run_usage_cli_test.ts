@@ -15,6 +15,7 @@ import {
   runCli,
   tempDir,
 } from "../helpers.ts";
+import { fixtureTurnUsage } from "../usage_helpers.ts";
 
 const USAGE_LINE =
   "[usage] 162 tokens (100 prompt, 20 completion, 30 cached read, 5 cached write, 7 thought); context 1000/200000; cost 0.25 USD";
@@ -26,17 +27,7 @@ Deno.test("runner run --json puts the usage on run.completed; a pipe gets no usa
   assert.equal(result.code, 0, result.stderr);
   const completed = parseJsonLines(result.stdout).at(-1)!;
   assert.equal(completed.type, "run.completed");
-  assert.deepEqual(completed.usage, {
-    prompt_tokens: 100,
-    completion_tokens: 20,
-    total_tokens: 162,
-    cached_read_tokens: 30,
-    cached_write_tokens: 5,
-    thought_tokens: 7,
-    used: 1000,
-    size: 200000,
-    cost: { amount: 0.25, currency: "USD" },
-  });
+  assert.deepEqual(completed.usage, fixtureTurnUsage());
   assert.doesNotMatch(result.stderr, /\[usage\]/);
 });
 

@@ -14,18 +14,7 @@ import {
   harness,
   makeGate,
 } from "../engine_helpers.ts";
-
-/** What `--usage turn` gives for `turns` turns (`tests/fixtures/agent_updates.ts`). */
-function turnTokens(turns: number) {
-  return {
-    prompt_tokens: 100 * turns,
-    completion_tokens: 20 * turns,
-    total_tokens: 162 * turns,
-    cached_read_tokens: 30 * turns,
-    cached_write_tokens: 5 * turns,
-    thought_tokens: 7 * turns,
-  };
-}
+import { fixtureTurnTokens } from "../usage_helpers.ts";
 
 async function runOnce(flags: string[]) {
   const h = harness();
@@ -48,7 +37,7 @@ Deno.test("run.completed carries the turn's tokens in LangBot's names beside the
   const { log, stored } = await runOnce(["--usage", "turn"]);
   const completed = log.ofType("run.completed")[0];
   assert.deepEqual(completed.usage, {
-    ...turnTokens(1),
+    ...fixtureTurnTokens(1),
     used: 1000,
     size: 200000,
     cost: { amount: 0.25, currency: "USD" },
@@ -100,7 +89,7 @@ Deno.test("a steered run adds its turns' tokens; the window and cost are the las
     await gate.release();
     assert.equal((await started.run.done).status, "completed");
     assert.deepEqual(log.ofType("run.completed")[0].usage, {
-      ...turnTokens(2),
+      ...fixtureTurnTokens(2),
       used: 2000,
       size: 200000,
       cost: { amount: 0.25, currency: "EUR" },
@@ -141,7 +130,7 @@ Deno.test("run.failed carries what was counted before the failure", async () => 
     const failed = log.ofType("run.failed")[0];
     assert.equal(failed.data.code, "acp.process_exited");
     assert.deepEqual(failed.usage, {
-      ...turnTokens(1),
+      ...fixtureTurnTokens(1),
       used: 1000,
       size: 200000,
       cost: { amount: 0.25, currency: "USD" },
