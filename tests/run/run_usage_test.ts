@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import {
   EventLog,
   fixtureConfig,
+  type Harness,
   harness,
   makeGate,
 } from "../engine_helpers.ts";
@@ -31,6 +32,36 @@ async function runOnce(flags: string[]) {
   } finally {
     await h.close();
   }
+}
+
+/**
+ * Starts a run of `conversationId` ("first"), and once its agent streams,
+ * steers `follow` into it; the run and its events.
+ */
+async function startThenSteer(
+  h: Harness,
+  request: {
+    conversationId: string;
+    config: ReturnType<typeof fixtureConfig>;
+    follow: string;
+  },
+) {
+  const { conversationId, config } = request;
+  const started = await h.manager.start({
+    conversationId,
+    input: { text: "first" },
+    config,
+  });
+  assert.equal(started.kind, "started");
+  const log = new EventLog(started.run);
+  await log.waitFor((e) => e.type === "message.delta");
+  const steered = await h.manager.start({
+    conversationId,
+    input: { text: request.follow },
+    config,
+  });
+  assert.equal(steered.kind, "steered");
+  return { started, log };
 }
 
 Deno.test("run.completed carries the turn's tokens in LangBot's names beside the context window and cost", async () => {
@@ -71,20 +102,11 @@ Deno.test("a steered run adds its turns' tokens; the window and cost are the las
       "--gate-fifo",
       gate.path,
     ]);
-    const started = await h.manager.start({
+    const { started, log } = await startThenSteer(h, {
       conversationId: "steered",
-      input: { text: "first" },
       config,
+      follow: "second",
     });
-    assert.equal(started.kind, "started");
-    const log = new EventLog(started.run);
-    await log.waitFor((e) => e.type === "message.delta");
-    const steered = await h.manager.start({
-      conversationId: "steered",
-      input: { text: "second" },
-      config,
-    });
-    assert.equal(steered.kind, "steered");
     await gate.release();
     await gate.release();
     assert.equal((await started.run.done).status, "completed");
@@ -111,20 +133,11 @@ Deno.test("run.failed carries what was counted before the failure", async () => 
       "--exit-on-prompt",
       "crash",
     ]);
-    const started = await h.manager.start({
+    const { started, log } = await startThenSteer(h, {
       conversationId: "failing",
-      input: { text: "first" },
       config,
+      follow: "crash now",
     });
-    assert.equal(started.kind, "started");
-    const log = new EventLog(started.run);
-    await log.waitFor((e) => e.type === "message.delta");
-    const steered = await h.manager.start({
-      conversationId: "failing",
-      input: { text: "crash now" },
-      config,
-    });
-    assert.equal(steered.kind, "steered");
     await gate.release();
     assert.equal((await started.run.done).status, "failed");
     const failed = log.ofType("run.failed")[0];
