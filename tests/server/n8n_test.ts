@@ -298,74 +298,61 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
   const dir = tempDir();
   const base = fixtureServeDefaults(dir);
   const body = { chatInput: "hi" };
-  await withServe({
+  const modes: {
+    args: string[];
+    challenge: string;
+    wrong: Record<string, string>;
+    right: Record<string, string>;
+  }[] = [{
     args: [
-      ...base,
-      "--n8n-auth",
-      "basic",
-      "--n8n-auth-user",
-      "bot",
-      "--n8n-auth-password",
-      "pw-123456",
+      ...["--n8n-auth", "basic", "--n8n-auth-user", "bot"],
+      ...["--n8n-auth-password", "pw-123456"],
     ],
-  }, async (serve) => {
-    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
-    assert.equal((await postJson(url, body)).status, 401);
-    const wrong = await postJson(url, body, {
-      authorization: `Basic ${btoa("bot:nope")}`,
-    });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get("www-authenticate"), 'Basic realm="runner"');
-    assert.equal((await wrong.json()).error.code, "http.unauthorized");
-    const right = await postJson(url, body, {
-      authorization: `Basic ${btoa("bot:pw-123456")}`,
-    });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
-  });
-  await withServe({
+    challenge: 'Basic realm="runner"',
+    wrong: { authorization: `Basic ${btoa("bot:nope")}` },
+    right: { authorization: `Basic ${btoa("bot:pw-123456")}` },
+  }, {
     args: [
-      ...base,
-      "--n8n-auth",
-      "header",
-      "--n8n-auth-header-name",
-      "x-key",
-      "--n8n-auth-header-value",
-      "hv-123456",
+      ...["--n8n-auth", "header", "--n8n-auth-header-name", "x-key"],
+      ...["--n8n-auth-header-value", "hv-123456"],
     ],
-  }, async (serve) => {
-    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
-    const wrong = await postJson(url, body, { "x-key": "nope" });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get("www-authenticate"), "Header");
-    await wrong.body?.cancel();
-    const right = await postJson(url, body, { "x-key": "hv-123456" });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
-  });
-  await withServe({
-    args: [
-      ...base,
-      "--n8n-auth",
-      "jwt",
-      "--n8n-jwt-secret",
-      "jwt-secret-123456",
-    ],
-  }, async (serve) => {
-    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
-    const forged = await sign({ sub: "bot" }, "other-secret", "HS256");
-    const wrong = await postJson(url, body, {
-      authorization: `Bearer ${forged}`,
+    challenge: "Header",
+    wrong: { "x-key": "nope" },
+    right: { "x-key": "hv-123456" },
+  }, {
+    args: ["--n8n-auth", "jwt", "--n8n-jwt-secret", "jwt-secret-123456"],
+    challenge: "Bearer",
+    wrong: {
+      authorization: `Bearer ${await sign(
+        { sub: "bot" },
+        "other-secret",
+        "HS256",
+      )}`,
+    },
+    right: {
+      authorization: `Bearer ${await sign(
+        { sub: "bot" },
+        "jwt-secret-123456",
+        "HS256",
+      )}`,
+    },
+  }];
+  for (const mode of modes) {
+    await withServe({
+      args: [...base, ...mode.args],
+    }, async (serve) => {
+      const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
+      const none = await postJson(url, body);
+      assert.equal(none.status, 401, mode.challenge);
+      await none.body?.cancel();
+      const wrong = await postJson(url, body, mode.wrong);
+      assert.equal(wrong.status, 401, mode.challenge);
+      assert.equal(wrong.headers.get("www-authenticate"), mode.challenge);
+      assert.equal((await wrong.json()).error.code, "http.unauthorized");
+      const right = await postJson(url, body, mode.right);
+      assert.equal(right.status, 200, mode.challenge);
+      await right.body?.cancel();
     });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get("www-authenticate"), "Bearer");
-    await wrong.body?.cancel();
-    const token = await sign({ sub: "bot" }, "jwt-secret-123456", "HS256");
-    const right = await postJson(url, body, {
-      authorization: `Bearer ${token}`,
-    });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
-  });
+  }
   await Deno.remove(dir, { recursive: true });
 });
