@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
-import { fixtureCommand, isAlive, tempDir } from "../helpers.ts";
+import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
 import {
   DAEMON_TOKEN,
   postDaemonRun,
@@ -129,14 +129,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       [terminalEvents[0].type, terminalEvents[0].data.code],
       ["run.failed", "run.cancelled"],
     );
-    const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-    for (
-      const pid of [
-        pids.agent_pid,
-        pids.grandchild_pid,
-        pids.grandchild_child_pid,
-      ]
-    ) {
+    for (const pid of agentPids(pidFile)) {
       assert.equal(
         isAlive(pid),
         false,
