@@ -219,6 +219,20 @@ export function stubbornAgentFlags(pidFile: string): string[] {
   ];
 }
 
+/**
+ * The run config of the fixture agent with `flags` that also leaves a
+ * grandchild, with the fresh `--pid-file` its pids go to.
+ */
+export function grandchildConfig(
+  flags: string[],
+): { config: ReturnType<typeof fixtureConfig>; pidFile: string } {
+  const pidFile = join(tempDir(), "pids.json");
+  return {
+    config: fixtureConfig([...flags, "--grandchild", "--pid-file", pidFile]),
+    pidFile,
+  };
+}
+
 /** Asserts the run's last event is `run.failed` with `code`; returns it. */
 export function assertFailedWith(log: EventLog, code: string): RunEvent {
   const failed = log.events.at(-1)!;
