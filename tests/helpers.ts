@@ -272,6 +272,42 @@ export function spawnSleeper(
   }).spawn();
 }
 
+/** Where {@linkcode conversationRunArgs} runs: one conversation's dirs. */
+export interface ConversationRun {
+  /** The fixture agent's flags. */
+  fixtureFlags: string[];
+  /** The runner's data directory, which keeps the conversation. */
+  dataDir: string;
+  /** The agent's workspace. */
+  workspace: string;
+}
+
+/**
+ * `runner run custom --json` arguments of a turn of the conversation `c1`
+ * with the fixture agent: `extra`, then the prompt `text`.
+ */
+export function conversationRunArgs(
+  where: ConversationRun,
+  text: string,
+  extra: string[] = [],
+): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...where.fixtureFlags),
+    "--workspace",
+    where.workspace,
+    "--data-dir",
+    where.dataDir,
+    "--conversation",
+    "c1",
+    "--json",
+    ...extra,
+    text,
+  ];
+}
+
 /** Whether anything exists at `path` (a link counts as its target). */
 export function pathExists(path: string): boolean {
   return found(Deno.statSync, path);

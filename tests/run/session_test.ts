@@ -4,6 +4,7 @@ import { sessionKeyOf } from "../../lib/run/manager.ts";
 import { prepareAgentCommand } from "../../lib/providers.ts";
 import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
+  conversationRunArgs,
   fixtureCommand,
   parseJsonLines,
   readRecord,
@@ -18,21 +19,13 @@ function cliRun(
   text: string,
   extra: string[] = [],
 ) {
-  return runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...flags),
-    "--workspace",
-    workspace,
-    "--data-dir",
-    dataDir,
-    "--conversation",
-    "c1",
-    "--json",
-    ...extra,
-    text,
-  ]);
+  return runCli(
+    conversationRunArgs(
+      { fixtureFlags: flags, dataDir, workspace },
+      text,
+      extra,
+    ),
+  );
 }
 
 function messageOf(stdout: string): string {
