@@ -100,6 +100,35 @@ export async function postMcp(
   };
 }
 
+/** An MCP server entry as an agent's `session/new` gets it: its URL and headers. */
+export interface McpServerEntry {
+  url?: unknown;
+  headers?: unknown;
+}
+
+/**
+ * The HTTP status of a `langbot_list_assets` call POSTed to `entry`'s URL
+ * with its headers (its token): what anyone holding the entry gets.
+ */
+export async function listAssetsStatus(entry: McpServerEntry): Promise<number> {
+  const headers = (entry.headers ?? []) as { name: string; value: string }[];
+  const response = await fetch(String(entry.url), {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...Object.fromEntries(headers.map((h) => [h.name, h.value])),
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "langbot_list_assets", arguments: {} },
+    }),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
 /** An MCP tool result as the tests read it. */
 export interface ToolResult {
   content: { type: string; text: string }[];

@@ -8,6 +8,8 @@
 
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { fixtureCommand, tempDir } from "./helpers.ts";
+import { postJson } from "./serve_test_helpers.ts";
 
 /** The API token every console test's server runs with. */
 export const TOKEN = "console-test-token-Vb7Qw2Lm9Xk4Pz8Tn3Rj6Hs1";
@@ -223,4 +225,46 @@ export async function waitNewRun(page: Page, previous: string): Promise<void> {
       JSON.stringify(previous)
     }; })()`,
   );
+}
+
+/**
+ * Asserts the page's transcript is inert: no markup or event handler from a
+ * run's text, no control character left in it.
+ */
+export async function assertTranscriptInert(page: Page): Promise<void> {
+  const live = await page.$eval("#transcript", (root) => ({
+    markup: root.querySelectorAll("script, img, iframe, b, i").length,
+    handlers: [...root.querySelectorAll("*")].flatMap((n) =>
+      [...n.attributes].map((a) => a.name).filter((a) => a.startsWith("on"))
+    ),
+    escapes: [...root.textContent!].some((c) => {
+      const code = c.charCodeAt(0);
+      return (code < 32 && code !== 9 && code !== 10) || code === 127;
+    }),
+  }));
+  assert.deepEqual(live, { markup: 0, handlers: [], escapes: false });
+}
+
+/**
+ * Completes a run of `conversation` (`stream: false`) on the console tests'
+ * server at `url` whose fixture agent stays warm with a grandchild, its pids
+ * in `pidFile`.
+ */
+export async function warmRun(
+  url: string,
+  conversation: string,
+  pidFile: string,
+): Promise<void> {
+  const response = await postJson(`${url}/v1/runs`, {
+    conversation_id: conversation,
+    input: { text: "hello" },
+    config: {
+      provider: "custom",
+      workspace: tempDir(),
+      "acp-command": fixtureCommand("--grandchild", "--pid-file", pidFile),
+    },
+    stream: false,
+  }, { authorization: `Bearer ${TOKEN}` });
+  assert.equal(response.status, 200);
+  assert.equal((await response.json()).status, "completed");
 }

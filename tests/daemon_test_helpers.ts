@@ -8,8 +8,17 @@
 import { join } from "node:path";
 import type { DaemonJob } from "../lib/daemon/client.ts";
 import type { JsonObject } from "../lib/relay.ts";
+import { parseRunConfig } from "../lib/config.ts";
+import { buildRunStartPayload } from "../lib/relay/payload.ts";
+import { createHub, serveHub } from "../lib/hub/relay_hub.ts";
+import { createDaemonLocation } from "../lib/locations/daemon.ts";
+import { runnerLocations } from "../lib/locations/runner_locations.ts";
+import { createRunManager, type RunManager } from "../lib/run/manager.ts";
+import { openStore } from "../lib/store/open.ts";
+import type { RunStore } from "../lib/store/types.ts";
+import type { Logger } from "../lib/log.ts";
 import { spawnCli, tempDir } from "./helpers.ts";
-import { startServe } from "./serve_test_helpers.ts";
+import { postJson, startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
 
 /** The hub token the serve-plus-daemon tests share. */
@@ -188,5 +197,95 @@ export function hubJob(
     mcp: () => Promise.resolve(null),
     hubCapabilities: [],
     onPermissionAnswer() {},
+  };
+}
+
+/** What {@linkcode postDaemonRun} asks `runner serve` for. */
+export interface DaemonRunRequest {
+  /** The daemon that carries the run out. */
+  daemonId: string;
+  /** The prompt (default: "through the daemon"). */
+  text?: string;
+  /** The provider (default: "custom"). */
+  provider?: string;
+  /** The rest of the run's config. */
+  config?: Record<string, unknown>;
+}
+
+/**
+ * POSTs a run to `runner serve` at `serveUrl` at `location: "daemon"` on the
+ * daemon `request.daemonId`, with the server's API token unless `headers`
+ * name their own `Authorization`; resolves with the API's response.
+ */
+export function postDaemonRun(
+  serveUrl: string,
+  request: DaemonRunRequest,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return postJson(`${serveUrl}/v1/runs`, {
+    input: { text: request.text ?? "through the daemon" },
+    config: {
+      provider: request.provider ?? "custom",
+      location: "daemon",
+      "daemon-id": request.daemonId,
+      ...request.config,
+    },
+  }, headers);
+}
+
+/**
+ * The `config` of the `run.start` the hub sends for a `codex` run on the
+ * daemon "laptop" with the run config `extra`.
+ */
+export function hubRunStartConfig(extra: Record<string, unknown>): JsonObject {
+  return buildRunStartPayload({
+    runId: "r",
+    input: { text: "hi" },
+    config: parseRunConfig({
+      provider: "codex",
+      location: "daemon",
+      "daemon-id": "laptop",
+      ...extra,
+    }),
+  }).config as JsonObject;
+}
+
+/** An in-process hub and a run manager whose daemon location uses it. */
+export interface HubWithManager {
+  store: RunStore;
+  hub: ReturnType<typeof createHub>;
+  /** The hub's listener (daemons dial `server.url`). */
+  server: ReturnType<typeof serveHub>;
+  manager: RunManager;
+  /** Closes the hub, its listener and the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a hub taking `token` on 127.0.0.1, over a fresh data dir, and a run
+ * manager with its daemon location; `log` receives the location's lines.
+ */
+export async function hubWithManager(
+  token: string,
+  log?: Logger,
+): Promise<HubWithManager> {
+  const dataDir = tempDir();
+  const store = await openStore({ dataDir });
+  const hub = createHub({ token, stateDir: join(dataDir, "relay") });
+  const server = serveHub({ hub });
+  const manager = createRunManager({
+    store,
+    locations: runnerLocations(createDaemonLocation({ hub, log })),
+  });
+  return {
+    store,
+    hub,
+    server,
+    manager,
+    async close() {
+      await hub.close();
+      await server.close();
+      await store.close();
+    },
   };
 }

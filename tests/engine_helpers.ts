@@ -189,6 +189,50 @@ export async function runToEnd(
   return { run, log, result };
 }
 
+/**
+ * Starts a run on `manager`, records its events, cancels it once the agent's
+ * first delta arrived (mid-turn) and waits for its end.
+ */
+export async function cancelAfterFirstDelta(
+  manager: RunManager,
+  request: Parameters<RunManager["start"]>[0],
+): Promise<EndedRun> {
+  const { run } = await manager.start(request);
+  const log = new EventLog(run);
+  await log.waitFor((e) => e.type === "message.delta");
+  run.handle.cancel();
+  const result = await run.done;
+  return { run, log, result };
+}
+
+/**
+ * Fixture flags of an agent that stalls its turn, ignores a cancel and leaves
+ * a grandchild, its pids in `pidFile`: only a kill ends it.
+ */
+export function stubbornAgentFlags(pidFile: string): string[] {
+  return [
+    "--stall-prompt",
+    "--ignore-cancel",
+    "--grandchild",
+    "--pid-file",
+    pidFile,
+  ];
+}
+
+/**
+ * The run config of the fixture agent with `flags` that also leaves a
+ * grandchild, with the fresh `--pid-file` its pids go to.
+ */
+export function grandchildConfig(
+  flags: string[],
+): { config: ReturnType<typeof fixtureConfig>; pidFile: string } {
+  const pidFile = join(tempDir(), "pids.json");
+  return {
+    config: fixtureConfig([...flags, "--grandchild", "--pid-file", pidFile]),
+    pidFile,
+  };
+}
+
 /** Asserts the run's last event is `run.failed` with `code`; returns it. */
 export function assertFailedWith(log: EventLog, code: string): RunEvent {
   const failed = log.events.at(-1)!;

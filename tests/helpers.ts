@@ -230,6 +230,84 @@ export function fixtureRunArgs(
   return fixtureRunArgsIn(tempDir(), fixtureFlags, ...extra);
 }
 
+/**
+ * `runner run custom --json` arguments that run `acpCommand` in `workspace`
+ * with client terminals on and no LangBot assets, then `extra`, prompting "go".
+ */
+export function clientTerminalRunArgs(
+  acpCommand: string,
+  workspace: string,
+  extra: string[] = [],
+): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    acpCommand,
+    "--workspace",
+    workspace,
+    "--client-terminals",
+    "true",
+    "--langbot-assets-enabled",
+    "false",
+    ...extra,
+    "--json",
+    "go",
+  ];
+}
+
+/**
+ * A long `sleep` child (`kill` it when done); with `ownGroup` it leads a
+ * process group of its own, like an agent.
+ */
+export function spawnSleeper(
+  options: { ownGroup?: boolean } = {},
+): Deno.ChildProcess {
+  return new Deno.Command("sleep", {
+    args: ["1000"],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+    detached: options.ownGroup ?? false,
+  }).spawn();
+}
+
+/** Where {@linkcode conversationRunArgs} runs: one conversation's dirs. */
+export interface ConversationRun {
+  /** The fixture agent's flags. */
+  fixtureFlags: string[];
+  /** The runner's data directory, which keeps the conversation. */
+  dataDir: string;
+  /** The agent's workspace. */
+  workspace: string;
+}
+
+/**
+ * `runner run custom --json` arguments of a turn of the conversation `c1`
+ * with the fixture agent: `extra`, then the prompt `text`.
+ */
+export function conversationRunArgs(
+  where: ConversationRun,
+  text: string,
+  extra: string[] = [],
+): string[] {
+  return [
+    "run",
+    "custom",
+    "--acp-command",
+    fixtureCommand(...where.fixtureFlags),
+    "--workspace",
+    where.workspace,
+    "--data-dir",
+    where.dataDir,
+    "--conversation",
+    "c1",
+    "--json",
+    ...extra,
+    text,
+  ];
+}
+
 /** Whether anything exists at `path` (a link counts as its target). */
 export function pathExists(path: string): boolean {
   return found(Deno.statSync, path);

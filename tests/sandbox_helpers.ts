@@ -6,6 +6,7 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { findOnPath } from "../lib/agent/find_executable.ts";
 import { parseRunConfig } from "../lib/config.ts";
@@ -115,6 +116,57 @@ export async function markedGone(marker: string): Promise<number[]> {
     left = markedProcesses(marker);
   }
   return left;
+}
+
+/** Kills what a failed test left behind (by `marker`). */
+export function killMarked(marker: string): void {
+  for (const pid of markedProcesses(marker)) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch { /* gone meanwhile */ }
+  }
+}
+
+/** Options of {@linkcode assertKilledRunnerLeavesNothing}. */
+export interface KilledRunnerOptions {
+  /** The marker of the runner's confined processes (`sandboxWorld().marker`). */
+  marker: string;
+  /** What the runner's stdout shows once its agent is up. */
+  until: string;
+  /** Checks on the live processes, before the kill. */
+  whileAlive: () => void;
+}
+
+/**
+ * Reads the `runner` child's stdout up to `until`, runs `whileAlive`, kills
+ * the runner with SIGKILL and asserts that no process marked `marker`
+ * outlives it; whatever happens, the runner and what it left are killed.
+ */
+export async function assertKilledRunnerLeavesNothing(
+  child: Deno.ChildProcess,
+  options: KilledRunnerOptions,
+): Promise<void> {
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let seen = "";
+    while (!seen.includes(options.until)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`runner ended early: ${seen}`);
+      seen += value;
+    }
+    options.whileAlive();
+    child.kill("SIGKILL");
+    await child.status;
+    reader.cancel().catch(() => {});
+    assert.deepEqual(await markedGone(options.marker), []);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.stderr.cancel().catch(() => {});
+    killMarked(options.marker);
+  }
 }
 
 /** The reply lines of the fixture's `--try-*` switches, by their `try-… target` head. */

@@ -291,6 +291,24 @@ export function fixtureConfig(
   return { provider: "custom", "acp-command": agentCommand(flags), workspace };
 }
 
+/**
+ * `runner serve` defaults that run the fixture agent with `flags` in
+ * `<dir>/ws` for every request that names no config of its own.
+ */
+export function fixtureServeDefaults(
+  dir: string,
+  flags: string[] = [],
+): string[] {
+  return [
+    "--provider",
+    "custom",
+    "--acp-command",
+    agentCommand(flags),
+    "--workspace",
+    join(dir, "ws"),
+  ];
+}
+
 /** POSTs JSON with the server's API token (unless `headers` name their own `Authorization`). */
 export function postJson(
   url: string,
@@ -442,6 +460,28 @@ export async function readUntil(
     into.push(JSON.parse(value.data));
     if (predicate(value)) return;
   }
+}
+
+/** A run's stream read up to a point and left open. */
+export interface OpenStream {
+  /** The events read so far, the one waited for last. */
+  events: RunEvent[];
+  /** The rest of the stream. */
+  messages: AsyncGenerator<SseMessage>;
+}
+
+/**
+ * Reads the run stream `response` carries until its first `event` message
+ * (the stream stays open); fails if the stream ends before one.
+ */
+export async function streamUntil(
+  response: Response,
+  event: string,
+): Promise<OpenStream> {
+  const events: RunEvent[] = [];
+  const messages = readSse(response.body!);
+  await readUntil(messages, events, (message) => message.event === event);
+  return { events, messages };
 }
 
 /** A run whose first SSE connection was read up to its first delta, then dropped. */

@@ -8,7 +8,13 @@
  */
 
 import assert from "node:assert/strict";
-import { agentCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import {
+  agentCommand,
+  clientTerminalRunArgs,
+  parseJsonLines,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 
 /** The fixture's `terminal N: {json}` reply lines, by N. */
 function terminalReports(text: string): Record<string, unknown>[] {
@@ -28,22 +34,12 @@ Deno.test("runner run: a killed terminal's exit and output stay readable after t
     // Released at the end: the run's events show it ran and exited.
     { command: "echo", args: ["released"], release: true },
   ];
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
+  const result = await runCli(clientTerminalRunArgs(
     agentCommand(
       calls.flatMap((call) => ["--terminal", JSON.stringify(call)]),
     ),
-    "--workspace",
     workspace,
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "go",
-  ]);
+  ));
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout) as {
     type: string;

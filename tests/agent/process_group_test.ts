@@ -7,21 +7,11 @@
 import assert from "node:assert/strict";
 import { confirmGroupsGone } from "../../lib/agent/process_group.ts";
 import { processGroupMembers } from "../../lib/agent/process_table.ts";
-
-/** A `sleep` leading a process group of its own, like an agent. */
-function spawnGroupLeader(): Deno.ChildProcess {
-  return new Deno.Command("sleep", {
-    args: ["1000"],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-    detached: true,
-  }).spawn();
-}
+import { spawnSleeper } from "../helpers.ts";
 
 Deno.test("confirmGroupsGone kills a group that outlived its teardown, then confirms it gone", async () => {
-  const straggler = spawnGroupLeader();
-  const emptied = spawnGroupLeader();
+  const straggler = spawnSleeper({ ownGroup: true });
+  const emptied = spawnSleeper({ ownGroup: true });
   try {
     emptied.kill("SIGKILL");
     await emptied.status;

@@ -8,28 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { reapLeftoverGroups } from "../../lib/agent/reaper.ts";
 import { processStartTimeSync } from "../../lib/agent/process_table.ts";
-import { isAlive, pathExists, tempDir } from "../helpers.ts";
-
-/** A `sleep` leading a process group of its own, like an agent. */
-function spawnGroupLeader(): Deno.ChildProcess {
-  return new Deno.Command("sleep", {
-    args: ["1000"],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-    detached: true,
-  }).spawn();
-}
-
-/** A plain `sleep` (a stand-in for another live runner). */
-function spawnProcess(): Deno.ChildProcess {
-  return new Deno.Command("sleep", {
-    args: ["1000"],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-}
+import { isAlive, pathExists, spawnSleeper, tempDir } from "../helpers.ts";
 
 /** The pid of a process that has exited and been reaped. */
 async function deadPid(): Promise<number> {
@@ -68,8 +47,8 @@ async function stop(children: Deno.ChildProcess[]): Promise<void> {
 
 Deno.test("the reaper never kills a process that reused a recorded pid, but kills the recorded group itself", async () => {
   const dir = tempDir();
-  const reused = spawnGroupLeader();
-  const leftover = spawnGroupLeader();
+  const reused = spawnSleeper({ ownGroup: true });
+  const leftover = spawnSleeper({ ownGroup: true });
   try {
     const owner = await deadPid();
     // The record's leader started at another time: the pid now belongs to
@@ -97,8 +76,9 @@ Deno.test("the reaper never kills a process that reused a recorded pid, but kill
 
 Deno.test("the reaper leaves the agents of a live runner sharing the data dir alone, and reaps them once it is gone", async () => {
   const dir = tempDir();
-  const agent = spawnGroupLeader();
-  const otherRunner = spawnProcess();
+  const agent = spawnSleeper({ ownGroup: true });
+  // A plain sleep stands in for another live runner.
+  const otherRunner = spawnSleeper();
   try {
     const record = writeRecord(dir, {
       pgid: agent.pid,

@@ -18,8 +18,8 @@ import {
   startServe,
 } from "../serve_test_helpers.ts";
 import {
+  assertKilledRunnerLeavesNothing,
   DENO_DIR,
-  markedGone,
   markedProcesses,
   sandboxKeys,
   sandboxWorld,
@@ -94,29 +94,11 @@ Deno.test("kill -9 of runner run takes its confined agent, the agent's stubborn 
   const child = spawnCli(["run", ...flagsOf(keys), "--json", "hi"], {
     env: world.environment,
   });
-  try {
-    const reader = child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let seen = "";
-    while (!seen.includes('"message.delta"')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`runner run ended early: ${seen}`);
-      seen += value;
-    }
-    assert.ok(markedProcesses(world.marker).length >= 5);
-    child.kill("SIGKILL");
-    await child.status;
-    reader.cancel().catch(() => {});
-    assert.deepEqual(await markedGone(world.marker), []);
-  } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already gone */ }
-    await child.stderr.cancel().catch(() => {});
-    for (const pid of markedProcesses(world.marker)) {
-      Deno.kill(pid, "SIGKILL");
-    }
-  }
+  await assertKilledRunnerLeavesNothing(child, {
+    marker: world.marker,
+    until: '"message.delta"',
+    whileAlive: () => assert.ok(markedProcesses(world.marker).length >= 5),
+  });
 });
 
 Deno.test("runner serve --sandbox confined: a run over HTTP is confined and says so in run.started; a request cannot turn it off", async () => {

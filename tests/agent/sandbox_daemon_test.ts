@@ -11,12 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import type { JsonObject } from "../../lib/relay.ts";
-import {
-  buildRunStartPayload,
-  type DaemonSandbox,
-  mapRunStart,
-} from "../../lib/relay/payload.ts";
-import { parseRunConfig } from "../../lib/config.ts";
+import { type DaemonSandbox, mapRunStart } from "../../lib/relay/payload.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import {
   loadServeConfig,
@@ -24,13 +19,14 @@ import {
 } from "../../lib/server/config/serve_config.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { assertRelayFrame } from "../contracts.ts";
-import { DAEMON_TOKEN, daemonProcess, hubJob } from "../daemon_test_helpers.ts";
 import {
-  deltaText,
-  postJson,
-  sseEvents,
-  startServe,
-} from "../serve_test_helpers.ts";
+  DAEMON_TOKEN,
+  daemonProcess,
+  hubJob,
+  hubRunStartConfig,
+  postDaemonRun,
+} from "../daemon_test_helpers.ts";
+import { deltaText, sseEvents, startServe } from "../serve_test_helpers.ts";
 import { ROOT, runCli, tempDir } from "../helpers.ts";
 import {
   confinedFixtureCommand,
@@ -157,19 +153,8 @@ Deno.test("run.start mapping: the daemon's confined and none hold against the hu
 });
 
 Deno.test("the hub asks for the sandbox in run.start only when the run wants it confined", () => {
-  const payload = (extra: Record<string, unknown>) =>
-    buildRunStartPayload({
-      runId: "r",
-      input: { text: "hi" },
-      config: parseRunConfig({
-        provider: "codex",
-        location: "daemon",
-        "daemon-id": "laptop",
-        ...extra,
-      }),
-    }).config as JsonObject;
-  assert.equal(payload({}).sandbox, undefined);
-  const confined = payload({
+  assert.equal(hubRunStartConfig({}).sandbox, undefined);
+  const confined = hubRunStartConfig({
     sandbox: "confined",
     "sandbox-network": "none",
     "langbot-assets-enabled": false,
@@ -243,12 +228,9 @@ Deno.test("a real runner daemon --sandbox confined runs the hub's job confined: 
   try {
     await daemon.connected;
     const workspace = tempDir("daemon-ws-");
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "through the daemon" },
+    const response = await postDaemonRun(serve.url, {
+      daemonId: "boxed-1",
       config: {
-        provider: "custom",
-        location: "daemon",
-        "daemon-id": "boxed-1",
         workspace,
         "acp-command": confinedFixtureCommand(
           ...["--try-read", world.homeSecret, "--try-write", "done.txt"],

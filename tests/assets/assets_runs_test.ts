@@ -17,6 +17,7 @@ import { type RunStore } from "../../lib/store/types.ts";
 import { openStoreNow } from "../helpers.ts";
 import {
   ASSET_TOOL_NAMES,
+  listAssetsStatus,
   type RecordingServer,
   sampleAssets,
   startRecordingServer,
@@ -281,21 +282,7 @@ Deno.test(
 
 async function postWithToken(entry: ServerEntry): Promise<number | "refused"> {
   try {
-    const response = await fetch(entry.url!, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...Object.fromEntries(entry.headers!.map((h) => [h.name, h.value])),
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name: "langbot_list_assets", arguments: {} },
-      }),
-    });
-    await response.body?.cancel();
-    return response.status;
+    return await listAssetsStatus(entry);
   } catch (error) {
     assert.ok(error instanceof TypeError, String(error));
     return "refused";

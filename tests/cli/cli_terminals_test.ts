@@ -17,6 +17,7 @@ import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import {
   agentCommand,
+  clientTerminalRunArgs,
   parseJsonLines,
   readRecord,
   ROOT,
@@ -71,22 +72,15 @@ async function runWith(
   options: { command?: string; env?: Record<string, string> } = {},
 ): Promise<CliRun> {
   const workspace = keys.workspace ?? tempDir();
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    options.command ?? agentCommand(flags),
-    "--workspace",
-    workspace,
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    ...Object.entries(keys).filter(([key]) => key !== "workspace")
-      .flatMap(([key, value]) => [`--${key}`, value]),
-    "--json",
-    "go",
-  ], { env: options.env });
+  const result = await runCli(
+    clientTerminalRunArgs(
+      options.command ?? agentCommand(flags),
+      workspace,
+      Object.entries(keys).filter(([key]) => key !== "workspace")
+        .flatMap(([key, value]) => [`--${key}`, value]),
+    ),
+    { env: options.env },
+  );
   const events = parseJsonLines(result.stdout) as Event[];
   const completed = events.find((e) => e.type === "message.completed");
   const text = String(

@@ -54,17 +54,33 @@ async function runOnTerminal(
   return { output, code: status.code };
 }
 
-Deno.test("runner run on a terminal asks, and 'y' lets the tool run once", async () => {
-  const dir = tempDir();
-  const record = join(dir, "record.jsonl");
-  const result = await runOnTerminal([
+/**
+ * `runner run custom` of the fixture agent with `fixtureFlags` on a
+ * pseudo-terminal, in a fresh workspace, asked to "write the file" (then
+ * `extra` arguments), typing `typed` at the question.
+ */
+function askOnTerminal(
+  fixtureFlags: string[],
+  typed: string,
+  extra: string[] = [],
+): Promise<TerminalRun> {
+  return runOnTerminal([
     "custom",
     "--acp-command",
-    fixtureCommand("--permission", "--record", record),
+    fixtureCommand(...fixtureFlags),
     "--workspace",
-    join(dir, "ws"),
+    join(tempDir(), "ws"),
+    ...extra,
     "write the file",
-  ], "y\n");
+  ], typed);
+}
+
+Deno.test("runner run on a terminal asks, and 'y' lets the tool run once", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const result = await askOnTerminal(
+    ["--permission", "--record", record],
+    "y\n",
+  );
   assert.match(
     result.output,
     /\[permission\] Write file \(edit\) on notes\.txt \{"path":"notes\.txt","content":"hello"\}/,
@@ -77,15 +93,7 @@ Deno.test("runner run on a terminal asks, and 'y' lets the tool run once", async
 });
 
 Deno.test("runner run on a terminal: 'N' never allows; a typo is asked again", async () => {
-  const dir = tempDir();
-  const result = await runOnTerminal([
-    "custom",
-    "--acp-command",
-    fixtureCommand("--permission"),
-    "--workspace",
-    join(dir, "ws"),
-    "write the file",
-  ], "maybe\nN\n");
+  const result = await askOnTerminal(["--permission"], "maybe\nN\n");
   const questions = result.output.split("[N]ever: ").length - 1;
   assert.equal(questions, 2);
   assert.match(result.output, /permission: reject_always/);
@@ -93,15 +101,10 @@ Deno.test("runner run on a terminal: 'N' never allows; a typo is asked again", a
 });
 
 Deno.test("runner run on a terminal: 'n', then an agent that ends the turn without text, is run.permission_rejected and exit 3", async () => {
-  const dir = tempDir();
-  const result = await runOnTerminal([
-    "custom",
-    "--acp-command",
-    fixtureCommand("--permission", "--silent-on-reject"),
-    "--workspace",
-    join(dir, "ws"),
-    "write the file",
-  ], "n\n");
+  const result = await askOnTerminal(
+    ["--permission", "--silent-on-reject"],
+    "n\n",
+  );
   assert.match(
     result.output,
     /error \[run\.permission_rejected\]: .*"Write file" was refused \(reject_once\)/,
@@ -111,17 +114,10 @@ Deno.test("runner run on a terminal: 'n', then an agent that ends the turn witho
 });
 
 Deno.test("runner run on a terminal honours --permission-decision and asks nothing", async () => {
-  const dir = tempDir();
-  const result = await runOnTerminal([
-    "custom",
-    "--acp-command",
-    fixtureCommand("--permission"),
-    "--workspace",
-    join(dir, "ws"),
+  const result = await askOnTerminal(["--permission"], "y\n", [
     "--permission-decision",
     "reject_once",
-    "write the file",
-  ], "y\n");
+  ]);
   assert.ok(!result.output.includes("[N]ever"));
   assert.match(result.output, /permission: reject_once/);
 });

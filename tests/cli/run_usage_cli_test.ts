@@ -7,49 +7,27 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
 import {
-  fixtureCommand,
+  fixtureRunArgs,
   parseJsonLines,
   ROOT,
   runCli,
   tempDir,
 } from "../helpers.ts";
-
-function runArgs(fixtureFlags: string[], ...extra: string[]): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...fixtureFlags),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    tempDir(),
-    ...extra,
-  ];
-}
+import { fixtureTurnUsage } from "../usage_helpers.ts";
 
 const USAGE_LINE =
   "[usage] 162 tokens (100 prompt, 20 completion, 30 cached read, 5 cached write, 7 thought); context 1000/200000; cost 0.25 USD";
 
 Deno.test("runner run --json puts the usage on run.completed; a pipe gets no usage line", async () => {
-  const result = await runCli(runArgs(["--usage", "turn"], "--json", "hi"));
+  const result = await runCli(
+    fixtureRunArgs(["--usage", "turn"], "--json", "hi"),
+  );
   assert.equal(result.code, 0, result.stderr);
   const completed = parseJsonLines(result.stdout).at(-1)!;
   assert.equal(completed.type, "run.completed");
-  assert.deepEqual(completed.usage, {
-    prompt_tokens: 100,
-    completion_tokens: 20,
-    total_tokens: 162,
-    cached_read_tokens: 30,
-    cached_write_tokens: 5,
-    thought_tokens: 7,
-    used: 1000,
-    size: 200000,
-    cost: { amount: 0.25, currency: "USD" },
-  });
+  assert.deepEqual(completed.usage, fixtureTurnUsage());
   assert.doesNotMatch(result.stderr, /\[usage\]/);
 });
 
@@ -75,11 +53,11 @@ async function onTerminal(args: string[]): Promise<string> {
 }
 
 Deno.test("runner run on a terminal ends with one usage line on stderr; none when the agent reported nothing", async () => {
-  const shown = await onTerminal(runArgs(["--usage", "turn"], "hi"));
+  const shown = await onTerminal(fixtureRunArgs(["--usage", "turn"], "hi"));
   const lines = shown.split("\n").filter((line) => line.startsWith("[usage]"));
   assert.deepEqual(lines, [USAGE_LINE], shown);
   assert.ok(shown.trimEnd().endsWith(USAGE_LINE), "at the end");
 
-  const silent = await onTerminal(runArgs([], "hi"));
+  const silent = await onTerminal(fixtureRunArgs([], "hi"));
   assert.doesNotMatch(silent, /\[usage\]/);
 });

@@ -9,7 +9,6 @@
  */
 
 import assert from "node:assert/strict";
-import type { RunEvent } from "../../lib/events.ts";
 import { runDaemonClient } from "../../lib/daemon/client.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import {
@@ -21,9 +20,8 @@ import { fixtureCommand, tempDir } from "../helpers.ts";
 import {
   deltaText,
   postJson,
-  readSse,
-  readUntil,
   sseEvents,
+  streamUntil,
 } from "../serve_test_helpers.ts";
 
 function daemonRunConfig(daemonId: string, extra: Record<string, unknown>) {
@@ -46,12 +44,9 @@ Deno.test("ask through runner daemon: the request streams from serve, the answer
       input: { text: "write the file" },
       config: daemonRunConfig("approver", {}),
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      response,
+      "permission.requested",
     );
     const requested = events.at(-1)!;
     const url =
@@ -92,12 +87,9 @@ Deno.test("through runner daemon: a person's reject, then a turn without text, r
         "acp-command": fixtureCommand("--permission", "--silent-on-reject"),
       }),
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      response,
+      "permission.requested",
     );
     const requested = events.at(-1)!;
     const answered = await postJson(

@@ -6,14 +6,9 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { postDaemonRun, serveWithDaemon } from "../daemon_test_helpers.ts";
 import { tempDir } from "../helpers.ts";
-import {
-  deltaText,
-  postJson,
-  sseEvents,
-  terminals,
-} from "../serve_test_helpers.ts";
+import { deltaText, sseEvents, terminals } from "../serve_test_helpers.ts";
 import { fixtureAgentScript, gzip, tarOf } from "../agent/registry_archives.ts";
 import {
   binaryEntry,
@@ -47,12 +42,11 @@ Deno.test("a daemon installs a hub's registry agent for its own platform and run
   });
   try {
     await daemon.connected;
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "hi" },
+    const response = await postDaemonRun(serve.url, {
+      daemonId: "registry-laptop",
+      text: "hi",
+      provider: "daemon-agent",
       config: {
-        provider: "daemon-agent",
-        location: "daemon",
-        "daemon-id": "registry-laptop",
         workspace: tempDir(),
       },
     });

@@ -7,19 +7,16 @@
  * follow-up.
  */
 
-import { runnerLocations } from "../../lib/locations/runner_locations.ts";
+import { hubWithManager } from "../daemon_test_helpers.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../../lib/config.ts";
 import { createReaperRegistry } from "../../lib/agent/reaper.ts";
 import { type DaemonJob, runDaemonClient } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
-import { createDaemonLocation } from "../../lib/locations/daemon.ts";
-import { createHub, serveHub } from "../../lib/hub/relay_hub.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import type { JsonObject } from "../../lib/relay.ts";
-import { createRunManager, type RunManager } from "../../lib/run/manager.ts";
-import { openStore } from "../../lib/store/open.ts";
+import type { RunManager } from "../../lib/run/manager.ts";
 import { EventLog, makeGate } from "../engine_helpers.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 
@@ -40,14 +37,7 @@ async function withSteeringHub(
     ctx: { manager: RunManager; nextJob: () => Promise<HeldJob> },
   ) => Promise<void>,
 ): Promise<void> {
-  const dataDir = tempDir();
-  const store = await openStore({ dataDir });
-  const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
-  const server = serveHub({ hub });
-  const manager = createRunManager({
-    store,
-    locations: runnerLocations(createDaemonLocation({ hub, log: () => {} })),
-  });
+  const { server, manager, close } = await hubWithManager(TOKEN, () => {});
   const started: HeldJob[] = [];
   const waiters: ((job: HeldJob) => void)[] = [];
   const runJob = (job: DaemonJob) => {
@@ -91,9 +81,7 @@ async function withSteeringHub(
   } finally {
     controller.abort();
     await client;
-    await hub.close();
-    await server.close();
-    await store.close();
+    await close();
   }
 }
 
@@ -208,14 +196,10 @@ Deno.test("a cancelled run hands back its queued follow-ups", async () => {
 });
 
 Deno.test("through the daemon's real job runner, an agent crash on a follow-up ends the run and hands back the follow-ups after it", async () => {
-  const dataDir = tempDir();
-  const store = await openStore({ dataDir });
-  const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
-  const server = serveHub({ hub });
-  const manager = createRunManager({
-    store,
-    locations: runnerLocations(createDaemonLocation({ hub, log: () => {} })),
-  });
+  const { store, server, manager, close } = await hubWithManager(
+    TOKEN,
+    () => {},
+  );
   const jobs = createDaemonJobRunner({
     registry: createReaperRegistry(join(tempDir(), "agents")),
   });
@@ -278,8 +262,6 @@ Deno.test("through the daemon's real job runner, an agent crash on a follow-up e
     );
     controller.abort();
     await client;
-    await hub.close();
-    await server.close();
-    await store.close();
+    await close();
   }
 });

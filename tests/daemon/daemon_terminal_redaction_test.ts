@@ -13,8 +13,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { agentCommand, tempDir } from "../helpers.ts";
-import { serveWithDaemon } from "../daemon_test_helpers.ts";
-import { postJson, sseEvents } from "../serve_test_helpers.ts";
+import { postDaemonRun, serveWithDaemon } from "../daemon_test_helpers.ts";
+import { sseEvents } from "../serve_test_helpers.ts";
 
 const SECRET = "sk-daemon-terminal-Qz7Wv3Np8Lk2";
 const API_TOKEN = "daemon-redaction-api-token-Hs4Jd8Kq1";
@@ -35,29 +35,22 @@ Deno.test("runner daemon: a secret in a terminal's command line, cwd and output 
     await daemon.connected;
     const workspace = tempDir();
     Deno.mkdirSync(join(workspace, SECRET));
-    const response = await postJson(
-      `${serve.url}/v1/runs`,
-      {
-        input: { text: "through the daemon" },
-        config: {
-          provider: "custom",
-          location: "daemon",
-          "daemon-id": "terminal-redaction",
-          workspace,
-          "client-terminals": true,
-          "env-json": { SERVICE_API_KEY: SECRET },
-          "acp-command": agentCommand([
-            "--terminal",
-            JSON.stringify({
-              command: "echo",
-              args: [SECRET, `prefix-${SECRET}`],
-              cwd: SECRET,
-            }),
-          ]),
-        },
+    const response = await postDaemonRun(serve.url, {
+      daemonId: "terminal-redaction",
+      config: {
+        workspace,
+        "client-terminals": true,
+        "env-json": { SERVICE_API_KEY: SECRET },
+        "acp-command": agentCommand([
+          "--terminal",
+          JSON.stringify({
+            command: "echo",
+            args: [SECRET, `prefix-${SECRET}`],
+            cwd: SECRET,
+          }),
+        ]),
       },
-      { authorization: `Bearer ${API_TOKEN}` },
-    );
+    }, { authorization: `Bearer ${API_TOKEN}` });
     assert.equal(response.status, 200);
     const events: RunEvent[] = await sseEvents(response);
     assert.equal(events.at(-1)!.type, "run.completed");

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { processGroupMembers } from "../../lib/agent/process_table.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import { agentCommand, tempDir } from "../helpers.ts";
-import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { postDaemonRun, serveWithDaemon } from "../daemon_test_helpers.ts";
 import { postJson, sseEvents } from "../serve_test_helpers.ts";
 
 const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
@@ -26,12 +26,9 @@ Deno.test("runner daemon: terminals run on the daemon's machine under the run's 
   });
   try {
     await daemon.connected;
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "through the daemon" },
+    const response = await postDaemonRun(serve.url, {
+      daemonId: "terminals-1",
       config: {
-        provider: "custom",
-        location: "daemon",
-        "daemon-id": "terminals-1",
         workspace: tempDir(),
         "client-terminals": true,
         "permission-rules-json": [

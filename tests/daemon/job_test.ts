@@ -29,6 +29,7 @@ import {
   spawnCli,
   tempDir,
 } from "../helpers.ts";
+import { hubRunStartConfig } from "../daemon_test_helpers.ts";
 
 const MAP_OPTIONS = {
   jobId: "job-1",
@@ -255,23 +256,12 @@ Deno.test("our hub's payload has the plugin's shape and maps back to the same ru
 });
 
 Deno.test("a preset run's run.start carries the preset's command, as LangBot's hub sends it", () => {
-  const payload = (extra: Record<string, unknown>) =>
-    buildRunStartPayload({
-      runId: "r",
-      input: { text: "hi" },
-      config: parseRunConfig({
-        provider: "codex",
-        location: "daemon",
-        "daemon-id": "laptop",
-        ...extra,
-      }),
-    }).config as JsonObject;
   assert.equal(
-    payload({}).acp_command,
+    hubRunStartConfig({}).acp_command,
     "npx -y @zed-industries/codex-acp@0.16.0",
   );
   assert.equal(
-    payload({ "acp-command": "codex-acp --fast" }).acp_command,
+    hubRunStartConfig({ "acp-command": "codex-acp --fast" }).acp_command,
     "codex-acp --fast",
   );
 });

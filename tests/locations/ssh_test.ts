@@ -7,9 +7,11 @@ import { launchSsh } from "../../lib/locations/ssh.ts";
 import { REMOTE_PGID_MARKER } from "../../lib/locations/remote_report.ts";
 import {
   assertFailedWith,
+  cancelAfterFirstDelta,
   EventLog,
   makeGate,
   runToEnd,
+  stubbornAgentFlags,
 } from "../engine_helpers.ts";
 import {
   assertAgentGone,
@@ -113,20 +115,13 @@ sshRunTest(
     const pidFile = join(tempDir(), "pids.json");
     const config = sshConfig(
       sshd,
-      [
-        "--stall-prompt",
-        "--ignore-cancel",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ],
+      stubbornAgentFlags(pidFile),
       { "cancel-grace": "0.5" },
     );
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    await log.waitFor((e) => e.type === "message.delta");
-    run.handle.cancel();
-    await run.done;
+    const { log } = await cancelAfterFirstDelta(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
     assertAgentGone(pidFile);
   },

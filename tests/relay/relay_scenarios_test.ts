@@ -9,18 +9,14 @@
  * callers the runner's spellings.
  */
 
-import { runnerLocations } from "../../lib/locations/runner_locations.ts";
+import { hubWithManager } from "../daemon_test_helpers.ts";
 import { ScriptedHub, TestSocket } from "../relay_sockets.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseRunConfig } from "../../lib/config.ts";
 import { runDaemonClient } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
-import { createHub, serveHub } from "../../lib/hub/relay_hub.ts";
-import { createDaemonLocation } from "../../lib/locations/daemon.ts";
 import type { JsonObject } from "../../lib/relay.ts";
-import { createRunManager } from "../../lib/run/manager.ts";
-import { openStore } from "../../lib/store/open.ts";
 import { EventLog } from "../engine_helpers.ts";
 import { fixtureCommand, readRecord, ROOT, tempDir } from "../helpers.ts";
 
@@ -219,14 +215,7 @@ async function replayOnDaemon(scenario: Scenario): Promise<void> {
 
 /** Our hub, with a daemon that answers with the scenario's daemon.py frames. */
 async function replayOnHub(scenario: Scenario): Promise<void> {
-  const dataDir = tempDir();
-  const store = await openStore({ dataDir });
-  const hub = createHub({ token: TOKEN, stateDir: join(dataDir, "relay") });
-  const server = serveHub({ hub });
-  const manager = createRunManager({
-    store,
-    locations: runnerLocations(createDaemonLocation({ hub })),
-  });
+  const { server, manager, close } = await hubWithManager(TOKEN);
   const daemon = await TestSocket.open(server.url);
   try {
     daemon.ws.send(
@@ -268,9 +257,7 @@ async function replayOnHub(scenario: Scenario): Promise<void> {
     }
   } finally {
     await daemon.close();
-    await hub.close();
-    await server.close();
-    await store.close();
+    await close();
   }
 }
 

@@ -9,18 +9,9 @@ import assert from "node:assert/strict";
 import type { RunEvent } from "../../lib/events.ts";
 import { fromRelayEvent, toRelayEvent } from "../../lib/relay/wire_events.ts";
 import { assertLangBotEvent, assertRelayFrame } from "../contracts.ts";
+import { fixtureTurnTokens, fixtureTurnUsage } from "../usage_helpers.ts";
 
-const usage = {
-  prompt_tokens: 100,
-  completion_tokens: 20,
-  total_tokens: 162,
-  cached_read_tokens: 30,
-  cached_write_tokens: 5,
-  thought_tokens: 7,
-  used: 1000,
-  size: 200000,
-  cost: { amount: 0.25, currency: "USD" },
-};
+const usage = fixtureTurnUsage();
 
 const completed = (extra: Partial<RunEvent> = {}): RunEvent => ({
   run_id: "r",
@@ -38,14 +29,7 @@ Deno.test("the wire's usage holds LangBot's counters; the window and cost ride i
     { type: "run.event", job_id: "j", event, runner },
     "daemon->hub",
   );
-  assert.deepEqual(event.usage, {
-    prompt_tokens: 100,
-    completion_tokens: 20,
-    total_tokens: 162,
-    cached_read_tokens: 30,
-    cached_write_tokens: 5,
-    thought_tokens: 7,
-  });
+  assert.deepEqual(event.usage, fixtureTurnTokens());
   assert.deepEqual(runner?.usage, {
     used: 1000,
     size: 200000,

@@ -7,6 +7,7 @@ import { startRun } from "../../lib/run/engine.ts";
 import {
   EventLog,
   fixtureConfig,
+  grandchildConfig,
   type Harness,
   harness,
   makeGate,
@@ -154,13 +155,7 @@ Deno.test("the terminal event comes after teardown: no process of the agent's gr
     await t.step(type, async () => {
       const h = harness();
       try {
-        const pidFile = join(tempDir(), "pids.json");
-        const config = fixtureConfig([
-          ...flags,
-          "--grandchild",
-          "--pid-file",
-          pidFile,
-        ]);
+        const { config, pidFile } = grandchildConfig(flags);
         const { run } = await h.manager.start({
           input: { text: "hi" },
           config,

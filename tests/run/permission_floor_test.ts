@@ -16,6 +16,7 @@ import {
   readSse,
   readUntil,
   sseEvents,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -77,12 +78,9 @@ Deno.test("with an approving operator fallback, a caller may not shorten the tim
       },
     });
     assert.equal(longer.status, 200);
-    const events: RunEvent[] = [];
-    const messages = readSse(longer.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      longer,
+      "permission.requested",
     );
     await postJson(`${serve.url}/v1/runs/${events[0].run_id}/cancel`, {})
       .then((r) => r.body?.cancel());

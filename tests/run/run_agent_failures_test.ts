@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ERROR_CODES, type ErrorCode } from "../../lib/errors.ts";
 import type { RunEvent } from "../../lib/events.ts";
-import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
-import { assertAgentGone, tempDir } from "../helpers.ts";
+import { EventLog, grandchildConfig, harness } from "../engine_helpers.ts";
+import { assertAgentGone } from "../helpers.ts";
 
 /** Runs the fixture with `flags` and returns its events and stored status. */
 async function runFixture(
@@ -20,13 +20,7 @@ async function runFixture(
   const h = harness();
   try {
     prepare?.(h.dataDir);
-    const pidFile = join(tempDir(), "pids.json");
-    const config = fixtureConfig([
-      ...flags,
-      "--grandchild",
-      "--pid-file",
-      pidFile,
-    ]);
+    const { config, pidFile } = grandchildConfig(flags);
     const { run } = await h.manager.start({ input: { text: "hi" }, config });
     const log = new EventLog(run);
     await run.done;

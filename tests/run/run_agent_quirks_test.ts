@@ -13,6 +13,7 @@ import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
   assertAgentGone,
+  conversationRunArgs,
   fixtureCommand,
   fixtureRunArgs,
   parseJsonLines,
@@ -292,22 +293,13 @@ Deno.test("when a stored session cannot be restored and a new one starts, sessio
   const dataDir = tempDir();
   const workspace = tempDir();
   const state = tempDir();
+  const where = {
+    fixtureFlags: ["--resume", "--state-dir", state],
+    dataDir,
+    workspace,
+  };
   const run = (text: string, ...extra: string[]) =>
-    runCli([
-      "run",
-      "custom",
-      "--acp-command",
-      fixtureCommand("--resume", "--state-dir", state),
-      "--workspace",
-      workspace,
-      "--data-dir",
-      dataDir,
-      "--conversation",
-      "c1",
-      "--json",
-      ...extra,
-      text,
-    ]);
+    runCli(conversationRunArgs(where, text, extra));
   const first = await run("one");
   assert.equal(first.code, 0, first.stderr);
   const firstId = dataOf(parseJsonLines(first.stdout), "state.updated")[0]

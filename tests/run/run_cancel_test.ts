@@ -8,7 +8,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { ManagedRun } from "../../lib/run/manager.ts";
-import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
+import {
+  cancelAfterFirstDelta,
+  EventLog,
+  fixtureConfig,
+  harness,
+} from "../engine_helpers.ts";
 import { assertAgentGone, readRecord, tempDir } from "../helpers.ts";
 
 Deno.test("a cancel that lands after the agent answered, in the quiet window, still wins", async () => {
@@ -56,11 +61,10 @@ Deno.test("a permission request sent while the run is being cancelled is answere
       ["--stall-prompt", "--permission-on-cancel", "--record", record],
       { "permission-decision": "allow_once" },
     );
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    await log.waitFor((e) => e.type === "message.delta");
-    run.handle.cancel();
-    const result = await run.done;
+    const { log, result } = await cancelAfterFirstDelta(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assert.equal(result.status, "cancelled");
     const decided = log.ofType("permission.decided").map((e) => e.data);
     assert.match(String(decided[0]?.request_id), /^[0-9a-f-]{36}$/);

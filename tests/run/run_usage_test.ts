@@ -11,21 +11,11 @@ import assert from "node:assert/strict";
 import {
   EventLog,
   fixtureConfig,
+  type Harness,
   harness,
   makeGate,
 } from "../engine_helpers.ts";
-
-/** What `--usage turn` gives for `turns` turns (`tests/fixtures/agent_updates.ts`). */
-function turnTokens(turns: number) {
-  return {
-    prompt_tokens: 100 * turns,
-    completion_tokens: 20 * turns,
-    total_tokens: 162 * turns,
-    cached_read_tokens: 30 * turns,
-    cached_write_tokens: 5 * turns,
-    thought_tokens: 7 * turns,
-  };
-}
+import { fixtureTurnTokens } from "../usage_helpers.ts";
 
 async function runOnce(flags: string[]) {
   const h = harness();
@@ -44,11 +34,41 @@ async function runOnce(flags: string[]) {
   }
 }
 
+/**
+ * Starts a run of `conversationId` ("first"), and once its agent streams,
+ * steers `follow` into it; the run and its events.
+ */
+async function startThenSteer(
+  h: Harness,
+  request: {
+    conversationId: string;
+    config: ReturnType<typeof fixtureConfig>;
+    follow: string;
+  },
+) {
+  const { conversationId, config } = request;
+  const started = await h.manager.start({
+    conversationId,
+    input: { text: "first" },
+    config,
+  });
+  assert.equal(started.kind, "started");
+  const log = new EventLog(started.run);
+  await log.waitFor((e) => e.type === "message.delta");
+  const steered = await h.manager.start({
+    conversationId,
+    input: { text: request.follow },
+    config,
+  });
+  assert.equal(steered.kind, "steered");
+  return { started, log };
+}
+
 Deno.test("run.completed carries the turn's tokens in LangBot's names beside the context window and cost", async () => {
   const { log, stored } = await runOnce(["--usage", "turn"]);
   const completed = log.ofType("run.completed")[0];
   assert.deepEqual(completed.usage, {
-    ...turnTokens(1),
+    ...fixtureTurnTokens(1),
     used: 1000,
     size: 200000,
     cost: { amount: 0.25, currency: "USD" },
@@ -82,25 +102,16 @@ Deno.test("a steered run adds its turns' tokens; the window and cost are the las
       "--gate-fifo",
       gate.path,
     ]);
-    const started = await h.manager.start({
+    const { started, log } = await startThenSteer(h, {
       conversationId: "steered",
-      input: { text: "first" },
       config,
+      follow: "second",
     });
-    assert.equal(started.kind, "started");
-    const log = new EventLog(started.run);
-    await log.waitFor((e) => e.type === "message.delta");
-    const steered = await h.manager.start({
-      conversationId: "steered",
-      input: { text: "second" },
-      config,
-    });
-    assert.equal(steered.kind, "steered");
     await gate.release();
     await gate.release();
     assert.equal((await started.run.done).status, "completed");
     assert.deepEqual(log.ofType("run.completed")[0].usage, {
-      ...turnTokens(2),
+      ...fixtureTurnTokens(2),
       used: 2000,
       size: 200000,
       cost: { amount: 0.25, currency: "EUR" },
@@ -122,26 +133,17 @@ Deno.test("run.failed carries what was counted before the failure", async () => 
       "--exit-on-prompt",
       "crash",
     ]);
-    const started = await h.manager.start({
+    const { started, log } = await startThenSteer(h, {
       conversationId: "failing",
-      input: { text: "first" },
       config,
+      follow: "crash now",
     });
-    assert.equal(started.kind, "started");
-    const log = new EventLog(started.run);
-    await log.waitFor((e) => e.type === "message.delta");
-    const steered = await h.manager.start({
-      conversationId: "failing",
-      input: { text: "crash now" },
-      config,
-    });
-    assert.equal(steered.kind, "steered");
     await gate.release();
     assert.equal((await started.run.done).status, "failed");
     const failed = log.ofType("run.failed")[0];
     assert.equal(failed.data.code, "acp.process_exited");
     assert.deepEqual(failed.usage, {
-      ...turnTokens(1),
+      ...fixtureTurnTokens(1),
       used: 1000,
       size: 200000,
       cost: { amount: 0.25, currency: "USD" },

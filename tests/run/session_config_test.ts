@@ -71,6 +71,34 @@ function configured(outcome: Outcome) {
   );
 }
 
+/** Data dir, record and workspace that several runs of one conversation share. */
+function conversationDirs() {
+  return {
+    data: tempDir(),
+    record: join(tempDir(), "record.jsonl"),
+    workspace: join(tempDir(), "ws"),
+  };
+}
+
+/** Fixture flags of an agent with config options that restores its sessions. */
+function loadingConfigFlags(): string[] {
+  return [
+    "--session-config",
+    "both",
+    "--load-session",
+    "--state-dir",
+    tempDir(),
+  ];
+}
+
+/** The session config values the run remembered with its conversation. */
+function remembered(outcome: Outcome) {
+  return outcome.events.filter((e) =>
+    e.type === "state.updated" &&
+    data(e).key === "external.acp_session_config"
+  ).map((e) => data(e).value);
+}
+
 function answer(outcome: Outcome): string {
   const done = outcome.events.find((e) => e.type === "message.completed");
   return String((data(done).message as { content: string }).content);
@@ -224,11 +252,7 @@ Deno.test("the agent's own mode change during a turn is a session.configured by 
 });
 
 Deno.test("a restored session (session/load in a new agent process) gets the run's values again", async () => {
-  const dirs = {
-    data: tempDir(),
-    record: join(tempDir(), "record.jsonl"),
-    workspace: join(tempDir(), "ws"),
-  };
+  const dirs = conversationDirs();
   const state = tempDir();
   const flags = [
     "--session-config",
@@ -252,24 +276,9 @@ Deno.test("a restored session (session/load in a new agent process) gets the run
 });
 
 Deno.test("runner run --conversation remembers the asked values with the session: a later run that asks none gets them again, one that asks another wins, reuse-session=false forgets them", async () => {
-  const dirs = {
-    data: tempDir(),
-    record: join(tempDir(), "record.jsonl"),
-    workspace: join(tempDir(), "ws"),
-  };
-  const flags = [
-    "--session-config",
-    "both",
-    "--load-session",
-    "--state-dir",
-    tempDir(),
-  ];
+  const dirs = conversationDirs();
+  const flags = loadingConfigFlags();
   const conversation = ["--conversation", "c-memory"];
-  const remembered = (outcome: Outcome) =>
-    outcome.events.filter((e) =>
-      e.type === "state.updated" &&
-      data(e).key === "external.acp_session_config"
-    ).map((e) => data(e).value);
   const first = await run(flags, [
     ...conversation,
     "--model",
@@ -324,11 +333,7 @@ Deno.test("runner run --conversation remembers the asked values with the session
 });
 
 Deno.test("a remembered value the agent no longer offers is left out and forgotten, not a failure; one the run asks for still fails", async () => {
-  const dirs = {
-    data: tempDir(),
-    record: join(tempDir(), "record.jsonl"),
-    workspace: join(tempDir(), "ws"),
-  };
+  const dirs = conversationDirs();
   // The same command line (so the same stored session) offers what $SHAPE says.
   const flags = [
     "--session-config-env",
@@ -372,24 +377,9 @@ Deno.test("a remembered value the agent no longer offers is left out and forgott
 });
 
 Deno.test("a model asked for wins over a remembered model option, an empty model asks nothing, and a value that holds a secret is not remembered", async () => {
-  const dirs = {
-    data: tempDir(),
-    record: join(tempDir(), "record.jsonl"),
-    workspace: join(tempDir(), "ws"),
-  };
-  const flags = [
-    "--session-config",
-    "both",
-    "--load-session",
-    "--state-dir",
-    tempDir(),
-  ];
+  const dirs = conversationDirs();
+  const flags = loadingConfigFlags();
   const conversation = ["--conversation", "c-alias"];
-  const remembered = (outcome: Outcome) =>
-    outcome.events.filter((e) =>
-      e.type === "state.updated" &&
-      data(e).key === "external.acp_session_config"
-    ).map((e) => data(e).value);
   const first = await run(flags, [
     ...conversation,
     "--session-config-json",

@@ -4,6 +4,7 @@ import { sessionKeyOf } from "../../lib/run/manager.ts";
 import { prepareAgentCommand } from "../../lib/providers.ts";
 import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
+  conversationRunArgs,
   fixtureCommand,
   parseJsonLines,
   readRecord,
@@ -18,21 +19,13 @@ function cliRun(
   text: string,
   extra: string[] = [],
 ) {
-  return runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...flags),
-    "--workspace",
-    workspace,
-    "--data-dir",
-    dataDir,
-    "--conversation",
-    "c1",
-    "--json",
-    ...extra,
-    text,
-  ]);
+  return runCli(
+    conversationRunArgs(
+      { fixtureFlags: flags, dataDir, workspace },
+      text,
+      extra,
+    ),
+  );
 }
 
 function messageOf(stdout: string): string {
@@ -42,23 +35,34 @@ function messageOf(stdout: string): string {
   return (last.data as { message: { content: string } }).message.content;
 }
 
-Deno.test("a second run of a conversation resumes the first's session in a new process, preferring session/resume over session/load", async () => {
+/**
+ * Two `runner run` turns of one conversation in one data dir and workspace,
+ * each asserted to exit 0.
+ */
+async function twoRuns(flags: string[], texts: [string, string]) {
   const dataDir = tempDir();
   const workspace = tempDir();
-  const record = join(tempDir(), "record.jsonl");
-  const flags = [
-    "--resume",
-    "--load-session",
-    "--state-dir",
-    tempDir(),
-    "--record",
-    record,
-  ];
-  const first = await cliRun(flags, dataDir, workspace, "one");
+  const first = await cliRun(flags, dataDir, workspace, texts[0]);
   assert.equal(first.code, 0, first.stderr);
-  assert.equal(messageOf(first.stdout), "echo: one (turn 1)");
-  const second = await cliRun(flags, dataDir, workspace, "two");
+  const second = await cliRun(flags, dataDir, workspace, texts[1]);
   assert.equal(second.code, 0, second.stderr);
+  return { first, second };
+}
+
+Deno.test("a second run of a conversation resumes the first's session in a new process, preferring session/resume over session/load", async () => {
+  const record = join(tempDir(), "record.jsonl");
+  const { first, second } = await twoRuns(
+    [
+      "--resume",
+      "--load-session",
+      "--state-dir",
+      tempDir(),
+      "--record",
+      record,
+    ],
+    ["one", "two"],
+  );
+  assert.equal(messageOf(first.stdout), "echo: one (turn 1)");
   assert.equal(messageOf(second.stdout), "echo: two (turn 2)");
   assert.ok(
     !second.stdout.includes('"state.updated"'),
@@ -72,20 +76,11 @@ Deno.test("a second run of a conversation resumes the first's session in a new p
 });
 
 Deno.test("with a load-only agent the replayed history never appears in the output", async () => {
-  const dataDir = tempDir();
-  const workspace = tempDir();
   const record = join(tempDir(), "record.jsonl");
-  const flags = [
-    "--load-session",
-    "--state-dir",
-    tempDir(),
-    "--record",
-    record,
-  ];
-  const first = await cliRun(flags, dataDir, workspace, "alpha");
-  assert.equal(first.code, 0, first.stderr);
-  const second = await cliRun(flags, dataDir, workspace, "beta");
-  assert.equal(second.code, 0, second.stderr);
+  const { second } = await twoRuns(
+    ["--load-session", "--state-dir", tempDir(), "--record", record],
+    ["alpha", "beta"],
+  );
   assert.equal(messageOf(second.stdout), "echo: beta (turn 2)");
   assert.ok(
     !second.stdout.includes("alpha"),

@@ -4,11 +4,13 @@ import { RunnerError } from "../../lib/errors.ts";
 import type { StartOutcome } from "../../lib/run/manager.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import {
+  cancelAfterFirstDelta,
   EventLog,
   fixtureConfig,
   type Harness,
   harness,
   makeGate,
+  stubbornAgentFlags,
 } from "../engine_helpers.ts";
 import { assertAgentGone, readRecord, tempDir } from "../helpers.ts";
 
@@ -350,20 +352,13 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
   try {
     const pidFile = join(tempDir(), "pids.json");
     const config = fixtureConfig(
-      [
-        "--stall-prompt",
-        "--ignore-cancel",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ],
+      stubbornAgentFlags(pidFile),
       { "cancel-grace": "0.5" },
     );
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    await log.waitFor((e) => e.type === "message.delta");
-    run.handle.cancel();
-    const result = await run.done;
+    const { run, log, result } = await cancelAfterFirstDelta(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assert.equal(result.status, "cancelled");
     const terminal = log.events.filter((e) =>
       e.type === "run.failed" || e.type === "run.completed"
@@ -382,11 +377,10 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
   try {
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig(["--stall-prompt", "--record", record]);
-    const { run } = await h.manager.start({ input: { text: "hi" }, config });
-    const log = new EventLog(run);
-    await log.waitFor((e) => e.type === "message.delta");
-    run.handle.cancel();
-    await run.done;
+    const { log } = await cancelAfterFirstDelta(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
     assert.ok(
       readRecord(record).some((line) => line.method === "session/cancel"),

@@ -17,6 +17,7 @@ import { matchRule } from "../../lib/run/permission_rules.ts";
 import { checkCommand } from "../../lib/run/terminal_command.ts";
 import {
   agentCommand,
+  clientTerminalRunArgs,
   parseJsonLines,
   ROOT,
   runCli,
@@ -88,20 +89,9 @@ Deno.test("runner run: a command asking for GCONV_PATH, DYLD_INSERT_LIBRARIES or
       env: { [name]: workspace },
     }),
   ]);
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    agentCommand(flags),
-    "--workspace",
-    workspace,
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "go",
-  ]);
+  const result = await runCli(
+    clientTerminalRunArgs(agentCommand(flags), workspace),
+  );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout) as {
     type: string;

@@ -19,6 +19,7 @@ import { openStore } from "../../lib/store/open.ts";
 import { EventLog, fixtureConfig } from "../engine_helpers.ts";
 import { readRecord, tempDir } from "../helpers.ts";
 import { recordByProcess } from "../warm_helpers.ts";
+import { listAssetsStatus } from "../assets_test_helpers.ts";
 
 type Line = Record<string, unknown>;
 
@@ -48,25 +49,6 @@ function toolResults(record: Line[]): Record<string, unknown>[] {
       (line.body as { result: { structuredContent: Record<string, unknown> } })
         .result.structuredContent
     );
-}
-
-async function postWithToken(entry: Line): Promise<number> {
-  const headers = entry.headers as { name: string; value: string }[];
-  const response = await fetch(String(entry.url), {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...Object.fromEntries(headers.map((h) => [h.name, h.value])),
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "langbot_list_assets", arguments: {} },
-    }),
-  });
-  await response.body?.cancel();
-  return response.status;
 }
 
 Deno.test("a warm agent's assets endpoint stays, and answers with the grant of the run that holds it", async () => {
@@ -111,7 +93,7 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
       server.name === "langbot_assets"
     )!;
     // Between runs nobody's grant answers on the agent's token.
-    assert.equal(await postWithToken(entry), 401);
+    assert.equal(await listAssetsStatus(entry), 401);
 
     const second = await send("two", assetsOf("second", ["kb-two"]));
     assert.equal(second.log.ofType("run.started")[0].data.agent, "warm");
@@ -127,7 +109,7 @@ Deno.test("a warm agent's assets endpoint stays, and answers with the grant of t
       (two.knowledge_bases as { kb_id: string }[]).map((kb) => kb.kb_id),
       ["kb-two"],
     );
-    assert.equal(await postWithToken(entry), 401);
+    assert.equal(await listAssetsStatus(entry), 401);
   } finally {
     await warmPool.close();
     await hook.close();

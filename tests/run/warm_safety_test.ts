@@ -9,15 +9,13 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import { isAlive } from "../helpers.ts";
 import {
   fixtureConfig,
   makeFifo,
   openGate,
   postJson,
-  readSse,
-  readUntil,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -56,9 +54,7 @@ Deno.test("a cancelled run's agent is torn down, never reused", async () => {
       input: { text: "two" },
       config,
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "message.delta");
+    const { events, messages } = await streamUntil(response, "message.delta");
     assert.equal(
       events.find((event) => event.type === "run.started")?.data.agent,
       "warm",

@@ -21,8 +21,12 @@ import {
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 import { ROOT } from "../helpers.ts";
-import { hubJob, serveWithDaemon } from "../daemon_test_helpers.ts";
-import { postJson, sseEvents } from "../serve_test_helpers.ts";
+import {
+  hubJob,
+  postDaemonRun,
+  serveWithDaemon,
+} from "../daemon_test_helpers.ts";
+import { sseEvents } from "../serve_test_helpers.ts";
 
 const TOKEN = "daemon-floor-token-" + crypto.randomUUID();
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -169,12 +173,9 @@ Deno.test("a real runner daemon --sandbox confined --workspace-roots holds a hub
     daemonEnv: world.environment,
   });
   const run = async (config: Record<string, unknown>) => {
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "through the daemon" },
+    const response = await postDaemonRun(serve.url, {
+      daemonId: "floor-1",
       config: {
-        provider: "custom",
-        location: "daemon",
-        "daemon-id": "floor-1",
         "langbot-assets-enabled": false,
         "acp-command": confinedFixtureCommand(
           ...["--pid-file", marker, "--session-config", "both"],

@@ -44,11 +44,4 @@ function commandLines(pids: number[]): string {
   }).join("; ");
 }
 
-/** Kills what a failed test left behind (by `marker`). */
-export function killMarked(marker: string): void {
-  for (const pid of markedProcesses(marker)) {
-    try {
-      Deno.kill(pid, "SIGKILL");
-    } catch { /* gone meanwhile */ }
-  }
-}
+export { killMarked } from "../sandbox_helpers.ts";

@@ -16,6 +16,7 @@ import { parseRunConfig } from "../../lib/config.ts";
 import { harness, runCompleted } from "../engine_helpers.ts";
 import { ROOT, spawnCli, tempDir } from "../helpers.ts";
 import {
+  assertKilledRunnerLeavesNothing,
   DENO_DIR,
   markedGone,
   markedProcesses,
@@ -106,31 +107,19 @@ Deno.test("sandbox=off: kill -9 of runner run takes what its agent and a running
     "--json",
     "hi",
   ], { env: world.environment });
-  try {
-    const reader = child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let seen = "";
-    while (!seen.includes("attack-outlive: started")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`runner run ended early: ${seen}`);
-      seen += value;
-    }
-    // The agent's sleeper, the terminal's, and the terminal command itself.
-    const sleepers = markedProcesses(world.marker).filter((pid) =>
-      Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("sleep\u0000300")
-    );
-    assert.equal(sleepers.length, 3, `sleepers: ${sleepers}`);
-    child.kill("SIGKILL");
-    await child.status;
-    reader.cancel().catch(() => {});
-    assert.deepEqual(await markedGone(world.marker), []);
-  } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already gone */ }
-    await child.stderr.cancel().catch(() => {});
-    killMarked(world.marker);
-  }
+  await assertKilledRunnerLeavesNothing(child, {
+    marker: world.marker,
+    until: "attack-outlive: started",
+    whileAlive() {
+      // The agent's sleeper, the terminal's, and the terminal command itself.
+      const sleepers = markedProcesses(world.marker).filter((pid) =>
+        Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith(
+          "sleep\u0000300",
+        )
+      );
+      assert.equal(sleepers.length, 3, `sleepers: ${sleepers}`);
+    },
+  });
 });
 
 /** The operator's flags of a runner whose runs are `sandbox`, with client terminals. */

@@ -25,6 +25,7 @@ import {
   CONSOLE_ARGS,
   signIn,
   TOKEN,
+  warmRun,
   withBrowser,
 } from "../console_helpers.ts";
 
@@ -42,22 +43,6 @@ async function rowText(
       return text !== null && (${test}) ? text : false; })()`,
   );
   return await handle.jsonValue() as string;
-}
-
-/** A completed local run of conversation `conversation`: its agent stays warm. */
-async function warmRun(url: string, conversation: string, pidFile: string) {
-  const response = await postJson(`${url}/v1/runs`, {
-    conversation_id: conversation,
-    input: { text: "hello" },
-    config: {
-      provider: "custom",
-      workspace: tempDir(),
-      "acp-command": fixtureCommand("--grandchild", "--pid-file", pidFile),
-    },
-    stream: false,
-  }, AUTH);
-  assert.equal(response.status, 200);
-  assert.equal((await response.json()).status, "completed");
 }
 
 /** A run on daemon `desk` held at its permission request; cancelled by `end()`. */

@@ -10,16 +10,15 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Page } from "puppeteer-core";
-import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
+import { agentPids, isAlive, tempDir } from "../helpers.ts";
 import { daemonProcess } from "../daemon_test_helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import { startReplica } from "../fleet_helpers.ts";
-import { postJson } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
   signIn,
-  TOKEN,
+  warmRun,
   withBrowser,
 } from "../console_helpers.ts";
 
@@ -65,17 +64,7 @@ Deno.test({
     try {
       await daemon.connected;
       const pidFile = join(tempDir(), "pids.json");
-      const warm = await postJson(`${a.url}/v1/runs`, {
-        conversation_id: "fleet-chat",
-        input: { text: "hello" },
-        config: {
-          provider: "custom",
-          workspace: tempDir(),
-          "acp-command": fixtureCommand("--grandchild", "--pid-file", pidFile),
-        },
-        stream: false,
-      }, { authorization: `Bearer ${TOKEN}` });
-      assert.equal((await warm.json()).status, "completed");
+      await warmRun(a.url, "fleet-chat", pidFile);
       await withBrowser(async (browser) => {
         const { page, alarms } = await signIn(browser, b.url);
         await page.waitForSelector("#app:not([hidden])");

@@ -20,6 +20,7 @@ import { openStore } from "../../lib/store/open.ts";
 import { startServe, tempDir } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
+  assertTranscriptInert,
   CONSOLE_ARGS,
   signIn,
   waitStatus,
@@ -293,17 +294,7 @@ Deno.test("console: terminal output streams as text into its tool card, hostile 
         "Follow-up · turn 2<img src=x onerror=\"pwned('follow-up')\"> and now build" +
         "attached (not forwarded): <b>log</b>.txt (text/plain)",
       ]);
-      const live = await page.$eval("#transcript", (root) => ({
-        markup: root.querySelectorAll("script, img, b, i").length,
-        handlers: [...root.querySelectorAll("*")].flatMap((n) =>
-          [...n.attributes].map((a) => a.name).filter((a) => a.startsWith("on"))
-        ),
-        escapes: [...root.textContent!].some((c) => {
-          const code = c.charCodeAt(0);
-          return (code < 32 && code !== 9 && code !== 10) || code === 127;
-        }),
-      }));
-      assert.deepEqual(live, { markup: 0, handlers: [], escapes: false });
+      await assertTranscriptInert(page);
       assertQuiet(alarms);
     });
   } finally {

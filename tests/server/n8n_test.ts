@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sign } from "hono/jwt";
 import {
-  agentCommand,
   apiFetch,
+  fixtureServeDefaults,
   jsonLines,
   makeFifo,
   openGate,
@@ -20,22 +20,16 @@ import {
 } from "../serve_test_helpers.ts";
 import { tempDir } from "../helpers.ts";
 
-function defaults(dir: string, flags: string[] = []): string[] {
-  return [
-    "--provider",
-    "custom",
-    "--acp-command",
-    agentCommand(flags),
-    "--workspace",
-    join(dir, "ws"),
-  ];
-}
-
 Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
   const dir = tempDir();
   await withServe({
     args: [
-      ...defaults(dir, ["--chunks", "3", "--text", "one two three"]),
+      ...fixtureServeDefaults(dir, [
+        "--chunks",
+        "3",
+        "--text",
+        "one two three",
+      ]),
       "--delta-coalesce-ms",
       "0",
       "--n8n-merge-ms",
@@ -81,7 +75,7 @@ Deno.test("the n8n webhook reports a failed run as a readable item before end, o
   const dir = tempDir();
   await withServe({
     args: [
-      ...defaults(dir, ["--exit-mid-prompt"]),
+      ...fixtureServeDefaults(dir, ["--exit-mid-prompt"]),
       "--n8n-output-key",
       "output",
     ],
@@ -135,7 +129,7 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
-    { args: defaults(dir, ["--gate-fifo", gate]) },
+    { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
     async (serve) => {
       const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
         chatInput: "first",
@@ -187,7 +181,7 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
   await withServe(
     {
       args: [
-        ...defaults(dir, ["--gate-fifo", gate]),
+        ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
         "--n8n-wait-seconds",
         "0.2",
       ],
@@ -233,7 +227,7 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
   const gate = join(dir, "gate");
   await makeFifo(gate);
   await withServe(
-    { args: defaults(dir, ["--gate-fifo", gate]) },
+    { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
     async (serve) => {
       const seen = new Set<Record<string, unknown>>();
       const nextLog = async (msg: string) => {
@@ -302,76 +296,63 @@ Deno.test("webhook calls queued on one busy conversation run one at a time, each
 
 Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
   const dir = tempDir();
-  const base = defaults(dir);
+  const base = fixtureServeDefaults(dir);
   const body = { chatInput: "hi" };
-  await withServe({
+  const modes: {
+    args: string[];
+    challenge: string;
+    wrong: Record<string, string>;
+    right: Record<string, string>;
+  }[] = [{
     args: [
-      ...base,
-      "--n8n-auth",
-      "basic",
-      "--n8n-auth-user",
-      "bot",
-      "--n8n-auth-password",
-      "pw-123456",
+      ...["--n8n-auth", "basic", "--n8n-auth-user", "bot"],
+      ...["--n8n-auth-password", "pw-123456"],
     ],
-  }, async (serve) => {
-    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
-    assert.equal((await postJson(url, body)).status, 401);
-    const wrong = await postJson(url, body, {
-      authorization: `Basic ${btoa("bot:nope")}`,
-    });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get("www-authenticate"), 'Basic realm="runner"');
-    assert.equal((await wrong.json()).error.code, "http.unauthorized");
-    const right = await postJson(url, body, {
-      authorization: `Basic ${btoa("bot:pw-123456")}`,
-    });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
-  });
-  await withServe({
+    challenge: 'Basic realm="runner"',
+    wrong: { authorization: `Basic ${btoa("bot:nope")}` },
+    right: { authorization: `Basic ${btoa("bot:pw-123456")}` },
+  }, {
     args: [
-      ...base,
-      "--n8n-auth",
-      "header",
-      "--n8n-auth-header-name",
-      "x-key",
-      "--n8n-auth-header-value",
-      "hv-123456",
+      ...["--n8n-auth", "header", "--n8n-auth-header-name", "x-key"],
+      ...["--n8n-auth-header-value", "hv-123456"],
     ],
-  }, async (serve) => {
-    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
-    const wrong = await postJson(url, body, { "x-key": "nope" });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get("www-authenticate"), "Header");
-    await wrong.body?.cancel();
-    const right = await postJson(url, body, { "x-key": "hv-123456" });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
-  });
-  await withServe({
-    args: [
-      ...base,
-      "--n8n-auth",
-      "jwt",
-      "--n8n-jwt-secret",
-      "jwt-secret-123456",
-    ],
-  }, async (serve) => {
-    const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
-    const forged = await sign({ sub: "bot" }, "other-secret", "HS256");
-    const wrong = await postJson(url, body, {
-      authorization: `Bearer ${forged}`,
+    challenge: "Header",
+    wrong: { "x-key": "nope" },
+    right: { "x-key": "hv-123456" },
+  }, {
+    args: ["--n8n-auth", "jwt", "--n8n-jwt-secret", "jwt-secret-123456"],
+    challenge: "Bearer",
+    wrong: {
+      authorization: `Bearer ${await sign(
+        { sub: "bot" },
+        "other-secret",
+        "HS256",
+      )}`,
+    },
+    right: {
+      authorization: `Bearer ${await sign(
+        { sub: "bot" },
+        "jwt-secret-123456",
+        "HS256",
+      )}`,
+    },
+  }];
+  for (const mode of modes) {
+    await withServe({
+      args: [...base, ...mode.args],
+    }, async (serve) => {
+      const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
+      const none = await postJson(url, body);
+      assert.equal(none.status, 401, mode.challenge);
+      await none.body?.cancel();
+      const wrong = await postJson(url, body, mode.wrong);
+      assert.equal(wrong.status, 401, mode.challenge);
+      assert.equal(wrong.headers.get("www-authenticate"), mode.challenge);
+      assert.equal((await wrong.json()).error.code, "http.unauthorized");
+      const right = await postJson(url, body, mode.right);
+      assert.equal(right.status, 200, mode.challenge);
+      await right.body?.cancel();
     });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get("www-authenticate"), "Bearer");
-    await wrong.body?.cancel();
-    const token = await sign({ sub: "bot" }, "jwt-secret-123456", "HS256");
-    const right = await postJson(url, body, {
-      authorization: `Bearer ${token}`,
-    });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
-  });
+  }
   await Deno.remove(dir, { recursive: true });
 });

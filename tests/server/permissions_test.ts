@@ -17,8 +17,7 @@ import {
   deltaText,
   fixtureConfig,
   postJson,
-  readSse,
-  readUntil,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -47,9 +46,10 @@ async function startAskedRun(
     },
   });
   assert.equal(response.status, 200);
-  const events: RunEvent[] = [];
-  const messages = readSse(response.body!);
-  await readUntil(messages, events, (m) => m.event === "permission.requested");
+  const { events, messages } = await streamUntil(
+    response,
+    "permission.requested",
+  );
   const requested = events.at(-1)!;
   return {
     events,

@@ -11,7 +11,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { RunEvent } from "../../lib/events.ts";
 import {
   loadServeConfig,
   type ServeConfig,
@@ -24,9 +23,8 @@ import {
   apiFetch,
   fixtureConfig,
   postJson,
-  readSse,
-  readUntil,
   startServe,
+  streamUntil,
   terminals,
 } from "../serve_test_helpers.ts";
 
@@ -131,12 +129,9 @@ Deno.test("a run waiting for a permission answer is never pruned, and the answer
         "permission-decision": "ask",
       },
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(asked.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      asked,
+      "permission.requested",
     );
     const { run_id: runId, data } = events.at(-1)!;
     const finished: string[] = [];

@@ -19,9 +19,8 @@ import {
   openGate,
   postJson,
   processAlive,
-  readSse,
-  readUntil,
   sseEvents,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -107,13 +106,7 @@ Deno.test("a follow-up sent to /input during a run is answered inside the same r
       config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),
     });
     const runId = response.headers.get("x-run-id")!;
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (message) => message.event === "message.delta",
-    );
+    const { events, messages } = await streamUntil(response, "message.delta");
     const queued = await postJson(`${serve.url}/v1/runs/${runId}/input`, {
       input: { text: "second" },
     });
@@ -183,13 +176,7 @@ Deno.test("cancel ends the run with one terminal event and leaves no agent proce
       ]),
     });
     const runId = response.headers.get("x-run-id")!;
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (message) => message.event === "message.delta",
-    );
+    const { events, messages } = await streamUntil(response, "message.delta");
     const pids = JSON.parse(await Deno.readTextFile(pidFile)) as Record<
       string,
       number

@@ -7,7 +7,6 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import {
   apiFetch,
   deltaText,
@@ -15,8 +14,7 @@ import {
   makeFifo,
   openGate,
   postJson,
-  readSse,
-  readUntil,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -46,13 +44,7 @@ Deno.test("50 concurrent runs answer with their own text; run 51 gets 429", asyn
         },
       });
       assert.equal(response.status, 200);
-      const events: RunEvent[] = [];
-      const messages = readSse(response.body!);
-      await readUntil(
-        messages,
-        events,
-        (message) => message.event === "message.delta",
-      );
+      const { events, messages } = await streamUntil(response, "message.delta");
       return { events, messages };
     }));
 

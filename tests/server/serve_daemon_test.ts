@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
-import { fixtureCommand, isAlive, tempDir } from "../helpers.ts";
-import { DAEMON_TOKEN, serveWithDaemon } from "../daemon_test_helpers.ts";
+import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
+import {
+  DAEMON_TOKEN,
+  postDaemonRun,
+  serveWithDaemon,
+} from "../daemon_test_helpers.ts";
 import {
   apiFetch,
   deltaText,
@@ -86,12 +90,10 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
     );
 
     const pidFile = join(tempDir(), "pids.json");
-    const held = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "hold" },
+    const held = await postDaemonRun(serve.url, {
+      daemonId: "laptop-1",
+      text: "hold",
       config: {
-        provider: "custom",
-        location: "daemon",
-        "daemon-id": "laptop-1",
         workspace: tempDir(),
         "acp-command": fixtureCommand(
           "--stall-prompt",
@@ -127,14 +129,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       [terminalEvents[0].type, terminalEvents[0].data.code],
       ["run.failed", "run.cancelled"],
     );
-    const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-    for (
-      const pid of [
-        pids.agent_pid,
-        pids.grandchild_pid,
-        pids.grandchild_child_pid,
-      ]
-    ) {
+    for (const pid of agentPids(pidFile)) {
       assert.equal(
         isAlive(pid),
         false,

@@ -9,7 +9,6 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import {
   checkRequestSource,
   hostAllowed,
@@ -28,8 +27,7 @@ import {
   makeFifo,
   openGate,
   postJson,
-  readSse,
-  readUntil,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -71,9 +69,7 @@ Deno.test("a flood of half-open connections is refused or timed out cleanly whil
       input: { text: "hold" },
       config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "message.delta");
+    const { events, messages } = await streamUntil(response, "message.delta");
 
     // 40 clients that send half a request head and then nothing.
     const flood = await Promise.all(
@@ -271,9 +267,7 @@ Deno.test("/healthz answers 503 shutting_down while runs drain, then the server 
         "cancel-grace": 5,
       },
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "message.delta");
+    const { events, messages } = await streamUntil(response, "message.delta");
     serve.child.kill("SIGTERM");
     await serve.waitForLog((entry) => entry.msg === "shutting down");
     const health = await apiFetch(`${serve.url}/healthz`);

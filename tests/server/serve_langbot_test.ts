@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { sign } from "hono/jwt";
 import { tempDir } from "../helpers.ts";
 import {
-  agentCommand,
+  fixtureServeDefaults,
   jsonLines,
   makeFifo,
   openGate,
@@ -27,17 +27,6 @@ import {
   textReader,
   within,
 } from "../stream_helpers.ts";
-
-function defaults(dir: string, flags: string[] = []): string[] {
-  return [
-    "--provider",
-    "custom",
-    "--acp-command",
-    agentCommand(flags),
-    "--workspace",
-    join(dir, "ws"),
-  ];
-}
 
 /** LangBot's webhook body (its n8n runner's payload fields). */
 function langbotBody(text: string, conversation: string) {
@@ -82,7 +71,7 @@ Deno.test("the n8n stream sends a newline while the agent is silent", async () =
   await makeFifo(gate);
   await withServe({
     args: [
-      ...defaults(dir, ["--gate-fifo", gate]),
+      ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
       "--keepalive-seconds",
       "0.05",
     ],
@@ -112,7 +101,7 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
   await withServe({
     // Keep-alive writes are how the server notices a caller that left.
     args: [
-      ...defaults(dir, ["--gate-fifo", gate, "--chunks", "2"]),
+      ...fixtureServeDefaults(dir, ["--gate-fifo", gate, "--chunks", "2"]),
       "--keepalive-seconds",
       "0.05",
     ],
@@ -170,7 +159,7 @@ Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next 
   await makeFifo(gate);
   await withServe({
     args: [
-      ...defaults(dir, ["--gate-fifo", gate]),
+      ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
       "--keepalive-seconds",
       "0.05",
     ],
@@ -217,7 +206,13 @@ Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 wi
   const dir = tempDir();
   const secret = "jwt-secret-123456";
   await withServe({
-    args: [...defaults(dir), "--n8n-auth", "jwt", "--n8n-jwt-secret", secret],
+    args: [
+      ...fixtureServeDefaults(dir),
+      "--n8n-auth",
+      "jwt",
+      "--n8n-jwt-secret",
+      secret,
+    ],
   }, async (serve) => {
     const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
     const body = langbotBody("hi", "conv-jwt");

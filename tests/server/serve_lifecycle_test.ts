@@ -9,16 +9,14 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import {
   apiFetch,
   fixtureConfig,
   makeFifo,
   postJson,
   processAlive,
-  readSse,
-  readUntil,
   startServe,
+  streamUntil,
   tempDir,
   terminals,
 } from "../serve_test_helpers.ts";
@@ -42,13 +40,7 @@ Deno.test("SIGTERM ends three streaming runs with one terminal event each, exits
           pidFile,
         ]),
       });
-      const events: RunEvent[] = [];
-      const messages = readSse(response.body!);
-      await readUntil(
-        messages,
-        events,
-        (message) => message.event === "message.delta",
-      );
+      const { events, messages } = await streamUntil(response, "message.delta");
       const pids = Object.values(
         JSON.parse(await Deno.readTextFile(pidFile)),
       ) as number[];
@@ -107,13 +99,7 @@ Deno.test("after kill -9 the restarted server fails the run as runner.restarted 
       ]),
     });
     runId = response.headers.get("x-run-id")!;
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (message) => message.event === "message.delta",
-    );
+    const { events, messages } = await streamUntil(response, "message.delta");
     sessionId = events.find((event) =>
       event.type === "state.updated"
     )!.data.value;

@@ -9,6 +9,7 @@
  */
 
 import assert from "node:assert/strict";
+import { parseExposition } from "../prometheus_helpers.ts";
 import { join } from "node:path";
 import { RUNNER_VERSION } from "../../lib/version.ts";
 import {
@@ -157,33 +158,6 @@ Deno.test("--log-format text writes human lines; a bad level is refused", async 
   }
 });
 
-/** Every sample of a Prometheus text exposition, checked for syntax and a TYPE line. */
-function parseExposition(text: string): Map<string, number> {
-  const types = new Map<string, string>();
-  const samples = new Map<string, number>();
-  for (const line of text.split("\n").filter(Boolean)) {
-    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$/.exec(line);
-    if (type) {
-      assert.ok(!types.has(type[1]), `two TYPE lines for ${type[1]}`);
-      types.set(type[1], type[2]);
-      continue;
-    }
-    if (line.startsWith("# HELP ")) continue;
-    const sample =
-      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_]\w*="(?:[^"\\]|\\.)*",?)*\})? (\S+)$/
-        .exec(line);
-    assert.ok(sample, `not a sample line: ${line}`);
-    const family = sample[1].replace(/_(bucket|sum|count)$/, "");
-    assert.ok(
-      types.has(sample[1]) || types.get(family) === "histogram",
-      `no TYPE for ${sample[1]}`,
-    );
-    assert.ok(!Number.isNaN(Number(sample[3])), `bad value in ${line}`);
-    samples.set(sample[1] + (sample[2] ?? ""), Number(sample[3]));
-  }
-  return samples;
-}
-
 Deno.test("/metrics: process metrics, build info, run durations and HTTP requests, with provider and location labels", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
     for (let index = 0; index < 2; index++) {
@@ -199,7 +173,7 @@ Deno.test("/metrics: process metrics, build info, run durations and HTTP request
       entry.msg === "request" && entry.route === "/v1/runs/{id}"
     );
     const text = await (await apiFetch(`${serve.url}/metrics`)).text();
-    const samples = parseExposition(text);
+    const { samples } = parseExposition(text);
     const labels = 'provider="custom",location="local"';
     assert.equal(
       samples.get(`runner_runs_finished_total{status="completed",${labels}}`),

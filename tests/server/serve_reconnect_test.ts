@@ -23,6 +23,7 @@ import {
   readUntil,
   resumeThroughGate,
   sseEvents,
+  streamUntil,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -234,9 +235,7 @@ Deno.test("Idempotency-Key: a repeated POST re-attaches, and a repeated follow-u
       "idempotency-key": "msg-1",
     });
     const runId = response.headers.get("x-run-id")!;
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "message.delta");
+    const { events, messages } = await streamUntil(response, "message.delta");
 
     const repeat = await postJson(`${serve.url}/v1/runs`, start, {
       "idempotency-key": "msg-1",

@@ -17,16 +17,15 @@ import {
   apiFetch,
   fixtureConfig,
   postJson,
-  readSse,
   readUntil,
   sseEvents,
+  streamUntil,
   withServe,
 } from "../serve_test_helpers.ts";
 import { listAgents, sendMessage } from "../warm_helpers.ts";
 
 const ARGS = ["--allow-custom-commands", "--client-terminals", "true"];
 
-/** A fixture left running one `sleep` group that prints its pid first. */
 /**
  * Prints the command's process group as the host sees it (a builtin `read`
  * of /proc/self, so also from inside a PID namespace, where `$$` is small).
@@ -42,6 +41,30 @@ const LEFT_RUNNING = [
   }),
 ];
 
+/** Options of {@linkcode postTerminalRun}. */
+interface TerminalRunOptions {
+  /** The fixture agent's flags. */
+  flags?: string[];
+  /** More run config. */
+  config?: Record<string, unknown>;
+}
+
+/** POSTs a "go" run of the fixture agent in `workspace` with client terminals on. */
+function postTerminalRun(
+  serveUrl: string,
+  workspace: string,
+  options: TerminalRunOptions = {},
+): Promise<Response> {
+  return postJson(`${serveUrl}/v1/runs`, {
+    input: { text: "go" },
+    config: {
+      ...fixtureConfig(workspace, options.flags),
+      "client-terminals": true,
+      ...options.config,
+    },
+  });
+}
+
 function outputOf(events: RunEvent[]): string {
   return events.filter((e) => e.type === "terminal.output")
     .map((e) => e.data.output).join("");
@@ -49,22 +72,16 @@ function outputOf(events: RunEvent[]): string {
 
 Deno.test("runner serve: terminal output streams over SSE, and a command left running is gone when run.completed arrives", async () => {
   await withServe({ args: ARGS }, async (serve, dir) => {
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws"), [
-          "--terminal",
-          JSON.stringify({ command: "echo", args: ["hello", "terminal"] }),
-          ...LEFT_RUNNING,
-        ]),
-        "client-terminals": true,
-        "langbot-assets-enabled": false,
-      },
+    const response = await postTerminalRun(serve.url, join(dir, "ws"), {
+      flags: [
+        "--terminal",
+        JSON.stringify({ command: "echo", args: ["hello", "terminal"] }),
+        ...LEFT_RUNNING,
+      ],
+      config: { "langbot-assets-enabled": false },
     });
     assert.equal(response.status, 200);
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "run.completed");
+    const { events, messages } = await streamUntil(response, "run.completed");
     const groups = events.filter((e) => e.type === "terminal.started")
       .map((e) => e.data.terminal_id);
     assert.equal(groups.length, 2);
@@ -114,25 +131,17 @@ Deno.test("runner serve: a warm agent keeps its process, never its run's command
 
 Deno.test("runner serve, permission-decision=ask: a person approves the command over HTTP before it starts", async () => {
   await withServe({ args: ARGS }, async (serve, dir) => {
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws"), [
-          "--terminal",
-          JSON.stringify({ command: "echo", args: ["approved"] }),
-        ]),
-        "client-terminals": true,
-        "permission-decision": "ask",
-        "langbot-assets-enabled": false,
-      },
+    const response = await postTerminalRun(serve.url, join(dir, "ws"), {
+      flags: [
+        "--terminal",
+        JSON.stringify({ command: "echo", args: ["approved"] }),
+      ],
+      config: { "permission-decision": "ask", "langbot-assets-enabled": false },
     });
     assert.equal(response.status, 200);
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      response,
+      "permission.requested",
     );
     const requested = events.at(-1)!;
     const toolCall = requested.data.tool_call as Record<string, unknown>;
@@ -172,26 +181,16 @@ Deno.test("runner serve: a caller may not raise terminal-output-bytes past the s
   await withServe({
     args: [...ARGS, "--terminal-output-bytes", "1000"],
   }, async (serve, dir) => {
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws")),
-        "client-terminals": true,
-        "terminal-output-bytes": 2000,
-      },
+    const response = await postTerminalRun(serve.url, join(dir, "ws"), {
+      config: { "terminal-output-bytes": 2000 },
     });
     assert.equal(response.status, 400);
     assert.match(
       (await response.json()).error.message,
       /^terminal-output-bytes: at most 1000 per request/,
     );
-    const lower = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws")),
-        "client-terminals": true,
-        "terminal-output-bytes": 10,
-      },
+    const lower = await postTerminalRun(serve.url, join(dir, "ws"), {
+      config: { "terminal-output-bytes": 10 },
     });
     const events = await sseEvents(lower);
     assert.equal(events.at(-1)!.type, "run.completed");
@@ -200,17 +199,11 @@ Deno.test("runner serve: a caller may not raise terminal-output-bytes past the s
 
 Deno.test("runner serve: a cancelled run's commands are gone when its run.failed arrives", async () => {
   await withServe({ args: ARGS }, async (serve, dir) => {
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws"), [...LEFT_RUNNING, "--stall-prompt"]),
-        "client-terminals": true,
-        "langbot-assets-enabled": false,
-      },
+    const response = await postTerminalRun(serve.url, join(dir, "ws"), {
+      flags: [...LEFT_RUNNING, "--stall-prompt"],
+      config: { "langbot-assets-enabled": false },
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "terminal.output");
+    const { events, messages } = await streamUntil(response, "terminal.output");
     const pid = Number(String(events.at(-1)!.data.output).trim());
     assert.ok(pid > 1);
     const cancelled = await apiFetch(
@@ -229,10 +222,7 @@ Deno.test("runner serve: a cancelled run's commands are gone when its run.failed
 
 Deno.test("runner serve: a caller cannot turn on terminals the operator left off, nor raise terminal-timeout past the operator's", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const on = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: { ...fixtureConfig(join(dir, "ws")), "client-terminals": true },
-    });
+    const on = await postTerminalRun(serve.url, join(dir, "ws"));
     assert.equal(on.status, 403);
     const body = await on.json();
     assert.equal(body.error.code, "http.forbidden");
@@ -241,30 +231,20 @@ Deno.test("runner serve: a caller cannot turn on terminals the operator left off
   await withServe({
     args: [...ARGS, "--terminal-timeout", "5"],
   }, async (serve, dir) => {
-    const longer = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws")),
-        "client-terminals": true,
-        "terminal-timeout": 86400,
-      },
+    const longer = await postTerminalRun(serve.url, join(dir, "ws"), {
+      config: { "terminal-timeout": 86400 },
     });
     assert.equal(longer.status, 400);
     assert.match(
       (await longer.json()).error.message,
       /^terminal-timeout: at most 5 per request/,
     );
-    const shorter = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(join(dir, "ws"), [
-          "--terminal",
-          JSON.stringify({ command: "sh", args: ["-c", "sleep 1000"] }),
-        ]),
-        "client-terminals": true,
-        "terminal-timeout": 1,
-        "langbot-assets-enabled": false,
-      },
+    const shorter = await postTerminalRun(serve.url, join(dir, "ws"), {
+      flags: [
+        "--terminal",
+        JSON.stringify({ command: "sh", args: ["-c", "sleep 1000"] }),
+      ],
+      config: { "terminal-timeout": 1, "langbot-assets-enabled": false },
     });
     const events = await sseEvents(shorter);
     assert.equal(events.at(-1)!.type, "run.completed");
@@ -279,24 +259,16 @@ Deno.test("runner serve, permission-decision=ask: a cwd swapped for a link out w
     const outside = join(dir, "outside");
     Deno.mkdirSync(join(workspace, "sub"), { recursive: true });
     Deno.mkdirSync(outside);
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "go" },
-      config: {
-        ...fixtureConfig(workspace, [
-          "--terminal",
-          JSON.stringify({ command: "pwd", cwd: "sub" }),
-        ]),
-        "client-terminals": true,
-        "permission-decision": "ask",
-        "langbot-assets-enabled": false,
-      },
+    const response = await postTerminalRun(serve.url, workspace, {
+      flags: [
+        "--terminal",
+        JSON.stringify({ command: "pwd", cwd: "sub" }),
+      ],
+      config: { "permission-decision": "ask", "langbot-assets-enabled": false },
     });
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(
-      messages,
-      events,
-      (m) => m.event === "permission.requested",
+    const { events, messages } = await streamUntil(
+      response,
+      "permission.requested",
     );
     Deno.removeSync(join(workspace, "sub"));
     Deno.symlinkSync(outside, join(workspace, "sub"));

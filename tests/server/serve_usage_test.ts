@@ -12,6 +12,8 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 import { serveWithDaemon } from "../daemon_test_helpers.ts";
+import { parseExposition } from "../prometheus_helpers.ts";
+import { fixtureTurnTokens, fixtureTurnUsage } from "../usage_helpers.ts";
 import {
   agentCommand,
   apiFetch,
@@ -23,50 +25,12 @@ import {
   withServe,
 } from "../serve_test_helpers.ts";
 
-/** Every sample of a Prometheus text exposition, checked for syntax and a TYPE line (and by promtool where installed). */
+/** The samples of `runner serve`'s `/metrics`, whose token and cost families are counters. */
 function exposition(text: string): Map<string, number> {
-  const types = new Map<string, string>();
-  const samples = new Map<string, number>();
-  for (const line of text.split("\n").filter(Boolean)) {
-    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$/.exec(line);
-    if (type) {
-      assert.ok(!types.has(type[1]), `two TYPE lines for ${type[1]}`);
-      types.set(type[1], type[2]);
-      continue;
-    }
-    if (line.startsWith("# HELP ")) continue;
-    const sample =
-      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_]\w*="(?:[^"\\]|\\.)*",?)*\})? (\S+)$/
-        .exec(line);
-    assert.ok(sample, `not a sample line: ${line}`);
-    const family = sample[1].replace(/_(bucket|sum|count)$/, "");
-    assert.ok(
-      types.has(sample[1]) || types.get(family) === "histogram",
-      `no TYPE for ${sample[1]}`,
-    );
-    samples.set(sample[1] + (sample[2] ?? ""), Number(sample[3]));
-  }
+  const { types, samples } = parseExposition(text);
   assert.equal(types.get("runner_tokens_total"), "counter");
   assert.equal(types.get("runner_cost_total"), "counter");
   return samples;
-}
-
-const TURN_TOKENS = {
-  prompt_tokens: 100,
-  completion_tokens: 20,
-  total_tokens: 162,
-  cached_read_tokens: 30,
-  cached_write_tokens: 5,
-  thought_tokens: 7,
-};
-
-function usageOfTurn(turn: number, currency = "USD") {
-  return {
-    ...TURN_TOKENS,
-    used: 1000 * turn,
-    size: 200000,
-    cost: { amount: 0.25, currency },
-  };
 }
 
 Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a warm second turn its own", async () => {
@@ -81,7 +45,7 @@ Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a 
           config,
         }),
       );
-      assert.deepEqual(terminals(sse)[0].usage, usageOfTurn(1, "USD"));
+      assert.deepEqual(terminals(sse)[0].usage, fixtureTurnUsage(1, "USD"));
 
       // The warm agent's second turn: the session's turn 2, counted alone.
       const ndjson = await jsonLines(
@@ -95,7 +59,7 @@ Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a 
         ndjson.find((e) => e.type === "run.started")?.data.agent,
         "warm",
       );
-      assert.deepEqual(terminals(ndjson)[0].usage, usageOfTurn(2, "EUR"));
+      assert.deepEqual(terminals(ndjson)[0].usage, fixtureTurnUsage(2, "EUR"));
 
       const whole = await postJson(`${serve.url}/v1/runs?stream=false`, {
         input: { text: "three" },
@@ -103,8 +67,11 @@ Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a 
       });
       const document = await whole.json();
       assert.equal(document.status, "completed");
-      assert.deepEqual(document.usage, usageOfTurn(1));
-      assert.deepEqual(terminals(document.events)[0].usage, usageOfTurn(1));
+      assert.deepEqual(document.usage, fixtureTurnUsage(1));
+      assert.deepEqual(
+        terminals(document.events)[0].usage,
+        fixtureTurnUsage(1),
+      );
 
       const silent = await (await postJson(
         `${serve.url}/v1/runs?stream=false`,
@@ -119,9 +86,7 @@ Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a 
       )).json();
       assert.equal(conversation.runs, 2);
       assert.deepEqual(conversation.usage, {
-        ...Object.fromEntries(
-          Object.entries(TURN_TOKENS).map(([key, value]) => [key, value * 2]),
-        ),
+        ...fixtureTurnTokens(2),
         runs: 2,
         costs: [
           { amount: 0.25, currency: "EUR" },
@@ -133,7 +98,7 @@ Deno.test("run.completed carries the usage over SSE, NDJSON and stream=false; a 
       )).json();
       assert.deepEqual(
         listed.runs.map((run: { usage: unknown }) => run.usage),
-        [usageOfTurn(2, "EUR"), usageOfTurn(1, "USD")],
+        [fixtureTurnUsage(2, "EUR"), fixtureTurnUsage(1, "USD")],
       );
       const other = await (await apiFetch(`${serve.url}/v1/runs?limit=10`))
         .json();
@@ -178,7 +143,7 @@ Deno.test("the n8n webhook's stream=false answer carries the run's usage", async
       { chatInput: "hello", session_id: "n8n-usage" },
     )).json();
     assert.equal(answer.response, "echo: hello (turn 1)");
-    assert.deepEqual(answer.usage, usageOfTurn(1));
+    assert.deepEqual(answer.usage, fixtureTurnUsage(1));
   });
   await Deno.remove(dir, { recursive: true });
 });
@@ -200,7 +165,7 @@ Deno.test("a daemon run's usage crosses the relay in LangBot's model and reaches
         config: config([]),
       }),
     );
-    assert.deepEqual(terminals(events)[0].usage, usageOfTurn(1));
+    assert.deepEqual(terminals(events)[0].usage, fixtureTurnUsage(1));
 
     // A follow-up while the first turn waits at the gate: two jobs, one run.
     const gate = join(tempDir(), "gate");
@@ -229,9 +194,7 @@ Deno.test("a daemon run's usage crosses the relay in LangBot's model and reaches
     const steeredEvents = await reader;
     const ending = terminals(steeredEvents)[0];
     assert.equal(ending.type, "run.completed", JSON.stringify(ending));
-    const twoTurns = Object.fromEntries(
-      Object.entries(TURN_TOKENS).map(([key, value]) => [key, value * 2]),
-    );
+    const twoTurns = fixtureTurnTokens(2);
     // The second job is the same (warm) agent's turn 2: its window is last.
     assert.deepEqual(ending.usage, {
       ...twoTurns,

@@ -22,8 +22,7 @@ import {
   makeFifo,
   openGate,
   postJson,
-  readSse,
-  readUntil,
+  streamUntil,
   terminals,
 } from "../serve_test_helpers.ts";
 
@@ -47,9 +46,7 @@ Deno.test("while the store cannot write, a run's events are withheld; they arriv
       },
     });
     const runId = response.headers.get("x-run-id")!;
-    const events: RunEvent[] = [];
-    const messages = readSse(response.body!);
-    await readUntil(messages, events, (m) => m.event === "message.delta");
+    const { events, messages } = await streamUntil(response, "message.delta");
 
     // Another process takes the write lock: every write of the runner fails.
     lock = new DatabaseSync(join(dataDir, "runner.db"));
