@@ -1,6 +1,6 @@
 /**
  * acpx (a real ACP client from npm, pinned in `tests/acpx/package.json`,
- * installed there with `npm ci` on first use) spawning `runner acp` as its
+ * installed there with `npm install` on first use) spawning `runner acp` as its
  * agent: through `--url` to a real `runner serve`'s `/acp` with the fixture
  * agent behind it, its `--approve-all` and `--deny-all` answering the
  * permission the operator's policy leaves to a person; and without `--url`,
@@ -22,7 +22,15 @@ const ACPX = join(ACPX_DIR, "node_modules", ".bin", "acpx");
 async function ensureAcpx(): Promise<void> {
   if (existsSync(ACPX)) return;
   const { code, stderr } = await new Deno.Command("npm", {
-    args: ["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+    // `npm install` with the lock file, not `npm ci`: npm's lock omits the
+    // optional platform packages of other machines, which `ci` then refuses.
+    args: [
+      "install",
+      "--no-save",
+      "--ignore-scripts",
+      "--no-audit",
+      "--no-fund",
+    ],
     cwd: ACPX_DIR,
     stdout: "null",
     stderr: "piped",
