@@ -153,6 +153,7 @@ async function writeFiles(
 
 /** Makes the symbolic links, each only if it leads to something inside `root`. */
 async function makeLinks(root: string, links: ArchiveEntry[]): Promise<void> {
+  checkLinkPlan(links);
   for (const link of links) {
     const target = link.target ?? "";
     const lexical = normalize(join(dirname(link.path), target));
@@ -185,6 +186,46 @@ async function makeLinks(root: string, links: ArchiveEntry[]): Promise<void> {
       join(root, link.path),
       `link ${JSON.stringify(link.path)}`,
     );
+  }
+}
+
+/**
+ * Refuses, before any link is made, a link whose own directories or whose
+ * target's way passes through another link of the archive: the kernel
+ * follows such a link where the text of each target looked inside (a link
+ * to "..", then a link or directories made through it). A target may end at
+ * another link: every link is held to the same rule.
+ */
+function checkLinkPlan(links: ArchiveEntry[]): void {
+  const linkPaths = new Set(links.map((link) => normalize(link.path)));
+  const refuse = (link: ArchiveEntry, why: string) =>
+    archiveRefused(
+      `link ${JSON.stringify(link.path)} ${why} (${
+        JSON.stringify(link.target ?? "")
+      })`,
+    );
+  for (const link of links) {
+    const parts = normalize(link.path).split("/");
+    for (let depth = 1; depth < parts.length; depth++) {
+      if (linkPaths.has(parts.slice(0, depth).join("/"))) {
+        throw refuse(link, "lies behind another link");
+      }
+    }
+    const way = parts.slice(0, -1);
+    const steps = (link.target ?? "").split("/").filter((step) =>
+      step && step !== "."
+    );
+    for (const [index, step] of steps.entries()) {
+      if (step === "..") {
+        if (!way.length) throw refuse(link, "leads outside its directory");
+        way.pop();
+        continue;
+      }
+      way.push(step);
+      if (index < steps.length - 1 && linkPaths.has(way.join("/"))) {
+        throw refuse(link, "leads through another link");
+      }
+    }
   }
 }
 
