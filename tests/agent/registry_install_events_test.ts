@@ -165,3 +165,61 @@ Deno.test("runner run --json prints agent.installing events before the agent's o
     await registry.close();
   }
 });
+
+Deno.test("runner serve: a run cancelled while its agent downloads ends at once as cancelled; the install finishes and the next run uses it", async () => {
+  const registry = serveRegistry();
+  const archive = await largeAgentArchive(2 * 1024 * 1024);
+  const released = Promise.withResolvers<void>();
+  const { url } = registry.addFile("big.tar.gz", archive, {
+    after: 1024 * 1024 + 4096,
+    until: released.promise,
+  });
+  registry.setAgents([binaryEntry("slow-agent", {
+    archive: url,
+    cmd: "bin/run-agent",
+    args: ["--text", "answer of the installed agent"],
+  })]);
+  try {
+    await withServe({
+      args: ["--allow-custom-commands"],
+      env: { RUNNER_REGISTRY_URL: registry.registryUrl },
+    }, async (serve, dir) => {
+      const body = {
+        input: { text: "hi" },
+        config: { provider: "slow-agent", workspace: join(dir, "ws") },
+      };
+      const response = await postJson(`${serve.url}/v1/runs`, body);
+      const events: RunEvent[] = [];
+      for await (const message of readSse(response.body!)) {
+        const event = JSON.parse(message.data) as RunEvent;
+        events.push(event);
+        if (event.type === "agent.installing" && events.length === 1) {
+          const cancel = await postJson(
+            `${serve.url}/v1/runs/${event.run_id}/cancel`,
+            {},
+          );
+          assert.ok(cancel.ok, String(cancel.status));
+          await cancel.body?.cancel();
+        }
+      }
+      // The download is still held: the run ended without waiting for it.
+      const [last] = terminals(events);
+      assert.equal(last.type, "run.failed");
+      assert.equal(last.data.code, "run.cancelled");
+      assert.ok(!events.some((event) => event.type === "run.started"));
+      released.resolve();
+
+      const again = await postJson(`${serve.url}/v1/runs`, body);
+      const second: RunEvent[] = [];
+      for await (const message of readSse(again.body!)) {
+        second.push(JSON.parse(message.data));
+      }
+      assert.equal(terminals(second)[0].type, "run.completed");
+      assert.match(deltaText(second), /answer of the installed agent/);
+      assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+    });
+  } finally {
+    released.resolve();
+    await registry.close();
+  }
+});
