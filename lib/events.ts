@@ -422,6 +422,7 @@ function wholeMessage(
 
 /** Every run event type, in the order of `docs/events.md`'s table. */
 export const RUN_EVENT_TYPES: readonly string[] = [
+  "agent.installing",
   "run.started",
   "turn.started",
   "message.delta",

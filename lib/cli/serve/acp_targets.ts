@@ -1,14 +1,15 @@
 /**
  * What `/acp` tells a client of the agent behind it: a handshake-only probe
  * (`initialize`, no session) of the target the conversation would run, once
- * per command, sandbox and location while the server lives. A target on
+ * per command, sandbox and location while the server lives (a registry
+ * agent installed first, as for a run). A target on
  * another machine (remote-ssh, daemon) is not probed from here: its client
  * is told nothing was learned (`capabilities_from: "runner"`).
  *
  * @module
  */
 
-import { prepareAgentCommand } from "../../providers.ts";
+import { prepareAgentCommand, type RegistryLaunch } from "../../providers.ts";
 import type { ReaperRegistry } from "../../agent/reaper.ts";
 import type { RunConfig } from "../../config.ts";
 import { probeAgent } from "../../probe.ts";
@@ -23,6 +24,8 @@ export interface TargetDescriberOptions {
   registry?: ReaperRegistry;
   /** The environment agents start with (default: the runner's). */
   environment?: Record<string, string>;
+  /** Resolves (and installs, once) a registry agent the config names, as its runs do; unset: presets and `custom` only. */
+  resolveRegistry?(config: RunConfig): Promise<RegistryLaunch | undefined>;
 }
 
 /** Probes each local target once (a failed probe is tried again next time). */
@@ -30,20 +33,19 @@ export function createTargetDescriber(
   options: TargetDescriberOptions = {},
 ): TargetDescriber {
   const learned = new Map<string, Promise<TargetDescription>>();
-  return (config: RunConfig) => {
-    if (config.location !== "local") {
-      return Promise.resolve({ source: "runner" });
-    }
+  return async (config: RunConfig) => {
+    if (config.location !== "local") return { source: "runner" };
     let command;
     try {
       command = prepareAgentCommand(config, {
         environment: options.environment,
+        registry: await options.resolveRegistry?.(config),
       });
     } catch (error) {
-      return Promise.resolve({
+      return {
         source: "runner",
         error: error instanceof Error ? error.message : String(error),
-      });
+      };
     }
     const key = JSON.stringify([
       command.commandText,
