@@ -151,6 +151,7 @@ async function storedSession(
     storedSessionId,
     remembered: sessionSettingsFrom(stored?.settings),
     previousRunId: previous?.runId,
+    ...(storedSessionId && stored?.cost ? { cost: stored.cost } : {}),
   };
 }
 
@@ -218,10 +219,14 @@ async function startAdmittedRun(
   const { command, secrets } = setup;
   const sessionKey = setup.session.key;
   await recordRunStart(store, { request, runId, secrets });
+  const { storedSessionId, cost } = setup.session;
   const recorder = createRunRecorder({
     store,
     runId,
     sessionKey,
+    sessionCost: storedSessionId
+      ? { sessionId: storedSessionId, cost }
+      : undefined,
     secrets,
     log,
   });
