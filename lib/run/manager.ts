@@ -438,20 +438,18 @@ function recordRunStart(
     runId,
     conversationId: request.conversationId,
     config: redactDeep(publicConfig(request.config), secrets),
-    prompt: promptSnippet(request.input.text, secrets),
+    prompt: firstPrompt(request.input.text, secrets),
     status: "active",
   });
 }
 
-/** Characters of the first input's text a run record keeps. */
-const PROMPT_SNIPPET_CHARS = 200;
-
-/** The start of a run's first input text, secrets redacted before it is cut. */
-function promptSnippet(
+/**
+ * A run's first input text, secrets redacted, whole: transcripts (and `/acp`
+ * loads) give it back; listings show its start.
+ */
+function firstPrompt(
   text: string | undefined,
   secrets: Iterable<string>,
 ): string | undefined {
-  if (!text) return undefined;
-  return [...redactSecrets(text, secrets)].slice(0, PROMPT_SNIPPET_CHARS)
-    .join("");
+  return text ? redactSecrets(text, secrets) : undefined;
 }
