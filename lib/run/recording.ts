@@ -277,7 +277,7 @@ function sessionCostTracker(
       : undefined;
     if (sessionKey && sessionId) {
       const write = { sessionId, cost: total };
-      // Lost, it only makes the session's next run count the whole total.
+      // Lost, the session's next run counts from the total stored before.
       writes.push(
         inTurn(sessionWrites, () => store.putSessionCost(sessionKey, write))
           .catch((error) =>
