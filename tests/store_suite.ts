@@ -132,6 +132,25 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       assert.equal(await store.deleteSessions("conv-1"), 0);
     }));
 
+  test("a session's running cost is kept with its session id, and counts for no other session under the key", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      const cost = { amount: 0.75, currency: "USD" };
+      // Nothing is kept without a stored session.
+      await store.putSessionCost(KEY, { sessionId: "sess-1", cost });
+      assert.equal(await store.getSession(KEY), undefined);
+      await store.putSession(KEY, "sess-1");
+      await store.putSessionCost(KEY, { sessionId: "sess-1", cost });
+      assert.deepEqual((await store.getSession(KEY))?.cost, cost);
+      await store.close();
+      const again = await open();
+      assert.deepEqual((await again.getSession(KEY))?.cost, cost);
+      // A new session under the key starts without the old session's total.
+      await again.putSession(KEY, "sess-2");
+      assert.equal((await again.getSession(KEY))?.cost, undefined);
+      await again.close();
+    }));
+
   test("a session's remembered config values are kept with it, replaced, kept across a new session id and forgotten with it", () =>
     withLocation(kind, async (open) => {
       const store = await open();

@@ -167,6 +167,7 @@ async function storedSession(
     storedSessionId,
     remembered: sessionSettingsFrom(stored?.settings),
     previousRunId: previous?.runId,
+    ...(storedSessionId && stored?.cost ? { cost: stored.cost } : {}),
   };
 }
 
@@ -236,10 +237,14 @@ async function startAdmittedRun(
   const setup = await setUpRun(setUpOptions(state, request, registry?.launch));
   const { secrets } = setup;
   await recordRunStart(store, { request, runId, secrets });
+  const { storedSessionId, cost } = setup.session;
   const recorder = createRunRecorder({
     store,
     runId,
     sessionKey: setup.session.key,
+    sessionCost: storedSessionId
+      ? { sessionId: storedSessionId, cost }
+      : undefined,
     secrets,
     log,
   });
@@ -343,6 +348,10 @@ async function startAfterInstall(
         if (!secrets.includes(value)) secrets.push(value);
       }
       recording.sessionKey = setup.session.key;
+      const { storedSessionId, cost } = setup.session;
+      if (storedSessionId) {
+        recording.sessionCost = { sessionId: storedSessionId, cost };
+      }
       const started = startAtLocation(options, {
         runId,
         request,
@@ -576,20 +585,18 @@ function recordRunStart(
     runId,
     conversationId: request.conversationId,
     config: redactDeep(publicConfig(request.config), secrets),
-    prompt: promptSnippet(request.input.text, secrets),
+    prompt: firstPrompt(request.input.text, secrets),
     status: "active",
   });
 }
 
-/** Characters of the first input's text a run record keeps. */
-const PROMPT_SNIPPET_CHARS = 200;
-
-/** The start of a run's first input text, secrets redacted before it is cut. */
-function promptSnippet(
+/**
+ * A run's first input text, secrets redacted, whole: transcripts (and `/acp`
+ * loads) give it back; listings show its start.
+ */
+function firstPrompt(
   text: string | undefined,
   secrets: Iterable<string>,
 ): string | undefined {
-  if (!text) return undefined;
-  return [...redactSecrets(text, secrets)].slice(0, PROMPT_SNIPPET_CHARS)
-    .join("");
+  return text ? redactSecrets(text, secrets) : undefined;
 }

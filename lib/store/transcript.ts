@@ -31,7 +31,7 @@ export interface TranscriptRun {
   status: string;
   /** Its secret-free config. */
   config: Record<string, unknown>;
-  /** The start of its first input's text (secret-free), or null. */
+  /** Its first input's text, whole (secret-free), or null. */
   prompt: string | null;
   /** The failure code, or null. */
   code: string | null;

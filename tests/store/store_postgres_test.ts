@@ -282,6 +282,7 @@ test("[postgres] a schema-1 database is migrated in place: its runs and sessions
     await sql`ALTER TABLE runs DROP COLUMN prompt`;
     await sql`ALTER TABLE sessions DROP COLUMN settings_json`;
     await sql`ALTER TABLE runs DROP COLUMN usage_json`;
+    await sql`ALTER TABLE sessions DROP COLUMN cost_json`;
     await sql`DELETE FROM runner_schema_version WHERE version > 1`;
     await sql`INSERT INTO sessions (conversation_id, provider, location, target,
       workspace, agent_command, session_id, updated_at)

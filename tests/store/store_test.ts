@@ -121,11 +121,13 @@ Deno.test("a store file from before remembered session values is migrated in pla
     const first = await open();
     await first.putSession(key, "sess-old");
     await first.close();
-    // Back to the schema before the settings column (and the usage after it).
+    // Back to the schema before the settings column (and the usage and the
+    // session cost after it).
     const db = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
+    db.exec("ALTER TABLE sessions DROP COLUMN cost_json");
     db.exec("ALTER TABLE runs DROP COLUMN usage_json");
     db.exec("ALTER TABLE sessions DROP COLUMN settings_json");
-    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 2}`);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 3}`);
     db.close();
     const store = await open();
     const stored = await store.getSession(key);

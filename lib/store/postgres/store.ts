@@ -19,7 +19,7 @@
 
 import postgres from "postgres";
 import { type ErrorCode, RunnerError } from "../../errors.ts";
-import type { RunEvent } from "../../events.ts";
+import type { RunEvent, UsageCost } from "../../events.ts";
 import { BatchWriter } from "./batch_writer.ts";
 import type { QueuedEvent } from "../event_queue.ts";
 import type { SharedStoreOptions } from "../fleet.ts";
@@ -31,6 +31,7 @@ import { migratePostgres } from "./schema.ts";
 import { postgresSize, prunePostgresRuns } from "./retention.ts";
 import { listRunsQuery } from "../run_listing.ts";
 import {
+  sessionCostJson,
   toRunRecord,
   toSessionRecord,
   toStoredSession,
@@ -221,7 +222,8 @@ class PostgresRunStore implements RunStore {
 
   getSession(key: SessionKey): Promise<StoredSession | undefined> {
     return this.#query("read the session", async () => {
-      const [row] = await this.#sql`SELECT session_id, updated_at, settings_json
+      const [row] = await this.#sql`SELECT session_id, updated_at,
+        settings_json, cost_json
         FROM sessions
         WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
         AND location = ${key.location} AND target = ${key.target}
@@ -256,6 +258,22 @@ class PostgresRunStore implements RunStore {
       await this.#sql`UPDATE sessions SET settings_json = ${
         JSON.stringify(settings)
       }, updated_at = ${Date.now()}
+        WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
+        AND location = ${key.location} AND target = ${key.target}
+        AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}
+        AND ${this.fleet.ownLease()}`;
+    }, "write");
+  }
+
+  putSessionCost(
+    key: SessionKey,
+    sessionCost: { sessionId: string; cost: UsageCost },
+  ): Promise<void> {
+    return this.#query("store the session's cost", async () => {
+      // Only under this replica's live lease, as the session id itself.
+      await this.#sql`UPDATE sessions SET cost_json = ${
+        sessionCostJson(sessionCost)
+      }
         WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
         AND location = ${key.location} AND target = ${key.target}
         AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}

@@ -22,7 +22,7 @@
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { type ErrorCode, RunnerError } from "../../errors.ts";
-import type { RunEvent } from "../../events.ts";
+import type { RunEvent, UsageCost } from "../../events.ts";
 import {
   createOwnerCheck,
   isSameProcessAlive,
@@ -32,6 +32,7 @@ import { EventQueue, type QueuedEvent } from "../event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "../orphaned_runs.ts";
 import { listRunsQuery } from "../run_listing.ts";
 import {
+  sessionCostJson,
   sessionKeyValues,
   toRunRecord,
   toSessionRecord,
@@ -252,7 +253,7 @@ class SqliteRunStore implements SyncRunStore {
   getSession(key: SessionKey): StoredSession | undefined {
     const row = this.#read("read the session", () =>
       this.#statement(
-        `SELECT session_id, updated_at, settings_json FROM sessions WHERE conversation_id = ? AND provider = ?
+        `SELECT session_id, updated_at, settings_json, cost_json FROM sessions WHERE conversation_id = ? AND provider = ?
          AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
       ).get(...sessionKeyValues(key))) as Row | undefined;
     return row === undefined ? undefined : toStoredSession(row);
@@ -274,6 +275,18 @@ class SqliteRunStore implements SyncRunStore {
         `UPDATE sessions SET settings_json = ?, updated_at = ? WHERE conversation_id = ?
          AND provider = ? AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
       ).run(JSON.stringify(settings), Date.now(), ...sessionKeyValues(key));
+    });
+  }
+
+  putSessionCost(
+    key: SessionKey,
+    sessionCost: { sessionId: string; cost: UsageCost },
+  ): void {
+    this.#write("store the session's cost", () => {
+      this.#statement(
+        `UPDATE sessions SET cost_json = ? WHERE conversation_id = ?
+         AND provider = ? AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
+      ).run(sessionCostJson(sessionCost), ...sessionKeyValues(key));
     });
   }
 
