@@ -13,6 +13,8 @@ import {
   startServe,
   tempDir,
 } from "./serve_test_helpers.ts";
+export { freePort } from "./helpers.ts";
+import { freePort } from "./helpers.ts";
 
 /** The cluster token of the test fleets. */
 export const CLUSTER_TOKEN = "fleet-test-cluster-Hq7Ws2Lp9Xv4Nb6Rt1Mz";
@@ -26,14 +28,6 @@ export const FLEET_API_TOKEN = "fleet-test-api-token-Zr4Kp8Wd2Qm6Xs1Vn9Tb";
  * machine, stalled for a second, keeps its lease (renewed every third).
  */
 export const LEASE_SECONDS = "3";
-
-/** A free port on 127.0.0.1. */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 /** A running replica. */
 export interface Replica extends ServeProcess {

@@ -149,6 +149,40 @@ export function assertAgentGone(pidFile: string): void {
   }
 }
 
+/**
+ * A free port on 127.0.0.1 for a server a test starts with a fixed port,
+ * below the kernel's range for ephemeral ports: a port-0 listener or an
+ * outgoing connection of a test running beside it cannot take it before the
+ * server listens (as one taken from that range could).
+ */
+export function freePort(): number {
+  const [ephemeralLow] = ephemeralPortRange();
+  const low = Math.max(10_000, ephemeralLow - 12_000);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (ephemeralLow - low));
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    }
+  }
+  throw new Error("no free port below the ephemeral range");
+}
+
+function ephemeralPortRange(): [number, number] {
+  try {
+    const text = Deno.readTextFileSync(
+      "/proc/sys/net/ipv4/ip_local_port_range",
+    );
+    const [low, high] = text.trim().split(/\s+/).map(Number);
+    if (low > 11_000 && high >= low) return [low, high];
+  } catch {
+    // Not Linux: the IANA range.
+  }
+  return [49_152, 65_535];
+}
+
 /** Directories made by {@linkcode tempDir} in this test module. */
 const madeDirs: string[] = [];
 
