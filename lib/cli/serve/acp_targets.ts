@@ -1,14 +1,18 @@
 /**
  * What `/acp` tells a client of the agent behind it: a handshake-only probe
  * (`initialize`, no session) of the target the conversation would run, once
- * per command, sandbox and location while the server lives. A target on
- * another machine (remote-ssh, daemon) is not probed from here: its client
- * is told nothing was learned (`capabilities_from: "runner"`).
+ * per command, sandbox and location while the server lives; on this machine
+ * or, for remote-ssh, on the SSH target over ssh. A daemon's agent and a
+ * registry agent are not probed from here: the client is told nothing was
+ * learned (`capabilities_from: "runner"`) and why (`capabilities_note`).
  *
  * @module
  */
 
 import { prepareAgentCommand } from "../../providers.ts";
+import { isRegistryId } from "../../agent/registry/catalogue.ts";
+import { PROVIDER_PRESETS } from "../../agent/presets.ts";
+import { launchSsh } from "../../locations/ssh.ts";
 import type { ReaperRegistry } from "../../agent/reaper.ts";
 import type { RunConfig } from "../../config.ts";
 import { probeAgent } from "../../probe.ts";
@@ -31,9 +35,8 @@ export function createTargetDescriber(
 ): TargetDescriber {
   const learned = new Map<string, Promise<TargetDescription>>();
   return (config: RunConfig) => {
-    if (config.location !== "local") {
-      return Promise.resolve({ source: "runner" });
-    }
+    const unprobed = notProbed(config);
+    if (unprobed) return Promise.resolve({ source: "runner", note: unprobed });
     let command;
     try {
       command = prepareAgentCommand(config, {
@@ -50,6 +53,9 @@ export function createTargetDescriber(
       config.sandbox,
       config.sandboxNetwork,
       config.workspace,
+      config.location,
+      config.sshTarget,
+      config.sshPort,
     ]);
     const known = learned.get(key);
     if (known) return known;
@@ -62,14 +68,35 @@ export function createTargetDescriber(
   };
 }
 
+/** Why a target is not probed from here, or undefined when it is. */
+function notProbed(config: RunConfig): string | undefined {
+  if (config.location === "daemon") {
+    return `The agent runs on daemon ${
+      config.daemonId ?? "(any)"
+    }, which the hub does not ask to start it for a handshake; the prompt capabilities are those every agent takes.`;
+  }
+  const preset = config.provider === "custom" ||
+    PROVIDER_PRESETS.some((entry) => entry.name === config.provider);
+  if (!preset && isRegistryId(config.provider)) {
+    return `Registry agent ${config.provider}: resolved and installed by its first run, not probed here; the prompt capabilities are those every agent takes.`;
+  }
+  return undefined;
+}
+
 async function probe(
   config: RunConfig,
   launch: ReturnType<typeof prepareAgentCommand>,
   registry: ReaperRegistry | undefined,
 ): Promise<TargetDescription> {
+  const overSsh = config.location === "remote-ssh";
   const report = await probeAgent({
     launch,
     registry,
+    ...(overSsh
+      ? {
+        startTransport: () => launchSsh({ command: launch, config, registry }),
+      }
+      : {}),
     initializeTimeoutMs: config.initializeTimeout * 1000,
     handshakeOnly: true,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
@@ -83,6 +110,7 @@ async function probe(
   }
   return {
     source: "probe",
+    probedOn: overSsh ? "ssh-target" : "local",
     protocolVersion: typeof report.protocolVersion === "number"
       ? report.protocolVersion
       : undefined,
