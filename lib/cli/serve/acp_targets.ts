@@ -1,15 +1,19 @@
 /**
  * What `/acp` tells a client of the agent behind it: a handshake-only probe
  * (`initialize`, no session) of the target the conversation would run, once
- * per command, sandbox and location while the server lives (a registry
- * agent installed first, as for a run). A target on
- * another machine (remote-ssh, daemon) is not probed from here: its client
- * is told nothing was learned (`capabilities_from: "runner"`).
+ * per command, sandbox and location while the server lives; on this machine
+ * (a registry agent installed first, as for a run) or, for remote-ssh, on
+ * the SSH target over ssh. A daemon's agent, and a registry agent anywhere
+ * but here, are not probed from here: the client is told nothing was
+ * learned (`capabilities_from: "runner"`) and why (`capabilities_note`).
  *
  * @module
  */
 
 import { prepareAgentCommand, type RegistryLaunch } from "../../providers.ts";
+import { isRegistryId } from "../../agent/registry/catalogue.ts";
+import { PROVIDER_PRESETS } from "../../agent/presets.ts";
+import { launchSsh } from "../../locations/ssh.ts";
 import type { ReaperRegistry } from "../../agent/reaper.ts";
 import type { RunConfig } from "../../config.ts";
 import { probeAgent } from "../../probe.ts";
@@ -34,7 +38,8 @@ export function createTargetDescriber(
 ): TargetDescriber {
   const learned = new Map<string, Promise<TargetDescription>>();
   return async (config: RunConfig) => {
-    if (config.location !== "local") return { source: "runner" };
+    const unprobed = notProbed(config, options.resolveRegistry !== undefined);
+    if (unprobed) return { source: "runner", note: unprobed };
     let command;
     try {
       command = prepareAgentCommand(config, {
@@ -52,6 +57,9 @@ export function createTargetDescriber(
       config.sandbox,
       config.sandboxNetwork,
       config.workspace,
+      config.location,
+      config.sshTarget,
+      config.sshPort,
     ]);
     const known = learned.get(key);
     if (known) return known;
@@ -64,14 +72,39 @@ export function createTargetDescriber(
   };
 }
 
+/** Why a target is not probed from here, or undefined when it is. */
+function notProbed(
+  config: RunConfig,
+  installsRegistryAgents: boolean,
+): string | undefined {
+  if (config.location === "daemon") {
+    return `The agent runs on daemon ${
+      config.daemonId ?? "(any)"
+    }, which the hub does not ask to start it for a handshake; the prompt capabilities are those every agent takes.`;
+  }
+  const preset = config.provider === "custom" ||
+    PROVIDER_PRESETS.some((entry) => entry.name === config.provider);
+  const here = installsRegistryAgents && config.location === "local";
+  if (!preset && !here && isRegistryId(config.provider)) {
+    return `Registry agent ${config.provider}: resolved and installed by its first run there, not probed here; the prompt capabilities are those every agent takes.`;
+  }
+  return undefined;
+}
+
 async function probe(
   config: RunConfig,
   launch: ReturnType<typeof prepareAgentCommand>,
   registry: ReaperRegistry | undefined,
 ): Promise<TargetDescription> {
+  const overSsh = config.location === "remote-ssh";
   const report = await probeAgent({
     launch,
     registry,
+    ...(overSsh
+      ? {
+        startTransport: () => launchSsh({ command: launch, config, registry }),
+      }
+      : {}),
     initializeTimeoutMs: config.initializeTimeout * 1000,
     handshakeOnly: true,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
@@ -85,6 +118,7 @@ async function probe(
   }
   return {
     source: "probe",
+    probedOn: overSsh ? "ssh-target" : "local",
     protocolVersion: typeof report.protocolVersion === "number"
       ? report.protocolVersion
       : undefined,
