@@ -897,6 +897,31 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "climb through an earlier link",
   },
   {
+    name: "the fs helper splits the agent's file name into words",
+    file: "lib/acp/confined_files.ts",
+    find: `'shift; exec dd "$@" bs=65536 status=none',`,
+    replace: "'shift; exec dd $@ bs=65536 status=none',",
+    test: "tests/security/fs_names_test.ts",
+    filter: "runner run, unconfined: hostile file names",
+  },
+  {
+    name: "a link out of the workspace tells whether a file exists behind it",
+    file: "lib/acp/confined_files.ts",
+    find: "    if (real === undefined) throw await missing(root, full, path);",
+    replace:
+      "    if (real === undefined) throw acp.RequestError.resourceNotFound(path);",
+    test: "tests/security/fs_names_test.ts",
+    filter: "runner run, sandbox=confined: hostile file names",
+  },
+  {
+    name: "an fs/* lookup failure answers with the runner's paths",
+    file: "lib/acp/confined_files.ts",
+    find: "    throw unusable(path, error);",
+    replace: "    throw error;",
+    test: "tests/security/fs_names_test.ts",
+    filter: "runner run, unconfined: hostile file names",
+  },
+  {
     name: "an import plants runs into an existing conversation",
     file: "lib/store/sqlite/store.ts",
     find:
