@@ -922,6 +922,14 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "runner run, unconfined: hostile file names",
   },
   {
+    name: "a confined agent reaches the host's own addresses",
+    file: "lib/agent/sandbox_network.ts",
+    find: "  const blocked = hostAddresses(tools.ip);",
+    replace: "  const blocked: string[] = [];",
+    test: "tests/security/sandbox_network_test.ts",
+    filter: "reaches no address of the host",
+  },
+  {
     name: "an import plants runs into an existing conversation",
     file: "lib/store/sqlite/store.ts",
     find:
