@@ -296,7 +296,7 @@ function waitingArgv(
  * every address, from the host itself (no firewall between). The addresses
  * pasta copies into the namespace stay the namespace's own (local routes win).
  */
-export function hostAddresses(ip: string): string[] {
+function hostAddresses(ip: string): string[] {
   const listed = new Deno.Command(ip, {
     args: ["-o", "addr", "show"],
     clearEnv: true,
@@ -315,7 +315,7 @@ export function hostAddresses(ip: string): string[] {
 }
 
 /** The non-loopback addresses of `ip -o addr show`'s output, as host routes. */
-export function parseHostAddresses(listing: string): string[] {
+function parseHostAddresses(listing: string): string[] {
   const found = new Set<string>();
   for (const match of listing.matchAll(/\binet(6?) ([0-9a-fA-F.:]+)\//g)) {
     const [, six, address] = match;
