@@ -427,10 +427,10 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       // One id is taken: nothing of the batch is written.
       assert.deepEqual(
         await store.importRuns([imported("moved-1"), imported("here")]),
-        ["here"],
+        { kind: "runs", runIds: ["here"] },
       );
       assert.equal(await store.getRun("moved-1"), undefined);
-      assert.deepEqual(await store.importRuns([imported("moved-1")]), []);
+      assert.equal(await store.importRuns([imported("moved-1")]), undefined);
       const record = await store.getRun("moved-1");
       assert.equal(record?.status, "completed");
       assert.equal(record?.conversationId, "conv-moved");
@@ -453,6 +453,52 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       );
       assert.equal((await store.getRun("moved-1"))?.status, "completed");
       await store.finishRun("here", { status: "completed" });
+    }));
+
+  test("imported runs never join a conversation that has runs or sessions here", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      const imported = (runId: string, conversationId: string) => ({
+        record: {
+          runId,
+          conversationId,
+          status: "completed" as const,
+          config: {},
+          // Newer than anything: it would be the conversation's latest run.
+          createdAt: Date.now() + 86_400_000,
+          updatedAt: Date.now() + 86_400_000,
+        },
+        events: [],
+      });
+      await store.createRun({
+        runId: "victim-1",
+        conversationId: "victim",
+        config: {},
+        status: "active",
+      });
+      await store.putSession({ ...KEY, conversationId: "with-session" }, "s");
+      for (const conversationId of ["victim", "with-session"]) {
+        assert.deepEqual(
+          await store.importRuns([imported("planted", conversationId)]),
+          { kind: "conversation", conversationId },
+        );
+      }
+      assert.equal(await store.getRun("planted"), undefined);
+      assert.deepEqual(
+        (await store.listRuns({ conversationId: "victim", limit: 5 }))
+          .map((run) => run.runId),
+        ["victim-1"],
+      );
+      // A conversation of its own: stored, and imported once.
+      assert.equal(
+        await store.importRuns([imported("moved", "moved-conv")]),
+        undefined,
+      );
+      assert.deepEqual(
+        await store.importRuns([imported("moved-2", "moved-conv")]),
+        { kind: "conversation", conversationId: "moved-conv" },
+      );
+      await store.finishRun("victim-1", { status: "completed" });
     }));
 
   test("two stores on one location see each other's writes", () =>

@@ -121,6 +121,21 @@ export interface ImportedRun {
   events: RunEvent[];
 }
 
+/** Why {@linkcode RunStore.importRuns} wrote nothing. */
+export type ImportConflict =
+  | {
+    /** Some of the runs' ids are stored already. */
+    kind: "runs";
+    /** Those ids. */
+    runIds: string[];
+  }
+  | {
+    /** The runs' conversation already has runs or sessions in this store. */
+    kind: "conversation";
+    /** Its id. */
+    conversationId: string;
+  };
+
 /** Filters for {@linkcode RunStore.listRuns}. */
 export interface ListRunsOptions {
   /** Only runs of this conversation. */
@@ -218,10 +233,12 @@ export interface RunStore {
   /**
    * Stores finished runs brought from another runner (a transcript), with
    * their events, all in one transaction and owned by nobody. When any of
-   * their ids is already stored nothing is written: resolves to those ids
-   * (empty: all stored).
+   * their ids is already stored, or their conversation already has a run or
+   * a session here, nothing is written: resolves to why (undefined: all
+   * stored). Imported runs never join a conversation of this store: they
+   * would become its latest run (warm reuse, the history a load replays).
    */
-  importRuns(runs: readonly ImportedRun[]): Promise<string[]>;
+  importRuns(runs: readonly ImportedRun[]): Promise<ImportConflict | undefined>;
   /** One run, if it exists. */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** Runs, newest first. */

@@ -40,6 +40,7 @@ import {
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
+  ImportConflict,
   ImportedRun,
   ListRunsOptions,
   NewRun,
@@ -316,16 +317,35 @@ class PostgresRunStore implements RunStore {
     }, "write");
   }
 
-  importRuns(runs: readonly ImportedRun[]): Promise<string[]> {
+  importRuns(
+    runs: readonly ImportedRun[],
+  ): Promise<ImportConflict | undefined> {
     return this.#query(
       "import the runs",
       () =>
-        transaction(this.#sql, async (tx) => {
+        transaction(this.#sql, async (tx): Promise<
+          ImportConflict | undefined
+        > => {
           const runIds = runs.map(({ record }) => record.runId);
-          if (!runIds.length) return [];
+          if (!runIds.length) return undefined;
           const taken = await tx`SELECT run_id FROM runs
           WHERE run_id IN ${tx(runIds)}`;
-          if (taken.length) return taken.map((row) => String(row.run_id));
+          if (taken.length) {
+            return {
+              kind: "runs",
+              runIds: taken.map((row) => String(row.run_id)),
+            };
+          }
+          const conversationId = runs.find(({ record }) =>
+            record.conversationId
+          )?.record.conversationId;
+          if (conversationId) {
+            const known = await tx`SELECT 1 FROM runs
+            WHERE conversation_id = ${conversationId}
+            UNION ALL SELECT 1 FROM sessions
+            WHERE conversation_id = ${conversationId} LIMIT 1`;
+            if (known.length) return { kind: "conversation", conversationId };
+          }
           for (const { record, events } of runs) {
             // Owned by nobody alive: no replica renews the epoch -1.
             await tx`INSERT INTO runs (run_id, conversation_id, status,
@@ -358,7 +378,7 @@ class PostgresRunStore implements RunStore {
               }`;
             }
           }
-          return [];
+          return undefined;
         }),
       "write",
     );

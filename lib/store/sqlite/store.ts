@@ -51,6 +51,7 @@ import { pruneSqliteRuns, sqliteSize } from "./retention.ts";
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
+  ImportConflict,
   ImportedRun,
   ListRunsOptions,
   NewRun,
@@ -365,14 +366,19 @@ class SqliteRunStore implements SyncRunStore {
     });
   }
 
-  importRuns(runs: readonly ImportedRun[]): string[] {
+  importRuns(runs: readonly ImportedRun[]): ImportConflict | undefined {
     return this.#write("import the runs", () =>
       inTransaction(this.#db, () => {
         const exists = this.#statement("SELECT 1 FROM runs WHERE run_id = ?");
         const taken = runs.map(({ record }) => record.runId).filter((runId) =>
           exists.get(runId) !== undefined
         );
-        if (taken.length) return taken;
+        if (taken.length) return { kind: "runs" as const, runIds: taken };
+        const conversationId = runs.find(({ record }) => record.conversationId)
+          ?.record.conversationId;
+        if (conversationId && this.#conversationKnown(conversationId)) {
+          return { kind: "conversation" as const, conversationId };
+        }
         const insertRun = this.#statement(
           `INSERT INTO runs (run_id, conversation_id, status, config_json, code,
              error, created_at, updated_at, finished_at, prompt, usage_json)
@@ -406,8 +412,16 @@ class SqliteRunStore implements SyncRunStore {
             );
           }
         }
-        return [];
+        return undefined;
       }));
+  }
+
+  /** Whether the store has a run or a session of the conversation. */
+  #conversationKnown(conversationId: string): boolean {
+    return this.#statement(
+      `SELECT 1 FROM runs WHERE conversation_id = ?
+       UNION ALL SELECT 1 FROM sessions WHERE conversation_id = ? LIMIT 1`,
+    ).get(conversationId, conversationId) !== undefined;
   }
 
   getRun(runId: string): RunRecord | undefined {
