@@ -209,15 +209,26 @@ export function fixtureRunArgsIn(
   fixtureFlags: string[],
   ...extra: string[]
 ): string[] {
+  return customRunArgs(
+    fixtureCommand(...fixtureFlags),
+    join(tempDir(), "ws"),
+    ["--data-dir", dataDir, ...extra],
+  );
+}
+
+/** `runner run custom --acp-command <acpCommand> --workspace <workspace>`, then `extra`. */
+export function customRunArgs(
+  acpCommand: string,
+  workspace: string,
+  extra: string[],
+): string[] {
   return [
     "run",
     "custom",
     "--acp-command",
-    fixtureCommand(...fixtureFlags),
+    acpCommand,
     "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    dataDir,
+    workspace,
     ...extra,
   ];
 }
@@ -239,21 +250,12 @@ export function clientTerminalRunArgs(
   workspace: string,
   extra: string[] = [],
 ): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    acpCommand,
-    "--workspace",
-    workspace,
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
+  return customRunArgs(acpCommand, workspace, [
+    ...["--client-terminals", "true", "--langbot-assets-enabled", "false"],
     ...extra,
     "--json",
     "go",
-  ];
+  ]);
 }
 
 /**
@@ -291,21 +293,11 @@ export function conversationRunArgs(
   text: string,
   extra: string[] = [],
 ): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...where.fixtureFlags),
-    "--workspace",
-    where.workspace,
-    "--data-dir",
-    where.dataDir,
-    "--conversation",
-    "c1",
-    "--json",
+  return customRunArgs(fixtureCommand(...where.fixtureFlags), where.workspace, [
+    ...["--data-dir", where.dataDir, "--conversation", "c1", "--json"],
     ...extra,
     text,
-  ];
+  ]);
 }
 
 /** Whether anything exists at `path` (a link counts as its target). */

@@ -33,12 +33,13 @@ import {
   type RunManager,
 } from "../../lib/run/manager.ts";
 import { type RunStore } from "../../lib/store/types.ts";
-import { openStoreNow } from "../helpers.ts";
 import { EventLog, makeGate } from "../engine_helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 import {
+  agentPids,
   fixtureCommand,
   isAlive,
+  openStoreNow,
   readRecord,
   runCli,
   spawnCli,
@@ -234,11 +235,6 @@ function assertOneTerminalAndIncreasingSequences(log: EventLog): void {
   );
 }
 
-async function readPids(path: string): Promise<number[]> {
-  const pids = JSON.parse(await Deno.readTextFile(path));
-  return [pids.agent_pid, pids.grandchild_pid, pids.grandchild_child_pid];
-}
-
 /**
  * Runs `body` against a fresh hub and a daemon connected to it as `daemonId`,
  * then checks the daemon exits 0 on SIGTERM. Returns the stopped daemon.
@@ -285,7 +281,7 @@ async function startStalledRun(
   });
   const log = new EventLog(run);
   await log.waitFor((event) => event.type === "message.delta");
-  return { run, log, pids: await readPids(pidFile) };
+  return { run, log, pids: agentPids(pidFile) };
 }
 
 Deno.test("a location=daemon run streams the agent's text from the daemon's machine", async () => {
