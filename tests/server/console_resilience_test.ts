@@ -28,6 +28,7 @@ import {
   waitNewRun,
   waitStatus,
   withBrowser,
+  withOpenConsole,
 } from "../console_helpers.ts";
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -132,43 +133,39 @@ async function countDoubleClicked(page: Page, selector: string): Promise<void> {
 }
 
 Deno.test("console: a double click on Start run starts one run, and on a follow-up one more", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      await fillNewRun(page, {
-        prompt: "hello",
-        conversation: "twice",
-        workspace: join(dir, "ws"),
-        config: { "acp-command": agentCommand([]) },
-      });
-      await countDoubleClicked(page, "#new-run-submit");
-      await waitNewRun(page, "");
-      await waitStatus(page, "completed");
-      const first = await page.$eval("#run-title", (n) => n.textContent!);
-      assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
-        first,
-      ]);
-      const once = await transcriptText(page);
-      assert.equal(once.match(/echo: hello/g)?.length, 1, once);
-      assert.doesNotMatch(once, /turn 2/);
-      assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
-      // Idle: a follow-up starts a new run of the conversation, once.
-      await page.type("#follow-up-text", "again");
-      await countDoubleClicked(page, "#follow-up-send");
-      await waitNewRun(page, first);
-      await waitStatus(page, "completed");
-      const second = await page.$eval("#run-title", (n) => n.textContent!);
-      assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
-        second,
-        first,
-      ]);
-      const again = await transcriptText(page);
-      assert.equal(again.match(/echo: again/g)?.length, 1, again);
-      // No second turn steered into it: one prompt, no follow-up.
-      assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
-      assertQuiet(alarms);
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    await fillNewRun(page, {
+      prompt: "hello",
+      conversation: "twice",
+      workspace: join(dir, "ws"),
+      config: { "acp-command": agentCommand([]) },
     });
+    await countDoubleClicked(page, "#new-run-submit");
+    await waitNewRun(page, "");
+    await waitStatus(page, "completed");
+    const first = await page.$eval("#run-title", (n) => n.textContent!);
+    assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
+      first,
+    ]);
+    const once = await transcriptText(page);
+    assert.equal(once.match(/echo: hello/g)?.length, 1, once);
+    assert.doesNotMatch(once, /turn 2/);
+    assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
+    // Idle: a follow-up starts a new run of the conversation, once.
+    await page.type("#follow-up-text", "again");
+    await countDoubleClicked(page, "#follow-up-send");
+    await waitNewRun(page, first);
+    await waitStatus(page, "completed");
+    const second = await page.$eval("#run-title", (n) => n.textContent!);
+    assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
+      second,
+      first,
+    ]);
+    const again = await transcriptText(page);
+    assert.equal(again.match(/echo: again/g)?.length, 1, again);
+    // No second turn steered into it: one prompt, no follow-up.
+    assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
+    assertQuiet(alarms);
   });
 });
 
