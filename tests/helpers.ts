@@ -233,6 +233,15 @@ export function customRunArgs(
   ];
 }
 
+/** `runner daemon` arguments dialling the hub at `url` as `daemonId`, then `extra`. */
+export function daemonCliArgs(
+  url: string,
+  daemonId: string,
+  ...extra: string[]
+): string[] {
+  return ["daemon", "--url", url, "--daemon-id", daemonId, ...extra];
+}
+
 /** {@linkcode fixtureRunArgsIn} with a fresh data directory. */
 export function fixtureRunArgs(
   fixtureFlags: string[],

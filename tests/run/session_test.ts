@@ -5,6 +5,7 @@ import { prepareAgentCommand } from "../../lib/providers.ts";
 import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
   conversationRunArgs,
+  customRunArgs,
   fixtureCommand,
   parseJsonLines,
   readRecord,
@@ -222,19 +223,15 @@ Deno.test("an agent that answers session/load mid-replay leaks nothing of the ol
     "replayed updates shown",
   );
   assert.ok(!second.stdout.includes("alpha"), "the old turn leaked");
-  const human = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...flags),
-    "--workspace",
-    workspace,
-    "--data-dir",
-    dataDir,
-    "--conversation",
-    "c1",
-    "gamma",
-  ]);
+  const human = await runCli(
+    customRunArgs(fixtureCommand(...flags), workspace, [
+      "--data-dir",
+      dataDir,
+      "--conversation",
+      "c1",
+      "gamma",
+    ]),
+  );
   assert.equal(human.code, 0, human.stderr);
   assert.equal(human.stdout, "echo: gamma (turn 3)\n");
 });
