@@ -30,6 +30,19 @@ export const PHONE = { width: 390, height: 844, deviceScaleFactor: 1 };
 /** A desktop-sized screen. */
 export const DESKTOP = { width: 1280, height: 900, deviceScaleFactor: 1 };
 
+/**
+ * How long a console test waits for the page to show something before it
+ * fails: a hang guard only, generous for a machine running the whole suite.
+ */
+const PAGE_WAIT_MS = 180_000;
+
+/** Opens a tab whose waits allow for a loaded machine. */
+export async function openPage(browser: Browser): Promise<Page> {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(PAGE_WAIT_MS);
+  return page;
+}
+
 /** Runs `body` with a fresh headless Chromium, closed afterwards. */
 export async function withBrowser(
   body: (browser: Browser) => Promise<void>,
@@ -142,7 +155,7 @@ export async function signIn(
   url: string,
   options: { token?: string; viewport?: typeof PHONE; accept?: RegExp } = {},
 ): Promise<{ page: Page; alarms: PageAlarms }> {
-  const page = await browser.newPage();
+  const page = await openPage(browser);
   const alarms = await watchPage(page, { accept: options.accept });
   await page.setViewport(options.viewport ?? PHONE);
   await page.goto(url, { waitUntil: "load" });
@@ -257,12 +270,41 @@ export async function fillNewRun(page: Page, run: NewRunForm): Promise<void> {
 
 /** Waits until the run panel shows a run the console started, other than `previous`. */
 export async function waitNewRun(page: Page, previous: string): Promise<void> {
-  await page.waitForFunction(
-    `(() => { const t = document.getElementById("run-title").textContent;
+  try {
+    await page.waitForFunction(
+      `(() => { const t = document.getElementById("run-title").textContent;
       return t.startsWith("console-") && t !== ${
-      JSON.stringify(previous)
-    }; })()`,
-  );
+        JSON.stringify(previous)
+      }; })()`,
+    );
+  } catch (error) {
+    throw new Error(
+      `no new run opened; the page shows ${
+        JSON.stringify(await panelState(page))
+      }`,
+      { cause: error },
+    );
+  }
+}
+
+/** What the run panel and the forms say, for a failure's message. */
+async function panelState(page: Page): Promise<unknown> {
+  const ids = [
+    "run-title",
+    "run-status",
+    "run-error",
+    "run-stream",
+    "follow-up-error",
+    "new-error",
+  ];
+  return await page.evaluate(`(() => {
+    const shown = {};
+    for (const id of ${JSON.stringify(ids)}) {
+      shown[id] = document.getElementById(id)?.textContent ?? "(none)";
+    }
+    shown["follow-up-text"] = document.getElementById("follow-up-text")?.value ?? "(none)";
+    return shown;
+  })()`);
 }
 
 /**

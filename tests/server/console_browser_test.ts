@@ -21,6 +21,7 @@ import {
   assertQuiet,
   CONSOLE_ARGS,
   cspRefusal,
+  openPage,
   signIn,
   TOKEN,
   transcriptText,
@@ -240,7 +241,7 @@ Deno.test("console: a wrong token and no token get their own messages; favicon a
         true,
       );
       assert.equal(await page.$$eval("li.run", (nodes) => nodes.length), 0);
-      const fresh = await browser.newPage();
+      const fresh = await openPage(browser);
       const freshAlarms = await watchPage(fresh);
       await fresh.goto(serve.url, { waitUntil: "load" });
       await fresh.waitForFunction(

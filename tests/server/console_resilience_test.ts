@@ -22,6 +22,7 @@ import {
   assertQuiet,
   CONSOLE_ARGS,
   fillNewRun,
+  openPage,
   signIn,
   TOKEN,
   transcriptText,
@@ -128,8 +129,34 @@ Deno.test("console: opening another run while the first still loads shows only t
   });
 });
 
-async function countDoubleClicked(page: Page, selector: string): Promise<void> {
+/**
+ * Double-clicks `selector` while the page's run starts (`POST /v1/runs`) are
+ * held, so that both clicks land before the first start is answered (on a
+ * loaded machine an unheld answer can come between them and change the page
+ * under the second click).
+ */
+async function doubleClickWhileStarting(
+  page: Page,
+  selector: string,
+): Promise<void> {
+  const held: HTTPRequest[] = [];
+  const firstHeld = Promise.withResolvers<void>();
+  const onRequest = (request: HTTPRequest) => {
+    if (
+      request.method() === "POST" &&
+      new URL(request.url()).pathname === "/v1/runs"
+    ) {
+      held.push(request);
+      firstHeld.resolve();
+    } else request.continue().catch(() => {});
+  };
+  await page.setRequestInterception(true);
+  page.on("request", onRequest);
   await page.click(selector, { count: 2 });
+  await firstHeld.promise;
+  await Promise.all(held.map((request) => request.continue()));
+  await page.setRequestInterception(false);
+  page.off("request", onRequest);
 }
 
 Deno.test("console: a double click on Start run starts one run, and on a follow-up one more", async () => {
@@ -140,7 +167,7 @@ Deno.test("console: a double click on Start run starts one run, and on a follow-
       workspace: join(dir, "ws"),
       config: { "acp-command": agentCommand([]) },
     });
-    await countDoubleClicked(page, "#new-run-submit");
+    await doubleClickWhileStarting(page, "#new-run-submit");
     await waitNewRun(page, "");
     await waitStatus(page, "completed");
     const first = await page.$eval("#run-title", (n) => n.textContent!);
@@ -153,7 +180,7 @@ Deno.test("console: a double click on Start run starts one run, and on a follow-
     assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
     // Idle: a follow-up starts a new run of the conversation, once.
     await page.type("#follow-up-text", "again");
-    await countDoubleClicked(page, "#follow-up-send");
+    await doubleClickWhileStarting(page, "#follow-up-send");
     await waitNewRun(page, first);
     await waitStatus(page, "completed");
     const second = await page.$eval("#run-title", (n) => n.textContent!);
@@ -228,7 +255,7 @@ Deno.test("console: a run that cannot be loaded, or whose events cannot be read,
 Deno.test("console: a failing side request leaves the page usable, names what failed, and Retry loads it", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: CONSOLE_ARGS }, async (serve) => {
-      const page = await browser.newPage();
+      const page = await openPage(browser);
       let failing = true;
       await page.setRequestInterception(true);
       page.on("request", (request) => {
@@ -305,7 +332,7 @@ const INSTRUMENT = `(() => {
 Deno.test("console: one poll at a time: none once signed out, one after signing in again, none while the tab is hidden", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: CONSOLE_ARGS }, async (serve) => {
-      const page = await browser.newPage();
+      const page = await openPage(browser);
       await page.evaluateOnNewDocument(INSTRUMENT);
       let refuseNext = false;
       await page.setRequestInterception(true);
