@@ -18,6 +18,7 @@ import { RunnerError } from "../../lib/errors.ts";
 import {
   agentCommand,
   clientTerminalRunArgs,
+  customRunArgs,
   parseJsonLines,
   readRecord,
   ROOT,
@@ -409,27 +410,28 @@ Deno.test("runner run: a secret in a terminal's output is redacted from its even
 Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
   const dataDir = tempDir();
   const env = { RUNNER_DATA_DIR: dataDir, PATH: pathWithoutBwrap() };
-  const child = spawnCli([
-    "run",
-    "custom",
-    "--acp-command",
-    agentCommand([
-      ...terminalFlag({
-        command: "sh",
-        args: ["-c", "echo $$; sleep 1000"],
-        wait: false,
-      }),
-      "--stall-prompt",
-    ]),
-    "--workspace",
-    tempDir(),
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "hold",
-  ], { env });
+  const child = spawnCli(
+    customRunArgs(
+      agentCommand([
+        ...terminalFlag({
+          command: "sh",
+          args: ["-c", "echo $$; sleep 1000"],
+          wait: false,
+        }),
+        "--stall-prompt",
+      ]),
+      tempDir(),
+      [
+        "--client-terminals",
+        "true",
+        "--langbot-assets-enabled",
+        "false",
+        "--json",
+        "hold",
+      ],
+    ),
+    { env },
+  );
   let pid = 0;
   try {
     const reader = child.stdout.pipeThrough(new TextDecoderStream())
@@ -451,17 +453,14 @@ Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group r
       (await processGroupMembers(pid)).length > 0,
       "a kill -9 leaves the group behind",
     );
-    const next = await runCli([
-      "run",
-      "custom",
-      "--acp-command",
-      agentCommand([]),
-      "--workspace",
-      tempDir(),
-      "--langbot-assets-enabled",
-      "false",
-      "go",
-    ], { env });
+    const next = await runCli(
+      customRunArgs(agentCommand([]), tempDir(), [
+        "--langbot-assets-enabled",
+        "false",
+        "go",
+      ]),
+      { env },
+    );
     assert.equal(next.code, 0, next.stderr);
     assert.deepEqual(await processGroupMembers(pid), [], "reaped at start");
   } finally {
@@ -585,34 +584,35 @@ function holding(entry: string): { pid: number; exe: string }[] {
 Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside the sandbox, never in bwrap's own environment", async () => {
   const world = sandboxWorld();
   const mark = `TERMINAL_MARK=${crypto.randomUUID()}`;
-  const child = spawnCli([
-    "run",
-    "custom",
-    "--acp-command",
-    confinedFixtureCommand(
-      ...terminalFlag({
-        command: "sh",
-        args: ["-c", "echo started; sleep 1000"],
-        env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
-        wait: false,
-      }),
-      "--stall-prompt",
+  const child = spawnCli(
+    customRunArgs(
+      confinedFixtureCommand(
+        ...terminalFlag({
+          command: "sh",
+          args: ["-c", "echo started; sleep 1000"],
+          env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
+          wait: false,
+        }),
+        "--stall-prompt",
+      ),
+      tempDir("sandbox-ws-"),
+      [
+        "--sandbox",
+        "confined",
+        "--sandbox-read-paths",
+        `${ROOT},${DENO_DIR}`,
+        "--env-json",
+        JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+        "--client-terminals",
+        "true",
+        "--langbot-assets-enabled",
+        "false",
+        "--json",
+        "hold",
+      ],
     ),
-    "--workspace",
-    tempDir("sandbox-ws-"),
-    "--sandbox",
-    "confined",
-    "--sandbox-read-paths",
-    `${ROOT},${DENO_DIR}`,
-    "--env-json",
-    JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "hold",
-  ], { env: world.environment });
+    { env: world.environment },
+  );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   try {
     let seen = "";

@@ -37,6 +37,7 @@ import { EventLog, makeGate } from "../engine_helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 import {
   agentPids,
+  daemonCliArgs,
   fixtureCommand,
   isAlive,
   openStoreNow,
@@ -69,22 +70,22 @@ class DaemonProcess {
     path?: string;
   }) {
     this.tap = startRelayTap(options.url);
-    this.#child = spawnCli([
-      "daemon",
-      "--url",
-      this.tap.url,
-      "--daemon-id",
-      options.daemonId,
-      "--data-dir",
-      options.dataDir,
-      "--reconnect-delay",
-      "0.1",
-    ], {
-      env: {
-        RUNNER_DAEMON_TOKEN: options.token ?? TOKEN,
-        ...(options.path ? { PATH: options.path } : {}),
+    this.#child = spawnCli(
+      daemonCliArgs(
+        this.tap.url,
+        options.daemonId,
+        "--data-dir",
+        options.dataDir,
+        "--reconnect-delay",
+        "0.1",
+      ),
+      {
+        env: {
+          RUNNER_DAEMON_TOKEN: options.token ?? TOKEN,
+          ...(options.path ? { PATH: options.path } : {}),
+        },
       },
-    });
+    );
     this.#drained = Promise.all([
       this.#child.stdout.cancel(),
       this.#readStderr(),

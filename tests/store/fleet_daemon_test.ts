@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  daemonCliArgs,
   fixtureCommand,
   isAlive,
   runCli,
@@ -24,17 +25,16 @@ const DAEMON_TOKEN = "fleet-daemon-test-Kd8Vn3Qs6Wy1Pb4Zr7Tm2";
 
 /** A `runner daemon` dialling `hubUrl`; resolves `connected` once accepted. */
 function startDaemon(hubUrl: string, daemonId: string, tokenFile: string) {
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    hubUrl,
-    "--daemon-id",
-    daemonId,
-    "--token-file",
-    tokenFile,
-    "--data-dir",
-    tempDirNow(),
-  ]);
+  const child = spawnCli(
+    daemonCliArgs(
+      hubUrl,
+      daemonId,
+      "--token-file",
+      tokenFile,
+      "--data-dir",
+      tempDirNow(),
+    ),
+  );
   const { connected, drained } = watchDaemonLog(child, daemonId);
   return {
     connected,
