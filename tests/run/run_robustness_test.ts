@@ -10,14 +10,21 @@ const STUCK = [
   `${ROOT}tests/fixtures/stuck_agent.ts`,
 ].join(" ");
 
+/** A run config of the agent that stops reading stdin, with `extra` keys. */
+function stuckConfig(extra: Record<string, unknown>) {
+  return parseRunConfig({
+    provider: "custom",
+    "acp-command": STUCK,
+    workspace: tempDir(),
+    "langbot-assets-enabled": false,
+    ...extra,
+  });
+}
+
 Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", async () => {
   const h = harness();
   try {
-    const config = parseRunConfig({
-      provider: "custom",
-      "acp-command": STUCK,
-      workspace: tempDir(),
-      "langbot-assets-enabled": false,
+    const config = stuckConfig({
       "cancel-grace": 0.5,
     });
     // A prompt far larger than a pipe buffer: the write blocks for good.
@@ -45,11 +52,7 @@ Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", 
 Deno.test("the run timeout also ends a run whose agent stopped reading", async () => {
   const h = harness();
   try {
-    const config = parseRunConfig({
-      provider: "custom",
-      "acp-command": STUCK,
-      workspace: tempDir(),
-      "langbot-assets-enabled": false,
+    const config = stuckConfig({
       timeout: 1,
       "cancel-grace": 0.5,
     });
