@@ -278,6 +278,13 @@ export async function makeFifo(path: string): Promise<void> {
   if (!success) throw new Error(`mkfifo ${path} failed`);
 }
 
+/** Makes the fifo `<dir>/<name>` for a fixture's `--gate-fifo`; returns its path. */
+export async function gateIn(dir: string, name = "gate"): Promise<string> {
+  const gate = join(dir, name);
+  await makeFifo(gate);
+  return gate;
+}
+
 /** Lets a gated fixture prompt finish (blocks until the agent opens the pipe). */
 export async function openGate(path: string): Promise<void> {
   await Deno.writeTextFile(path, "go\n");

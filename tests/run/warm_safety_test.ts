@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { isAlive } from "../helpers.ts";
 import {
   fixtureConfig,
-  makeFifo,
+  gateIn,
   openGate,
   postJson,
   streamUntil,
@@ -35,8 +35,7 @@ const SERVE = ["--allow-custom-commands"];
 
 Deno.test("a cancelled run's agent is torn down, never reused", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const { record, config } = recordedFixture(dir, ["--gate-fifo", gate]);
     const message = conversation(serve, config);
     const gated = message("one");

@@ -14,7 +14,7 @@ import { STEERING_QUEUE_LIMIT } from "../../lib/run/engine.ts";
 import {
   agentCommand,
   apiFetch,
-  makeFifo,
+  gateIn,
   openGate,
   postJson,
   readSse,
@@ -74,8 +74,7 @@ Deno.test("malformed run requests get 400 http.bad_request and store nothing", a
 
 Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more with 429 run.steering_queue_full`, async () => {
   await withServe({ args: CUSTOM }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const config = {
       provider: "custom",
       "acp-command": agentCommand(["--gate-fifo", gate, "--text", "held"]),
@@ -129,8 +128,7 @@ Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more wit
 
 Deno.test("DELETE /v1/conversations/{id} is 409 while a run is active, then forgets the sessions", async () => {
   await withServe({ args: CUSTOM }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const config = {
       provider: "custom",
       "acp-command": agentCommand(["--gate-fifo", gate]),

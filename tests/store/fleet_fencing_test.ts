@@ -8,7 +8,7 @@ import {
   apiFetch,
   deltaText,
   fixtureConfig,
-  makeFifo,
+  gateIn,
   openGate,
   postJson,
   readSse,
@@ -141,8 +141,7 @@ pgTest(
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     try {
       const dir = await tempDir();
-      const gate = join(dir, "gate");
-      await makeFifo(gate);
+      const gate = await gateIn(dir);
       const answer = postJson(`${a.url}/v1/runs?stream=false`, {
         run_id: "quiet-lost",
         conversation_id: "conv-quiet-lost",
