@@ -20,32 +20,17 @@ import {
 import {
   assertKilledRunnerLeavesNothing,
   DENO_DIR,
+  keysAsFlags,
   markedProcesses,
   sandboxKeys,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 
-/** `runner` flags for the run-config keys of {@linkcode sandboxKeys}. */
-function flagsOf(keys: Record<string, unknown>): string[] {
-  const { provider, ...rest } = keys;
-  return [
-    String(provider),
-    ...Object.entries(rest).flatMap(([key, value]) => [
-      `--${key}`,
-      Array.isArray(value)
-        ? value.join(",")
-        : typeof value === "object"
-        ? JSON.stringify(value)
-        : String(value),
-    ]),
-  ];
-}
-
 Deno.test("runner probe --sandbox confined reports the sandbox available and the agent ready in it", async () => {
   const world = sandboxWorld();
   const result = await runCli([
     "probe",
-    ...flagsOf(sandboxKeys(world, [])),
+    ...keysAsFlags(sandboxKeys(world, [])),
     "--json",
   ], { env: world.environment });
   assert.equal(result.code, 0, result.stdout + result.stderr);
@@ -58,7 +43,7 @@ Deno.test("runner probe --sandbox confined reports the sandbox available and the
   });
   const human = await runCli([
     "probe",
-    ...flagsOf(sandboxKeys(world, [], { sandbox: "off" })),
+    ...keysAsFlags(sandboxKeys(world, [], { sandbox: "off" })),
   ], { env: world.environment });
   assert.match(human.stdout, /^sandbox: available; this run: off$/m);
 });
@@ -72,14 +57,16 @@ Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sand
   Deno.symlinkSync(findOnPath("ps", Deno.env.get("PATH"))!, join(path, "ps"));
   const env = { ...world.environment, PATH: path };
   const keys = sandboxKeys(world, ["--record", record]);
-  const result = await runCli(["run", ...flagsOf(keys), "hi"], { env });
+  const result = await runCli(["run", ...keysAsFlags(keys), "hi"], { env });
   assert.equal(result.code, 1, result.stderr);
   assert.match(
     result.stderr,
     /error \[sandbox\.unavailable\]: sandbox=confined needs bubblewrap, which is not on the runner's PATH \(apt-get install bubblewrap/,
   );
   assert.throws(() => Deno.statSync(record), "the agent never started");
-  const probe = await runCli(["probe", ...flagsOf(keys), "--json"], { env });
+  const probe = await runCli(["probe", ...keysAsFlags(keys), "--json"], {
+    env,
+  });
   assert.equal(probe.code, 9);
   const report = JSON.parse(probe.stdout);
   assert.equal(report.outcome, "sandbox_unavailable");
@@ -91,7 +78,7 @@ Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sand
 Deno.test("kill -9 of runner run takes its confined agent, the agent's stubborn grandchild included, down with it", async () => {
   const world = sandboxWorld();
   const keys = sandboxKeys(world, ["--stall-prompt", "--grandchild"]);
-  const child = spawnCli(["run", ...flagsOf(keys), "--json", "hi"], {
+  const child = spawnCli(["run", ...keysAsFlags(keys), "--json", "hi"], {
     env: world.environment,
   });
   await assertKilledRunnerLeavesNothing(child, {
