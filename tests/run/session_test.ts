@@ -29,6 +29,12 @@ function cliRun(
   );
 }
 
+/** The ACP session id a `runner run --json` output's `state.updated` names. */
+function sessionIdOf(stdout: string): string {
+  const state = parseJsonLines(stdout).find((e) => e.type === "state.updated")!;
+  return (state.data as { value: string }).value;
+}
+
 function messageOf(stdout: string): string {
   const last = parseJsonLines(stdout).findLast((event) =>
     event.type === "message.completed"
@@ -109,11 +115,7 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   const second = await cliRun(flags, dataDir, workspace, "two");
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
-  const ids = [first, second].map((r) =>
-    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
-      value: string;
-    }).value
-  );
+  const ids = [first, second].map((r) => sessionIdOf(r.stdout));
   assert.notEqual(ids[0], ids[1]);
   forget();
   const third = await cliRun(flags, dataDir, workspace, "three", [
@@ -164,11 +166,7 @@ Deno.test("reuse-session=false always starts fresh", async () => {
   ]);
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
-  const ids = [first, second].map((r) =>
-    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
-      value: string;
-    }).value
-  );
+  const ids = [first, second].map((r) => sessionIdOf(r.stdout));
   assert.notEqual(ids[0], ids[1]);
 });
 
