@@ -19,6 +19,7 @@ import {
   agentCommand,
   clientTerminalRunArgs,
   customRunArgs,
+  fixtureArgv,
   parseJsonLines,
   readRecord,
   ROOT,
@@ -32,6 +33,7 @@ import {
   pathWithoutBwrap,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
+import { terminalReports } from "../security/entrances.ts";
 
 type Event = Record<string, unknown> & {
   type: string;
@@ -47,16 +49,6 @@ const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
 /** The fixture flag for one terminal entry. */
 export function terminalFlag(call: Record<string, unknown>): string[] {
   return ["--terminal", JSON.stringify(call)];
-}
-
-/** The fixture's `terminal N: {json}` reply lines, by N. */
-export function terminalReports(text: string): Record<string, unknown>[] {
-  const reports: Record<string, unknown>[] = [];
-  for (const line of text.split("\n")) {
-    const match = /^terminal (\d+): (.*)$/.exec(line);
-    if (match) reports[Number(match[1])] = JSON.parse(match[2]);
-  }
-  return reports;
 }
 
 interface CliRun {
@@ -342,14 +334,7 @@ Deno.test("client-terminals with location=remote-ssh is config.invalid, through 
 
 Deno.test("runner run, sandbox=confined: a terminal runs under the agent's sandbox (own PID namespace, the home hidden) and dies with the run", async () => {
   const world = sandboxWorld();
-  const command = quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--node-modules-dir=manual",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
+  const command = confinedFixtureCommand(
     ...terminalFlag({
       command: "sh",
       args: ["-c", `echo $$; cat ${world.homeSecret} 2>&1; true`],
@@ -359,7 +344,7 @@ Deno.test("runner run, sandbox=confined: a terminal runs under the agent's sandb
       args: ["-c", "echo running; sleep 1000"],
       wait: false,
     }),
-  ]);
+  );
   const run = await runWith([], {
     workspace: tempDir("sandbox-ws-"),
     sandbox: "confined",
@@ -478,16 +463,7 @@ Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group r
 
 /** The fixture's command for a confined run, each flag quoted. */
 function confinedFixtureCommand(...flags: string[]): string {
-  return quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--node-modules-dir=manual",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
-    ...flags,
-  ]);
+  return quoteCommand(fixtureArgv(flags, ["--node-modules-dir=manual"]));
 }
 
 /** A shared library that, once loaded, writes which program loaded it (and what it could read of `secret`) to `log`. */
