@@ -7,7 +7,7 @@ import { POSTGRES_SCHEMA_VERSION } from "../../lib/store/postgres/schema.ts";
 import { listRunsQuery } from "../../lib/store/run_listing.ts";
 import type { ListRunsOptions, RunStore } from "../../lib/store/types.ts";
 import { clusterForThisFile, pgTest } from "../pg_helpers.ts";
-import { defineStoreSuite, event } from "../store_suite.ts";
+import { defineStoreSuite, event, localSessionKey } from "../store_suite.ts";
 
 const cluster = clusterForThisFile();
 
@@ -316,14 +316,7 @@ pgTest(
     const store = await openReplica(url, "b");
     try {
       assert.equal((await store.getRun("old"))?.finishedAt, 2);
-      const key = {
-        conversationId: "c1",
-        provider: "custom",
-        location: "local",
-        target: "",
-        workspace: "/w",
-        agentCommand: "agent",
-      };
+      const key = localSessionKey("c1");
       assert.deepEqual(await store.getSession(key), {
         sessionId: "sess-old",
         updatedAt: 1,
@@ -592,14 +585,8 @@ pgTest(
     const url = await cluster().newDatabase();
     const lapsed = await openReplica(url, "lapsed");
     const live = await openReplica(url, "live");
-    const key = (conversationId: string) => ({
-      conversationId,
-      provider: "custom",
-      location: "local",
-      target: "",
-      workspace: "/ws",
-      agentCommand: "agent",
-    });
+    const key = (conversationId: string) =>
+      localSessionKey(conversationId, "/ws");
     const daemon = { daemonId: "d1", metadata: {}, activeJobs: [] };
     try {
       await (lapsed.fleet as unknown as {
