@@ -80,17 +80,7 @@ export async function runCli(
   args: string[],
   options: RunCliOptions = {},
 ): Promise<CliResult> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
-    env: {
-      NO_COLOR: "1",
-      RUNNER_DATA_DIR: tempDir(),
-      RUNNER_REGISTRY_URL: emptyRegistryUrl(),
-      ...options.env,
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const output = await cliCommand(args, options, "inherit").output();
   return {
     code: output.code,
     stdout: new TextDecoder().decode(output.stdout),
@@ -103,6 +93,15 @@ export function spawnCli(
   args: string[],
   options: RunCliOptions = {},
 ): Deno.ChildProcess {
+  return cliCommand(args, options, "null").spawn();
+}
+
+/** `main.ts` with the binary's permission flags, a fresh data dir and no registry; stdout and stderr piped. */
+function cliCommand(
+  args: string[],
+  options: RunCliOptions,
+  stdin: "inherit" | "null",
+): Deno.Command {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
     env: {
@@ -111,10 +110,10 @@ export function spawnCli(
       RUNNER_REGISTRY_URL: emptyRegistryUrl(),
       ...options.env,
     },
-    stdin: "null",
+    stdin,
     stdout: "piped",
     stderr: "piped",
-  }).spawn();
+  });
 }
 
 /** Whether a process is alive (not a zombie). */
