@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { assertAgentGone, isAlive } from "../helpers.ts";
 import {
   apiFetch,
+  assertStatus,
   fixtureConfig,
   startServe,
   tempDir,
@@ -77,8 +78,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     const missing = await apiFetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
       method: "DELETE",
     });
-    assert.equal(missing.status, 404);
-    await missing.body?.cancel();
+    await assertStatus(missing, 404);
 
     const third = await message("three");
     assert.equal(third.agent, "cold");

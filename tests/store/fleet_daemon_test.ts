@@ -17,7 +17,12 @@ import {
   readUntil,
   tempDir,
 } from "../serve_test_helpers.ts";
-import { eventually, FLEET_API_TOKEN, startReplica } from "../fleet_helpers.ts";
+import {
+  eventually,
+  FLEET_API_TOKEN,
+  postMessage,
+  startReplica,
+} from "../fleet_helpers.ts";
 import { watchDaemonLog } from "../daemon_test_helpers.ts";
 
 const cluster = clusterForThisFile();
@@ -94,9 +99,9 @@ Deno.test({
         workspace: tempDirNow(),
         "acp-command": fixtureCommand(...flags),
       });
-      const served = await postJson(`${b.url}/v1/runs?stream=false`, {
-        conversation_id: "d-conv",
-        input: { text: "via B" },
+      const served = await postMessage(b.url, {
+        conversation: "d-conv",
+        text: "via B",
         config: config([]),
       });
       assert.equal(served.headers.get("x-runner-replica"), "a");

@@ -20,6 +20,7 @@ import {
   FLEET_API_TOKEN,
   gatedFixture,
   newSlot,
+  postMessage,
   type Replica,
   type ReplicaSlot,
   startReplicaAt,
@@ -282,9 +283,9 @@ pgTest(
       );
       await assertStoredOnce([back, ...survivors], runId, "run.failed");
 
-      const next = await postJson(`${lb.url}/v1/runs?stream=false`, {
-        conversation_id: "lb-lost",
-        input: { text: "again" },
+      const next = await postMessage(lb.url, {
+        conversation: "lb-lost",
+        text: "again",
         config: fixtureConfig(join(dir, "ws")),
       });
       assert.equal(next.status, 200, await next.clone().text());

@@ -6,6 +6,7 @@ import { agentPids, assertAgentGone, isAlive } from "../helpers.ts";
 import { clusterForThisFile, pgTest } from "../pg_helpers.ts";
 import {
   apiFetch,
+  assertStatus,
   deltaText,
   fixtureConfig,
   openGate,
@@ -19,6 +20,7 @@ import {
   CLUSTER_TOKEN,
   eventually,
   gatedFixture,
+  postMessage,
   type Replica,
   startReplica,
   withTwoReplicas,
@@ -45,6 +47,38 @@ async function healthzSays(
     const body = await (await apiFetch(`${replica.url}/healthz`)).json();
     return body.status === status ? true : undefined;
   }, what);
+}
+
+/**
+ * Replica `a` alone on a fresh database (named `url`); afterwards the
+ * database runs again (a step may have stopped it) and the replica stops. A
+ * failure carries the replica's log.
+ */
+async function withLoneReplica(
+  body: (a: Replica, url: string) => Promise<void>,
+): Promise<void> {
+  const url = await cluster().newDatabase();
+  const a = await startReplica(url, "a");
+  try {
+    await body(a, url);
+  } catch (error) {
+    throw new Error(`${error}\nreplica log:\n${a.logs()}`);
+  } finally {
+    await cluster().start().catch(() => {}); // already running unless a step failed
+    await a.stop();
+  }
+}
+
+/** Stops the database until `replica` reports degraded, then starts it again until it reports ok. */
+async function outage(replica: Replica): Promise<void> {
+  await cluster().stop();
+  await healthzSays(
+    replica,
+    "degraded",
+    "the replica to notice the lost database",
+  );
+  await cluster().start();
+  await healthzSays(replica, "ok", "the replica to recover");
 }
 
 /** Kills whatever of a fixture's processes (from `--pid-file`) is still alive. */
@@ -150,15 +184,15 @@ pgTest(
         "--state-dir",
         join(dir, "state"),
       ]);
-      const first = await postJson(`${a.url}/v1/runs?stream=false`, {
-        conversation_id: "conv-affinity",
-        input: { text: "one" },
+      const first = await postMessage(a.url, {
+        conversation: "conv-affinity",
+        text: "one",
         config,
       });
       assert.equal((await first.json()).message, "echo: one (turn 1)");
-      const second = await postJson(`${b.url}/v1/runs?stream=false`, {
-        conversation_id: "conv-affinity",
-        input: { text: "two" },
+      const second = await postMessage(b.url, {
+        conversation: "conv-affinity",
+        text: "two",
         config,
       });
       assert.equal(second.headers.get("x-runner-replica"), "a");
@@ -257,8 +291,7 @@ pgTest(
         config: fixtureConfig(join(dir, "ws"), ["--record", record]),
         stream: false,
       });
-      assert.equal(done.status, 200);
-      await done.body?.cancel();
+      await assertStatus(done, 200);
       const listed = await listAgents(b);
       assert.deepEqual(
         listed.map((agent) => [agent.conversation_id, agent.replica_id]),
@@ -282,8 +315,7 @@ pgTest(
       const again = await apiFetch(`${b.url}/v1/agents/${listed[0].agent_id}`, {
         method: "DELETE",
       });
-      assert.equal(again.status, 404);
-      await again.body?.cancel();
+      await assertStatus(again, 404);
     });
   },
 );
@@ -326,9 +358,9 @@ pgTest(
       assert.equal(ends[0].data.code, "runner.replica_lost");
       assert.equal(ends[0].data.retryable, true);
 
-      const next = await postJson(`${b.url}/v1/runs?stream=false`, {
-        conversation_id: "conv-lost",
-        input: { text: "again" },
+      const next = await postMessage(b.url, {
+        conversation: "conv-lost",
+        text: "again",
         config: fixtureConfig(join(dir, "ws")),
       });
       assert.equal(next.headers.get("x-runner-replica"), null);
@@ -345,9 +377,7 @@ pgTest(
 pgTest(
   "without its database a replica reports degraded, refuses runs with store.unavailable, and recovers",
   async () => {
-    const url = await cluster().newDatabase();
-    const a = await startReplica(url, "a");
-    try {
+    await withLoneReplica(async (a) => {
       const dir = await tempDir();
       await cluster().stop();
       const health = await eventually(async () => {
@@ -367,20 +397,15 @@ pgTest(
       assert.equal(error.retryable, true);
       await cluster().start();
       await healthzSays(a, "ok", "the replica to recover");
-    } finally {
-      await cluster().start().catch(() => {}); // already running unless a step failed
-      await a.stop();
-    }
+    });
   },
 );
 
 pgTest(
   "a replica busy with queries outlives its database going away, again and again",
   async () => {
-    const url = await cluster().newDatabase();
-    const a = await startReplica(url, "a");
-    try {
-      for (let outage = 0; outage < 5; outage++) {
+    await withLoneReplica(async (a) => {
+      for (let round = 0; round < 5; round++) {
         // Listing runs keeps queries in flight on every pooled connection.
         let listing = true;
         const readers = Array.from({ length: 8 }, async () => {
@@ -389,67 +414,42 @@ pgTest(
             await response.body?.cancel();
           }
         });
-        await cluster().stop();
-        await healthzSays(
-          a,
-          "degraded",
-          "the replica to notice the lost database",
-        );
-        await cluster().start();
-        await healthzSays(a, "ok", "the replica to recover");
+        await outage(a);
         listing = false;
         await Promise.all(readers);
       }
       const listed = await apiFetch(`${a.url}/v1/runs`);
-      assert.equal(listed.status, 200);
-      await listed.body?.cancel();
-    } catch (error) {
-      throw new Error(`${error}\nreplica log:\n${a.logs()}`);
-    } finally {
-      await cluster().start().catch(() => {}); // already running unless a step failed
-      await a.stop();
-    }
+      await assertStatus(listed, 200);
+    });
   },
 );
 
 pgTest(
   "a replica whose transactions are in flight when its database goes away outlives it, again and again",
   async () => {
-    const url = await cluster().newDatabase();
-    const a = await startReplica(url, "a");
-    const probe = postgres(url, { max: 2, onnotice: () => {} });
-    try {
-      for (let outage = 0; outage < 3; outage++) {
-        // Holding the replica's lease row keeps its next lease renewal (a
-        // transaction) waiting inside the database when the database stops.
-        const holder = await probe.reserve();
-        await holder`BEGIN`;
-        await holder`SELECT 1 FROM replicas WHERE replica_id = 'a' FOR UPDATE`;
-        await eventually(async () => {
-          const [row] = await probe`SELECT count(*)::int AS waiting
+    await withLoneReplica(async (a, url) => {
+      const probe = postgres(url, { max: 2, onnotice: () => {} });
+      try {
+        for (let round = 0; round < 3; round++) {
+          // Holding the replica's lease row keeps its next lease renewal (a
+          // transaction) waiting inside the database when the database stops.
+          const holder = await probe.reserve();
+          await holder`BEGIN`;
+          await holder`SELECT 1 FROM replicas WHERE replica_id = 'a' FOR UPDATE`;
+          await eventually(async () => {
+            const [row] = await probe`SELECT count(*)::int AS waiting
           FROM pg_stat_activity
           WHERE application_name = 'runner a' AND wait_event_type = 'Lock'`;
-          return row.waiting > 0 ? true : undefined;
-        }, "a transaction of the replica to wait on its lease row");
-        await cluster().stop();
-        await healthzSays(
-          a,
-          "degraded",
-          "the replica to notice the lost database",
-        );
-        await cluster().start();
-        await healthzSays(a, "ok", "the replica to recover");
+            return row.waiting > 0 ? true : undefined;
+          }, "a transaction of the replica to wait on its lease row");
+          await outage(a);
+        }
+        const listed = await apiFetch(`${a.url}/v1/runs`);
+        await assertStatus(listed, 200);
+      } finally {
+        await probe.end({ timeout: 1 });
       }
-      const listed = await apiFetch(`${a.url}/v1/runs`);
-      assert.equal(listed.status, 200);
-      await listed.body?.cancel();
-    } catch (error) {
-      throw new Error(`${error}\nreplica log:\n${a.logs()}`);
-    } finally {
-      await cluster().start().catch(() => {}); // already running unless a step failed
-      await probe.end({ timeout: 1 });
-      await a.stop();
-    }
+    });
   },
 );
 
