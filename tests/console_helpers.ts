@@ -387,3 +387,16 @@ export async function dataDirWithEndedRun(run: EndedRun): Promise<string> {
   }
   return dataDir;
 }
+
+/** What a page's intercepted request is answered with when the store is down: 503 `store.unavailable`. */
+export const STORE_UNAVAILABLE = {
+  status: 503,
+  contentType: "application/json",
+  body: JSON.stringify({
+    error: {
+      code: "store.unavailable",
+      message: "The store did not answer.",
+      retryable: true,
+    },
+  }),
+};

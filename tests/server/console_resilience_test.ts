@@ -24,6 +24,7 @@ import {
   fillNewRun,
   openPage,
   signIn,
+  STORE_UNAVAILABLE,
   TOKEN,
   transcriptText,
   waitNewRun,
@@ -270,17 +271,7 @@ Deno.test("console: a failing side request leaves the page usable, names what fa
             }),
           }).catch(() => {});
         } else if (failing && path === "/v1/daemons") {
-          request.respond({
-            status: 503,
-            contentType: "application/json",
-            body: JSON.stringify({
-              error: {
-                code: "store.unavailable",
-                message: "The store did not answer.",
-                retryable: true,
-              },
-            }),
-          }).catch(() => {});
+          request.respond(STORE_UNAVAILABLE).catch(() => {});
         } else request.continue().catch(() => {});
       });
       await page.goto(serve.url, { waitUntil: "load" });

@@ -16,6 +16,7 @@ import {
   assertQuiet,
   DESKTOP,
   fillNewRun,
+  STORE_UNAVAILABLE,
   TOKEN,
   transcriptText,
   waitNewRun,
@@ -120,17 +121,7 @@ Deno.test("console: a warm agent's Stop is sent once while under way, and a fail
     await page.waitForSelector(`${stop}[disabled]`);
     await page.click(stop);
     assert.equal(deletes.length, 1);
-    await deletes[0].respond({
-      status: 503,
-      contentType: "application/json",
-      body: JSON.stringify({
-        error: {
-          code: "store.unavailable",
-          message: "The store did not answer.",
-          retryable: true,
-        },
-      }),
-    });
+    await deletes[0].respond(STORE_UNAVAILABLE);
     await page.waitForFunction(
       `document.querySelector("#agents li[data-agent-id] .row-error")?.textContent === "store.unavailable: The store did not answer."`,
     );
