@@ -319,35 +319,27 @@ Deno.test("the conversation's session survives a daemon restart between runs", a
   const hub = new HubHarness(tempDir());
   const daemonData = tempDir();
   const config = daemonConfig("desk", ["--resume", "--state-dir", tempDir()]);
-  let daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "desk",
-    dataDir: daemonData,
-  });
-  try {
-    const first = await hub.manager.start({
+  const startDaemon = () =>
+    new DaemonProcess({ url: hub.url, daemonId: "desk", dataDir: daemonData });
+  const completedTurn = async (text: string) => {
+    const { run } = await hub.manager.start({
       conversationId: "conv",
-      input: { text: "one" },
+      input: { text },
       config,
     });
-    const firstLog = new EventLog(first.run);
-    assert.equal((await first.run.done).status, "completed");
+    const log = new EventLog(run);
+    assert.equal((await run.done).status, "completed");
+    return log;
+  };
+  let daemon = startDaemon();
+  try {
+    const firstLog = await completedTurn("one");
     assert.deepEqual(firstLog.messages(), ["echo: one (turn 1)"]);
     assert.equal(firstLog.ofType("state.updated").length, 1);
     assert.equal(await daemon.stop(), 0);
 
-    daemon = new DaemonProcess({
-      url: hub.url,
-      daemonId: "desk",
-      dataDir: daemonData,
-    });
-    const second = await hub.manager.start({
-      conversationId: "conv",
-      input: { text: "two" },
-      config,
-    });
-    const secondLog = new EventLog(second.run);
-    assert.equal((await second.run.done).status, "completed");
+    daemon = startDaemon();
+    const secondLog = await completedTurn("two");
     assert.deepEqual(secondLog.messages(), ["echo: two (turn 2)"]);
     assert.equal(secondLog.ofType("state.updated").length, 0);
   } finally {
