@@ -19,6 +19,7 @@ import {
 import {
   eventually,
   gatedFixture,
+  postMessage,
   type Replica,
   startReplica,
   withTwoReplicas,
@@ -117,9 +118,9 @@ pgTest(
       );
 
       // The conversation goes on, on the woken replica too.
-      const next = await postJson(`${a.url}/v1/runs?stream=false`, {
-        conversation_id: "conv-paused",
-        input: { text: "again" },
+      const next = await postMessage(a.url, {
+        conversation: "conv-paused",
+        text: "again",
         config: fixtureConfig(join(run.dir, "ws")),
       });
       const body = await next.json();
@@ -225,16 +226,16 @@ pgTest(
     await withTwoReplicas(await cluster().newDatabase(), async (a, b) => {
       const dir = await tempDir();
       const config = fixtureConfig(join(dir, "ws"));
-      const first = await postJson(`${a.url}/v1/runs?stream=false`, {
-        conversation_id: "conv-browser",
-        input: { text: "one" },
+      const first = await postMessage(a.url, {
+        conversation: "conv-browser",
+        text: "one",
         config,
       });
       assert.equal((await first.json()).status, "completed");
       // The console served by B posts with B's own origin.
-      const viaB = await postJson(`${b.url}/v1/runs?stream=false`, {
-        conversation_id: "conv-browser",
-        input: { text: "two" },
+      const viaB = await postMessage(b.url, {
+        conversation: "conv-browser",
+        text: "two",
         config,
       }, { origin: new URL(b.url).origin, cookie: "session=x" });
       assert.equal(viaB.status, 200, await viaB.clone().text());
@@ -247,9 +248,9 @@ pgTest(
         { "x-runner-cluster-token": "guess".repeat(8) },
       ];
       for (const extra of guesses) {
-        const foreign = await postJson(`${b.url}/v1/runs?stream=false`, {
-          conversation_id: "conv-browser",
-          input: { text: "three" },
+        const foreign = await postMessage(b.url, {
+          conversation: "conv-browser",
+          text: "three",
           config,
         }, { origin: "https://evil.example", ...extra });
         assert.equal(foreign.status, 403);
@@ -361,9 +362,9 @@ pgTest(
         join(dir, "state"),
       ]);
       const turn = async (replica: Replica, text: string) => {
-        const response = await postJson(`${replica.url}/v1/runs?stream=false`, {
-          conversation_id: "conv-pingpong",
-          input: { text },
+        const response = await postMessage(replica.url, {
+          conversation: "conv-pingpong",
+          text,
           config,
         });
         const body = await response.json();
