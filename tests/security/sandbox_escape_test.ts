@@ -56,60 +56,55 @@ function attackConfig(
   });
 }
 
-Deno.test("a root runner's confined agent finds no capability, and umount, remount, open_by_handle_at, the keyrings and a nested user namespace all fail", async () => {
-  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+/**
+ * Runs the attacker agent with `flags` (made from the attack's spec) in a
+ * confined run of the engine, and fails unless every escape call in the
+ * report `lines` reads from its reply failed.
+ */
+async function engineAttack(
+  attack: {
+    flags: (spec: ReturnType<typeof escapeAttack>) => string[];
+    extra?: Record<string, unknown>;
+    lines: (message: string) => Record<string, string>;
+  },
+): Promise<void> {
   const world = sandboxWorld();
   const spec = escapeAttack(world.homeSecret);
   const h = harness({ environment: world.environment });
   try {
-    const config = attackConfig(
-      world,
-      ["--attack-escape", JSON.stringify(spec)],
-      {
-        "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
-        "langbot-assets-enabled": false,
-      },
-    );
+    const config = attackConfig(world, attack.flags(spec), {
+      "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
+      "langbot-assets-enabled": false,
+      ...attack.extra,
+    });
     const log = await runCompleted(h.manager, {
       input: { text: "hi" },
       config,
     });
     assertEscapeFailed(
-      attackLines(log.messages()[0]),
+      attack.lines(log.messages()[0]),
       spec,
       world.homeSecret,
     );
   } finally {
     await h.close();
   }
+}
+
+Deno.test("a root runner's confined agent finds no capability, and umount, remount, open_by_handle_at, the keyrings and a nested user namespace all fail", async () => {
+  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+  await engineAttack({
+    flags: (spec) => ["--attack-escape", JSON.stringify(spec)],
+    lines: attackLines,
+  });
 });
 
 Deno.test("a confined agent's terminal command gets the same: no capability, and every escape call fails", async () => {
-  const world = sandboxWorld();
-  const spec = escapeAttack(world.homeSecret);
-  const h = harness({ environment: world.environment });
-  try {
-    const config = attackConfig(
-      world,
-      ["--terminal", JSON.stringify(escapeTerminal(spec))],
-      {
-        "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
-        "langbot-assets-enabled": false,
-        "client-terminals": true,
-      },
-    );
-    const log = await runCompleted(h.manager, {
-      input: { text: "hi" },
-      config,
-    });
-    assertEscapeFailed(
-      terminalAttackLines(log.messages()[0]),
-      spec,
-      world.homeSecret,
-    );
-  } finally {
-    await h.close();
-  }
+  await engineAttack({
+    flags: (spec) => ["--terminal", JSON.stringify(escapeTerminal(spec))],
+    extra: { "client-terminals": true },
+    lines: terminalAttackLines,
+  });
 });
 
 // Starting the runner as another user needs root (setpriv).
