@@ -23,16 +23,25 @@ import {
   keysAsFlags,
   markedProcesses,
   sandboxKeys,
+  type SandboxWorld,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 
+/** `runner probe` of the fixture in `world`'s confined run keys with `extra` keys, then `args`. */
+function probeIn(
+  world: SandboxWorld,
+  extra: Record<string, unknown>,
+  ...args: string[]
+) {
+  const keys = sandboxKeys(world, [], extra);
+  return runCli(["probe", ...keysAsFlags(keys), ...args], {
+    env: world.environment,
+  });
+}
+
 Deno.test("runner probe --sandbox confined reports the sandbox available and the agent ready in it", async () => {
   const world = sandboxWorld();
-  const result = await runCli([
-    "probe",
-    ...keysAsFlags(sandboxKeys(world, [])),
-    "--json",
-  ], { env: world.environment });
+  const result = await probeIn(world, {}, "--json");
   assert.equal(result.code, 0, result.stdout + result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
@@ -41,10 +50,7 @@ Deno.test("runner probe --sandbox confined reports the sandbox available and the
     mode: "confined",
     network: "full",
   });
-  const human = await runCli([
-    "probe",
-    ...keysAsFlags(sandboxKeys(world, [], { sandbox: "off" })),
-  ], { env: world.environment });
+  const human = await probeIn(world, { sandbox: "off" });
   assert.match(human.stdout, /^sandbox: available; this run: off$/m);
 });
 
