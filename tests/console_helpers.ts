@@ -7,9 +7,17 @@
  */
 
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { RunEvent } from "../lib/events.ts";
+import { openStore } from "../lib/store/open.ts";
+import type { RunOutcome } from "../lib/store/types.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
-import { postJson } from "./serve_test_helpers.ts";
+import {
+  postJson,
+  type ServeProcess,
+  withServe,
+} from "./serve_test_helpers.ts";
 
 /** The API token every console test's server runs with. */
 export const TOKEN = "console-test-token-Vb7Qw2Lm9Xk4Pz8Tn3Rj6Hs1";
@@ -155,6 +163,36 @@ export async function signIn(
   await page.type("#token", options.token ?? TOKEN);
   await page.click("#login button[type=submit]");
   return { page, alarms };
+}
+
+/** A console signed in to a fresh `runner serve` in a fresh headless Chromium. */
+export interface OpenConsole {
+  browser: Browser;
+  /** The server, started with {@linkcode CONSOLE_ARGS}. */
+  serve: ServeProcess;
+  /** The server's own temporary directory. */
+  dir: string;
+  /** The console's page, past sign-in, its app shown. */
+  page: Page;
+  alarms: PageAlarms;
+}
+
+/**
+ * Runs `body` with the console signed in (on `viewport`, a phone by default)
+ * to a fresh `runner serve` with {@linkcode CONSOLE_ARGS}, in a fresh
+ * headless Chromium; stops both afterwards.
+ */
+export async function withOpenConsole(
+  body: (open: OpenConsole) => Promise<void>,
+  options: { viewport?: typeof PHONE } = {},
+): Promise<void> {
+  await withBrowser(async (browser) => {
+    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
+      const { page, alarms } = await signIn(browser, serve.url, options);
+      await page.waitForSelector("#app:not([hidden])");
+      await body({ browser, serve, dir, page, alarms });
+    });
+  });
 }
 
 /** Waits until the run panel's status badge says `status` (an ended one: with its whole transcript shown). */
@@ -310,3 +348,55 @@ export async function warmRun(
   assert.equal(response.status, 200);
   assert.equal((await response.json()).status, "completed");
 }
+
+/** A run {@linkcode dataDirWithEndedRun} stores. */
+export interface EndedRun {
+  runId: string;
+  conversationId: string;
+  prompt: string;
+  /** How it ended. */
+  status: RunOutcome["status"];
+  /** Its events; their run id, sequence and time are filled in. */
+  events: Omit<RunEvent, "run_id">[];
+}
+
+/** A fresh data dir whose store holds `run` (of the custom provider), ended. */
+export async function dataDirWithEndedRun(run: EndedRun): Promise<string> {
+  const dataDir = join(tempDir(), "data");
+  const store = await openStore({ dataDir });
+  try {
+    await store.createRun({
+      runId: run.runId,
+      conversationId: run.conversationId,
+      config: { provider: "custom" },
+      prompt: run.prompt,
+      status: "active",
+    });
+    run.events.forEach((event, index) =>
+      store.appendEvent(run.runId, {
+        ...event,
+        run_id: run.runId,
+        sequence: index + 1,
+        timestamp: Date.now(),
+      })
+    );
+    await store.flush();
+    await store.finishRun(run.runId, { status: run.status });
+  } finally {
+    await store.close();
+  }
+  return dataDir;
+}
+
+/** What a page's intercepted request is answered with when the store is down: 503 `store.unavailable`. */
+export const STORE_UNAVAILABLE = {
+  status: 503,
+  contentType: "application/json",
+  body: JSON.stringify({
+    error: {
+      code: "store.unavailable",
+      message: "The store did not answer.",
+      retryable: true,
+    },
+  }),
+};

@@ -17,7 +17,7 @@ import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { openStore } from "../lib/store/open.ts";
 import type { RunStore } from "../lib/store/types.ts";
 import type { Logger } from "../lib/log.ts";
-import { spawnCli, tempDir } from "./helpers.ts";
+import { daemonCliArgs, spawnCli, tempDir } from "./helpers.ts";
 import { postJson, startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
 
@@ -57,17 +57,17 @@ export function daemonProcess(
   options: DaemonProcessOptions = {},
 ) {
   const tap = startRelayTap(url);
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    tap.url,
-    "--daemon-id",
-    daemonId,
-    ...(tokenFile === undefined ? [] : ["--token-file", tokenFile]),
-    "--data-dir",
-    options.dataDir ?? tempDir(),
-    ...(options.args ?? []),
-  ], { env: options.env });
+  const child = spawnCli(
+    daemonCliArgs(
+      tap.url,
+      daemonId,
+      ...(tokenFile === undefined ? [] : ["--token-file", tokenFile]),
+      "--data-dir",
+      options.dataDir ?? tempDir(),
+      ...(options.args ?? []),
+    ),
+    { env: options.env },
+  );
   const { connected, logs, drained } = watchDaemonLog(child, daemonId);
   return {
     connected,

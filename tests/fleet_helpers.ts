@@ -9,6 +9,7 @@ import { join } from "node:path";
 import {
   fixtureConfig,
   makeFifo,
+  postJson,
   type ServeProcess,
   startServe,
   tempDir,
@@ -155,4 +156,24 @@ export async function gatedFixture(): Promise<GatedFixture> {
     "--grandchild",
   ]);
   return { dir, gate, pidFile, config };
+}
+
+/** One message of a conversation, for {@linkcode postMessage}. */
+export interface ConversationMessage {
+  conversation: string;
+  text: string;
+  config: unknown;
+}
+
+/** Posts `message` to the replica (or balancer) at `url`, answered whole (`stream=false`); `headers` go along. */
+export function postMessage(
+  url: string,
+  message: ConversationMessage,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return postJson(`${url}/v1/runs?stream=false`, {
+    conversation_id: message.conversation,
+    input: { text: message.text },
+    config: message.config,
+  }, headers);
 }

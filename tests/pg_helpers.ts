@@ -152,3 +152,11 @@ export function clusterForThisFile(): () => PgCluster {
     return cluster;
   };
 }
+
+/**
+ * `Deno.test` for a test that talks to PostgreSQL: the driver keeps its
+ * sockets and timers past the test, so the op and resource sanitizers are off.
+ */
+export function pgTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+}

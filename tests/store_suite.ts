@@ -53,6 +53,21 @@ export const KEY: SessionKey = {
   agentCommand: "npx -y @zed-industries/codex-acp",
 };
 
+/** The session key of a local run of the custom provider's `agent` in `workspace`. */
+export function localSessionKey(
+  conversationId: string,
+  workspace = "/w",
+): SessionKey {
+  return {
+    conversationId,
+    provider: "custom",
+    location: "local",
+    target: "",
+    workspace,
+    agentCommand: "agent",
+  };
+}
+
 /** Runs `body` on a fresh location, closing every store it opened. */
 export async function withLocation(
   kind: StoreUnderTest,

@@ -84,3 +84,26 @@ export function nobodyWorld(): NobodyWorld {
     },
   };
 }
+
+/**
+ * A test of a runner started as `nobody` (which needs root: it is ignored
+ * otherwise): `body` gets a fresh {@linkcode NobodyWorld}, the test's temp
+ * root passable meanwhile.
+ */
+export function nobodyTest(
+  name: string,
+  body: (nobody: NobodyWorld) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore: Deno.uid() !== 0,
+    async fn() {
+      const restore = passableTempRoot();
+      try {
+        await body(nobodyWorld());
+      } finally {
+        restore();
+      }
+    },
+  });
+}

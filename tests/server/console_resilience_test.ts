@@ -24,11 +24,13 @@ import {
   fillNewRun,
   openPage,
   signIn,
+  STORE_UNAVAILABLE,
   TOKEN,
   transcriptText,
   waitNewRun,
   waitStatus,
   withBrowser,
+  withOpenConsole,
 } from "../console_helpers.ts";
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -159,43 +161,39 @@ async function doubleClickWhileStarting(
 }
 
 Deno.test("console: a double click on Start run starts one run, and on a follow-up one more", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      await fillNewRun(page, {
-        prompt: "hello",
-        conversation: "twice",
-        workspace: join(dir, "ws"),
-        config: { "acp-command": agentCommand([]) },
-      });
-      await doubleClickWhileStarting(page, "#new-run-submit");
-      await waitNewRun(page, "");
-      await waitStatus(page, "completed");
-      const first = await page.$eval("#run-title", (n) => n.textContent!);
-      assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
-        first,
-      ]);
-      const once = await transcriptText(page);
-      assert.equal(once.match(/echo: hello/g)?.length, 1, once);
-      assert.doesNotMatch(once, /turn 2/);
-      assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
-      // Idle: a follow-up starts a new run of the conversation, once.
-      await page.type("#follow-up-text", "again");
-      await doubleClickWhileStarting(page, "#follow-up-send");
-      await waitNewRun(page, first);
-      await waitStatus(page, "completed");
-      const second = await page.$eval("#run-title", (n) => n.textContent!);
-      assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
-        second,
-        first,
-      ]);
-      const again = await transcriptText(page);
-      assert.equal(again.match(/echo: again/g)?.length, 1, again);
-      // No second turn steered into it: one prompt, no follow-up.
-      assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
-      assertQuiet(alarms);
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    await fillNewRun(page, {
+      prompt: "hello",
+      conversation: "twice",
+      workspace: join(dir, "ws"),
+      config: { "acp-command": agentCommand([]) },
     });
+    await doubleClickWhileStarting(page, "#new-run-submit");
+    await waitNewRun(page, "");
+    await waitStatus(page, "completed");
+    const first = await page.$eval("#run-title", (n) => n.textContent!);
+    assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
+      first,
+    ]);
+    const once = await transcriptText(page);
+    assert.equal(once.match(/echo: hello/g)?.length, 1, once);
+    assert.doesNotMatch(once, /turn 2/);
+    assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
+    // Idle: a follow-up starts a new run of the conversation, once.
+    await page.type("#follow-up-text", "again");
+    await doubleClickWhileStarting(page, "#follow-up-send");
+    await waitNewRun(page, first);
+    await waitStatus(page, "completed");
+    const second = await page.$eval("#run-title", (n) => n.textContent!);
+    assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
+      second,
+      first,
+    ]);
+    const again = await transcriptText(page);
+    assert.equal(again.match(/echo: again/g)?.length, 1, again);
+    // No second turn steered into it: one prompt, no follow-up.
+    assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
+    assertQuiet(alarms);
   });
 });
 
@@ -273,17 +271,7 @@ Deno.test("console: a failing side request leaves the page usable, names what fa
             }),
           }).catch(() => {});
         } else if (failing && path === "/v1/daemons") {
-          request.respond({
-            status: 503,
-            contentType: "application/json",
-            body: JSON.stringify({
-              error: {
-                code: "store.unavailable",
-                message: "The store did not answer.",
-                retryable: true,
-              },
-            }),
-          }).catch(() => {});
+          request.respond(STORE_UNAVAILABLE).catch(() => {});
         } else request.continue().catch(() => {});
       });
       await page.goto(serve.url, { waitUntil: "load" });

@@ -9,7 +9,12 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureConfig, postJson, withServe } from "../serve_test_helpers.ts";
+import {
+  assertStatus,
+  fixtureConfig,
+  postJson,
+  withServe,
+} from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   openPage,
@@ -30,8 +35,7 @@ Deno.test("console: opened from the printed URL, it signs in with the fragment's
           config: fixtureConfig(join(dir, "ws")),
           stream: false,
         });
-        assert.equal(started.status, 200);
-        await started.body?.cancel();
+        await assertStatus(started, 200);
 
         const page = await openPage(browser);
         const alarms = await watchPage(page);
