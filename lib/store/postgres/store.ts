@@ -385,6 +385,7 @@ class PostgresRunStore implements RunStore {
   }
 
   async finishRun(runId: string, outcome: RunOutcome): Promise<boolean> {
+    const epoch = this.fleet.liveEpoch();
     try {
       await this.flush();
       this.#lastSequence.delete(runId);
@@ -393,9 +394,12 @@ class PostgresRunStore implements RunStore {
       return finished;
     } catch (error) {
       // Until the retried write lands, the run reads as ended; a fenced run
-      // is the fleet's to end, not this replica's.
-      const fenced = error instanceof RunnerError &&
-        error.code === "runner.replica_lost";
+      // is the fleet's to end, not this replica's — so is one whose lease
+      // was lost while this write waited (the loss already cleared what
+      // this replica remembered, and nothing would forget it again).
+      const fenced = (error instanceof RunnerError &&
+        error.code === "runner.replica_lost") ||
+        epoch === undefined || this.fleet.liveEpoch() !== epoch;
       if (!fenced) this.#unstored.remember(runId, outcome);
       throw error;
     }
