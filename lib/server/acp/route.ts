@@ -16,6 +16,7 @@ import {
 import { RunnerError } from "../../errors.ts";
 import { limitBody } from "../body_limit.ts";
 import { errorResponse, type ServerContext } from "../context.ts";
+import { routeAcpRequest, tagResponse } from "./connection_affinity.ts";
 import { createAcpAgentShared, createRunnerAgent } from "./runner_agent.ts";
 import { queryKeys, type TargetDescriber } from "./target.ts";
 
@@ -89,7 +90,12 @@ export function registerAcpRoutes(
         "The runner is shutting down; reconnect to the restarted service and load the session.",
       );
     }
-    const request = c.req.raw;
+    let request = c.req.raw;
+    if (ctx.fleet) {
+      const route = await routeAcpRequest(c, ctx.fleet);
+      if (route.kind === "forwarded") return route.response;
+      request = route.request;
+    }
     const keys = queryKeys(request.url);
     const createAgent = () => createRunnerAgent(shared, keys);
     if (c.req.header("upgrade")?.toLowerCase() === "websocket") {
@@ -103,6 +109,9 @@ export function registerAcpRoutes(
         "acp-connection-id": prepared.connectionId,
       });
     }
-    return await server.handleRequest(request, { createAgent });
+    const response = await server.handleRequest(request, { createAgent });
+    return ctx.fleet
+      ? tagResponse(response, ctx.fleet.fleet.replicaId)
+      : response;
   });
 }
