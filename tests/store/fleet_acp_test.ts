@@ -25,7 +25,11 @@ import { agentCommand } from "../helpers.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
 import {
   apiFetch,
+  fixtureConfig,
   forgetApiToken,
+  makeFifo,
+  openGate,
+  postJson,
   rememberApiToken,
   tempDir,
 } from "../serve_test_helpers.ts";
@@ -45,7 +49,8 @@ const cluster = clusterForThisFile();
  * would), working in one shared workspace.
  */
 async function withAcpFleet(
-  body: (lb: TestNginx, replicas: Replica[]) => Promise<void>,
+  body: (lb: TestNginx, replicas: Replica[], dir: string) => Promise<void>,
+  agentFlags: string[] = [],
 ): Promise<void> {
   const url = await cluster().newDatabase();
   const dir = await tempDir();
@@ -61,6 +66,7 @@ async function withAcpFleet(
       "3",
       "--state-dir",
       join(dir, "agent-sessions"),
+      ...agentFlags,
     ]),
     "--workspace",
     workspace,
@@ -73,7 +79,7 @@ async function withAcpFleet(
     }
     lb = await startNginx(replicas.map((replica) => new URL(replica.url).host));
     rememberApiToken(lb.url, FLEET_API_TOKEN);
-    await body(lb, replicas);
+    await body(lb, replicas, dir);
   } finally {
     if (lb) forgetApiToken(lb.url);
     await lb?.close();
@@ -117,9 +123,9 @@ function runnerOf(replicas: Replica[], runId: string): Promise<Replica> {
   );
 }
 
-/** Opens a client through the balancer and initializes it. */
+/** Opens a client through the balancer (or to one replica) and initializes it. */
 async function connect(
-  lb: TestNginx,
+  lb: { url: string },
   profile: AcpProfile,
 ): Promise<AcpTestClient> {
   const editor = openAcpClient({
@@ -230,3 +236,74 @@ for (const profile of PROFILES) {
       }),
   });
 }
+
+Deno.test({
+  name:
+    "acp in a fleet: a prompt on one replica while another runs a turn of the session is refused as busy; once it ended the session moves, and /v1 follow-ups go where it went",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const gateDir = await tempDir();
+    const gate = join(gateDir, "gate");
+    await makeFifo(gate);
+    await withAcpFleet(async (_lb, [a, b], dir) => {
+      const onA = await connect(a, "websocket");
+      const onB = await connect(b, "websocket");
+      try {
+        const { sessionId } = await onA.agent.request("session/new", {
+          cwd: "/editor",
+          mcpServers: [],
+        });
+        const held = onA.agent.request("session/prompt", {
+          sessionId,
+          prompt: [{ type: "text", text: "slow" }],
+        });
+        while (agentText(onA.updates, sessionId) === "") await onA.next();
+
+        await onB.agent.request("session/resume", { sessionId, cwd: "/e" });
+        // A turn started on b would stream its first chunk, then wait on the gate.
+        const attempt = onB.agent.request("session/prompt", {
+          sessionId,
+          prompt: [{ type: "text", text: "meanwhile" }],
+        }).then(
+          () => undefined,
+          (error: { data?: { code?: string; retryable?: boolean } }) => error,
+        );
+        const streamed = (async () => {
+          while (agentText(onB.updates, sessionId) === "") await onB.next();
+        })();
+        const refused = await Promise.race([attempt, streamed]);
+        assert.ok(refused, "a second replica ran a turn at the same time");
+        assert.equal(refused.data?.code, "http.conversation_busy");
+        assert.equal(refused.data?.retryable, true);
+
+        await openGate(gate);
+        assert.equal((await held).stopReason, "end_turn");
+        const [moved] = await Promise.all([
+          onB.agent.request("session/prompt", {
+            sessionId,
+            prompt: [{ type: "text", text: "now" }],
+          }),
+          openGate(gate),
+        ]);
+        assert.equal(moved.stopReason, "end_turn");
+        assert.equal(
+          agentText(onB.updates, sessionId),
+          "echo: now (turn 2)",
+        );
+
+        // The conversation is b's now: a /v1 follow-up sent to a goes there.
+        const followUp = await postJson(`${a.url}/v1/runs?stream=false`, {
+          conversation_id: sessionId,
+          input: { text: "via the api" },
+          config: fixtureConfig(join(dir, "ws")),
+        });
+        assert.equal(followUp.status, 200, await followUp.clone().text());
+        assert.equal(followUp.headers.get("x-runner-replica"), b.replicaId);
+      } finally {
+        onA.close();
+        onB.close();
+      }
+    }, ["--gate-fifo", gate]);
+  },
+});
