@@ -17,6 +17,7 @@ import { RunnerError } from "../../errors.ts";
 import { limitBody } from "../body_limit.ts";
 import { errorResponse, type ServerContext } from "../context.ts";
 import { routeAcpRequest, tagResponse } from "./connection_affinity.ts";
+import { withHeldWriter } from "./held_writer.ts";
 import { createAcpAgentShared, createRunnerAgent } from "./runner_agent.ts";
 import { queryKeys, type TargetDescriber } from "./target.ts";
 
@@ -66,7 +67,7 @@ export function registerAcpRoutes(
 ): void {
   const shared = createAcpAgentShared(ctx, options.describe ?? NOTHING_LEARNED);
   const server = new AcpServer({
-    createAgent: () => createRunnerAgent(shared, {}),
+    createAgent: () => withHeldWriter(createRunnerAgent(shared, {})),
   });
   // Open SSE streams and WebSockets would hold the listener's drain.
   options.stopping?.addEventListener("abort", () => void server.close(), {
@@ -97,7 +98,7 @@ export function registerAcpRoutes(
       request = route.request;
     }
     const keys = queryKeys(request.url);
-    const createAgent = () => createRunnerAgent(shared, keys);
+    const createAgent = () => withHeldWriter(createRunnerAgent(shared, keys));
     if (c.req.header("upgrade")?.toLowerCase() === "websocket") {
       const prepared = server.prepareWebSocketUpgrade({ createAgent });
       preparedUpgrades.set(prepared.connectionId, prepared);

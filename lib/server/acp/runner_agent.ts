@@ -298,15 +298,13 @@ async function promptRun(
   { shared, sessionId, conversation, input, client }: PromptRunOptions,
 ): Promise<acp.PromptResponse> {
   const { ctx } = shared;
+  // The SDK's connection writes messages in call order: the last one sent
+  // is the last one written.
   let sending = Promise.resolve();
-  const send = (update: SessionUpdate, meta?: Record<string, unknown>) => {
-    sending = sending.then(() =>
-      client.notify("session/update", {
-        sessionId,
-        update,
-        ...(meta ? { _meta: meta } : {}),
-      })
-    ).catch(() => {});
+  const send = (update: SessionUpdate) => {
+    sending = client.notify("session/update", { sessionId, update }).catch(
+      () => {},
+    );
   };
   const config = resolveTarget(ctx.config, conversation.keys);
   // A daemon redacts with its own run's secrets; this side's (the API and
