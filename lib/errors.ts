@@ -69,7 +69,7 @@ export const ERROR_CODES = {
   "sandbox.unavailable": {
     retryable: false,
     meaning:
-      "The run asked for `sandbox=confined`, but this machine cannot confine agents (no bubblewrap, user namespaces not allowed, or, for `sandbox-network=full`, no pasta); the agent was not started.",
+      "The run asked for `sandbox=confined`, but this machine cannot confine agents (no bubblewrap, user namespaces not allowed, or, for `sandbox-network=full`, no pasta or iproute2's `ip`); the agent was not started.",
   },
   "acp.start_timeout": {
     retryable: true,

@@ -40,7 +40,11 @@ export interface RunUsage extends TokenCounts {
   used?: number;
   /** Context window size (`usage_update.size`). */
   size?: number;
-  /** The last cost the agent reported (`usage_update.cost`). */
+  /**
+   * The cost: while the run lasts, the last one the agent reported
+   * (`usage_update.cost`, the session's running total); on the terminal
+   * event, what the run added to it ({@linkcode costSince}).
+   */
   cost?: UsageCost | null;
 }
 
@@ -118,6 +122,25 @@ export function costOf(value: unknown): UsageCost | undefined {
     return undefined;
   }
   return { amount, currency };
+}
+
+/**
+ * What a run added to its session's cost: ACP's `usage_update.cost` is the
+ * session's running total, so a run that continued a session whose total was
+ * `before` cost the difference. A total in another currency, or below
+ * `before` (the agent counted from zero again), is all the run's.
+ */
+export function costSince(
+  total: UsageCost,
+  before: UsageCost | undefined,
+): UsageCost {
+  if (
+    !before || before.currency !== total.currency ||
+    total.amount < before.amount
+  ) return total;
+  // Differences of fractions drift (0.3 - 0.1): 10 decimal places are kept.
+  const amount = Math.round((total.amount - before.amount) * 1e10) / 1e10;
+  return { amount, currency: total.currency };
 }
 
 /**
@@ -422,6 +445,7 @@ function wholeMessage(
 
 /** Every run event type, in the order of `docs/events.md`'s table. */
 export const RUN_EVENT_TYPES: readonly string[] = [
+  "agent.installing",
   "run.started",
   "turn.started",
   "message.delta",

@@ -110,6 +110,8 @@ export interface ProbeOptions {
   registry?: ReaperRegistry;
   /** Said when the agent does not start (missing, unstartable, exits, never answers `initialize`, or fails `session/new`): a preset's requirements. */
   startHint?: string;
+  /** Starts the agent somewhere else than here (default: on this machine, as `launch` says). */
+  startTransport?: () => Promise<AgentTransport>;
 }
 
 interface Started {
@@ -126,10 +128,12 @@ class Inconclusive extends Error {
 }
 
 async function start(options: ProbeOptions): Promise<Started> {
-  const transport = await launchLocal({
-    command: options.launch,
-    registry: options.registry,
-  });
+  const transport = options.startTransport
+    ? await options.startTransport()
+    : await launchLocal({
+      command: options.launch,
+      registry: options.registry,
+    });
   try {
     await transport.openNetwork?.([]);
   } catch (error) {

@@ -330,18 +330,48 @@ export interface RegistryContext {
  * failure.
  */
 export async function resolveRegistryProvider(
-  config: Pick<
-    RunConfig,
-    | "provider"
-    | "acpCommand"
-    | "location"
-    | "providerVersion"
-    | "registryUrl"
-    | "registryRefresh"
-    | "remoteShell"
-  >,
+  config: RegistryConfig,
   context: RegistryContext,
 ): Promise<RegistryLaunch | undefined> {
+  const plan = await planRegistryProvider(config, context);
+  return plan && "launch" in plan ? plan.launch : await plan?.install();
+}
+
+/** The config keys a registry agent is resolved from. */
+export type RegistryConfig = Pick<
+  RunConfig,
+  | "provider"
+  | "acpCommand"
+  | "location"
+  | "providerVersion"
+  | "registryUrl"
+  | "registryRefresh"
+  | "remoteShell"
+>;
+
+/** A registry agent resolved: what runs, or the download and install still to make before it can. */
+export type RegistryPlan =
+  | { launch: RegistryLaunch }
+  | {
+    /** The registry id. */
+    id: string;
+    /** The version to install. */
+    version: string;
+    /** Downloads and installs it (progress also goes to `onProgress`). */
+    install(
+      onProgress?: RegistryContext["onProgress"],
+    ): Promise<RegistryLaunch>;
+  };
+
+/**
+ * Like {@linkcode resolveRegistryProvider}, but leaves a binary that is not
+ * installed yet to the caller: every refusal that needs no download
+ * (unknown id, no distribution, version unavailable) is thrown here.
+ */
+export async function planRegistryProvider(
+  config: RegistryConfig,
+  context: RegistryContext,
+): Promise<RegistryPlan | undefined> {
   const id = registryIdOf(config.provider);
   if (id === undefined || config.acpCommand?.trim()) return undefined;
   // Ids and versions name directories: nothing else is looked up.
@@ -350,52 +380,101 @@ export async function resolveRegistryProvider(
   if (config.location === "daemon") {
     // The hub names the agent; the daemon installs it for its own platform.
     return {
-      id,
-      version: config.providerVersion ?? "",
-      kind: "elsewhere",
-      argv: [`${REGISTRY_PREFIX}${id}`],
-      env: {},
+      launch: {
+        id,
+        version: config.providerVersion ?? "",
+        kind: "elsewhere",
+        argv: [`${REGISTRY_PREFIX}${id}`],
+        env: {},
+      },
     };
   }
   const wanted = config.providerVersion;
   // An installed version the config names runs without the registry.
   if (wanted && config.location === "local") {
     const ready = installedAgent(context.dataDir, id, wanted);
-    if (ready) return installedLaunch(ready);
+    if (ready) return { launch: installedLaunch(ready) };
   }
   const { agent, url } = await registryAgentNamed(id, config, context);
   if (wanted && wanted !== agent.version) {
-    throw new RunnerError(
-      "agent.version_unavailable",
-      `${id} ${wanted} is not installed here and the registry (${url}) now lists ${agent.version}. Drop provider-version to run ${agent.version}, or refresh the registry the version came from (runner providers --registry --refresh).`,
-      { detail: { id, wanted, listed: agent.version } },
-    );
+    throw versionUnavailable(id, wanted, agent.version, url);
   }
   const plan = planLaunch(agent, {
     where: config.location === "remote-ssh" ? "remote" : "here",
     remoteShell: config.remoteShell,
   });
-  if (plan.kind === "remote-path") return remotePathLaunch(id, agent, plan);
+  if (plan.kind === "remote-path") {
+    return { launch: remotePathLaunch(id, agent, plan) };
+  }
   if (plan.kind !== "binary") {
     return {
-      id,
-      version: agent.version,
-      kind: plan.kind,
-      argv: plan.argv,
-      env: plan.env,
+      launch: {
+        id,
+        version: agent.version,
+        kind: plan.kind,
+        argv: plan.argv,
+        env: plan.env,
+      },
     };
   }
-  const { installed } = await installAgent({
-    dataDir: context.dataDir,
+  const { version } = agent;
+  const ready = installedAgent(context.dataDir, id, version);
+  if (ready) return { launch: installedLaunch(ready) };
+  return {
     id,
-    version: agent.version,
-    platform: plan.platform,
-    target: plan.target,
-    sha256: context.sha256,
-    onProgress: (progress) =>
-      context.onProgress?.({ ...progress, id, version: agent.version }),
-  });
-  return installedLaunch(installed);
+    version,
+    async install(onProgress) {
+      const { installed } = await installAgent({
+        dataDir: context.dataDir,
+        id,
+        version,
+        platform: plan.platform,
+        target: plan.target,
+        sha256: context.sha256,
+        onProgress: (progress) => {
+          const shown = { ...progress, id, version };
+          context.onProgress?.(shown);
+          onProgress?.(shown);
+        },
+      });
+      return installedLaunch(installed);
+    },
+  };
+}
+
+/**
+ * The version a hub pins a daemon's registry agent to: the run's
+ * `provider-version`, else what the hub's registry lists now. Undefined for
+ * anything but a registry agent run on a daemon.
+ *
+ * @throws {RunnerError} `provider.unknown` or `registry.unreachable` from the
+ * hub's registry.
+ */
+export async function daemonRegistryVersion(
+  config: RegistryConfig,
+  context: RegistryContext,
+): Promise<string | undefined> {
+  if (config.location !== "daemon" || config.acpCommand?.trim()) {
+    return undefined;
+  }
+  const id = registryIdOf(config.provider);
+  if (id === undefined || !isRegistryId(id)) return undefined;
+  if (config.providerVersion) return config.providerVersion;
+  const { agent } = await registryAgentNamed(id, config, context);
+  return agent.version;
+}
+
+function versionUnavailable(
+  id: string,
+  wanted: string,
+  listed: string,
+  url: string,
+): RunnerError {
+  return new RunnerError(
+    "agent.version_unavailable",
+    `${id} ${wanted} is not installed here and the registry (${url}) now lists ${listed}. Drop provider-version to run ${listed}, or refresh the registry the version came from (runner providers --registry --refresh); on a daemon, the hub pinned ${wanted} from its own registry: give this daemon a --registry-url that lists it.`,
+    { detail: { id, wanted, listed } },
+  );
 }
 
 /** Refuses a `provider-version` that is not a plain version (it names a directory). */

@@ -896,6 +896,49 @@ export const MUST_CATCH: MustCatch[] = [
     test: "tests/agent/registry_archive_test.ts",
     filter: "climb through an earlier link",
   },
+  {
+    name: "the fs helper splits the agent's file name into words",
+    file: "lib/acp/confined_files.ts",
+    find: `'shift; exec dd "$@" bs=65536 status=none',`,
+    replace: "'shift; exec dd $@ bs=65536 status=none',",
+    test: "tests/security/fs_names_test.ts",
+    filter: "runner run, unconfined: hostile file names",
+  },
+  {
+    name: "a link out of the workspace tells whether a file exists behind it",
+    file: "lib/acp/confined_files.ts",
+    find: "    if (real === undefined) throw await missing(root, full, path);",
+    replace:
+      "    if (real === undefined) throw acp.RequestError.resourceNotFound(path);",
+    test: "tests/security/fs_names_test.ts",
+    filter: "runner run, sandbox=confined: hostile file names",
+  },
+  {
+    name: "an fs/* lookup failure answers with the runner's paths",
+    file: "lib/acp/confined_files.ts",
+    find: "    throw unusable(path, error);",
+    replace: "    throw error;",
+    test: "tests/security/fs_names_test.ts",
+    filter: "runner run, unconfined: hostile file names",
+  },
+  {
+    name: "a confined agent reaches the host's own addresses",
+    file: "lib/agent/sandbox_network.ts",
+    find: "  const blocked = hostAddresses(tools.ip);",
+    replace: "  const blocked: string[] = [];",
+    test: "tests/security/sandbox_network_test.ts",
+    filter: "reaches no address of the host",
+  },
+  {
+    name: "an import plants runs into an existing conversation",
+    file: "lib/store/sqlite/store.ts",
+    find:
+      "  #conversationKnown(conversationId: string): boolean {\n    return this",
+    replace:
+      "  #conversationKnown(conversationId: string): boolean {\n    return false && this",
+    test: "tests/security/import_plant_test.ts",
+    filter: "an import that names an existing conversation",
+  },
 ];
 
 async function uncommitted(root: string, file: string): Promise<boolean> {

@@ -7,9 +7,17 @@
  */
 
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { RunEvent } from "../lib/events.ts";
+import { openStore } from "../lib/store/open.ts";
+import type { RunOutcome } from "../lib/store/types.ts";
 import { fixtureCommand, tempDir } from "./helpers.ts";
-import { postJson } from "./serve_test_helpers.ts";
+import {
+  postJson,
+  type ServeProcess,
+  withServe,
+} from "./serve_test_helpers.ts";
 
 /** The API token every console test's server runs with. */
 export const TOKEN = "console-test-token-Vb7Qw2Lm9Xk4Pz8Tn3Rj6Hs1";
@@ -21,6 +29,19 @@ const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
 export const PHONE = { width: 390, height: 844, deviceScaleFactor: 1 };
 /** A desktop-sized screen. */
 export const DESKTOP = { width: 1280, height: 900, deviceScaleFactor: 1 };
+
+/**
+ * How long a console test waits for the page to show something before it
+ * fails: a hang guard only, generous for a machine running the whole suite.
+ */
+const PAGE_WAIT_MS = 180_000;
+
+/** Opens a tab whose waits allow for a loaded machine. */
+export async function openPage(browser: Browser): Promise<Page> {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(PAGE_WAIT_MS);
+  return page;
+}
 
 /** Runs `body` with a fresh headless Chromium, closed afterwards. */
 export async function withBrowser(
@@ -134,7 +155,7 @@ export async function signIn(
   url: string,
   options: { token?: string; viewport?: typeof PHONE; accept?: RegExp } = {},
 ): Promise<{ page: Page; alarms: PageAlarms }> {
-  const page = await browser.newPage();
+  const page = await openPage(browser);
   const alarms = await watchPage(page, { accept: options.accept });
   await page.setViewport(options.viewport ?? PHONE);
   await page.goto(url, { waitUntil: "load" });
@@ -142,6 +163,36 @@ export async function signIn(
   await page.type("#token", options.token ?? TOKEN);
   await page.click("#login button[type=submit]");
   return { page, alarms };
+}
+
+/** A console signed in to a fresh `runner serve` in a fresh headless Chromium. */
+export interface OpenConsole {
+  browser: Browser;
+  /** The server, started with {@linkcode CONSOLE_ARGS}. */
+  serve: ServeProcess;
+  /** The server's own temporary directory. */
+  dir: string;
+  /** The console's page, past sign-in, its app shown. */
+  page: Page;
+  alarms: PageAlarms;
+}
+
+/**
+ * Runs `body` with the console signed in (on `viewport`, a phone by default)
+ * to a fresh `runner serve` with {@linkcode CONSOLE_ARGS}, in a fresh
+ * headless Chromium; stops both afterwards.
+ */
+export async function withOpenConsole(
+  body: (open: OpenConsole) => Promise<void>,
+  options: { viewport?: typeof PHONE } = {},
+): Promise<void> {
+  await withBrowser(async (browser) => {
+    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
+      const { page, alarms } = await signIn(browser, serve.url, options);
+      await page.waitForSelector("#app:not([hidden])");
+      await body({ browser, serve, dir, page, alarms });
+    });
+  });
 }
 
 /** Waits until the run panel's status badge says `status` (an ended one: with its whole transcript shown). */
@@ -219,12 +270,41 @@ export async function fillNewRun(page: Page, run: NewRunForm): Promise<void> {
 
 /** Waits until the run panel shows a run the console started, other than `previous`. */
 export async function waitNewRun(page: Page, previous: string): Promise<void> {
-  await page.waitForFunction(
-    `(() => { const t = document.getElementById("run-title").textContent;
+  try {
+    await page.waitForFunction(
+      `(() => { const t = document.getElementById("run-title").textContent;
       return t.startsWith("console-") && t !== ${
-      JSON.stringify(previous)
-    }; })()`,
-  );
+        JSON.stringify(previous)
+      }; })()`,
+    );
+  } catch (error) {
+    throw new Error(
+      `no new run opened; the page shows ${
+        JSON.stringify(await panelState(page))
+      }`,
+      { cause: error },
+    );
+  }
+}
+
+/** What the run panel and the forms say, for a failure's message. */
+async function panelState(page: Page): Promise<unknown> {
+  const ids = [
+    "run-title",
+    "run-status",
+    "run-error",
+    "run-stream",
+    "follow-up-error",
+    "new-error",
+  ];
+  return await page.evaluate(`(() => {
+    const shown = {};
+    for (const id of ${JSON.stringify(ids)}) {
+      shown[id] = document.getElementById(id)?.textContent ?? "(none)";
+    }
+    shown["follow-up-text"] = document.getElementById("follow-up-text")?.value ?? "(none)";
+    return shown;
+  })()`);
 }
 
 /**
@@ -268,3 +348,55 @@ export async function warmRun(
   assert.equal(response.status, 200);
   assert.equal((await response.json()).status, "completed");
 }
+
+/** A run {@linkcode dataDirWithEndedRun} stores. */
+export interface EndedRun {
+  runId: string;
+  conversationId: string;
+  prompt: string;
+  /** How it ended. */
+  status: RunOutcome["status"];
+  /** Its events; their run id, sequence and time are filled in. */
+  events: Omit<RunEvent, "run_id">[];
+}
+
+/** A fresh data dir whose store holds `run` (of the custom provider), ended. */
+export async function dataDirWithEndedRun(run: EndedRun): Promise<string> {
+  const dataDir = join(tempDir(), "data");
+  const store = await openStore({ dataDir });
+  try {
+    await store.createRun({
+      runId: run.runId,
+      conversationId: run.conversationId,
+      config: { provider: "custom" },
+      prompt: run.prompt,
+      status: "active",
+    });
+    run.events.forEach((event, index) =>
+      store.appendEvent(run.runId, {
+        ...event,
+        run_id: run.runId,
+        sequence: index + 1,
+        timestamp: Date.now(),
+      })
+    );
+    await store.flush();
+    await store.finishRun(run.runId, { status: run.status });
+  } finally {
+    await store.close();
+  }
+  return dataDir;
+}
+
+/** What a page's intercepted request is answered with when the store is down: 503 `store.unavailable`. */
+export const STORE_UNAVAILABLE = {
+  status: 503,
+  contentType: "application/json",
+  body: JSON.stringify({
+    error: {
+      code: "store.unavailable",
+      message: "The store did not answer.",
+      retryable: true,
+    },
+  }),
+};

@@ -17,7 +17,7 @@ import { createRunManager, type RunManager } from "../lib/run/manager.ts";
 import { openStore } from "../lib/store/open.ts";
 import type { RunStore } from "../lib/store/types.ts";
 import type { Logger } from "../lib/log.ts";
-import { spawnCli, tempDir } from "./helpers.ts";
+import { daemonCliArgs, spawnCli, tempDir } from "./helpers.ts";
 import { postJson, startServe } from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
 
@@ -57,17 +57,17 @@ export function daemonProcess(
   options: DaemonProcessOptions = {},
 ) {
   const tap = startRelayTap(url);
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    tap.url,
-    "--daemon-id",
-    daemonId,
-    ...(tokenFile === undefined ? [] : ["--token-file", tokenFile]),
-    "--data-dir",
-    options.dataDir ?? tempDir(),
-    ...(options.args ?? []),
-  ], { env: options.env });
+  const child = spawnCli(
+    daemonCliArgs(
+      tap.url,
+      daemonId,
+      ...(tokenFile === undefined ? [] : ["--token-file", tokenFile]),
+      "--data-dir",
+      options.dataDir ?? tempDir(),
+      ...(options.args ?? []),
+    ),
+    { env: options.env },
+  );
   const { connected, logs, drained } = watchDaemonLog(child, daemonId);
   return {
     connected,
@@ -103,6 +103,8 @@ export interface ServeWithHubOptions {
   serveArgs?: string[];
   /** The data directory (a fresh one when absent). */
   dataDir?: string;
+  /** The server's environment on top of the test's (`RUNNER_*` ones are not inherited). */
+  serveEnv?: Record<string, string>;
 }
 
 /**
@@ -120,6 +122,7 @@ export async function serveWithHub(options: ServeWithHubOptions = {}) {
       "--daemon-token",
       DAEMON_TOKEN,
     ],
+    env: options.serveEnv,
   });
   const hubLine = await serve.waitForLog((entry) =>
     entry.msg === "daemon hub listening"
@@ -132,6 +135,8 @@ export async function serveWithDaemon(
   daemonId: string,
   options: {
     serveArgs?: string[];
+    /** The server's environment on top of the test's. */
+    serveEnv?: Record<string, string>;
     daemonArgs?: string[];
     /** The daemon's environment on top of the test's. */
     daemonEnv?: Record<string, string>;
@@ -139,6 +144,7 @@ export async function serveWithDaemon(
 ) {
   const { serve, hubUrl } = await serveWithHub({
     serveArgs: ["--allow-custom-commands", ...(options.serveArgs ?? [])],
+    serveEnv: options.serveEnv,
   });
   return {
     serve,

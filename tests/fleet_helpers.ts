@@ -9,10 +9,13 @@ import { join } from "node:path";
 import {
   fixtureConfig,
   makeFifo,
+  postJson,
   type ServeProcess,
   startServe,
   tempDir,
 } from "./serve_test_helpers.ts";
+export { freePort } from "./helpers.ts";
+import { freePort } from "./helpers.ts";
 
 /** The cluster token of the test fleets. */
 export const CLUSTER_TOKEN = "fleet-test-cluster-Hq7Ws2Lp9Xv4Nb6Rt1Mz";
@@ -26,14 +29,6 @@ export const FLEET_API_TOKEN = "fleet-test-api-token-Zr4Kp8Wd2Qm6Xs1Vn9Tb";
  * machine, stalled for a second, keeps its lease (renewed every third).
  */
 export const LEASE_SECONDS = "3";
-
-/** A free port on 127.0.0.1. */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 /** A running replica. */
 export interface Replica extends ServeProcess {
@@ -161,4 +156,24 @@ export async function gatedFixture(): Promise<GatedFixture> {
     "--grandchild",
   ]);
   return { dir, gate, pidFile, config };
+}
+
+/** One message of a conversation, for {@linkcode postMessage}. */
+export interface ConversationMessage {
+  conversation: string;
+  text: string;
+  config: unknown;
+}
+
+/** Posts `message` to the replica (or balancer) at `url`, answered whole (`stream=false`); `headers` go along. */
+export function postMessage(
+  url: string,
+  message: ConversationMessage,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return postJson(`${url}/v1/runs?stream=false`, {
+    conversation_id: message.conversation,
+    input: { text: message.text },
+    config: message.config,
+  }, headers);
 }

@@ -80,17 +80,7 @@ export async function runCli(
   args: string[],
   options: RunCliOptions = {},
 ): Promise<CliResult> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
-    env: {
-      NO_COLOR: "1",
-      RUNNER_DATA_DIR: tempDir(),
-      RUNNER_REGISTRY_URL: emptyRegistryUrl(),
-      ...options.env,
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const output = await cliCommand(args, options, "inherit").output();
   return {
     code: output.code,
     stdout: new TextDecoder().decode(output.stdout),
@@ -103,6 +93,15 @@ export function spawnCli(
   args: string[],
   options: RunCliOptions = {},
 ): Deno.ChildProcess {
+  return cliCommand(args, options, "null").spawn();
+}
+
+/** `main.ts` with the binary's permission flags, a fresh data dir and no registry; stdout and stderr piped. */
+function cliCommand(
+  args: string[],
+  options: RunCliOptions,
+  stdin: "inherit" | "null",
+): Deno.Command {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
     env: {
@@ -111,10 +110,10 @@ export function spawnCli(
       RUNNER_REGISTRY_URL: emptyRegistryUrl(),
       ...options.env,
     },
-    stdin: "null",
+    stdin,
     stdout: "piped",
     stderr: "piped",
-  }).spawn();
+  });
 }
 
 /** Whether a process is alive (not a zombie). */
@@ -147,6 +146,40 @@ export function assertAgentGone(pidFile: string): void {
   for (const pid of agentPids(pidFile)) {
     if (isAlive(pid)) throw new Error(`agent process ${pid} outlived its run`);
   }
+}
+
+/**
+ * A free port on 127.0.0.1 for a server a test starts with a fixed port,
+ * below the kernel's range for ephemeral ports: a port-0 listener or an
+ * outgoing connection of a test running beside it cannot take it before the
+ * server listens (as one taken from that range could).
+ */
+export function freePort(): number {
+  const [ephemeralLow] = ephemeralPortRange();
+  const low = Math.max(10_000, ephemeralLow - 12_000);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (ephemeralLow - low));
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    }
+  }
+  throw new Error("no free port below the ephemeral range");
+}
+
+function ephemeralPortRange(): [number, number] {
+  try {
+    const text = Deno.readTextFileSync(
+      "/proc/sys/net/ipv4/ip_local_port_range",
+    );
+    const [low, high] = text.trim().split(/\s+/).map(Number);
+    if (low > 11_000 && high >= low) return [low, high];
+  } catch {
+    // Not Linux: the IANA range.
+  }
+  return [49_152, 65_535];
 }
 
 /** Directories made by {@linkcode tempDir} in this test module. */
@@ -209,17 +242,37 @@ export function fixtureRunArgsIn(
   fixtureFlags: string[],
   ...extra: string[]
 ): string[] {
+  return customRunArgs(
+    fixtureCommand(...fixtureFlags),
+    join(tempDir(), "ws"),
+    ["--data-dir", dataDir, ...extra],
+  );
+}
+
+/** `runner run custom --acp-command <acpCommand> --workspace <workspace>`, then `extra`. */
+export function customRunArgs(
+  acpCommand: string,
+  workspace: string,
+  extra: string[],
+): string[] {
   return [
     "run",
     "custom",
     "--acp-command",
-    fixtureCommand(...fixtureFlags),
+    acpCommand,
     "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    dataDir,
+    workspace,
     ...extra,
   ];
+}
+
+/** `runner daemon` arguments dialling the hub at `url` as `daemonId`, then `extra`. */
+export function daemonCliArgs(
+  url: string,
+  daemonId: string,
+  ...extra: string[]
+): string[] {
+  return ["daemon", "--url", url, "--daemon-id", daemonId, ...extra];
 }
 
 /** {@linkcode fixtureRunArgsIn} with a fresh data directory. */
@@ -239,21 +292,12 @@ export function clientTerminalRunArgs(
   workspace: string,
   extra: string[] = [],
 ): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    acpCommand,
-    "--workspace",
-    workspace,
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
+  return customRunArgs(acpCommand, workspace, [
+    ...["--client-terminals", "true", "--langbot-assets-enabled", "false"],
     ...extra,
     "--json",
     "go",
-  ];
+  ]);
 }
 
 /**
@@ -291,21 +335,11 @@ export function conversationRunArgs(
   text: string,
   extra: string[] = [],
 ): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...where.fixtureFlags),
-    "--workspace",
-    where.workspace,
-    "--data-dir",
-    where.dataDir,
-    "--conversation",
-    "c1",
-    "--json",
+  return customRunArgs(fixtureCommand(...where.fixtureFlags), where.workspace, [
+    ...["--data-dir", where.dataDir, "--conversation", "c1", "--json"],
     ...extra,
     text,
-  ];
+  ]);
 }
 
 /** Whether anything exists at `path` (a link counts as its target). */

@@ -10,6 +10,7 @@
 import { join } from "node:path";
 import { CLUSTER_TOKEN_HEADER } from "../lib/server/fleet_router.ts";
 import { tempDir } from "./helpers.ts";
+import { freePort } from "./helpers.ts";
 
 /** Where Debian's nginx lives, if installed. */
 export const NGINX_PATH = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"].find(
@@ -30,14 +31,6 @@ export interface TestNginx {
   config: string;
   /** Stops nginx (fast shutdown: open streams are cut). */
   close(): Promise<void>;
-}
-
-/** A loopback port that was free a moment ago. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /**

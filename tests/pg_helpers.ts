@@ -14,6 +14,7 @@
 import { join } from "node:path";
 import postgres from "postgres";
 import { tempDir } from "./helpers.ts";
+import { freePort } from "./helpers.ts";
 
 const PG_BIN = Deno.env.get("RUNNER_TEST_PG_BIN") ??
   "/usr/lib/postgresql/15/bin";
@@ -30,13 +31,6 @@ export interface PgCluster {
   start(): Promise<void>;
   /** Stops the cluster and removes its directory. */
   remove(): Promise<void>;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Runs a PostgreSQL binary as the `postgres` user (when root); throws with its output on failure. */
@@ -157,4 +151,12 @@ export function clusterForThisFile(): () => PgCluster {
     if (!cluster) throw new Error("the PostgreSQL cluster did not start");
     return cluster;
   };
+}
+
+/**
+ * `Deno.test` for a test that talks to PostgreSQL: the driver keeps its
+ * sockets and timers past the test, so the op and resource sanitizers are off.
+ */
+export function pgTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
 }

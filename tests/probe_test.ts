@@ -3,16 +3,18 @@ import { join } from "node:path";
 import { RECOVERY_PROMPT } from "../lib/probe.ts";
 import { fixtureCommand, readRecord, runCli, tempDir } from "./helpers.ts";
 
+/** Runs `runner probe custom --acp-command <command> <args…>`. */
+function probeCustom(command: string, ...args: string[]) {
+  return runCli(["probe", "custom", "--acp-command", command, ...args]);
+}
+
 Deno.test("probe reports ok and the fixture's capabilities", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const result = await probeCustom(
     fixtureCommand("--load-session", "--resume", "--image", "--mcp-http"),
     "--workspace",
     tempDir(),
     "--json",
-  ]);
+  );
   assert.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
@@ -35,14 +37,11 @@ Deno.test("probe reports ok and the fixture's capabilities", async () => {
 
 Deno.test("probe --handshake-only initializes but never opens a session", async () => {
   const record = join(tempDir(), "record.jsonl");
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const result = await probeCustom(
     fixtureCommand("--fail-session-new", "--record", record),
     "--handshake-only",
     "--json",
-  ]);
+  );
   assert.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
@@ -52,25 +51,17 @@ Deno.test("probe --handshake-only initializes but never opens a session", async 
     .filter(Boolean);
   assert.deepEqual(methods, ["initialize"]);
   // Without the flag the same agent fails at session/new.
-  const full = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const full = await probeCustom(
     fixtureCommand("--fail-session-new"),
     "--json",
-  ]);
+  );
   assert.notEqual(full.code, 0);
   assert.notEqual(JSON.parse(full.stdout).outcome, "ok");
   assert.equal(JSON.parse(full.stdout).hint, undefined);
 });
 
 Deno.test("probe human output names the capabilities", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--load-session"),
-  ]);
+  const result = await probeCustom(fixtureCommand("--load-session"));
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /outcome: ok/);
   assert.match(result.stdout, /loadSession: true/);
@@ -78,13 +69,7 @@ Deno.test("probe human output names the capabilities", async () => {
 });
 
 Deno.test("probe of a missing binary reports missing_binary (127)", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
-    "/nonexistent/agent-binary --acp",
-    "--json",
-  ]);
+  const result = await probeCustom("/nonexistent/agent-binary --acp", "--json");
   assert.equal(result.code, 127);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "missing_binary");
@@ -135,15 +120,12 @@ Deno.test("a preset agent that does not start is told what its preset needs besi
 });
 
 Deno.test("probe of a stalling agent reports handshake_timeout (124)", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const result = await probeCustom(
     fixtureCommand("--stall-initialize", "--stderr-mb", "0.01"),
     "--initialize-timeout",
     "1",
     "--json",
-  ]);
+  );
   assert.equal(result.code, 124);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "handshake_timeout");
@@ -152,24 +134,16 @@ Deno.test("probe of a stalling agent reports handshake_timeout (124)", async () 
 });
 
 Deno.test("probe of a wrong protocol version reports incompatible_protocol (3)", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const result = await probeCustom(
     fixtureCommand("--protocol-version", "2"),
     "--json",
-  ]);
+  );
   assert.equal(result.code, 3);
   assert.equal(JSON.parse(result.stdout).outcome, "incompatible_protocol");
 });
 
 Deno.test("probe of an agent that needs login reports unauthenticated (4) with its auth methods", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--auth-required"),
-  ]);
+  const result = await probeCustom(fixtureCommand("--auth-required"));
   assert.equal(result.code, 4);
   assert.match(result.stdout, /outcome: unauthenticated/);
   assert.match(result.stdout, /fixture-login \(Fixture login\)/);
@@ -178,39 +152,30 @@ Deno.test("probe of an agent that needs login reports unauthenticated (4) with i
 Deno.test("probe --recovery says resume, load, or fails for a broken load", async (t) => {
   const state = tempDir();
   await t.step("resume", async () => {
-    const result = await runCli([
-      "probe",
-      "custom",
-      "--acp-command",
+    const result = await probeCustom(
       fixtureCommand("--resume", "--load-session", "--state-dir", state),
       "--recovery",
       "--json",
-    ]);
+    );
     assert.equal(result.code, 0, result.stdout);
     assert.equal(JSON.parse(result.stdout).recovery, "resume");
   });
   await t.step("load", async () => {
-    const result = await runCli([
-      "probe",
-      "custom",
-      "--acp-command",
+    const result = await probeCustom(
       fixtureCommand("--load-session", "--state-dir", state),
       "--recovery",
-    ]);
+    );
     assert.equal(result.code, 0, result.stdout);
     assert.match(result.stdout, /recovery: load/);
   });
   await t.step(
     "advertised load that cannot load across processes",
     async () => {
-      const result = await runCli([
-        "probe",
-        "custom",
-        "--acp-command",
+      const result = await probeCustom(
         fixtureCommand("--load-broken", "--state-dir", state),
         "--recovery",
         "--json",
-      ]);
+      );
       assert.equal(result.code, 6);
       const report = JSON.parse(result.stdout);
       assert.equal(report.outcome, "recovery_failed");
@@ -226,15 +191,12 @@ Deno.test("probe --recovery says resume, load, or fails for a broken load", asyn
 /** Runs `probe --recovery --json` on the fixture; returns exit code, report and what the agent received. */
 async function probeRecovery(flags: string[], ...extra: string[]) {
   const record = join(tempDir(), "record.jsonl");
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const result = await probeCustom(
     fixtureCommand(...flags, "--state-dir", tempDir(), "--record", record),
     "--recovery",
     "--json",
     ...extra,
-  ]);
+  );
   const prompts = readRecord(record).filter((line) =>
     line.method === "session/prompt"
   );
@@ -286,10 +248,7 @@ Deno.test("probe --recovery --no-prompt is inconclusive, not failed, for an unpr
     assert.match(report.error.message, /session\/load with error -32002/);
   });
   await t.step("gemini: -32603 with its explanation", async () => {
-    const result = await runCli([
-      "probe",
-      "custom",
-      "--acp-command",
+    const result = await probeCustom(
       fixtureCommand(
         "--lazy-sessions",
         "--load-session",
@@ -298,7 +257,7 @@ Deno.test("probe --recovery --no-prompt is inconclusive, not failed, for an unpr
       ),
       "--recovery",
       "--no-prompt",
-    ]);
+    );
     assert.equal(result.code, 7);
     assert.match(result.stdout, /outcome: inconclusive/);
     assert.match(result.stdout, /recovery check: no prompt/);
@@ -310,13 +269,10 @@ Deno.test("probe --recovery --no-prompt is inconclusive, not failed, for an unpr
 });
 
 Deno.test("an agent that dies during initialize is agent_exited (8) with its stderr, without colour codes", async () => {
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
+  const result = await probeCustom(
     fixtureCommand("--exit-during-initialize"),
     "--json",
-  ]);
+  );
   assert.equal(result.code, 8, result.stdout);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "agent_exited");
@@ -354,13 +310,7 @@ Deno.test("probe of a file that is not executable reports spawn_error (126)", as
   const path = `${tempDir()}/not-executable`;
   Deno.writeTextFileSync(path, "#!/bin/sh\necho hi\n");
   Deno.chmodSync(path, 0o644);
-  const result = await runCli([
-    "probe",
-    "custom",
-    "--acp-command",
-    path,
-    "--json",
-  ]);
+  const result = await probeCustom(path, "--json");
   assert.equal(result.code, 126);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "spawn_error");
@@ -387,15 +337,7 @@ Deno.test("every subcommand answers --help", async () => {
 
 Deno.test("probe lists the session's config options, modes and models with the values in force (text and --json)", async () => {
   const probe = (flags: string[], ...extra: string[]) =>
-    runCli([
-      "probe",
-      "custom",
-      "--acp-command",
-      fixtureCommand(...flags),
-      "--workspace",
-      tempDir(),
-      ...extra,
-    ]);
+    probeCustom(fixtureCommand(...flags), "--workspace", tempDir(), ...extra);
   const text = await probe(["--session-config", "both"]);
   assert.equal(text.code, 0, text.stderr);
   assert.match(

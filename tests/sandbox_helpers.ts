@@ -60,6 +60,25 @@ export function sandboxWorld(): SandboxWorld {
   };
 }
 
+/**
+ * `runner run`/`probe` arguments for run-config `keys` (as
+ * {@linkcode sandboxKeys} gives them): the provider, then `--<key> <value>`.
+ */
+export function keysAsFlags(keys: Record<string, unknown>): string[] {
+  const { provider, ...rest } = keys;
+  return [
+    String(provider),
+    ...Object.entries(rest).flatMap(([key, value]) => [
+      `--${key}`,
+      Array.isArray(value)
+        ? value.join(",")
+        : typeof value === "object"
+        ? JSON.stringify(value)
+        : String(value),
+    ]),
+  ];
+}
+
 /** Run-config keys of a fixture run in `world`, confined unless `sandbox` says otherwise. */
 export function sandboxKeys(
   world: SandboxWorld,

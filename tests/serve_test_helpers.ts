@@ -6,6 +6,7 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { assertHttpEvent, assertN8nObject } from "./contracts.ts";
 import { join } from "node:path";
 import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
@@ -276,6 +277,22 @@ export async function makeFifo(path: string): Promise<void> {
   const { success } = await new Deno.Command("mkfifo", { args: [path] })
     .output();
   if (!success) throw new Error(`mkfifo ${path} failed`);
+}
+
+/** Fails unless `response` has `status`; discards its body. */
+export async function assertStatus(
+  response: Response,
+  status: number,
+): Promise<void> {
+  assert.equal(response.status, status);
+  await response.body?.cancel();
+}
+
+/** Makes the fifo `<dir>/<name>` for a fixture's `--gate-fifo`; returns its path. */
+export async function gateIn(dir: string, name = "gate"): Promise<string> {
+  const gate = join(dir, name);
+  await makeFifo(gate);
+  return gate;
 }
 
 /** Lets a gated fixture prompt finish (blocks until the agent opens the pipe). */

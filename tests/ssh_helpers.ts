@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { parseRunConfig, type RunConfig } from "../lib/config.ts";
 import { type Harness, harness } from "./engine_helpers.ts";
 import { fixtureCommand, readRecord, tempDir } from "./helpers.ts";
+export { freePort } from "./helpers.ts";
+import { freePort } from "./helpers.ts";
 
 /** A running sshd and the client settings that reach it. */
 export interface TestSshd {
@@ -50,14 +52,6 @@ async function run(cmd: string, args: string[]) {
       `${cmd} failed: ${new TextDecoder().decode(result.stderr)}`,
     );
   }
-}
-
-/** A loopback port that was free a moment ago. */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Options for {@linkcode startSshd}. */

@@ -53,6 +53,21 @@ export const KEY: SessionKey = {
   agentCommand: "npx -y @zed-industries/codex-acp",
 };
 
+/** The session key of a local run of the custom provider's `agent` in `workspace`. */
+export function localSessionKey(
+  conversationId: string,
+  workspace = "/w",
+): SessionKey {
+  return {
+    conversationId,
+    provider: "custom",
+    location: "local",
+    target: "",
+    workspace,
+    agentCommand: "agent",
+  };
+}
+
 /** Runs `body` on a fresh location, closing every store it opened. */
 export async function withLocation(
   kind: StoreUnderTest,
@@ -130,6 +145,25 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       assert.equal(await store.deleteSessions("conv-1"), 2);
       assert.equal(await store.getSession(KEY), undefined);
       assert.equal(await store.deleteSessions("conv-1"), 0);
+    }));
+
+  test("a session's running cost is kept with its session id, and counts for no other session under the key", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      const cost = { amount: 0.75, currency: "USD" };
+      // Nothing is kept without a stored session.
+      await store.putSessionCost(KEY, { sessionId: "sess-1", cost });
+      assert.equal(await store.getSession(KEY), undefined);
+      await store.putSession(KEY, "sess-1");
+      await store.putSessionCost(KEY, { sessionId: "sess-1", cost });
+      assert.deepEqual((await store.getSession(KEY))?.cost, cost);
+      await store.close();
+      const again = await open();
+      assert.deepEqual((await again.getSession(KEY))?.cost, cost);
+      // A new session under the key starts without the old session's total.
+      await again.putSession(KEY, "sess-2");
+      assert.equal((await again.getSession(KEY))?.cost, undefined);
+      await again.close();
     }));
 
   test("a session's remembered config values are kept with it, replaced, kept across a new session id and forgotten with it", () =>
@@ -408,10 +442,10 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       // One id is taken: nothing of the batch is written.
       assert.deepEqual(
         await store.importRuns([imported("moved-1"), imported("here")]),
-        ["here"],
+        { kind: "runs", runIds: ["here"] },
       );
       assert.equal(await store.getRun("moved-1"), undefined);
-      assert.deepEqual(await store.importRuns([imported("moved-1")]), []);
+      assert.equal(await store.importRuns([imported("moved-1")]), undefined);
       const record = await store.getRun("moved-1");
       assert.equal(record?.status, "completed");
       assert.equal(record?.conversationId, "conv-moved");
@@ -434,6 +468,52 @@ export function defineStoreSuite(kind: StoreUnderTest): void {
       );
       assert.equal((await store.getRun("moved-1"))?.status, "completed");
       await store.finishRun("here", { status: "completed" });
+    }));
+
+  test("imported runs never join a conversation that has runs or sessions here", () =>
+    withLocation(kind, async (open) => {
+      const store = await open();
+      const imported = (runId: string, conversationId: string) => ({
+        record: {
+          runId,
+          conversationId,
+          status: "completed" as const,
+          config: {},
+          // Newer than anything: it would be the conversation's latest run.
+          createdAt: Date.now() + 86_400_000,
+          updatedAt: Date.now() + 86_400_000,
+        },
+        events: [],
+      });
+      await store.createRun({
+        runId: "victim-1",
+        conversationId: "victim",
+        config: {},
+        status: "active",
+      });
+      await store.putSession({ ...KEY, conversationId: "with-session" }, "s");
+      for (const conversationId of ["victim", "with-session"]) {
+        assert.deepEqual(
+          await store.importRuns([imported("planted", conversationId)]),
+          { kind: "conversation", conversationId },
+        );
+      }
+      assert.equal(await store.getRun("planted"), undefined);
+      assert.deepEqual(
+        (await store.listRuns({ conversationId: "victim", limit: 5 }))
+          .map((run) => run.runId),
+        ["victim-1"],
+      );
+      // A conversation of its own: stored, and imported once.
+      assert.equal(
+        await store.importRuns([imported("moved", "moved-conv")]),
+        undefined,
+      );
+      assert.deepEqual(
+        await store.importRuns([imported("moved-2", "moved-conv")]),
+        { kind: "conversation", conversationId: "moved-conv" },
+      );
+      await store.finishRun("victim-1", { status: "completed" });
     }));
 
   test("two stores on one location see each other's writes", () =>

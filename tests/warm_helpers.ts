@@ -8,9 +8,11 @@
 
 import assert from "node:assert/strict";
 import type { RunEvent } from "../lib/events.ts";
+import { join } from "node:path";
 import { readRecord } from "./helpers.ts";
 import {
   apiFetch,
+  fixtureConfig,
   postJson,
   readSse,
   type ServeProcess,
@@ -56,6 +58,39 @@ export async function sendMessage(
     agent: String(runStarted?.data.agent),
     firstChunkMs,
   };
+}
+
+/**
+ * Sends messages of the conversation `conversationId` with `config`: each
+ * call posts one text and reads its whole event stream.
+ */
+export function conversation(
+  serve: ServeProcess,
+  config: unknown,
+  conversationId = "chat",
+): (text: string) => Promise<Message> {
+  return (text) =>
+    sendMessage(serve, { conversation_id: conversationId, text, config });
+}
+
+/**
+ * A fixture config in `<dir>/ws` with `flags` whose agent records what it
+ * gets in `<dir>/record.jsonl` (read it with {@linkcode recordByProcess}).
+ */
+export function recordedFixture(
+  dir: string,
+  flags: string[] = [],
+): { record: string; config: Record<string, unknown> } {
+  const record = join(dir, "record.jsonl");
+  return {
+    record,
+    config: fixtureConfig(join(dir, "ws"), [...flags, "--record", record]),
+  };
+}
+
+/** Fixture flags of an agent that loads its sessions, kept in `<dir>/sessions`. */
+export function loadableSessions(dir: string): string[] {
+  return ["--load-session", "--state-dir", join(dir, "sessions")];
 }
 
 async function peekError(response: Response): Promise<string> {

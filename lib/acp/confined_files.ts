@@ -107,6 +107,56 @@ function helperFailure(
   return undefined;
 }
 
+/**
+ * Refuses a path no file can have, before any lookup: a NUL character, or a
+ * lone surrogate (which the lookup would silently turn into U+FFFD, another
+ * file's name).
+ */
+function checkPath(path: string): void {
+  if (path.includes("\0")) {
+    throw acp.RequestError.invalidParams(
+      { path },
+      "path contains a NUL character",
+    );
+  }
+  if (!path.isWellFormed()) {
+    throw acp.RequestError.invalidParams(
+      { path },
+      "path is not valid Unicode (it has a lone surrogate)",
+    );
+  }
+}
+
+/**
+ * A failure while looking up or opening the agent's path, as the agent's
+ * answer: an invalid-params error that says what went wrong without the
+ * runner's real paths (which the system's messages carry).
+ */
+function unusable(path: string, error: unknown): acp.RequestError {
+  if (error instanceof acp.RequestError) return error;
+  return acp.RequestError.invalidParams(
+    { path },
+    `path cannot be used: ${reasonOf(error)}`,
+  );
+}
+
+function reasonOf(error: unknown): string {
+  if (error instanceof Deno.errors.FilesystemLoop) {
+    return "a symbolic link on its way loops";
+  }
+  if (error instanceof Deno.errors.InvalidData) {
+    return "a name on its way is not valid UTF-8";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return "permission denied";
+  }
+  // "File name too long (os error 36): realpath '/…'": the part before the path.
+  const system = error instanceof Error
+    ? /^([^:'"/]*\(os error \d+\))/.exec(error.message)
+    : null;
+  return system ? system[1] : "it could not be looked up";
+}
+
 function keptChanging(path: string, said: string): acp.RequestError {
   return acp.RequestError.invalidParams(
     { path },
@@ -138,6 +188,27 @@ function lstatIfThere(path: string): Promise<Deno.FileInfo | undefined> {
   return ifThere(Deno.lstat, path);
 }
 
+/**
+ * The answer to a path where nothing is: outside when the nearest thing that
+ * exists on its way lies outside `root` (else a link out of the workspace
+ * would tell the agent which files exist out there), not found otherwise.
+ */
+async function missing(
+  root: string,
+  full: string,
+  path: string,
+): Promise<acp.RequestError> {
+  for (let at = dirname(full);; at = dirname(at)) {
+    const real = await realPathIfThere(at);
+    if (real !== undefined) {
+      return isInside(root, real)
+        ? acp.RequestError.resourceNotFound(path)
+        : outside(path);
+    }
+    if (at === dirname(at)) return outside(path);
+  }
+}
+
 /** The real path of the existing regular file at `full` inside `root`; undefined when nothing is there. */
 async function existingFile(
   root: string,
@@ -167,10 +238,23 @@ export async function readInside(
   full: string,
   path: string,
 ): Promise<string> {
+  checkPath(path);
+  try {
+    return await readChecked(root, full, path);
+  } catch (error) {
+    throw unusable(path, error);
+  }
+}
+
+async function readChecked(
+  root: string,
+  full: string,
+  path: string,
+): Promise<string> {
   let said = "";
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const real = await existingFile(root, full, path);
-    if (real === undefined) throw acp.RequestError.resourceNotFound(path);
+    if (real === undefined) throw await missing(root, full, path);
     if (!KERNEL_CHECKED) return await Deno.readTextFile(real);
     const result = await ddIn(dirname(real), [
       `if=./${basename(real)}`,
@@ -205,6 +289,15 @@ export interface WriteInsideOptions {
  * `root` is created or changed.
  */
 export async function writeInside(options: WriteInsideOptions): Promise<void> {
+  checkPath(options.path);
+  try {
+    await writeChecked(options);
+  } catch (error) {
+    throw unusable(options.path, error);
+  }
+}
+
+async function writeChecked(options: WriteInsideOptions): Promise<void> {
   const { root, full, path } = options;
   let said = "";
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -220,7 +313,7 @@ export async function writeInside(options: WriteInsideOptions): Promise<void> {
         );
       }
       const parent = await realPathIfThere(dirname(full));
-      if (parent === undefined) throw acp.RequestError.resourceNotFound(path);
+      if (parent === undefined) throw await missing(root, full, path);
       if (!isInside(root, parent)) throw outside(path);
       target = join(parent, basename(full));
     }

@@ -3,14 +3,17 @@
  * `full` the agent gets a network namespace of its own whose only way out is
  * `pasta` (Debian's `passt`): the internet through user-mode NAT, the host's
  * loopback never (no gateway mapping, no port forwarded but the run's own
- * assets endpoint). `none` is bubblewrap's empty namespace; `host` shares the
- * host's namespace.
+ * assets endpoint), nor the host's own other addresses (made unreachable
+ * inside). `none` is bubblewrap's empty namespace; `host` shares the host's
+ * namespace.
  *
- * The agent's argv becomes `unshare --user --net -- sh -c <wait> <fifo>
- * bwrap …`: the namespaces exist before bubblewrap starts, and the shell
- * waits on a FIFO until the runner has attached pasta to them (by the
- * process id, which stays the agent's: `unshare` and `sh` exec), so the agent
- * never runs before its network is there, and never with the host's.
+ * The agent's argv becomes `unshare --user --keep-caps --net -- sh -c <wait>
+ * <fifo> … setpriv … bwrap …`: the namespaces exist before bubblewrap
+ * starts, and the shell waits on a FIFO until the runner has attached pasta
+ * to them (by the process id, which stays the agent's: `unshare`, `sh` and
+ * `setpriv` exec), blocks the host's addresses and drops its capabilities, so
+ * the agent never runs before its network is there, and never with the
+ * host's.
  *
  * @module
  */
@@ -83,7 +86,10 @@ interface NetworkTools {
   unshare: string;
   pasta: string;
   sh: string;
-  setpriv?: string;
+  /** iproute2's `ip`: lists the host's addresses, blocks them inside. */
+  ip: string;
+  /** Drops the capabilities the shell kept for `ip` before bubblewrap starts. */
+  setpriv: string;
 }
 
 /** Whether this machine can give a confined agent a `full` network, and why not. */
@@ -103,16 +109,23 @@ export function sandboxNetworkAvailability(
   return {
     available: false,
     reason:
-      "sandbox-network=full needs pasta (apt-get install passt, dnf install passt) and unshare (util-linux) on the runner's PATH, to give the agent the internet without the host's loopback. Install them, or set sandbox-network=none (no network) or, knowing the risk, host (docs/sandbox.md).",
+      "sandbox-network=full needs pasta (apt-get install passt, dnf install passt), unshare and setpriv (util-linux) and ip (iproute2) on the runner's PATH or in /usr/sbin, /sbin, to give the agent the internet without the host's loopback or the host's own addresses. Install them, or set sandbox-network=none (no network) or, knowing the risk, host (docs/sandbox.md).",
   };
 }
 
+/** Where system tools live when the runner's `PATH` (a user's) leaves them out. */
+const SYSTEM_BIN = "/usr/sbin:/sbin:/usr/bin:/bin";
+
 function findTools(pathValue?: string): NetworkTools | undefined {
+  const find = (name: string) =>
+    findOnPath(name, pathValue) ?? findOnPath(name, SYSTEM_BIN);
   const pasta = findOnPath("pasta", pathValue);
   const unshare = findOnPath("unshare", pathValue);
   const sh = findOnPath("sh", pathValue) ?? "/bin/sh";
-  if (!pasta || !unshare) return undefined;
-  return { pasta, unshare, sh, setpriv: findOnPath("setpriv", pathValue) };
+  const ip = find("ip");
+  const setpriv = find("setpriv");
+  if (!pasta || !unshare || !ip || !setpriv) return undefined;
+  return { pasta, unshare, sh, ip, setpriv };
 }
 
 /** Throws `sandbox.unavailable` unless a `full` network can be made here. */
@@ -125,9 +138,23 @@ function requireTools(): NetworkTools {
   );
 }
 
-/** What `sh` runs before bubblewrap: write the resolver file to fd 7, wait for the network. */
-const WAIT_SCRIPT =
-  `r=$1; g=$2; shift 2; read -r _ < "$g" || exit 125; exec "$@" ${RESOLV_FD}<<EOF
+/** Exit code of the waiting shell when it could not block the host's addresses. */
+const UNBLOCKED = 124;
+
+/**
+ * What `sh` runs before bubblewrap: wait for the network; make each of the
+ * host's own addresses unreachable inside (with the capabilities `unshare
+ * --keep-caps` left it in its own namespaces); then, without those
+ * capabilities, start bubblewrap with the resolver file on fd 7.
+ */
+const WAIT_SCRIPT = `r=$1; g=$2; ip=$3; setpriv=$4; blocked=$5; shift 5
+read -r _ < "$g" || exit 125
+set -f
+for address in $blocked; do
+  case $address in *:*) family=-6 ;; *) family=-4 ;; esac
+  "$ip" "$family" rule add to "$address" prohibit || exit ${UNBLOCKED}
+done
+exec "$setpriv" --inh-caps=-all --ambient-caps=-all -- "$@" ${RESOLV_FD}<<EOF
 $r
 EOF`;
 
@@ -162,6 +189,7 @@ export function prepareSandboxNetwork(
   options: PrepareNetworkOptions,
 ): PendingNetwork & { attach(pid: number, exited: Promise<unknown>): void } {
   const tools = requireTools();
+  const blocked = hostAddresses(tools.ip);
   const dir = Deno.makeTempDirSync({ prefix: "runner-net-" });
   const go = join(dir, "go");
   const ready = join(dir, "ready");
@@ -171,7 +199,7 @@ export function prepareSandboxNetwork(
     Deno.removeSync(dir, { recursive: true });
     throw error;
   }
-  const argv = waitingArgv(tools, go, options.argv);
+  const argv = waitingArgv(tools, go, options.argv, blocked);
   let target: { pid: number; exited: Promise<unknown> } | undefined;
   let opening: Promise<void> | undefined;
   let pasta: { pid: number; status: Promise<Deno.CommandStatus> } | undefined;
@@ -230,16 +258,21 @@ export function prepareSandboxNetwork(
   };
 }
 
-/** `argv` started in new user and network namespaces, once `go` says so. */
+/**
+ * `argv` started in new user and network namespaces once `go` says so, with
+ * each of `blocked` (`address/prefix`) unreachable inside.
+ */
 function waitingArgv(
   tools: NetworkTools,
   go: string,
   argv: readonly string[],
+  blocked: readonly string[],
 ): string[] {
   return [
     tools.unshare,
     "--user",
     "--map-current-user",
+    "--keep-caps",
     "--net",
     "--",
     tools.sh,
@@ -248,8 +281,48 @@ function waitingArgv(
     "sh",
     sandboxResolvConf(),
     go,
+    tools.ip,
+    tools.setpriv,
+    blocked.join(" "),
     ...argv,
   ];
+}
+
+/**
+ * The host's own addresses but loopback, as `address/32` or `address/128`:
+ * pasta makes the namespace's connections from the host's sockets, so a
+ * connection to one of them (a link-local IPv6 address, a second interface,
+ * a container bridge) would reach the host's services bound to it or to
+ * every address, from the host itself (no firewall between). The addresses
+ * pasta copies into the namespace stay the namespace's own (local routes win).
+ */
+function hostAddresses(ip: string): string[] {
+  const listed = new Deno.Command(ip, {
+    args: ["-o", "addr", "show"],
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).outputSync();
+  if (!listed.success) {
+    throw new RunnerError(
+      "sandbox.unavailable",
+      `sandbox-network=full: could not list the host's addresses with ${ip} (${
+        new TextDecoder().decode(listed.stderr).trim()
+      }).`,
+    );
+  }
+  return parseHostAddresses(new TextDecoder().decode(listed.stdout));
+}
+
+/** The non-loopback addresses of `ip -o addr show`'s output, as host routes. */
+function parseHostAddresses(listing: string): string[] {
+  const found = new Set<string>();
+  for (const match of listing.matchAll(/\binet(6?) ([0-9a-fA-F.:]+)\//g)) {
+    const [, six, address] = match;
+    if (six ? address === "::1" : address.startsWith("127.")) continue;
+    found.add(`${address}/${six ? 128 : 32}`);
+  }
+  return [...found];
 }
 
 /** The sandbox's resolver file: pasta's DNS forwarder, and the host's search domains. */
@@ -315,13 +388,10 @@ function startPasta(
     ready,
     String(pid),
   ];
-  // With setpriv, pasta dies with the runner (kill -9 included); the reaper
-  // is the backstop.
-  const [program, ...args] = tools.setpriv
-    ? [tools.setpriv, "--pdeathsig", "KILL", "--", tools.pasta, ...pastaArgs]
-    : [tools.pasta, ...pastaArgs];
-  const child = new Deno.Command(program, {
-    args,
+  // pasta dies with the runner (kill -9 included); the reaper is the
+  // backstop.
+  const child = new Deno.Command(tools.setpriv, {
+    args: ["--pdeathsig", "KILL", "--", tools.pasta, ...pastaArgs],
     // pasta needs nothing of the runner's environment (its secrets least).
     clearEnv: true,
     stdin: "null",

@@ -9,10 +9,11 @@
  */
 
 import {
+  planRegistryProvider,
   type RegistryContext,
   type RegistryLaunch,
-  resolveRegistryProvider,
 } from "../providers.ts";
+import { installingEvents } from "../run/install_first.ts";
 import {
   PERMISSION_ASK_CAPABILITY,
   SESSION_UPDATE_CAPABILITY,
@@ -151,7 +152,7 @@ async function runJob(
   if (!planned) return { cleanupConfirmed: true };
   if (runner.stopping) {
     // cancelAll came while the job was being set up.
-    emitFailure(job, runner.stopping);
+    emitFailure(job, runner.stopping, planned.sentBefore + 1);
     return { cleanupConfirmed: true };
   }
   const { plan } = planned;
@@ -188,6 +189,8 @@ interface PlannedJob {
   plan: FlooredJobPlan;
   request: RunRequest;
   setup: RunSetup;
+  /** Events the job sent before its run started (its agent's install): the run's are numbered on. */
+  sentBefore: number;
 }
 
 /**
@@ -198,8 +201,22 @@ async function setUpJob(
   runner: JobRunnerState,
   job: DaemonJob,
 ): Promise<PlannedJob | undefined> {
+  let sentBefore = 0;
   try {
     const plan = planJob(runner, job);
+    const report = (type: string, data: Record<string, unknown>) => {
+      const wire = toRelayEvent({
+        run_id: plan.runId,
+        type,
+        data,
+        sequence: ++sentBefore,
+        timestamp: Date.now(),
+      });
+      job.emit(
+        wire.event as unknown as JsonObject,
+        wire.runner as JsonObject | undefined,
+      );
+    };
     const sendUpdate = plan.sessionUpdates &&
         job.hubCapabilities.includes(SESSION_UPDATE_CAPABILITY)
       ? job.update
@@ -219,27 +236,37 @@ async function setUpJob(
       findSession: () => Promise.resolve(jobKeptSession(plan)),
       warm: jobWarmEntrance(plan, runner.options.warmPool),
       resolveRegistry: () =>
-        registryAgentOf(plan, runner.options.agentRegistry),
+        registryAgentOf(
+          plan,
+          runner.options.agentRegistry,
+          plan.config.streaming ? installingEvents(report) : undefined,
+        ),
     });
-    return { plan, request, setup };
+    return { plan, request, setup, sentBefore };
   } catch (error) {
     runner.log({ msg: "job refused", job_id: job.jobId, code: codeOf(error) });
-    emitFailure(job, error);
+    emitFailure(job, error, sentBefore + 1);
     return undefined;
   }
 }
 
-/** The job's registry agent, resolved and installed with this daemon's registry. */
+/**
+ * The job's registry agent, resolved and installed with this daemon's
+ * registry: the version the hub pinned, or `agent.version_unavailable`.
+ */
 async function registryAgentOf(
   plan: FlooredJobPlan,
   context: DaemonJobRunnerOptions["agentRegistry"],
+  onProgress?: RegistryContext["onProgress"],
 ): Promise<RegistryLaunch | undefined> {
   if (!context) return undefined;
   const config = {
     ...plan.config,
     registryUrl: context.registryUrl ?? plan.config.registryUrl,
   };
-  return await resolveRegistryProvider(config, context);
+  const planned = await planRegistryProvider(config, context);
+  if (!planned || "launch" in planned) return planned?.launch;
+  return await planned.install(onProgress);
 }
 
 /**
@@ -287,7 +314,7 @@ interface JobStart extends PlannedJob {
 
 /** Starts the job's MCP proxy (when assets are on) and its engine run. */
 function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
-  const { job, plan, request, setup, log } = start;
+  const { job, plan, request, setup, log, sentBefore } = start;
   const { command } = setup;
   const groups = new Set<number>();
   const registry: ReaperRegistry = {
@@ -327,7 +354,10 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
-      const wire = toRelayEvent(withAllContent(event));
+      const wire = toRelayEvent(withAllContent({
+        ...event,
+        sequence: (event.sequence ?? 0) + sentBefore,
+      }));
       job.emit(
         wire.event as unknown as JsonObject,
         wire.runner as JsonObject | undefined,
@@ -380,9 +410,12 @@ async function finishJob(
 }
 
 /** Reports a job that never started (the message holds no env values). */
-function emitFailure(job: DaemonJob, error: unknown): void {
+function emitFailure(job: DaemonJob, error: unknown, sequence = 1): void {
   const runId = job.payload.run_id;
-  const wire = toRelayEvent(failedBeforeStartEvent(undefined, error));
+  const wire = toRelayEvent({
+    ...failedBeforeStartEvent(undefined, error),
+    sequence,
+  });
   const { run_id: _, ...event } = wire.event;
   job.emit(
     (typeof runId === "string"

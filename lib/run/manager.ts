@@ -10,7 +10,14 @@
 
 import type { AgentCommand } from "../agent/launch.ts";
 import { RUN_CONFIG_KEYS, type RunConfig } from "../config.ts";
-import { type RegistryContext, resolveRegistryProvider } from "../providers.ts";
+import {
+  daemonRegistryVersion,
+  planRegistryProvider,
+  type RegistryContext,
+  type RegistryLaunch,
+} from "../providers.ts";
+import { runAssetsSecrets } from "../assets/request.ts";
+import { installFirst, type InstallFirstOptions } from "./install_first.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import type { RunEvent } from "../events.ts";
 import { failedBeforeStartEvent } from "./failure.ts";
@@ -22,15 +29,24 @@ import {
 } from "./active_runs.ts";
 import { type Admission, admitRun, assertRunIdUnused } from "./admission.ts";
 import { oneAtATime } from "./one_at_a_time.ts";
-import { createRunRecorder } from "./recording.ts";
+import {
+  createRunRecorder,
+  type RunRecorder,
+  type RunRecorderOptions,
+} from "./recording.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { RunHandle } from "./engine.ts";
-import { redactDeep, redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets, secretsOf } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import type { RunAssetsHook, RunRequest } from "./request.ts";
 import type { RunLocations } from "./location.ts";
 import { startAgentRun } from "./agent_run.ts";
-import { type KeptSession, type RunSetup, setUpRun } from "./setup.ts";
+import {
+  type KeptSession,
+  type RunSetup,
+  type RunSetupOptions,
+  setUpRun,
+} from "./setup.ts";
 import { sessionSettingsFrom } from "./session_memory.ts";
 import type { WarmPool } from "./warm/pool.ts";
 
@@ -151,6 +167,7 @@ async function storedSession(
     storedSessionId,
     remembered: sessionSettingsFrom(stored?.settings),
     previousRunId: previous?.runId,
+    ...(storedSessionId && stored?.cost ? { cost: stored.cost } : {}),
   };
 }
 
@@ -191,11 +208,14 @@ interface ManagerState {
 
 /**
  * Starts an admitted run: stores it, records its events, launches it and
- * tracks it until it ends. A launch that throws is recorded as failed.
+ * tracks it until it ends. A launch that throws is recorded as failed. A
+ * registry agent that must be downloaded first is installed inside the run
+ * (`install_first.ts`); a hub's daemon run of one is pinned to the version
+ * the hub resolved.
  */
 async function startAdmittedRun(
   state: ManagerState,
-  request: RunRequest,
+  given: RunRequest,
   { admission, onEvent }: {
     admission: Admission;
     onEvent?: StartOptions["onEvent"];
@@ -204,24 +224,27 @@ async function startAdmittedRun(
   const { runId } = admission;
   const { options, log } = state;
   const { store } = options;
-  const { conversationId, config } = request;
-  const setup = await setUpRun({
-    request,
-    environment: state.environment,
-    location: options.locations[config.location],
-    secrets: options.secrets,
-    findSession: (command) => storedSession(store, request, command),
-    warm: { pool: options.warmPool },
-    resolveRegistry: options.agentRegistry &&
-      ((wanted) => resolveRegistryProvider(wanted, options.agentRegistry!)),
-  });
-  const { command, secrets } = setup;
-  const sessionKey = setup.session.key;
+  const request = await pinnedForDaemon(given, options.agentRegistry);
+  const registry = options.agentRegistry &&
+    await planRegistryProvider(request.config, options.agentRegistry);
+  if (registry && !("launch" in registry)) {
+    return await startAfterInstall(state, request, {
+      admission,
+      onEvent,
+      install: registry.install,
+    });
+  }
+  const setup = await setUpRun(setUpOptions(state, request, registry?.launch));
+  const { secrets } = setup;
   await recordRunStart(store, { request, runId, secrets });
+  const { storedSessionId, cost } = setup.session;
   const recorder = createRunRecorder({
     store,
     runId,
-    sessionKey,
+    sessionKey: setup.session.key,
+    sessionCost: storedSessionId
+      ? { sessionId: storedSessionId, cost }
+      : undefined,
     secrets,
     log,
   });
@@ -241,7 +264,145 @@ async function startAdmittedRun(
     await recorder.settled();
     throw toRunnerError(error);
   }
-  const unwatch = stopWhenFenced(store, runId, handle);
+  logStarted(state, { runId, request, setup });
+  return followRun(state, { runId, request, handle, recorder });
+}
+
+/** What {@linkcode setUpRun} needs for a request of this manager's. */
+function setUpOptions(
+  state: ManagerState,
+  request: RunRequest,
+  launch: RegistryLaunch | undefined,
+): RunSetupOptions {
+  const { options } = state;
+  return {
+    request,
+    environment: state.environment,
+    location: options.locations[request.config.location],
+    secrets: options.secrets,
+    findSession: (command) => storedSession(options.store, request, command),
+    warm: { pool: options.warmPool },
+    resolveRegistry: () => Promise.resolve(launch),
+  };
+}
+
+/**
+ * A hub's daemon run of a registry agent, pinned to the version the hub
+ * resolved: the daemon installs exactly that one (`docs/registry.md`).
+ */
+async function pinnedForDaemon(
+  request: RunRequest,
+  context: RegistryContext | undefined,
+): Promise<RunRequest> {
+  if (!context) return request;
+  const version = await daemonRegistryVersion(request.config, context);
+  if (!version || version === request.config.providerVersion) return request;
+  return {
+    ...request,
+    config: { ...request.config, providerVersion: version },
+  };
+}
+
+/**
+ * Starts a run whose registry agent is downloaded and installed first: the
+ * run is stored and followed at once, its `agent.installing` events tell
+ * its callers what it waits for, then it is set up and launched.
+ */
+async function startAfterInstall(
+  state: ManagerState,
+  request: RunRequest,
+  { admission, onEvent, install }: {
+    admission: Admission;
+    onEvent?: StartOptions["onEvent"];
+    install: InstallFirstOptions["install"];
+  },
+): Promise<ManagedRun> {
+  const { runId } = admission;
+  const { options, log } = state;
+  const { store } = options;
+  const { config } = request;
+  // What setUpRun will redact, known before the agent is (live: it grows).
+  const secrets = [
+    ...secretsOf({
+      envJson: config.envJson,
+      environment: state.environment,
+      secretNames: config.secretEnvNames,
+    }),
+    ...(options.secrets ?? []),
+    ...runAssetsSecrets(request.assets),
+  ];
+  await recordRunStart(store, { request, runId, secrets });
+  const recording: RunRecorderOptions = { store, runId, secrets, log };
+  const recorder = createRunRecorder(recording);
+  if (onEvent) recorder.subscribe(onEvent);
+  const handle = installFirst({
+    runId,
+    conversationId: request.conversationId,
+    install,
+    progress: config.streaming,
+    emit: recorder.emit,
+    secrets,
+    async start(launch, emit) {
+      const setup = await setUpRun(setUpOptions(state, request, launch));
+      for (const value of setup.secrets) {
+        if (!secrets.includes(value)) secrets.push(value);
+      }
+      recording.sessionKey = setup.session.key;
+      const { storedSessionId, cost } = setup.session;
+      if (storedSessionId) {
+        recording.sessionCost = { sessionId: storedSessionId, cost };
+      }
+      const started = startAtLocation(options, {
+        runId,
+        request,
+        setup,
+        emit,
+        log: (entry) => log(redactDeep({ run_id: runId, ...entry }, secrets)),
+      });
+      logStarted(state, { runId, request, setup });
+      return started;
+    },
+  });
+  log({
+    msg: "run waits for its agent's install",
+    run_id: runId,
+    conversation_id: request.conversationId,
+    provider: config.provider,
+  });
+  return followRun(state, { runId, request, handle, recorder });
+}
+
+function logStarted(
+  state: ManagerState,
+  { runId, request, setup }: {
+    runId: string;
+    request: RunRequest;
+    setup: RunSetup;
+  },
+): void {
+  const { command, secrets } = setup;
+  state.log({
+    msg: "run started",
+    run_id: runId,
+    conversation_id: request.conversationId,
+    location: request.config.location,
+    provider: request.config.provider,
+    command: redactSecrets(command.commandText, secrets),
+    command_source: command.commandSource,
+  });
+}
+
+/** Tracks a started run until it ends and its outcome is stored. */
+function followRun(
+  state: ManagerState,
+  { runId, request, handle, recorder }: {
+    runId: string;
+    request: RunRequest;
+    handle: RunHandle;
+    recorder: RunRecorder;
+  },
+): ManagedRun {
+  const unwatch = stopWhenFenced(state.options.store, runId, handle);
   // A run is done once its outcome and session id are stored, too.
   const stored = handle.done.then(async (result) => {
     await recorder.settled();
@@ -250,18 +411,9 @@ async function startAdmittedRun(
   });
   const run = trackRun(state.active, {
     runId,
-    conversationId,
+    conversationId: request.conversationId,
     handle: { ...handle, done: stored },
     subscribe: recorder.subscribe,
-  });
-  log({
-    msg: "run started",
-    run_id: runId,
-    conversation_id: conversationId,
-    location: config.location,
-    provider: config.provider,
-    command: redactSecrets(command.commandText, secrets),
-    command_source: command.commandSource,
   });
   // Whoever awaited start() subscribes within this task; later ones read the store.
   setTimeout(recorder.stopReplay, 0);
@@ -433,20 +585,18 @@ function recordRunStart(
     runId,
     conversationId: request.conversationId,
     config: redactDeep(publicConfig(request.config), secrets),
-    prompt: promptSnippet(request.input.text, secrets),
+    prompt: firstPrompt(request.input.text, secrets),
     status: "active",
   });
 }
 
-/** Characters of the first input's text a run record keeps. */
-const PROMPT_SNIPPET_CHARS = 200;
-
-/** The start of a run's first input text, secrets redacted before it is cut. */
-function promptSnippet(
+/**
+ * A run's first input text, secrets redacted, whole: transcripts (and `/acp`
+ * loads) give it back; listings show its start.
+ */
+function firstPrompt(
   text: string | undefined,
   secrets: Iterable<string>,
 ): string | undefined {
-  if (!text) return undefined;
-  return [...redactSecrets(text, secrets)].slice(0, PROMPT_SNIPPET_CHARS)
-    .join("");
+  return text ? redactSecrets(text, secrets) : undefined;
 }

@@ -17,8 +17,8 @@
  */
 
 import { ERROR_CODES, toRunnerError } from "../errors.ts";
-import type { RunEvent } from "../events.ts";
-import { isTerminalEvent } from "../events.ts";
+import type { RunEvent, UsageCost } from "../events.ts";
+import { costSince, isTerminalEvent } from "../events.ts";
 import { redactDeep } from "../secrets.ts";
 import type { RunStore, SessionKey } from "../store/types.ts";
 import { SESSION_SETTINGS_KEY, sessionSettingsFrom } from "./session_memory.ts";
@@ -34,6 +34,11 @@ export interface RunRecorderOptions {
    * updates are stored, if anywhere.
    */
   sessionKey?: SessionKey;
+  /**
+   * The stored session the run may continue and its running cost as last
+   * reported: the run's cost is what it adds to that (`costSince`).
+   */
+  sessionCost?: { sessionId: string; cost?: UsageCost };
   /** Values to redact from every event. */
   secrets: readonly string[];
   /** Structured log. */
@@ -81,6 +86,8 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   };
   const publisher = createDurablePublisher(options, deliver);
   const sessionWrites: SessionWrites = { last: Promise.resolve() };
+  const costWrites: Promise<unknown>[] = [];
+  const runCost = sessionCostTracker(options, sessionWrites, costWrites);
   // Fencing: the terminal event waits for the store's verdict on the run's
   // end, then follows the events before it; a lost lease's failure is not
   // stored, so it goes to the listeners at once.
@@ -101,7 +108,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
         });
         return;
       }
-      const event = redactDeep(raw, options.secrets);
+      const event = runCost(redactDeep(raw, options.secrets));
       if (isTerminalEvent(event)) terminal = event;
       const stored = storeTracked(options, event, {
         terminal: terminal === event,
@@ -124,7 +131,8 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
     stopReplay() {
       early = undefined;
     },
-    settled: () => Promise.all([writes, publisher.idle()]).then(() => {}),
+    settled: () =>
+      Promise.all([writes, publisher.idle(), ...costWrites]).then(() => {}),
   };
 }
 
@@ -242,6 +250,59 @@ function deliverTo(
       });
     }
   }
+}
+
+/**
+ * Follows which agent session the run uses and, on its terminal event,
+ * replaces the agent's running cost with what the run added to it and
+ * remembers the running cost with the session.
+ */
+function sessionCostTracker(
+  options: RunRecorderOptions,
+  sessionWrites: SessionWrites,
+  writes: Promise<unknown>[],
+): (event: RunEvent) => RunEvent {
+  const { store, log, runId } = options;
+  // Read when used: a run that installs its agent first learns its session later.
+  let sessionId: string | undefined;
+  let known = false;
+  return (event) => {
+    const { sessionKey, sessionCost } = options;
+    if (!known && sessionCost) {
+      sessionId = sessionCost.sessionId;
+      known = true;
+    }
+    if (
+      event.type === "state.updated" &&
+      event.data.key === "external.acp_session_id"
+    ) {
+      sessionId = String(event.data.value);
+    }
+    const total = event.usage?.cost;
+    if (!isTerminalEvent(event) || !total) return event;
+    const before = sessionId === sessionCost?.sessionId
+      ? sessionCost?.cost
+      : undefined;
+    if (sessionKey && sessionId) {
+      const write = { sessionId, cost: total };
+      // Lost, the session's next run counts from the total stored before.
+      writes.push(
+        inTurn(sessionWrites, () => store.putSessionCost(sessionKey, write))
+          .catch((error) =>
+            log({
+              msg: "storing the session's cost failed",
+              level: "error",
+              run_id: runId,
+              code: toRunnerError(error).code,
+            })
+          ),
+      );
+    }
+    return {
+      ...event,
+      usage: { ...event.usage, cost: costSince(total, before) },
+    };
+  };
 }
 
 /**

@@ -14,6 +14,7 @@
 import type { AgentCommand } from "../agent/launch.ts";
 import { runAssetsSecrets } from "../assets/request.ts";
 import type { RunConfig } from "../config.ts";
+import type { UsageCost } from "../events.ts";
 import { prepareAgentCommand, type RegistryLaunch } from "../providers.ts";
 import type { SessionKey } from "../store/types.ts";
 import type { WarmPlace } from "./agent_run.ts";
@@ -35,6 +36,8 @@ export interface KeptSession {
   remembered?: SessionSettings;
   /** The conversation's latest run so far (a warm agent must have seen it). */
   previousRunId?: string;
+  /** The stored session's running cost as the agent last reported it. */
+  cost?: UsageCost;
 }
 
 /** Options for {@linkcode setUpRun}. */

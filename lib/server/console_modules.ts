@@ -11,6 +11,9 @@
 
 import apiSource from "./console/api.js" with { type: "text" };
 import carriedSource from "./console/carried.js" with { type: "text" };
+import conversationUsageSource from "./console/conversation_usage.js" with {
+  type: "text",
+};
 import domSource from "./console/dom.js" with { type: "text" };
 import downloadSource from "./console/download.js" with { type: "text" };
 import followUpSource from "./console/follow_up.js" with { type: "text" };
@@ -37,6 +40,7 @@ export const CONSOLE_MODULE_PATH = "/console/app/";
 export const CONSOLE_MODULES: Readonly<Record<string, string>> = {
   "api.js": apiSource,
   "carried.js": carriedSource,
+  "conversation_usage.js": conversationUsageSource,
   "dom.js": domSource,
   "download.js": downloadSource,
   "follow_up.js": followUpSource,

@@ -129,7 +129,7 @@ const RUNS =
 
 const RUN = `<section id="run-panel" hidden>
 <h2><button id="back-to-runs" type="button">← Runs</button> Run <span id="run-status" class="badge"></span> <button id="cancel" class="reject" type="button" hidden>Cancel</button></h2>
-<div id="run-title" class="run-id"></div><div id="run-meta" class="meta"></div><div id="run-usage" class="meta"></div>
+<div id="run-title" class="run-id"></div><div id="run-meta" class="meta"></div><div id="run-usage" class="meta"></div><div id="conversation-usage" class="meta"></div>
 <div class="meta">Transcript: <button id="download-md" type="button">Markdown</button> <button id="download-json" type="button">JSON</button> <span id="download-error" class="error" role="alert"></span></div>
 <p id="run-error" class="error" role="alert"></p><div id="run-stream" class="meta" role="status"></div>
 <div id="transcript"></div>

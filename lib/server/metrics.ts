@@ -337,7 +337,7 @@ export function createMetrics(): Metrics {
         ),
         ...runs.cost.render(
           "runner_cost_total",
-          "Costs the agents reported (the last usage_update cost of each run), by currency.",
+          "What runs cost (each what it added to its agent session's running cost), by currency.",
         ),
         "# HELP runner_agent_processes_alive Agent process groups started and not yet torn down.",
         "# TYPE runner_agent_processes_alive gauge",

@@ -76,6 +76,18 @@ export function requestedFormat(
   return accept.includes("application/x-ndjson") ? "ndjson" : "sse";
 }
 
+/** Characters of a run's first input text that its API view shows. */
+const PROMPT_START_CHARS = 200;
+
+/** The start of a stored first prompt (the store keeps all of it), or null. */
+function promptStart(prompt: string | undefined): string | null {
+  if (prompt === undefined) return null;
+  const chars = [...prompt];
+  return chars.length > PROMPT_START_CHARS
+    ? chars.slice(0, PROMPT_START_CHARS).join("")
+    : prompt;
+}
+
 /**
  * A run as the API shows it. `active` is whether it is still in progress,
  * read from the same record as `status` so the two always agree (a run that
@@ -90,7 +102,7 @@ export function runView(record: RunRecord): Record<string, unknown> {
     code: record.code ?? null,
     error: record.error ?? null,
     config: record.config,
-    prompt: record.prompt ?? null,
+    prompt: promptStart(record.prompt),
     created_at: new Date(record.createdAt).toISOString(),
     updated_at: new Date(record.updatedAt).toISOString(),
     finished_at: record.finishedAt

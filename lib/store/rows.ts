@@ -7,7 +7,7 @@
  */
 
 import { RunnerError } from "../errors.ts";
-import { type RunUsage, usageFrom } from "../events.ts";
+import { costOf, type RunUsage, type UsageCost, usageFrom } from "../events.ts";
 import type {
   RunRecord,
   RunStatus,
@@ -48,11 +48,41 @@ export function sessionKeyValues(key: SessionKey): string[] {
 /** A sessions-table row as a {@linkcode StoredSession}. */
 export function toStoredSession(row: Row): StoredSession {
   const settings = settingsOf(row.settings_json);
+  const sessionId = String(row.session_id);
+  const cost = sessionCostOf(row.cost_json, sessionId);
   return {
-    sessionId: String(row.session_id),
+    sessionId,
     updatedAt: Number(row.updated_at),
     ...(settings ? { settings } : {}),
+    ...(cost ? { cost } : {}),
   };
+}
+
+/** A session's running cost as the `cost_json` column stores it. */
+export function sessionCostJson(
+  sessionCost: { sessionId: string; cost: UsageCost },
+): string {
+  return JSON.stringify({
+    session_id: sessionCost.sessionId,
+    ...sessionCost.cost,
+  });
+}
+
+/**
+ * The running cost in a `cost_json` column, if it is `sessionId`'s (a cost
+ * stays behind when a new session replaces the old one under its key).
+ */
+function sessionCostOf(
+  value: unknown,
+  sessionId: string,
+): UsageCost | undefined {
+  if (typeof value !== "string") return undefined;
+  try {
+    const parsed = JSON.parse(value);
+    return parsed?.session_id === sessionId ? costOf(parsed) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A whole sessions-table row as a {@linkcode SessionRecord}. */

@@ -31,7 +31,7 @@ export interface TranscriptRun {
   status: string;
   /** Its secret-free config. */
   config: Record<string, unknown>;
-  /** The start of its first input's text (secret-free), or null. */
+  /** Its first input's text, whole (secret-free), or null. */
   prompt: string | null;
   /** The failure code, or null. */
   code: string | null;
@@ -275,21 +275,30 @@ export interface ImportedTranscript {
  * nothing.
  *
  * @throws `http.bad_request` for a document that is not a valid transcript;
- * `http.conflict` when one of its runs is already stored (nothing is written).
+ * `http.conflict` when one of its runs is already stored, or its
+ * conversation already has runs or sessions here (nothing is written).
  */
 export async function importTranscript(
   store: RunStore,
   value: unknown,
 ): Promise<ImportedTranscript> {
   const { conversationId, runs } = parseTranscript(value);
-  const taken = await store.importRuns(runs);
-  if (taken.length) {
+  const conflict = await store.importRuns(runs);
+  if (conflict?.kind === "runs") {
+    const taken = conflict.runIds;
     throw new RunnerError(
       "http.conflict",
       `${taken.length === 1 ? "Run" : "Runs"} ${taken.join(", ")} ${
         taken.length === 1 ? "is" : "are"
       } already stored here; nothing was imported. A transcript is imported once: this one (or a run of it) is already in this runner's store.`,
       { detail: { run_ids: taken } },
+    );
+  }
+  if (conflict?.kind === "conversation") {
+    throw new RunnerError(
+      "http.conflict",
+      `Conversation ${conflict.conversationId} already has runs or sessions here; nothing was imported. A transcript starts a conversation of its own: set conversation.conversation_id (and each run's conversation_id) to an id this runner does not use yet.`,
+      { detail: { conversation_id: conflict.conversationId } },
     );
   }
   return {

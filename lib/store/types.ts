@@ -10,7 +10,7 @@
 
 import type { ErrorCode } from "../errors.ts";
 import { RunnerError } from "../errors.ts";
-import type { RunEvent, RunUsage } from "../events.ts";
+import type { RunEvent, RunUsage, UsageCost } from "../events.ts";
 import type { FleetStore, SharedStoreOptions } from "./fleet.ts";
 
 /**
@@ -43,6 +43,11 @@ export interface StoredSession {
    * for; `docs/runs.md`, "Session config options"), if any.
    */
   settings?: Record<string, unknown>;
+  /**
+   * The session's running cost as the agent last reported it (ACP
+   * `usage_update.cost`), if a run of this session reported one.
+   */
+  cost?: UsageCost;
   /** When it was last stored, in milliseconds since the epoch. */
   updatedAt: number;
 }
@@ -64,7 +69,7 @@ export interface NewRun {
   conversationId?: string;
   /** The run's config, already stripped of secrets. */
   config: Record<string, unknown>;
-  /** The start of the first input's text, already stripped of secrets. */
+  /** The first input's text, whole, already stripped of secrets. */
   prompt?: string;
   /** Always `active`: a run is created when it starts. */
   status: "active";
@@ -92,7 +97,7 @@ export interface RunRecord {
   status: RunStatus;
   /** The run's secret-free config. */
   config: Record<string, unknown>;
-  /** The start of the first input's text (secret-free), if it had text. */
+  /** The first input's text, whole (secret-free), if it had text. */
   prompt?: string;
   /** The failure code, once failed or cancelled. */
   code?: string;
@@ -115,6 +120,21 @@ export interface ImportedRun {
   /** Its events, ordered by sequence, already stripped of secrets. */
   events: RunEvent[];
 }
+
+/** Why {@linkcode RunStore.importRuns} wrote nothing. */
+export type ImportConflict =
+  | {
+    /** Some of the runs' ids are stored already. */
+    kind: "runs";
+    /** Those ids. */
+    runIds: string[];
+  }
+  | {
+    /** The runs' conversation already has runs or sessions in this store. */
+    kind: "conversation";
+    /** Its id. */
+    conversationId: string;
+  };
 
 /** Filters for {@linkcode RunStore.listRuns}. */
 export interface ListRunsOptions {
@@ -189,6 +209,15 @@ export interface RunStore {
     key: SessionKey,
     settings: Record<string, unknown>,
   ): Promise<void>;
+  /**
+   * Remembers `cost` as the running cost of session `sessionId` (it counts
+   * only while that session is the key's); does nothing when no session is
+   * stored for the key.
+   */
+  putSessionCost(
+    key: SessionKey,
+    sessionCost: { sessionId: string; cost: UsageCost },
+  ): Promise<void>;
   /** Forgets every session of a conversation; resolves to how many were removed. */
   deleteSessions(conversationId: string): Promise<number>;
   /** Every session of a conversation, most recently stored first. */
@@ -204,10 +233,12 @@ export interface RunStore {
   /**
    * Stores finished runs brought from another runner (a transcript), with
    * their events, all in one transaction and owned by nobody. When any of
-   * their ids is already stored nothing is written: resolves to those ids
-   * (empty: all stored).
+   * their ids is already stored, or their conversation already has a run or
+   * a session here, nothing is written: resolves to why (undefined: all
+   * stored). Imported runs never join a conversation of this store: they
+   * would become its latest run (warm reuse, the history a load replays).
    */
-  importRuns(runs: readonly ImportedRun[]): Promise<string[]>;
+  importRuns(runs: readonly ImportedRun[]): Promise<ImportConflict | undefined>;
   /** One run, if it exists. */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** Runs, newest first. */

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  customRunArgs,
   fixtureCommand,
   parseJsonLines,
   readRecord,
@@ -19,20 +20,13 @@ import {
 
 async function runWith(method: string) {
   const record = join(tempDir(), "record.jsonl");
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--auth-required", "--record", record),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    tempDir(),
-    "--auth-method",
-    method,
-    "--json",
-    "hi",
-  ]);
+  const result = await runCli(
+    customRunArgs(
+      fixtureCommand("--auth-required", "--record", record),
+      join(tempDir(), "ws"),
+      ["--data-dir", tempDir(), "--auth-method", method, "--json", "hi"],
+    ),
+  );
   const methods = readRecord(record).map((r) => r.method).filter(Boolean);
   return { result, methods, events: parseJsonLines(result.stdout) };
 }

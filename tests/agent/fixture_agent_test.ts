@@ -23,6 +23,20 @@ interface Fixture {
   stop(): Promise<{ status: Deno.CommandStatus; stderr: string }>;
 }
 
+/** Runs `body` with a fixture agent started with `flags` and `env`, stopped afterwards. */
+async function withFixture<T>(
+  flags: string[],
+  body: (fixture: Fixture) => Promise<T>,
+  env: Record<string, string> = {},
+): Promise<T> {
+  const fixture = start(flags, env);
+  try {
+    return await body(fixture);
+  } finally {
+    await fixture.stop();
+  }
+}
+
 function start(
   flags: string[],
   env: Record<string, string> = {},
@@ -101,8 +115,7 @@ async function promptText(f: Fixture, sessionId: string, text: string) {
 }
 
 Deno.test("chunks arrive in order and the turn ends with end_turn", async () => {
-  const f = start(["--text", "abcdefghij", "--chunks", "4"]);
-  try {
+  await withFixture(["--text", "abcdefghij", "--chunks", "4"], async (f) => {
     const initRes = await init(f);
     assert.equal(initRes.protocolVersion, 1);
     assert.deepEqual(initRes.agentInfo, {
@@ -114,27 +127,24 @@ Deno.test("chunks arrive in order and the turn ends with end_turn", async () => 
     assert.equal(res.stopReason, "end_turn");
     await f.until(() => f.chunks().length >= 4);
     assert.deepEqual(f.chunks(), ["abc", "def", "gh", "ij"]);
-  } finally {
-    await f.stop();
-  }
+  });
 });
 
 Deno.test("--protocol-version 2 is answered", async () => {
-  const f = start(["--protocol-version", "2", "--resume", "--image"]);
-  try {
-    const res = await init(f);
-    assert.equal(res.protocolVersion, 2);
-    assert.deepEqual(res.agentCapabilities?.sessionCapabilities?.resume, {});
-    assert.equal(res.agentCapabilities?.promptCapabilities?.image, true);
-    assert.equal(res.agentCapabilities?.loadSession, false);
-  } finally {
-    await f.stop();
-  }
+  await withFixture(
+    ["--protocol-version", "2", "--resume", "--image"],
+    async (f) => {
+      const res = await init(f);
+      assert.equal(res.protocolVersion, 2);
+      assert.deepEqual(res.agentCapabilities?.sessionCapabilities?.resume, {});
+      assert.equal(res.agentCapabilities?.promptCapabilities?.image, true);
+      assert.equal(res.agentCapabilities?.loadSession, false);
+    },
+  );
 });
 
 Deno.test("--auth-required rejects session/new with -32000", async () => {
-  const f = start(["--auth-required"]);
-  try {
+  await withFixture(["--auth-required"], async (f) => {
     const res = await init(f);
     assert.equal(res.authMethods?.[0]?.id, "fixture-login");
     await assert.rejects(newSession(f), (e: unknown) => {
@@ -143,111 +153,86 @@ Deno.test("--auth-required rejects session/new with -32000", async () => {
       assert.equal(e.message, "Authentication required");
       return true;
     });
-  } finally {
-    await f.stop();
-  }
+  });
 });
 
 Deno.test("session/load replays history across processes", async () => {
   const dir = tempDir();
-  try {
-    const a = start(["--state-dir", dir]);
-    let sid: string;
-    try {
-      await init(a);
-      sid = await newSession(a, "/work");
-      await promptText(a, sid, "first");
-      await a.until(() => a.chunks().length >= 1);
-      assert.equal(a.chunks().join(""), "echo: first (turn 1)");
-    } finally {
-      await a.stop();
-    }
+  const sid = await withFixture(["--state-dir", dir], async (a) => {
+    await init(a);
+    const sid = await newSession(a, "/work");
+    await promptText(a, sid, "first");
+    await a.until(() => a.chunks().length >= 1);
+    assert.equal(a.chunks().join(""), "echo: first (turn 1)");
+    return sid;
+  });
 
-    const b = start(["--state-dir", dir, "--load-session"]);
-    try {
-      const res = await init(b);
-      assert.equal(res.agentCapabilities?.loadSession, true);
-      await b.agent.request(acp.methods.agent.session.load, {
-        sessionId: sid,
+  await withFixture(["--state-dir", dir, "--load-session"], async (b) => {
+    const res = await init(b);
+    assert.equal(res.agentCapabilities?.loadSession, true);
+    await b.agent.request(acp.methods.agent.session.load, {
+      sessionId: sid,
+      cwd: "/work",
+      mcpServers: [],
+    });
+    await b.until((u) => u.length >= 2);
+    assert.deepEqual(
+      b.updates.map((n) => [n.update.sessionUpdate, textOf(n)]),
+      [
+        ["user_message_chunk", "first"],
+        ["agent_message_chunk", "echo: first (turn 1)"],
+      ],
+    );
+    await promptText(b, sid, "second");
+    await b.until((u) => u.length >= 3);
+    assert.equal(textOf(b.updates[2]), "echo: second (turn 2)");
+
+    await assert.rejects(
+      b.agent.request(acp.methods.agent.session.load, {
+        sessionId: "no-such-session",
         cwd: "/work",
         mcpServers: [],
-      });
-      await b.until((u) => u.length >= 2);
-      assert.deepEqual(
-        b.updates.map((n) => [n.update.sessionUpdate, textOf(n)]),
-        [
-          ["user_message_chunk", "first"],
-          ["agent_message_chunk", "echo: first (turn 1)"],
-        ],
-      );
-      await promptText(b, sid, "second");
-      await b.until((u) => u.length >= 3);
-      assert.equal(textOf(b.updates[2]), "echo: second (turn 2)");
-
-      await assert.rejects(
-        b.agent.request(acp.methods.agent.session.load, {
-          sessionId: "no-such-session",
-          cwd: "/work",
-          mcpServers: [],
-        }),
-        (e: unknown) => {
-          assert.ok(e instanceof acp.RequestError);
-          assert.equal(e.code, -32002);
-          assert.deepEqual(e.data, { sessionId: "no-such-session" });
-          return true;
-        },
-      );
-    } finally {
-      await b.stop();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof acp.RequestError);
+        assert.equal(e.code, -32002);
+        assert.deepEqual(e.data, { sessionId: "no-such-session" });
+        return true;
+      },
+    );
+  });
 });
 
 Deno.test("session/resume works across processes without replay", async () => {
   const dir = tempDir();
-  try {
-    const a = start(["--state-dir", dir]);
-    let sid: string;
-    try {
-      await init(a);
-      sid = await newSession(a);
-      await promptText(a, sid, "one");
-    } finally {
-      await a.stop();
-    }
+  const sid = await withFixture(["--state-dir", dir], async (a) => {
+    await init(a);
+    const sid = await newSession(a);
+    await promptText(a, sid, "one");
+    return sid;
+  });
 
-    const b = start(["--state-dir", dir, "--resume"]);
-    try {
-      await init(b);
-      await b.agent.request(acp.methods.agent.session.resume, {
-        sessionId: sid,
-        cwd: "/tmp",
-        mcpServers: [],
-      });
-      const res = await promptText(b, sid, "two");
-      assert.equal(res.stopReason, "end_turn");
-      await b.until(() => b.chunks().length >= 1);
-      assert.deepEqual(
-        b.updates.map((n) => [n.update.sessionUpdate, textOf(n)]),
-        [["agent_message_chunk", "echo: two (turn 2)"]],
-      );
-    } finally {
-      await b.stop();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await withFixture(["--state-dir", dir, "--resume"], async (b) => {
+    await init(b);
+    await b.agent.request(acp.methods.agent.session.resume, {
+      sessionId: sid,
+      cwd: "/tmp",
+      mcpServers: [],
+    });
+    const res = await promptText(b, sid, "two");
+    assert.equal(res.stopReason, "end_turn");
+    await b.until(() => b.chunks().length >= 1);
+    assert.deepEqual(
+      b.updates.map((n) => [n.update.sessionUpdate, textOf(n)]),
+      [["agent_message_chunk", "echo: two (turn 2)"]],
+    );
+  });
 });
 
 Deno.test("--record captures prompt blocks, env and cancel", async () => {
   const dir = tempDir();
   const record = `${dir}/record.jsonl`;
-  const f = start(["--record", record, "--stall-prompt"], {
-    FIXTURE_PROBE: "probe-1",
-  });
-  try {
+  await withFixture(["--record", record, "--stall-prompt"], async (f) => {
     await init(f);
     const sid = await newSession(f);
     const blocks: acp.ContentBlock[] = [
@@ -270,10 +255,7 @@ Deno.test("--record captures prompt blocks, env and cancel", async () => {
     const prompt = lines.find((l) => l.method === "session/prompt");
     assert.deepEqual(prompt.params.prompt, blocks);
     assert.ok(lines.some((l) => l.method === "session/cancel"));
-  } finally {
-    await f.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, { FIXTURE_PROBE: "probe-1" });
 });
 
 Deno.test("--permission and --gate-fifo hold and shape the turn", async () => {
@@ -281,8 +263,7 @@ Deno.test("--permission and --gate-fifo hold and shape the turn", async () => {
   const fifo = `${dir}/gate`;
   const mk = await new Deno.Command("mkfifo", { args: [fifo] }).output();
   assert.ok(mk.success);
-  const f = start(["--permission", "--gate-fifo", fifo]);
-  try {
+  await withFixture(["--permission", "--gate-fifo", fifo], async (f) => {
     await init(f);
     const sid = await newSession(f);
     let settled = false;
@@ -292,10 +273,7 @@ Deno.test("--permission and --gate-fifo hold and shape the turn", async () => {
     assert.equal(settled, false);
     await Deno.writeTextFile(fifo, "release\n");
     assert.equal((await pending).stopReason, "end_turn");
-  } finally {
-    await f.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 function textOf(n: acp.SessionNotification): string | undefined {

@@ -13,8 +13,16 @@ export interface TestRegistry {
   registryUrl: string;
   /** The server's base (`http://127.0.0.1:PORT`). */
   base: string;
-  /** Serves `bytes` at `/files/<name>`; returns its URL and sha256. */
-  addFile(name: string, bytes: Uint8Array): { url: string; sha256: string };
+  /**
+   * Serves `bytes` at `/files/<name>`; returns its URL and sha256. With
+   * `hold`, each download sends its first `after` bytes, then waits for
+   * `until` before the rest.
+   */
+  addFile(
+    name: string,
+    bytes: Uint8Array,
+    hold?: { after: number; until: Promise<void> },
+  ): { url: string; sha256: string };
   /** Sets the `agents` of `registry.json`. */
   setAgents(agents: unknown[]): void;
   /** Requests per path so far. */
@@ -26,6 +34,7 @@ export interface TestRegistry {
 /** Starts a registry on 127.0.0.1. */
 export function serveRegistry(): TestRegistry {
   const files = new Map<string, Uint8Array>();
+  const holds = new Map<string, { after: number; until: Promise<void> }>();
   const hits = new Map<string, number>();
   let agents: unknown[] = [];
   const server = Deno.serve(
@@ -38,6 +47,8 @@ export function serveRegistry(): TestRegistry {
       }
       const file = files.get(pathname);
       if (!file) return new Response("not found", { status: 404 });
+      const hold = holds.get(pathname);
+      if (hold) return heldResponse(file, hold);
       return new Response(file as Uint8Array<ArrayBuffer>, {
         headers: { "content-type": "application/octet-stream" },
       });
@@ -48,8 +59,9 @@ export function serveRegistry(): TestRegistry {
     registryUrl: `${base}/registry.json`,
     base,
     hits,
-    addFile(name, bytes) {
+    addFile(name, bytes, hold) {
       files.set(`/files/${name}`, bytes);
+      if (hold) holds.set(`/files/${name}`, hold);
       return {
         url: `${base}/files/${name}`,
         sha256: createHash("sha256").update(bytes).digest("hex"),
@@ -60,6 +72,27 @@ export function serveRegistry(): TestRegistry {
     },
     close: () => server.shutdown(),
   };
+}
+
+/** `bytes` with their length announced, the rest sent once `hold.until` resolves. */
+function heldResponse(
+  bytes: Uint8Array,
+  hold: { after: number; until: Promise<void> },
+): Response {
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(bytes.slice(0, hold.after));
+      await hold.until;
+      controller.enqueue(bytes.slice(hold.after));
+      controller.close();
+    },
+  });
+  return new Response(body, {
+    headers: {
+      "content-type": "application/octet-stream",
+      "content-length": String(bytes.length),
+    },
+  });
 }
 
 /** This machine's registry platform key. */

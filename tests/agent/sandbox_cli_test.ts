@@ -20,34 +20,28 @@ import {
 import {
   assertKilledRunnerLeavesNothing,
   DENO_DIR,
+  keysAsFlags,
   markedProcesses,
   sandboxKeys,
+  type SandboxWorld,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
 
-/** `runner` flags for the run-config keys of {@linkcode sandboxKeys}. */
-function flagsOf(keys: Record<string, unknown>): string[] {
-  const { provider, ...rest } = keys;
-  return [
-    String(provider),
-    ...Object.entries(rest).flatMap(([key, value]) => [
-      `--${key}`,
-      Array.isArray(value)
-        ? value.join(",")
-        : typeof value === "object"
-        ? JSON.stringify(value)
-        : String(value),
-    ]),
-  ];
+/** `runner probe` of the fixture in `world`'s confined run keys with `extra` keys, then `args`. */
+function probeIn(
+  world: SandboxWorld,
+  extra: Record<string, unknown>,
+  ...args: string[]
+) {
+  const keys = sandboxKeys(world, [], extra);
+  return runCli(["probe", ...keysAsFlags(keys), ...args], {
+    env: world.environment,
+  });
 }
 
 Deno.test("runner probe --sandbox confined reports the sandbox available and the agent ready in it", async () => {
   const world = sandboxWorld();
-  const result = await runCli([
-    "probe",
-    ...flagsOf(sandboxKeys(world, [])),
-    "--json",
-  ], { env: world.environment });
+  const result = await probeIn(world, {}, "--json");
   assert.equal(result.code, 0, result.stdout + result.stderr);
   const report = JSON.parse(result.stdout);
   assert.equal(report.outcome, "ok");
@@ -56,10 +50,7 @@ Deno.test("runner probe --sandbox confined reports the sandbox available and the
     mode: "confined",
     network: "full",
   });
-  const human = await runCli([
-    "probe",
-    ...flagsOf(sandboxKeys(world, [], { sandbox: "off" })),
-  ], { env: world.environment });
+  const human = await probeIn(world, { sandbox: "off" });
   assert.match(human.stdout, /^sandbox: available; this run: off$/m);
 });
 
@@ -72,14 +63,16 @@ Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sand
   Deno.symlinkSync(findOnPath("ps", Deno.env.get("PATH"))!, join(path, "ps"));
   const env = { ...world.environment, PATH: path };
   const keys = sandboxKeys(world, ["--record", record]);
-  const result = await runCli(["run", ...flagsOf(keys), "hi"], { env });
+  const result = await runCli(["run", ...keysAsFlags(keys), "hi"], { env });
   assert.equal(result.code, 1, result.stderr);
   assert.match(
     result.stderr,
     /error \[sandbox\.unavailable\]: sandbox=confined needs bubblewrap, which is not on the runner's PATH \(apt-get install bubblewrap/,
   );
   assert.throws(() => Deno.statSync(record), "the agent never started");
-  const probe = await runCli(["probe", ...flagsOf(keys), "--json"], { env });
+  const probe = await runCli(["probe", ...keysAsFlags(keys), "--json"], {
+    env,
+  });
   assert.equal(probe.code, 9);
   const report = JSON.parse(probe.stdout);
   assert.equal(report.outcome, "sandbox_unavailable");
@@ -91,7 +84,7 @@ Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sand
 Deno.test("kill -9 of runner run takes its confined agent, the agent's stubborn grandchild included, down with it", async () => {
   const world = sandboxWorld();
   const keys = sandboxKeys(world, ["--stall-prompt", "--grandchild"]);
-  const child = spawnCli(["run", ...flagsOf(keys), "--json", "hi"], {
+  const child = spawnCli(["run", ...keysAsFlags(keys), "--json", "hi"], {
     env: world.environment,
   });
   await assertKilledRunnerLeavesNothing(child, {

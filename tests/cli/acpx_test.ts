@@ -4,7 +4,9 @@
  * agent: through `--url` to a real `runner serve`'s `/acp` with the fixture
  * agent behind it, its `--approve-all` and `--deny-all` answering the
  * permission the operator's policy leaves to a person; and without `--url`,
- * fronting the fixture agent itself.
+ * fronting the fixture agent itself; and acpx's persistent sessions through
+ * `--url`: a second prompt that continues the session, and `acpx cancel`
+ * of a turn in flight.
  *
  * @module
  */
@@ -12,8 +14,8 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { agentCommand, ROOT } from "../helpers.ts";
-import { startServe, tempDir } from "../serve_test_helpers.ts";
+import { agentCommand, assertAgentGone, ROOT } from "../helpers.ts";
+import { apiFetch, startServe, tempDir } from "../serve_test_helpers.ts";
 
 const ACPX_DIR = join(ROOT, "tests", "acpx");
 const ACPX = join(ACPX_DIR, "node_modules", ".bin", "acpx");
@@ -113,6 +115,165 @@ Deno.test("acpx drives runner acp --url: a prompt, the permission approved and d
     assert.equal(denied.code, 5, denied.stderr);
     assert.match(denied.stdout, /permission: reject_once\necho: again/);
   } finally {
+    await serve.stop();
+  }
+});
+
+/** Runs `acpx --format text --agent AGENT ARGS…` in `cwd`; fails unless it exits 0. */
+async function acpx(
+  options: { agent: string; args: string[]; cwd: string },
+  env: Record<string, string>,
+): Promise<string> {
+  const output = await acpxCommand(options, env).output();
+  const decoder = new TextDecoder();
+  assert.equal(
+    output.code,
+    0,
+    `acpx ${options.args.join(" ")}: ${decoder.decode(output.stderr)}`,
+  );
+  return decoder.decode(output.stdout);
+}
+
+function acpxCommand(
+  options: { agent: string; args: string[]; cwd: string },
+  env: Record<string, string>,
+): Deno.Command {
+  return new Deno.Command(ACPX, {
+    args: ["--format", "text", "--agent", options.agent, ...options.args],
+    cwd: options.cwd,
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+/**
+ * Ends the acpx session of `cwd` (its queue owner and the `runner acp` it
+ * holds) and removes the socket directory acpx keeps in /tmp for `home`.
+ */
+async function closeAcpxSession(
+  options: { agent: string; cwd: string },
+  env: { HOME: string } & Record<string, string>,
+): Promise<void> {
+  await acpxCommand({ ...options, args: ["sessions", "close"] }, env).output();
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(env.HOME),
+  );
+  const hash = Array.from(new Uint8Array(digest))
+    .map((byte) => byte.toString(16).padStart(2, "0")).join("").slice(0, 10);
+  await Deno.remove(`/tmp/acpx-${hash}`, { recursive: true }).catch(() => {});
+}
+
+/** The runs of one conversation in `/v1/runs`, oldest first. */
+async function conversationRuns(
+  url: string,
+  conversationId: string,
+): Promise<{ run_id: string; status: string; prompt?: string }[]> {
+  const response = await apiFetch(
+    `${url}/v1/runs?conversation_id=${conversationId}`,
+  );
+  assert.equal(response.status, 200);
+  return (await response.json()).runs.reverse();
+}
+
+Deno.test("acpx session through runner acp --url: a second prompt continues the same session", async () => {
+  await ensureAcpx();
+  const dir = await tempDir();
+  const home = await Deno.makeTempDir({ dir, prefix: "home-" });
+  const workspace = await Deno.makeTempDir({ dir, prefix: "ws-" });
+  const serve = await startServe({
+    dataDir: dir,
+    args: [
+      "--provider",
+      "custom",
+      "--acp-command",
+      // Sessions kept on disk: each run's agent process loads the last one's.
+      agentCommand(["--load-session", "--state-dir", join(dir, "state")]),
+      "--workspace",
+      workspace,
+    ],
+  });
+  const agent = runnerAcp(["--url", `${serve.url}/acp`]);
+  const env = { HOME: home, RUNNER_API_TOKEN: serve.token ?? "" };
+  const session = { agent, cwd: workspace };
+  try {
+    const sessionId =
+      (await acpx({ ...session, args: ["sessions", "new"] }, env))
+        .trim();
+    assert.match(sessionId, /^acp-/, "acpx's session is a runner conversation");
+    const first = await acpx({ ...session, args: ["prompt", "one"] }, env);
+    assert.match(first, /echo: one \(turn 1\)/);
+    const second = await acpx({ ...session, args: ["prompt", "two"] }, env);
+    assert.match(
+      second,
+      /echo: two \(turn 2\)/,
+      "the agent saw the second prompt in the first one's session",
+    );
+    const runs = await conversationRuns(serve.url, sessionId);
+    assert.deepEqual(
+      runs.map((run) => [run.prompt, run.status]),
+      [["one", "completed"], ["two", "completed"]],
+      "one conversation, a run per prompt",
+    );
+  } finally {
+    await closeAcpxSession(session, env);
+    await serve.stop();
+  }
+});
+
+Deno.test("acpx cancel through runner acp --url: the turn ends cancelled and its agent is gone", async () => {
+  await ensureAcpx();
+  const dir = await tempDir();
+  const home = await Deno.makeTempDir({ dir, prefix: "home-" });
+  const workspace = await Deno.makeTempDir({ dir, prefix: "ws-" });
+  const pidFile = join(dir, "agent-pids.json");
+  const serve = await startServe({
+    dataDir: dir,
+    args: [
+      "--provider",
+      "custom",
+      "--acp-command",
+      // Replies, then holds the turn until it is cancelled.
+      agentCommand(["--stall-prompt", "--grandchild", "--pid-file", pidFile]),
+      "--workspace",
+      workspace,
+    ],
+  });
+  const agent = runnerAcp(["--url", `${serve.url}/acp`]);
+  const env = { HOME: home, RUNNER_API_TOKEN: serve.token ?? "" };
+  const session = { agent, cwd: workspace };
+  try {
+    const sessionId =
+      (await acpx({ ...session, args: ["sessions", "new"] }, env))
+        .trim();
+    const prompt = acpxCommand({ ...session, args: ["prompt", "hold"] }, env)
+      .spawn();
+    const stderr = new Response(prompt.stderr).text();
+    const reader = prompt.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let stdout = "";
+    // The agent's reply reached acpx: the turn is in flight at the agent.
+    while (!stdout.includes("echo: hold")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stdout += value;
+    }
+    assert.match(stdout, /echo: hold/);
+    const cancelled = await acpx({ ...session, args: ["cancel"] }, env);
+    assert.match(cancelled, /cancel requested/);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stdout += value;
+    }
+    assert.equal((await prompt.status).code, 0, await stderr);
+    assert.match(stdout, /\[done\] cancelled/);
+    const runs = await conversationRuns(serve.url, sessionId);
+    assert.deepEqual(runs.map((run) => run.status), ["cancelled"]);
+    assertAgentGone(pidFile);
+  } finally {
+    await closeAcpxSession(session, env);
     await serve.stop();
   }
 });

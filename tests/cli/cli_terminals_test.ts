@@ -18,6 +18,8 @@ import { RunnerError } from "../../lib/errors.ts";
 import {
   agentCommand,
   clientTerminalRunArgs,
+  customRunArgs,
+  fixtureArgv,
   parseJsonLines,
   readRecord,
   ROOT,
@@ -31,6 +33,7 @@ import {
   pathWithoutBwrap,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
+import { terminalReports } from "../security/entrances.ts";
 
 type Event = Record<string, unknown> & {
   type: string;
@@ -46,16 +49,6 @@ const PRINT_GROUP = "read -r _ _ _ _ group _ < /proc/self/stat; echo $group";
 /** The fixture flag for one terminal entry. */
 export function terminalFlag(call: Record<string, unknown>): string[] {
   return ["--terminal", JSON.stringify(call)];
-}
-
-/** The fixture's `terminal N: {json}` reply lines, by N. */
-export function terminalReports(text: string): Record<string, unknown>[] {
-  const reports: Record<string, unknown>[] = [];
-  for (const line of text.split("\n")) {
-    const match = /^terminal (\d+): (.*)$/.exec(line);
-    if (match) reports[Number(match[1])] = JSON.parse(match[2]);
-  }
-  return reports;
 }
 
 interface CliRun {
@@ -341,14 +334,7 @@ Deno.test("client-terminals with location=remote-ssh is config.invalid, through 
 
 Deno.test("runner run, sandbox=confined: a terminal runs under the agent's sandbox (own PID namespace, the home hidden) and dies with the run", async () => {
   const world = sandboxWorld();
-  const command = quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--node-modules-dir=manual",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
+  const command = confinedFixtureCommand(
     ...terminalFlag({
       command: "sh",
       args: ["-c", `echo $$; cat ${world.homeSecret} 2>&1; true`],
@@ -358,7 +344,7 @@ Deno.test("runner run, sandbox=confined: a terminal runs under the agent's sandb
       args: ["-c", "echo running; sleep 1000"],
       wait: false,
     }),
-  ]);
+  );
   const run = await runWith([], {
     workspace: tempDir("sandbox-ws-"),
     sandbox: "confined",
@@ -409,27 +395,28 @@ Deno.test("runner run: a secret in a terminal's output is redacted from its even
 Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group recorded: the next runner run reaps it", async () => {
   const dataDir = tempDir();
   const env = { RUNNER_DATA_DIR: dataDir, PATH: pathWithoutBwrap() };
-  const child = spawnCli([
-    "run",
-    "custom",
-    "--acp-command",
-    agentCommand([
-      ...terminalFlag({
-        command: "sh",
-        args: ["-c", "echo $$; sleep 1000"],
-        wait: false,
-      }),
-      "--stall-prompt",
-    ]),
-    "--workspace",
-    tempDir(),
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "hold",
-  ], { env });
+  const child = spawnCli(
+    customRunArgs(
+      agentCommand([
+        ...terminalFlag({
+          command: "sh",
+          args: ["-c", "echo $$; sleep 1000"],
+          wait: false,
+        }),
+        "--stall-prompt",
+      ]),
+      tempDir(),
+      [
+        "--client-terminals",
+        "true",
+        "--langbot-assets-enabled",
+        "false",
+        "--json",
+        "hold",
+      ],
+    ),
+    { env },
+  );
   let pid = 0;
   try {
     const reader = child.stdout.pipeThrough(new TextDecoderStream())
@@ -451,17 +438,14 @@ Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group r
       (await processGroupMembers(pid)).length > 0,
       "a kill -9 leaves the group behind",
     );
-    const next = await runCli([
-      "run",
-      "custom",
-      "--acp-command",
-      agentCommand([]),
-      "--workspace",
-      tempDir(),
-      "--langbot-assets-enabled",
-      "false",
-      "go",
-    ], { env });
+    const next = await runCli(
+      customRunArgs(agentCommand([]), tempDir(), [
+        "--langbot-assets-enabled",
+        "false",
+        "go",
+      ]),
+      { env },
+    );
     assert.equal(next.code, 0, next.stderr);
     assert.deepEqual(await processGroupMembers(pid), [], "reaped at start");
   } finally {
@@ -479,16 +463,7 @@ Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group r
 
 /** The fixture's command for a confined run, each flag quoted. */
 function confinedFixtureCommand(...flags: string[]): string {
-  return quoteCommand([
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--node-modules-dir=manual",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}tests/fixtures/agent.ts`,
-    ...flags,
-  ]);
+  return quoteCommand(fixtureArgv(flags, ["--node-modules-dir=manual"]));
 }
 
 /** A shared library that, once loaded, writes which program loaded it (and what it could read of `secret`) to `log`. */
@@ -585,34 +560,35 @@ function holding(entry: string): { pid: number; exe: string }[] {
 Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside the sandbox, never in bwrap's own environment", async () => {
   const world = sandboxWorld();
   const mark = `TERMINAL_MARK=${crypto.randomUUID()}`;
-  const child = spawnCli([
-    "run",
-    "custom",
-    "--acp-command",
-    confinedFixtureCommand(
-      ...terminalFlag({
-        command: "sh",
-        args: ["-c", "echo started; sleep 1000"],
-        env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
-        wait: false,
-      }),
-      "--stall-prompt",
+  const child = spawnCli(
+    customRunArgs(
+      confinedFixtureCommand(
+        ...terminalFlag({
+          command: "sh",
+          args: ["-c", "echo started; sleep 1000"],
+          env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
+          wait: false,
+        }),
+        "--stall-prompt",
+      ),
+      tempDir("sandbox-ws-"),
+      [
+        "--sandbox",
+        "confined",
+        "--sandbox-read-paths",
+        `${ROOT},${DENO_DIR}`,
+        "--env-json",
+        JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+        "--client-terminals",
+        "true",
+        "--langbot-assets-enabled",
+        "false",
+        "--json",
+        "hold",
+      ],
     ),
-    "--workspace",
-    tempDir("sandbox-ws-"),
-    "--sandbox",
-    "confined",
-    "--sandbox-read-paths",
-    `${ROOT},${DENO_DIR}`,
-    "--env-json",
-    JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
-    "--client-terminals",
-    "true",
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "hold",
-  ], { env: world.environment });
+    { env: world.environment },
+  );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   try {
     let seen = "";

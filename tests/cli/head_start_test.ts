@@ -4,6 +4,7 @@ import { prepareAgentCommand } from "../../lib/providers.ts";
 import { startAgentAhead } from "../../lib/cli/run/head_start.ts";
 import { parseRunConfig } from "../../lib/config.ts";
 import {
+  customRunArgs,
   fixtureCommand,
   isAlive,
   pathExists,
@@ -101,19 +102,13 @@ Deno.test("a signal as soon as runner run's agent is started ahead ends the comm
     const agentsDir = join(dataDir, "agents");
     Deno.mkdirSync(agentsDir, { recursive: true });
     const watcher = Deno.watchFs(agentsDir);
-    const child = spawnCli([
-      "run",
-      "custom",
-      "--acp-command",
-      fixtureCommand("--stall-prompt", "--grandchild"),
-      "--workspace",
-      join(tempDir(), "ws"),
-      "--data-dir",
-      dataDir,
-      "--langbot-assets-enabled",
-      "false",
-      "hi",
-    ]);
+    const child = spawnCli(
+      customRunArgs(
+        fixtureCommand("--stall-prompt", "--grandchild"),
+        join(tempDir(), "ws"),
+        ["--data-dir", dataDir, "--langbot-assets-enabled", "false", "hi"],
+      ),
+    );
     let pgid: number | undefined;
     // The group's record is written right after the spawn, before the
     // engine, the store and the SDK load: signal the runner at that moment.

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { runCli, tempDir } from "../helpers.ts";
+import { parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import type { RunEvent } from "../../lib/events.ts";
 import {
   fixtureAgentScript,
   gzip,
@@ -198,8 +199,15 @@ Deno.test("a wrong sha256 (the operator's or a mirror's) is refused, not retryab
       "hi",
     ]);
     assert.notEqual(run.code, 0);
-    assert.match(run.stderr, /agent\.checksum_mismatch/);
-    assert.match(run.stderr, new RegExp(`not the expected ${wrong}`));
+    // The run existed while it downloaded: its failure is its terminal event.
+    const failed = parseJsonLines(run.stdout).at(-1) as unknown as RunEvent;
+    assert.equal(failed.type, "run.failed");
+    assert.equal(failed.data.code, "agent.checksum_mismatch");
+    assert.equal(failed.data.retryable, false);
+    assert.match(
+      String(failed.data.error),
+      new RegExp(`not the expected ${wrong}`),
+    );
     assert.deepEqual(installsOf(dataDir, "mirror-agent"), []);
     const install = await runner(registry, dataDir, [
       "agents",

@@ -10,7 +10,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
-import { fixtureCommand, ROOT, runCli, tempDir } from "../helpers.ts";
+import {
+  customRunArgs,
+  fixtureCommand,
+  ROOT,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 
 interface TerminalRun {
   output: string;
@@ -124,30 +130,22 @@ Deno.test("runner run on a terminal honours --permission-decision and asks nothi
 
 Deno.test("runner run without a terminal uses the policy, and ask falls back", async () => {
   const dir = tempDir();
-  const plain = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--permission"),
-    "--workspace",
-    join(dir, "ws"),
-    "write the file",
-  ]);
+  const plain = await runCli(
+    customRunArgs(fixtureCommand("--permission"), join(dir, "ws"), [
+      "write the file",
+    ]),
+  );
   assert.equal(plain.code, 0);
   assert.match(plain.stdout, /^permission: allow_once\n/);
-  const asked = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--permission"),
-    "--workspace",
-    join(dir, "ws"),
-    "--permission-decision",
-    "ask",
-    "--permission-fallback",
-    "reject_always",
-    "write the file",
-  ]);
+  const asked = await runCli(
+    customRunArgs(fixtureCommand("--permission"), join(dir, "ws"), [
+      "--permission-decision",
+      "ask",
+      "--permission-fallback",
+      "reject_always",
+      "write the file",
+    ]),
+  );
   assert.equal(asked.code, 0);
   assert.match(asked.stdout, /^permission: reject_always\n/);
 });

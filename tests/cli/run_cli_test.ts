@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
-  fixtureCommand,
+  agentPids,
+  assertAgentGone,
   fixtureRunArgs,
   fixtureRunArgsIn,
   isAlive,
@@ -12,6 +13,29 @@ import {
   tempDir,
 } from "../helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
+
+/** The text of the run's `message.completed`. */
+function completedText(events: Record<string, unknown>[]): string {
+  const completed = events.find((e) => e.type === "message.completed")!;
+  return (completed.data as { message: { content: string } }).message.content;
+}
+
+/** The error code of the `run.failed` that ends `runner run --json` output. */
+function failedCode(stdout: string): string {
+  const failed = parseJsonLines(stdout).at(-1)!;
+  assert.equal(failed.type, "run.failed");
+  return (failed.data as { code: string }).code;
+}
+
+/** The lines of `ps` for processes whose command line names `marker`. */
+async function processesNaming(marker: string): Promise<string[]> {
+  const ps = await new Deno.Command("ps", {
+    args: ["-eo", "pid=,args="],
+    stdout: "piped",
+  }).output();
+  return new TextDecoder().decode(ps.stdout).split("\n")
+    .filter((line) => line.includes(marker));
+}
 
 Deno.test("run streams the agent's chunks in order", async () => {
   const result = await runCli(
@@ -118,11 +142,7 @@ Deno.test("updates after the prompt answer are delivered before the terminal eve
   );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);
-  const completed = events.find((e) => e.type === "message.completed")!;
-  assert.equal(
-    (completed.data as { message: { content: string } }).message.content,
-    "mainlate-1late-2",
-  );
+  assert.equal(completedText(events), "mainlate-1late-2");
   assert.equal(events.at(-1)!.type, "run.completed");
 });
 
@@ -154,9 +174,7 @@ Deno.test("late-update-ms=0 ends the turn with the answer: later updates are not
   const message = (result: { stdout: string }) => {
     const events = parseJsonLines(result.stdout);
     assert.equal(events.at(-1)!.type, "run.completed");
-    const completed = events.find((e) => e.type === "message.completed")!;
-    return (completed.data as { message: { content: string } }).message
-      .content;
+    return completedText(events);
   };
   assert.equal(waited.code, 0, waited.stderr);
   assert.equal(message(waited), "mainlate@0late@100");
@@ -192,16 +210,13 @@ Deno.test("a line above max-message-mb fails with acp.message_too_large", async 
     ),
   );
   assert.equal(result.code, 1);
-  const failed = parseJsonLines(result.stdout).at(-1)!;
-  assert.equal(failed.type, "run.failed");
-  assert.equal((failed.data as { code: string }).code, "acp.message_too_large");
+  assert.equal(failedCode(result.stdout), "acp.message_too_large");
 });
 
 Deno.test("a turn without assistant text fails with acp.empty_response", async () => {
   const result = await runCli(fixtureRunArgs(["--text", "''"], "--json", "hi"));
   assert.equal(result.code, 1);
-  const failed = parseJsonLines(result.stdout).at(-1)!;
-  assert.equal((failed.data as { code: string }).code, "acp.empty_response");
+  assert.equal(failedCode(result.stdout), "acp.empty_response");
 });
 
 Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring grandchild included)", async () => {
@@ -213,17 +228,7 @@ Deno.test("no process of the agent's group outlives the run (SIGTERM-ignoring gr
     ),
   );
   assert.equal(result.code, 0, result.stderr);
-  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-  assert.ok(pids.grandchild_pid);
-  for (
-    const pid of [
-      pids.agent_pid,
-      pids.grandchild_pid,
-      pids.grandchild_child_pid,
-    ]
-  ) {
-    assert.equal(isAlive(pid), false, `pid ${pid} survived`);
-  }
+  assertAgentGone(pidFile);
 });
 
 Deno.test("an assets endpoint that cannot start fails the run and stops the agent that was already booting", async () => {
@@ -242,25 +247,13 @@ Deno.test("an assets endpoint that cannot start fails the run and stops the agen
       ),
     );
     assert.equal(result.code, 1, result.stderr);
-    const events = parseJsonLines(result.stdout);
-    assert.equal(events.at(-1)?.type, "run.failed");
-    assert.equal(
-      (events.at(-1)?.data as { code: string }).code,
-      "assets.listen_failed",
-    );
+    assert.equal(failedCode(result.stdout), "assets.listen_failed");
   } finally {
     taken.close();
   }
   // The agent starts before the endpoint; whatever of it started is gone
   // (its command line names this test's pid file).
-  const ps = await new Deno.Command("ps", {
-    args: ["-eo", "pid=,args="],
-    stdout: "piped",
-  }).output();
-  const left = new TextDecoder().decode(ps.stdout).split("\n").filter((
-    line,
-  ) => line.includes(pidFile));
-  assert.deepEqual(left, []);
+  assert.deepEqual(await processesNaming(pidFile), []);
 });
 
 Deno.test("runner run starts its agent once: the agent started ahead of the run machinery is the run's", async () => {
@@ -290,14 +283,7 @@ Deno.test("a run refused after its agent was started ahead (the store cannot ope
   assert.equal(result.code, 2, result.stderr);
   assert.match(result.stderr, /store\.unavailable/);
   assert.equal(result.stdout, "");
-  const ps = await new Deno.Command("ps", {
-    args: ["-eo", "pid=,args="],
-    stdout: "piped",
-  }).output();
-  const left = new TextDecoder().decode(ps.stdout).split("\n").filter((
-    line,
-  ) => line.includes(record));
-  assert.deepEqual(left, []);
+  assert.deepEqual(await processesNaming(record), []);
   // Torn down, not left to die: its group's reaper record is gone too.
   const records = [...Deno.readDirSync(join(dataDir, "agents"))]
     .filter((entry) => entry.name.endsWith(".json"));
@@ -309,25 +295,22 @@ Deno.test("without bubblewrap, the reaper kills a group left behind by a SIGKILL
   const pidFile = join(tempDir(), "pids.json");
   // With bwrap the agent's PID namespace dies with the runner: nothing is left.
   const env = { PATH: pathWithoutBwrap() };
-  const child = spawnCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(
-      "--text",
-      "held",
-      "--stall-prompt",
-      "--grandchild",
-      "--pid-file",
-      pidFile,
+  const child = spawnCli(
+    fixtureRunArgsIn(
+      dataDir,
+      [
+        "--text",
+        "held",
+        "--stall-prompt",
+        "--grandchild",
+        "--pid-file",
+        pidFile,
+      ],
+      "--json",
+      "hi",
     ),
-    "--workspace",
-    tempDir(),
-    "--data-dir",
-    dataDir,
-    "--json",
-    "hi",
-  ], { env });
+    { env },
+  );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let seen = "";
   while (!seen.includes("message.delta")) {
@@ -339,82 +322,43 @@ Deno.test("without bubblewrap, the reaper kills a group left behind by a SIGKILL
   await child.status;
   await reader.cancel();
   await child.stderr.cancel();
-  const pids = JSON.parse(Deno.readTextFileSync(pidFile));
-  assert.equal(
-    isAlive(pids.grandchild_pid),
-    true,
-    "the group should be left behind",
+  const [, grandchild] = agentPids(pidFile);
+  assert.equal(isAlive(grandchild), true, "the group should be left behind");
+  const next = await runCli(
+    fixtureRunArgsIn(dataDir, ["--text", "next"], "hi"),
+    { env },
   );
-  const next = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--text", "next"),
-    "--workspace",
-    tempDir(),
-    "--data-dir",
-    dataDir,
-    "hi",
-  ], { env });
   assert.equal(next.code, 0, next.stderr);
-  for (
-    const pid of [
-      pids.agent_pid,
-      pids.grandchild_pid,
-      pids.grandchild_child_pid,
-    ]
-  ) {
-    assert.equal(isAlive(pid), false, `pid ${pid} survived the reaper`);
-  }
+  assertAgentGone(pidFile);
 });
 
 Deno.test("bad input fails clearly before anything starts", async (t) => {
-  await t.step("relative workspace", async () => {
-    const result = await runCli([
-      "run",
-      "custom",
-      "--acp-command",
-      "x",
-      "--workspace",
-      "rel/dir",
-      "hi",
-    ]);
-    assert.equal(result.code, 2);
-    assert.match(
-      result.stderr,
+  const custom = ["run", "custom", "--acp-command", "x"];
+  const cases: [string, string[], RegExp][] = [
+    [
+      "relative workspace",
+      [...custom, "--workspace", "rel/dir", "hi"],
       /config\.invalid.*workspace: must be an absolute path/,
-    );
-  });
-  await t.step("non-object env-json", async () => {
-    const result = await runCli([
-      "run",
-      "custom",
-      "--acp-command",
-      "x",
-      "--env-json",
-      "[1]",
-      "hi",
-    ]);
-    assert.equal(result.code, 2);
-    assert.match(result.stderr, /env-json: must be a JSON object/);
-  });
-  await t.step("negative timeout", async () => {
-    const result = await runCli([
-      "run",
-      "custom",
-      "--acp-command",
-      "x",
-      "--timeout=-1",
-      "hi",
-    ]);
-    assert.equal(result.code, 2);
-    assert.match(result.stderr, /timeout: must be greater than 0/);
-  });
-  await t.step("unknown provider", async () => {
-    const result = await runCli(["run", "nope", "hi"]);
-    assert.equal(result.code, 2);
-    assert.match(result.stderr, /provider\.unknown/);
-  });
+    ],
+    [
+      "non-object env-json",
+      [...custom, "--env-json", "[1]", "hi"],
+      /env-json: must be a JSON object/,
+    ],
+    [
+      "negative timeout",
+      [...custom, "--timeout=-1", "hi"],
+      /timeout: must be greater than 0/,
+    ],
+    ["unknown provider", ["run", "nope", "hi"], /provider\.unknown/],
+  ];
+  for (const [name, args, message] of cases) {
+    await t.step(name, async () => {
+      const result = await runCli(args);
+      assert.equal(result.code, 2);
+      assert.match(result.stderr, message);
+    });
+  }
 });
 
 Deno.test("fs capabilities are advertised only when enabled", async () => {
@@ -469,11 +413,7 @@ Deno.test("all_content rides on deltas only while the message is under 64 KiB; m
       `at ${sofar.length} characters`,
     );
   }
-  const completed = events.find((e) => e.type === "message.completed")!;
-  assert.equal(
-    (completed.data as { message: { content: string } }).message.content,
-    text,
-  );
+  assert.equal(completedText(events), text);
 });
 
 Deno.test("streaming=false emits only the final message", async () => {
@@ -509,8 +449,7 @@ Deno.test("startup-timeout ends a start-up that takes too long with acp.start_ti
     ),
   );
   assert.equal(result.code, 1);
-  const failed = parseJsonLines(result.stdout).at(-1)!;
-  assert.equal((failed.data as { code: string }).code, "acp.start_timeout");
+  assert.equal(failedCode(result.stdout), "acp.start_timeout");
 });
 
 Deno.test("--attach sends a file to an agent that accepts images", async () => {

@@ -69,31 +69,35 @@ async function childRun(mode: "early" | "late") {
 
 const CODES = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
 
-Deno.test("a signal before the run's handler is given cancels the run as soon as it is; the first signal's exit code is kept", async () => {
-  for (const seen of await childRun("early")) {
-    const code = CODES[seen.signal as keyof typeof CODES];
-    assert.deepEqual(seen, {
-      signal: seen.signal,
-      before: null,
-      atHandler: 1,
-      cancels: 2,
-      received: code,
-    }, `${seen.signal} in the window cancels the run; a later one again`);
-  }
-});
+const WINDOWS = [
+  {
+    name:
+      "a signal before the run's handler is given cancels the run as soon as it is; the first signal's exit code is kept",
+    mode: "early",
+    // In the window it cancels the run; a later one again.
+    expected: { atHandler: 1, cancels: 2 },
+  },
+  {
+    name:
+      "without an early signal, giving the run's handler cancels nothing; a signal then cancels once",
+    mode: "late",
+    expected: { atHandler: 0, cancels: 1 },
+  },
+] as const;
 
-Deno.test("without an early signal, giving the run's handler cancels nothing; a signal then cancels once", async () => {
-  for (const seen of await childRun("late")) {
-    const code = CODES[seen.signal as keyof typeof CODES];
-    assert.deepEqual(seen, {
-      signal: seen.signal,
-      before: null,
-      atHandler: 0,
-      cancels: 1,
-      received: code,
-    });
-  }
-});
+for (const { name, mode, expected } of WINDOWS) {
+  Deno.test(name, async () => {
+    for (const seen of await childRun(mode)) {
+      const code = CODES[seen.signal as keyof typeof CODES];
+      assert.deepEqual(seen, {
+        signal: seen.signal,
+        before: null,
+        ...expected,
+        received: code,
+      }, `${seen.signal} (${mode})`);
+    }
+  });
+}
 
 Deno.test("once stopped, a signal has its default action again (the runner ends)", async () => {
   const output = await childOutput("stopped");

@@ -33,12 +33,14 @@ import {
   type RunManager,
 } from "../../lib/run/manager.ts";
 import { type RunStore } from "../../lib/store/types.ts";
-import { openStoreNow } from "../helpers.ts";
 import { EventLog, makeGate } from "../engine_helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 import {
+  agentPids,
+  daemonCliArgs,
   fixtureCommand,
   isAlive,
+  openStoreNow,
   readRecord,
   runCli,
   spawnCli,
@@ -68,22 +70,22 @@ class DaemonProcess {
     path?: string;
   }) {
     this.tap = startRelayTap(options.url);
-    this.#child = spawnCli([
-      "daemon",
-      "--url",
-      this.tap.url,
-      "--daemon-id",
-      options.daemonId,
-      "--data-dir",
-      options.dataDir,
-      "--reconnect-delay",
-      "0.1",
-    ], {
-      env: {
-        RUNNER_DAEMON_TOKEN: options.token ?? TOKEN,
-        ...(options.path ? { PATH: options.path } : {}),
+    this.#child = spawnCli(
+      daemonCliArgs(
+        this.tap.url,
+        options.daemonId,
+        "--data-dir",
+        options.dataDir,
+        "--reconnect-delay",
+        "0.1",
+      ),
+      {
+        env: {
+          RUNNER_DAEMON_TOKEN: options.token ?? TOKEN,
+          ...(options.path ? { PATH: options.path } : {}),
+        },
       },
-    });
+    );
     this.#drained = Promise.all([
       this.#child.stdout.cancel(),
       this.#readStderr(),
@@ -234,11 +236,6 @@ function assertOneTerminalAndIncreasingSequences(log: EventLog): void {
   );
 }
 
-async function readPids(path: string): Promise<number[]> {
-  const pids = JSON.parse(await Deno.readTextFile(path));
-  return [pids.agent_pid, pids.grandchild_pid, pids.grandchild_child_pid];
-}
-
 /**
  * Runs `body` against a fresh hub and a daemon connected to it as `daemonId`,
  * then checks the daemon exits 0 on SIGTERM. Returns the stopped daemon.
@@ -285,7 +282,7 @@ async function startStalledRun(
   });
   const log = new EventLog(run);
   await log.waitFor((event) => event.type === "message.delta");
-  return { run, log, pids: await readPids(pidFile) };
+  return { run, log, pids: agentPids(pidFile) };
 }
 
 Deno.test("a location=daemon run streams the agent's text from the daemon's machine", async () => {
@@ -322,35 +319,27 @@ Deno.test("the conversation's session survives a daemon restart between runs", a
   const hub = new HubHarness(tempDir());
   const daemonData = tempDir();
   const config = daemonConfig("desk", ["--resume", "--state-dir", tempDir()]);
-  let daemon = new DaemonProcess({
-    url: hub.url,
-    daemonId: "desk",
-    dataDir: daemonData,
-  });
-  try {
-    const first = await hub.manager.start({
+  const startDaemon = () =>
+    new DaemonProcess({ url: hub.url, daemonId: "desk", dataDir: daemonData });
+  const completedTurn = async (text: string) => {
+    const { run } = await hub.manager.start({
       conversationId: "conv",
-      input: { text: "one" },
+      input: { text },
       config,
     });
-    const firstLog = new EventLog(first.run);
-    assert.equal((await first.run.done).status, "completed");
+    const log = new EventLog(run);
+    assert.equal((await run.done).status, "completed");
+    return log;
+  };
+  let daemon = startDaemon();
+  try {
+    const firstLog = await completedTurn("one");
     assert.deepEqual(firstLog.messages(), ["echo: one (turn 1)"]);
     assert.equal(firstLog.ofType("state.updated").length, 1);
     assert.equal(await daemon.stop(), 0);
 
-    daemon = new DaemonProcess({
-      url: hub.url,
-      daemonId: "desk",
-      dataDir: daemonData,
-    });
-    const second = await hub.manager.start({
-      conversationId: "conv",
-      input: { text: "two" },
-      config,
-    });
-    const secondLog = new EventLog(second.run);
-    assert.equal((await second.run.done).status, "completed");
+    daemon = startDaemon();
+    const secondLog = await completedTurn("two");
     assert.deepEqual(secondLog.messages(), ["echo: two (turn 2)"]);
     assert.equal(secondLog.ofType("state.updated").length, 0);
   } finally {

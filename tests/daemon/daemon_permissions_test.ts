@@ -18,6 +18,7 @@ import {
 } from "../daemon_test_helpers.ts";
 import { fixtureCommand, tempDir } from "../helpers.ts";
 import {
+  assertStatus,
   deltaText,
   postJson,
   sseEvents,
@@ -52,14 +53,11 @@ Deno.test("ask through runner daemon: the request streams from serve, the answer
     const url =
       `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`;
     const notOffered = await postJson(url, { option_id: "sudo" });
-    assert.equal(notOffered.status, 400);
-    await notOffered.body?.cancel();
+    await assertStatus(notOffered, 400);
     const answered = await postJson(url, { decision: "reject_once" });
-    assert.equal(answered.status, 200);
-    await answered.body?.cancel();
+    await assertStatus(answered, 200);
     const again = await postJson(url, { decision: "allow_once" });
-    assert.equal(again.status, 409);
-    await again.body?.cancel();
+    await assertStatus(again, 409);
     for await (const message of messages) events.push(JSON.parse(message.data));
     const decided = events.filter((e) => e.type === "permission.decided");
     assert.deepEqual(
@@ -96,8 +94,7 @@ Deno.test("through runner daemon: a person's reject, then a turn without text, r
       `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
       { decision: "reject_once" },
     );
-    assert.equal(answered.status, 200);
-    await answered.body?.cancel();
+    await assertStatus(answered, 200);
     for await (const message of messages) events.push(JSON.parse(message.data));
     const failed = events.filter((e) => e.type === "run.failed");
     assert.equal(failed.length, 1);

@@ -17,7 +17,13 @@ import type { Json, JsonObject } from "../../lib/relay.ts";
 import { createRunManager } from "../../lib/run/manager.ts";
 import { openStore } from "../../lib/store/open.ts";
 import { EventLog } from "../engine_helpers.ts";
-import { fixtureCommand, readRecord, spawnCli, tempDir } from "../helpers.ts";
+import {
+  daemonCliArgs,
+  fixtureCommand,
+  readRecord,
+  spawnCli,
+  tempDir,
+} from "../helpers.ts";
 
 const TOKEN = "slow-tool-token-Vq8Lm3Zx6Rt1Hb9Nc4Kw7Ys2";
 
@@ -136,18 +142,18 @@ Deno.test("a tool call longer than several keep-alive timeouts completes against
     store,
     locations: runnerLocations(createDaemonLocation({ hub })),
   });
-  const daemon = spawnCli([
-    "daemon",
-    "--url",
-    slowHub.url,
-    "--daemon-id",
-    "slow-box",
-    "--data-dir",
-    tempDir(),
-    "--reconnect-delay",
-    "0.1",
-    ...KEEPALIVE_FLAGS,
-  ], { env: { RUNNER_DAEMON_TOKEN: TOKEN } });
+  const daemon = spawnCli(
+    daemonCliArgs(
+      slowHub.url,
+      "slow-box",
+      "--data-dir",
+      tempDir(),
+      "--reconnect-delay",
+      "0.1",
+      ...KEEPALIVE_FLAGS,
+    ),
+    { env: { RUNNER_DAEMON_TOKEN: TOKEN } },
+  );
   const daemonLog = new Response(daemon.stderr).text();
   try {
     const record = join(tempDir(), "record.jsonl");

@@ -23,6 +23,7 @@ import {
   looksWeak,
 } from "../../lib/hub/token_rules.ts";
 import {
+  daemonCliArgs,
   fixtureCommand,
   isAlive,
   runCli,
@@ -545,38 +546,20 @@ Deno.test("runner daemon refuses bad options with exit 2 and a hint", async () =
   const noId = await runCli(["daemon", "--url", "ws://127.0.0.1:1"]);
   assert.equal(noId.code, 2);
   assert.match(noId.stderr, /config\.invalid.*--daemon-id is required/);
-  const http = await runCli([
-    "daemon",
-    "--url",
-    "http://x:1",
-    "--daemon-id",
-    "a",
-  ]);
+  const http = await runCli(daemonCliArgs("http://x:1", "a"));
   assert.equal(http.code, 2);
   assert.match(http.stderr, /ws:\/\//);
-  const ping = await runCli([
-    "daemon",
-    "--url",
-    "ws://127.0.0.1:1",
-    "--daemon-id",
-    "a",
-    "--ping-timeout",
-    "0",
-  ]);
+  const ping = await runCli(
+    daemonCliArgs("ws://127.0.0.1:1", "a", "--ping-timeout", "0"),
+  );
   assert.equal(ping.code, 2);
   assert.match(ping.stderr, /--ping-timeout must be a number of seconds > 0/);
 });
 
 Deno.test("runner daemon --log-level and --log-format shape its log like runner serve's", async () => {
-  const bad = await runCli([
-    "daemon",
-    "--url",
-    "ws://127.0.0.1:1",
-    "--daemon-id",
-    "a",
-    "--log-level",
-    "loud",
-  ]);
+  const bad = await runCli(
+    daemonCliArgs("ws://127.0.0.1:1", "a", "--log-level", "loud"),
+  );
   assert.equal(bad.code, 2);
   assert.match(
     bad.stderr,
@@ -584,19 +567,19 @@ Deno.test("runner daemon --log-level and --log-format shape its log like runner 
   );
   // No hub listens on port 1: the daemon warns (no token), fails to connect
   // and retries until it is stopped (its start and stop are info lines).
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    "ws://127.0.0.1:1",
-    "--daemon-id",
-    "quiet-box",
-    "--data-dir",
-    tempDir(),
-    "--log-level",
-    "warn",
-    "--log-format",
-    "text",
-  ], { env: { RUNNER_DAEMON_TOKEN: "" } });
+  const child = spawnCli(
+    daemonCliArgs(
+      "ws://127.0.0.1:1",
+      "quiet-box",
+      "--data-dir",
+      tempDir(),
+      "--log-level",
+      "warn",
+      "--log-format",
+      "text",
+    ),
+    { env: { RUNNER_DAEMON_TOKEN: "" } },
+  );
   let text = "";
   const decoder = new TextDecoder();
   const reader = child.stderr.getReader();

@@ -1,22 +1,22 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import {
+  customRunArgs,
+  fixtureCommand,
+  parseJsonLines,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 
 /** `runner run --json` with the fixture; returns the events. */
 async function run(fixtureFlags: string[], ...extra: string[]) {
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand("--text", "main", ...fixtureFlags),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    tempDir(),
-    "--json",
-    ...extra,
-    "hi",
-  ]);
+  const result = await runCli(
+    customRunArgs(
+      fixtureCommand("--text", "main", ...fixtureFlags),
+      join(tempDir(), "ws"),
+      ["--data-dir", tempDir(), "--json", ...extra, "hi"],
+    ),
+  );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout);
   assert.equal(events.at(-1)!.type, "run.completed");

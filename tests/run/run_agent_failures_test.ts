@@ -61,28 +61,42 @@ Deno.test("stop reason refusal fails the run with acp.refused, even with text", 
   assertAgentGone(pidFile);
 });
 
-Deno.test("an agent that answers session/new with an error fails the run with acp.session_failed", async () => {
-  const { events, stored, pidFile } = await runFixture(["--fail-session-new"]);
-  const failed = assertFailedWith(events, "acp.session_failed");
-  assert.match(
-    String(failed.data.error),
-    /session\/new with error -32603: Internal error/,
-  );
-  assert.equal(events.filter((e) => e.type === "message.delta").length, 0);
-  assert.equal(stored, "failed");
-  assertAgentGone(pidFile);
-});
+const ANSWERED_WITH_ERROR: {
+  method: string;
+  flag: string;
+  code: ErrorCode;
+  noDeltas: boolean;
+}[] = [
+  {
+    method: "session/new",
+    flag: "--fail-session-new",
+    code: "acp.session_failed",
+    // No session, so no turn: nothing of an answer either.
+    noDeltas: true,
+  },
+  {
+    method: "session/prompt",
+    flag: "--fail-prompt",
+    code: "acp.prompt_failed",
+    noDeltas: false,
+  },
+];
 
-Deno.test("an agent that answers session/prompt with an error fails the run with acp.prompt_failed", async () => {
-  const { events, stored, pidFile } = await runFixture(["--fail-prompt"]);
-  const failed = assertFailedWith(events, "acp.prompt_failed");
-  assert.match(
-    String(failed.data.error),
-    /session\/prompt with error -32603: Internal error/,
-  );
-  assert.equal(stored, "failed");
-  assertAgentGone(pidFile);
-});
+for (const { method, flag, code, noDeltas } of ANSWERED_WITH_ERROR) {
+  Deno.test(`an agent that answers ${method} with an error fails the run with ${code}`, async () => {
+    const { events, stored, pidFile } = await runFixture([flag]);
+    const failed = assertFailedWith(events, code);
+    assert.match(
+      String(failed.data.error),
+      new RegExp(`${method} with error -32603: Internal error`),
+    );
+    if (noDeltas) {
+      assert.equal(events.filter((e) => e.type === "message.delta").length, 0);
+    }
+    assert.equal(stored, "failed");
+    assertAgentGone(pidFile);
+  });
+}
 
 Deno.test("an agent the runner cannot record for the reaper is killed and the run fails with runner.internal", async () => {
   const { events, stored, pidFile } = await runFixture([

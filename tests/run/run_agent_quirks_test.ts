@@ -60,6 +60,26 @@ Deno.test("a tool call's input that arrives in a later tool_call_update is carri
 });
 
 /** The last event of a `--json` run, which must be its one `run.failed`. */
+/**
+ * `runner run --json` of "write the file" with the fixture's `flags`, its
+ * permission requests rejected once; asserts exit 3 and returns the first
+ * `permission.decided` and the `run.failed` data.
+ */
+async function rejectedWrite(flags: string[]) {
+  const result = await runCli(
+    fixtureRunArgs(
+      flags,
+      ...["--permission-decision", "reject_once", "--json", "write the file"],
+    ),
+  );
+  assert.equal(result.code, 3, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  return {
+    decided: dataOf(events, "permission.decided")[0],
+    data: failureOf(result.stdout),
+  };
+}
+
 function failureOf(stdout: string) {
   const events = parseJsonLines(stdout);
   const failed = events.at(-1)!;
@@ -90,20 +110,8 @@ const AFTER_REJECTION: Array<{ agent: string; flags: string[] }> = [
 
 for (const { agent, flags } of AFTER_REJECTION) {
   Deno.test(`a turn that ends (${agent}) after a rejected permission is run.permission_rejected, not retryable, exit 3`, async () => {
-    const fixture = ["--permission", ...flags];
-    const result = await runCli(
-      fixtureRunArgs(
-        fixture,
-        "--permission-decision",
-        "reject_once",
-        "--json",
-        "write the file",
-      ),
-    );
-    assert.equal(result.code, 3, result.stderr);
-    const events = parseJsonLines(result.stdout);
-    assert.equal(dataOf(events, "permission.decided")[0].kind, "reject_once");
-    const data = failureOf(result.stdout);
+    const { decided, data } = await rejectedWrite(["--permission", ...flags]);
+    assert.equal(decided.kind, "reject_once");
     assert.equal(data.code, "run.permission_rejected");
     assert.equal(data.retryable, false);
     assert.match(data.error, /"Write file" was refused \(reject_once\)/);
@@ -132,24 +140,12 @@ Deno.test("a rejection by the ask fallback (no terminal) is run.permission_rejec
 });
 
 Deno.test("a request answered cancelled (no reject option offered) is a rejection too", async () => {
-  const result = await runCli(
-    fixtureRunArgs(
-      [
-        "--permission",
-        "--permission-options",
-        "allow_once,allow_always",
-        "--silent-on-reject",
-      ],
-      "--permission-decision",
-      "reject_once",
-      "--json",
-      "write the file",
-    ),
-  );
-  assert.equal(result.code, 3, result.stderr);
-  const events = parseJsonLines(result.stdout);
-  assert.equal(dataOf(events, "permission.decided")[0].decision, "cancelled");
-  const data = failureOf(result.stdout);
+  const { decided, data } = await rejectedWrite([
+    "--permission",
+    ...["--permission-options", "allow_once,allow_always"],
+    "--silent-on-reject",
+  ]);
+  assert.equal(decided.decision, "cancelled");
   assert.equal(data.code, "run.permission_rejected");
   assert.match(data.error, /"Write file" was refused \(cancelled\)/);
 });

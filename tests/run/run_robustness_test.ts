@@ -10,14 +10,21 @@ const STUCK = [
   `${ROOT}tests/fixtures/stuck_agent.ts`,
 ].join(" ");
 
+/** A run config of the agent that stops reading stdin, with `extra` keys. */
+function stuckConfig(extra: Record<string, unknown>) {
+  return parseRunConfig({
+    provider: "custom",
+    "acp-command": STUCK,
+    workspace: tempDir(),
+    "langbot-assets-enabled": false,
+    ...extra,
+  });
+}
+
 Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", async () => {
   const h = harness();
   try {
-    const config = parseRunConfig({
-      provider: "custom",
-      "acp-command": STUCK,
-      workspace: tempDir(),
-      "langbot-assets-enabled": false,
+    const config = stuckConfig({
       "cancel-grace": 0.5,
     });
     // A prompt far larger than a pipe buffer: the write blocks for good.
@@ -45,11 +52,7 @@ Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", 
 Deno.test("the run timeout also ends a run whose agent stopped reading", async () => {
   const h = harness();
   try {
-    const config = parseRunConfig({
-      provider: "custom",
-      "acp-command": STUCK,
-      workspace: tempDir(),
-      "langbot-assets-enabled": false,
+    const config = stuckConfig({
       timeout: 1,
       "cancel-grace": 0.5,
     });
@@ -94,31 +97,25 @@ Deno.test("~/ in a local workspace means the runner user's home", () => {
 Deno.test("a location this runner cannot serve, or a workspace it cannot create, stores nothing", async () => {
   const h = harness();
   try {
-    await assert.rejects(
-      () =>
-        h.manager.start({
-          input: { text: "hi" },
-          config: parseRunConfig({
-            provider: "custom",
-            "acp-command": "x",
-            location: "daemon",
-            "daemon-id": "d1",
+    const refused = [
+      { location: "daemon", "daemon-id": "d1" },
+      { workspace: "/proc/runner-test/ws" },
+    ];
+    for (const keys of refused) {
+      await assert.rejects(
+        () =>
+          h.manager.start({
+            input: { text: "hi" },
+            config: parseRunConfig({
+              provider: "custom",
+              "acp-command": "x",
+              ...keys,
+            }),
           }),
-        }),
-      { code: "config.invalid" },
-    );
-    await assert.rejects(
-      () =>
-        h.manager.start({
-          input: { text: "hi" },
-          config: parseRunConfig({
-            provider: "custom",
-            "acp-command": "x",
-            workspace: "/proc/runner-test/ws",
-          }),
-        }),
-      { code: "config.invalid" },
-    );
+        { code: "config.invalid" },
+        JSON.stringify(keys),
+      );
+    }
     assert.equal((await h.store.listRuns({ limit: 10 })).length, 0);
   } finally {
     await h.close();

@@ -9,7 +9,13 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureCommand, readRecord, runCli, tempDir } from "../helpers.ts";
+import {
+  customRunArgs,
+  fixtureCommand,
+  readRecord,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 import {
   apiFetch,
   fixtureConfig,
@@ -20,19 +26,13 @@ import {
 
 async function methodsOf(flags: string[], reuse: string): Promise<string[]> {
   const record = join(tempDir(), "record.jsonl");
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...flags, "--record", record),
-    "--workspace",
-    join(tempDir(), "ws"),
-    "--data-dir",
-    tempDir(),
-    "--reuse-session",
-    reuse,
-    "hi",
-  ]);
+  const result = await runCli(
+    customRunArgs(
+      fixtureCommand(...flags, "--record", record),
+      join(tempDir(), "ws"),
+      ["--data-dir", tempDir(), "--reuse-session", reuse, "hi"],
+    ),
+  );
   assert.equal(result.code, 0, result.stderr);
   return readRecord(record).map((r) => r.method as string).filter(Boolean);
 }

@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  customRunArgs,
   fixtureCommand,
   parseJsonLines,
   readRecord,
@@ -32,21 +33,18 @@ async function run(
   dirs: { data?: string; record?: string; workspace?: string } = {},
 ): Promise<Outcome> {
   const record = dirs.record ?? join(tempDir(), "record.jsonl");
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...fixtureFlags, "--record", record),
-    "--workspace",
-    dirs.workspace ?? join(tempDir(), "ws"),
-    "--data-dir",
-    dirs.data ?? tempDir(),
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    ...extra,
-    "hi",
-  ]);
+  const result = await runCli(
+    customRunArgs(
+      fixtureCommand(...fixtureFlags, "--record", record),
+      dirs.workspace ?? join(tempDir(), "ws"),
+      [
+        ...["--data-dir", dirs.data ?? tempDir()],
+        ...["--langbot-assets-enabled", "false", "--json"],
+        ...extra,
+        "hi",
+      ],
+    ),
+  );
   const all = readRecord(record);
   // A shared record holds earlier runs too: this run's calls follow its start.
   const start = all.findLastIndex((r) => r.event === "start");

@@ -5,6 +5,7 @@ import { prepareAgentCommand } from "../../lib/providers.ts";
 import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
   conversationRunArgs,
+  customRunArgs,
   fixtureCommand,
   parseJsonLines,
   readRecord,
@@ -26,6 +27,12 @@ function cliRun(
       extra,
     ),
   );
+}
+
+/** The ACP session id a `runner run --json` output's `state.updated` names. */
+function sessionIdOf(stdout: string): string {
+  const state = parseJsonLines(stdout).find((e) => e.type === "state.updated")!;
+  return (state.data as { value: string }).value;
 }
 
 function messageOf(stdout: string): string {
@@ -108,11 +115,7 @@ Deno.test("a stored id the agent no longer knows gives a fresh session; with cre
   const second = await cliRun(flags, dataDir, workspace, "two");
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
-  const ids = [first, second].map((r) =>
-    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
-      value: string;
-    }).value
-  );
+  const ids = [first, second].map((r) => sessionIdOf(r.stdout));
   assert.notEqual(ids[0], ids[1]);
   forget();
   const third = await cliRun(flags, dataDir, workspace, "three", [
@@ -163,11 +166,7 @@ Deno.test("reuse-session=false always starts fresh", async () => {
   ]);
   assert.equal(second.code, 0, second.stderr);
   assert.equal(messageOf(second.stdout), "echo: two (turn 1)");
-  const ids = [first, second].map((r) =>
-    (parseJsonLines(r.stdout).find((e) => e.type === "state.updated")!.data as {
-      value: string;
-    }).value
-  );
+  const ids = [first, second].map((r) => sessionIdOf(r.stdout));
   assert.notEqual(ids[0], ids[1]);
 });
 
@@ -222,19 +221,15 @@ Deno.test("an agent that answers session/load mid-replay leaks nothing of the ol
     "replayed updates shown",
   );
   assert.ok(!second.stdout.includes("alpha"), "the old turn leaked");
-  const human = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(...flags),
-    "--workspace",
-    workspace,
-    "--data-dir",
-    dataDir,
-    "--conversation",
-    "c1",
-    "gamma",
-  ]);
+  const human = await runCli(
+    customRunArgs(fixtureCommand(...flags), workspace, [
+      "--data-dir",
+      dataDir,
+      "--conversation",
+      "c1",
+      "gamma",
+    ]),
+  );
   assert.equal(human.code, 0, human.stderr);
   assert.equal(human.stdout, "echo: gamma (turn 3)\n");
 });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { assertAgentGone, isAlive } from "../helpers.ts";
 import {
   apiFetch,
+  assertStatus,
   fixtureConfig,
   startServe,
   tempDir,
@@ -19,10 +20,13 @@ import {
 } from "../serve_test_helpers.ts";
 import {
   answers,
+  conversation,
   ending,
   listAgents,
+  loadableSessions,
   metric,
   recordByProcess,
+  recordedFixture,
   sendMessage,
 } from "../warm_helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
@@ -31,16 +35,8 @@ const SERVE = ["--allow-custom-commands"];
 
 Deno.test("the second message goes straight to session/prompt on the same agent, listed by /v1/agents until DELETE stops it", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
-    const record = join(dir, "record.jsonl");
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--load-session",
-      "--state-dir",
-      join(dir, "sessions"),
-      "--record",
-      record,
-    ]);
-    const message = (text: string) =>
-      sendMessage(serve, { conversation_id: "chat", text, config });
+    const { record, config } = recordedFixture(dir, loadableSessions(dir));
+    const message = conversation(serve, config);
 
     const first = await message("one");
     assert.equal(first.agent, "cold");
@@ -82,8 +78,7 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
     const missing = await apiFetch(`${serve.url}/v1/agents/${agent.agent_id}`, {
       method: "DELETE",
     });
-    assert.equal(missing.status, 404);
-    await missing.body?.cancel();
+    await assertStatus(missing, 404);
 
     const third = await message("three");
     assert.equal(third.agent, "cold");
@@ -107,16 +102,14 @@ Deno.test("the second message goes straight to session/prompt on the same agent,
 Deno.test("with a 1 s initialize and a 1 s load, the second message's first chunk comes at least 10× sooner warm than cold", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
     const config = fixtureConfig(join(dir, "ws"), [
-      "--load-session",
-      "--state-dir",
-      join(dir, "sessions"),
+      ...loadableSessions(dir),
       "--initialize-delay-ms",
       "1000",
       "--load-delay-ms",
       "1000",
     ]);
-    const message = (conversation: string, text: string) =>
-      sendMessage(serve, { conversation_id: conversation, text, config });
+    const message = (conversationId: string, text: string) =>
+      conversation(serve, config, conversationId)(text);
 
     await message("kept", "one");
     const warm = await message("kept", "two");
@@ -147,13 +140,9 @@ Deno.test("agent-idle-timeout stops an idle agent: gone from the process table a
   await withServe(
     { args: [...SERVE, "--agent-idle-timeout", "0.3"] },
     async (serve, dir) => {
-      const record = join(dir, "record.jsonl");
-      const config = fixtureConfig(join(dir, "ws"), ["--record", record]);
-      const first = await sendMessage(serve, {
-        conversation_id: "chat",
-        text: "one",
-        config,
-      });
+      const { record, config } = recordedFixture(dir);
+      const message = conversation(serve, config);
+      const first = await message("one");
       assert.equal(ending(first).type, "run.completed");
       const [agent] = recordByProcess(record);
       await serve.waitForLog((entry) =>
@@ -169,12 +158,7 @@ Deno.test("agent-idle-timeout stops an idle agent: gone from the process table a
         ),
         1,
       );
-      const second = await sendMessage(serve, {
-        conversation_id: "chat",
-        text: "two",
-        config,
-      });
-      assert.equal(second.agent, "cold");
+      assert.equal((await message("two")).agent, "cold");
     },
   );
 });

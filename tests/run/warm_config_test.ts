@@ -11,7 +11,7 @@ import {
   loadServeConfig,
   type ServeConfig,
 } from "../../lib/server/config/serve_config.ts";
-import { runCli } from "../helpers.ts";
+import { daemonCliArgs, runCli } from "../helpers.ts";
 
 /** Only named: loading the config creates nothing there. */
 const DATA = ["--data-dir", "/nonexistent/runner-data"];
@@ -47,15 +47,9 @@ Deno.test("bad warm-agent settings are config.invalid naming the option", async 
 });
 
 Deno.test("runner daemon refuses a bad --max-warm-agents before it connects", async () => {
-  const result = await runCli([
-    "daemon",
-    "--url",
-    "ws://127.0.0.1:9",
-    "--daemon-id",
-    "desk",
-    "--max-warm-agents",
-    "-1",
-  ]);
+  const result = await runCli(
+    daemonCliArgs("ws://127.0.0.1:9", "desk", "--max-warm-agents", "-1"),
+  );
   assert.equal(result.code, 2, result.stderr);
   assert.match(result.stderr, /max-warm-agents/);
 });

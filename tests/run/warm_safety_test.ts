@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { isAlive } from "../helpers.ts";
 import {
   fixtureConfig,
-  makeFifo,
+  gateIn,
   openGate,
   postJson,
   streamUntil,
@@ -21,10 +21,13 @@ import {
 } from "../serve_test_helpers.ts";
 import {
   answers,
+  conversation,
   ending,
   listAgents,
+  loadableSessions,
   metric,
   recordByProcess,
+  recordedFixture,
   sendMessage,
 } from "../warm_helpers.ts";
 
@@ -32,20 +35,10 @@ const SERVE = ["--allow-custom-commands"];
 
 Deno.test("a cancelled run's agent is torn down, never reused", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
-    const record = join(dir, "record.jsonl");
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--gate-fifo",
-      gate,
-      "--record",
-      record,
-    ]);
-    const gated = sendMessage(serve, {
-      conversation_id: "chat",
-      text: "one",
-      config,
-    });
+    const gate = await gateIn(dir);
+    const { record, config } = recordedFixture(dir, ["--gate-fifo", gate]);
+    const message = conversation(serve, config);
+    const gated = message("one");
     await openGate(gate);
     assert.equal((await gated).agent, "cold");
 
@@ -68,11 +61,7 @@ Deno.test("a cancelled run's agent is torn down, never reused", async () => {
     assert.ok(!isAlive(agent.pid), "the cancelled run's agent survived");
     assert.deepEqual(await listAgents(serve), []);
 
-    const third = sendMessage(serve, {
-      conversation_id: "chat",
-      text: "three",
-      config,
-    });
+    const third = message("three");
     await openGate(gate);
     assert.equal((await third).agent, "cold");
     assert.equal(recordByProcess(record).length, 2);
@@ -81,25 +70,15 @@ Deno.test("a cancelled run's agent is torn down, never reused", async () => {
 
 Deno.test("an agent killed while idle is dropped; the next message starts cold and completes", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
-    const record = join(dir, "record.jsonl");
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--load-session",
-      "--state-dir",
-      join(dir, "sessions"),
-      "--record",
-      record,
-    ]);
-    await sendMessage(serve, { conversation_id: "chat", text: "one", config });
+    const { record, config } = recordedFixture(dir, loadableSessions(dir));
+    const message = conversation(serve, config);
+    await message("one");
     const [agent] = recordByProcess(record);
     Deno.kill(agent.pid, "SIGKILL");
     await serve.waitForLog((entry) =>
       entry.msg === "warm agent exited while idle"
     );
-    const second = await sendMessage(serve, {
-      conversation_id: "chat",
-      text: "two",
-      config,
-    });
+    const second = await message("two");
     assert.equal(second.agent, "cold");
     assert.equal(ending(second).type, "run.completed");
     assert.deepEqual(answers(second), ["echo: two (turn 2)"]);
@@ -115,14 +94,7 @@ Deno.test("a changed config starts cold; the agent it left behind is stale and i
   await withServe(
     { args: [...SERVE, "--fs-read", "true"] },
     async (serve, dir) => {
-      const record = join(dir, "record.jsonl");
-      const config = fixtureConfig(join(dir, "ws"), [
-        "--load-session",
-        "--state-dir",
-        join(dir, "sessions"),
-        "--record",
-        record,
-      ]);
+      const { record, config } = recordedFixture(dir, loadableSessions(dir));
       const message = (text: string, extra: Record<string, unknown> = {}) =>
         sendMessage(serve, {
           conversation_id: "chat",
@@ -157,14 +129,7 @@ Deno.test("a rotated env-json value starts a new agent: the old key's agent is n
   await withServe({
     args: [...SERVE, "--allow-env-names", "PROVIDER_API_KEY"],
   }, async (serve, dir) => {
-    const record = join(dir, "record.jsonl");
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--load-session",
-      "--state-dir",
-      join(dir, "sessions"),
-      "--record",
-      record,
-    ]);
+    const { record, config } = recordedFixture(dir, loadableSessions(dir));
     const message = (text: string, key: string) =>
       sendMessage(serve, {
         conversation_id: "chat",
@@ -192,11 +157,8 @@ Deno.test("late updates of a turn that arrive while the agent is idle never reac
       ]),
       "late-update-ms": 20,
     };
-    const first = await sendMessage(serve, {
-      conversation_id: "chat",
-      text: "one",
-      config,
-    });
+    const message = conversation(serve, config);
+    const first = await message("one");
     assert.deepEqual(answers(first), ["echo: one (turn 1)"]);
     // All three late chunks of turn 1 reach the agent's idle side first.
     const discarded = new Set<unknown>();
@@ -208,11 +170,7 @@ Deno.test("late updates of a turn that arrive while the agent is idle never reac
         ),
       );
     }
-    const second = await sendMessage(serve, {
-      conversation_id: "chat",
-      text: "two",
-      config,
-    });
+    const second = await message("two");
     assert.equal(second.agent, "warm");
     assert.deepEqual(answers(second), ["echo: two (turn 2)"]);
     assert.ok(
@@ -224,25 +182,12 @@ Deno.test("late updates of a turn that arrive while the agent is idle never reac
 
 Deno.test("an agent that printed garbage on stdout during its turn is not kept", async () => {
   await withServe({ args: SERVE }, async (serve, dir) => {
-    const record = join(dir, "record.jsonl");
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--stdout-noise",
-      "--record",
-      record,
-    ]);
-    const first = await sendMessage(serve, {
-      conversation_id: "chat",
-      text: "one",
-      config,
-    });
+    const { record, config } = recordedFixture(dir, ["--stdout-noise"]);
+    const message = conversation(serve, config);
+    const first = await message("one");
     assert.equal(ending(first).type, "run.completed");
     assert.ok(!isAlive(recordByProcess(record)[0].pid));
     assert.deepEqual(await listAgents(serve), []);
-    const second = await sendMessage(serve, {
-      conversation_id: "chat",
-      text: "two",
-      config,
-    });
-    assert.equal(second.agent, "cold");
+    assert.equal((await message("two")).agent, "cold");
   });
 });

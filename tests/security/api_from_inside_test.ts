@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   apiFetch,
+  assertStatus,
   deltaText,
   fixtureConfig,
   postJson,
@@ -102,8 +103,7 @@ Deno.test("a default runner serve on loopback answers 401 http.unauthorized to e
     }
     // The token is the way in.
     const listed = await apiFetch(`${serve.url}/v1/runs`);
-    assert.equal(listed.status, 200);
-    await listed.body?.cancel();
+    await assertStatus(listed, 200);
   });
 });
 
@@ -132,8 +132,7 @@ Deno.test("the token runner serve makes is kept in the data dir with mode 0600, 
         401,
       );
       const listed = await apiFetch(`${second.url}/v1/runs`);
-      assert.equal(listed.status, 200);
-      await listed.body?.cancel();
+      await assertStatus(listed, 200);
     } finally {
       await second.stop();
     }
@@ -234,8 +233,7 @@ Deno.test("an unconfined agent that calls the runner's own API gets 401 everywhe
       `${serve.url}/v1/runs/${runId}/permissions/${data.request_id}`,
       { option_id: reject.option_id },
     );
-    assert.equal(answered.status, 200);
-    await answered.body?.cancel();
+    await assertStatus(answered, 200);
     for await (const message of messages) events.push(JSON.parse(message.data));
     const decided = events.filter((event) =>
       event.type === "permission.decided"

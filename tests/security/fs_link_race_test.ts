@@ -14,7 +14,7 @@
 
 import assert from "node:assert/strict";
 import type { RunEvent } from "../../lib/events.ts";
-import { parseJsonLines, ROOT, runCli } from "../helpers.ts";
+import { customRunArgs, parseJsonLines, ROOT, runCli } from "../helpers.ts";
 import { DENO_DIR, sandboxWorld } from "../sandbox_helpers.ts";
 import {
   attackDaemon,
@@ -40,20 +40,17 @@ async function runAttack(
   world: RaceWorld,
   sandbox: string,
 ): Promise<RunOutcome> {
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    attackerCommand(...raceFlags(world)),
-    "--workspace",
-    world.workspace,
-    ...raceOperatorFlags(world, sandbox),
-    ...["--env-json", JSON.stringify({ DENO_DIR })],
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "race",
-  ], { env: sandboxWorld().environment });
+  const result = await runCli(
+    customRunArgs(attackerCommand(...raceFlags(world)), world.workspace, [
+      ...raceOperatorFlags(world, sandbox),
+      ...["--env-json", JSON.stringify({ DENO_DIR })],
+      "--langbot-assets-enabled",
+      "false",
+      "--json",
+      "race",
+    ]),
+    { env: sandboxWorld().environment },
+  );
   return {
     code: result.code,
     stderr: result.stderr,

@@ -119,6 +119,11 @@ async function victimRun(
 
 const HELLO = { type: "daemon.hello", protocol: "coding-relay-v1" };
 
+/** A hello from a made-up daemon "anyone" with no metadata, and `token` if given. */
+function helloOfAnyone(token?: string): Record<string, unknown> {
+  return { ...HELLO, daemon_id: "anyone", metadata: {}, token };
+}
+
 Deno.test("a local process that says hello on the default loopback hub as a daemon that is not connected is refused without a token or with a wrong one, and never gets its run.start; the real runner daemon, finding the kept token itself, then runs the job", async () => {
   const dataDir = tempDir();
   const { serve, hubUrl, hubLine } = await serveWithHub(dataDir);
@@ -300,11 +305,7 @@ Deno.test("--daemon-loopback-without-token is the operator's explicit choice: on
     "--daemon-loopback-without-token",
   ]);
   try {
-    const taken = await sayHello(hubUrl, {
-      ...HELLO,
-      daemon_id: "anyone",
-      metadata: {},
-    });
+    const taken = await sayHello(hubUrl, helloOfAnyone());
     assert.deepEqual(taken.frames, ["daemon.ready"]);
     await serve.waitForLog((entry) =>
       entry.level === "warn" &&
@@ -342,16 +343,11 @@ Deno.test("--daemon-loopback-without-token opens nothing off loopback, nor with 
   ]);
   try {
     assert.deepEqual(
-      await sayHello(hubUrl, { ...HELLO, daemon_id: "anyone", metadata: {} }),
+      await sayHello(hubUrl, helloOfAnyone()),
       { frames: [], closed: [1008, REFUSAL_REASONS.invalidToken] },
     );
     assert.deepEqual(
-      (await sayHello(hubUrl, {
-        ...HELLO,
-        daemon_id: "anyone",
-        token: given,
-        metadata: {},
-      })).frames,
+      (await sayHello(hubUrl, helloOfAnyone(given))).frames,
       ["daemon.ready"],
     );
   } finally {
@@ -414,11 +410,7 @@ Deno.test("a hub made without a token does not start unless the operator's opt-o
   });
   try {
     assert.deepEqual(
-      (await sayHello(open.server.url, {
-        ...HELLO,
-        daemon_id: "anyone",
-        metadata: {},
-      })).frames,
+      (await sayHello(open.server.url, helloOfAnyone())).frames,
       ["daemon.ready"],
     );
   } finally {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { tempDir } from "../helpers.ts";
 
 /** `nobody`'s ids. */
@@ -29,12 +29,27 @@ export function nobodysDir(prefix: string): string {
   return dir;
 }
 
-/** Lets `nobody` pass through the directory that holds the test's temp dirs; the function that restores it. */
+/**
+ * Lets `nobody` pass through the directories that hold the test's temp dirs
+ * (up to `/`: a private `TMPDIR` is closed to others); the function that
+ * restores them.
+ */
 export function passableTempRoot(): () => void {
-  const root = join(tempDir(), "..");
-  const mode = Deno.statSync(root).mode! & 0o7777;
-  Deno.chmodSync(root, mode | 0o001);
-  return () => Deno.chmodSync(root, mode);
+  const changed: { dir: string; mode: number }[] = [];
+  let dir = resolve(tempDir(), "..");
+  while (true) {
+    const mode = Deno.statSync(dir).mode! & 0o7777;
+    if (!(mode & 0o001)) {
+      Deno.chmodSync(dir, mode | 0o001);
+      changed.push({ dir, mode });
+    }
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return () => {
+    for (const { dir, mode } of changed) Deno.chmodSync(dir, mode);
+  };
 }
 
 /** `nobody`'s world: a home with a secret, Deno's cache, and the runner's environment. */
@@ -68,4 +83,27 @@ export function nobodyWorld(): NobodyWorld {
       NO_COLOR: "1",
     },
   };
+}
+
+/**
+ * A test of a runner started as `nobody` (which needs root: it is ignored
+ * otherwise): `body` gets a fresh {@linkcode NobodyWorld}, the test's temp
+ * root passable meanwhile.
+ */
+export function nobodyTest(
+  name: string,
+  body: (nobody: NobodyWorld) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore: Deno.uid() !== 0,
+    async fn() {
+      const restore = passableTempRoot();
+      try {
+        await body(nobodyWorld());
+      } finally {
+        restore();
+      }
+    },
+  });
 }

@@ -18,6 +18,7 @@ import { ROOT, spawnCli, tempDir } from "../helpers.ts";
 import {
   assertKilledRunnerLeavesNothing,
   DENO_DIR,
+  keysAsFlags,
   markedGone,
   markedProcesses,
   sandboxKeys,
@@ -90,18 +91,9 @@ Deno.test("sandbox=off: kill -9 of runner run takes what its agent and a running
     }),
     "--stall-prompt",
   ], { sandbox: "off", "client-terminals": true });
-  const { provider, ...rest } = keys;
   const child = spawnCli([
     "run",
-    String(provider),
-    ...Object.entries(rest).flatMap(([key, value]) => [
-      `--${key}`,
-      Array.isArray(value)
-        ? value.join(",")
-        : typeof value === "object"
-        ? JSON.stringify(value)
-        : String(value),
-    ]),
+    ...keysAsFlags(keys),
     "--langbot-assets-enabled",
     "false",
     "--json",

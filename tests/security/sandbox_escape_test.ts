@@ -42,12 +42,7 @@ import {
   escapeTerminal,
   terminalAttackLines,
 } from "./escape_checks.ts";
-import {
-  AS_NOBODY,
-  nobodysDir,
-  nobodyWorld,
-  passableTempRoot,
-} from "./nobody.ts";
+import { AS_NOBODY, nobodysDir, nobodyTest } from "./nobody.ts";
 
 /** A confined fixture run in `world` whose flags may hold spaces and JSON. */
 function attackConfig(
@@ -61,117 +56,104 @@ function attackConfig(
   });
 }
 
-Deno.test("a root runner's confined agent finds no capability, and umount, remount, open_by_handle_at, the keyrings and a nested user namespace all fail", async () => {
-  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+/**
+ * Runs the attacker agent with `flags` (made from the attack's spec) in a
+ * confined run of the engine, and fails unless every escape call in the
+ * report `lines` reads from its reply failed.
+ */
+async function engineAttack(
+  attack: {
+    flags: (spec: ReturnType<typeof escapeAttack>) => string[];
+    extra?: Record<string, unknown>;
+    lines: (message: string) => Record<string, string>;
+  },
+): Promise<void> {
   const world = sandboxWorld();
   const spec = escapeAttack(world.homeSecret);
   const h = harness({ environment: world.environment });
   try {
-    const config = attackConfig(
-      world,
-      ["--attack-escape", JSON.stringify(spec)],
-      {
-        "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
-        "langbot-assets-enabled": false,
-      },
-    );
+    const config = attackConfig(world, attack.flags(spec), {
+      "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
+      "langbot-assets-enabled": false,
+      ...attack.extra,
+    });
     const log = await runCompleted(h.manager, {
       input: { text: "hi" },
       config,
     });
     assertEscapeFailed(
-      attackLines(log.messages()[0]),
+      attack.lines(log.messages()[0]),
       spec,
       world.homeSecret,
     );
   } finally {
     await h.close();
   }
+}
+
+Deno.test("a root runner's confined agent finds no capability, and umount, remount, open_by_handle_at, the keyrings and a nested user namespace all fail", async () => {
+  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+  await engineAttack({
+    flags: (spec) => ["--attack-escape", JSON.stringify(spec)],
+    lines: attackLines,
+  });
 });
 
 Deno.test("a confined agent's terminal command gets the same: no capability, and every escape call fails", async () => {
-  const world = sandboxWorld();
-  const spec = escapeAttack(world.homeSecret);
-  const h = harness({ environment: world.environment });
-  try {
-    const config = attackConfig(
-      world,
-      ["--terminal", JSON.stringify(escapeTerminal(spec))],
-      {
-        "sandbox-read-paths": [ROOT, DENO_DIR, spec.readOnlyDir],
-        "langbot-assets-enabled": false,
-        "client-terminals": true,
-      },
-    );
-    const log = await runCompleted(h.manager, {
-      input: { text: "hi" },
-      config,
-    });
-    assertEscapeFailed(
-      terminalAttackLines(log.messages()[0]),
-      spec,
-      world.homeSecret,
-    );
-  } finally {
-    await h.close();
-  }
+  await engineAttack({
+    flags: (spec) => ["--terminal", JSON.stringify(escapeTerminal(spec))],
+    extra: { "client-terminals": true },
+    lines: terminalAttackLines,
+  });
 });
 
-Deno.test({
-  name:
-    "an unprivileged runner's confined agent (runner started as nobody) finds the same: no capability, no nested user namespace, every escape call fails",
-  // Starting the runner as another user needs root (setpriv).
-  ignore: Deno.uid() !== 0,
-  async fn() {
-    const restore = passableTempRoot();
-    try {
-      const nobody = nobodyWorld();
-      const spec = escapeAttack(
-        nobody.homeSecret,
-        nobodysDir("nobody-read-only-"),
-      );
-      const [setpriv, ...asNobody] = AS_NOBODY;
-      const output = await new Deno.Command(setpriv, {
-        args: [
-          ...asNobody,
-          Deno.execPath(),
-          "run",
-          ...DENO_RUN_FLAGS,
-          "--node-modules-dir=manual",
-          `${ROOT}main.ts`,
-          "run",
-          "custom",
-          "--acp-command",
-          attackerCommand("--attack-escape", JSON.stringify(spec)),
-          "--workspace",
-          nobodysDir("nobody-ws-"),
-          "--sandbox",
-          "confined",
-          "--sandbox-read-paths",
-          `${ROOT},${nobody.denoDir},${spec.readOnlyDir}`,
-          "--langbot-assets-enabled",
-          "false",
-          "--json",
-          "hi",
-        ],
-        clearEnv: true,
-        env: nobody.environment,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const stderr = new TextDecoder().decode(output.stderr);
-      const stdout = new TextDecoder().decode(output.stdout);
-      assert.equal(output.code, 0, stderr + stdout.slice(-2000));
-      const events = parseJsonLines(stdout) as unknown as RunEvent[];
-      const lines = attackLines(replyOf(events));
-      assertEscapeFailed(lines, spec, nobody.homeSecret);
-      // Without `--disable-userns` and the filter, nobody could nest one.
-      assert.equal(lines["nested-userns"], "error EPERM");
-    } finally {
-      restore();
-    }
+// Starting the runner as another user needs root (setpriv).
+nobodyTest(
+  "an unprivileged runner's confined agent (runner started as nobody) finds the same: no capability, no nested user namespace, every escape call fails",
+  async (nobody) => {
+    const spec = escapeAttack(
+      nobody.homeSecret,
+      nobodysDir("nobody-read-only-"),
+    );
+    const [setpriv, ...asNobody] = AS_NOBODY;
+    const output = await new Deno.Command(setpriv, {
+      args: [
+        ...asNobody,
+        Deno.execPath(),
+        "run",
+        ...DENO_RUN_FLAGS,
+        "--node-modules-dir=manual",
+        `${ROOT}main.ts`,
+        "run",
+        "custom",
+        "--acp-command",
+        attackerCommand("--attack-escape", JSON.stringify(spec)),
+        "--workspace",
+        nobodysDir("nobody-ws-"),
+        "--sandbox",
+        "confined",
+        "--sandbox-read-paths",
+        `${ROOT},${nobody.denoDir},${spec.readOnlyDir}`,
+        "--langbot-assets-enabled",
+        "false",
+        "--json",
+        "hi",
+      ],
+      clearEnv: true,
+      env: nobody.environment,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    const stdout = new TextDecoder().decode(output.stdout);
+    assert.equal(output.code, 0, stderr + stdout.slice(-2000));
+    const events = parseJsonLines(stdout) as unknown as RunEvent[];
+    const lines = attackLines(replyOf(events));
+    assertEscapeFailed(lines, spec, nobody.homeSecret);
+    // Without `--disable-userns` and the filter, nobody could nest one.
+    assert.equal(lines["nested-userns"], "error EPERM");
   },
-});
+);
 
 /** Fresh operator's `workspace-roots` made by `makeDir`, with a caller's workspace in it (of the same owner). */
 function rootsWithWorkspace(
@@ -246,54 +228,46 @@ Deno.test("runner serve --sandbox confined, started as root: a caller's attacker
   }
 });
 
-Deno.test({
-  name:
-    "runner serve --sandbox confined, started as nobody: a caller's attacker agent and its terminal command find no capability, no nested user namespace, and every escape call fails",
-  // Starting the runner as another user needs root (setpriv).
-  ignore: Deno.uid() !== 0,
-  async fn() {
-    const restore = passableTempRoot();
+// Starting the runner as another user needs root (setpriv).
+nobodyTest(
+  "runner serve --sandbox confined, started as nobody: a caller's attacker agent and its terminal command find no capability, no nested user namespace, and every escape call fails",
+  async (nobody) => {
+    const spec = escapeAttack(
+      nobody.homeSecret,
+      nobodysDir("nobody-read-only-"),
+    );
+    const { roots, workspace } = rootsWithWorkspace(nobodysDir);
+    const serve = await attackServe({
+      dataDir: nobodysDir("nobody-data-"),
+      wrapper: AS_NOBODY,
+      environment: nobody.environment,
+      args: [
+        ...confinedFlags({
+          readPaths: [ROOT, nobody.denoDir, spec.readOnlyDir],
+          roots,
+        }),
+        ...["--env-json", JSON.stringify({ DENO_DIR: nobody.denoDir })],
+      ],
+    });
     try {
-      const nobody = nobodyWorld();
-      const spec = escapeAttack(
-        nobody.homeSecret,
-        nobodysDir("nobody-read-only-"),
-      );
-      const { roots, workspace } = rootsWithWorkspace(nobodysDir);
-      const serve = await attackServe({
-        dataDir: nobodysDir("nobody-data-"),
-        wrapper: AS_NOBODY,
-        environment: nobody.environment,
-        args: [
-          ...confinedFlags({
-            readPaths: [ROOT, nobody.denoDir, spec.readOnlyDir],
-            roots,
-          }),
-          ...["--env-json", JSON.stringify({ DENO_DIR: nobody.denoDir })],
-        ],
+      const events = await callerRun(serve, {
+        provider: "custom",
+        "acp-command": attackerCommand(...escapeFlags(spec)),
+        workspace,
       });
-      try {
-        const events = await callerRun(serve, {
-          provider: "custom",
-          "acp-command": attackerCommand(...escapeFlags(spec)),
-          workspace,
-        });
-        const { agent, terminal } = assertRunHeld(
-          events,
-          spec,
-          nobody.homeSecret,
-        );
-        // Without `--disable-userns` and the filter, nobody could nest one.
-        assert.equal(agent["nested-userns"], "error EPERM");
-        assert.equal(terminal["nested-userns"], "error EPERM");
-      } finally {
-        await serve.stop();
-      }
+      const { agent, terminal } = assertRunHeld(
+        events,
+        spec,
+        nobody.homeSecret,
+      );
+      // Without `--disable-userns` and the filter, nobody could nest one.
+      assert.equal(agent["nested-userns"], "error EPERM");
+      assert.equal(terminal["nested-userns"], "error EPERM");
     } finally {
-      restore();
+      await serve.stop();
     }
   },
-});
+);
 
 Deno.test("runner daemon --sandbox confined, started as root: a hub's attacker job and its terminal command find no capability, and every escape call fails", async () => {
   assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");

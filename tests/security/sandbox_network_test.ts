@@ -1,9 +1,11 @@
 /**
  * Attacks on a confined agent's network (`docs/sandbox.md`, "Network"): with
  * the default `sandbox-network=full` the attacker fixture
- * (`tests/fixtures/attack_network.ts`) dials the host's loopback services,
- * the host's other addresses and the runner's own API, and reaches none of
- * them, while its run's assets endpoint still answers. `host` (the operator's
+ * (`tests/fixtures/attack_network.ts`) dials the host's loopback services
+ * (every spelling of loopback), every address of the host (its IPv6
+ * link-local one included), the DNS forwarder's address, another run's
+ * assets endpoint and the runner's own API, and reaches none of them, while
+ * its run's assets endpoint still answers. `host` (the operator's
  * explicit choice) shows what the same attacker reaches without the guard. A
  * caller (over HTTP) or a hub (to a daemon) cannot widen the network.
  */
@@ -11,11 +13,18 @@
 import { tmpdir } from "node:os";
 import assert from "node:assert/strict";
 import { ROOT, tempDir } from "../helpers.ts";
-import { sampleAssets } from "../assets_test_helpers.ts";
+import { sampleAssets, sampleSpec } from "../assets_test_helpers.ts";
+import { startEphemeralBridge } from "../../lib/assets/bridge.ts";
 import { harness, runCompleted } from "../engine_helpers.ts";
-import { networkAttackFlag } from "../fixtures/attack_network.ts";
+import {
+  type NetworkAttack,
+  networkAttackFlag,
+} from "../fixtures/attack_network.ts";
 import { mapRunStart } from "../../lib/relay/payload.ts";
-import type { SandboxNetwork } from "../../lib/agent/sandbox_network.ts";
+import {
+  SANDBOX_DNS_ADDRESS,
+  type SandboxNetwork,
+} from "../../lib/agent/sandbox_network.ts";
 import {
   DENO_DIR,
   sandboxConfig,
@@ -69,14 +78,16 @@ function attackLines(text: string): Record<string, string> {
 
 /** Runs the attacker confined (network as `extra` says) and returns its reply. */
 async function attackFromSandbox(
-  targets: { host: string; port: number }[],
+  targets: { host: string; port: number }[] | NetworkAttack,
   extra: Record<string, unknown> = {},
 ): Promise<string> {
   const world = sandboxWorld();
   const h = harness({ environment: world.environment });
   try {
     const config = sandboxConfig(world, [
-      ...networkAttackFlag({ connect: targets }),
+      ...networkAttackFlag(
+        Array.isArray(targets) ? { connect: targets } : targets,
+      ),
       "--mcp-http",
       "--mcp-call",
     ], extra);
@@ -111,6 +122,74 @@ Deno.test("network attack: under the default sandbox-network a confined agent re
   } finally {
     loopback.close();
     anyAddress.close();
+  }
+});
+
+/** Every address of the host but loopback, as a connect target (link-local ones with their interface). */
+function hostAddresses(): { address: string; family: "IPv4" | "IPv6" }[] {
+  return Deno.networkInterfaces()
+    .filter((entry) =>
+      !entry.address.startsWith("127.") && entry.address !== "::1"
+    )
+    .map((entry) => ({
+      family: entry.family,
+      address: entry.family === "IPv6" && entry.address.startsWith("fe80:")
+        ? `${entry.address}%${entry.name}`
+        : entry.address,
+    }));
+}
+
+Deno.test("network attack: a confined agent reaches no address of the host (IPv6 link-local included), no spelling of loopback, not the DNS forwarder's other ports, nor another run's assets endpoint", async () => {
+  // Services bound to every address: what an address of the host reaches.
+  const any4 = countingListener("0.0.0.0");
+  const any6 = countingListener("::");
+  const loopback6 = countingListener("::1");
+  // Another run's assets endpoint, with its token: the attacker knows both.
+  const other = await startEphemeralBridge(sampleSpec("other-run"));
+  const otherPort = Number(new URL(other.url).port);
+  try {
+    const connect = [
+      ...hostAddresses().map(({ address, family }) => ({
+        host: address,
+        port: family === "IPv4" ? any4.port : any6.port,
+      })),
+      { host: "0.0.0.0", port: any4.port },
+      { host: "127.0.0.2", port: any4.port },
+      { host: "::ffff:127.0.0.1", port: any4.port },
+      { host: "::", port: any6.port },
+      { host: "::1", port: loopback6.port },
+      { host: "localhost", port: any4.port },
+      { host: SANDBOX_DNS_ADDRESS, port: any4.port },
+      { host: "127.0.0.1", port: otherPort },
+      { host: "::1", port: otherPort },
+    ];
+    const http = [{
+      url: other.url,
+      method: "POST",
+      headers: { authorization: `Bearer ${other.token}` },
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    }];
+    const reply = await attackFromSandbox({ connect, http });
+    assert.match(reply, /\nmcp: \d+ tools/, "its own assets endpoint answered");
+    const lines = attackLines(reply);
+    for (const { host, port } of connect) {
+      assert.match(
+        lines[`attack-connect ${host}:${port}`] ?? "missing",
+        /^error /,
+        `${host}:${port}`,
+      );
+    }
+    assert.match(lines[`attack-http POST ${other.url}`], /^error /);
+    assert.deepEqual(
+      [any4.accepted(), any6.accepted(), loopback6.accepted()],
+      [0, 0, 0],
+      reply,
+    );
+  } finally {
+    any4.close();
+    any6.close();
+    loopback6.close();
+    await other.close();
   }
 });
 

@@ -19,7 +19,13 @@ import { RunnerError } from "../../lib/errors.ts";
 import { matchRule } from "../../lib/run/permission_rules.ts";
 import { checkCommand } from "../../lib/run/terminal_command.ts";
 import type { RunEvent } from "../../lib/events.ts";
-import { agentCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import {
+  agentCommand,
+  customRunArgs,
+  parseJsonLines,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 import {
   AGENT_PATH,
   assertSmugglingHeld,
@@ -336,19 +342,15 @@ Deno.test("config: rules that cannot mean one thing are refused with config.inva
 Deno.test("runner run: the argv smuggling bypasses of the docs' rules never start (no pwned file); the allowed commands run", async () => {
   const dir = workspace();
   const attack = smugglingAttack(dir);
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    agentCommand(smugglingFlags(attack)),
-    "--workspace",
-    dir,
-    ...smugglingOperatorFlags(attack),
-    "--langbot-assets-enabled",
-    "false",
-    "--json",
-    "go",
-  ]);
+  const result = await runCli(
+    customRunArgs(agentCommand(smugglingFlags(attack)), dir, [
+      ...smugglingOperatorFlags(attack),
+      "--langbot-assets-enabled",
+      "false",
+      "--json",
+      "go",
+    ]),
+  );
   assert.equal(result.code, 0, result.stderr);
   assertSmugglingHeld(
     dir,

@@ -3,7 +3,8 @@
  * `runner serve --daemon-enabled` whose target is a real `runner daemon`
  * running the fixture agent. The agent's live `session/update`s cross the
  * hub (`run.update`, the `session.update` capability) and reach the client
- * as the agent sent them; the prompt is a run of `/v1/runs`.
+ * as the agent sent them; the prompt is a run of `/v1/runs`. `initialize`
+ * says nothing was learned of the daemon's agent, and why.
  *
  * @module
  */
@@ -46,6 +47,17 @@ Deno.test("acp http: a prompt on a daemon location streams the agent's own updat
     const init = await initialize(editor);
     const runnerMeta = init._meta?.runner as Record<string, unknown>;
     assert.equal(runnerMeta.location, "daemon");
+    assert.equal(runnerMeta.capabilities_from, "runner");
+    assert.match(
+      String(runnerMeta.capabilities_note),
+      /daemon acp-laptop, which the hub does not ask/,
+      "it says where the capabilities came from: nothing was learned of the daemon's agent",
+    );
+    assert.deepEqual(
+      init.agentCapabilities?.promptCapabilities,
+      {},
+      "only what every agent takes (text and resource links)",
+    );
     const { sessionId } = await editor.agent.request("session/new", {
       cwd: "/on/the/editor",
       mcpServers: [],

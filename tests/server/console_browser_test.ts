@@ -21,12 +21,14 @@ import {
   assertQuiet,
   CONSOLE_ARGS,
   cspRefusal,
+  openPage,
   signIn,
   TOKEN,
   transcriptText,
   waitStatus,
   watchPage,
   withBrowser,
+  withOpenConsole,
 } from "../console_helpers.ts";
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -68,108 +70,96 @@ async function openRunAndAnswer(page: Page, runId: string, option: string) {
 }
 
 Deno.test("console: sign in, watch a run of another client stream, approve its permission request", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      assert.match(await page.$eval("#version", (n) => n.textContent!), /^v\d/);
-      assert.equal(
-        await page.$eval("#sign-out", (n) => n.hasAttribute("hidden")),
-        false,
-      );
-      const run = await startAskedRun(serve.url, join(dir, "ws"));
-      await openRunAndAnswer(page, run.runId, "allow_once");
-      await waitStatus(page, "completed");
-      const text = await transcriptText(page);
-      assert.match(text, /permission: allow_once\s+echo: write the file/);
-      assert.match(text, /Decided: allow_once \(allow_once\) by caller/);
-      // The prompt of a run another client started comes from the runner.
-      assert.equal(
-        await page.$eval(".bubble.user .text", (n) => n.textContent),
-        "write the file",
-      );
-      assert.equal(
-        await page.$eval(
-          `li.run[data-run-id="${run.runId}"] .snippet`,
-          (n) => n.textContent,
-        ),
-        "write the file",
-      );
-      await run.drained;
-      assert.equal(
-        await page.$eval("#agents-empty", (n) => n.hasAttribute("hidden")),
-        false,
-      );
-      assertQuiet(alarms);
-    });
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    assert.match(await page.$eval("#version", (n) => n.textContent!), /^v\d/);
+    assert.equal(
+      await page.$eval("#sign-out", (n) => n.hasAttribute("hidden")),
+      false,
+    );
+    const run = await startAskedRun(serve.url, join(dir, "ws"));
+    await openRunAndAnswer(page, run.runId, "allow_once");
+    await waitStatus(page, "completed");
+    const text = await transcriptText(page);
+    assert.match(text, /permission: allow_once\s+echo: write the file/);
+    assert.match(text, /Decided: allow_once \(allow_once\) by caller/);
+    // The prompt of a run another client started comes from the runner.
+    assert.equal(
+      await page.$eval(".bubble.user .text", (n) => n.textContent),
+      "write the file",
+    );
+    assert.equal(
+      await page.$eval(
+        `li.run[data-run-id="${run.runId}"] .snippet`,
+        (n) => n.textContent,
+      ),
+      "write the file",
+    );
+    await run.drained;
+    assert.equal(
+      await page.$eval("#agents-empty", (n) => n.hasAttribute("hidden")),
+      false,
+    );
+    assertQuiet(alarms);
   });
 });
 
 Deno.test("console: rejecting from the page reaches the agent; the run's model and mode are shown", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      const run = await startAskedRun(serve.url, join(dir, "ws"), {
-        flags: ["--session-config", "both"],
-        config: { mode: "plan" },
-      });
-      await openRunAndAnswer(page, run.runId, "reject_once");
-      await waitStatus(page, "completed");
-      assert.match(await transcriptText(page), /permission: reject_once/);
-      // The run's model and mode, from its session.configured event.
-      assert.match(
-        await transcriptText(page),
-        /\[session\] model smart · mode plan/,
-      );
-      // The runs list names the mode the run asked for.
-      const row = await page.waitForSelector(
-        `li.run[data-run-id="${run.runId}"] .session`,
-      );
-      assert.equal(
-        await row!.evaluate((node) => node.textContent),
-        "mode plan",
-      );
-      await run.drained;
-      assertQuiet(alarms);
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    const run = await startAskedRun(serve.url, join(dir, "ws"), {
+      flags: ["--session-config", "both"],
+      config: { mode: "plan" },
     });
+    await openRunAndAnswer(page, run.runId, "reject_once");
+    await waitStatus(page, "completed");
+    assert.match(await transcriptText(page), /permission: reject_once/);
+    // The run's model and mode, from its session.configured event.
+    assert.match(
+      await transcriptText(page),
+      /\[session\] model smart · mode plan/,
+    );
+    // The runs list names the mode the run asked for.
+    const row = await page.waitForSelector(
+      `li.run[data-run-id="${run.runId}"] .session`,
+    );
+    assert.equal(
+      await row!.evaluate((node) => node.textContent),
+      "mode plan",
+    );
+    await run.drained;
+    assertQuiet(alarms);
   });
 });
 
 Deno.test("console: a failed answer shows its error and a Retry that answers again", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      // The first answer never reaches the runner: the browser drops it.
-      let dropped = 0;
-      await page.setRequestInterception(true);
-      page.on("request", (request) => {
-        if (request.url().includes("/permissions/") && dropped++ === 0) {
-          request.abort("connectionreset").catch(() => {});
-        } else request.continue().catch(() => {});
-      });
-      const run = await startAskedRun(serve.url, join(dir, "ws"));
-      await openRunAndAnswer(page, run.runId, "allow_once");
-      await page.waitForSelector(".permission .answer-error button.retry");
-      assert.match(
-        await page.$eval(".permission .answer-error", (n) => n.textContent!),
-        /did not reach the runner/,
-      );
-      assert.equal(
-        await page.$eval(
-          '.permission button[data-option-id="allow_once"]',
-          (n) => n.hasAttribute("disabled"),
-        ),
-        true,
-      );
-      await page.click(".permission .answer-error button.retry");
-      await page.click('.permission button[data-option-id="allow_once"]');
-      await waitStatus(page, "completed");
-      assert.match(await transcriptText(page), /permission: allow_once/);
-      await run.drained;
-      assertQuiet(alarms);
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    // The first answer never reaches the runner: the browser drops it.
+    let dropped = 0;
+    await page.setRequestInterception(true);
+    page.on("request", (request) => {
+      if (request.url().includes("/permissions/") && dropped++ === 0) {
+        request.abort("connectionreset").catch(() => {});
+      } else request.continue().catch(() => {});
     });
+    const run = await startAskedRun(serve.url, join(dir, "ws"));
+    await openRunAndAnswer(page, run.runId, "allow_once");
+    await page.waitForSelector(".permission .answer-error button.retry");
+    assert.match(
+      await page.$eval(".permission .answer-error", (n) => n.textContent!),
+      /did not reach the runner/,
+    );
+    assert.equal(
+      await page.$eval(
+        '.permission button[data-option-id="allow_once"]',
+        (n) => n.hasAttribute("disabled"),
+      ),
+      true,
+    );
+    await page.click(".permission .answer-error button.retry");
+    await page.click('.permission button[data-option-id="allow_once"]');
+    await waitStatus(page, "completed");
+    assert.match(await transcriptText(page), /permission: allow_once/);
+    await run.drained;
+    assertQuiet(alarms);
   });
 });
 
@@ -251,7 +241,7 @@ Deno.test("console: a wrong token and no token get their own messages; favicon a
         true,
       );
       assert.equal(await page.$$eval("li.run", (nodes) => nodes.length), 0);
-      const fresh = await browser.newPage();
+      const fresh = await openPage(browser);
       const freshAlarms = await watchPage(fresh);
       await fresh.goto(serve.url, { waitUntil: "load" });
       await fresh.waitForFunction(
@@ -282,12 +272,9 @@ Deno.test("console: a wrong token and no token get their own messages; favicon a
 });
 
 Deno.test("console: the quiet check fails on an inline script or style the CSP refuses", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      assertQuiet(alarms);
-      await page.evaluate(`(() => {
+  await withOpenConsole(async ({ page, alarms }) => {
+    assertQuiet(alarms);
+    await page.evaluate(`(() => {
         const script = document.createElement("script");
         script.textContent = "document.title = 'ran'";
         document.body.append(script);
@@ -295,10 +282,9 @@ Deno.test("console: the quiet check fails on an inline script or style the CSP r
         style.textContent = "body{color:red}";
         document.head.append(style);
       })()`);
-      await cspRefusal(alarms, /script-src/);
-      await cspRefusal(alarms, /style-src/);
-      assert.equal(await page.title(), "runner console");
-      assert.throws(() => assertQuiet(alarms), /the page broke its CSP/);
-    });
+    await cspRefusal(alarms, /script-src/);
+    await cspRefusal(alarms, /style-src/);
+    assert.equal(await page.title(), "runner console");
+    assert.throws(() => assertQuiet(alarms), /the page broke its CSP/);
   });
 });

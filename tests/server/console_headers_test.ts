@@ -11,7 +11,12 @@
 
 import assert from "node:assert/strict";
 import { withServe } from "../serve_test_helpers.ts";
-import { CONSOLE_ARGS, TOKEN, withBrowser } from "../console_helpers.ts";
+import {
+  CONSOLE_ARGS,
+  openPage,
+  TOKEN,
+  withBrowser,
+} from "../console_helpers.ts";
 
 /** The CSP's directives by name. */
 function directives(csp: string): Record<string, string> {
@@ -70,7 +75,7 @@ Deno.test("console: a page of another site cannot frame it", async () => {
     );
     try {
       await withBrowser(async (browser) => {
-        const page = await browser.newPage();
+        const page = await openPage(browser);
         await page.goto(`http://127.0.0.1:${attacker.addr.port}/`, {
           waitUntil: "load",
         });

@@ -15,17 +15,16 @@ import { join } from "node:path";
 import type { Page } from "puppeteer-core";
 import type { RunEvent } from "../../lib/events.ts";
 import { FenceStore } from "../../lib/hub/fences.ts";
-import { openStore } from "../../lib/store/open.ts";
 import {
   agentCommand,
   postJson,
   readSse,
   startServe,
-  tempDir,
 } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
+  dataDirWithEndedRun,
   signIn,
   TOKEN,
   transcriptText,
@@ -84,29 +83,13 @@ function seededEvents(): Omit<RunEvent, "run_id">[] {
 
 /** A data dir whose store holds one failed run with hostile fields, and a hostile fence. */
 async function seededDataDir(): Promise<string> {
-  const dataDir = join(await tempDir(), "data");
-  const store = await openStore({ dataDir });
-  try {
-    await store.createRun({
-      runId: SEEDED,
-      conversationId: "chat-hostile",
-      config: { provider: "custom" },
-      prompt: "look around",
-      status: "active",
-    });
-    seededEvents().forEach((event, index) =>
-      store.appendEvent(SEEDED, {
-        ...event,
-        run_id: SEEDED,
-        sequence: index + 1,
-        timestamp: Date.now(),
-      })
-    );
-    await store.flush();
-    await store.finishRun(SEEDED, { status: "failed" });
-  } finally {
-    await store.close();
-  }
+  const dataDir = await dataDirWithEndedRun({
+    runId: SEEDED,
+    conversationId: "chat-hostile",
+    prompt: "look around",
+    status: "failed",
+    events: seededEvents(),
+  });
   await new FenceStore(join(dataDir, "relay")).ensureMarker(FENCED);
   return dataDir;
 }

@@ -9,20 +9,13 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  agentCommand,
-  postJson,
-  readSse,
-  withServe,
-} from "../serve_test_helpers.ts";
+import { agentCommand, postJson, readSse } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
-  CONSOLE_ARGS,
   PHONE,
-  signIn,
   TOKEN,
   waitStatus,
-  withBrowser,
+  withOpenConsole,
 } from "../console_helpers.ts";
 
 const WORD = "Allow-this-option-name-has-no-spaces-at-all-".repeat(8);
@@ -59,72 +52,66 @@ function widths(page: import("puppeteer-core").Page) {
 }
 
 Deno.test("console: long permission option names, title, path and command line wrap inside the card on a phone", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url, {
-        viewport: PHONE,
-      });
-      await page.waitForSelector("#app:not([hidden])");
-      const response = await postJson(`${serve.url}/v1/runs`, {
-        input: { text: "run it" },
-        config: {
-          provider: "custom",
-          workspace: join(dir, "ws"),
-          "permission-decision": "ask",
-          "acp-command": agentCommand([
-            "--permission-calls",
-            JSON.stringify([CALL]),
-            "--script",
-            JSON.stringify([TOOL, ["text", "`" + "y".repeat(400) + "`"]]),
-          ]),
-        },
-      }, { authorization: `Bearer ${TOKEN}` });
-      assert.equal(response.status, 200);
-      const messages = readSse(response.body!);
-      const runId = JSON.parse((await messages.next()).value!.data).run_id;
-      const drained = (async () => {
-        for await (const _ of messages) { /* keep the stream read */ }
-      })();
-      await page.waitForSelector(`li.run[data-run-id="${runId}"]`);
-      await page.click(`li.run[data-run-id="${runId}"]`);
-      await page.waitForSelector(
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    const response = await postJson(`${serve.url}/v1/runs`, {
+      input: { text: "run it" },
+      config: {
+        provider: "custom",
+        workspace: join(dir, "ws"),
+        "permission-decision": "ask",
+        "acp-command": agentCommand([
+          "--permission-calls",
+          JSON.stringify([CALL]),
+          "--script",
+          JSON.stringify([TOOL, ["text", "`" + "y".repeat(400) + "`"]]),
+        ]),
+      },
+    }, { authorization: `Bearer ${TOKEN}` });
+    assert.equal(response.status, 200);
+    const messages = readSse(response.body!);
+    const runId = JSON.parse((await messages.next()).value!.data).run_id;
+    const drained = (async () => {
+      for await (const _ of messages) { /* keep the stream read */ }
+    })();
+    await page.waitForSelector(`li.run[data-run-id="${runId}"]`);
+    await page.click(`li.run[data-run-id="${runId}"]`);
+    await page.waitForSelector(
+      '.permission button[data-option-id="allow_once"]',
+    );
+    assert.equal(
+      await page.$eval(
         '.permission button[data-option-id="allow_once"]',
-      );
-      assert.equal(
-        await page.$eval(
-          '.permission button[data-option-id="allow_once"]',
-          (n) => n.textContent,
-        ),
-        WORD,
-      );
-      const seen = await widths(page);
-      assert.ok(
-        seen.page <= seen.viewport,
-        `the page is ${seen.page} px wide on a ${seen.viewport} px screen`,
-      );
-      assert.ok(
-        seen.widest <= seen.cardRight + 0.5,
-        `the card's content reaches ${seen.widest} px, the card ends at ${seen.cardRight} px`,
-      );
-      await page.click('.permission button[data-option-id="reject_once"]');
-      await waitStatus(page, "completed");
-      // The tool card's long title, command line and output, opened, wrap too.
-      await page.waitForSelector(".tool .title");
-      await page.$$eval(
-        "details",
-        (nodes) => nodes.forEach((n) => n.setAttribute("open", "")),
-      );
-      assert.equal(
-        await page.$eval(".tool .title", (n) => n.textContent),
-        TOOL[1],
-      );
-      const after = await widths(page);
-      assert.ok(
-        after.page <= after.viewport,
-        `with the tool card open the page is ${after.page} px wide`,
-      );
-      await drained;
-      assertQuiet(alarms);
-    });
-  });
+        (n) => n.textContent,
+      ),
+      WORD,
+    );
+    const seen = await widths(page);
+    assert.ok(
+      seen.page <= seen.viewport,
+      `the page is ${seen.page} px wide on a ${seen.viewport} px screen`,
+    );
+    assert.ok(
+      seen.widest <= seen.cardRight + 0.5,
+      `the card's content reaches ${seen.widest} px, the card ends at ${seen.cardRight} px`,
+    );
+    await page.click('.permission button[data-option-id="reject_once"]');
+    await waitStatus(page, "completed");
+    // The tool card's long title, command line and output, opened, wrap too.
+    await page.waitForSelector(".tool .title");
+    await page.$$eval(
+      "details",
+      (nodes) => nodes.forEach((n) => n.setAttribute("open", "")),
+    );
+    assert.equal(
+      await page.$eval(".tool .title", (n) => n.textContent),
+      TOOL[1],
+    );
+    const after = await widths(page);
+    assert.ok(
+      after.page <= after.viewport,
+      `with the tool card open the page is ${after.page} px wide`,
+    );
+    await drained;
+    assertQuiet(alarms);
+  }, { viewport: PHONE });
 });

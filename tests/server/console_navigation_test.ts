@@ -12,7 +12,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Page } from "puppeteer-core";
-import { agentCommand, postJson, withServe } from "../serve_test_helpers.ts";
+import {
+  agentCommand,
+  assertStatus,
+  postJson,
+  withServe,
+} from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
@@ -43,8 +48,7 @@ async function finishedRun(
     },
     stream: false,
   }, AUTH);
-  assert.equal(response.status, 200);
-  await response.body?.cancel();
+  await assertStatus(response, 200);
 }
 
 /** Waits until the top of `id` is inside the viewport (give or take a fraction of a pixel). */

@@ -22,12 +22,15 @@ import {
   assertQuiet,
   CONSOLE_ARGS,
   fillNewRun,
+  openPage,
   signIn,
+  STORE_UNAVAILABLE,
   TOKEN,
   transcriptText,
   waitNewRun,
   waitStatus,
   withBrowser,
+  withOpenConsole,
 } from "../console_helpers.ts";
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -127,48 +130,70 @@ Deno.test("console: opening another run while the first still loads shows only t
   });
 });
 
-async function countDoubleClicked(page: Page, selector: string): Promise<void> {
+/**
+ * Double-clicks `selector` while the page's run starts (`POST /v1/runs`) are
+ * held, so that both clicks land before the first start is answered (on a
+ * loaded machine an unheld answer can come between them and change the page
+ * under the second click).
+ */
+async function doubleClickWhileStarting(
+  page: Page,
+  selector: string,
+): Promise<void> {
+  const held: HTTPRequest[] = [];
+  const firstHeld = Promise.withResolvers<void>();
+  const onRequest = (request: HTTPRequest) => {
+    if (
+      request.method() === "POST" &&
+      new URL(request.url()).pathname === "/v1/runs"
+    ) {
+      held.push(request);
+      firstHeld.resolve();
+    } else request.continue().catch(() => {});
+  };
+  await page.setRequestInterception(true);
+  page.on("request", onRequest);
   await page.click(selector, { count: 2 });
+  await firstHeld.promise;
+  await Promise.all(held.map((request) => request.continue()));
+  await page.setRequestInterception(false);
+  page.off("request", onRequest);
 }
 
 Deno.test("console: a double click on Start run starts one run, and on a follow-up one more", async () => {
-  await withBrowser(async (browser) => {
-    await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
-      const { page, alarms } = await signIn(browser, serve.url);
-      await page.waitForSelector("#app:not([hidden])");
-      await fillNewRun(page, {
-        prompt: "hello",
-        conversation: "twice",
-        workspace: join(dir, "ws"),
-        config: { "acp-command": agentCommand([]) },
-      });
-      await countDoubleClicked(page, "#new-run-submit");
-      await waitNewRun(page, "");
-      await waitStatus(page, "completed");
-      const first = await page.$eval("#run-title", (n) => n.textContent!);
-      assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
-        first,
-      ]);
-      const once = await transcriptText(page);
-      assert.equal(once.match(/echo: hello/g)?.length, 1, once);
-      assert.doesNotMatch(once, /turn 2/);
-      assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
-      // Idle: a follow-up starts a new run of the conversation, once.
-      await page.type("#follow-up-text", "again");
-      await countDoubleClicked(page, "#follow-up-send");
-      await waitNewRun(page, first);
-      await waitStatus(page, "completed");
-      const second = await page.$eval("#run-title", (n) => n.textContent!);
-      assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
-        second,
-        first,
-      ]);
-      const again = await transcriptText(page);
-      assert.equal(again.match(/echo: again/g)?.length, 1, again);
-      // No second turn steered into it: one prompt, no follow-up.
-      assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
-      assertQuiet(alarms);
+  await withOpenConsole(async ({ serve, dir, page, alarms }) => {
+    await fillNewRun(page, {
+      prompt: "hello",
+      conversation: "twice",
+      workspace: join(dir, "ws"),
+      config: { "acp-command": agentCommand([]) },
     });
+    await doubleClickWhileStarting(page, "#new-run-submit");
+    await waitNewRun(page, "");
+    await waitStatus(page, "completed");
+    const first = await page.$eval("#run-title", (n) => n.textContent!);
+    assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
+      first,
+    ]);
+    const once = await transcriptText(page);
+    assert.equal(once.match(/echo: hello/g)?.length, 1, once);
+    assert.doesNotMatch(once, /turn 2/);
+    assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
+    // Idle: a follow-up starts a new run of the conversation, once.
+    await page.type("#follow-up-text", "again");
+    await doubleClickWhileStarting(page, "#follow-up-send");
+    await waitNewRun(page, first);
+    await waitStatus(page, "completed");
+    const second = await page.$eval("#run-title", (n) => n.textContent!);
+    assert.deepEqual(await listRuns(serve.url, "conversation_id=twice"), [
+      second,
+      first,
+    ]);
+    const again = await transcriptText(page);
+    assert.equal(again.match(/echo: again/g)?.length, 1, again);
+    // No second turn steered into it: one prompt, no follow-up.
+    assert.equal(await page.$$eval(".bubble.user", (n) => n.length), 1);
+    assertQuiet(alarms);
   });
 });
 
@@ -231,7 +256,7 @@ Deno.test("console: a run that cannot be loaded, or whose events cannot be read,
 Deno.test("console: a failing side request leaves the page usable, names what failed, and Retry loads it", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: CONSOLE_ARGS }, async (serve) => {
-      const page = await browser.newPage();
+      const page = await openPage(browser);
       let failing = true;
       await page.setRequestInterception(true);
       page.on("request", (request) => {
@@ -246,17 +271,7 @@ Deno.test("console: a failing side request leaves the page usable, names what fa
             }),
           }).catch(() => {});
         } else if (failing && path === "/v1/daemons") {
-          request.respond({
-            status: 503,
-            contentType: "application/json",
-            body: JSON.stringify({
-              error: {
-                code: "store.unavailable",
-                message: "The store did not answer.",
-                retryable: true,
-              },
-            }),
-          }).catch(() => {});
+          request.respond(STORE_UNAVAILABLE).catch(() => {});
         } else request.continue().catch(() => {});
       });
       await page.goto(serve.url, { waitUntil: "load" });
@@ -308,7 +323,7 @@ const INSTRUMENT = `(() => {
 Deno.test("console: one poll at a time: none once signed out, one after signing in again, none while the tab is hidden", async () => {
   await withBrowser(async (browser) => {
     await withServe({ args: CONSOLE_ARGS }, async (serve) => {
-      const page = await browser.newPage();
+      const page = await openPage(browser);
       await page.evaluateOnNewDocument(INSTRUMENT);
       let refuseNext = false;
       await page.setRequestInterception(true);

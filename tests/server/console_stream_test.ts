@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   agentCommand,
-  makeFifo,
+  gateIn,
   openGate,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -32,8 +32,7 @@ Deno.test("console: a live stream cut mid-run is read again from its last event;
     await withServe({ args: CONSOLE_ARGS }, async (serve, dir) => {
       const proxy = startTcpProxy(serve.url);
       try {
-        const gate = join(dir, "gate");
-        await makeFifo(gate);
+        const gate = await gateIn(dir);
         const { page, alarms } = await signIn(browser, proxy.url);
         await page.waitForSelector("#app:not([hidden])");
         await startRunFromPage(page, {

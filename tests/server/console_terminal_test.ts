@@ -13,15 +13,14 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import type { Page } from "puppeteer-core";
 import type { RunEvent } from "../../lib/events.ts";
-import { openStore } from "../../lib/store/open.ts";
-import { startServe, tempDir } from "../serve_test_helpers.ts";
+import { startServe } from "../serve_test_helpers.ts";
 import {
   assertQuiet,
   assertTranscriptInert,
   CONSOLE_ARGS,
+  dataDirWithEndedRun,
   signIn,
   waitStatus,
   withBrowser,
@@ -177,31 +176,14 @@ function events(): Omit<RunEvent, "run_id">[] {
 }
 
 /** A data dir whose store holds one finished run with `events()`. */
-async function seededDataDir(): Promise<string> {
-  const dataDir = join(await tempDir(), "data");
-  const store = await openStore({ dataDir });
-  try {
-    await store.createRun({
-      runId: RUN_ID,
-      conversationId: "chat-terminals",
-      config: { provider: "custom" },
-      prompt: "run the tests",
-      status: "active",
-    });
-    events().forEach((event, index) =>
-      store.appendEvent(RUN_ID, {
-        ...event,
-        run_id: RUN_ID,
-        sequence: index + 1,
-        timestamp: Date.now(),
-      })
-    );
-    await store.flush();
-    await store.finishRun(RUN_ID, { status: "completed" });
-  } finally {
-    await store.close();
-  }
-  return dataDir;
+function seededDataDir(): Promise<string> {
+  return dataDirWithEndedRun({
+    runId: RUN_ID,
+    conversationId: "chat-terminals",
+    prompt: "run the tests",
+    status: "completed",
+    events: events(),
+  });
 }
 
 function terminalView(page: Page, id: string) {

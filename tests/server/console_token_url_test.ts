@@ -9,8 +9,18 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fixtureConfig, postJson, withServe } from "../serve_test_helpers.ts";
-import { assertQuiet, watchPage, withBrowser } from "../console_helpers.ts";
+import {
+  assertStatus,
+  fixtureConfig,
+  postJson,
+  withServe,
+} from "../serve_test_helpers.ts";
+import {
+  assertQuiet,
+  openPage,
+  watchPage,
+  withBrowser,
+} from "../console_helpers.ts";
 
 Deno.test("console: opened from the printed URL, it signs in with the fragment's token, keeps it in the tab and takes it out of the address bar", async () => {
   await withBrowser(async (browser) => {
@@ -25,10 +35,9 @@ Deno.test("console: opened from the printed URL, it signs in with the fragment's
           config: fixtureConfig(join(dir, "ws")),
           stream: false,
         });
-        assert.equal(started.status, 200);
-        await started.body?.cancel();
+        await assertStatus(started, 200);
 
-        const page = await browser.newPage();
+        const page = await openPage(browser);
         const alarms = await watchPage(page);
         await page.goto(serve.consoleUrl, { waitUntil: "load" });
         await page.waitForSelector("#app:not([hidden])");
@@ -50,7 +59,7 @@ Deno.test("console: opened from the printed URL, it signs in with the fragment's
         assertQuiet(alarms);
 
         // A fresh tab without the fragment must sign in.
-        const fresh = await browser.newPage();
+        const fresh = await openPage(browser);
         await fresh.goto(serve.url, { waitUntil: "load" });
         await fresh.waitForSelector("#login:not([hidden])");
 

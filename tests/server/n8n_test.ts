@@ -7,15 +7,15 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { sign } from "hono/jwt";
 import {
   apiFetch,
   fixtureServeDefaults,
+  gateIn,
   jsonLines,
-  makeFifo,
   openGate,
   postJson,
+  type ServeProcess,
   withServe,
 } from "../serve_test_helpers.ts";
 import { tempDir } from "../helpers.ts";
@@ -124,21 +124,40 @@ Deno.test("the n8n webhook reports a failed run as a readable item before end, o
   await Deno.remove(dir, { recursive: true });
 });
 
+/**
+ * A streamed webhook call of `sessionId` whose first item has arrived (its
+ * agent then waits at the gate); returns the stream's reader and that text.
+ */
+async function firstItemArrived(serve: ServeProcess, sessionId: string) {
+  const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
+    chatInput: "first",
+    session_id: sessionId,
+  });
+  const reader = first.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const text = (await reader.read()).value!;
+  assert.match(text, /"type":"item"/);
+  return { reader, text };
+}
+
+/** The runs of `conversation` as `GET /v1/runs` lists them, newest first. */
+async function conversationRuns(
+  serve: ServeProcess,
+  conversation: string,
+): Promise<{ status: string; created_at: number; finished_at: number }[]> {
+  const response = await apiFetch(
+    `${serve.url}/v1/runs?conversation_id=${conversation}`,
+  );
+  return (await response.json()).runs;
+}
+
 Deno.test("a webhook call for a busy conversation waits for its run, then runs its own", async () => {
   const dir = tempDir();
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
+  const gate = await gateIn(dir);
   await withServe(
     { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
     async (serve) => {
-      const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
-        chatInput: "first",
-        session_id: "busy",
-      });
-      const reader = first.body!.pipeThrough(new TextDecoderStream())
-        .getReader();
-      let firstText = (await reader.read()).value!;
-      assert.match(firstText, /"type":"item"/);
+      const { reader, text } = await firstItemArrived(serve, "busy");
+      let firstText = text;
       const second = postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
         chatInput: "second",
         session_id: "busy",
@@ -157,14 +176,12 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
       await openGate(gate);
       const answer = await (await second).json();
       assert.match(answer.response, /echo: second/);
-      const runs =
-        await (await apiFetch(`${serve.url}/v1/runs?conversation_id=busy`))
-          .json();
-      assert.deepEqual(runs.runs.map((run: { status: string }) => run.status), [
+      const runs = await conversationRuns(serve, "busy");
+      assert.deepEqual(runs.map((run) => run.status), [
         "completed",
         "completed",
       ]);
-      const [secondRun, firstRun] = runs.runs;
+      const [secondRun, firstRun] = runs;
       assert.ok(
         secondRun.created_at >= firstRun.finished_at,
         "the second run started before the first ended",
@@ -176,8 +193,7 @@ Deno.test("a webhook call for a busy conversation waits for its run, then runs i
 
 Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds gets 409 http.conversation_busy", async () => {
   const dir = tempDir();
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
+  const gate = await gateIn(dir);
   await withServe(
     {
       args: [
@@ -187,13 +203,7 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
       ],
     },
     async (serve) => {
-      const first = await postJson(`${serve.url}/v1/webhooks/n8n`, {
-        chatInput: "first",
-        session_id: "held",
-      });
-      const reader = first.body!.pipeThrough(new TextDecoderStream())
-        .getReader();
-      assert.match((await reader.read()).value!, /"type":"item"/);
+      const { reader } = await firstItemArrived(serve, "held");
       // A guard, not a measurement: a server that never gives up waiting
       // would hold this call (and the test) for as long as the first run.
       const busy = await apiFetch(`${serve.url}/v1/webhooks/n8n`, {
@@ -210,11 +220,8 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
       assert.match(body.error.message, /POST \/v1\/runs\/.+\/cancel/);
       await openGate(gate);
       while (!(await reader.read()).done) { /* the first run ends */ }
-      const runs =
-        await (await apiFetch(`${serve.url}/v1/runs?conversation_id=held`))
-          .json();
       assert.deepEqual(
-        runs.runs.map((run: { status: string }) => run.status),
+        (await conversationRuns(serve, "held")).map((run) => run.status),
         ["completed"],
         "the refused call started no run",
       );
@@ -224,8 +231,7 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
 
 Deno.test("webhook calls queued on one busy conversation run one at a time, each with its own answer", async () => {
   const dir = tempDir();
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
+  const gate = await gateIn(dir);
   await withServe(
     { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
     async (serve) => {

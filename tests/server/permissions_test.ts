@@ -14,6 +14,7 @@ import type { RunEvent } from "../../lib/events.ts";
 import {
   agentCommand,
   apiFetch,
+  assertStatus,
   deltaText,
   fixtureConfig,
   postJson,
@@ -130,27 +131,22 @@ Deno.test("ask: a reject decision reaches the agent; unknown ids are 404, a seco
     const wrongRequest = await answer(serve.url, run, {
       decision: "allow_once",
     }, "nope");
-    assert.equal(wrongRequest.status, 404);
-    await wrongRequest.body?.cancel();
+    await assertStatus(wrongRequest, 404);
     const wrongRun = await postJson(
       `${serve.url}/v1/runs/no-such-run/permissions/${run.requestId}`,
       { decision: "allow_once" },
     );
-    assert.equal(wrongRun.status, 404);
-    await wrongRun.body?.cancel();
+    await assertStatus(wrongRun, 404);
     const notOffered = await answer(serve.url, run, { option_id: "sudo" });
     assert.equal(notOffered.status, 400);
     assert.match((await notOffered.json()).error.message, /did not offer/);
     const empty = await answer(serve.url, run, {});
-    assert.equal(empty.status, 400);
-    await empty.body?.cancel();
+    await assertStatus(empty, 400);
 
     const rejected = await answer(serve.url, run, { decision: "reject_once" });
-    assert.equal(rejected.status, 200);
-    await rejected.body?.cancel();
+    await assertStatus(rejected, 200);
     const second = await answer(serve.url, run, { decision: "allow_once" });
-    assert.equal(second.status, 409);
-    await second.body?.cancel();
+    await assertStatus(second, 409);
 
     const events = await readToEnd(run);
     const decided = events.filter((e) => e.type === "permission.decided");
@@ -187,8 +183,7 @@ Deno.test("ask: cancelling the run answers the open request cancelled", async ()
       `${serve.url}/v1/runs/${run.runId}/cancel`,
       {},
     );
-    assert.equal(cancelled.status, 200);
-    await cancelled.body?.cancel();
+    await assertStatus(cancelled, 200);
     const events = await readToEnd(run);
     const decided = events.filter((e) => e.type === "permission.decided");
     assert.equal(decided.length, 1);
@@ -197,8 +192,7 @@ Deno.test("ask: cancelling the run answers the open request cancelled", async ()
     assert.equal(terminals(events).length, 1);
     assert.equal(terminals(events)[0].data.code, "run.cancelled");
     const late = await answer(serve.url, run, { decision: "allow_once" });
-    assert.equal(late.status, 409);
-    await late.body?.cancel();
+    await assertStatus(late, 409);
   });
 });
 
@@ -275,8 +269,7 @@ Deno.test("ask: a person's reject, then a turn without text, fails run.permissio
       silentOnReject(),
     );
     const rejected = await answer(serve.url, run, { decision: "reject_once" });
-    assert.equal(rejected.status, 200);
-    await rejected.body?.cancel();
+    await assertStatus(rejected, 200);
     const events = await readToEnd(run);
     assertRejectedRun(events, "reject_once");
     const stored = await apiFetch(`${serve.url}/v1/runs/${run.runId}`);
@@ -307,8 +300,7 @@ Deno.test("ask: an answer no offered option fits cancels the request; a turn wit
       silentOnReject(["--permission-options", "allow_once,allow_always"]),
     );
     const answered = await answer(serve.url, run, { decision: "reject_once" });
-    assert.equal(answered.status, 200);
-    await answered.body?.cancel();
+    await assertStatus(answered, 200);
     const events = await readToEnd(run);
     const decided = events.find((e) => e.type === "permission.decided")!;
     assert.equal(decided.data.decision, "cancelled");

@@ -14,8 +14,8 @@ import {
   apiFetch,
   deltaText,
   fixtureConfig,
+  gateIn,
   jsonLines,
-  makeFifo,
   openGate,
   postJson,
   processAlive,
@@ -98,8 +98,7 @@ Deno.test("SSE, NDJSON and stream=false carry the same events", async () => {
 
 Deno.test("a follow-up sent to /input during a run is answered inside the same run", async () => {
   await withServe({ args: ARGS }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const response = await postJson(`${serve.url}/v1/runs`, {
       conversation_id: "conv-steer",
       input: { text: "first" },

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import {
   agentCommand,
   apiFetch,
+  assertStatus,
   fixtureConfig,
   postJson,
   spawnServe,
@@ -66,11 +67,9 @@ Deno.test("/v1 needs the bearer token (401 with WWW-Authenticate: Bearer); /heal
     const right = await fetch(`${serve.url}/v1/runs`, {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
-    assert.equal(right.status, 200);
-    await right.body?.cancel();
+    await assertStatus(right, 200);
     const health = await fetch(`${serve.url}/healthz`);
-    assert.equal(health.status, 200);
-    await health.body?.cancel();
+    await assertStatus(health, 200);
   });
 });
 

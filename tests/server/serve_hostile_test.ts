@@ -24,7 +24,7 @@ import {
   apiFetch,
   apiHeaders,
   fixtureConfig,
-  makeFifo,
+  gateIn,
   openGate,
   postJson,
   streamUntil,
@@ -63,8 +63,7 @@ Deno.test("a flood of half-open connections is refused or timed out cleanly whil
       "1",
     ],
   }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const response = await postJson(`${serve.url}/v1/runs`, {
       input: { text: "hold" },
       config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),

@@ -9,15 +9,15 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { sign } from "hono/jwt";
 import { tempDir } from "../helpers.ts";
 import {
   fixtureServeDefaults,
+  gateIn,
   jsonLines,
-  makeFifo,
   openGate,
   postJson,
+  type ServeProcess,
   withServe,
 } from "../serve_test_helpers.ts";
 import {
@@ -58,6 +58,74 @@ async function runStarted(
   seen.add(entry.run_id);
 }
 
+/** A gated fixture serve that writes keep-alives every 50 ms (how it notices a caller that left). */
+async function withKeepaliveServe(
+  fixtureFlags: string[],
+  body: (serve: ServeProcess, gate: string) => Promise<void>,
+): Promise<void> {
+  const dir = tempDir();
+  const gate = await gateIn(dir);
+  await withServe({
+    args: [
+      ...fixtureServeDefaults(dir, ["--gate-fifo", gate, ...fixtureFlags]),
+      ...["--keepalive-seconds", "0.05"],
+    ],
+  }, (serve) => body(serve, gate));
+}
+
+/** Where a LangBot call goes: the webhook `url`, its conversation, and the runs of it seen started. */
+interface AbandonedCall {
+  url: string;
+  conversation: string;
+  started: Set<unknown>;
+}
+
+/**
+ * A first message of `conversation` whose caller leaves (LangBot's timeout)
+ * once it has read what `seen` accepts, while the agent still works; resolves
+ * once the runner noticed. Returns the call's answer.
+ */
+async function abandonedCall(
+  serve: ServeProcess,
+  call: AbandonedCall & { seen: (text: string) => boolean },
+): Promise<Response> {
+  const { url, conversation } = call;
+  const timedOut = new AbortController();
+  const first = await postAbortable(
+    url,
+    langbotBody("first", conversation),
+    timedOut.signal,
+  );
+  await runStarted(serve, conversation, call.started);
+  await readUntilText(textReader(first), call.seen);
+  timedOut.abort();
+  await within(
+    serve.waitForLog((entry) =>
+      String(entry.msg).startsWith("n8n caller left") &&
+      entry.conversation_id === conversation
+    ),
+    "the runner noticing the caller left",
+  );
+  return first;
+}
+
+/**
+ * The second message of `conversation`, sent while the abandoned first run
+ * still waits at the gate: opens the gate for both runs and returns the
+ * second's answer.
+ */
+async function secondAfterAbandoned(
+  serve: ServeProcess,
+  call: AbandonedCall & { gate: string },
+): Promise<Response> {
+  const { url, conversation } = call;
+  const second = postJson(url, langbotBody("second", conversation));
+  await openGate(call.gate);
+  await runStarted(serve, conversation, call.started);
+  await openGate(call.gate);
+  return await second;
+}
+
 /** The text a LangBot user sees: every item's content, in order. */
 function itemText(lines: Record<string, unknown>[]): string {
   return lines.filter((line) => line.type === "item").map((line) =>
@@ -66,16 +134,7 @@ function itemText(lines: Record<string, unknown>[]): string {
 }
 
 Deno.test("the n8n stream sends a newline while the agent is silent", async () => {
-  const dir = tempDir();
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
-  await withServe({
-    args: [
-      ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
-      "--keepalive-seconds",
-      "0.05",
-    ],
-  }, async (serve) => {
+  await withKeepaliveServe([], async (serve, gate) => {
     const response = await postJson(
       `${serve.url}/v1/webhooks/n8n`,
       langbotBody("quiet", "conv-quiet"),
@@ -95,44 +154,25 @@ Deno.test("the n8n stream sends a newline while the agent is silent", async () =
 });
 
 Deno.test("an answer whose LangBot caller timed out goes ahead of the conversation's next answer", async () => {
-  const dir = tempDir();
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
-  await withServe({
-    // Keep-alive writes are how the server notices a caller that left.
-    args: [
-      ...fixtureServeDefaults(dir, ["--gate-fifo", gate, "--chunks", "2"]),
-      "--keepalive-seconds",
-      "0.05",
-    ],
-  }, async (serve) => {
+  await withKeepaliveServe(["--chunks", "2"], async (serve, gate) => {
     const url = `${serve.url}/v1/webhooks/n8n`;
     const started = new Set<unknown>();
-    // LangBot's timeout cuts the first call while the agent still works.
-    const timedOut = new AbortController();
-    const first = await postAbortable(
+    await abandonedCall(serve, {
       url,
-      langbotBody("first", "conv-late"),
-      timedOut.signal,
-    );
-    await runStarted(serve, "conv-late", started);
-    const reader = textReader(first);
-    await readUntilText(reader, (text) => text.includes('"item"'));
-    timedOut.abort();
-    await within(
-      serve.waitForLog((entry) =>
-        String(entry.msg).startsWith("n8n caller left") &&
-        entry.conversation_id === "conv-late"
-      ),
-      "the runner noticing the caller left",
-    );
+      conversation: "conv-late",
+      started,
+      seen: (text) => text.includes('"item"'),
+    });
 
     // The next message waits for that run, then gets its answer first.
-    const second = postJson(url, langbotBody("second", "conv-late"));
-    await openGate(gate);
-    await runStarted(serve, "conv-late", started);
-    await openGate(gate);
-    const lines = await jsonLines(await second);
+    const lines = await jsonLines(
+      await secondAfterAbandoned(serve, {
+        url,
+        conversation: "conv-late",
+        started,
+        gate,
+      }),
+    );
     assert.deepEqual(lines.at(-1), { type: "end" });
     // The conversation's agent stayed warm: its session goes on (turn 2).
     assert.equal(
@@ -154,41 +194,23 @@ Deno.test("an answer whose LangBot caller timed out goes ahead of the conversati
 });
 
 Deno.test("with ?stream=false too, an undelivered answer goes ahead of the next one", async () => {
-  const dir = tempDir();
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
-  await withServe({
-    args: [
-      ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
-      "--keepalive-seconds",
-      "0.05",
-    ],
-  }, async (serve) => {
+  await withKeepaliveServe([], async (serve, gate) => {
     const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
     const started = new Set<unknown>();
-    const timedOut = new AbortController();
-    const first = await postAbortable(
+    const first = await abandonedCall(serve, {
       url,
-      langbotBody("first", "conv-json"),
-      timedOut.signal,
-    );
-    await runStarted(serve, "conv-json", started);
+      conversation: "conv-json",
+      started,
+      seen: (text) => text.includes("\n"),
+    });
     assert.equal(first.status, 200);
-    const reader = textReader(first);
-    await readUntilText(reader, (text) => text.includes("\n"));
-    timedOut.abort();
-    await within(
-      serve.waitForLog((entry) =>
-        String(entry.msg).startsWith("n8n caller left") &&
-        entry.conversation_id === "conv-json"
-      ),
-      "the runner noticing the caller left",
-    );
-    const second = postJson(url, langbotBody("second", "conv-json"));
-    await openGate(gate);
-    await runStarted(serve, "conv-json", started);
-    await openGate(gate);
-    const answer = JSON.parse(await (await second).text());
+    const second = await secondAfterAbandoned(serve, {
+      url,
+      conversation: "conv-json",
+      started,
+      gate,
+    });
+    const answer = JSON.parse(await second.text());
     assert.equal(
       answer.response,
       "↩ The answer to your earlier message (it was not ready in time):\n\n" +

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import {
   apiFetch,
   fixtureConfig,
-  makeFifo,
+  gateIn,
   postJson,
   processAlive,
   startServe,
@@ -76,8 +76,7 @@ Deno.test("SIGTERM ends three streaming runs with one terminal event each, exits
 Deno.test("after kill -9 the restarted server fails the run as runner.restarted and keeps the session (without bubblewrap, the agent's group is reaped)", async () => {
   const dir = await tempDir();
   const dataDir = join(dir, "data");
-  const gate = join(dir, "gate");
-  await makeFifo(gate);
+  const gate = await gateIn(dir);
   const pidFile = join(dir, "pids.json");
   // With bwrap the agent's PID namespace dies with the server: nothing is left
   // to reap (tests/security/outlive_test.ts).

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { RUNNER_VERSION } from "../../lib/version.ts";
 import {
   apiFetch,
+  assertStatus,
   fixtureConfig,
   postJson,
   spawnServe,
@@ -58,8 +59,7 @@ Deno.test("one access-log line per request, without tokens; conversation_id on r
       headers: auth,
       body: new ReadableStream({ start: (c) => c.close() }),
     });
-    assert.equal(chunked.status, 404);
-    await chunked.body?.cancel();
+    await assertStatus(chunked, 404);
     await (await apiFetch(`${serve.url}/healthz`)).body?.cancel();
     await serve.waitForLog((entry) =>
       entry.msg === "request" && entry.route === "/healthz"

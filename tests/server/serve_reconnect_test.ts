@@ -15,8 +15,8 @@ import {
   apiFetch,
   dropAfterFirstDelta,
   fixtureConfig,
+  gateIn,
   jsonLines,
-  makeFifo,
   openGate,
   postJson,
   readSse,
@@ -97,8 +97,7 @@ Deno.test("NDJSON streams send an empty line while the agent is silent", async (
   await withServe({
     args: ["--allow-custom-commands", "--keepalive-seconds", "0.05"],
   }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const response = await postJson(`${serve.url}/v1/runs`, {
       input: { text: "quiet" },
       config: fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]),
@@ -161,8 +160,7 @@ function turnTexts(events: RunEvent[]): string[] {
 
 Deno.test("a retried POST with the same run_id re-attaches to the run and never answers the prompt twice", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const body = {
       run_id: "retry-1",
       conversation_id: "chat-retry",
@@ -223,8 +221,7 @@ Deno.test("a retried POST with the same run_id re-attaches to the run and never 
 
 Deno.test("Idempotency-Key: a repeated POST re-attaches, and a repeated follow-up is queued once", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
+    const gate = await gateIn(dir);
     const config = fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]);
     const start = {
       conversation_id: "chat-key",

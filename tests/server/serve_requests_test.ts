@@ -12,16 +12,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { STEERING_QUEUE_LIMIT } from "../../lib/run/engine.ts";
 import {
-  agentCommand,
   apiFetch,
-  makeFifo,
+  fixtureConfig,
+  gateIn,
   openGate,
   postJson,
-  readSse,
-  readUntil,
+  streamUntil,
   withServe,
 } from "../serve_test_helpers.ts";
-import type { RunEvent } from "../../lib/events.ts";
 
 /** Callers of these tests choose the fixture agent as their command. */
 const CUSTOM = ["--allow-custom-commands"];
@@ -74,22 +72,20 @@ Deno.test("malformed run requests get 400 http.bad_request and store nothing", a
 
 Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more with 429 run.steering_queue_full`, async () => {
   await withServe({ args: CUSTOM }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const config = {
-      provider: "custom",
-      "acp-command": agentCommand(["--gate-fifo", gate, "--text", "held"]),
-      workspace: join(dir, "ws"),
-    };
+    const gate = await gateIn(dir);
+    const config = fixtureConfig(join(dir, "ws"), [
+      "--gate-fifo",
+      gate,
+      "--text",
+      "held",
+    ]);
     const response = await postJson(`${serve.url}/v1/runs`, {
       conversation_id: "full",
       input: { text: "first" },
       config,
     });
     const runId = response.headers.get("x-run-id")!;
-    const messages = readSse(response.body!);
-    const events: RunEvent[] = [];
-    await readUntil(messages, events, (m) => m.event === "message.delta");
+    const { events, messages } = await streamUntil(response, "message.delta");
     for (let i = 0; i < STEERING_QUEUE_LIMIT; i++) {
       const queued = await postJson(`${serve.url}/v1/runs/${runId}/input`, {
         text: `q${i}`,
@@ -129,22 +125,15 @@ Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more wit
 
 Deno.test("DELETE /v1/conversations/{id} is 409 while a run is active, then forgets the sessions", async () => {
   await withServe({ args: CUSTOM }, async (serve, dir) => {
-    const gate = join(dir, "gate");
-    await makeFifo(gate);
-    const config = {
-      provider: "custom",
-      "acp-command": agentCommand(["--gate-fifo", gate]),
-      workspace: join(dir, "ws"),
-    };
+    const gate = await gateIn(dir);
+    const config = fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]);
     const response = await postJson(`${serve.url}/v1/runs`, {
       conversation_id: "forget-me",
       input: { text: "hi" },
       config,
     });
     const runId = response.headers.get("x-run-id")!;
-    const messages = readSse(response.body!);
-    const events: RunEvent[] = [];
-    await readUntil(messages, events, (m) => m.event === "state.updated");
+    const { events, messages } = await streamUntil(response, "state.updated");
     const url = `${serve.url}/v1/conversations/forget-me`;
     const busy = await apiFetch(url, { method: "DELETE" });
     const body = await busy.json();

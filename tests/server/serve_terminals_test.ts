@@ -15,6 +15,7 @@ import type { RunEvent } from "../../lib/events.ts";
 import { readRecord } from "../helpers.ts";
 import {
   apiFetch,
+  assertStatus,
   fixtureConfig,
   postJson,
   readUntil,
@@ -63,6 +64,21 @@ function postTerminalRun(
       ...options.config,
     },
   });
+}
+
+/** Fails unless a terminal run with the caller's `config` is refused with 400 and `message`. */
+async function assertRefused(
+  serveUrl: string,
+  refusal: {
+    workspace: string;
+    config: Record<string, unknown>;
+    message: RegExp;
+  },
+): Promise<void> {
+  const { workspace, config, message } = refusal;
+  const response = await postTerminalRun(serveUrl, workspace, { config });
+  assert.equal(response.status, 400);
+  assert.match((await response.json()).error.message, message);
 }
 
 function outputOf(events: RunEvent[]): string {
@@ -160,8 +176,7 @@ Deno.test("runner serve, permission-decision=ask: a person approves the command 
       `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
       { option_id: "run" },
     );
-    assert.equal(answered.status, 200);
-    await answered.body?.cancel();
+    await assertStatus(answered, 200);
     for await (const message of messages) events.push(JSON.parse(message.data));
     const decided = events.find((e) => e.type === "permission.decided")!;
     assert.deepEqual([decided.data.by, decided.data.decision], [
@@ -181,14 +196,11 @@ Deno.test("runner serve: a caller may not raise terminal-output-bytes past the s
   await withServe({
     args: [...ARGS, "--terminal-output-bytes", "1000"],
   }, async (serve, dir) => {
-    const response = await postTerminalRun(serve.url, join(dir, "ws"), {
+    await assertRefused(serve.url, {
+      workspace: join(dir, "ws"),
       config: { "terminal-output-bytes": 2000 },
+      message: /^terminal-output-bytes: at most 1000 per request/,
     });
-    assert.equal(response.status, 400);
-    assert.match(
-      (await response.json()).error.message,
-      /^terminal-output-bytes: at most 1000 per request/,
-    );
     const lower = await postTerminalRun(serve.url, join(dir, "ws"), {
       config: { "terminal-output-bytes": 10 },
     });
@@ -210,8 +222,7 @@ Deno.test("runner serve: a cancelled run's commands are gone when its run.failed
       `${serve.url}/v1/runs/${events[0].run_id}/cancel`,
       { method: "POST" },
     );
-    assert.equal(cancelled.status, 200);
-    await cancelled.body?.cancel();
+    await assertStatus(cancelled, 200);
     await readUntil(messages, events, (m) => m.event === "run.failed");
     assert.equal(events.at(-1)!.data.code, "run.cancelled");
     assert.deepEqual(await processGroupMembers(pid), [], "gone by now");
@@ -231,14 +242,11 @@ Deno.test("runner serve: a caller cannot turn on terminals the operator left off
   await withServe({
     args: [...ARGS, "--terminal-timeout", "5"],
   }, async (serve, dir) => {
-    const longer = await postTerminalRun(serve.url, join(dir, "ws"), {
+    await assertRefused(serve.url, {
+      workspace: join(dir, "ws"),
       config: { "terminal-timeout": 86400 },
+      message: /^terminal-timeout: at most 5 per request/,
     });
-    assert.equal(longer.status, 400);
-    assert.match(
-      (await longer.json()).error.message,
-      /^terminal-timeout: at most 5 per request/,
-    );
     const shorter = await postTerminalRun(serve.url, join(dir, "ws"), {
       flags: [
         "--terminal",
@@ -277,8 +285,7 @@ Deno.test("runner serve, permission-decision=ask: a cwd swapped for a link out w
       `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
       { option_id: "run" },
     );
-    assert.equal(answered.status, 200);
-    await answered.body?.cancel();
+    await assertStatus(answered, 200);
     for await (const message of messages) events.push(JSON.parse(message.data));
     assert.equal(events.at(-1)!.type, "run.completed");
     assert.ok(!events.some((e) => e.type === "terminal.started"));

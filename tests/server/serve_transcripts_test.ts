@@ -24,6 +24,10 @@ import {
 
 const TOKEN = "transcript-api-token-0123456789abcdef";
 const ENV_SECRET = "s3cr3t-transcript-value-9f8e7d";
+/** A first prompt far past the start a run listing shows, a secret in it. */
+const LONG_PROMPT = `first ${ENV_SECRET} ${"and more words ".repeat(60)}` +
+  `(the end of the first prompt, with ${ENV_SECRET} again)`;
+const LONG_PROMPT_REDACTED = LONG_PROMPT.replaceAll(ENV_SECRET, "[REDACTED]");
 
 const serveArgs = [
   "--allow-custom-commands",
@@ -67,7 +71,7 @@ async function runTwoTurns(serve: ServeProcess, dir: string): Promise<void> {
     "env-json": { AGENT_SECRET: ENV_SECRET },
   };
   for (
-    const [runId, text] of [["t-run-1", `first ${ENV_SECRET}`], [
+    const [runId, text] of [["t-run-1", LONG_PROMPT], [
       "t-run-2",
       "second question",
     ]]
@@ -125,6 +129,10 @@ Deno.test("a conversation's transcript: Markdown a person reads, JSON that moves
       /\*\*Permission\*\* `[^`]+`: allow_once \(by policy/,
     );
     assert.match(markdown, /^Usage: prompt_tokens 100, completion_tokens 20/m);
+    assert.ok(
+      markdown.includes(`> ${LONG_PROMPT_REDACTED}\n`),
+      "the whole first prompt, redacted",
+    );
     assert.ok(!markdown.includes(ENV_SECRET), "the secret is redacted");
     assert.ok(!markdown.includes(TOKEN), "the API token is not in it");
 
@@ -146,6 +154,10 @@ Deno.test("a conversation's transcript: Markdown a person reads, JSON that moves
       ["t-run-1", "t-run-2"],
     );
     assert.ok(!JSON.stringify(exported).includes(ENV_SECRET));
+    assert.equal(exported.runs[0].prompt, LONG_PROMPT_REDACTED);
+    // The run itself shows the start of it.
+    const run = await (await apiFetch(`${source.url}/v1/runs/t-run-1`)).json();
+    assert.equal(run.prompt, [...LONG_PROMPT_REDACTED].slice(0, 200).join(""));
 
     const target = await startServe({
       dataDir: join(await tempDir(), "data"),

@@ -195,12 +195,13 @@ Deno.test("a daemon run's usage crosses the relay in LangBot's model and reaches
     const ending = terminals(steeredEvents)[0];
     assert.equal(ending.type, "run.completed", JSON.stringify(ending));
     const twoTurns = fixtureTurnTokens(2);
-    // The second job is the same (warm) agent's turn 2: its window is last.
+    // The second job is the same (warm) agent's turn 2: its window is last,
+    // and the session's running cost after it is what the run cost.
     assert.deepEqual(ending.usage, {
       ...twoTurns,
       used: 2000,
       size: 200000,
-      cost: { amount: 0.25, currency: "USD" },
+      cost: { amount: 0.5, currency: "USD" },
     });
     const run = await (await apiFetch(
       `${serve.url}/v1/runs/${ending.run_id}`,
@@ -210,4 +211,79 @@ Deno.test("a daemon run's usage crosses the relay in LangBot's model and reaches
     await daemon.stop();
     await serve.stop();
   }
+});
+
+Deno.test("a kept session's running cost: each run of the conversation costs what it added (warm and after a cold load), and the totals are the agent's last figure", async () => {
+  await withServe(
+    { args: ["--allow-custom-commands", "--allow-env-names", "RUN_TAG"] },
+    async (serve, dir) => {
+      // The agent reports the session's running cost: 0.25 more each turn.
+      const config = fixtureConfig(join(dir, "ws"), [
+        "--usage",
+        "turn",
+        "--load-session",
+        "--state-dir",
+        join(dir, "agent-state"),
+      ]);
+      const turn = async (text: string, runConfig: Record<string, unknown>) => {
+        const response = await postJson(`${serve.url}/v1/runs`, {
+          conversation_id: "kept",
+          input: { text },
+          config: runConfig,
+        });
+        assert.equal(response.status, 200, await response.clone().text());
+        const events = await sseEvents(response);
+        const ending = terminals(events)[0];
+        assert.equal(ending?.type, "run.completed", JSON.stringify(events));
+        const started = events.find((e) => e.type === "run.started");
+        const answer = events.find((e) => e.type === "message.completed")
+          ?.data.message as { content?: string } | undefined;
+        return { ending, agent: started?.data.agent, answer: answer?.content };
+      };
+      const first = await turn("one", config);
+      assert.deepEqual(first.ending.usage?.cost, {
+        amount: 0.25,
+        currency: "USD",
+      });
+      const warm = await turn("two", config);
+      assert.equal(warm.agent, "warm");
+      assert.deepEqual(warm.ending.usage?.cost, {
+        amount: 0.25,
+        currency: "USD",
+      });
+      // Another environment: a cold agent that loads the stored session.
+      const cold = await turn("three", {
+        ...config,
+        "env-json": { RUN_TAG: "cold" },
+      });
+      assert.equal(cold.agent, "cold");
+      assert.equal(cold.answer, "echo: three (turn 3)", "the session loaded");
+      assert.deepEqual(cold.ending.usage?.cost, {
+        amount: 0.25,
+        currency: "USD",
+      });
+
+      // The agent's last running total (turn 3: 0.75) is what the
+      // conversation, its runs and /metrics add up to.
+      const conversation = await (await apiFetch(
+        `${serve.url}/v1/conversations/kept`,
+      )).json();
+      assert.deepEqual(conversation.usage.costs, [
+        { amount: 0.75, currency: "USD" },
+      ]);
+      const listed = await (await apiFetch(
+        `${serve.url}/v1/runs?conversation_id=kept`,
+      )).json();
+      assert.deepEqual(
+        listed.runs.map((run: { usage: { cost: unknown } }) => run.usage.cost),
+        [0.25, 0.25, 0.25].map((amount) => ({ amount, currency: "USD" })),
+      );
+      const metrics = exposition(
+        await (await apiFetch(`${serve.url}/metrics`)).text(),
+      );
+      assert.equal(metrics.get('runner_cost_total{currency="USD"}'), 0.75);
+      // Tokens are per turn (ACP's PromptResponse.usage): three turns' worth.
+      assert.equal(conversation.usage.prompt_tokens, 300);
+    },
+  );
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  daemonCliArgs,
   fixtureCommand,
   isAlive,
   runCli,
@@ -16,7 +17,12 @@ import {
   readUntil,
   tempDir,
 } from "../serve_test_helpers.ts";
-import { eventually, FLEET_API_TOKEN, startReplica } from "../fleet_helpers.ts";
+import {
+  eventually,
+  FLEET_API_TOKEN,
+  postMessage,
+  startReplica,
+} from "../fleet_helpers.ts";
 import { watchDaemonLog } from "../daemon_test_helpers.ts";
 
 const cluster = clusterForThisFile();
@@ -24,17 +30,16 @@ const DAEMON_TOKEN = "fleet-daemon-test-Kd8Vn3Qs6Wy1Pb4Zr7Tm2";
 
 /** A `runner daemon` dialling `hubUrl`; resolves `connected` once accepted. */
 function startDaemon(hubUrl: string, daemonId: string, tokenFile: string) {
-  const child = spawnCli([
-    "daemon",
-    "--url",
-    hubUrl,
-    "--daemon-id",
-    daemonId,
-    "--token-file",
-    tokenFile,
-    "--data-dir",
-    tempDirNow(),
-  ]);
+  const child = spawnCli(
+    daemonCliArgs(
+      hubUrl,
+      daemonId,
+      "--token-file",
+      tokenFile,
+      "--data-dir",
+      tempDirNow(),
+    ),
+  );
   const { connected, drained } = watchDaemonLog(child, daemonId);
   return {
     connected,
@@ -94,9 +99,9 @@ Deno.test({
         workspace: tempDirNow(),
         "acp-command": fixtureCommand(...flags),
       });
-      const served = await postJson(`${b.url}/v1/runs?stream=false`, {
-        conversation_id: "d-conv",
-        input: { text: "via B" },
+      const served = await postMessage(b.url, {
+        conversation: "d-conv",
+        text: "via B",
         config: config([]),
       });
       assert.equal(served.headers.get("x-runner-replica"), "a");

@@ -14,6 +14,7 @@ import { RunnerError } from "../../lib/errors.ts";
 import { openStore } from "../../lib/store/open.ts";
 import type { RunStore } from "../../lib/store/types.ts";
 import { clusterForThisFile } from "../pg_helpers.ts";
+import { localSessionKey } from "../store_suite.ts";
 
 const cluster = clusterForThisFile();
 
@@ -29,14 +30,7 @@ function openReplica(url: string, replicaId: string): Promise<RunStore> {
   });
 }
 
-const KEY = {
-  conversationId: "conv-lapsed",
-  provider: "custom",
-  location: "local",
-  target: "",
-  workspace: "/ws",
-  agentCommand: "agent",
-};
+const KEY = localSessionKey("conv-lapsed", "/ws");
 
 function delta(runId: string, sequence: number, text: string) {
   return {

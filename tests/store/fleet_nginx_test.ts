@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { agentPids, isAlive } from "../helpers.ts";
-import { clusterForThisFile } from "../pg_helpers.ts";
+import { clusterForThisFile, pgTest } from "../pg_helpers.ts";
 import {
   apiFetch,
   deltaText,
@@ -20,6 +20,7 @@ import {
   FLEET_API_TOKEN,
   gatedFixture,
   newSlot,
+  postMessage,
   type Replica,
   type ReplicaSlot,
   startReplicaAt,
@@ -27,9 +28,6 @@ import {
 import { startNginx, type TestNginx } from "../nginx_helpers.ts";
 
 const cluster = clusterForThisFile();
-
-const test = (name: string, fn: () => Promise<void>) =>
-  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
 
 /** Replicas `ids` on a fresh database behind nginx; stops everything after `body`. */
 async function withBalancedFleet(
@@ -193,53 +191,56 @@ async function assertStoredOnce(
   return last;
 }
 
-test("through nginx: /healthz reaches every replica, and each streamed run ends with one terminal event for its client and in every replica's store", async () => {
-  await withBalancedFleet(["a", "b"], async (lb, replicas) => {
-    const seenReplicas = new Set<string>();
-    for (let i = 0; i < 2 * replicas.length; i++) {
-      const health = await apiFetch(`${lb.url}/healthz`);
-      assert.equal(health.status, 200, await health.clone().text());
-      const body = await health.json();
-      assert.equal(body.status, "ok");
-      seenReplicas.add(body.replica_id);
-    }
-    assert.deepEqual([...seenReplicas].sort(), ["a", "b"]);
-
-    const dir = await tempDir();
-    const conversations = ["lb-1", "lb-2", "lb-3"];
-    let forwarded = 0;
-    for (const [turn, text] of [[1, "one"], [2, "two"]] as const) {
-      for (const conversation of conversations) {
-        const response = await postJson(`${lb.url}/v1/runs`, {
-          conversation_id: conversation,
-          input: { text },
-          config: fixtureConfig(join(dir, conversation)),
-        });
-        await assertStreaming(response);
-        assert.match(
-          response.headers.get("content-type") ?? "",
-          /text\/event-stream/,
-        );
-        if (response.headers.get("x-runner-replica")) forwarded++;
-        const runId = response.headers.get("x-run-id")!;
-        const events: RunEvent[] = [];
-        await drain(readSse(response.body!), events, []);
-        const ends = terminals(events);
-        assert.equal(ends.length, 1, JSON.stringify(events));
-        assert.equal(events.at(-1)!.type, "run.completed");
-        assert.equal(
-          deltaText(events),
-          `echo: ${text} (turn ${turn})`,
-          "the conversation's session stayed with its owner",
-        );
-        await assertStoredOnce(replicas, runId, "run.completed");
+pgTest(
+  "through nginx: /healthz reaches every replica, and each streamed run ends with one terminal event for its client and in every replica's store",
+  async () => {
+    await withBalancedFleet(["a", "b"], async (lb, replicas) => {
+      const seenReplicas = new Set<string>();
+      for (let i = 0; i < 2 * replicas.length; i++) {
+        const health = await apiFetch(`${lb.url}/healthz`);
+        assert.equal(health.status, 200, await health.clone().text());
+        const body = await health.json();
+        assert.equal(body.status, "ok");
+        seenReplicas.add(body.replica_id);
       }
-    }
-    assert.ok(forwarded > 0, "some run went nginx → replica → owner");
-  });
-});
+      assert.deepEqual([...seenReplicas].sort(), ["a", "b"]);
 
-test(
+      const dir = await tempDir();
+      const conversations = ["lb-1", "lb-2", "lb-3"];
+      let forwarded = 0;
+      for (const [turn, text] of [[1, "one"], [2, "two"]] as const) {
+        for (const conversation of conversations) {
+          const response = await postJson(`${lb.url}/v1/runs`, {
+            conversation_id: conversation,
+            input: { text },
+            config: fixtureConfig(join(dir, conversation)),
+          });
+          await assertStreaming(response);
+          assert.match(
+            response.headers.get("content-type") ?? "",
+            /text\/event-stream/,
+          );
+          if (response.headers.get("x-runner-replica")) forwarded++;
+          const runId = response.headers.get("x-run-id")!;
+          const events: RunEvent[] = [];
+          await drain(readSse(response.body!), events, []);
+          const ends = terminals(events);
+          assert.equal(ends.length, 1, JSON.stringify(events));
+          assert.equal(events.at(-1)!.type, "run.completed");
+          assert.equal(
+            deltaText(events),
+            `echo: ${text} (turn ${turn})`,
+            "the conversation's session stayed with its owner",
+          );
+          await assertStoredOnce(replicas, runId, "run.completed");
+        }
+      }
+      assert.ok(forwarded > 0, "some run went nginx → replica → owner");
+    });
+  },
+);
+
+pgTest(
   "through nginx: kill -9 of a run's owner gives its client one runner.replica_lost, leaves no agent, and the conversation goes on",
   async () => {
     await withBalancedFleet(["a", "b"], async (lb, replicas, restart) => {
@@ -282,9 +283,9 @@ test(
       );
       await assertStoredOnce([back, ...survivors], runId, "run.failed");
 
-      const next = await postJson(`${lb.url}/v1/runs?stream=false`, {
-        conversation_id: "lb-lost",
-        input: { text: "again" },
+      const next = await postMessage(lb.url, {
+        conversation: "lb-lost",
+        text: "again",
         config: fixtureConfig(join(dir, "ws")),
       });
       assert.equal(next.status, 200, await next.clone().text());

@@ -19,7 +19,7 @@ import { startInProcessServe } from "../in_process_serve.ts";
 import {
   agentCommand,
   apiFetch,
-  makeFifo,
+  gateIn,
   openGate,
   postJson,
   streamUntil,
@@ -33,8 +33,7 @@ Deno.test("while the store cannot write, a run's events are withheld; they arriv
     args: ["--allow-custom-commands"],
     store: { busyTimeoutMs: 20 },
   });
-  const gate = join(tempDir(), "gate");
-  await makeFifo(gate);
+  const gate = await gateIn(tempDir());
   let lock: DatabaseSync | undefined;
   try {
     const response = await postJson(`${serve.url}/v1/runs`, {

@@ -4,7 +4,7 @@ import { DatabaseSync } from "node:sqlite";
 import { RunnerError } from "../../lib/errors.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import type { RunStore } from "../../lib/store/types.ts";
-import { defineStoreSuite } from "../store_suite.ts";
+import { defineStoreSuite, localSessionKey } from "../store_suite.ts";
 import {
   defaultDataDir,
   openStore,
@@ -110,22 +110,17 @@ Deno.test("a new or empty store file is migrated to the current schema", async (
 
 Deno.test("a store file from before remembered session values is migrated in place: its sessions are kept and can remember values", async () => {
   await withDataDir(async (dataDir, open) => {
-    const key = {
-      conversationId: "c1",
-      provider: "custom",
-      location: "local",
-      target: "",
-      workspace: "/w",
-      agentCommand: "agent",
-    };
+    const key = localSessionKey("c1");
     const first = await open();
     await first.putSession(key, "sess-old");
     await first.close();
-    // Back to the schema before the settings column (and the usage after it).
+    // Back to the schema before the settings column (and the usage and the
+    // session cost after it).
     const db = new DatabaseSync(join(dataDir, STORE_FILE_NAME));
+    db.exec("ALTER TABLE sessions DROP COLUMN cost_json");
     db.exec("ALTER TABLE runs DROP COLUMN usage_json");
     db.exec("ALTER TABLE sessions DROP COLUMN settings_json");
-    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 2}`);
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 3}`);
     db.close();
     const store = await open();
     const stored = await store.getSession(key);

@@ -14,6 +14,8 @@ import {
 
 /** Events that print nothing for humans (they leave the progress line up). */
 const SILENT_EVENTS = new Set([
+  // The download's own line is on stderr (`cli/install_progress.ts`).
+  "agent.installing",
   "run.started",
   "state.updated",
   "usage.updated",

@@ -1,14 +1,19 @@
 /**
  * What `/acp` tells a client of the agent behind it: a handshake-only probe
  * (`initialize`, no session) of the target the conversation would run, once
- * per command, sandbox and location while the server lives. A target on
- * another machine (remote-ssh, daemon) is not probed from here: its client
- * is told nothing was learned (`capabilities_from: "runner"`).
+ * per command, sandbox and location while the server lives; on this machine
+ * (a registry agent installed first, as for a run) or, for remote-ssh, on
+ * the SSH target over ssh. A daemon's agent, and a registry agent anywhere
+ * but here, are not probed from here: the client is told nothing was
+ * learned (`capabilities_from: "runner"`) and why (`capabilities_note`).
  *
  * @module
  */
 
-import { prepareAgentCommand } from "../../providers.ts";
+import { prepareAgentCommand, type RegistryLaunch } from "../../providers.ts";
+import { isRegistryId } from "../../agent/registry/catalogue.ts";
+import { PROVIDER_PRESETS } from "../../agent/presets.ts";
+import { launchSsh } from "../../locations/ssh.ts";
 import type { ReaperRegistry } from "../../agent/reaper.ts";
 import type { RunConfig } from "../../config.ts";
 import { probeAgent } from "../../probe.ts";
@@ -23,6 +28,8 @@ export interface TargetDescriberOptions {
   registry?: ReaperRegistry;
   /** The environment agents start with (default: the runner's). */
   environment?: Record<string, string>;
+  /** Resolves (and installs, once) a registry agent the config names, as its runs do; unset: presets and `custom` only. */
+  resolveRegistry?(config: RunConfig): Promise<RegistryLaunch | undefined>;
 }
 
 /** Probes each local target once (a failed probe is tried again next time). */
@@ -30,26 +37,29 @@ export function createTargetDescriber(
   options: TargetDescriberOptions = {},
 ): TargetDescriber {
   const learned = new Map<string, Promise<TargetDescription>>();
-  return (config: RunConfig) => {
-    if (config.location !== "local") {
-      return Promise.resolve({ source: "runner" });
-    }
+  return async (config: RunConfig) => {
+    const unprobed = notProbed(config, options.resolveRegistry !== undefined);
+    if (unprobed) return { source: "runner", note: unprobed };
     let command;
     try {
       command = prepareAgentCommand(config, {
         environment: options.environment,
+        registry: await options.resolveRegistry?.(config),
       });
     } catch (error) {
-      return Promise.resolve({
+      return {
         source: "runner",
         error: error instanceof Error ? error.message : String(error),
-      });
+      };
     }
     const key = JSON.stringify([
       command.commandText,
       config.sandbox,
       config.sandboxNetwork,
       config.workspace,
+      config.location,
+      config.sshTarget,
+      config.sshPort,
     ]);
     const known = learned.get(key);
     if (known) return known;
@@ -62,14 +72,39 @@ export function createTargetDescriber(
   };
 }
 
+/** Why a target is not probed from here, or undefined when it is. */
+function notProbed(
+  config: RunConfig,
+  installsRegistryAgents: boolean,
+): string | undefined {
+  if (config.location === "daemon") {
+    return `The agent runs on daemon ${
+      config.daemonId ?? "(any)"
+    }, which the hub does not ask to start it for a handshake; the prompt capabilities are those every agent takes.`;
+  }
+  const preset = config.provider === "custom" ||
+    PROVIDER_PRESETS.some((entry) => entry.name === config.provider);
+  const here = installsRegistryAgents && config.location === "local";
+  if (!preset && !here && isRegistryId(config.provider)) {
+    return `Registry agent ${config.provider}: resolved and installed by its first run there, not probed here; the prompt capabilities are those every agent takes.`;
+  }
+  return undefined;
+}
+
 async function probe(
   config: RunConfig,
   launch: ReturnType<typeof prepareAgentCommand>,
   registry: ReaperRegistry | undefined,
 ): Promise<TargetDescription> {
+  const overSsh = config.location === "remote-ssh";
   const report = await probeAgent({
     launch,
     registry,
+    ...(overSsh
+      ? {
+        startTransport: () => launchSsh({ command: launch, config, registry }),
+      }
+      : {}),
     initializeTimeoutMs: config.initializeTimeout * 1000,
     handshakeOnly: true,
     maxMessageBytes: config.maxMessageMb * 1024 * 1024,
@@ -83,6 +118,7 @@ async function probe(
   }
   return {
     source: "probe",
+    probedOn: overSsh ? "ssh-target" : "local",
     protocolVersion: typeof report.protocolVersion === "number"
       ? report.protocolVersion
       : undefined,

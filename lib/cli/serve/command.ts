@@ -34,7 +34,10 @@ import {
 } from "../../agent/reaper.ts";
 import { runnerLocations } from "../../locations/runner_locations.ts";
 import { createRunManager, type RunManager } from "../../run/manager.ts";
-import type { RegistryContext } from "../../providers.ts";
+import {
+  type RegistryContext,
+  resolveRegistryProvider,
+} from "../../providers.ts";
 import { createWarmPool, type WarmPool } from "../../run/warm/pool.ts";
 import { preloadAcpClient } from "../../run/startup.ts";
 import {
@@ -262,6 +265,11 @@ async function startRunServices(
     }
     announceHub(config, hub.server.url, log);
   }
+  const agentRegistry: RegistryContext = {
+    dataDir: config.dataDir,
+    onNote: (note) => log({ level: "warn", msg: note }),
+    onProgress: registryDownloadLog(log),
+  };
   const manager = createRunManager({
     assets,
     locations: runnerLocations(
@@ -274,11 +282,7 @@ async function startRunServices(
     secrets,
     log,
     warmPool,
-    agentRegistry: {
-      dataDir: config.dataDir,
-      onNote: (note) => log({ level: "warn", msg: note }),
-      onProgress: registryDownloadLog(log),
-    },
+    agentRegistry,
   });
   if (store.fleet) {
     fleet = startFleetDuties({
@@ -292,6 +296,7 @@ async function startRunServices(
   }
   const describeAcpTarget = createTargetDescriber({
     registry: createReaperRegistry(join(config.dataDir, "agents")),
+    resolveRegistry: (wanted) => resolveRegistryProvider(wanted, agentRegistry),
   });
   return { metrics, assets, hub, manager, fleet, warmPool, describeAcpTarget };
 }

@@ -68,6 +68,7 @@ export function registerAcpRoutes(
   const shared = createAcpAgentShared(ctx, options.describe ?? NOTHING_LEARNED);
   const server = new AcpServer({
     createAgent: () => withHeldWriter(createRunnerAgent(shared, {})),
+    maxBufferedBytes: ctx.config.acpMaxBufferedMb * 1024 * 1024,
   });
   // Open SSE streams and WebSockets would hold the listener's drain.
   options.stopping?.addEventListener("abort", () => void server.close(), {

@@ -293,19 +293,86 @@ interface PromptRunOptions {
   signal: AbortSignal;
 }
 
+/** Passes a turn's updates on in order, holding at most `maxBytes` the client has not taken. */
+interface UpdateForwarder {
+  /** Queues one update; once the queue is full it and the rest of the turn are dropped. */
+  send(update: SessionUpdate): void;
+  /** Resolves once everything queued was sent or failed. */
+  flushed(): Promise<void>;
+  /** Updates dropped because the client did not take them. */
+  dropped(): number;
+}
+
+/**
+ * The forwarder of one turn. The SDK holds `--acp-max-buffered-mb` of
+ * output a client has not read, then makes sends wait; the run does not
+ * wait for the client, so what waits here is bounded as well. A client
+ * that falls that far behind gets the turn's first updates, the answer
+ * (with the count dropped), and `session/load` for the rest.
+ */
+function updateForwarder(
+  options: {
+    client: acp.AgentContext;
+    sessionId: string;
+    maxBytes: number;
+    onFirstDrop: () => void;
+  },
+): UpdateForwarder {
+  const { client, sessionId, maxBytes } = options;
+  let sending = Promise.resolve();
+  let pendingBytes = 0;
+  let dropped = 0;
+  return {
+    send(update) {
+      const size = dropped ? 0 : JSON.stringify(update).length;
+      if (dropped || pendingBytes + size > maxBytes) {
+        if (dropped++ === 0) options.onFirstDrop();
+        return;
+      }
+      pendingBytes += size;
+      const sent = () => {
+        pendingBytes -= size;
+      };
+      sending = sending
+        .then(() => client.notify("session/update", { sessionId, update }))
+        .then(sent, sent);
+    },
+    flushed: () => sending,
+    dropped: () => dropped,
+  };
+}
+
+/** The forwarder of a turn of `/acp`, bounded by `--acp-max-buffered-mb`. */
+function turnForwarder(
+  ctx: ServerContext,
+  turn: { client: acp.AgentContext; sessionId: string; runId: () => string },
+): UpdateForwarder {
+  return updateForwarder({
+    client: turn.client,
+    sessionId: turn.sessionId,
+    maxBytes: ctx.config.acpMaxBufferedMb * 1024 * 1024,
+    onFirstDrop: () =>
+      ctx.log?.({
+        level: "warn",
+        msg:
+          "acp client not reading: the rest of the turn's updates are dropped for it",
+        run_id: turn.runId(),
+        conversation_id: turn.sessionId,
+      }),
+  });
+}
+
 /** Runs one prompt as a run of the conversation and answers with its stop reason. */
 async function promptRun(
   { shared, sessionId, conversation, input, client }: PromptRunOptions,
 ): Promise<acp.PromptResponse> {
   const { ctx } = shared;
-  // The SDK's connection writes messages in call order: the last one sent
-  // is the last one written.
-  let sending = Promise.resolve();
-  const send = (update: SessionUpdate) => {
-    sending = client.notify("session/update", { sessionId, update }).catch(
-      () => {},
-    );
-  };
+  let runId = "";
+  const forwarder = turnForwarder(ctx, {
+    client,
+    sessionId,
+    runId: () => runId,
+  });
   const config = resolveTarget(ctx.config, conversation.keys);
   // A daemon redacts with its own run's secrets; this side's (the API and
   // daemon tokens, the operator's env values) are taken out here too.
@@ -324,12 +391,13 @@ async function promptRun(
           .configOptions;
         if (Array.isArray(options)) conversation.configOptions = options;
       }
-      send(update as SessionUpdate);
+      forwarder.send(update as SessionUpdate);
     },
   };
   await takeConversation(ctx, sessionId);
   const outcome = await ctx.startRun(request, { steer: false });
   const run = outcome.run;
+  runId = run.runId;
   let finishReason: string | undefined;
   const asked = new Map<string, AbortController>();
   const unsubscribe = run.subscribe((event) => {
@@ -356,20 +424,42 @@ async function promptRun(
     unsubscribe();
     for (const waiting of asked.values()) waiting.abort();
   }
-  await sending;
-  const meta = { [ACP_META_KEY]: { run_id: run.runId } };
+  await forwarder.flushed();
+  return await promptAnswer(ctx, {
+    runId: run.runId,
+    result,
+    finishReason,
+    dropped: forwarder.dropped(),
+  });
+}
+
+/** The answer to a prompt whose run ended with `result`; a failed run throws its failure. */
+async function promptAnswer(
+  ctx: ServerContext,
+  { runId, result, finishReason, dropped }: {
+    runId: string;
+    result: Awaited<ManagedRun["handle"]["done"]>;
+    finishReason: string | undefined;
+    dropped: number;
+  },
+): Promise<acp.PromptResponse> {
+  const meta = {
+    [ACP_META_KEY]: {
+      run_id: runId,
+      ...(dropped ? { updates_dropped: dropped } : {}),
+    },
+  };
   if (result.status === "cancelled") {
     return { stopReason: "cancelled", _meta: meta };
   }
   if (result.status === "completed") {
     return { stopReason: stopReasonOf(finishReason), _meta: meta };
   }
-  const record = await ctx.store.getRun(run.runId);
+  const record = await ctx.store.getRun(runId);
   throw new RunnerError(
     isRunnerCode(result.code) ? result.code : "acp.prompt_failed",
-    record?.error ??
-      `Run ${run.runId} failed; GET /v1/runs/${run.runId} shows why.`,
-    { detail: { run_id: run.runId } },
+    record?.error ?? `Run ${runId} failed; GET /v1/runs/${runId} shows why.`,
+    { detail: { run_id: runId } },
   );
 }
 

@@ -30,6 +30,10 @@ export type CallerKeys = Record<string, unknown>;
 export interface TargetDescription {
   /** Where it comes from: a handshake-only probe of the target, or nothing learned (`runner`). */
   source: "probe" | "runner";
+  /** Where the probe started the agent: on this machine, or on the SSH target over ssh. */
+  probedOn?: "local" | "ssh-target";
+  /** Why nothing was learned of a target the runner does not probe (a daemon's, a registry agent's). */
+  note?: string;
   /** The agent's protocol version. */
   protocolVersion?: number;
   /** The agent's capabilities. */
@@ -120,6 +124,8 @@ export function initializeAnswer(
     _meta: {
       [ACP_META_KEY]: {
         capabilities_from: target.source,
+        ...(target.probedOn ? { probed_on: target.probedOn } : {}),
+        ...(target.note ? { capabilities_note: target.note } : {}),
         provider: config.provider,
         location: config.location,
         sandbox: config.sandbox,

@@ -34,6 +34,8 @@ Options (each also RUNNER_<NAME> in the environment, or a key of --config):
   --allow-env-names A,B       env-json names callers may set (default none)
   --max-concurrent-runs N     active runs at most (default 16)
   --max-body-mb N             request body limit (default 50)
+  --acp-max-buffered-mb N     /acp output held for a client that does not read
+                              it, per connection (default 64)
   --allowed-hosts A,B         Host names accepted besides IP addresses, localhost
                               and --host (* any, *.example.com subdomains)
   --allowed-origins A,B       browser origins allowed to call (e.g.

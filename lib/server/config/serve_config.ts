@@ -90,6 +90,8 @@ export interface ServeConfig {
   maxConcurrentRuns: number;
   /** Request bodies at most this many MiB. */
   maxBodyMb: number;
+  /** MiB of output an `/acp` connection holds for a client that does not read it. */
+  acpMaxBufferedMb: number;
   /** Seconds between keep-alives on a silent stream (SSE, NDJSON, n8n). */
   keepaliveSeconds: number;
   /** The least severe log level written. */
@@ -224,6 +226,7 @@ async function buildServeConfig(parts: ServeConfigParts): Promise<ServeConfig> {
     allowEnvNames: server["allow-env-names"] as string[],
     maxConcurrentRuns: server["max-concurrent-runs"] as number,
     maxBodyMb: server["max-body-mb"] as number,
+    acpMaxBufferedMb: server["acp-max-buffered-mb"] as number,
     keepaliveSeconds: server["keepalive-seconds"] as number,
     logLevel: server["log-level"] as LogLevel,
     logFormat: server["log-format"] as LogFormat | undefined,
@@ -346,6 +349,9 @@ function validateServeConfig(config: ServeConfig): void {
   }
   if (config.maxBodyMb <= 0) {
     throw invalidConfig("max-body-mb: must be greater than 0.");
+  }
+  if (!(config.acpMaxBufferedMb > 0)) {
+    throw invalidConfig("acp-max-buffered-mb: must be greater than 0.");
   }
   checkWarmPoolOptions(config.warmAgents);
   validateRetention(config.retention);

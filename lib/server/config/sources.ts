@@ -37,6 +37,7 @@ const SERVER_KEYS: Record<string, ServerKey> = {
   "allow-env-names": { kind: "list", default: [] },
   "max-concurrent-runs": { kind: "number", default: 16 },
   "max-body-mb": { kind: "number", default: 50 },
+  "acp-max-buffered-mb": { kind: "number", default: 64 },
   "keepalive-seconds": { kind: "number", default: 15 },
   "log-level": {
     kind: "string",

@@ -13,6 +13,7 @@ import { refreshRuns } from "./lists.js";
 import { endBlocks, state } from "./state.js";
 import { terminalsEnded } from "./terminals.js";
 import { clearPending } from "./transcript.js";
+import { showConversationUsage } from "./conversation_usage.js";
 
 /**
  * Shows the run's status. `settled`: the transcript holds the run's whole
@@ -47,6 +48,7 @@ export function finished(status) {
   terminalsEnded();
   setStatus(status, true);
   refreshRuns().catch(() => {});
+  showConversationUsage(); // now with this run's usage
 }
 
 /**

@@ -11,6 +11,7 @@
 /** @import { Json } from "./state.js" */
 import { api, errorText, isAbort, messageOf } from "./api.js";
 import { showCarried } from "./carried.js";
+import { showConversationUsage } from "./conversation_usage.js";
 import { $, transcript } from "./dom.js";
 import { followEvents } from "./run_events.js";
 import { runError, setStatus } from "./run_status.js";
@@ -34,6 +35,7 @@ function showRunRecord(run) {
   ].filter(Boolean).join(" · ");
   setStatus(run.status);
   showCarried();
+  showConversationUsage();
   // The first prompt is the run's own input; each follow-up comes as a turn.started event.
   const prompt = run.prompt;
   const first = firstPrompt(run.run_id) ||
@@ -64,6 +66,7 @@ function resetPanel(runId) {
   for (
     const id of [
       "run-usage",
+      "conversation-usage",
       "download-error",
       "follow-up-error",
       "run-meta",

@@ -97,9 +97,18 @@ const TURN_STARTED_DATA = object({
   }, ["text"]),
 });
 
+/** `agent.installing`: the download a run waits for (`docs/registry.md`). */
+const AGENT_INSTALLING_DATA = object({
+  id: string,
+  version: string,
+  received: { type: "integer", minimum: 0 },
+  total: { type: "integer", minimum: 0 },
+}, ["id", "version", "received"]);
+
 /** The data of a run's and a follow-up turn's start. */
 function startEvents(): Schema[] {
   return [
+    eventData("agent.installing", AGENT_INSTALLING_DATA),
     eventData("run.started", RUN_STARTED_DATA),
     eventData("turn.started", TURN_STARTED_DATA),
   ];

@@ -19,7 +19,7 @@
 
 import postgres from "postgres";
 import { type ErrorCode, RunnerError } from "../../errors.ts";
-import type { RunEvent } from "../../events.ts";
+import type { RunEvent, UsageCost } from "../../events.ts";
 import { BatchWriter } from "./batch_writer.ts";
 import type { QueuedEvent } from "../event_queue.ts";
 import type { SharedStoreOptions } from "../fleet.ts";
@@ -31,6 +31,7 @@ import { migratePostgres } from "./schema.ts";
 import { postgresSize, prunePostgresRuns } from "./retention.ts";
 import { listRunsQuery } from "../run_listing.ts";
 import {
+  sessionCostJson,
   toRunRecord,
   toSessionRecord,
   toStoredSession,
@@ -39,6 +40,7 @@ import {
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
+  ImportConflict,
   ImportedRun,
   ListRunsOptions,
   NewRun,
@@ -221,7 +223,8 @@ class PostgresRunStore implements RunStore {
 
   getSession(key: SessionKey): Promise<StoredSession | undefined> {
     return this.#query("read the session", async () => {
-      const [row] = await this.#sql`SELECT session_id, updated_at, settings_json
+      const [row] = await this.#sql`SELECT session_id, updated_at,
+        settings_json, cost_json
         FROM sessions
         WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
         AND location = ${key.location} AND target = ${key.target}
@@ -256,6 +259,22 @@ class PostgresRunStore implements RunStore {
       await this.#sql`UPDATE sessions SET settings_json = ${
         JSON.stringify(settings)
       }, updated_at = ${Date.now()}
+        WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
+        AND location = ${key.location} AND target = ${key.target}
+        AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}
+        AND ${this.fleet.ownLease()}`;
+    }, "write");
+  }
+
+  putSessionCost(
+    key: SessionKey,
+    sessionCost: { sessionId: string; cost: UsageCost },
+  ): Promise<void> {
+    return this.#query("store the session's cost", async () => {
+      // Only under this replica's live lease, as the session id itself.
+      await this.#sql`UPDATE sessions SET cost_json = ${
+        sessionCostJson(sessionCost)
+      }
         WHERE conversation_id = ${key.conversationId} AND provider = ${key.provider}
         AND location = ${key.location} AND target = ${key.target}
         AND workspace = ${key.workspace} AND agent_command = ${key.agentCommand}
@@ -298,16 +317,35 @@ class PostgresRunStore implements RunStore {
     }, "write");
   }
 
-  importRuns(runs: readonly ImportedRun[]): Promise<string[]> {
+  importRuns(
+    runs: readonly ImportedRun[],
+  ): Promise<ImportConflict | undefined> {
     return this.#query(
       "import the runs",
       () =>
-        transaction(this.#sql, async (tx) => {
+        transaction(this.#sql, async (tx): Promise<
+          ImportConflict | undefined
+        > => {
           const runIds = runs.map(({ record }) => record.runId);
-          if (!runIds.length) return [];
+          if (!runIds.length) return undefined;
           const taken = await tx`SELECT run_id FROM runs
           WHERE run_id IN ${tx(runIds)}`;
-          if (taken.length) return taken.map((row) => String(row.run_id));
+          if (taken.length) {
+            return {
+              kind: "runs",
+              runIds: taken.map((row) => String(row.run_id)),
+            };
+          }
+          const conversationId = runs.find(({ record }) =>
+            record.conversationId
+          )?.record.conversationId;
+          if (conversationId) {
+            const known = await tx`SELECT 1 FROM runs
+            WHERE conversation_id = ${conversationId}
+            UNION ALL SELECT 1 FROM sessions
+            WHERE conversation_id = ${conversationId} LIMIT 1`;
+            if (known.length) return { kind: "conversation", conversationId };
+          }
           for (const { record, events } of runs) {
             // Owned by nobody alive: no replica renews the epoch -1.
             await tx`INSERT INTO runs (run_id, conversation_id, status,
@@ -340,7 +378,7 @@ class PostgresRunStore implements RunStore {
               }`;
             }
           }
-          return [];
+          return undefined;
         }),
       "write",
     );

@@ -56,6 +56,8 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE sessions ADD COLUMN settings_json TEXT;`,
   // What the agent reported of a run's usage (the terminal event's `usage`).
   `ALTER TABLE runs ADD COLUMN usage_json TEXT;`,
+  // A session's running cost as the agent last reported it, with its id.
+  `ALTER TABLE sessions ADD COLUMN cost_json TEXT;`,
 ];
 
 /** The schema version this code writes. */

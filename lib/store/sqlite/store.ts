@@ -22,7 +22,7 @@
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { type ErrorCode, RunnerError } from "../../errors.ts";
-import type { RunEvent } from "../../events.ts";
+import type { RunEvent, UsageCost } from "../../events.ts";
 import {
   createOwnerCheck,
   isSameProcessAlive,
@@ -32,6 +32,7 @@ import { EventQueue, type QueuedEvent } from "../event_queue.ts";
 import { failOrphanedRuns, findOrphanedRuns } from "../orphaned_runs.ts";
 import { listRunsQuery } from "../run_listing.ts";
 import {
+  sessionCostJson,
   sessionKeyValues,
   toRunRecord,
   toSessionRecord,
@@ -50,6 +51,7 @@ import { pruneSqliteRuns, sqliteSize } from "./retention.ts";
 import { UnstoredOutcomes } from "../unstored_outcomes.ts";
 import type {
   GetEventsOptions,
+  ImportConflict,
   ImportedRun,
   ListRunsOptions,
   NewRun,
@@ -252,7 +254,7 @@ class SqliteRunStore implements SyncRunStore {
   getSession(key: SessionKey): StoredSession | undefined {
     const row = this.#read("read the session", () =>
       this.#statement(
-        `SELECT session_id, updated_at, settings_json FROM sessions WHERE conversation_id = ? AND provider = ?
+        `SELECT session_id, updated_at, settings_json, cost_json FROM sessions WHERE conversation_id = ? AND provider = ?
          AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
       ).get(...sessionKeyValues(key))) as Row | undefined;
     return row === undefined ? undefined : toStoredSession(row);
@@ -274,6 +276,18 @@ class SqliteRunStore implements SyncRunStore {
         `UPDATE sessions SET settings_json = ?, updated_at = ? WHERE conversation_id = ?
          AND provider = ? AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
       ).run(JSON.stringify(settings), Date.now(), ...sessionKeyValues(key));
+    });
+  }
+
+  putSessionCost(
+    key: SessionKey,
+    sessionCost: { sessionId: string; cost: UsageCost },
+  ): void {
+    this.#write("store the session's cost", () => {
+      this.#statement(
+        `UPDATE sessions SET cost_json = ? WHERE conversation_id = ?
+         AND provider = ? AND location = ? AND target = ? AND workspace = ? AND agent_command = ?`,
+      ).run(sessionCostJson(sessionCost), ...sessionKeyValues(key));
     });
   }
 
@@ -352,14 +366,19 @@ class SqliteRunStore implements SyncRunStore {
     });
   }
 
-  importRuns(runs: readonly ImportedRun[]): string[] {
+  importRuns(runs: readonly ImportedRun[]): ImportConflict | undefined {
     return this.#write("import the runs", () =>
       inTransaction(this.#db, () => {
         const exists = this.#statement("SELECT 1 FROM runs WHERE run_id = ?");
         const taken = runs.map(({ record }) => record.runId).filter((runId) =>
           exists.get(runId) !== undefined
         );
-        if (taken.length) return taken;
+        if (taken.length) return { kind: "runs" as const, runIds: taken };
+        const conversationId = runs.find(({ record }) => record.conversationId)
+          ?.record.conversationId;
+        if (conversationId && this.#conversationKnown(conversationId)) {
+          return { kind: "conversation" as const, conversationId };
+        }
         const insertRun = this.#statement(
           `INSERT INTO runs (run_id, conversation_id, status, config_json, code,
              error, created_at, updated_at, finished_at, prompt, usage_json)
@@ -393,8 +412,16 @@ class SqliteRunStore implements SyncRunStore {
             );
           }
         }
-        return [];
+        return undefined;
       }));
+  }
+
+  /** Whether the store has a run or a session of the conversation. */
+  #conversationKnown(conversationId: string): boolean {
+    return this.#statement(
+      `SELECT 1 FROM runs WHERE conversation_id = ?
+       UNION ALL SELECT 1 FROM sessions WHERE conversation_id = ? LIMIT 1`,
+    ).get(conversationId, conversationId) !== undefined;
   }
 
   getRun(runId: string): RunRecord | undefined {

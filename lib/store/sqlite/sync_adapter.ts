@@ -26,6 +26,8 @@ export function asyncRunStore(store: SyncRunStore): RunStore {
       settled(() => store.putSession(key, sessionId)),
     putSessionSettings: (key, settings) =>
       settled(() => store.putSessionSettings(key, settings)),
+    putSessionCost: (key, sessionCost) =>
+      settled(() => store.putSessionCost(key, sessionCost)),
     deleteSessions: (id) => settled(() => store.deleteSessions(id)),
     listSessions: (id) => settled(() => store.listSessions(id)),
     createRun: (run) => settled(() => store.createRun(run)),

@@ -1,0 +1,225 @@
+/**
+ * A run that waits for its registry agent's download: its callers see
+ * `agent.installing` events while the archive arrives (`runner serve`'s
+ * stream, `runner run --json`), all before the agent's first output; the
+ * next run of the agent installs nothing.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunEvent } from "../../lib/events.ts";
+import { parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import {
+  apiFetch,
+  deltaText,
+  postJson,
+  readSse,
+  terminals,
+  withServe,
+} from "../serve_test_helpers.ts";
+import { fixtureAgentScript, gzip, tarOf } from "./registry_archives.ts";
+import { binaryEntry, serveRegistry } from "./registry_server.ts";
+
+/** A gzipped tar of the fixture agent and `padding` bytes that do not compress. */
+async function largeAgentArchive(padding: number): Promise<Uint8Array> {
+  const noise = new Uint8Array(padding);
+  for (let at = 0; at < padding; at += 65536) {
+    crypto.getRandomValues(noise.subarray(at, Math.min(at + 65536, padding)));
+  }
+  return await gzip(tarOf([
+    { name: "bin/run-agent", content: fixtureAgentScript(), mode: 0o755 },
+    { name: "share/model.bin", content: noise },
+  ]));
+}
+
+/** Checks that the run's install events come first, in order, and end with the whole archive. */
+function assertInstalledFirst(
+  events: RunEvent[],
+  expected: { id: string; version: string; size: number },
+): void {
+  const installing = events.filter((event) =>
+    event.type === "agent.installing"
+  );
+  assert.ok(installing.length >= 2, JSON.stringify(events.map((e) => e.type)));
+  const firstOther = events.findIndex((event) =>
+    event.type !== "agent.installing"
+  );
+  assert.equal(firstOther, installing.length, "install events come first");
+  assert.equal(events[firstOther].type, "run.started");
+  const firstDelta = events.findIndex((event) =>
+    event.type === "message.delta"
+  );
+  assert.ok(firstDelta > firstOther);
+  let received = -1;
+  for (const event of installing) {
+    assert.equal(event.data.id, expected.id);
+    assert.equal(event.data.version, expected.version);
+    assert.equal(event.data.total, expected.size);
+    assert.ok(Number(event.data.received) > received);
+    received = Number(event.data.received);
+  }
+  assert.equal(received, expected.size);
+  assert.deepEqual(
+    events.map((event) => event.sequence),
+    events.map((_, index) => index + 1),
+  );
+}
+
+Deno.test("runner serve: a run that downloads its agent streams agent.installing events while it waits, before the agent's output; the next run installs nothing", async () => {
+  const registry = serveRegistry();
+  const archive = await largeAgentArchive(3 * 1024 * 1024);
+  // The download stops half-way until the caller has seen progress: the
+  // events must reach it while the run waits, not after.
+  const seen = Promise.withResolvers<void>();
+  const { url } = registry.addFile("big.tar.gz", archive, {
+    after: 1024 * 1024 + 4096,
+    until: seen.promise,
+  });
+  registry.setAgents([binaryEntry("big-agent", {
+    archive: url,
+    cmd: "bin/run-agent",
+    args: ["--text", "answer of the installed agent"],
+  })]);
+  try {
+    await withServe({
+      // A registry id is a command the operator allows.
+      args: ["--allow-custom-commands"],
+      env: { RUNNER_REGISTRY_URL: registry.registryUrl },
+    }, async (serve, dir) => {
+      const body = {
+        input: { text: "hi" },
+        config: { provider: "big-agent", workspace: join(dir, "ws") },
+      };
+      const response = await postJson(`${serve.url}/v1/runs`, body);
+      assert.equal(response.status, 200);
+      const events: RunEvent[] = [];
+      for await (const message of readSse(response.body!)) {
+        const event = JSON.parse(message.data) as RunEvent;
+        events.push(event);
+        if (event.type === "agent.installing") seen.resolve();
+      }
+      const [last] = terminals(events);
+      assert.equal(last.type, "run.completed", JSON.stringify(last));
+      assert.match(deltaText(events), /answer of the installed agent/);
+      assertInstalledFirst(events, {
+        id: "big-agent",
+        version: "1.0.0",
+        size: archive.length,
+      });
+      // The stored events are the streamed ones.
+      const runId = events[0].run_id;
+      const stored = await (await apiFetch(
+        `${serve.url}/v1/runs/${runId}/events?stream=false`,
+      )).json();
+      assert.deepEqual(
+        (stored.events as RunEvent[]).map((event) => event.type),
+        events.map((event) => event.type),
+      );
+
+      const again = await postJson(`${serve.url}/v1/runs`, body);
+      const second: RunEvent[] = [];
+      for await (const message of readSse(again.body!)) {
+        second.push(JSON.parse(message.data));
+      }
+      assert.equal(terminals(second)[0].type, "run.completed");
+      assert.equal(second[0].type, "run.started");
+      assert.ok(!second.some((event) => event.type === "agent.installing"));
+      assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+    });
+  } finally {
+    seen.resolve();
+    await registry.close();
+  }
+});
+
+Deno.test("runner run --json prints agent.installing events before the agent's output; the second run downloads nothing", async () => {
+  const registry = serveRegistry();
+  const archive = await largeAgentArchive(2 * 1024 * 1024);
+  const { url } = registry.addFile("big.tar.gz", archive);
+  registry.setAgents([binaryEntry("big-agent", {
+    archive: url,
+    cmd: "bin/run-agent",
+    args: ["--text", "answer of the installed agent"],
+  })]);
+  try {
+    const env = {
+      RUNNER_DATA_DIR: tempDir(),
+      RUNNER_REGISTRY_URL: registry.registryUrl,
+    };
+    const args = ["run", "big-agent", "--json", "--workspace", tempDir(), "hi"];
+    const first = await runCli(args, { env });
+    assert.equal(first.code, 0, first.stderr);
+    const events = parseJsonLines(first.stdout) as unknown as RunEvent[];
+    assertInstalledFirst(events, {
+      id: "big-agent",
+      version: "1.0.0",
+      size: archive.length,
+    });
+    const second = await runCli(args, { env });
+    assert.equal(second.code, 0, second.stderr);
+    const again = parseJsonLines(second.stdout) as unknown as RunEvent[];
+    assert.equal(again[0].type, "run.started");
+    assert.ok(!again.some((event) => event.type === "agent.installing"));
+    assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+  } finally {
+    await registry.close();
+  }
+});
+
+Deno.test("runner serve: a run cancelled while its agent downloads ends at once as cancelled; the install finishes and the next run uses it", async () => {
+  const registry = serveRegistry();
+  const archive = await largeAgentArchive(2 * 1024 * 1024);
+  const released = Promise.withResolvers<void>();
+  const { url } = registry.addFile("big.tar.gz", archive, {
+    after: 1024 * 1024 + 4096,
+    until: released.promise,
+  });
+  registry.setAgents([binaryEntry("slow-agent", {
+    archive: url,
+    cmd: "bin/run-agent",
+    args: ["--text", "answer of the installed agent"],
+  })]);
+  try {
+    await withServe({
+      args: ["--allow-custom-commands"],
+      env: { RUNNER_REGISTRY_URL: registry.registryUrl },
+    }, async (serve, dir) => {
+      const body = {
+        input: { text: "hi" },
+        config: { provider: "slow-agent", workspace: join(dir, "ws") },
+      };
+      const response = await postJson(`${serve.url}/v1/runs`, body);
+      const events: RunEvent[] = [];
+      for await (const message of readSse(response.body!)) {
+        const event = JSON.parse(message.data) as RunEvent;
+        events.push(event);
+        if (event.type === "agent.installing" && events.length === 1) {
+          const cancel = await postJson(
+            `${serve.url}/v1/runs/${event.run_id}/cancel`,
+            {},
+          );
+          assert.ok(cancel.ok, String(cancel.status));
+          await cancel.body?.cancel();
+        }
+      }
+      // The download is still held: the run ended without waiting for it.
+      const [last] = terminals(events);
+      assert.equal(last.type, "run.failed");
+      assert.equal(last.data.code, "run.cancelled");
+      assert.ok(!events.some((event) => event.type === "run.started"));
+      released.resolve();
+
+      const again = await postJson(`${serve.url}/v1/runs`, body);
+      const second: RunEvent[] = [];
+      for await (const message of readSse(again.body!)) {
+        second.push(JSON.parse(message.data));
+      }
+      assert.equal(terminals(second)[0].type, "run.completed");
+      assert.match(deltaText(second), /answer of the installed agent/);
+      assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+    });
+  } finally {
+    released.resolve();
+    await registry.close();
+  }
+});
