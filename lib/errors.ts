@@ -328,7 +328,7 @@ export const ERROR_CODES = {
   "http.conversation_busy": {
     retryable: true,
     meaning:
-      "The conversation's previous run did not end within the webhook's wait limit.",
+      "The conversation has a run going: the webhook's wait for the previous run ran out, or an `/acp` prompt came while another replica runs a turn of it.",
   },
   "relay.protocol_error": {
     retryable: false,

@@ -9,9 +9,11 @@
  * target (pass/miss); the last full results live in `docs/performance.md`.
  * The bench's exit status ignores the targets: `--short` (tiny sizes, one
  * round) only proves the bench works, and a test runs it. Groups for
- * `--only`: `paths`, `sizes`, `listing`, `hub`, `concurrent`, `warm`, and
- * two parts of `paths` alone: `stream` (`runner run`'s long answer against
- * the bare client) and `cold` (the short cold prompts).
+ * `--only`: `paths`, `sizes`, `listing`, `hub`, `concurrent`, `warm`, `acp`
+ * (the `/acp` stream path against the ACP SDK's client on the agent's own
+ * stdio; `scripts/bench_acp.ts`), and two parts of `paths` alone: `stream`
+ * (`runner run`'s long answer against the bare client) and `cold` (the short
+ * cold prompts).
  *
  * @module
  */
@@ -34,6 +36,7 @@ import {
 import { curlClient } from "./bench_serve.ts";
 import { benchSecondMessage } from "./bench_warm.ts";
 import { benchListing } from "./bench_listing.ts";
+import { benchAcpStream } from "./bench_acp.ts";
 import {
   benchConcurrentFirstDelta,
   benchHubDaemons,
@@ -53,7 +56,15 @@ const { values } = parseArgs({
   options: { short: { type: "boolean" }, only: { type: "string" } },
 });
 
-const GROUPS = ["paths", "sizes", "listing", "hub", "concurrent", "warm"];
+const GROUPS = [
+  "paths",
+  "sizes",
+  "listing",
+  "hub",
+  "concurrent",
+  "warm",
+  "acp",
+];
 /** Parts of `paths` that `--only` can also name alone. */
 const PATH_PARTS = ["stream", "cold"];
 const only = values.only?.split(",").map((group) => group.trim()) ?? GROUPS;
@@ -316,6 +327,18 @@ try {
   // Each table as soon as it is measured: a late failure keeps the rest.
   const rows = selected("stream") || selected("cold") ? await paths() : [];
   if (rows.length) console.log(table(rows) + "\n");
+  if (selected("acp")) {
+    const acpRows = await benchAcpStream({
+      work,
+      workspace,
+      chunks: SIZES.chunks,
+      rounds: SIZES.rounds,
+    });
+    console.log(
+      "/acp against the ACP SDK's client on the agent's own stdio (bare):\n\n" +
+        table(acpRows) + "\n",
+    );
+  }
   const listed = rows.length;
   const curveRows = await curves(rows);
   if (rows.length > listed) console.log(table(rows.slice(listed)) + "\n");

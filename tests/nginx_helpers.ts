@@ -36,8 +36,8 @@ export interface TestNginx {
 /**
  * The operator's config of `docs/fleet.md` ("Load balancers"), with every
  * path inside `dir`: round robin over `upstreams` (`host:port`), streams
- * unbuffered, the client's `Host` passed on, a client-sent cluster token
- * stripped.
+ * unbuffered, WebSocket upgrades (`/acp`) passed on, the client's `Host`
+ * passed on, a client-sent cluster token stripped.
  */
 export function nginxConfig(
   options: { dir: string; port: number; upstreams: string[] },
@@ -60,6 +60,10 @@ export function nginxConfig(
     `  fastcgi_temp_path ${join(dir, "fastcgi")};`,
     `  uwsgi_temp_path ${join(dir, "uwsgi")};`,
     `  scgi_temp_path ${join(dir, "scgi")};`,
+    "  map $http_upgrade $connection_upgrade {",
+    "    default upgrade;",
+    "    '' \"\";",
+    "  }",
     "  upstream runners {",
     ...upstreams.map((address) =>
       `    server ${address} max_fails=1 fail_timeout=2s;`
@@ -72,7 +76,8 @@ export function nginxConfig(
     "    location / {",
     "      proxy_pass http://runners;",
     "      proxy_http_version 1.1;",
-    '      proxy_set_header Connection "";',
+    "      proxy_set_header Upgrade $http_upgrade;",
+    "      proxy_set_header Connection $connection_upgrade;",
     "      proxy_set_header Host $http_host;",
     `      proxy_set_header ${CLUSTER_TOKEN_HEADER} "";`,
     "      proxy_buffering off;",

@@ -77,6 +77,12 @@ export interface FleetRouter {
    */
   forDaemon(c: Context, daemonId: string): Promise<Response | undefined>;
   /**
+   * Forwards a request to replica `replicaId` when it is another live
+   * replica; undefined: it is this one, or it is not alive (its lease
+   * expired, or it never was).
+   */
+  toReplica(c: Context, replicaId: string): Promise<Response | undefined>;
+  /**
    * Sends the request to every other live replica (none when it was itself
    * forwarded); a replica that does not answer is left out of the answers.
    */
@@ -166,6 +172,13 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
         );
       }
       return undefined;
+    },
+    async toReplica(c, replicaId) {
+      if (isForwarded(c) || replicaId === fleet.replicaId) return undefined;
+      const replica = (await lookup(fleet.liveReplicas())).find((live) =>
+        live.replicaId === replicaId
+      );
+      return replica ? await forward(c, replica) : undefined;
     },
     async toOtherReplicas(c) {
       if (isForwarded(c)) return [];

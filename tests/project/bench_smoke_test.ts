@@ -35,6 +35,8 @@ Deno.test("deno task bench --short measures every path against the bare client",
       /\| idle daemons on one hub .* KiB\/daemon.* \| (pass|miss) \|/,
       /\| \d+ vs \d+ concurrent runs on runner serve: p50 time to first delta \|/,
       /2nd message of a conversation.*\(target ≥ 10×: (pass|miss)\)/,
+      /\| \/acp Streamable HTTP, SDK client, \d+×32 B \| [\d.]+ \([\d.]+\) \| [\d.]+×.* first update \d+ ms \(stdio \d+ ms/,
+      /\| \/acp WebSocket, SDK client, \d+×32 B \| [\d.]+ \([\d.]+\) \| [\d.]+×/,
     ]
   ) {
     assert.match(stdout, path);

@@ -16,6 +16,8 @@ import {
 import { RunnerError } from "../../errors.ts";
 import { limitBody } from "../body_limit.ts";
 import { errorResponse, type ServerContext } from "../context.ts";
+import { routeAcpRequest, tagResponse } from "./connection_affinity.ts";
+import { withHeldWriter } from "./held_writer.ts";
 import { createAcpAgentShared, createRunnerAgent } from "./runner_agent.ts";
 import { queryKeys, type TargetDescriber } from "./target.ts";
 
@@ -65,7 +67,7 @@ export function registerAcpRoutes(
 ): void {
   const shared = createAcpAgentShared(ctx, options.describe ?? NOTHING_LEARNED);
   const server = new AcpServer({
-    createAgent: () => createRunnerAgent(shared, {}),
+    createAgent: () => withHeldWriter(createRunnerAgent(shared, {})),
     maxBufferedBytes: ctx.config.acpMaxBufferedMb * 1024 * 1024,
   });
   // Open SSE streams and WebSockets would hold the listener's drain.
@@ -90,9 +92,14 @@ export function registerAcpRoutes(
         "The runner is shutting down; reconnect to the restarted service and load the session.",
       );
     }
-    const request = c.req.raw;
+    let request = c.req.raw;
+    if (ctx.fleet) {
+      const route = await routeAcpRequest(c, ctx.fleet);
+      if (route.kind === "forwarded") return route.response;
+      request = route.request;
+    }
     const keys = queryKeys(request.url);
-    const createAgent = () => createRunnerAgent(shared, keys);
+    const createAgent = () => withHeldWriter(createRunnerAgent(shared, keys));
     if (c.req.header("upgrade")?.toLowerCase() === "websocket") {
       const prepared = server.prepareWebSocketUpgrade({ createAgent });
       preparedUpgrades.set(prepared.connectionId, prepared);
@@ -104,6 +111,9 @@ export function registerAcpRoutes(
         "acp-connection-id": prepared.connectionId,
       });
     }
-    return await server.handleRequest(request, { createAgent });
+    const response = await server.handleRequest(request, { createAgent });
+    return ctx.fleet
+      ? tagResponse(response, ctx.fleet.fleet.replicaId)
+      : response;
   });
 }

@@ -26,6 +26,7 @@ import type { RunRequest } from "../../run/request.ts";
 import { redactDeep, redactSecrets } from "../../secrets.ts";
 import type { ServerContext } from "../context.ts";
 import { serveSessionChoices } from "../policy.ts";
+import { takeConversation } from "./fleet_conversation.ts";
 import { promptInput } from "./prompt_input.ts";
 import {
   ACP_META_KEY,
@@ -393,6 +394,7 @@ async function promptRun(
       forwarder.send(update as SessionUpdate);
     },
   };
+  await takeConversation(ctx, sessionId);
   const outcome = await ctx.startRun(request, { steer: false });
   const run = outcome.run;
   runId = run.runId;
