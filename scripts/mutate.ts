@@ -55,6 +55,11 @@ function strykerConfig(
     jsonReporter: { fileName: join(options.reportDir, "report.json") },
     tempDirName: options.sandboxDir,
     cleanTempDir: true,
+    // A copy, not Stryker's symlink: a confined agent (bwrap) sees only the
+    // sandbox copy and Deno's cache, so a `node_modules` linking out of the
+    // sandbox would be missing in there.
+    symlinkNodeModules: false,
+    buildCommand: `cp -a ${join(ROOT, "node_modules")} node_modules`,
   };
 }
 

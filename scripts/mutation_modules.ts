@@ -40,7 +40,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/permission_floor.ts",
-    tests: ["tests/run/permission_floor_test.ts"],
+    tests: [
+      "tests/run/permission_floor_table_test.ts",
+      "tests/run/permission_floor_test.ts",
+    ],
   },
   {
     module: "lib/server/n8n/auth.ts",
@@ -115,11 +118,7 @@ export const GUARD_MODULES: MutationModule[] = [
   // Redaction and the secrets list.
   {
     module: "lib/secrets.ts",
-    tests: [
-      "tests/secrets_test.ts",
-      "tests/run/redaction_split_test.ts",
-      "tests/run/stream_properties_test.ts",
-    ],
+    tests: ["tests/secrets_test.ts"],
   },
   // Auth and token checks, Host/Origin checks.
   {
@@ -195,9 +194,7 @@ export const GUARD_MODULES: MutationModule[] = [
     module: "lib/run/caller_floor.ts",
     tests: [
       "tests/security/caller_floor_test.ts",
-      "tests/security/daemon_floor_test.ts",
-      "tests/security/workspace_race_test.ts",
-      "tests/security/restored_mode_test.ts",
+      "tests/project/caller_floor_doc_test.ts",
     ],
   },
   {
