@@ -220,7 +220,8 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/server/api_auth.ts",
     tests: [
-      "tests/security/api_from_inside_test.ts",
+      "tests/server/api_auth_routes_test.ts",
+      "tests/server/serve_auth_test.ts",
       "tests/server/serve_auth_combinations_test.ts",
     ],
   },
