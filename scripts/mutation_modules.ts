@@ -47,7 +47,11 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/server/n8n/auth.ts",
-    tests: ["tests/server/n8n_test.ts"],
+    tests: [
+      "tests/server/n8n_auth_refusals_test.ts",
+      "tests/contracts/guards_test.ts",
+      "tests/server/serve_auth_combinations_test.ts",
+    ],
   },
   {
     module: "lib/relay/payload.ts",
