@@ -138,7 +138,11 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/hub/token_rules.ts",
-    tests: ["tests/hub/hub_hostile_test.ts"],
+    tests: [
+      "tests/hub/token_rules_test.ts",
+      "tests/contracts/guards_test.ts",
+      "tests/server/serve_config_hardening_test.ts",
+    ],
   },
   // The fleet's lease and fencing writes.
   {
