@@ -128,8 +128,8 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/server/request_guard.ts",
     tests: [
+      "tests/server/request_guard_test.ts",
       "tests/contracts/guards_test.ts",
-      "tests/server/serve_hostile_test.ts",
     ],
   },
   {
