@@ -5,7 +5,9 @@
  * over the module's tests for each mutant, and prints killed / all per
  * module. Reports (HTML and JSON) go to `reports/mutation/<module>/`, which
  * git ignores. Options: `--tests a.ts,b.ts` (instead of the module's own
- * list), `--concurrency N` (Stryker's test runners, default 1), `--list`.
+ * list), `--concurrency N` (Stryker's test runners, default 1),
+ * `--timeout-ms N` (a mutant's run longer than N ms plus three times the
+ * first run's counts as a hang; default 120000), `--list`.
  * See `docs/testing.md`, "Mutation testing".
  *
  * @module
@@ -34,7 +36,12 @@ interface Score {
 function strykerConfig(
   module: string,
   tests: string[],
-  options: { reportDir: string; sandboxDir: string; concurrency: number },
+  options: {
+    reportDir: string;
+    sandboxDir: string;
+    concurrency: number;
+    timeoutMs: number;
+  },
 ): Record<string, unknown> {
   return {
     testRunner: "command",
@@ -47,7 +54,7 @@ function strykerConfig(
     coverageAnalysis: "off",
     concurrency: options.concurrency,
     // A loaded machine: a slow test is not a hang.
-    timeoutMS: 120_000,
+    timeoutMS: options.timeoutMs,
     timeoutFactor: 3,
     reporters: ["clear-text", "html", "json", "progress-append-only"],
     clearTextReporter: { allowColor: false, logTests: false },
@@ -94,7 +101,7 @@ function scoreOf(module: string, reportFile: string): Score {
 async function mutateModule(
   module: string,
   tests: string[],
-  concurrency: number,
+  options: { concurrency: number; timeoutMs: number },
 ): Promise<Score | undefined> {
   const reportDir = join(
     ROOT,
@@ -113,7 +120,7 @@ async function mutateModule(
         strykerConfig(module, tests, {
           reportDir,
           sandboxDir: join(work, "sandbox"),
-          concurrency,
+          ...options,
         }),
         null,
         2,
@@ -148,6 +155,7 @@ async function main(): Promise<number> {
     options: {
       tests: { type: "string" },
       concurrency: { type: "string", default: "1" },
+      "timeout-ms": { type: "string", default: "120000" },
       list: { type: "boolean", default: false },
     },
   });
@@ -163,6 +171,11 @@ async function main(): Promise<number> {
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     console.error("mutate: --concurrency must be a whole number ≥ 1");
+    return 2;
+  }
+  const timeoutMs = Number(values["timeout-ms"]);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1000) {
+    console.error("mutate: --timeout-ms must be a whole number ≥ 1000");
     return 2;
   }
   const plan = modules.map((module) => ({
@@ -184,7 +197,10 @@ async function main(): Promise<number> {
   const scores: Score[] = [];
   let failed = 0;
   for (const { module, tests } of plan) {
-    const score = await mutateModule(module, tests, concurrency);
+    const score = await mutateModule(module, tests, {
+      concurrency,
+      timeoutMs,
+    });
     if (score) scores.push(score);
     else {
       console.error(`mutate: Stryker failed on ${module}`);
