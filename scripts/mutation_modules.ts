@@ -66,7 +66,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/permission_rules.ts",
     tests: [
-      "tests/run/permission_rules_test.ts",
+      "tests/run/permission_rules_match_test.ts",
       "tests/security/terminal_argv_test.ts",
     ],
   },
