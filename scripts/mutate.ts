@@ -4,7 +4,8 @@
  * `mutation_modules.ts`), its command test runner running `deno test -A`
  * over the module's tests for each mutant, and prints killed / all per
  * module. Reports (HTML and JSON) go to `reports/mutation/<module>/`, which
- * git ignores. Options: `--tests a.ts,b.ts` (instead of the module's own
+ * git ignores. A module given as `lib/x.ts:40-90` gets only the mutants on
+ * those lines. Options: `--tests a.ts,b.ts` (instead of the module's own
  * list), `--concurrency N` (Stryker's test runners, default 1),
  * `--timeout-ms N` (a mutant's run longer than N ms plus three times the
  * first run's counts as a hang; default 120000), `--list`.
@@ -107,7 +108,10 @@ async function mutateModule(
     ROOT,
     "reports",
     "mutation",
-    module.replace(/^lib\//, "").replace(/\.ts$/, "").replaceAll("/", "_"),
+    module.replace(/^lib\//, "").replace(/\.ts(:|$)/, "$1").replaceAll(
+      /[/:]/g,
+      "_",
+    ),
   );
   const work = await Deno.makeTempDir({ prefix: "runner-mutate-" });
   try {
@@ -165,8 +169,12 @@ async function main(): Promise<number> {
     }
     return 0;
   }
+  // `lib/x.ts:40-90`: only the mutants on those lines (Stryker's ranges).
   const modules = positionals.length
-    ? positionals.map((path) => relative(ROOT, resolve(path)))
+    ? positionals.map((arg) => {
+      const [, path, lines] = /^(.*?)(:\d+-\d+)?$/.exec(arg)!;
+      return relative(ROOT, resolve(path)) + (lines ?? "");
+    })
     : GUARD_MODULES.map((entry) => entry.module);
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -180,10 +188,12 @@ async function main(): Promise<number> {
   }
   const plan = modules.map((module) => ({
     module,
-    tests: values.tests ? values.tests.split(",") : testsFor(module),
+    tests: values.tests
+      ? values.tests.split(",")
+      : testsFor(module.replace(/:\d+-\d+$/, "")),
   }));
   for (const { module, tests } of plan) {
-    for (const path of [module, ...tests]) {
+    for (const path of [module.replace(/:\d+-\d+$/, ""), ...tests]) {
       try {
         Deno.statSync(join(ROOT, path));
       } catch {
