@@ -144,3 +144,26 @@ Deno.test("a Host value's name: no port, no brackets, lower case, no trailing do
     assert.equal(hostName(host), name, host);
   }
 });
+
+Deno.test("a Host without a usable name, or with a colon inside the name, is refused, even where the operator allows any name", () => {
+  const any = { ...SETTINGS, allowedHosts: ["*"] };
+  for (const host of ["", " ", "[::1", ":8080"]) {
+    assert.equal(hostAllowed(host, any), false, JSON.stringify(host));
+  }
+  for (const host of ["local:host", "local:host:8080", "127.0.0.1:x"]) {
+    assert.equal(hostAllowed(host, SETTINGS), false, host);
+  }
+});
+
+Deno.test("a page without an origin of its own (file:, data:) is no allowed origin, not even under *", () => {
+  const any = { ...SETTINGS, allowedOrigins: ["*"] };
+  for (const origin of ["file:///home/me/page.html", "data:text/html,hi"]) {
+    assert.equal(originAllowed(origin, "127.0.0.1:8080", any), false, origin);
+    assert.equal(originListed(origin, any), false, origin);
+    assert.equal(
+      refusal({ host: "127.0.0.1:8080", origin }, any)?.code,
+      "http.origin_not_allowed",
+      origin,
+    );
+  }
+});
