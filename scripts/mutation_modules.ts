@@ -177,7 +177,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/store/event_queue.ts",
-    tests: ["tests/store/event_queue_test.ts"],
+    tests: [
+      "tests/store/event_queue_test.ts",
+      "tests/store/event_queue_retry_test.ts",
+    ],
   },
   // The HTTP, body and WebSocket limits.
   {
