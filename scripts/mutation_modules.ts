@@ -204,6 +204,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/caller_floor.ts",
     tests: [
+      "tests/security/caller_floor_rules_test.ts",
       "tests/security/caller_floor_test.ts",
       "tests/project/caller_floor_doc_test.ts",
     ],

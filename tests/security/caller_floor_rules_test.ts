@@ -1,0 +1,115 @@
+/**
+ * The caller floor's rules, key by key, with what the caller reads: a limit
+ * may be lowered, never raised past the operator's; a switch the operator
+ * left off stays off; a confined operator's runs stay confined, their
+ * network no wider. Through `resolveCallerConfig`, what `runner serve` runs
+ * on every request (the entrances are in `caller_floor_test.ts`).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { RunnerError } from "../../lib/errors.ts";
+import { resolveCallerConfig } from "../../lib/server/policy.ts";
+import { tempDir } from "../helpers.ts";
+
+const WORKSPACE = tempDir("floor-rules-ws-");
+
+function refusal(
+  operator: Record<string, unknown>,
+  caller: Record<string, unknown>,
+): { code: string; key: unknown; message: string } | undefined {
+  try {
+    resolveCallerConfig({
+      allowCustomCommands: false,
+      allowEnvNames: [],
+      runDefaults: { provider: "codex", workspace: WORKSPACE, ...operator },
+    }, caller);
+    return undefined;
+  } catch (error) {
+    assert.ok(error instanceof RunnerError, String(error));
+    return {
+      code: error.code,
+      key: error.detail?.key,
+      message: error.message,
+    };
+  }
+}
+
+Deno.test("every capped limit: lower or the same is taken, one more is refused naming the server's limit", () => {
+  for (
+    const [key, limit] of [
+      ["max-message-mb", 5],
+      ["max-attachment-mb", 7],
+      ["max-prompt-mb", 9],
+      ["terminal-output-bytes", 4096],
+      ["terminal-timeout", 60],
+    ] as const
+  ) {
+    const operator = { [key]: limit };
+    assert.equal(refusal(operator, { [key]: limit }), undefined, key);
+    assert.equal(refusal(operator, { [key]: limit - 1 }), undefined, key);
+    assert.equal(refusal(operator, {}), undefined, key);
+    assert.deepEqual(refusal(operator, { [key]: limit + 1 }), {
+      code: "config.invalid",
+      key,
+      message:
+        `${key}: at most ${limit} per request (the server's limit; the operator can raise it with runner serve --${key}).`,
+    }, key);
+  }
+});
+
+Deno.test("fs-read, fs-write and client-terminals: a caller may turn them off, never on", () => {
+  for (
+    const [key, why] of [
+      ["fs-read", "the runner serves the agent's file reads itself"],
+      ["fs-write", "the runner writes the agent's files itself"],
+      [
+        "client-terminals",
+        "the agent's commands would run on the runner's machine",
+      ],
+    ]
+  ) {
+    assert.deepEqual(refusal({ [key]: false }, { [key]: true }), {
+      code: "http.forbidden",
+      key,
+      message:
+        `${key}: the operator has not turned ${key} on (runner serve --${key} true; ${why}); a request may turn it off, never on.`,
+    }, key);
+    assert.equal(refusal({ [key]: false }, { [key]: false }), undefined, key);
+    assert.equal(refusal({ [key]: true }, { [key]: true }), undefined, key);
+    assert.equal(refusal({ [key]: true }, { [key]: false }), undefined, key);
+  }
+});
+
+Deno.test("under a confined operator a caller may confine more, never less: no sandbox off, no wider network", () => {
+  const networks = ["none", "full", "host"];
+  for (const [floor, own] of networks.entries()) {
+    const operator = {
+      sandbox: "confined",
+      "sandbox-network": own,
+      "langbot-assets-enabled": false,
+    };
+    const message =
+      `the operator confines every run (sandbox=confined, sandbox-network=${own}); a request may confine its run more, never less.`;
+    assert.deepEqual(refusal(operator, { sandbox: "off" }), {
+      code: "http.forbidden",
+      key: "sandbox",
+      message: `sandbox: ${message}`,
+    }, own);
+    for (const [asked, network] of networks.entries()) {
+      const got = refusal(operator, { "sandbox-network": network });
+      if (asked <= floor) {
+        assert.equal(got, undefined, `${own} ← ${network}`);
+      } else {
+        assert.deepEqual(got, {
+          code: "http.forbidden",
+          key: "sandbox-network",
+          message: `sandbox-network: ${message}`,
+        }, `${own} ← ${network}`);
+      }
+    }
+  }
+  // An operator who does not confine leaves the choice to the caller.
+  assert.equal(refusal({ sandbox: "off" }, { sandbox: "off" }), undefined);
+});
