@@ -99,13 +99,23 @@ Deno.test("after close nothing is written: not a timer set before, not the next 
   assert.deepEqual(attempts, [[1]]);
 });
 
-Deno.test("a leftover timer of a flushed turn writes no later event early", async () => {
+Deno.test("a turn's events set one timer: none is left after a flush to write after close", async () => {
   const { queue, attempts } = failingStore(0);
   queue.push(event(1));
+  queue.push(event(2));
   queue.flush();
   queue.close();
-  queue.push(event(2));
+  queue.push(event(3));
   await nextTurn();
+  assert.deepEqual(attempts, [[1, 2]]);
+});
+
+Deno.test("after close a failed flush is not retried (no retry is left pending to write to a closed store)", () => {
+  // A retry left pending would also fail this test as a leaked timer.
+  const { queue, attempts } = failingStore(Infinity);
+  queue.push(event(1));
+  queue.close();
+  assert.throws(() => queue.flush(), { code: "store.unavailable" });
   assert.deepEqual(attempts, [[1]]);
 });
 
