@@ -346,3 +346,29 @@ Deno.test("redactDeep redacts every string in objects and arrays, and keeps othe
   assert.deepEqual(redactDeep(value, []), value);
   assert.equal(redactDeep("hunter22", ["hunter22"]), "[REDACTED]");
 });
+
+Deno.test("under a secret name a 4-character value, a padded or upper-case switch word, and a relative file name are still judged right", () => {
+  assert.deepEqual(secretsOf({ envJson: { API_KEY: "abcd" } }), ["abcd"]);
+  assert.deepEqual(
+    secretsOf({ envJson: { USE_AUTH: " TRUE ", OLD_TOKEN: "None" } }),
+    [],
+  );
+  // Only an absolute (or ~/) path counts as a path: a relative name that
+  // happens to exist here is still a secret.
+  assert.deepEqual(secretsOf({ envJson: { API_KEY: "deno.json" } }), [
+    "deno.json",
+  ]);
+});
+
+Deno.test("an existing absolute path under a secret name is not a secret when HOME is set too", () => {
+  const dir = tempDir();
+  const file = join(dir, "credentials.json");
+  Deno.writeTextFileSync(file, "{}");
+  assert.deepEqual(
+    secretsOf({
+      envJson: { GOOGLE_APPLICATION_CREDENTIALS: file },
+      environment: { HOME: tempDir() },
+    }),
+    [],
+  );
+});
