@@ -9,6 +9,7 @@
  */
 
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { RunnerError } from "../../lib/errors.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { tempDir } from "../helpers.ts";
@@ -18,11 +19,13 @@ const WORKSPACE = tempDir("floor-rules-ws-");
 function refusal(
   operator: Record<string, unknown>,
   caller: Record<string, unknown>,
+  dataDir?: string,
 ): { code: string; key: unknown; message: string } | undefined {
   try {
     resolveCallerConfig({
       allowCustomCommands: false,
       allowEnvNames: [],
+      dataDir,
       runDefaults: { provider: "codex", workspace: WORKSPACE, ...operator },
     }, caller);
     return undefined;
@@ -112,4 +115,99 @@ Deno.test("under a confined operator a caller may confine more, never less: no s
   }
   // An operator who does not confine leaves the choice to the caller.
   assert.equal(refusal({ sandbox: "off" }, { sandbox: "off" }), undefined);
+});
+
+Deno.test("a caller's workspace: what each refusal says, and the real path the run gets", () => {
+  const roots = tempDir("floor-roots-");
+  const inside = join(roots, "conversation-1");
+  Deno.mkdirSync(inside);
+  const link = join(tempDir("floor-links-"), "to-inside");
+  Deno.symlinkSync(inside, link);
+  const outside = tempDir("floor-outside-");
+  const rooted = { "workspace-roots": roots };
+  const forbidden = (key: string, message: string) => ({
+    code: "http.forbidden",
+    key,
+    message: `${key}: ${message}`,
+  });
+  assert.deepEqual(
+    refusal(rooted, { workspace: `${inside}/../conversation-1` }),
+    forbidden("workspace", "must not contain a .. segment."),
+  );
+  assert.deepEqual(
+    refusal(rooted, { workspace: outside }),
+    forbidden(
+      "workspace",
+      `${outside} is not under the operator's workspace roots; choose a directory under ${roots} (the operator sets them with --workspace-roots).`,
+    ),
+  );
+  assert.deepEqual(
+    refusal({ sandbox: "confined", workspace: undefined }, {
+      workspace: inside,
+    }),
+    forbidden(
+      "workspace",
+      "the operator confines runs (sandbox=confined) and set no workspace-roots, so a request may not choose its workspace; the operator can allow directories with --workspace-roots.",
+    ),
+  );
+  const dataDir = tempDir("floor-data-");
+  for (
+    const [workspace, what] of [
+      ["/", "/"],
+      [Deno.env.get("HOME")!, "the runner's home"],
+      [dataDir, "the runner's data dir"],
+      [join(dataDir, "runs"), "the runner's data dir"],
+      [Deno.execPath(), "the runner's own files"],
+    ]
+  ) {
+    assert.deepEqual(
+      refusal({ "workspace-roots": "/" }, { workspace }, dataDir),
+      forbidden(
+        "workspace",
+        `a request may not run an agent in ${what} or a directory that holds it; choose a directory under the operator's workspace-roots.`,
+      ),
+      workspace,
+    );
+  }
+  // Through a link, the run gets the real directory that was checked.
+  const config = resolveCallerConfig({
+    allowCustomCommands: false,
+    allowEnvNames: [],
+    runDefaults: { provider: "codex", workspace: inside },
+  }, { workspace: link });
+  assert.equal(config.workspace, inside);
+});
+
+Deno.test("a caller's session cwd: no .. and nothing outside the run's workspace, and the run gets its real path", () => {
+  const workspace = tempDir("floor-session-");
+  const sub = join(workspace, "sub");
+  Deno.mkdirSync(sub);
+  const link = join(workspace, "to-sub");
+  Deno.symlinkSync(sub, link);
+  const outside = tempDir("floor-outside-");
+  const operator = { workspace };
+  assert.deepEqual(
+    refusal(operator, { "session-cwd": `${sub}/..` }),
+    {
+      code: "http.forbidden",
+      key: "session-cwd",
+      message: "session-cwd: must not contain a .. segment.",
+    },
+  );
+  assert.deepEqual(
+    refusal(operator, { "session-cwd": outside }),
+    {
+      code: "http.forbidden",
+      key: "session-cwd",
+      message:
+        `session-cwd: ${outside} is outside the run's workspace ${workspace}; a request may only choose a directory inside it.`,
+    },
+  );
+  const config = resolveCallerConfig({
+    allowCustomCommands: false,
+    allowEnvNames: [],
+    runDefaults: { provider: "codex", ...operator },
+  }, { "session-cwd": link });
+  assert.equal(config.sessionCwd, sub);
+  assert.equal(config.workspace, workspace);
 });
