@@ -372,3 +372,32 @@ Deno.test("an existing absolute path under a secret name is not a secret when HO
     [],
   );
 });
+
+Deno.test("a stream holds back from the earliest possible start of any secret, not the latest", () => {
+  const stream = createStreamRedactor(["abcdefgh", "efgz"]);
+  assert.equal(stream.push("x abcdefg"), "x ");
+  assert.equal(stream.push("h y"), "[REDACTED] y");
+  assert.equal(stream.end(), "");
+});
+
+Deno.test("a stream never cuts inside a whole secret where a later one may start", () => {
+  // "3456" may start "3456zz", but it ends the whole "key-123456".
+  for (const before of ["x ", ""]) {
+    const stream = createStreamRedactor(["key-123456", "3456zz"]);
+    assert.equal(stream.push(`${before}key-123456`), before);
+    assert.equal(stream.push(" y"), "[REDACTED] y");
+    assert.equal(stream.end(), "");
+  }
+  // Moving the cut before one whole secret can put it inside another.
+  const chained = createStreamRedactor([
+    "QRSTUVWX-ke",
+    "key-123456",
+    "3456zz",
+  ]);
+  assert.equal(chained.push("_ QRSTUVWX-key-123456"), "_ ");
+  assert.equal(chained.end(), "[REDACTED]y-123456");
+});
+
+Deno.test("switch words are not secrets in any case: NULL too", () => {
+  assert.deepEqual(secretsOf({ envJson: { API_TOKEN: "NULL" } }), []);
+});
