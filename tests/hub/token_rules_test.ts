@@ -125,6 +125,8 @@ Deno.test("loopback is 127.0.0.0/8, ::1 and localhost, however written; nothing 
       "[[::1]]",
       "localhost.",
       "10.127.0.0.1",
+      "localhost[]",
+      "[127.0.0.1]1",
     ]
   ) {
     assert.equal(isLoopbackHost(host), false, JSON.stringify(host));
