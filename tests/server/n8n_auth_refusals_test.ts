@@ -121,3 +121,41 @@ Deno.test("a JWT issued by a sender whose clock is a little ahead is accepted", 
     undefined,
   );
 });
+
+Deno.test("credentials behind another scheme name, or a JWT whose algorithm is no string, are a plain 401", async () => {
+  const basic = { auth: "basic" as const, user: "bot", password: "pw-123456" };
+  for (const scheme of ["NotBasic", "XBasic", "Basics"]) {
+    assert.deepEqual(
+      await refusal(basic, {
+        authorization: `${scheme} ${btoa("bot:pw-123456")}`,
+      }),
+      {
+        code: "http.unauthorized",
+        message: "Unauthorized.",
+        scheme: 'Basic realm="runner"',
+      },
+      scheme,
+    );
+  }
+  const good = await sign({ sub: "bot" }, SECRET, "HS256");
+  for (const scheme of ["NotBearer", "XBearer"]) {
+    assert.deepEqual(
+      await refusal(JWT, { authorization: `${scheme} ${good}` }),
+      { code: "http.unauthorized", message: "Unauthorized.", scheme: "Bearer" },
+      scheme,
+    );
+  }
+  assert.equal(
+    await refusal(JWT, { authorization: `Bearer ${good}` }),
+    undefined,
+  );
+  for (const alg of [256, null, ["HS256"]]) {
+    assert.deepEqual(
+      await refusal(JWT, {
+        authorization: `Bearer ${unsignedToken(alg as unknown as string)}`,
+      }),
+      { code: "http.unauthorized", message: "Unauthorized.", scheme: "Bearer" },
+      JSON.stringify(alg),
+    );
+  }
+});
