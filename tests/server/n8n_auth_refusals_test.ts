@@ -145,10 +145,13 @@ Deno.test("credentials behind another scheme name, or a JWT whose algorithm is n
       scheme,
     );
   }
-  assert.equal(
-    await refusal(JWT, { authorization: `Bearer ${good}` }),
-    undefined,
-  );
+  for (const space of [" ", "  ", "\t"]) {
+    assert.equal(
+      await refusal(JWT, { authorization: `Bearer${space}${good}` }),
+      undefined,
+      JSON.stringify(space),
+    );
+  }
   for (const alg of [256, null, ["HS256"]]) {
     assert.deepEqual(
       await refusal(JWT, {
