@@ -10,7 +10,9 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
+import { applyHubFloor, runnerPlaces } from "../../lib/run/caller_floor.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { tempDir } from "../helpers.ts";
 
@@ -210,4 +212,32 @@ Deno.test("a caller's session cwd: no .. and nothing outside the run's workspace
   }, { "session-cwd": link });
   assert.equal(config.sessionCwd, sub);
   assert.equal(config.workspace, workspace);
+});
+
+Deno.test("a hub is held to the daemon's floor: its workspace outside the daemon's roots is refused, inside it gets the real path", () => {
+  const roots = tempDir("hub-roots-");
+  const inside = join(roots, "job-1");
+  Deno.mkdirSync(inside);
+  const link = join(tempDir("hub-links-"), "to-job");
+  Deno.symlinkSync(inside, link);
+  const outside = tempDir("hub-outside-");
+  const operator = parseRunConfig({
+    provider: "codex",
+    workspace: inside,
+    "workspace-roots": roots,
+  });
+  const floor = (workspace: string) =>
+    applyHubFloor({
+      operator,
+      caller: { workspace },
+      resolved: parseRunConfig({ provider: "codex", workspace }),
+      places: runnerPlaces({}),
+    });
+  assert.throws(
+    () => floor(outside),
+    (error) =>
+      error instanceof RunnerError && error.code === "http.forbidden" &&
+      error.detail?.key === "workspace",
+  );
+  assert.equal(floor(link).workspace, inside);
 });
