@@ -230,7 +230,12 @@ Deno.test("a hub is held to the daemon's floor: its workspace outside the daemon
     applyHubFloor({
       operator,
       caller: { workspace },
-      resolved: parseRunConfig({ provider: "codex", workspace }),
+      // As a daemon maps run.start: the session starts in the workspace.
+      resolved: parseRunConfig({
+        provider: "codex",
+        workspace,
+        "session-cwd": workspace,
+      }),
       places: runnerPlaces({}),
     });
   assert.throws(
@@ -239,5 +244,7 @@ Deno.test("a hub is held to the daemon's floor: its workspace outside the daemon
       error instanceof RunnerError && error.code === "http.forbidden" &&
       error.detail?.key === "workspace",
   );
-  assert.equal(floor(link).workspace, inside);
+  const floored = floor(link);
+  assert.equal(floored.workspace, inside);
+  assert.equal(floored.sessionCwd, inside, "the session too starts there");
 });
