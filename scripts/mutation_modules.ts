@@ -219,7 +219,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/command_rules.ts",
-    tests: ["tests/security/terminal_argv_test.ts"],
+    tests: [
+      "tests/security/terminal_rule_edges_test.ts",
+      "tests/security/terminal_argv_test.ts",
+    ],
   },
   {
     module: "lib/agent/sandbox_hardening.ts",
