@@ -144,6 +144,12 @@ Deno.test("caller rules: refused where the operator has rules, or when one decid
         "permission-rules-json: the server has permission rules of its own; a caller cannot replace them. A caller may only make the operator's permission policy stricter; the operator sets it with runner serve --permission-rules-json.",
     },
   );
+  // A caller who sends no rules keeps the operator's, and may run.
+  assert.equal(refusal(operatorRules, {}), undefined);
+  assert.equal(
+    refusal(operatorRules, { "permission-decision": "ask" }),
+    undefined,
+  );
   const ask = { "permission-decision": "ask" };
   assert.deepEqual(
     refusal(ask, {
