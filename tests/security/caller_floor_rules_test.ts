@@ -248,3 +248,19 @@ Deno.test("a hub is held to the daemon's floor: its workspace outside the daemon
   assert.equal(floored.workspace, inside);
   assert.equal(floored.sessionCwd, inside, "the session too starts there");
 });
+
+Deno.test("without workspace-roots the operator's workspace is the root; with neither, an unconfined operator lets a caller choose", () => {
+  const own = tempDir("floor-own-");
+  const inside = join(own, "sub");
+  Deno.mkdirSync(inside);
+  const outside = tempDir("floor-elsewhere-");
+  assert.equal(refusal({ workspace: own }, { workspace: inside }), undefined);
+  assert.equal(
+    refusal({ workspace: own }, { workspace: outside })?.key,
+    "workspace",
+  );
+  assert.equal(
+    refusal({ workspace: undefined }, { workspace: outside }),
+    undefined,
+  );
+});
