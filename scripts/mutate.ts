@@ -4,8 +4,11 @@
  * `mutation_modules.ts`), its command test runner running `deno test -A`
  * over the module's tests for each mutant, and prints killed / all per
  * module. Reports (HTML and JSON) go to `reports/mutation/<module>/`, which
- * git ignores. Options: `--tests a.ts,b.ts` (instead of the module's own
- * list), `--concurrency N` (Stryker's test runners, default 1), `--list`.
+ * git ignores. A module given as `lib/x.ts:40-90` gets only the mutants on
+ * those lines. Options: `--tests a.ts,b.ts` (instead of the module's own
+ * list), `--concurrency N` (Stryker's test runners, default 1),
+ * `--timeout-ms N` (a mutant's run longer than N ms plus three times the
+ * first run's counts as a hang; default 120000), `--list`.
  * See `docs/testing.md`, "Mutation testing".
  *
  * @module
@@ -34,7 +37,12 @@ interface Score {
 function strykerConfig(
   module: string,
   tests: string[],
-  options: { reportDir: string; sandboxDir: string; concurrency: number },
+  options: {
+    reportDir: string;
+    sandboxDir: string;
+    concurrency: number;
+    timeoutMs: number;
+  },
 ): Record<string, unknown> {
   return {
     testRunner: "command",
@@ -47,7 +55,7 @@ function strykerConfig(
     coverageAnalysis: "off",
     concurrency: options.concurrency,
     // A loaded machine: a slow test is not a hang.
-    timeoutMS: 120_000,
+    timeoutMS: options.timeoutMs,
     timeoutFactor: 3,
     reporters: ["clear-text", "html", "json", "progress-append-only"],
     clearTextReporter: { allowColor: false, logTests: false },
@@ -55,6 +63,11 @@ function strykerConfig(
     jsonReporter: { fileName: join(options.reportDir, "report.json") },
     tempDirName: options.sandboxDir,
     cleanTempDir: true,
+    // A copy, not Stryker's symlink: a confined agent (bwrap) sees only the
+    // sandbox copy and Deno's cache, so a `node_modules` linking out of the
+    // sandbox would be missing in there.
+    symlinkNodeModules: false,
+    buildCommand: `cp -a ${join(ROOT, "node_modules")} node_modules`,
   };
 }
 
@@ -89,13 +102,16 @@ function scoreOf(module: string, reportFile: string): Score {
 async function mutateModule(
   module: string,
   tests: string[],
-  concurrency: number,
+  options: { concurrency: number; timeoutMs: number },
 ): Promise<Score | undefined> {
   const reportDir = join(
     ROOT,
     "reports",
     "mutation",
-    module.replace(/^lib\//, "").replace(/\.ts$/, "").replaceAll("/", "_"),
+    module.replace(/^lib\//, "").replace(/\.ts(:|$)/, "$1").replaceAll(
+      /[/:]/g,
+      "_",
+    ),
   );
   const work = await Deno.makeTempDir({ prefix: "runner-mutate-" });
   try {
@@ -108,7 +124,7 @@ async function mutateModule(
         strykerConfig(module, tests, {
           reportDir,
           sandboxDir: join(work, "sandbox"),
-          concurrency,
+          ...options,
         }),
         null,
         2,
@@ -143,6 +159,7 @@ async function main(): Promise<number> {
     options: {
       tests: { type: "string" },
       concurrency: { type: "string", default: "1" },
+      "timeout-ms": { type: "string", default: "120000" },
       list: { type: "boolean", default: false },
     },
   });
@@ -152,20 +169,31 @@ async function main(): Promise<number> {
     }
     return 0;
   }
+  // `lib/x.ts:40-90`: only the mutants on those lines (Stryker's ranges).
   const modules = positionals.length
-    ? positionals.map((path) => relative(ROOT, resolve(path)))
+    ? positionals.map((arg) => {
+      const [, path, lines] = /^(.*?)(:\d+-\d+)?$/.exec(arg)!;
+      return relative(ROOT, resolve(path)) + (lines ?? "");
+    })
     : GUARD_MODULES.map((entry) => entry.module);
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     console.error("mutate: --concurrency must be a whole number ≥ 1");
     return 2;
   }
+  const timeoutMs = Number(values["timeout-ms"]);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1000) {
+    console.error("mutate: --timeout-ms must be a whole number ≥ 1000");
+    return 2;
+  }
   const plan = modules.map((module) => ({
     module,
-    tests: values.tests ? values.tests.split(",") : testsFor(module),
+    tests: values.tests
+      ? values.tests.split(",")
+      : testsFor(module.replace(/:\d+-\d+$/, "")),
   }));
   for (const { module, tests } of plan) {
-    for (const path of [module, ...tests]) {
+    for (const path of [module.replace(/:\d+-\d+$/, ""), ...tests]) {
       try {
         Deno.statSync(join(ROOT, path));
       } catch {
@@ -179,7 +207,10 @@ async function main(): Promise<number> {
   const scores: Score[] = [];
   let failed = 0;
   for (const { module, tests } of plan) {
-    const score = await mutateModule(module, tests, concurrency);
+    const score = await mutateModule(module, tests, {
+      concurrency,
+      timeoutMs,
+    });
     if (score) scores.push(score);
     else {
       console.error(`mutate: Stryker failed on ${module}`);

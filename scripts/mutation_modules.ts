@@ -40,11 +40,18 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/permission_floor.ts",
-    tests: ["tests/run/permission_floor_test.ts"],
+    tests: [
+      "tests/run/permission_floor_table_test.ts",
+      "tests/run/permission_floor_test.ts",
+    ],
   },
   {
     module: "lib/server/n8n/auth.ts",
-    tests: ["tests/server/n8n_test.ts"],
+    tests: [
+      "tests/server/n8n_auth_refusals_test.ts",
+      "tests/contracts/guards_test.ts",
+      "tests/server/serve_auth_combinations_test.ts",
+    ],
   },
   {
     module: "lib/relay/payload.ts",
@@ -59,7 +66,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/permission_rules.ts",
     tests: [
-      "tests/run/permission_rules_test.ts",
+      "tests/run/permission_rules_match_test.ts",
       "tests/security/terminal_argv_test.ts",
     ],
   },
@@ -115,18 +122,14 @@ export const GUARD_MODULES: MutationModule[] = [
   // Redaction and the secrets list.
   {
     module: "lib/secrets.ts",
-    tests: [
-      "tests/secrets_test.ts",
-      "tests/run/redaction_split_test.ts",
-      "tests/run/stream_properties_test.ts",
-    ],
+    tests: ["tests/secrets_test.ts"],
   },
   // Auth and token checks, Host/Origin checks.
   {
     module: "lib/server/request_guard.ts",
     tests: [
+      "tests/server/request_guard_test.ts",
       "tests/contracts/guards_test.ts",
-      "tests/server/serve_hostile_test.ts",
     ],
   },
   {
@@ -135,7 +138,11 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/hub/token_rules.ts",
-    tests: ["tests/hub/hub_hostile_test.ts"],
+    tests: [
+      "tests/hub/token_rules_test.ts",
+      "tests/contracts/guards_test.ts",
+      "tests/server/serve_config_hardening_test.ts",
+    ],
   },
   // The fleet's lease and fencing writes.
   {
@@ -156,7 +163,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/relay/event_fit.ts",
     tests: [
-      "tests/relay/wire_events_test.ts",
+      "tests/contracts/contracts_test.ts",
       "tests/relay/relay_transcripts_test.ts",
     ],
   },
@@ -170,7 +177,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/store/event_queue.ts",
-    tests: ["tests/store/event_queue_test.ts"],
+    tests: [
+      "tests/store/event_queue_test.ts",
+      "tests/store/event_queue_retry_test.ts",
+    ],
   },
   // The HTTP, body and WebSocket limits.
   {
@@ -194,10 +204,9 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/caller_floor.ts",
     tests: [
+      "tests/security/caller_floor_rules_test.ts",
       "tests/security/caller_floor_test.ts",
-      "tests/security/daemon_floor_test.ts",
-      "tests/security/workspace_race_test.ts",
-      "tests/security/restored_mode_test.ts",
+      "tests/project/caller_floor_doc_test.ts",
     ],
   },
   {
@@ -210,7 +219,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/command_rules.ts",
-    tests: ["tests/security/terminal_argv_test.ts"],
+    tests: [
+      "tests/security/terminal_rule_edges_test.ts",
+      "tests/security/terminal_argv_test.ts",
+    ],
   },
   {
     module: "lib/agent/sandbox_hardening.ts",
@@ -223,7 +235,8 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/server/api_auth.ts",
     tests: [
-      "tests/security/api_from_inside_test.ts",
+      "tests/server/api_auth_routes_test.ts",
+      "tests/server/serve_auth_test.ts",
       "tests/server/serve_auth_combinations_test.ts",
     ],
   },

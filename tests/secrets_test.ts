@@ -253,3 +253,151 @@ Deno.test("runner run: an env-json secret containing a shorter one never shows i
     "echo: long [REDACTED] short [REDACTED] (turn 1)\n",
   );
 });
+
+Deno.test("a stream shows text as soon as it cannot be the start of a secret, and holds back only a possible start", () => {
+  const stream = createStreamRedactor(["secret1"]);
+  assert.equal(stream.push("hello sec"), "hello ");
+  assert.equal(stream.push("ret1 bye"), "[REDACTED] bye");
+  assert.equal(stream.push("say s"), "say ");
+  assert.equal(stream.push("x"), "sx", "a false start is shown once it is one");
+  // At most the secret's length − 1 is held back.
+  assert.equal(stream.push("sssssss"), "ssssss");
+  assert.equal(stream.end(), "s");
+  assert.equal(stream.end(), "", "what end() returned is not returned again");
+  assert.equal(stream.push("secret1"), "[REDACTED]");
+  assert.equal(stream.end(), "");
+});
+
+Deno.test("a stream never shows any piece of a secret, cut anywhere, also one a shorter secret starts", () => {
+  const long = "tok-0123456789";
+  const secrets = ["tok-", long, "zz9q"];
+  const text = `a ${long} b tok- c zz9q d`;
+  for (let one = 1; one < text.length; one++) {
+    for (let two = one; two < text.length; two++) {
+      const stream = createStreamRedactor(secrets);
+      const pieces = [
+        stream.push(text.slice(0, one)),
+        stream.push(text.slice(one, two)),
+        stream.push(text.slice(two)),
+        stream.end(),
+      ];
+      const cut = `cut at ${one} and ${two}`;
+      assert.equal(
+        pieces.join(""),
+        "a [REDACTED] b [REDACTED] c [REDACTED] d",
+        cut,
+      );
+      for (const piece of pieces) {
+        assert.doesNotMatch(piece, /tok|0123|zz9/, cut);
+      }
+    }
+  }
+});
+
+Deno.test("secrets that repeat and overlap over one cut are redacted as in the whole text", () => {
+  // The whole text: "x abcabc-keyabc-key abc-".
+  const stream = createStreamRedactor(["abcabc-key", "abc-"]);
+  assert.equal(stream.push("x abcabc-keyabc"), "x [REDACTED]");
+  assert.equal(stream.push("-key abc-"), "[REDACTED]key [REDACTED]");
+  assert.equal(stream.end(), "");
+});
+
+Deno.test("values shorter than 4 characters are neither redacted nor held back in a stream", () => {
+  const stream = createStreamRedactor(["abc", "abc"]);
+  assert.equal(stream.push("xab"), "xab");
+  assert.equal(stream.push("c abc"), "c abc");
+  assert.equal(stream.end(), "");
+  assert.equal(redactSecrets("abc abcd", ["abc", "abcd"]), "abc [REDACTED]");
+  assert.deepEqual(redactDeep({ a: "abc" }, ["abc"]), { a: "abc" });
+});
+
+Deno.test("a stream never cuts an emoji in half, secrets or not; a whole pair at the cut is not held", () => {
+  const stream = createStreamRedactor(["zzzz-secret"]);
+  assert.equal(stream.push("ab\ud83d"), "ab");
+  assert.equal(stream.push("\ude00"), "\ud83d\ude00");
+  // The first and the last high surrogates, U+10000 and U+10FFFF.
+  assert.equal(stream.push("\ud800"), "");
+  assert.equal(stream.push("\udc00\udbff"), "\ud800\udc00");
+  assert.equal(stream.push("\udfff"), "\udbff\udfff");
+  assert.equal(stream.push("z\ud83d\ude00"), "z\ud83d\ude00");
+  assert.equal(stream.push("zz"), "");
+  assert.equal(stream.push("\ud83d"), "zz");
+  assert.equal(stream.end(), "\ud83d", "a text that ends cut keeps its end");
+  const plain = createStreamRedactor([]);
+  assert.equal(plain.push("\ud800\udc00"), "\ud800\udc00");
+  assert.equal(plain.push("\udbff"), "");
+  assert.equal(plain.push("\udfff."), "\udbff\udfff.");
+  assert.equal(plain.end(), "");
+});
+
+Deno.test("redactDeep redacts every string in objects and arrays, and keeps other values as they are", () => {
+  const value = {
+    text: "key=hunter22",
+    list: ["hunter22", 7, null, true, { inner: "x hunter22 y" }],
+    number: 1.5,
+    missing: null,
+  };
+  assert.deepEqual(redactDeep(value, ["hunter22"]), {
+    text: "key=[REDACTED]",
+    list: ["[REDACTED]", 7, null, true, { inner: "x [REDACTED] y" }],
+    number: 1.5,
+    missing: null,
+  });
+  assert.deepEqual(redactDeep(value, []), value);
+  assert.equal(redactDeep("hunter22", ["hunter22"]), "[REDACTED]");
+});
+
+Deno.test("under a secret name a 4-character value, a padded or upper-case switch word, and a relative file name are still judged right", () => {
+  assert.deepEqual(secretsOf({ envJson: { API_KEY: "abcd" } }), ["abcd"]);
+  assert.deepEqual(
+    secretsOf({ envJson: { USE_AUTH: " TRUE ", OLD_TOKEN: "None" } }),
+    [],
+  );
+  // Only an absolute (or ~/) path counts as a path: a relative name that
+  // happens to exist here is still a secret.
+  assert.deepEqual(secretsOf({ envJson: { API_KEY: "deno.json" } }), [
+    "deno.json",
+  ]);
+});
+
+Deno.test("an existing absolute path under a secret name is not a secret when HOME is set too", () => {
+  const dir = tempDir();
+  const file = join(dir, "credentials.json");
+  Deno.writeTextFileSync(file, "{}");
+  assert.deepEqual(
+    secretsOf({
+      envJson: { GOOGLE_APPLICATION_CREDENTIALS: file },
+      environment: { HOME: tempDir() },
+    }),
+    [],
+  );
+});
+
+Deno.test("a stream holds back from the earliest possible start of any secret, not the latest", () => {
+  const stream = createStreamRedactor(["abcdefgh", "efgz"]);
+  assert.equal(stream.push("x abcdefg"), "x ");
+  assert.equal(stream.push("h y"), "[REDACTED] y");
+  assert.equal(stream.end(), "");
+});
+
+Deno.test("a stream never cuts inside a whole secret where a later one may start", () => {
+  // "3456" may start "3456zz", but it ends the whole "key-123456".
+  for (const before of ["x ", ""]) {
+    const stream = createStreamRedactor(["key-123456", "3456zz"]);
+    assert.equal(stream.push(`${before}key-123456`), before);
+    assert.equal(stream.push(" y"), "[REDACTED] y");
+    assert.equal(stream.end(), "");
+  }
+  // Moving the cut before one whole secret can put it inside another.
+  const chained = createStreamRedactor([
+    "QRSTUVWX-ke",
+    "key-123456",
+    "3456zz",
+  ]);
+  assert.equal(chained.push("_ QRSTUVWX-key-123456"), "_ ");
+  assert.equal(chained.end(), "[REDACTED]y-123456");
+});
+
+Deno.test("switch words are not secrets in any case: NULL too", () => {
+  assert.deepEqual(secretsOf({ envJson: { API_TOKEN: "NULL" } }), []);
+});

@@ -1,0 +1,64 @@
+/**
+ * Edges of the terminal rules' argv matching that the docs' examples do not
+ * reach: an allowing title rule names the whole command (no further
+ * arguments), `...` after globs still needs an argument per glob, a title's
+ * extra spaces separate nothing, and a title of assignments only names no
+ * program.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { PermissionRule } from "../../lib/config.ts";
+import { matchRule } from "../../lib/run/permission_rules.ts";
+import { checkCommand } from "../../lib/run/terminal_command.ts";
+import { AGENT_PATH, workspace } from "./argv_checks.ts";
+
+/** The index of the rule deciding `command args…` (-1: none). */
+function decidingRule(
+  rules: PermissionRule[],
+  command: string,
+  args: string[],
+): number {
+  const cwd = workspace();
+  const checked = checkCommand(
+    { sessionId: "s", command, args },
+    AGENT_PATH,
+    cwd,
+  );
+  const match = matchRule(rules, {
+    kind: "execute",
+    title: checked.title,
+    paths: [cwd],
+    command: checked.layers,
+    alias: checked.alias,
+  }, cwd);
+  return match?.index ?? -1;
+}
+
+Deno.test("an allowing title rule allows that command only, not with more arguments", () => {
+  const rules: PermissionRule[] = [{ title: "ls -la", decision: "allow" }];
+  assert.equal(decidingRule(rules, "ls", ["-la"]), 0);
+  assert.equal(decidingRule(rules, "ls", ["-la", "/etc"]), -1);
+});
+
+Deno.test("... after globs allows more arguments, never fewer than the globs", () => {
+  const rules: PermissionRule[] = [
+    { command: ["cat", "*", "..."], decision: "allow" },
+  ];
+  assert.equal(decidingRule(rules, "cat", ["a.txt"]), 0);
+  assert.equal(decidingRule(rules, "cat", ["a.txt", "b.txt"]), 0);
+  assert.equal(decidingRule(rules, "cat", []), -1);
+});
+
+Deno.test("extra spaces in a title rule separate no empty arguments", () => {
+  const rules: PermissionRule[] = [
+    { title: "  rm  -rf   build ", decision: "reject" },
+  ];
+  assert.equal(decidingRule(rules, "rm", ["-rf", "build"]), 0);
+});
+
+Deno.test("a title of assignments only names no program: it matches no command", () => {
+  const rules: PermissionRule[] = [{ title: "FOO=1", decision: "reject" }];
+  assert.equal(decidingRule(rules, "ls", []), -1);
+});
