@@ -110,7 +110,7 @@ function sameSecret(given: string, expected: string): boolean {
 }
 
 /** A fleet lookup whose driver failure becomes `store.unavailable`. */
-async function lookup<T>(query: Promise<T>): Promise<T> {
+export async function fleetLookup<T>(query: Promise<T>): Promise<T> {
   try {
     return await query;
   } catch (error) {
@@ -140,32 +140,32 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
     async forConversation(c, conversationId, claim = {}) {
       if (!conversationId || isForwarded(c)) {
         if (conversationId) {
-          await lookup(fleet.claimConversation(conversationId, claim));
+          await fleetLookup(fleet.claimConversation(conversationId, claim));
         }
         return undefined;
       }
-      const owner = await lookup(
+      const owner = await fleetLookup(
         fleet.claimConversation(conversationId, claim),
       );
       return owner.self ? undefined : await forward(c, owner);
     },
     async forRun(c, runId) {
       if (isForwarded(c)) return undefined;
-      const owner = await lookup(fleet.activeRunOwner(runId));
+      const owner = await fleetLookup(fleet.activeRunOwner(runId));
       if (!owner || owner.self || !owner.alive) return undefined;
       return await forward(c, owner);
     },
     async toConversationOwner(c, conversationId) {
       if (isForwarded(c)) return undefined;
-      const owner = await lookup(fleet.conversationOwner(conversationId));
+      const owner = await fleetLookup(fleet.conversationOwner(conversationId));
       if (!owner || owner.self || !owner.alive) return undefined;
       return await forward(c, owner);
     },
     async forDaemon(c, daemonId) {
       if (isForwarded(c)) return undefined;
-      const holder = await lookup(fleet.daemonHolder(daemonId));
+      const holder = await fleetLookup(fleet.daemonHolder(daemonId));
       if (holder && !holder.self) return await forward(c, holder);
-      if ((await lookup(fleet.listFences())).includes(daemonId)) {
+      if ((await fleetLookup(fleet.listFences())).includes(daemonId)) {
         throw new RunnerError(
           "agent_runtime.daemon_fenced",
           `daemon ${daemonId} fenced: cleanup unconfirmed; stop remote jobs before restarting this worker`,
@@ -175,16 +175,16 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
     },
     async toReplica(c, replicaId) {
       if (isForwarded(c) || replicaId === fleet.replicaId) return undefined;
-      const replica = (await lookup(fleet.liveReplicas())).find((live) =>
+      const replica = (await fleetLookup(fleet.liveReplicas())).find((live) =>
         live.replicaId === replicaId
       );
       return replica ? await forward(c, replica) : undefined;
     },
     async toOtherReplicas(c) {
       if (isForwarded(c)) return [];
-      const others = (await lookup(fleet.liveReplicas())).filter((replica) =>
-        !replica.self
-      );
+      const others = (await fleetLookup(fleet.liveReplicas())).filter((
+        replica,
+      ) => !replica.self);
       const answers = await Promise.all(others.map(async (replica) => {
         try {
           return {

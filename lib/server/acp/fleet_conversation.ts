@@ -10,6 +10,7 @@
 
 import { RunnerError } from "../../errors.ts";
 import type { ServerContext } from "../context.ts";
+import { fleetLookup } from "../fleet_router.ts";
 
 /**
  * In a fleet: makes this replica the owner of conversation `sessionId`
@@ -22,29 +23,18 @@ export async function takeConversation(
 ): Promise<void> {
   const fleet = ctx.fleet?.fleet;
   if (!fleet) return;
-  try {
-    const [latest] = await ctx.store.listRuns({
-      conversationId: sessionId,
-      limit: 1,
-    });
-    const running = latest?.status === "active"
-      ? await fleet.activeRunOwner(latest.runId)
-      : undefined;
-    if (running && running.alive && !running.self) {
-      throw new RunnerError(
-        "http.conversation_busy",
-        `Session ${sessionId} has a turn running on replica ${running.replicaId}; prompt again once it has ended, or cancel it on the connection that started it.`,
-      );
-    }
-    await fleet.claimConversation(sessionId, { force: true });
-  } catch (error) {
-    if (error instanceof RunnerError) throw error;
+  const [latest] = await fleetLookup(ctx.store.listRuns({
+    conversationId: sessionId,
+    limit: 1,
+  }));
+  const running = latest?.status === "active"
+    ? await fleetLookup(fleet.activeRunOwner(latest.runId))
+    : undefined;
+  if (running && running.alive && !running.self) {
     throw new RunnerError(
-      "store.unavailable",
-      `The fleet's database did not answer (${
-        error instanceof Error ? error.message : error
-      }); retry shortly, or check PostgreSQL at --store.`,
-      { cause: error },
+      "http.conversation_busy",
+      `Session ${sessionId} has a turn running on replica ${running.replicaId}; prompt again once it has ended, or cancel it on the connection that started it.`,
     );
   }
+  await fleetLookup(fleet.claimConversation(sessionId, { force: true }));
 }
