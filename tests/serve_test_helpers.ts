@@ -316,13 +316,21 @@ export function fixtureServeDefaults(
   dir: string,
   flags: string[] = [],
 ): string[] {
+  return fixtureTargetArgs(join(dir, "ws"), flags);
+}
+
+/**
+ * `runner serve` arguments whose operator target is the fixture agent with
+ * `flags` in `workspace`.
+ */
+export function fixtureTargetArgs(
+  workspace: string,
+  flags: string[] = [],
+): string[] {
   return [
-    "--provider",
-    "custom",
-    "--acp-command",
-    agentCommand(flags),
-    "--workspace",
-    join(dir, "ws"),
+    ...["--provider", "custom"],
+    ...["--acp-command", agentCommand(flags)],
+    ...["--workspace", workspace],
   ];
 }
 
@@ -393,13 +401,20 @@ export function assertStreamObject(
   }
 }
 
-/** Reads every SSE event of a response into run events, each checked against its contract. */
-export async function sseEvents(response: Response): Promise<RunEvent[]> {
+/**
+ * Reads every SSE event of a response into run events, each checked against
+ * its contract; `onEvent` sees each as it arrives (the stream waits for it).
+ */
+export async function sseEvents(
+  response: Response,
+  onEvent?: (event: RunEvent, seen: RunEvent[]) => void | Promise<void>,
+): Promise<RunEvent[]> {
   const events: RunEvent[] = [];
   for await (const message of readSse(response.body!)) {
     const event = JSON.parse(message.data);
     assertStreamObject(event, response);
     events.push(event);
+    await onEvent?.(event, events);
   }
   return events;
 }

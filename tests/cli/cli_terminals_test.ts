@@ -28,6 +28,7 @@ import {
   tempDir,
 } from "../helpers.ts";
 import {
+  confinedFlags,
   DENO_DIR,
   markedGone,
   pathWithoutBwrap,
@@ -573,12 +574,7 @@ Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside
       ),
       tempDir("sandbox-ws-"),
       [
-        "--sandbox",
-        "confined",
-        "--sandbox-read-paths",
-        `${ROOT},${DENO_DIR}`,
-        "--env-json",
-        JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+        ...confinedFlags({ SANDBOX_TEST_MARK: world.marker }),
         "--client-terminals",
         "true",
         "--langbot-assets-enabled",
