@@ -10,6 +10,8 @@
 import * as acp from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import assert from "node:assert/strict";
+import { apiFetch } from "./serve_test_helpers.ts";
 
 /** The two transports of the ACP remote transport. */
 export type AcpProfile = "http" | "websocket";
@@ -117,6 +119,52 @@ export function initialize(
       terminal: true,
     },
   });
+}
+
+/** Opens a session from an editor's `cwd`, with `_meta` when given; returns its id. */
+export async function newSession(
+  client: AcpTestClient,
+  options: { cwd?: string; meta?: Record<string, unknown> } = {},
+): Promise<string> {
+  const { sessionId } = await client.agent.request("session/new", {
+    cwd: options.cwd ?? "/on/the/editor",
+    mcpServers: [],
+    ...(options.meta ? { _meta: options.meta } : {}),
+  });
+  return sessionId;
+}
+
+/** Sends `text` as a prompt on `sessionId`. */
+export function promptText(
+  client: AcpTestClient,
+  sessionId: string,
+  text: string,
+): Promise<acp.PromptResponse> {
+  return client.agent.request("session/prompt", {
+    sessionId,
+    prompt: [{ type: "text", text }],
+  });
+}
+
+/**
+ * Checks that `GET /v1/runs` lists one run for the session, the one the
+ * prompt's `answer` names, completed; returns that run as listed.
+ */
+export async function assertOnlyRun(
+  serveUrl: string,
+  sessionId: string,
+  answer: acp.PromptResponse,
+): Promise<Record<string, unknown> & { config: Record<string, unknown> }> {
+  const runId = (answer._meta?.runner as { run_id: string }).run_id;
+  const listed = await (await apiFetch(
+    `${serveUrl}/v1/runs?conversation_id=${sessionId}`,
+  )).json();
+  assert.deepEqual(
+    listed.runs.map((run: { run_id: string }) => run.run_id),
+    [runId],
+  );
+  assert.equal(listed.runs[0].status, "completed");
+  return listed.runs[0];
 }
 
 /** The text of a session's agent message chunks (not replayed ones unless asked). */
