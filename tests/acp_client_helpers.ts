@@ -11,6 +11,8 @@ import * as acp from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import assert from "node:assert/strict";
+import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
+import { ROOT } from "./helpers.ts";
 import { apiFetch } from "./serve_test_helpers.ts";
 
 /** The two transports of the ACP remote transport. */
@@ -123,7 +125,7 @@ export function initialize(
 
 /** Opens a session from an editor's `cwd`, with `_meta` when given; returns its id. */
 export async function newSession(
-  client: AcpTestClient,
+  client: Pick<AcpTestClient, "agent">,
   options: { cwd?: string; meta?: Record<string, unknown> } = {},
 ): Promise<string> {
   const { sessionId } = await client.agent.request("session/new", {
@@ -136,7 +138,7 @@ export async function newSession(
 
 /** Sends `text` as a prompt on `sessionId`. */
 export function promptText(
-  client: AcpTestClient,
+  client: Pick<AcpTestClient, "agent">,
   sessionId: string,
   text: string,
 ): Promise<acp.PromptResponse> {
@@ -189,4 +191,67 @@ export function isReplayed(notification: acp.SessionNotification): boolean {
     | { replayed?: boolean }
     | undefined;
   return runner?.replayed === true;
+}
+
+/** An editor's ACP client on a spawned `runner acp`'s stdio. */
+export interface StdioEditor {
+  /** Calls `runner acp`. */
+  agent: acp.ClientContext;
+  /** Closes the connection, which ends `runner acp`. */
+  disconnect(): void;
+  /** Every `session/update` so far. */
+  updates: acp.SessionNotification[];
+  /** Every permission request so far (each answered `allow_once`). */
+  asked: acp.RequestPermissionRequest[];
+  /** The `runner acp` process. */
+  child: Deno.ChildProcess;
+  /** Closes the connection and stdin, kills `runner acp` if it is still there, and waits for its exit. */
+  close(): Promise<void>;
+}
+
+/**
+ * Spawns `runner acp ARGS` as an editor does (stdio piped, stderr dropped)
+ * and connects an ACP client to it that answers each permission request
+ * `allow_once`.
+ */
+export function openStdioEditor(
+  args: string[],
+  env: Record<string, string> = {},
+): StdioEditor {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, "acp", ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const updates: acp.SessionNotification[] = [];
+  const asked: acp.RequestPermissionRequest[] = [];
+  const connection = acp.client({ name: "editor" })
+    .onNotification("session/update", ({ params }) => {
+      updates.push(params);
+    })
+    .onRequest("session/request_permission", ({ params }) => {
+      asked.push(params);
+      return Promise.resolve({
+        outcome: { outcome: "selected" as const, optionId: "allow_once" },
+      });
+    })
+    .connect(acp.ndJsonStream(child.stdin, child.stdout));
+  const close = async () => {
+    connection.close();
+    await child.stdin.close().catch(() => {});
+    try {
+      child.kill();
+    } catch { /* gone */ }
+    await child.status;
+  };
+  return {
+    agent: connection.agent,
+    disconnect: () => connection.close(),
+    updates,
+    asked,
+    child,
+    close,
+  };
 }

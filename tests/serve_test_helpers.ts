@@ -334,6 +334,24 @@ export function fixtureTargetArgs(
   ];
 }
 
+/**
+ * {@linkcode fixtureTargetArgs} of a fixture agent that asks a permission
+ * (options `allow_once`, `reject_once`) before it answers, and a policy that
+ * leaves the question to the caller.
+ */
+export function askingTargetArgs(
+  workspace: string,
+  flags: string[] = [],
+): string[] {
+  return [
+    ...fixtureTargetArgs(workspace, [
+      ...flags,
+      ...["--permission", "--permission-options", "allow_once,reject_once"],
+    ]),
+    ...["--permission-decision", "ask"],
+  ];
+}
+
 /** POSTs JSON with the server's API token (unless `headers` name their own `Authorization`). */
 export function postJson(
   url: string,
