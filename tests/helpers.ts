@@ -88,6 +88,26 @@ export async function runCli(
   };
 }
 
+/**
+ * Spawns `command` (its stdin, stdout and stderr piped), writes `input` to
+ * its stdin and closes it; what it printed and how it exited.
+ */
+export async function outputWithInput(
+  command: Deno.Command,
+  input: string,
+): Promise<CliResult> {
+  const child = command.spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(input));
+  await writer.close();
+  const output = await child.output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
 /** Starts `main.ts` with the binary's permission flags, piped stdio. */
 export function spawnCli(
   args: string[],
