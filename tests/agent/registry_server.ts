@@ -125,8 +125,10 @@ export interface FixtureAgentListing {
   file: string;
   /** The archive (see `fixtureAgentArchive`). */
   archive: Uint8Array;
+  /** The command in the archive (default `bin/run-agent`). */
+  cmd?: string;
   /** The fixture agent's arguments. */
-  args: string[];
+  args?: string[];
   /** The version listed (default 1.0.0). */
   version?: string;
   /** Holds each download part-way (see {@linkcode TestRegistry.addFile}). */
@@ -135,7 +137,7 @@ export interface FixtureAgentListing {
 
 /**
  * Serves `archive` and lists it as the registry's only agent, its binary
- * `bin/run-agent` run with `args`; returns the archive's URL and sha256.
+ * `cmd` run with `args`; returns the archive's URL and sha256.
  */
 export function listFixtureAgent(
   registry: TestRegistry,
@@ -144,7 +146,7 @@ export function listFixtureAgent(
   const served = registry.addFile(listing.file, listing.archive, listing.hold);
   registry.setAgents([binaryEntry(listing.id, {
     archive: served.url,
-    cmd: "bin/run-agent",
+    cmd: listing.cmd ?? "bin/run-agent",
     args: listing.args,
   }, listing.version)]);
   return served;

@@ -18,12 +18,15 @@ import {
 import { openStoreNow, tempDir } from "../helpers.ts";
 import { askingTargetArgs } from "../serve_test_helpers.ts";
 
+/** The fixture agent answers in two chunks, after a permission it asks. */
+const AGENT_FLAGS = ["--chunks", "2"];
+
 Deno.test("runner acp without --url: a local agent under the operator's policy, its prompts recorded as runs", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
   const editor = openStdioEditor([
     ...["--data-dir", dataDir],
-    ...askingTargetArgs(workspace, ["--chunks", "2"]),
+    ...askingTargetArgs(workspace, AGENT_FLAGS),
   ]);
   const { agent: runnerAcp, updates, asked, child } = editor;
   let exited = false;
