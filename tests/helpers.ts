@@ -5,6 +5,7 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
@@ -106,6 +107,16 @@ export async function outputWithInput(
     stdout: new TextDecoder().decode(output.stdout),
     stderr: new TextDecoder().decode(output.stderr),
   };
+}
+
+/** Runs `main.ts` (see {@linkcode runCli}), fails unless it exits 0, and returns the JSON lines it printed. */
+export async function runJsonEvents(
+  args: string[],
+  options: RunCliOptions = {},
+): Promise<Record<string, unknown>[]> {
+  const result = await runCli(args, options);
+  assert.equal(result.code, 0, result.stderr);
+  return parseJsonLines(result.stdout);
 }
 
 /** Starts `main.ts` with the binary's permission flags, piped stdio. */
