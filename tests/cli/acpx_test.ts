@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assertAgentGone, ROOT } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
 import {
   apiFetch,
   askingTargetArgs,
@@ -242,13 +243,8 @@ Deno.test("acpx cancel through runner acp --url: the turn ends cancelled and its
     const stderr = new Response(prompt.stderr).text();
     const reader = prompt.stdout.pipeThrough(new TextDecoderStream())
       .getReader();
-    let stdout = "";
     // The agent's reply reached acpx: the turn is in flight at the agent.
-    while (!stdout.includes("echo: hold")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      stdout += value;
-    }
+    let stdout = await readUntilText(reader, "echo: hold");
     assert.match(stdout, /echo: hold/);
     const cancelled = await acpx({ ...session, args: ["cancel"] }, env);
     assert.match(cancelled, /cancel requested/);

@@ -13,6 +13,7 @@ import {
   spawnCli,
   tempDir,
 } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
 /** The text of the run's `message.completed`. */
@@ -309,12 +310,7 @@ Deno.test("without bubblewrap, the reaper kills a group left behind by a SIGKILL
     { env },
   );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  while (!seen.includes("message.delta")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    seen += value;
-  }
+  await readUntilText(reader, "message.delta");
   child.kill("SIGKILL");
   await child.status;
   await reader.cancel();
