@@ -10,6 +10,10 @@
 import * as acp from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import assert from "node:assert/strict";
+import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
+import { ROOT } from "./helpers.ts";
+import { apiFetch } from "./serve_test_helpers.ts";
 
 /** The two transports of the ACP remote transport. */
 export type AcpProfile = "http" | "websocket";
@@ -119,6 +123,52 @@ export function initialize(
   });
 }
 
+/** Opens a session from an editor's `cwd`, with `_meta` when given; returns its id. */
+export async function newSession(
+  client: Pick<AcpTestClient, "agent">,
+  options: { cwd?: string; meta?: Record<string, unknown> } = {},
+): Promise<string> {
+  const { sessionId } = await client.agent.request("session/new", {
+    cwd: options.cwd ?? "/on/the/editor",
+    mcpServers: [],
+    ...(options.meta ? { _meta: options.meta } : {}),
+  });
+  return sessionId;
+}
+
+/** Sends `text` as a prompt on `sessionId`. */
+export function promptText(
+  client: Pick<AcpTestClient, "agent">,
+  sessionId: string,
+  text: string,
+): Promise<acp.PromptResponse> {
+  return client.agent.request("session/prompt", {
+    sessionId,
+    prompt: [{ type: "text", text }],
+  });
+}
+
+/**
+ * Checks that `GET /v1/runs` lists one run for the session, the one the
+ * prompt's `answer` names, completed; returns that run as listed.
+ */
+export async function assertOnlyRun(
+  serveUrl: string,
+  sessionId: string,
+  answer: acp.PromptResponse,
+): Promise<Record<string, unknown> & { config: Record<string, unknown> }> {
+  const runId = (answer._meta?.runner as { run_id: string }).run_id;
+  const listed = await (await apiFetch(
+    `${serveUrl}/v1/runs?conversation_id=${sessionId}`,
+  )).json();
+  assert.deepEqual(
+    listed.runs.map((run: { run_id: string }) => run.run_id),
+    [runId],
+  );
+  assert.equal(listed.runs[0].status, "completed");
+  return listed.runs[0];
+}
+
 /** The text of a session's agent message chunks (not replayed ones unless asked). */
 export function agentText(
   updates: acp.SessionNotification[],
@@ -141,4 +191,67 @@ export function isReplayed(notification: acp.SessionNotification): boolean {
     | { replayed?: boolean }
     | undefined;
   return runner?.replayed === true;
+}
+
+/** An editor's ACP client on a spawned `runner acp`'s stdio. */
+export interface StdioEditor {
+  /** Calls `runner acp`. */
+  agent: acp.ClientContext;
+  /** Closes the connection, which ends `runner acp`. */
+  disconnect(): void;
+  /** Every `session/update` so far. */
+  updates: acp.SessionNotification[];
+  /** Every permission request so far (each answered `allow_once`). */
+  asked: acp.RequestPermissionRequest[];
+  /** The `runner acp` process. */
+  child: Deno.ChildProcess;
+  /** Closes the connection and stdin, kills `runner acp` if it is still there, and waits for its exit. */
+  close(): Promise<void>;
+}
+
+/**
+ * Spawns `runner acp ARGS` as an editor does (stdio piped, stderr dropped)
+ * and connects an ACP client to it that answers each permission request
+ * `allow_once`.
+ */
+export function openStdioEditor(
+  args: string[],
+  env: Record<string, string> = {},
+): StdioEditor {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, "acp", ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const updates: acp.SessionNotification[] = [];
+  const asked: acp.RequestPermissionRequest[] = [];
+  const connection = acp.client({ name: "editor" })
+    .onNotification("session/update", ({ params }) => {
+      updates.push(params);
+    })
+    .onRequest("session/request_permission", ({ params }) => {
+      asked.push(params);
+      return Promise.resolve({
+        outcome: { outcome: "selected" as const, optionId: "allow_once" },
+      });
+    })
+    .connect(acp.ndJsonStream(child.stdin, child.stdout));
+  const close = async () => {
+    connection.close();
+    await child.stdin.close().catch(() => {});
+    try {
+      child.kill();
+    } catch { /* gone */ }
+    await child.status;
+  };
+  return {
+    agent: connection.agent,
+    disconnect: () => connection.close(),
+    updates,
+    asked,
+    child,
+    close,
+  };
 }

@@ -5,6 +5,7 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
@@ -86,6 +87,36 @@ export async function runCli(
     stdout: new TextDecoder().decode(output.stdout),
     stderr: new TextDecoder().decode(output.stderr),
   };
+}
+
+/**
+ * Spawns `command` (its stdin, stdout and stderr piped), writes `input` to
+ * its stdin and closes it; what it printed and how it exited.
+ */
+export async function outputWithInput(
+  command: Deno.Command,
+  input: string,
+): Promise<CliResult> {
+  const child = command.spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(input));
+  await writer.close();
+  const output = await child.output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
+/** Runs `main.ts` (see {@linkcode runCli}), fails unless it exits 0, and returns the JSON lines it printed. */
+export async function runJsonEvents(
+  args: string[],
+  options: RunCliOptions = {},
+): Promise<Record<string, unknown>[]> {
+  const result = await runCli(args, options);
+  assert.equal(result.code, 0, result.stderr);
+  return parseJsonLines(result.stdout);
 }
 
 /** Starts `main.ts` with the binary's permission flags, piped stdio. */

@@ -79,6 +79,18 @@ export function keysAsFlags(keys: Record<string, unknown>): string[] {
   ];
 }
 
+/**
+ * `runner` flags of a confined run whose agent is the fixture: bubblewrap,
+ * the repository and Deno's cache readable, `DENO_DIR` (and `env`) set.
+ */
+export function confinedFlags(env: Record<string, string> = {}): string[] {
+  return [
+    ...["--sandbox", "confined"],
+    ...["--sandbox-read-paths", `${ROOT},${DENO_DIR}`],
+    ...["--env-json", JSON.stringify({ DENO_DIR, ...env })],
+  ];
+}
+
 /** Run-config keys of a fixture run in `world`, confined unless `sandbox` says otherwise. */
 export function sandboxKeys(
   world: SandboxWorld,

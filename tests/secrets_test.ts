@@ -17,7 +17,13 @@ import {
 } from "../lib/secrets.ts";
 import { resolveCallerConfig } from "../lib/server/policy.ts";
 import { prepareAgentCommand } from "../lib/providers.ts";
-import { fixtureCommand, runCli, tempDir } from "./helpers.ts";
+import {
+  customRunArgs,
+  fixtureCommand,
+  fixtureRunArgs,
+  runCli,
+  tempDir,
+} from "./helpers.ts";
 
 /** One name per fragment of the rule (`*KEY*`, `*TOKEN*`, …), any case. */
 const SECRET_NAMES = [
@@ -161,21 +167,14 @@ Deno.test("a run's answer keeps HOME paths and ordinary values, and redacts secr
     OPENAI_API_KEY: "sk-test-1234567890",
     CORP_THING: "corp-value-123",
   };
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(),
-    "--workspace",
-    join(home, "proj"),
-    "--data-dir",
-    tempDir(),
-    "--env-json",
-    JSON.stringify(env),
-    "--secret-env-names",
-    "CORP_THING",
-    `see ${home}/proj ${env.PLAIN_SETTING} ${env.OPENAI_API_KEY} ${env.CORP_THING}`,
-  ]);
+  const result = await runCli(
+    customRunArgs(fixtureCommand(), join(home, "proj"), [
+      ...["--data-dir", tempDir()],
+      ...["--env-json", JSON.stringify(env)],
+      ...["--secret-env-names", "CORP_THING"],
+      `see ${home}/proj ${env.PLAIN_SETTING} ${env.OPENAI_API_KEY} ${env.CORP_THING}`,
+    ]),
+  );
   assert.equal(result.code, 0, result.stderr);
   assert.equal(
     result.stdout,
@@ -234,19 +233,12 @@ Deno.test("a secret that contains a shorter one is redacted whole: no rest of it
 });
 
 Deno.test("runner run: an env-json secret containing a shorter one never shows its rest in the answer", async () => {
-  const result = await runCli([
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(),
-    "--workspace",
-    tempDir(),
-    "--data-dir",
-    tempDir(),
+  const result = await runCli(fixtureRunArgs(
+    [],
     "--env-json",
     JSON.stringify({ SHORT_TOKEN: SHORT_SECRET, LONG_API_KEY: LONG_SECRET }),
     `long ${LONG_SECRET} short ${SHORT_SECRET}`,
-  ]);
+  ));
   assert.equal(result.code, 0, result.stderr);
   assert.equal(
     result.stdout,

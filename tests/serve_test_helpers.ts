@@ -316,13 +316,39 @@ export function fixtureServeDefaults(
   dir: string,
   flags: string[] = [],
 ): string[] {
+  return fixtureTargetArgs(join(dir, "ws"), flags);
+}
+
+/**
+ * `runner serve` arguments whose operator target is the fixture agent with
+ * `flags` in `workspace`.
+ */
+export function fixtureTargetArgs(
+  workspace: string,
+  flags: string[] = [],
+): string[] {
   return [
-    "--provider",
-    "custom",
-    "--acp-command",
-    agentCommand(flags),
-    "--workspace",
-    join(dir, "ws"),
+    ...["--provider", "custom"],
+    ...["--acp-command", agentCommand(flags)],
+    ...["--workspace", workspace],
+  ];
+}
+
+/**
+ * {@linkcode fixtureTargetArgs} of a fixture agent that asks a permission
+ * (options `allow_once`, `reject_once`) before it answers, and a policy that
+ * leaves the question to the caller.
+ */
+export function askingTargetArgs(
+  workspace: string,
+  flags: string[] = [],
+): string[] {
+  return [
+    ...fixtureTargetArgs(workspace, [
+      ...flags,
+      ...["--permission", "--permission-options", "allow_once,reject_once"],
+    ]),
+    ...["--permission-decision", "ask"],
   ];
 }
 
@@ -393,13 +419,20 @@ export function assertStreamObject(
   }
 }
 
-/** Reads every SSE event of a response into run events, each checked against its contract. */
-export async function sseEvents(response: Response): Promise<RunEvent[]> {
+/**
+ * Reads every SSE event of a response into run events, each checked against
+ * its contract; `onEvent` sees each as it arrives (the stream waits for it).
+ */
+export async function sseEvents(
+  response: Response,
+  onEvent?: (event: RunEvent, seen: RunEvent[]) => void | Promise<void>,
+): Promise<RunEvent[]> {
   const events: RunEvent[] = [];
   for await (const message of readSse(response.body!)) {
     const event = JSON.parse(message.data);
     assertStreamObject(event, response);
     events.push(event);
+    await onEvent?.(event, events);
   }
   return events;
 }

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { parseRunConfig, type RunConfig } from "../lib/config.ts";
 import { type Harness, harness } from "./engine_helpers.ts";
 import { fixtureCommand, readRecord, tempDir } from "./helpers.ts";
+import { readUntilText } from "./stream_helpers.ts";
 export { freePort } from "./helpers.ts";
 import { freePort } from "./helpers.ts";
 
@@ -118,12 +119,11 @@ export async function startSshd(
     stderr: "piped",
   }).spawn();
   const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  while (!seen.includes("Server listening on 127.0.0.1")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`sshd did not start: ${seen}`);
-    seen += value;
-  }
+  await readUntilText(
+    reader,
+    "Server listening on 127.0.0.1",
+    "sshd did not start",
+  );
   const drained = (async () => {
     while (!(await reader.read()).done) { /* keep draining */ }
   })();

@@ -25,16 +25,24 @@ export async function within<T>(
   }
 }
 
-/** Reads from `reader` until `done(text so far)` holds; returns that text. */
+/**
+ * Reads from `reader` until `done(text so far)` holds, or the text includes
+ * `done` when it is a string; returns that text. A stream that ends first
+ * throws `ended` and the text read.
+ */
 export async function readUntilText(
   reader: ReadableStreamDefaultReader<string>,
-  done: (text: string) => boolean,
+  done: string | ((text: string) => boolean),
+  ended = "the stream ended early",
 ): Promise<string> {
+  const reached = typeof done === "string"
+    ? (text: string) => text.includes(done)
+    : done;
   let text = "";
-  while (!done(text)) {
-    const { value, done: ended } = await reader.read();
-    if (ended) throw new Error(`the stream ended early: ${text}`);
-    text += value;
+  while (!reached(text)) {
+    const read = await reader.read();
+    if (read.done) throw new Error(`${ended}: ${text}`);
+    text += read.value;
   }
   return text;
 }

@@ -170,3 +170,23 @@ export function fixtureAgentScript(
     "",
   ].join("\n");
 }
+
+/**
+ * A gzipped tar of the fixture agent at `bin/run-agent`, with `padding`
+ * bytes of noise (which does not compress) beside it when asked, so that
+ * its download takes several reads.
+ */
+export async function fixtureAgentArchive(
+  options: { padding?: number; confined?: boolean } = {},
+): Promise<Uint8Array> {
+  const padding = options.padding ?? 0;
+  const noise = new Uint8Array(padding);
+  for (let at = 0; at < padding; at += 65536) {
+    crypto.getRandomValues(noise.subarray(at, Math.min(at + 65536, padding)));
+  }
+  const script = fixtureAgentScript({ confined: options.confined });
+  return await gzip(tarOf([
+    { name: "bin/run-agent", content: script, mode: 0o755 },
+    ...(padding ? [{ name: "share/blob", content: noise }] : []),
+  ]));
+}

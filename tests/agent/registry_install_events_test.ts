@@ -13,23 +13,43 @@ import {
   apiFetch,
   deltaText,
   postJson,
-  readSse,
+  type ServeProcess,
+  sseEvents,
   terminals,
   withServe,
 } from "../serve_test_helpers.ts";
-import { fixtureAgentScript, gzip, tarOf } from "./registry_archives.ts";
-import { binaryEntry, serveRegistry } from "./registry_server.ts";
+import { fixtureAgentArchive } from "./registry_archives.ts";
+import {
+  listFixtureAgent,
+  serveRegistry,
+  type TestRegistry,
+} from "./registry_server.ts";
 
-/** A gzipped tar of the fixture agent and `padding` bytes that do not compress. */
-async function largeAgentArchive(padding: number): Promise<Uint8Array> {
-  const noise = new Uint8Array(padding);
-  for (let at = 0; at < padding; at += 65536) {
-    crypto.getRandomValues(noise.subarray(at, Math.min(at + 65536, padding)));
+const ANSWER = ["--text", "answer of the installed agent"];
+
+/**
+ * Runs `test` against a `runner serve` whose registry is `registry`, with a
+ * run body for `provider`; closes the registry after.
+ */
+async function withRegistryServe(
+  registry: TestRegistry,
+  provider: string,
+  test: (serve: ServeProcess, body: Record<string, unknown>) => Promise<void>,
+): Promise<void> {
+  try {
+    await withServe({
+      // A registry id is a command the operator allows.
+      args: ["--allow-custom-commands"],
+      env: { RUNNER_REGISTRY_URL: registry.registryUrl },
+    }, async (serve, dir) => {
+      await test(serve, {
+        input: { text: "hi" },
+        config: { provider, workspace: join(dir, "ws") },
+      });
+    });
+  } finally {
+    await registry.close();
   }
-  return await gzip(tarOf([
-    { name: "bin/run-agent", content: fixtureAgentScript(), mode: 0o755 },
-    { name: "share/model.bin", content: noise },
-  ]));
 }
 
 /** Checks that the run's install events come first, in order, and end with the whole archive. */
@@ -67,37 +87,24 @@ function assertInstalledFirst(
 
 Deno.test("runner serve: a run that downloads its agent streams agent.installing events while it waits, before the agent's output; the next run installs nothing", async () => {
   const registry = serveRegistry();
-  const archive = await largeAgentArchive(3 * 1024 * 1024);
+  const archive = await fixtureAgentArchive({ padding: 3 * 1024 * 1024 });
   // The download stops half-way until the caller has seen progress: the
   // events must reach it while the run waits, not after.
   const seen = Promise.withResolvers<void>();
-  const { url } = registry.addFile("big.tar.gz", archive, {
-    after: 1024 * 1024 + 4096,
-    until: seen.promise,
+  listFixtureAgent(registry, {
+    id: "big-agent",
+    file: "big.tar.gz",
+    archive,
+    args: ANSWER,
+    hold: { after: 1024 * 1024 + 4096, until: seen.promise },
   });
-  registry.setAgents([binaryEntry("big-agent", {
-    archive: url,
-    cmd: "bin/run-agent",
-    args: ["--text", "answer of the installed agent"],
-  })]);
   try {
-    await withServe({
-      // A registry id is a command the operator allows.
-      args: ["--allow-custom-commands"],
-      env: { RUNNER_REGISTRY_URL: registry.registryUrl },
-    }, async (serve, dir) => {
-      const body = {
-        input: { text: "hi" },
-        config: { provider: "big-agent", workspace: join(dir, "ws") },
-      };
+    await withRegistryServe(registry, "big-agent", async (serve, body) => {
       const response = await postJson(`${serve.url}/v1/runs`, body);
       assert.equal(response.status, 200);
-      const events: RunEvent[] = [];
-      for await (const message of readSse(response.body!)) {
-        const event = JSON.parse(message.data) as RunEvent;
-        events.push(event);
+      const events = await sseEvents(response, (event) => {
         if (event.type === "agent.installing") seen.resolve();
-      }
+      });
       const [last] = terminals(events);
       assert.equal(last.type, "run.completed", JSON.stringify(last));
       assert.match(deltaText(events), /answer of the installed agent/);
@@ -116,11 +123,9 @@ Deno.test("runner serve: a run that downloads its agent streams agent.installing
         events.map((event) => event.type),
       );
 
-      const again = await postJson(`${serve.url}/v1/runs`, body);
-      const second: RunEvent[] = [];
-      for await (const message of readSse(again.body!)) {
-        second.push(JSON.parse(message.data));
-      }
+      const second = await sseEvents(
+        await postJson(`${serve.url}/v1/runs`, body),
+      );
       assert.equal(terminals(second)[0].type, "run.completed");
       assert.equal(second[0].type, "run.started");
       assert.ok(!second.some((event) => event.type === "agent.installing"));
@@ -128,19 +133,18 @@ Deno.test("runner serve: a run that downloads its agent streams agent.installing
     });
   } finally {
     seen.resolve();
-    await registry.close();
   }
 });
 
 Deno.test("runner run --json prints agent.installing events before the agent's output; the second run downloads nothing", async () => {
   const registry = serveRegistry();
-  const archive = await largeAgentArchive(2 * 1024 * 1024);
-  const { url } = registry.addFile("big.tar.gz", archive);
-  registry.setAgents([binaryEntry("big-agent", {
-    archive: url,
-    cmd: "bin/run-agent",
-    args: ["--text", "answer of the installed agent"],
-  })]);
+  const archive = await fixtureAgentArchive({ padding: 2 * 1024 * 1024 });
+  listFixtureAgent(registry, {
+    id: "big-agent",
+    file: "big.tar.gz",
+    archive,
+    args: ANSWER,
+  });
   try {
     const env = {
       RUNNER_DATA_DIR: tempDir(),
@@ -168,32 +172,19 @@ Deno.test("runner run --json prints agent.installing events before the agent's o
 
 Deno.test("runner serve: a run cancelled while its agent downloads ends at once as cancelled; the install finishes and the next run uses it", async () => {
   const registry = serveRegistry();
-  const archive = await largeAgentArchive(2 * 1024 * 1024);
   const released = Promise.withResolvers<void>();
-  const { url } = registry.addFile("big.tar.gz", archive, {
-    after: 1024 * 1024 + 4096,
-    until: released.promise,
+  listFixtureAgent(registry, {
+    id: "slow-agent",
+    file: "big.tar.gz",
+    archive: await fixtureAgentArchive({ padding: 2 * 1024 * 1024 }),
+    args: ANSWER,
+    hold: { after: 1024 * 1024 + 4096, until: released.promise },
   });
-  registry.setAgents([binaryEntry("slow-agent", {
-    archive: url,
-    cmd: "bin/run-agent",
-    args: ["--text", "answer of the installed agent"],
-  })]);
   try {
-    await withServe({
-      args: ["--allow-custom-commands"],
-      env: { RUNNER_REGISTRY_URL: registry.registryUrl },
-    }, async (serve, dir) => {
-      const body = {
-        input: { text: "hi" },
-        config: { provider: "slow-agent", workspace: join(dir, "ws") },
-      };
+    await withRegistryServe(registry, "slow-agent", async (serve, body) => {
       const response = await postJson(`${serve.url}/v1/runs`, body);
-      const events: RunEvent[] = [];
-      for await (const message of readSse(response.body!)) {
-        const event = JSON.parse(message.data) as RunEvent;
-        events.push(event);
-        if (event.type === "agent.installing" && events.length === 1) {
+      const events = await sseEvents(response, async (event, seen) => {
+        if (event.type === "agent.installing" && seen.length === 1) {
           const cancel = await postJson(
             `${serve.url}/v1/runs/${event.run_id}/cancel`,
             {},
@@ -201,7 +192,7 @@ Deno.test("runner serve: a run cancelled while its agent downloads ends at once 
           assert.ok(cancel.ok, String(cancel.status));
           await cancel.body?.cancel();
         }
-      }
+      });
       // The download is still held: the run ended without waiting for it.
       const [last] = terminals(events);
       assert.equal(last.type, "run.failed");
@@ -209,17 +200,14 @@ Deno.test("runner serve: a run cancelled while its agent downloads ends at once 
       assert.ok(!events.some((event) => event.type === "run.started"));
       released.resolve();
 
-      const again = await postJson(`${serve.url}/v1/runs`, body);
-      const second: RunEvent[] = [];
-      for await (const message of readSse(again.body!)) {
-        second.push(JSON.parse(message.data));
-      }
+      const second = await sseEvents(
+        await postJson(`${serve.url}/v1/runs`, body),
+      );
       assert.equal(terminals(second)[0].type, "run.completed");
       assert.match(deltaText(second), /answer of the installed agent/);
       assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
     });
   } finally {
     released.resolve();
-    await registry.close();
   }
 });

@@ -12,7 +12,7 @@ import {
   planLaunch,
 } from "../../lib/agent/registry/launch_plan.ts";
 import { readCatalogue } from "../../lib/agent/registry/catalogue.ts";
-import { tempDir } from "../helpers.ts";
+import { outputWithInput, tempDir } from "../helpers.ts";
 import { remoteScript } from "../../lib/locations/ssh.ts";
 import { platformKey } from "./registry_server.ts";
 
@@ -163,24 +163,17 @@ Deno.test("remote-ssh runs a registry agent's package; a binary-only one only wh
   });
   assert.deepEqual(binary.choices?.executable, ["binary-only-acp", "--acp"]);
   const workspace = tempDir();
-  const runRemote = async (path: string) => {
-    const child = new Deno.Command("bash", {
-      args: ["-c", remoteScript(workspace, binary)],
-      env: { PATH: path },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode("\n"));
-    await writer.close();
-    const output = await child.output();
-    return {
-      code: output.code,
-      stdout: new TextDecoder().decode(output.stdout),
-      stderr: new TextDecoder().decode(output.stderr),
-    };
-  };
+  const runRemote = (path: string) =>
+    outputWithInput(
+      new Deno.Command("bash", {
+        args: ["-c", remoteScript(workspace, binary)],
+        env: { PATH: path },
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }),
+      "\n",
+    );
   const bare = await runRemote("/usr/bin:/bin");
   assert.equal(bare.code, 127);
   assert.match(

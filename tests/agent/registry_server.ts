@@ -116,3 +116,38 @@ export function binaryEntry(
     distribution: { binary: { [platformKey()]: target } },
   };
 }
+
+/** What {@linkcode listFixtureAgent} puts in a registry. */
+export interface FixtureAgentListing {
+  /** The agent's registry id. */
+  id: string;
+  /** The archive's file name under `/files/`. */
+  file: string;
+  /** The archive (see `fixtureAgentArchive`). */
+  archive: Uint8Array;
+  /** The command in the archive (default `bin/run-agent`). */
+  cmd?: string;
+  /** The fixture agent's arguments. */
+  args?: string[];
+  /** The version listed (default 1.0.0). */
+  version?: string;
+  /** Holds each download part-way (see {@linkcode TestRegistry.addFile}). */
+  hold?: { after: number; until: Promise<void> };
+}
+
+/**
+ * Serves `archive` and lists it as the registry's only agent, its binary
+ * `cmd` run with `args`; returns the archive's URL and sha256.
+ */
+export function listFixtureAgent(
+  registry: TestRegistry,
+  listing: FixtureAgentListing,
+): { url: string; sha256: string } {
+  const served = registry.addFile(listing.file, listing.archive, listing.hold);
+  registry.setAgents([binaryEntry(listing.id, {
+    archive: served.url,
+    cmd: listing.cmd ?? "bin/run-agent",
+    args: listing.args,
+  }, listing.version)]);
+  return served;
+}

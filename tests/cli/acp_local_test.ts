@@ -10,56 +10,28 @@
 
 import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk";
-import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
-import { agentCommand, openStoreNow, ROOT, tempDir } from "../helpers.ts";
+import {
+  newSession,
+  openStdioEditor,
+  promptText,
+} from "../acp_client_helpers.ts";
+import { openStoreNow, tempDir } from "../helpers.ts";
+import { askingTargetArgs } from "../serve_test_helpers.ts";
+
+/** The fixture agent answers in two chunks, after a permission it asks. */
+const AGENT_FLAGS = ["--chunks", "2"];
 
 Deno.test("runner acp without --url: a local agent under the operator's policy, its prompts recorded as runs", async () => {
   const dataDir = tempDir();
   const workspace = tempDir();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...DENO_RUN_FLAGS,
-      `${ROOT}main.ts`,
-      "acp",
-      "--data-dir",
-      dataDir,
-      "--provider",
-      "custom",
-      "--acp-command",
-      agentCommand([
-        "--chunks",
-        "2",
-        "--permission",
-        "--permission-options",
-        "allow_once,reject_once",
-      ]),
-      "--workspace",
-      workspace,
-      "--permission-decision",
-      "ask",
-    ],
-    env: { NO_COLOR: "1" },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const updates: acp.SessionNotification[] = [];
-  const asked: acp.RequestPermissionRequest[] = [];
-  const connection = acp.client({ name: "editor" })
-    .onNotification("session/update", ({ params }) => {
-      updates.push(params);
-    })
-    .onRequest("session/request_permission", ({ params }) => {
-      asked.push(params);
-      return Promise.resolve({
-        outcome: { outcome: "selected" as const, optionId: "allow_once" },
-      });
-    })
-    .connect(acp.ndJsonStream(child.stdin, child.stdout));
+  const editor = openStdioEditor([
+    ...["--data-dir", dataDir],
+    ...askingTargetArgs(workspace, AGENT_FLAGS),
+  ]);
+  const { agent: runnerAcp, updates, asked, child } = editor;
   let exited = false;
   try {
-    const init = await connection.agent.request("initialize", {
+    const init = await runnerAcp.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
       clientCapabilities: {},
     });
@@ -69,7 +41,7 @@ Deno.test("runner acp without --url: a local agent under the operator's policy, 
       "probe",
     );
 
-    const widening = await connection.agent.request("session/new", {
+    const widening = await runnerAcp.request("session/new", {
       cwd: workspace,
       mcpServers: [],
       _meta: { runner: { config: { "acp-command": "sh -c id" } } },
@@ -78,14 +50,8 @@ Deno.test("runner acp without --url: a local agent under the operator's policy, 
     assert.equal(widening.code, -32602);
     assert.equal((widening.data as { code: string }).code, "http.forbidden");
 
-    const { sessionId } = await connection.agent.request("session/new", {
-      cwd: workspace,
-      mcpServers: [],
-    });
-    const answer = await connection.agent.request("session/prompt", {
-      sessionId,
-      prompt: [{ type: "text", text: "local" }],
-    });
+    const sessionId = await newSession(editor, { cwd: workspace });
+    const answer = await promptText(editor, sessionId, "local");
     assert.equal(answer.stopReason, "end_turn");
     assert.equal(asked.length, 1, "the policy's ask went to the client");
     const text = updates.filter((n) =>
@@ -96,7 +62,7 @@ Deno.test("runner acp without --url: a local agent under the operator's policy, 
     assert.equal(text, "permission: allow_once\necho: local (turn 1)");
     const runId = (answer._meta?.runner as { run_id: string }).run_id;
 
-    connection.close();
+    editor.disconnect();
     await child.stdin.close().catch(() => {});
     const status = await child.status;
     exited = true;
@@ -122,13 +88,6 @@ Deno.test("runner acp without --url: a local agent under the operator's policy, 
       await store.close();
     }
   } finally {
-    connection.close();
-    if (!exited) {
-      await child.stdin.close().catch(() => {});
-      try {
-        child.kill();
-      } catch { /* gone */ }
-      await child.status;
-    }
+    if (!exited) await editor.close();
   }
 });

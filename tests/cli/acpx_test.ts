@@ -14,8 +14,15 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { agentCommand, assertAgentGone, ROOT } from "../helpers.ts";
-import { apiFetch, startServe, tempDir } from "../serve_test_helpers.ts";
+import { assertAgentGone, ROOT } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
+import {
+  apiFetch,
+  askingTargetArgs,
+  fixtureTargetArgs,
+  startServe,
+  tempDir,
+} from "../serve_test_helpers.ts";
 
 const ACPX_DIR = join(ROOT, "tests", "acpx");
 const ACPX = join(ACPX_DIR, "node_modules", ".bin", "acpx");
@@ -81,20 +88,7 @@ Deno.test("acpx drives runner acp --url: a prompt, the permission approved and d
   const home = await Deno.makeTempDir({ dir, prefix: "home-" });
   const serve = await startServe({
     dataDir: dir,
-    args: [
-      "--provider",
-      "custom",
-      "--acp-command",
-      agentCommand([
-        "--permission",
-        "--permission-options",
-        "allow_once,reject_once",
-      ]),
-      "--workspace",
-      dir,
-      "--permission-decision",
-      "ask",
-    ],
+    args: askingTargetArgs(dir),
   });
   try {
     const agent = runnerAcp(["--url", `${serve.url}/acp`]);
@@ -177,26 +171,38 @@ async function conversationRuns(
   return (await response.json()).runs.reverse();
 }
 
-Deno.test("acpx session through runner acp --url: a second prompt continues the same session", async () => {
+/**
+ * A `runner serve` whose target is the fixture agent with `flags` (given its
+ * temporary directory), and what
+ * acpx needs to hold a session of `runner acp --url` on it: its agent
+ * command, an environment with a home of its own, and the session's cwd.
+ */
+async function acpxOnServe(flags: (dir: string) => string[]) {
   await ensureAcpx();
   const dir = await tempDir();
   const home = await Deno.makeTempDir({ dir, prefix: "home-" });
   const workspace = await Deno.makeTempDir({ dir, prefix: "ws-" });
   const serve = await startServe({
     dataDir: dir,
-    args: [
-      "--provider",
-      "custom",
-      "--acp-command",
-      // Sessions kept on disk: each run's agent process loads the last one's.
-      agentCommand(["--load-session", "--state-dir", join(dir, "state")]),
-      "--workspace",
-      workspace,
-    ],
+    args: fixtureTargetArgs(workspace, flags(dir)),
   });
   const agent = runnerAcp(["--url", `${serve.url}/acp`]);
   const env = { HOME: home, RUNNER_API_TOKEN: serve.token ?? "" };
   const session = { agent, cwd: workspace };
+  const stop = async () => {
+    await closeAcpxSession(session, env);
+    await serve.stop();
+  };
+  return { serve, env, session, stop };
+}
+
+Deno.test("acpx session through runner acp --url: a second prompt continues the same session", async () => {
+  // Sessions kept on disk: each run's agent process loads the last one's.
+  const { serve, env, session, stop } = await acpxOnServe((dir) => [
+    "--load-session",
+    "--state-dir",
+    join(dir, "state"),
+  ]);
   try {
     const sessionId =
       (await acpx({ ...session, args: ["sessions", "new"] }, env))
@@ -217,32 +223,17 @@ Deno.test("acpx session through runner acp --url: a second prompt continues the 
       "one conversation, a run per prompt",
     );
   } finally {
-    await closeAcpxSession(session, env);
-    await serve.stop();
+    await stop();
   }
 });
 
 Deno.test("acpx cancel through runner acp --url: the turn ends cancelled and its agent is gone", async () => {
-  await ensureAcpx();
-  const dir = await tempDir();
-  const home = await Deno.makeTempDir({ dir, prefix: "home-" });
-  const workspace = await Deno.makeTempDir({ dir, prefix: "ws-" });
-  const pidFile = join(dir, "agent-pids.json");
-  const serve = await startServe({
-    dataDir: dir,
-    args: [
-      "--provider",
-      "custom",
-      "--acp-command",
-      // Replies, then holds the turn until it is cancelled.
-      agentCommand(["--stall-prompt", "--grandchild", "--pid-file", pidFile]),
-      "--workspace",
-      workspace,
-    ],
+  let pidFile = "";
+  // Replies, then holds the turn until it is cancelled.
+  const { serve, env, session, stop } = await acpxOnServe((dir) => {
+    pidFile = join(dir, "agent-pids.json");
+    return ["--stall-prompt", "--grandchild", "--pid-file", pidFile];
   });
-  const agent = runnerAcp(["--url", `${serve.url}/acp`]);
-  const env = { HOME: home, RUNNER_API_TOKEN: serve.token ?? "" };
-  const session = { agent, cwd: workspace };
   try {
     const sessionId =
       (await acpx({ ...session, args: ["sessions", "new"] }, env))
@@ -252,13 +243,8 @@ Deno.test("acpx cancel through runner acp --url: the turn ends cancelled and its
     const stderr = new Response(prompt.stderr).text();
     const reader = prompt.stdout.pipeThrough(new TextDecoderStream())
       .getReader();
-    let stdout = "";
     // The agent's reply reached acpx: the turn is in flight at the agent.
-    while (!stdout.includes("echo: hold")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      stdout += value;
-    }
+    let stdout = await readUntilText(reader, "echo: hold");
     assert.match(stdout, /echo: hold/);
     const cancelled = await acpx({ ...session, args: ["cancel"] }, env);
     assert.match(cancelled, /cancel requested/);
@@ -273,8 +259,7 @@ Deno.test("acpx cancel through runner acp --url: the turn ends cancelled and its
     assert.deepEqual(runs.map((run) => run.status), ["cancelled"]);
     assertAgentGone(pidFile);
   } finally {
-    await closeAcpxSession(session, env);
-    await serve.stop();
+    await stop();
   }
 });
 
@@ -284,14 +269,8 @@ Deno.test("acpx drives runner acp without --url: the runner fronts the local age
   const home = await Deno.makeTempDir({ dir, prefix: "home-" });
   const workspace = await Deno.makeTempDir({ dir, prefix: "ws-" });
   const agent = runnerAcp([
-    "--data-dir",
-    join(dir, "data"),
-    "--provider",
-    "custom",
-    "--acp-command",
-    agentCommand(["--chunks", "2"]),
-    "--workspace",
-    workspace,
+    ...["--data-dir", join(dir, "data")],
+    ...fixtureTargetArgs(workspace, ["--chunks", "2"]),
   ]);
   const result = await acpxExec(
     { agent, flags: ["--approve-all"], prompt: "local", cwd: workspace },

@@ -12,40 +12,32 @@ import { join } from "node:path";
 import { DENO_RUN_FLAGS } from "../../lib/runtime_permissions.ts";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig } from "../../lib/config.ts";
-import { fixtureCommand, ROOT, runCli, tempDir } from "../helpers.ts";
+import {
+  type CliResult,
+  customRunArgs,
+  fixtureCommand,
+  outputWithInput,
+  ROOT,
+  runCli,
+  tempDir,
+} from "../helpers.ts";
 
 /** Runs `runner` with `input` on its standard input (a pipe). */
-async function runWithStdin(
-  args: string[],
-  input: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
-    env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir() },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(input));
-  await writer.close();
-  const output = await child.output();
-  return {
-    code: output.code,
-    stdout: new TextDecoder().decode(output.stdout),
-    stderr: new TextDecoder().decode(output.stderr),
-  };
+function runWithStdin(args: string[], input: string): Promise<CliResult> {
+  return outputWithInput(
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
+      env: { NO_COLOR: "1", RUNNER_DATA_DIR: tempDir() },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }),
+    input,
+  );
 }
 
 function agent(): string[] {
-  return [
-    "run",
-    "custom",
-    "--acp-command",
-    fixtureCommand(),
-    "--workspace",
-    tempDir(),
-  ];
+  return customRunArgs(fixtureCommand(), tempDir(), []);
 }
 
 Deno.test("the prompt comes from stdin with -, from a pipe, or from --prompt-file", async () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 
 import { fixtureRunArgs, runCli, spawnCli } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
 
 Deno.test("a failure after unfinished text ends the stdout line before the error", async () => {
   const result = await runCli(fixtureRunArgs(["--exit-mid-prompt"], "hi"));
@@ -21,12 +22,7 @@ async function signalRun(signal: Deno.Signal) {
   );
   const stderr = new Response(child.stderr).text();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let stdout = "";
-  while (!stdout.includes("held.")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    stdout += value;
-  }
+  let stdout = await readUntilText(reader, "held.");
   child.kill(signal);
   for (;;) {
     const { value, done } = await reader.read();

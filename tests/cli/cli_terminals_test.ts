@@ -27,7 +27,9 @@ import {
   spawnCli,
   tempDir,
 } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
 import {
+  confinedFlags,
   DENO_DIR,
   markedGone,
   pathWithoutBwrap,
@@ -573,12 +575,7 @@ Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside
       ),
       tempDir("sandbox-ws-"),
       [
-        "--sandbox",
-        "confined",
-        "--sandbox-read-paths",
-        `${ROOT},${DENO_DIR}`,
-        "--env-json",
-        JSON.stringify({ DENO_DIR, SANDBOX_TEST_MARK: world.marker }),
+        ...confinedFlags({ SANDBOX_TEST_MARK: world.marker }),
         "--client-terminals",
         "true",
         "--langbot-assets-enabled",
@@ -591,12 +588,7 @@ Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside
   );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   try {
-    let seen = "";
-    while (!seen.includes('"terminal.output"')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`runner run ended early: ${seen}`);
-      seen += value;
-    }
+    await readUntilText(reader, '"terminal.output"', "runner run ended early");
     const found = holding(mark);
     assert.ok(
       found.some((p) => !p.exe.endsWith("/bwrap")),

@@ -18,6 +18,7 @@ import {
 } from "../agent/registry_archives.ts";
 import {
   binaryEntry,
+  listFixtureAgent,
   platformKey,
   serveRegistry,
   type TestRegistry,
@@ -30,6 +31,21 @@ async function fixtureTarGz(): Promise<Uint8Array> {
     { name: "agent/", kind: "dir" },
     { name: "agent/bin/run-agent", ...SCRIPT },
   ]));
+}
+
+/** Lists {@linkcode fixtureTarGz} as the registry's only agent, `id`, run with `args`. */
+async function listTarAgent(
+  registry: TestRegistry,
+  id: string,
+  args?: string[],
+): Promise<{ url: string; sha256: string }> {
+  return listFixtureAgent(registry, {
+    id,
+    file: "fixture.tar.gz",
+    archive: await fixtureTarGz(),
+    cmd: "./agent/bin/run-agent",
+    args,
+  });
 }
 
 /** Runs `runner` with the registry and a data dir of the test's. */
@@ -67,15 +83,10 @@ async function withRegistry(
 
 Deno.test("runner run <registry id> installs a .tar.gz agent on first use, with a receipt, and runs it; the second run downloads nothing", async () => {
   await withRegistry(async (registry) => {
-    const { url, sha256 } = registry.addFile(
-      "fixture.tar.gz",
-      await fixtureTarGz(),
-    );
-    registry.setAgents([binaryEntry("fixture-agent", {
-      archive: url,
-      cmd: "./agent/bin/run-agent",
-      args: ["--text", "hello from the registry"],
-    })]);
+    const { url, sha256 } = await listTarAgent(registry, "fixture-agent", [
+      "--text",
+      "hello from the registry",
+    ]);
     const dataDir = tempDir();
     for (const attempt of [1, 2]) {
       const result = await runner(registry, dataDir, [
@@ -112,14 +123,11 @@ Deno.test("runner run <registry id> installs a .tar.gz agent on first use, with 
 
 Deno.test("runner probe <registry id> installs a .zip agent and probes it", async () => {
   await withRegistry(async (registry) => {
-    const { url } = registry.addFile(
-      "fixture.zip",
-      await zipOf([{ name: "bin/run-agent", ...SCRIPT }]),
-    );
-    registry.setAgents([binaryEntry("zip-agent", {
-      archive: url,
-      cmd: "bin/run-agent",
-    })]);
+    listFixtureAgent(registry, {
+      id: "zip-agent",
+      file: "fixture.zip",
+      archive: await zipOf([{ name: "bin/run-agent", ...SCRIPT }]),
+    });
     const dataDir = tempDir();
     const result = await runner(registry, dataDir, [
       "probe",
@@ -139,12 +147,13 @@ Deno.test("runner probe <registry id> installs a .zip agent and probes it", asyn
 Deno.test("a raw binary is installed by runner agents install (checked against --sha256) and runs; runner agents remove takes it away", async () => {
   await withRegistry(async (registry) => {
     const script = new TextEncoder().encode(fixtureAgentScript());
-    const { url, sha256 } = registry.addFile("run-agent", script);
-    registry.setAgents([binaryEntry("raw-agent", {
-      archive: url,
+    const { sha256 } = listFixtureAgent(registry, {
+      id: "raw-agent",
+      file: "run-agent",
+      archive: script,
       cmd: "run-agent",
       args: ["--text", "raw agent here"],
-    })]);
+    });
     const dataDir = tempDir();
     const installed = await runner(registry, dataDir, [
       "agents",
@@ -224,11 +233,7 @@ Deno.test("a wrong sha256 (the operator's or a mirror's) is refused, not retryab
 
 Deno.test("a different archive under an id and version installed before is refused", async () => {
   await withRegistry(async (registry) => {
-    const first = registry.addFile("fixture.tar.gz", await fixtureTarGz());
-    registry.setAgents([binaryEntry("moving-agent", {
-      archive: first.url,
-      cmd: "./agent/bin/run-agent",
-    })]);
+    const first = await listTarAgent(registry, "moving-agent");
     const dataDir = tempDir();
     const install = ["agents", "install", "moving-agent"];
     assert.equal((await runner(registry, dataDir, install)).code, 0);
@@ -371,12 +376,7 @@ Deno.test("a malformed registry entry is skipped with its reason; the others sta
 
 Deno.test("concurrent first runs of one agent install it once and both run", async () => {
   await withRegistry(async (registry) => {
-    const { url } = registry.addFile("fixture.tar.gz", await fixtureTarGz());
-    registry.setAgents([binaryEntry("shared-agent", {
-      archive: url,
-      cmd: "./agent/bin/run-agent",
-      args: ["--text", "shared"],
-    })]);
+    await listTarAgent(registry, "shared-agent", ["--text", "shared"]);
     const dataDir = tempDir();
     const runs = await Promise.all(
       [1, 2, 3].map(() =>
@@ -400,12 +400,7 @@ Deno.test("concurrent first runs of one agent install it once and both run", asy
 
 Deno.test("offline, the cached registry serves and says how old it is; with no cache the registry is unreachable", async () => {
   const registry = serveRegistry();
-  const { url } = registry.addFile("fixture.tar.gz", await fixtureTarGz());
-  registry.setAgents([binaryEntry("cached-agent", {
-    archive: url,
-    cmd: "./agent/bin/run-agent",
-    args: ["--text", "still here"],
-  })]);
+  await listTarAgent(registry, "cached-agent", ["--text", "still here"]);
   const dataDir = tempDir();
   const first = await runner(registry, dataDir, [
     "run",

@@ -9,9 +9,11 @@ import {
   parseJsonLines,
   readRecord,
   runCli,
+  runJsonEvents,
   spawnCli,
   tempDir,
 } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
 import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 
 /** The text of the run's `message.completed`. */
@@ -115,11 +117,9 @@ Deno.test("run --json prints the run-event shapes with increasing sequences", as
 });
 
 Deno.test("an update kind the SDK does not know is kept as agent.update, not message text", async () => {
-  const result = await runCli(
+  const events = await runJsonEvents(
     fixtureRunArgs(["--text", "ok", "--unknown-update"], "--json", "hi"),
   );
-  assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout);
   const unknown = events.find((e) => e.type === "agent.update");
   assert.equal((unknown?.data as { kind: string }).kind, "future_kind_xyz");
   assert.equal(
@@ -131,7 +131,7 @@ Deno.test("an update kind the SDK does not know is kept as agent.update, not mes
 });
 
 Deno.test("updates after the prompt answer are delivered before the terminal event", async () => {
-  const result = await runCli(
+  const events = await runJsonEvents(
     fixtureRunArgs(
       ["--text", "main", "--late-updates", "2"],
       "--json",
@@ -140,8 +140,6 @@ Deno.test("updates after the prompt answer are delivered before the terminal eve
       "hi",
     ),
   );
-  assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout);
   assert.equal(completedText(events), "mainlate-1late-2");
   assert.equal(events.at(-1)!.type, "run.completed");
 });
@@ -312,12 +310,7 @@ Deno.test("without bubblewrap, the reaper kills a group left behind by a SIGKILL
     { env },
   );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  while (!seen.includes("message.delta")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    seen += value;
-  }
+  await readUntilText(reader, "message.delta");
   child.kill("SIGKILL");
   await child.status;
   await reader.cancel();

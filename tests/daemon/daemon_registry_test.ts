@@ -11,71 +11,74 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { postDaemonRun, serveWithDaemon } from "../daemon_test_helpers.ts";
 import { runCli, tempDir } from "../helpers.ts";
+import { deltaText, sseEvents, terminals } from "../serve_test_helpers.ts";
+import { fixtureAgentArchive } from "../agent/registry_archives.ts";
 import {
-  deltaText,
-  readSse,
-  sseEvents,
-  terminals,
-} from "../serve_test_helpers.ts";
-import { fixtureAgentScript, gzip, tarOf } from "../agent/registry_archives.ts";
-import {
-  binaryEntry,
+  listFixtureAgent,
   platformKey,
   serveRegistry,
+  type TestRegistry,
 } from "../agent/registry_server.ts";
 
-async function agentArchive(padding = 0): Promise<Uint8Array> {
-  const noise = new Uint8Array(padding);
-  for (let at = 0; at < padding; at += 65536) {
-    crypto.getRandomValues(noise.subarray(at, Math.min(at + 65536, padding)));
-  }
-  return await gzip(tarOf([
-    { name: "bin/run-agent", content: fixtureAgentScript(), mode: 0o755 },
-    ...(padding ? [{ name: "share/blob", content: noise }] : []),
-  ]));
-}
-
-Deno.test("a daemon installs a hub's registry agent for its own platform, its download reaching the hub's caller as agent.installing events first; the next run installs nothing", async () => {
-  const registry = serveRegistry();
-  const archive = await agentArchive(2 * 1024 * 1024);
-  // Half-way, the download waits for the hub's caller to see progress.
-  const seen = Promise.withResolvers<void>();
-  const { url } = registry.addFile("fixture.tar.gz", archive, {
-    after: 1024 * 1024 + 4096,
-    until: seen.promise,
-  });
-  registry.setAgents([binaryEntry("daemon-agent", {
-    archive: url,
-    cmd: "bin/run-agent",
-    args: ["--text", "installed on the daemon"],
-  })]);
+/**
+ * A hub using `hubRegistry` with daemon `daemonId` using `daemonRegistry`
+ * and its own data dir; `run` posts a run of `provider` to that daemon.
+ */
+async function registryFleet(options: {
+  daemonId: string;
+  provider: string;
+  hubRegistry: TestRegistry;
+  daemonRegistry: TestRegistry;
+}) {
   const daemonData = tempDir();
-  const { serve, daemon } = await serveWithDaemon("registry-laptop", {
-    serveEnv: { RUNNER_REGISTRY_URL: registry.registryUrl },
+  const { serve, daemon } = await serveWithDaemon(options.daemonId, {
+    serveEnv: { RUNNER_REGISTRY_URL: options.hubRegistry.registryUrl },
     daemonArgs: [
       "--data-dir",
       daemonData,
       "--registry-url",
-      registry.registryUrl,
+      options.daemonRegistry.registryUrl,
     ],
+  });
+  const run = () =>
+    postDaemonRun(serve.url, {
+      daemonId: options.daemonId,
+      text: "hi",
+      provider: options.provider,
+      config: { workspace: tempDir() },
+    });
+  const stop = async () => {
+    await daemon.stop();
+    await serve.stop();
+  };
+  return { daemon, daemonData, run, stop };
+}
+
+Deno.test("a daemon installs a hub's registry agent for its own platform, its download reaching the hub's caller as agent.installing events first; the next run installs nothing", async () => {
+  const registry = serveRegistry();
+  const archive = await fixtureAgentArchive({ padding: 2 * 1024 * 1024 });
+  // Half-way, the download waits for the hub's caller to see progress.
+  const seen = Promise.withResolvers<void>();
+  listFixtureAgent(registry, {
+    id: "daemon-agent",
+    file: "fixture.tar.gz",
+    archive,
+    args: ["--text", "installed on the daemon"],
+    hold: { after: 1024 * 1024 + 4096, until: seen.promise },
+  });
+  const { daemon, daemonData, run, stop } = await registryFleet({
+    daemonId: "registry-laptop",
+    provider: "daemon-agent",
+    hubRegistry: registry,
+    daemonRegistry: registry,
   });
   try {
     await daemon.connected;
-    const run = () =>
-      postDaemonRun(serve.url, {
-        daemonId: "registry-laptop",
-        text: "hi",
-        provider: "daemon-agent",
-        config: { workspace: tempDir() },
-      });
     const response = await run();
     assert.equal(response.status, 200);
-    const events: RunEvent[] = [];
-    for await (const message of readSse(response.body!)) {
-      const event = JSON.parse(message.data) as RunEvent;
-      events.push(event);
+    const events = await sseEvents(response, (event) => {
       if (event.type === "agent.installing") seen.resolve();
-    }
+    });
     const [last] = terminals(events);
     assert.equal(last.type, "run.completed", JSON.stringify(last));
     assert.match(deltaText(events), /installed on the daemon/);
@@ -106,8 +109,7 @@ Deno.test("a daemon installs a hub's registry agent for its own platform, its do
     assert.equal(registry.hits.get("/files/fixture.tar.gz"), 1);
   } finally {
     seen.resolve();
-    await daemon.stop();
-    await serve.stop();
+    await stop();
     await registry.close();
   }
 });
@@ -115,39 +117,31 @@ Deno.test("a daemon installs a hub's registry agent for its own platform, its do
 Deno.test("the hub pins the version its registry lists: a daemon whose registry lists another runs the pinned one when installed, else refuses, never its own latest", async () => {
   const hubRegistry = serveRegistry();
   const daemonRegistry = serveRegistry();
-  const one = hubRegistry.addFile("one.tar.gz", await agentArchive());
-  hubRegistry.setAgents([binaryEntry("pinned-agent", {
-    archive: one.url,
-    cmd: "bin/run-agent",
+  listFixtureAgent(hubRegistry, {
+    id: "pinned-agent",
+    file: "one.tar.gz",
+    archive: await fixtureAgentArchive(),
     args: ["--text", "version one"],
-  }, "1.0.0")]);
-  const two = daemonRegistry.addFile("two.tar.gz", await agentArchive());
-  daemonRegistry.setAgents([binaryEntry("pinned-agent", {
-    archive: two.url,
-    cmd: "bin/run-agent",
-    args: ["--text", "version two"],
-  }, "2.0.0")]);
-  const daemonData = tempDir();
-  const { serve, daemon } = await serveWithDaemon("pinned-laptop", {
-    serveEnv: { RUNNER_REGISTRY_URL: hubRegistry.registryUrl },
-    daemonArgs: [
-      "--data-dir",
-      daemonData,
-      "--registry-url",
-      daemonRegistry.registryUrl,
-    ],
+    version: "1.0.0",
   });
-  const run = async () =>
-    await sseEvents(
-      await postDaemonRun(serve.url, {
-        daemonId: "pinned-laptop",
-        text: "hi",
-        provider: "pinned-agent",
-        config: { workspace: tempDir() },
-      }),
-    );
+  listFixtureAgent(daemonRegistry, {
+    id: "pinned-agent",
+    file: "two.tar.gz",
+    archive: await fixtureAgentArchive(),
+    args: ["--text", "version two"],
+    version: "2.0.0",
+  });
+  const fleet = await registryFleet({
+    daemonId: "pinned-laptop",
+    provider: "pinned-agent",
+    hubRegistry,
+    daemonRegistry,
+  });
+  const { daemonData } = fleet;
+  const run = async (): Promise<RunEvent[]> =>
+    await sseEvents(await fleet.run());
   try {
-    await daemon.connected;
+    await fleet.daemon.connected;
     const refused = terminals(await run())[0];
     assert.equal(refused.type, "run.failed");
     assert.equal(refused.data.code, "agent.version_unavailable");
@@ -169,8 +163,7 @@ Deno.test("the hub pins the version its registry lists: a daemon whose registry 
     assert.ok(!existsSync(join(daemonData, "agents/pinned-agent/2.0.0")));
     assert.equal(daemonRegistry.hits.get("/files/two.tar.gz"), undefined);
   } finally {
-    await daemon.stop();
-    await serve.stop();
+    await fleet.stop();
     await hubRegistry.close();
     await daemonRegistry.close();
   }

@@ -3,22 +3,19 @@ import { join } from "node:path";
 import {
   customRunArgs,
   fixtureCommand,
-  parseJsonLines,
-  runCli,
+  runJsonEvents,
   tempDir,
 } from "../helpers.ts";
 
 /** `runner run --json` with the fixture; returns the events. */
 async function run(fixtureFlags: string[], ...extra: string[]) {
-  const result = await runCli(
+  const events = await runJsonEvents(
     customRunArgs(
       fixtureCommand("--text", "main", ...fixtureFlags),
       join(tempDir(), "ws"),
       ["--data-dir", tempDir(), "--json", ...extra, "hi"],
     ),
   );
-  assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout);
   assert.equal(events.at(-1)!.type, "run.completed");
   const completed = events.filter((e) => e.type === "message.completed");
   assert.equal(completed.length, 1);

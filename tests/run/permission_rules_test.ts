@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { globPattern } from "../../lib/run/permission_rules.ts";
-import { fixtureCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import { fixtureCommand, runJsonEvents, tempDir } from "../helpers.ts";
 import {
   fixtureConfig,
   postJson,
@@ -55,7 +55,7 @@ Deno.test("runner run: the first matching rule decides each request, permission-
   const workspace = join(tempDir(), "ws");
   Deno.mkdirSync(join(workspace, "secrets"), { recursive: true });
   Deno.mkdirSync(join(workspace, "src"), { recursive: true });
-  const result = await runCli([
+  const events = await runJsonEvents([
     "run",
     "custom",
     "--acp-command",
@@ -82,8 +82,6 @@ Deno.test("runner run: the first matching rule decides each request, permission-
     "--json",
     "go",
   ]);
-  assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout);
   const [run, read, secret, edit, writeSecret, writeOk] = decided(events);
   assert.deepEqual([run.decision, run.rule], ["reject_once", 0]);
   assert.deepEqual([read.decision, read.rule], ["allow_once", 1]);

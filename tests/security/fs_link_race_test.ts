@@ -74,6 +74,23 @@ function raceOperatorFlags(world: RaceWorld, sandbox: string): string[] {
   ];
 }
 
+/**
+ * Has `run` (a caller's or a hub's) start the attacker in the race's
+ * workspace; checks that the run completed and held.
+ */
+async function assertCallerRaceHeld(
+  world: RaceWorld,
+  run: (config: Record<string, unknown>) => Promise<RunEvent[]>,
+): Promise<void> {
+  const events = await run({
+    provider: "custom",
+    "acp-command": attackerCommand(...raceFlags(world)),
+    workspace: world.workspace,
+  });
+  assert.equal(events.at(-1)?.type, "run.completed");
+  assertHeld(world, events);
+}
+
 for (const sandbox of ["off", "confined"]) {
   const how = sandbox === "off" ? "unconfined" : `sandbox=${sandbox}`;
   Deno.test(`runner run, ${how}: under a link race fs reads, fs writes and terminal cwds never leave the workspace`, async () => {
@@ -94,13 +111,7 @@ for (const sandbox of ["off", "confined"]) {
       environment: sandboxWorld().environment,
     });
     try {
-      const events = await callerRun(serve, {
-        provider: "custom",
-        "acp-command": attackerCommand(...raceFlags(world)),
-        workspace: world.workspace,
-      });
-      assert.equal(events.at(-1)?.type, "run.completed");
-      assertHeld(world, events);
+      await assertCallerRaceHeld(world, (config) => callerRun(serve, config));
     } finally {
       await serve.stop();
     }
@@ -122,13 +133,7 @@ for (const sandbox of ["off", "confined"]) {
       environment: sandboxWorld().environment,
     });
     try {
-      const events = await daemon.run({
-        provider: "custom",
-        "acp-command": attackerCommand(...raceFlags(world)),
-        workspace: world.workspace,
-      });
-      assert.equal(events.at(-1)?.type, "run.completed");
-      assertHeld(world, events);
+      await assertCallerRaceHeld(world, (config) => daemon.run(config));
     } finally {
       assert.equal(await daemon.stop(), 0, daemon.logs());
     }

@@ -237,13 +237,15 @@ Deno.test("network attack: through runner serve, a confined agent cannot call th
       ],
     };
     const keys = sandboxKeys(world, networkAttackFlag(attack));
+    // What a caller names: the operator's confinement is not its to send.
+    const callerConfig = {
+      provider: keys.provider,
+      "acp-command": keys["acp-command"],
+      workspace: keys.workspace,
+    };
     const response = await postJson(api, {
       input: { text: "attack" },
-      config: {
-        provider: keys.provider,
-        "acp-command": keys["acp-command"],
-        workspace: keys.workspace,
-      },
+      config: callerConfig,
     });
     assert.equal(response.status, 200);
     const events = await sseEvents(response);
@@ -257,12 +259,7 @@ Deno.test("network attack: through runner serve, a confined agent cannot call th
     // A caller cannot widen the operator's network to the host's.
     const refused = await postJson(api, {
       input: { text: "hi" },
-      config: {
-        provider: keys.provider,
-        "acp-command": keys["acp-command"],
-        workspace: keys.workspace,
-        "sandbox-network": "host",
-      },
+      config: { ...callerConfig, "sandbox-network": "host" },
     });
     assert.equal(refused.status, 403);
     assert.match(

@@ -13,10 +13,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { agentText, initialize, openAcpClient } from "../acp_client_helpers.ts";
-import { ROOT } from "../helpers.ts";
 import {
   confinedFixtureCommand,
-  DENO_DIR,
+  confinedFlags,
   reachLines,
   sandboxWorld,
 } from "../sandbox_helpers.ts";
@@ -44,12 +43,7 @@ Deno.test("acp websocket: a prompt on a confined run stays in its workspace unde
         "--try-write",
         inside,
       ),
-      "--sandbox",
-      "confined",
-      "--sandbox-read-paths",
-      `${ROOT},${DENO_DIR}`,
-      "--env-json",
-      JSON.stringify({ DENO_DIR }),
+      ...confinedFlags(),
       "--workspace",
       join(roots, "default"),
       "--workspace-roots",

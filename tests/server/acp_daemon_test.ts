@@ -10,31 +10,33 @@
  */
 
 import assert from "node:assert/strict";
-import { agentText, initialize, openAcpClient } from "../acp_client_helpers.ts";
+import {
+  agentText,
+  assertOnlyRun,
+  initialize,
+  newSession,
+  openAcpClient,
+  promptText,
+} from "../acp_client_helpers.ts";
 import { serveWithDaemon } from "../daemon_test_helpers.ts";
-import { agentCommand, apiFetch, tempDir } from "../serve_test_helpers.ts";
+import { fixtureTargetArgs, tempDir } from "../serve_test_helpers.ts";
 
 const API_TOKEN = "acp-daemon-api-Vb7Qm2Xk9Lr4Tz6Wn1Hc8Jd3";
 
-Deno.test("acp http: a prompt on a daemon location streams the agent's own updates through the hub", async () => {
+/**
+ * A hub whose operator target is the fixture agent with `flags` on daemon
+ * `daemonId` (connected), and an editor on its `/acp` over HTTP.
+ */
+async function acpOnDaemon(daemonId: string, flags: string[]) {
   const workspace = await Deno.makeTempDir({
     dir: await tempDir(),
     prefix: "ws-",
   });
-  const { serve, daemon } = await serveWithDaemon("acp-laptop", {
+  const { serve, daemon } = await serveWithDaemon(daemonId, {
     serveArgs: [
-      "--api-token",
-      API_TOKEN,
-      "--provider",
-      "custom",
-      "--location",
-      "daemon",
-      "--daemon-id",
-      "acp-laptop",
-      "--workspace",
-      workspace,
-      "--acp-command",
-      agentCommand(["--chunks", "3", "--rich-updates"]),
+      ...["--api-token", API_TOKEN],
+      ...fixtureTargetArgs(workspace, flags),
+      ...["--location", "daemon", "--daemon-id", daemonId],
     ],
   });
   const editor = openAcpClient({
@@ -42,8 +44,27 @@ Deno.test("acp http: a prompt on a daemon location streams the agent's own updat
     token: API_TOKEN,
     profile: "http",
   });
+  const close = async () => {
+    editor.close();
+    await serve.stop();
+    await daemon.stop();
+  };
   try {
     await daemon.connected;
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { serve, editor, close };
+}
+
+Deno.test("acp http: a prompt on a daemon location streams the agent's own updates through the hub", async () => {
+  const { serve, editor, close } = await acpOnDaemon("acp-laptop", [
+    "--chunks",
+    "3",
+    "--rich-updates",
+  ]);
+  try {
     const init = await initialize(editor);
     const runnerMeta = init._meta?.runner as Record<string, unknown>;
     assert.equal(runnerMeta.location, "daemon");
@@ -58,14 +79,8 @@ Deno.test("acp http: a prompt on a daemon location streams the agent's own updat
       {},
       "only what every agent takes (text and resource links)",
     );
-    const { sessionId } = await editor.agent.request("session/new", {
-      cwd: "/on/the/editor",
-      mcpServers: [],
-    });
-    const answer = await editor.agent.request("session/prompt", {
-      sessionId,
-      prompt: [{ type: "text", text: "over the hub" }],
-    });
+    const sessionId = await newSession(editor);
+    const answer = await promptText(editor, sessionId, "over the hub");
     assert.equal(answer.stopReason, "end_turn");
     const kinds = editor.updates
       .filter((n) => n.sessionId === sessionId)
@@ -88,66 +103,26 @@ Deno.test("acp http: a prompt on a daemon location streams the agent's own updat
       "a usage update the run's events do not retell reaches the client",
     );
 
-    const runId = (answer._meta?.runner as { run_id: string }).run_id;
-    const listed = await (await apiFetch(
-      `${serve.url}/v1/runs?conversation_id=${sessionId}`,
-    )).json();
-    assert.deepEqual(
-      listed.runs.map((run: { run_id: string }) => run.run_id),
-      [runId],
-    );
-    assert.equal(listed.runs[0].status, "completed");
-    assert.equal(listed.runs[0].config.location, "daemon");
+    const run = await assertOnlyRun(serve.url, sessionId, answer);
+    assert.equal(run.config.location, "daemon");
   } finally {
-    editor.close();
-    await serve.stop();
-    await daemon.stop();
+    await close();
   }
 });
 
 Deno.test("acp http: on a daemon location, the hub's own secrets are redacted from the passed-on updates", async () => {
-  const workspace = await Deno.makeTempDir({
-    dir: await tempDir(),
-    prefix: "ws-",
-  });
   // The daemon does not know the hub's API token: only the hub can take it out.
-  const { serve, daemon } = await serveWithDaemon("acp-secret", {
-    serveArgs: [
-      "--api-token",
-      API_TOKEN,
-      "--provider",
-      "custom",
-      "--location",
-      "daemon",
-      "--daemon-id",
-      "acp-secret",
-      "--workspace",
-      workspace,
-      "--acp-command",
-      agentCommand(["--text", `the token is ${API_TOKEN}`]),
-    ],
-  });
-  const editor = openAcpClient({
-    url: serve.url,
-    token: API_TOKEN,
-    profile: "http",
-  });
+  const { editor, close } = await acpOnDaemon("acp-secret", [
+    "--text",
+    `the token is ${API_TOKEN}`,
+  ]);
   try {
-    await daemon.connected;
     await initialize(editor);
-    const { sessionId } = await editor.agent.request("session/new", {
-      cwd: "/on/the/editor",
-      mcpServers: [],
-    });
-    await editor.agent.request("session/prompt", {
-      sessionId,
-      prompt: [{ type: "text", text: "tell me" }],
-    });
+    const sessionId = await newSession(editor);
+    await promptText(editor, sessionId, "tell me");
     assert.match(agentText(editor.updates, sessionId), /^the token is /);
     assert.ok(!JSON.stringify(editor.updates).includes(API_TOKEN));
   } finally {
-    editor.close();
-    await serve.stop();
-    await daemon.stop();
+    await close();
   }
 });

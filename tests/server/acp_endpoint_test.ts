@@ -14,14 +14,17 @@ import {
   type AcpProfile,
   type AcpTestClient,
   agentText,
+  assertOnlyRun,
   initialize,
   isReplayed,
+  newSession,
   openAcpClient,
   PROFILES,
+  promptText,
 } from "../acp_client_helpers.ts";
 import {
-  agentCommand,
   apiFetch,
+  fixtureTargetArgs,
   type ServeProcess,
   startServe,
   tempDir,
@@ -37,15 +40,7 @@ async function serveFixture(
   const workspace = await Deno.makeTempDir({ dir, prefix: "ws-" });
   const serve = await startServe({
     dataDir: dir,
-    args: [
-      "--provider",
-      "custom",
-      "--acp-command",
-      agentCommand(flags),
-      "--workspace",
-      workspace,
-      ...extraArgs,
-    ],
+    args: [...fixtureTargetArgs(workspace, flags), ...extraArgs],
   });
   return { serve, dataDir: dir, workspace };
 }
@@ -60,25 +55,6 @@ function client(
     token: serve.token,
     profile,
     ...extra,
-  });
-}
-
-async function newSession(
-  agent: AcpTestClient,
-  meta?: Record<string, unknown>,
-): Promise<string> {
-  const answer = await agent.agent.request("session/new", {
-    cwd: "/somewhere/on/the/editor",
-    mcpServers: [],
-    ...(meta ? { _meta: meta } : {}),
-  });
-  return answer.sessionId;
-}
-
-function prompt(agent: AcpTestClient, sessionId: string, text: string) {
-  return agent.agent.request("session/prompt", {
-    sessionId,
-    prompt: [{ type: "text", text }],
   });
 }
 
@@ -101,7 +77,7 @@ for (const profile of PROFILES) {
       assert.equal(runnerMeta.capabilities_from, "probe");
 
       const sessionId = await newSession(editor);
-      const answer = await prompt(editor, sessionId, "hello there");
+      const answer = await promptText(editor, sessionId, "hello there");
       assert.equal(answer.stopReason, "end_turn");
       const chunks = editor.updates.filter((n) =>
         n.sessionId === sessionId &&
@@ -117,15 +93,7 @@ for (const profile of PROFILES) {
         "echo: hello there (turn 1)",
       );
 
-      const runId = (answer._meta?.runner as { run_id: string }).run_id;
-      const listed = await (await apiFetch(
-        `${serve.url}/v1/runs?conversation_id=${sessionId}`,
-      )).json();
-      assert.deepEqual(
-        listed.runs.map((run: { run_id: string }) => run.run_id),
-        [runId],
-      );
-      assert.equal(listed.runs[0].status, "completed");
+      await assertOnlyRun(serve.url, sessionId, answer);
     } finally {
       editor.close();
       await serve.stop();
@@ -199,7 +167,7 @@ for (const profile of PROFILES) {
 
       await initialize(editor);
       const fsWrite = await refusal(newSession(editor, {
-        runner: { config: { "fs-write": true } },
+        meta: { runner: { config: { "fs-write": true } } },
       }));
       assert.equal(fsWrite.code, -32602);
       assert.equal(fsWrite.data.code, "http.forbidden");
@@ -228,7 +196,7 @@ for (const profile of PROFILES) {
     try {
       await initialize(editor);
       const sessionId = await newSession(editor);
-      await prompt(editor, sessionId, "write it");
+      await promptText(editor, sessionId, "write it");
       assert.equal(editor.permissions.length, 1);
       assert.equal(editor.permissions[0].sessionId, sessionId);
       assert.deepEqual(
@@ -242,7 +210,7 @@ for (const profile of PROFILES) {
 
       answer = "reject_once";
       const second = await newSession(editor);
-      await prompt(editor, second, "write it");
+      await promptText(editor, second, "write it");
       assert.equal(editor.permissions.length, 2);
       assert.match(
         agentText(editor.updates, second),
@@ -264,7 +232,7 @@ Deno.test("acp: a client that answers nothing meets permission-timeout", async (
   try {
     await initialize(editor);
     const sessionId = await newSession(editor);
-    const answer = await prompt(editor, sessionId, "write it");
+    const answer = await promptText(editor, sessionId, "write it");
     assert.equal(editor.permissions.length, 1);
     assert.equal(answer.stopReason, "end_turn");
     assert.match(
@@ -300,7 +268,7 @@ for (const profile of PROFILES) {
     try {
       await initialize(editor);
       sessionId = await newSession(editor);
-      const answer = await prompt(editor, sessionId, "write it");
+      const answer = await promptText(editor, sessionId, "write it");
       assert.equal(answer.stopReason, "cancelled");
       const runId = (answer._meta?.runner as { run_id: string }).run_id;
       const run = await (await apiFetch(`${serve.url}/v1/runs/${runId}`))
@@ -322,7 +290,7 @@ async function firstConversation(
   try {
     await initialize(editor);
     const sessionId = await newSession(editor);
-    await prompt(editor, sessionId, "remember me");
+    await promptText(editor, sessionId, "remember me");
     return sessionId;
   } finally {
     editor.close();
@@ -355,7 +323,7 @@ async function loadAndContinue(
     agentText(editor.updates, sessionId, { replayed: true }),
     "echo: remember me (turn 1)",
   );
-  await prompt(editor, sessionId, "again");
+  await promptText(editor, sessionId, "again");
   return editor;
 }
 
@@ -401,14 +369,7 @@ Deno.test("acp: session/load after a runner restart replays the store and the ag
   }
   const restarted = await startServe({
     dataDir: dir,
-    args: [
-      "--provider",
-      "custom",
-      "--acp-command",
-      agentCommand(flags),
-      "--workspace",
-      first.workspace,
-    ],
+    args: fixtureTargetArgs(first.workspace, flags),
   });
   try {
     const editor = await loadAndContinue(restarted, "http", sessionId);
@@ -462,7 +423,7 @@ for (const profile of PROFILES) {
       );
       assert.equal(refused.code, -32602);
       assert.equal(refused.data.code, "http.forbidden");
-      await prompt(editor, sessionId, "plan it");
+      await promptText(editor, sessionId, "plan it");
       assert.match(agentText(editor.updates, sessionId), /^config: mode=plan /);
     } finally {
       editor.close();
@@ -481,7 +442,7 @@ Deno.test("acp: the operator's secrets are redacted from the updates passed on",
   try {
     await initialize(editor);
     const sessionId = await newSession(editor);
-    await prompt(editor, sessionId, "tell me");
+    await promptText(editor, sessionId, "tell me");
     const text = agentText(editor.updates, sessionId);
     assert.match(text, /^the key is /);
     assert.ok(!JSON.stringify(editor.updates).includes(secret));

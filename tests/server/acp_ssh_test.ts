@@ -10,13 +10,15 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { agentText, initialize, openAcpClient } from "../acp_client_helpers.ts";
 import {
-  agentCommand,
-  apiFetch,
-  startServe,
-  tempDir,
-} from "../serve_test_helpers.ts";
+  agentText,
+  assertOnlyRun,
+  initialize,
+  newSession,
+  openAcpClient,
+  promptText,
+} from "../acp_client_helpers.ts";
+import { agentCommand, startServe, tempDir } from "../serve_test_helpers.ts";
 import { SSHD_PATH, sshTargetConfig, startSshd } from "../ssh_helpers.ts";
 
 const API_TOKEN = "acp-ssh-api-Lk8Jh5Gf2Ds9Aq4Wz7Xc1Vb6";
@@ -64,29 +66,15 @@ Deno.test({
         true,
         "the agent's own prompt capabilities, learned over ssh",
       );
-      const { sessionId } = await editor.agent.request("session/new", {
-        cwd: "/on/the/editor",
-        mcpServers: [],
-      });
-      const answer = await editor.agent.request("session/prompt", {
-        sessionId,
-        prompt: [{ type: "text", text: "over ssh" }],
-      });
+      const sessionId = await newSession(editor);
+      const answer = await promptText(editor, sessionId, "over ssh");
       assert.equal(answer.stopReason, "end_turn");
       assert.equal(
         agentText(editor.updates, sessionId),
         "echo: over ssh (turn 1)",
       );
-      const runId = (answer._meta?.runner as { run_id: string }).run_id;
-      const listed = await (await apiFetch(
-        `${serve.url}/v1/runs?conversation_id=${sessionId}`,
-      )).json();
-      assert.deepEqual(
-        listed.runs.map((run: { run_id: string }) => run.run_id),
-        [runId],
-      );
-      assert.equal(listed.runs[0].status, "completed");
-      assert.equal(listed.runs[0].config.location, "remote-ssh");
+      const run = await assertOnlyRun(serve.url, sessionId, answer);
+      assert.equal(run.config.location, "remote-ssh");
     } finally {
       editor.close();
       await serve.stop();

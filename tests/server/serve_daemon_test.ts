@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import { agentPids, fixtureCommand, isAlive, tempDir } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
+import { currentEventCallFlags, sampleSpec } from "../assets_test_helpers.ts";
 import {
   DAEMON_TOKEN,
   postDaemonRun,
@@ -35,12 +37,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
         "acp-command": fixtureCommand(
           "--chunks",
           "3",
-          "--mcp-http",
-          "--mcp-call",
-          "--mcp-tool",
-          "langbot_get_current_event",
-          "--record",
-          record,
+          ...currentEventCallFlags(record),
         ),
       },
     });
@@ -104,10 +101,7 @@ Deno.test("runner serve --daemon-enabled runs through a real runner daemon: stre
       },
     });
     const reader = held.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
-    while (!text.includes("message.delta")) {
-      text += (await reader.read()).value ?? "";
-    }
+    let text = await readUntilText(reader, "message.delta");
     const runId = text.match(/"run_id":"([^"]+)"/)![1];
     const cancelled = await apiFetch(`${serve.url}/v1/runs/${runId}/cancel`, {
       method: "POST",
@@ -182,7 +176,6 @@ Deno.test("runner serve refuses a weak daemon token off loopback", async () => {
 });
 
 Deno.test("through runner daemon the agent calls each of the six asset tools end to end", async () => {
-  const { sampleSpec } = await import("../assets_test_helpers.ts");
   const spec = sampleSpec("daemon");
   const assets = {
     event: spec.event,

@@ -14,6 +14,7 @@ import { RUNTIME_PERMISSION_FLAGS } from "../../lib/runtime_permissions.ts";
 import { processIdentity } from "../../lib/agent/process_table.ts";
 import { openStore } from "../../lib/store/open.ts";
 import { ROOT, tempDir } from "../helpers.ts";
+import { readUntilText } from "../stream_helpers.ts";
 import {
   apiFetch,
   processAlive,
@@ -66,12 +67,11 @@ async function startOwner(
     stderr: "inherit",
   }).spawn();
   const lines = parent.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("started")) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`the owner did not start: ${text}`);
-    text += value;
-  }
+  const text = await readUntilText(
+    lines,
+    "started",
+    "the owner did not start",
+  );
   await lines.cancel();
   return {
     pid: Number(text.trim().split("\n")[0]),
