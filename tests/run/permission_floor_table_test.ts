@@ -11,9 +11,8 @@
  */
 
 import assert from "node:assert/strict";
-import { RunnerError } from "../../lib/errors.ts";
-import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { tempDir } from "../helpers.ts";
+import { type CallerRefusal, callerRefusal } from "../caller_floor_helpers.ts";
 
 const WORKSPACE = tempDir("floor-ws-");
 
@@ -32,65 +31,35 @@ const FALLBACKS = ORDER.filter((decision) => decision !== "ask");
 function refusal(
   operator: Record<string, unknown>,
   caller: Record<string, unknown>,
-): { code: string; key: unknown; message: string } | undefined {
-  try {
-    resolveCallerConfig({
-      allowCustomCommands: false,
-      allowEnvNames: [],
-      runDefaults: { provider: "codex", workspace: WORKSPACE, ...operator },
-    }, caller);
-    return undefined;
-  } catch (error) {
-    assert.ok(error instanceof RunnerError, String(error));
-    return {
-      code: error.code,
-      key: error.detail?.key,
-      message: error.message,
-    };
-  }
+): CallerRefusal | undefined {
+  return callerRefusal(operator, caller, { workspace: WORKSPACE });
 }
 
-Deno.test("a caller's permission-decision is refused exactly when it is looser than the operator's", () => {
-  for (const [floor, operator] of ORDER.entries()) {
-    for (const [asked, caller] of ORDER.entries()) {
-      const got = refusal({ "permission-decision": operator }, {
-        "permission-decision": caller,
-      });
-      const what = `operator ${operator}, caller ${caller}`;
-      if (asked >= floor) {
-        assert.equal(got, undefined, what);
-        continue;
+for (
+  const [key, order] of [
+    ["permission-decision", ORDER],
+    ["permission-fallback", FALLBACKS],
+  ] as const
+) {
+  Deno.test(`a caller's ${key} is refused exactly when it is looser than the operator's`, () => {
+    for (const [floor, operator] of order.entries()) {
+      for (const [asked, caller] of order.entries()) {
+        const got = refusal({ [key]: operator }, { [key]: caller });
+        const what = `operator ${operator}, caller ${caller}`;
+        if (asked >= floor) {
+          assert.equal(got, undefined, what);
+          continue;
+        }
+        assert.deepEqual(got, {
+          code: "http.forbidden",
+          key,
+          message:
+            `${key}: ${caller} is looser than the server's ${operator}. A caller may only make the operator's permission policy stricter; the operator sets it with runner serve --${key}.`,
+        }, what);
       }
-      assert.deepEqual(got, {
-        code: "http.forbidden",
-        key: "permission-decision",
-        message:
-          `permission-decision: ${caller} is looser than the server's ${operator}. A caller may only make the operator's permission policy stricter; the operator sets it with runner serve --permission-decision.`,
-      }, what);
     }
-  }
-});
-
-Deno.test("a caller's permission-fallback is refused exactly when it is looser than the operator's", () => {
-  for (const [floor, operator] of FALLBACKS.entries()) {
-    for (const [asked, caller] of FALLBACKS.entries()) {
-      const got = refusal({ "permission-fallback": operator }, {
-        "permission-fallback": caller,
-      });
-      const what = `operator ${operator}, caller ${caller}`;
-      if (asked >= floor) {
-        assert.equal(got, undefined, what);
-        continue;
-      }
-      assert.deepEqual(got, {
-        code: "http.forbidden",
-        key: "permission-fallback",
-        message:
-          `permission-fallback: ${caller} is looser than the server's ${operator}. A caller may only make the operator's permission policy stricter; the operator sets it with runner serve --permission-fallback.`,
-      }, what);
-    }
-  }
-});
+  });
+}
 
 Deno.test("a caller's permission-timeout is refused when it is shorter and the fallback approves", () => {
   const approving = { "permission-fallback": "allow_once" };

@@ -15,6 +15,7 @@ import { RunnerError } from "../../lib/errors.ts";
 import { applyHubFloor, runnerPlaces } from "../../lib/run/caller_floor.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
 import { tempDir } from "../helpers.ts";
+import { type CallerRefusal, callerRefusal } from "../caller_floor_helpers.ts";
 
 const WORKSPACE = tempDir("floor-rules-ws-");
 
@@ -22,23 +23,8 @@ function refusal(
   operator: Record<string, unknown>,
   caller: Record<string, unknown>,
   dataDir?: string,
-): { code: string; key: unknown; message: string } | undefined {
-  try {
-    resolveCallerConfig({
-      allowCustomCommands: false,
-      allowEnvNames: [],
-      dataDir,
-      runDefaults: { provider: "codex", workspace: WORKSPACE, ...operator },
-    }, caller);
-    return undefined;
-  } catch (error) {
-    assert.ok(error instanceof RunnerError, String(error));
-    return {
-      code: error.code,
-      key: error.detail?.key,
-      message: error.message,
-    };
-  }
+): CallerRefusal | undefined {
+  return callerRefusal(operator, caller, { workspace: WORKSPACE, dataDir });
 }
 
 Deno.test("every capped limit: lower or the same is taken, one more is refused naming the server's limit", () => {
