@@ -19,6 +19,7 @@ import {
 import { createRunLifecycle, type RunLifecycle } from "./lifecycle.ts";
 import type { AgentTransport, RunEngineOptions } from "./types.ts";
 import type { FailedTool, RejectedPermission } from "./unanswered.ts";
+import type { LiveUpdateRedactor } from "./live_updates.ts";
 
 /**
  * One run's shared state; the engine's steps read and update it in place.
@@ -61,6 +62,8 @@ export interface RunContext extends RunLifecycle {
   lastUpdateAt: number;
   /** Whether a quiet window is waiting for the agent to go silent. */
   awaitingQuiet: boolean;
+  /** The live updates' redaction, once `onSessionUpdate` was given one. */
+  liveUpdates?: LiveUpdateRedactor;
   /**
    * When the current turn's prompt was answered (`performance.now()`):
    * updates from then on are late, even those that arrive before the quiet

@@ -8,7 +8,7 @@
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
-import { redactDeep, redactSecrets } from "../secrets.ts";
+import { redactSecrets } from "../secrets.ts";
 import { addUsage } from "../events.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
@@ -19,6 +19,7 @@ import { configureRunSession, followConfigUpdate } from "./session_config.ts";
 import type { createRunTerminals } from "./terminals.ts";
 import { toolFailureOf } from "./unanswered.ts";
 import type { AgentTransport } from "./types.ts";
+import { createLiveUpdateRedactor } from "./live_updates.ts";
 
 /** Launches and connects the agent and chooses its session; returns the connection. */
 export async function startAgent(run: RunContext): Promise<AgentConnection> {
@@ -79,6 +80,21 @@ export function preloadAcpClient(): void {
   import("../acp/client.ts").catch(() => {});
 }
 
+/** Gives `onSessionUpdate` what may be shown of `update` now. */
+function passOn(run: RunContext, update: Record<string, unknown>) {
+  const onSessionUpdate = run.options.onSessionUpdate;
+  if (!onSessionUpdate) return;
+  run.liveUpdates ??= createLiveUpdateRedactor(() => run.secrets);
+  for (const shown of run.liveUpdates.push(update)) onSessionUpdate(shown);
+}
+
+/** Passes on the text the live updates held back: the turn has ended. */
+export function releaseLiveUpdates(run: RunContext): void {
+  for (const shown of run.liveUpdates?.end() ?? []) {
+    run.options.onSessionUpdate?.(shown);
+  }
+}
+
 /** Handles one `session/update` from the agent. */
 export function handleUpdate(
   run: RunContext,
@@ -96,7 +112,7 @@ export function handleUpdate(
     return;
   }
   followConfigUpdate(run, update);
-  run.options.onSessionUpdate?.(redactDeep(update, run.secrets));
+  passOn(run, update);
   applyUpdate({
     update,
     turn: run.turn,

@@ -13,6 +13,7 @@ import { type RunContext, untilAborted } from "./context.ts";
 import { TextBuilder, type TurnState } from "./events.ts";
 import { buildPrompt, type RunInput } from "./prompt.ts";
 import { TURN_STARTED, turnStartedData } from "./turn_started.ts";
+import { releaseLiveUpdates } from "./startup.ts";
 import {
   type FailedTool,
   permissionRejectedError,
@@ -155,6 +156,7 @@ async function runTurn(
     run.usage = addUsage(run.usage, answer.usage);
   } catch (error) {
     if (run.abort.signal.aborted) await cancelTurn(run, conn, prompting);
+    releaseLiveUpdates(run);
     throw error;
   }
   run.log({ msg: "turn answered", stop_reason: stopReason });
@@ -164,6 +166,7 @@ async function runTurn(
     Math.min(FIRST_LATE_UPDATE_MS, config.lateUpdateMs),
   );
   run.answeredAt = undefined;
+  releaseLiveUpdates(run);
   run.turn = undefined;
   run.emitter.flush(); // the last text reaches the turn's message
   if (!current.text.empty) {

@@ -23,7 +23,8 @@ import { RunnerError, toRunnerError } from "../../errors.ts";
 import type { RunEvent } from "../../events.ts";
 import type { ManagedRun } from "../../run/manager.ts";
 import type { RunRequest } from "../../run/request.ts";
-import { redactDeep, redactSecrets } from "../../secrets.ts";
+import { createLiveUpdateRedactor } from "../../run/live_updates.ts";
+import { redactSecrets } from "../../secrets.ts";
 import type { ServerContext } from "../context.ts";
 import { serveSessionChoices } from "../policy.ts";
 import { takeConversation } from "./fleet_conversation.ts";
@@ -374,25 +375,28 @@ async function promptRun(
     runId: () => runId,
   });
   const config = resolveTarget(ctx.config, conversation.keys);
+  const passOn = (update: Record<string, unknown>) => {
+    if (update.sessionUpdate === "config_option_update") {
+      const options = (update as { configOptions?: SessionConfigOption[] })
+        .configOptions;
+      if (Array.isArray(options)) conversation.configOptions = options;
+    }
+    forwarder.send(update as SessionUpdate);
+  };
   // A daemon redacts with its own run's secrets; this side's (the API and
-  // daemon tokens, the operator's env values) are taken out here too.
-  const redact = config.location === "daemon"
-    ? (update: Record<string, unknown>) => redactDeep(update, ctx.secrets)
-    : (update: Record<string, unknown>) => update;
+  // daemon tokens, the operator's env values) are taken out here too, also
+  // when the agent cuts one across chunks.
+  const hubRedaction = config.location === "daemon"
+    ? createLiveUpdateRedactor(() => ctx.secrets)
+    : undefined;
   const request: RunRequest = {
     conversationId: sessionId,
     input: promptInput(input),
     config,
     sessionChoices: serveSessionChoices(ctx.config),
-    onSessionUpdate: (raw) => {
-      const update = redact(raw);
-      if (update.sessionUpdate === "config_option_update") {
-        const options = (update as { configOptions?: SessionConfigOption[] })
-          .configOptions;
-        if (Array.isArray(options)) conversation.configOptions = options;
-      }
-      forwarder.send(update as SessionUpdate);
-    },
+    onSessionUpdate: hubRedaction
+      ? (raw) => hubRedaction.push(raw).forEach(passOn)
+      : passOn,
   };
   await takeConversation(ctx, sessionId);
   const outcome = await ctx.startRun(request, { steer: false });
@@ -424,6 +428,7 @@ async function promptRun(
     unsubscribe();
     for (const waiting of asked.values()) waiting.abort();
   }
+  hubRedaction?.end().forEach(passOn);
   await forwarder.flushed();
   return await promptAnswer(ctx, {
     runId: run.runId,
