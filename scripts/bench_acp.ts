@@ -42,6 +42,8 @@ export interface AcpBenchContext {
 interface ClientRound {
   usage: Usage;
   firstUpdateMs: number;
+  /** How many text chunks the client got (the agent's, joined where they waited together). */
+  messages: number;
 }
 
 /** The client's command line, after `deno run`. */
@@ -76,7 +78,11 @@ async function clientRound(
       }`,
     );
   }
-  return { usage, firstUpdateMs: result.first_update_ms };
+  return {
+    usage,
+    firstUpdateMs: result.first_update_ms,
+    messages: result.chunks,
+  };
 }
 
 /** The medians of several rounds. */
@@ -84,6 +90,7 @@ function medianRound(rounds: ClientRound[]): ClientRound {
   return {
     usage: medianUsage(rounds.map((round) => round.usage)),
     firstUpdateMs: median(rounds.map((round) => round.firstUpdateMs)),
+    messages: median(rounds.map((round) => round.messages)),
   };
 }
 
@@ -142,14 +149,14 @@ export async function benchAcpStream(
           },
         });
       }
-      const { usage, firstUpdateMs } = medianRound(measured);
+      const { usage, firstUpdateMs, messages } = medianRound(measured);
       rows.push({
         path: `/acp ${name}, SDK client, ${chunks}×32 B`,
         runner: { ...usage, peakRssMib: watch.peakRssMib() },
         bare: baseline.usage,
         note: `CPU: serve ${(median(serverCpu) / 1000).toFixed(2)} s (${
           (median(serverCpu) / baseline.usage.cpuMs).toFixed(2)
-        }× the stdio client's) + client; first update ${
+        }× the stdio client's) + client; ${messages} text messages (stdio ${baseline.messages}); first update ${
           firstUpdateMs.toFixed(0)
         } ms (stdio ${baseline.firstUpdateMs.toFixed(0)} ms, ${
           (firstUpdateMs / baseline.firstUpdateMs).toFixed(2)

@@ -83,10 +83,9 @@ for (const profile of PROFILES) {
         n.sessionId === sessionId &&
         n.update.sessionUpdate === "agent_message_chunk"
       );
-      assert.equal(
-        chunks.length,
-        3,
-        "each chunk passed on as the agent sent it",
+      assert.ok(
+        chunks.length >= 1 && chunks.length <= 3,
+        "the agent's chunks passed on, those that waited together joined",
       );
       assert.equal(
         agentText(editor.updates, sessionId),

@@ -38,6 +38,10 @@ import {
   type TargetDescriber,
 } from "./target.ts";
 import { runTranscript } from "./transcript.ts";
+import {
+  createUpdateForwarder,
+  type UpdateForwarder,
+} from "./update_forwarder.ts";
 
 /** The prefix of the conversation ids `/acp` sessions get. */
 export const ACP_CONVERSATION_PREFIX = "acp-";
@@ -294,61 +298,12 @@ interface PromptRunOptions {
   signal: AbortSignal;
 }
 
-/** Passes a turn's updates on in order, holding at most `maxBytes` the client has not taken. */
-interface UpdateForwarder {
-  /** Queues one update; once the queue is full it and the rest of the turn are dropped. */
-  send(update: SessionUpdate): void;
-  /** Resolves once everything queued was sent or failed. */
-  flushed(): Promise<void>;
-  /** Updates dropped because the client did not take them. */
-  dropped(): number;
-}
-
-/**
- * The forwarder of one turn. The SDK holds `--acp-max-buffered-mb` of
- * output a client has not read, then makes sends wait; the run does not
- * wait for the client, so what waits here is bounded as well. A client
- * that falls that far behind gets the turn's first updates, the answer
- * (with the count dropped), and `session/load` for the rest.
- */
-function updateForwarder(
-  options: {
-    client: acp.AgentContext;
-    sessionId: string;
-    maxBytes: number;
-    onFirstDrop: () => void;
-  },
-): UpdateForwarder {
-  const { client, sessionId, maxBytes } = options;
-  let sending = Promise.resolve();
-  let pendingBytes = 0;
-  let dropped = 0;
-  return {
-    send(update) {
-      const size = dropped ? 0 : JSON.stringify(update).length;
-      if (dropped || pendingBytes + size > maxBytes) {
-        if (dropped++ === 0) options.onFirstDrop();
-        return;
-      }
-      pendingBytes += size;
-      const sent = () => {
-        pendingBytes -= size;
-      };
-      sending = sending
-        .then(() => client.notify("session/update", { sessionId, update }))
-        .then(sent, sent);
-    },
-    flushed: () => sending,
-    dropped: () => dropped,
-  };
-}
-
 /** The forwarder of a turn of `/acp`, bounded by `--acp-max-buffered-mb`. */
 function turnForwarder(
   ctx: ServerContext,
   turn: { client: acp.AgentContext; sessionId: string; runId: () => string },
 ): UpdateForwarder {
-  return updateForwarder({
+  return createUpdateForwarder({
     client: turn.client,
     sessionId: turn.sessionId,
     maxBytes: ctx.config.acpMaxBufferedMb * 1024 * 1024,
