@@ -26,7 +26,7 @@ import type { RunRequest } from "../../run/request.ts";
 import { redactDeep, redactSecrets } from "../../secrets.ts";
 import type { ServerContext } from "../context.ts";
 import { serveSessionChoices } from "../policy.ts";
-import { takeConversation } from "./fleet_conversation.ts";
+import { cancelTurn, takeConversation } from "./fleet_conversation.ts";
 import { promptInput } from "./prompt_input.ts";
 import {
   ACP_META_KEY,
@@ -253,7 +253,7 @@ function registerSessionTurns(app: acp.AgentApp, scope: ConnectionScope) {
       });
     }),
   ).onNotification("session/cancel", ({ params }) => {
-    ctx.manager.activeForConversation(params.sessionId)?.handle.cancel();
+    void cancelTurn(ctx, params.sessionId);
   });
 }
 
