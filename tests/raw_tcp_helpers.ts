@@ -182,16 +182,26 @@ export function metricValue(
   return line === undefined ? undefined : Number(line.split(" ").pop());
 }
 
-/** Opens a raw TCP connection and completes the WebSocket upgrade (fails unless answered 101). */
-export async function upgraded(url: string): Promise<Deno.TcpConn> {
+/**
+ * Opens a raw TCP connection and completes the WebSocket upgrade of `path`
+ * (default `/`) with extra `headers` (fails unless answered 101). The answer
+ * head must arrive in one read, with nothing after it.
+ */
+export async function upgraded(
+  url: string,
+  options: { path?: string; headers?: Record<string, string> } = {},
+): Promise<Deno.TcpConn> {
   const conn = await connectTo(url);
+  const extra = Object.entries(options.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}\r\n`).join("");
   await writeAll(
     conn,
-    `GET / HTTP/1.1\r\nHost: ${new URL(url).host}\r\nUpgrade: websocket\r\n` +
+    `GET ${options.path ?? "/"} HTTP/1.1\r\nHost: ${new URL(url).host}\r\n` +
+      `Upgrade: websocket\r\n${extra}` +
       `Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
       `Sec-WebSocket-Version: 13\r\n\r\n`,
   );
-  const head = new Uint8Array(512);
+  const head = new Uint8Array(1024);
   const read = await conn.read(head);
   const answer = new TextDecoder().decode(head.subarray(0, read ?? 0));
   if (!/^HTTP\/1.1 101/.test(answer)) {

@@ -3,9 +3,10 @@
  * the one property the runtime's own server lacks: a message over
  * `maxMessageBytes` is refused from its frame header (close 1009) before any
  * of it is buffered, so an unauthenticated peer cannot make the hub hold
- * tens of MiB. It behaves like the browser `WebSocket` as far as the hub uses
- * one (`readyState`, `send`, `close`, `message` and `close` events) and pings
- * a silent peer, closing it when no answer comes.
+ * tens of MiB. It behaves like the browser `WebSocket` as far as the hub and
+ * `/acp` use one (`readyState`, `bufferedAmount`, `send`, `close`, `message`
+ * and `close` events) and pings a silent peer, closing it when no answer
+ * comes.
  *
  * @module
  */
@@ -135,6 +136,7 @@ export class ServerWebSocket extends EventTarget {
   /** Payload bytes still to be skipped unread (a refused or late frame). */
   #skip = 0;
   #writing: Promise<void> = Promise.resolve();
+  #unsentBytes = 0;
   #heardSinceCheck = true;
   #pinged = false;
   #idleTimer: ReturnType<typeof setInterval>;
@@ -152,6 +154,15 @@ export class ServerWebSocket extends EventTarget {
       options.idleTimeoutMs,
     );
     void this.#readLoop();
+  }
+
+  /**
+   * Bytes of frames queued and not yet written to the connection, as the
+   * browser `WebSocket` reports them: what a peer that does not read makes
+   * this side hold (the ACP SDK waits while it is high).
+   */
+  get bufferedAmount(): number {
+    return this.#unsentBytes;
   }
 
   /** Sends a text message (dropped once closing). */
@@ -172,10 +183,13 @@ export class ServerWebSocket extends EventTarget {
   }
 
   #write(frame: Uint8Array): void {
+    this.#unsentBytes += frame.length;
     this.#writing = this.#writing.then(async () => {
       let written = 0;
       while (written < frame.length) {
-        written += await this.#conn.write(frame.subarray(written));
+        const count = await this.#conn.write(frame.subarray(written));
+        written += count;
+        this.#unsentBytes -= count;
       }
     }).catch(() => this.#finish());
   }

@@ -89,6 +89,12 @@ export interface FleetRouter {
   toOtherReplicas(
     c: Context,
   ): Promise<{ replicaId: string; response: Response }[]>;
+  /**
+   * Cancels run `runId` where it is active when that is another live replica,
+   * as a forwarded `POST /v1/runs/:id/cancel` (answered once the run ended
+   * there); false: it is not active on another live replica.
+   */
+  cancelOnOwner(runId: string): Promise<boolean>;
 }
 
 /** Options of {@linkcode createFleetRouter}. */
@@ -133,7 +139,7 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
     return given !== undefined && sameSecret(given, clusterToken);
   };
   const forward = (c: Context, owner: ReplicaRef) =>
-    forwardRequest(c, { owner, ...options });
+    forwardRequest(c.req, { owner, ...options });
   return {
     fleet,
     isForwarded,
@@ -202,7 +208,28 @@ export function createFleetRouter(options: FleetRouterOptions): FleetRouter {
       }));
       return answers.filter((answer) => answer !== undefined);
     },
+    cancelOnOwner: (runId) => cancelOnOwner(runId, options),
   };
+}
+
+/** {@linkcode FleetRouter.cancelOnOwner}. */
+async function cancelOnOwner(
+  runId: string,
+  options: FleetRouterOptions,
+): Promise<boolean> {
+  const owner = await fleetLookup(options.fleet.activeRunOwner(runId));
+  if (!owner || owner.self || !owner.alive) return false;
+  const raw = new Request(
+    // Only the path is sent on, to the owner's address.
+    `http://replica.invalid/v1/runs/${encodeURIComponent(runId)}/cancel`,
+    { method: "POST" },
+  );
+  const answer = await forwardRequest(
+    { url: raw.url, method: "POST", raw, text: () => Promise.resolve("") },
+    { owner, ...options },
+  );
+  await answer.body?.cancel();
+  return answer.ok;
 }
 
 /**
@@ -219,26 +246,35 @@ export async function routeRunRequest(
   return await routing.fleet.forRun(c, runId);
 }
 
+/** What forwarding reads of a request: a client's (Hono's), or one a replica makes itself. */
+interface OutgoingRequest {
+  url: string;
+  method: string;
+  raw: Request;
+  /** The body (Hono's keeps a body a route has already read). */
+  text(): Promise<string>;
+}
+
 /** Sends the request to `owner` and passes its answer back as it streams. */
 async function forwardRequest(
-  c: Context,
+  req: OutgoingRequest,
   { owner, fleet, clusterToken, log, stopping }: FleetRouterOptions & {
     owner: ReplicaRef;
   },
 ): Promise<Response> {
-  const incoming = new URL(c.req.url);
+  const incoming = new URL(req.url);
   const target = new URL(
     incoming.pathname + incoming.search,
     owner.url.endsWith("/") ? owner.url : `${owner.url}/`,
   );
-  const headers = new Headers(c.req.raw.headers);
+  const headers = new Headers(req.raw.headers);
   for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
   headers.set(CLUSTER_TOKEN_HEADER, clusterToken);
   headers.set(FORWARDED_FROM_HEADER, fleet.replicaId);
-  const method = c.req.method;
+  const method = req.method;
   const body = method === "GET" || method === "HEAD"
     ? undefined
-    : await c.req.text();
+    : await req.text();
   let answer: Response;
   // An owner whose lease lapses before it answers (paused, hung) is reported
   // unreachable; once it answered, its stream may last.
@@ -255,7 +291,7 @@ async function forwardRequest(
       headers,
       body,
       signal: AbortSignal.any([
-        c.req.raw.signal,
+        req.raw.signal,
         silent.signal,
         ...(stopping ? [stopping] : []),
       ]),

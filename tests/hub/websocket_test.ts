@@ -2,15 +2,22 @@
  * The hub's WebSocket message limit counts a message, not a frame: a
  * message sent as fragments each under the limit is refused (close 1009)
  * once the fragments together pass it, and one of exactly the limit is read.
+ * Its `bufferedAmount` counts what a peer has not taken yet.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { createHub, serveHub } from "../../lib/hub/relay_hub.ts";
+import { ServerWebSocket } from "../../lib/hub/websocket.ts";
 import { REFUSAL_REASONS } from "../../lib/relay.ts";
 import { tempDir } from "../helpers.ts";
-import { clientFrame, upgraded, writeAll } from "../raw_tcp_helpers.ts";
+import {
+  clientFrame,
+  connectTo,
+  upgraded,
+  writeAll,
+} from "../raw_tcp_helpers.ts";
 
 const TOKEN = "hub-fragments-token-Lp3Vx9Qw2Mz6";
 const LIMIT = 2000;
@@ -79,4 +86,34 @@ Deno.test("a message in fragments each under the limit is refused with 1009 once
     read.subarray(2 + (read[1] === 126 ? 2 : 0)),
   );
   assert.equal(JSON.parse(text).type, "daemon.ready");
+});
+
+Deno.test("bufferedAmount counts the bytes sent and not yet written, down to none once the peer has read them", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const peer = await connectTo(`http://127.0.0.1:${listener.addr.port}`);
+  const socket = new ServerWebSocket(await listener.accept(), {
+    maxMessageBytes: 1024,
+    idleTimeoutMs: 60_000,
+  });
+  listener.close();
+  const closed = new Promise<void>((resolve) =>
+    socket.addEventListener("close", () => resolve(), { once: true })
+  );
+  try {
+    // 8 MiB in 1 MiB messages (frames of 10 bytes of header each), unread.
+    const message = "x".repeat(1024 * 1024);
+    for (let i = 0; i < 8; i++) socket.send(message);
+    const total = 8 * (message.length + 10);
+    assert.equal(socket.bufferedAmount, total, "all of it waits at first");
+
+    let read = 0;
+    const chunk = new Uint8Array(64 * 1024);
+    while (read < total) read += (await peer.read(chunk)) ?? total;
+    // The peer closes; the socket answers and finishes its writes first.
+    await writeAll(peer, clientFrame(0x88, new Uint8Array([0x03, 0xe8])));
+    await closed;
+    assert.equal(socket.bufferedAmount, 0, "nothing is left once it was read");
+  } finally {
+    peer.close();
+  }
 });

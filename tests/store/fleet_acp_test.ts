@@ -307,3 +307,61 @@ Deno.test({
     }, ["--gate-fifo", gate]);
   },
 });
+
+Deno.test({
+  name:
+    "acp in a fleet: session/cancel sent over a connection to another replica cancels the turn where it runs, over each profile",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: () =>
+    withAcpFleet(async (_lb, [a, b]) => {
+      const onA = await connect(a, "websocket");
+      try {
+        const { sessionId } = await onA.agent.request("session/new", {
+          cwd: "/editor",
+          mcpServers: [],
+        });
+        for (const profile of PROFILES) {
+          const before = onA.updates.length;
+          // The agent streams its reply, then holds the turn until it is cancelled.
+          const turn = onA.agent.request("session/prompt", {
+            sessionId,
+            prompt: [{ type: "text", text: `cancel me from b (${profile})` }],
+          });
+          while (agentText(onA.updates.slice(before), sessionId) === "") {
+            await onA.next();
+          }
+
+          const onB = await connect(b, profile);
+          try {
+            await onB.agent.request("session/resume", { sessionId, cwd: "/e" });
+            await onB.agent.notify("session/cancel", { sessionId });
+            // A safety bound: a cancel that never arrives fails instead of hanging.
+            const answer = await Promise.race([
+              turn,
+              new Promise<never>((_, reject) =>
+                AbortSignal.timeout(60_000).addEventListener(
+                  "abort",
+                  () => reject(new Error("the turn on a was not cancelled")),
+                )
+              ),
+            ]);
+            assert.equal(answer.stopReason, "cancelled");
+            const runId = (answer._meta?.runner as { run_id: string }).run_id;
+            assert.equal(
+              await runnerOf([a, b], runId),
+              a,
+              "the turn ran on a, where its connection is",
+            );
+            const run = await (await apiFetch(`${b.url}/v1/runs/${runId}`))
+              .json();
+            assert.equal(run.status, "cancelled");
+          } finally {
+            onB.close();
+          }
+        }
+      } finally {
+        onA.close();
+      }
+    }, ["--stall-prompt"]),
+});

@@ -27,7 +27,7 @@ import { createLiveUpdateRedactor } from "../../run/live_updates.ts";
 import { redactSecrets } from "../../secrets.ts";
 import type { ServerContext } from "../context.ts";
 import { serveSessionChoices } from "../policy.ts";
-import { takeConversation } from "./fleet_conversation.ts";
+import { cancelTurn, takeConversation } from "./fleet_conversation.ts";
 import { promptInput } from "./prompt_input.ts";
 import {
   ACP_META_KEY,
@@ -258,7 +258,7 @@ function registerSessionTurns(app: acp.AgentApp, scope: ConnectionScope) {
       });
     }),
   ).onNotification("session/cancel", ({ params }) => {
-    ctx.manager.activeForConversation(params.sessionId)?.handle.cancel();
+    void cancelTurn(ctx, params.sessionId);
   });
 }
 
