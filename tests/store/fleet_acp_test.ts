@@ -100,11 +100,12 @@ async function prompt(
   });
   assert.equal(answer.stopReason, "end_turn");
   const streamed = editor.updates.slice(before);
-  assert.equal(
+  const chunks =
     streamed.filter((n) => n.update.sessionUpdate === "agent_message_chunk")
-      .length,
-    3,
-    "the answer streamed in the agent's three chunks",
+      .length;
+  assert.ok(
+    chunks >= 1 && chunks <= 3,
+    "the answer streamed in the agent's three chunks (joined where they waited together)",
   );
   return {
     runId: (answer._meta?.runner as { run_id: string }).run_id,
