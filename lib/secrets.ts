@@ -21,6 +21,28 @@ export function redactSecrets(text: string, secrets: Iterable<string>): string {
   return result;
 }
 
+/**
+ * Redacts the tail of a longer text, whose beginning was cut off: as
+ * {@linkcode redactSecrets}, and also the end of a secret that the cut left
+ * at its very start (the longest such end, however short).
+ */
+export function redactTail(text: string, secrets: Iterable<string>): string {
+  const list = [...secrets].filter((secret) =>
+    secret.length >= MIN_SECRET_LENGTH
+  );
+  const redacted = redactSecrets(text, list);
+  let cutEnd = 0;
+  for (const secret of list) {
+    for (let length = secret.length - 1; length > cutEnd; length--) {
+      if (redacted.startsWith(secret.slice(-length))) {
+        cutEnd = length;
+        break;
+      }
+    }
+  }
+  return cutEnd ? "[REDACTED]" + redacted.slice(cutEnd) : redacted;
+}
+
 /** Redacts text that arrives in pieces (a stream of agent chunks). */
 export interface StreamRedactor {
   /**

@@ -18,7 +18,7 @@ import {
 } from "./sandbox_network.ts";
 import { withSeccomp } from "./seccomp_launch.ts";
 import type { ReaperRegistry } from "./reaper.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactSecrets, redactTail } from "../secrets.ts";
 import { settleWithin } from "../timing.ts";
 
 /** How an agent process is started. */
@@ -147,7 +147,8 @@ export function spawnAgent(options: SpawnAgentOptions): AgentProcess {
     stdin: child.stdin,
     stdout: child.stdout,
     exited,
-    stderrTail: () => redactSecrets(stripAnsi(tail.text()), secrets),
+    stderrTail: () =>
+      (tail.cut ? redactTail : redactSecrets)(stripAnsi(tail.text()), secrets),
     stderrEnded: stderrDrained,
     terminate,
     openNetwork: network && ((ports) => network.open(ports)),
@@ -297,6 +298,7 @@ async function drainInto(
 class TailBuffer {
   #chunks: Uint8Array[] = [];
   #size = 0;
+  #dropped = false;
   constructor(private readonly limit: number) {}
 
   push(chunk: Uint8Array) {
@@ -304,7 +306,13 @@ class TailBuffer {
     this.#size += chunk.length;
     while (this.#size - this.#chunks[0].length >= this.limit) {
       this.#size -= this.#chunks.shift()!.length;
+      this.#dropped = true;
     }
+  }
+
+  /** Whether the text lost its beginning (more than `limit` bytes came). */
+  get cut(): boolean {
+    return this.#dropped || this.#size > this.limit;
   }
 
   text(): string {
