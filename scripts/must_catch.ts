@@ -404,8 +404,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "the coalescer flushes without the redactor's held-back tail",
     file: "lib/run/coalesce.ts",
-    find: "      flush(true);\n      next.emit(type, data, usage);",
-    replace: "      flush(false);\n      next.emit(type, data, usage);",
+    find: 'flush(isTerminalEvent({ type }) ? "end" : "boundary");',
+    replace: 'flush("boundary");',
     test: "tests/run/stream_properties_test.ts",
     filter: "coalescer:",
   },

@@ -2,13 +2,15 @@
  * The coalescing stage: consecutive text chunks of one stream (the assistant
  * message, or thoughts) become one delta event per `delta-coalesce-ms`
  * window, redacted once, before events are numbered and handed on. Any other
- * event first flushes the pending text, so the order is exactly the agent's.
+ * event first flushes the pending text, so the order is the agent's, but for
+ * a tail that could begin a secret: it waits for the stream's next text, or
+ * the turn's end, whatever came between.
  * See `docs/events.md`.
  *
  * @module
  */
 
-import type { RunUsage } from "../events.ts";
+import { isTerminalEvent, type RunUsage } from "../events.ts";
 import { createStreamRedactor, type StreamRedactor } from "../secrets.ts";
 import { type DeltaStream, type EventEmitter, TextBuilder } from "./events.ts";
 
@@ -22,6 +24,12 @@ export interface DeltaCoalescerOptions {
   secrets: readonly string[];
   /** The next `msg_sequence` of the run. */
   nextMessageSequence: () => number;
+}
+
+/** One stream's redactor while its turn lasts, and where its text is kept. */
+interface OpenStream {
+  redactor: StreamRedactor;
+  keeper?: TextBuilder;
 }
 
 /** An {@linkcode EventEmitter} that also takes text chunks and coalesces them. */
@@ -48,8 +56,10 @@ export function createDeltaCoalescer(
   let stream: DeltaStream | undefined;
   // Joined in batches, the chunks die young instead of outliving the window.
   let pending = new TextBuilder();
-  let keeper: TextBuilder | undefined;
-  let redactor: StreamRedactor | undefined;
+  // Each stream's text is redacted as one text until the turn ends: an agent
+  // that puts a tool call or a thought between two halves of a secret must
+  // not get them past the redactor, since a reader joins the deltas.
+  const open = new Map<DeltaStream, OpenStream>();
   let lastDeltaAt = -Infinity;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -68,44 +78,57 @@ export function createDeltaCoalescer(
     });
   }
 
-  /** Emits the pending text; `end` also releases the held-back tail. */
-  function flush(end: boolean) {
+  /**
+   * Emits the pending text: `window` when the window closes (the stream
+   * goes on), `boundary` before another stream's text or another event,
+   * `end` when the turn (or the run) ends, which releases what the
+   * redactors held back.
+   */
+  function flush(how: "window" | "boundary" | "end") {
     if (timer !== undefined) {
       clearTimeout(timer);
       timer = undefined;
     }
-    if (!stream || !redactor) return;
-    const text = pending.toString();
-    pending = new TextBuilder();
-    let content = text ? redactor.push(text) : "";
-    if (end) content += redactor.end();
-    const kind = stream;
-    if (content) keeper?.append(content);
-    if (end) {
-      stream = undefined;
-      redactor = undefined;
-      keeper = undefined;
+    if (stream) {
+      const current = open.get(stream)!;
+      const text = pending.toString();
+      pending = new TextBuilder();
+      const content = text ? current.redactor.push(text) : "";
+      if (content) current.keeper?.append(content);
+      lastDeltaAt = performance.now();
+      emitDelta(stream, content);
+      if (how !== "window") stream = undefined;
     }
-    lastDeltaAt = performance.now();
-    emitDelta(kind, content);
+    if (how !== "end") return;
+    for (const [kind, held] of open) {
+      const tail = held.redactor.end();
+      if (tail) held.keeper?.append(tail);
+      emitDelta(kind, tail);
+    }
+    open.clear();
   }
 
   return {
     text(kind, text, keep) {
       if (!text || next.ended) return;
-      if (stream !== kind || keeper !== keep) flush(true);
+      if (open.has(kind) && open.get(kind)!.keeper !== keep) flush("end");
+      if (stream !== kind) flush("boundary");
       stream = kind;
-      keeper = keep;
-      redactor ??= createStreamRedactor(options.secrets);
+      if (!open.has(kind)) {
+        open.set(kind, {
+          redactor: createStreamRedactor(options.secrets),
+          keeper: keep,
+        });
+      }
       pending.append(text);
       if (timer !== undefined) return;
       const wait = windowMs - (performance.now() - lastDeltaAt);
-      if (wait <= 0) flush(false);
-      else timer = setTimeout(() => flush(false), wait);
+      if (wait <= 0) flush("window");
+      else timer = setTimeout(() => flush("window"), wait);
     },
-    flush: () => flush(true),
+    flush: () => flush("end"),
     emit(type: string, data: Record<string, unknown>, usage?: RunUsage) {
-      flush(true);
+      flush(isTerminalEvent({ type }) ? "end" : "boundary");
       next.emit(type, data, usage);
     },
     get ended() {

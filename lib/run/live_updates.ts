@@ -2,9 +2,9 @@
  * The agent's live `session/update`s as a run passes them on (`/acp`'s
  * clients, the daemon's relay), with secrets redacted. A secret the agent
  * cuts across text chunks is caught as it is in the run's deltas: the text
- * of consecutive chunks of one message runs through one stream redactor,
- * which holds back a tail that could begin a secret until the next chunk,
- * another update, or the turn's end.
+ * of each kind of chunk runs through one stream redactor for the turn, which
+ * holds back a tail that could begin a secret until that kind's next chunk
+ * or the turn's end.
  *
  * @module
  */
@@ -32,45 +32,50 @@ const TEXT_CHUNKS = new Set([
   "user_message_chunk",
 ]);
 
-/** One message's text chunks, redacted as one text. */
-interface OpenMessage {
-  key: string;
+/** One kind of text chunk's redactor while the turn lasts. */
+interface OpenText {
   redactor: StreamRedactor;
-  /** The last chunk, whose fields a released tail takes. */
+  /** The last chunk of the kind, whose fields a released tail takes. */
   last: LiveUpdate;
 }
 
 /**
  * A {@linkcode LiveUpdateRedactor} for the secrets `secrets()` gives when
- * a message begins (the run's list may grow while it runs). What it returns,
- * joined per message, equals the message's whole text redacted; every other
- * update is redacted whole, after the text before it.
+ * a turn's first text of a kind comes (the run's list may grow while it
+ * runs). Each kind of text chunk (message, thought) is redacted as one text
+ * until the turn ends, whatever comes between its chunks (other updates,
+ * another kind, another `messageId`): a client that joins the chunks must
+ * not see a secret the agent cut in two around a tool call. What it
+ * returns, joined per kind, equals that kind's whole text redacted; every
+ * other update is redacted whole.
  */
 export function createLiveUpdateRedactor(
   secrets: () => readonly string[],
 ): LiveUpdateRedactor {
-  let open: OpenMessage | undefined;
-  function close(): LiveUpdate[] {
-    if (!open) return [];
-    const tail = open.redactor.end();
-    const last = open.last;
-    open = undefined;
-    return tail ? [withText(last, tail)] : [];
-  }
+  const open = new Map<string, OpenText>();
   return {
     push(update) {
       const text = chunkText(update);
-      if (text === undefined) {
-        return [...close(), redactDeep(update, secrets())];
+      if (text === undefined) return [redactDeep(update, secrets())];
+      const kind = update.sessionUpdate as string;
+      let held = open.get(kind);
+      if (!held) {
+        held = { redactor: createStreamRedactor(secrets()), last: update };
+        open.set(kind, held);
       }
-      const key = messageKey(update);
-      const released = open?.key === key ? [] : close();
-      open ??= { key, redactor: createStreamRedactor(secrets()), last: update };
-      open.last = redactDeep(update, secrets());
-      const shown = open.redactor.push(text);
-      return shown ? [...released, withText(open.last, shown)] : released;
+      held.last = redactDeep(update, secrets());
+      const shown = held.redactor.push(text);
+      return shown ? [withText(held.last, shown)] : [];
     },
-    end: close,
+    end() {
+      const released: LiveUpdate[] = [];
+      for (const held of open.values()) {
+        const tail = held.redactor.end();
+        if (tail) released.push(withText(held.last, tail));
+      }
+      open.clear();
+      return released;
+    },
   };
 }
 
@@ -81,11 +86,6 @@ function chunkText(update: LiveUpdate): string | undefined {
   return content?.type === "text" && typeof content.text === "string"
     ? content.text
     : undefined;
-}
-
-/** Which message a text chunk continues: its kind and message id. */
-function messageKey(update: LiveUpdate): string {
-  return `${update.sessionUpdate}\n${JSON.stringify(update.messageId ?? null)}`;
 }
 
 /** `update` with its content's text replaced. */

@@ -72,54 +72,49 @@ Deno.test("redactor, found by the property: without any secret, half an emoji wa
 
 type Step = ScriptStep;
 
-/** What a client sees: each run of same-stream deltas joined, and every other event's type. */
-function seen(events: RunEvent[]): string[] {
-  const out: string[] = [];
-  let last = "";
+/** What a reader sees: every event but the deltas, in order, and each stream's deltas joined. */
+interface Seen {
+  events: string[];
+  message: string;
+  thought: string;
+}
+
+/** What a client sees of `events`. */
+function seen(events: RunEvent[]): Seen {
+  const out: Seen = { events: [], message: "", thought: "" };
   for (const event of events) {
-    const delta = event.type === "message.delta"
-      ? (event.data.chunk as { content: string }).content
-      : event.type === "thought.delta"
-      ? event.data.content as string
-      : undefined;
-    if (delta === undefined) out.push(event.type);
-    else if (last === event.type) out[out.length - 1] += delta;
-    else out.push(`${event.type}: ${delta}`);
-    last = event.type;
+    if (event.type === "message.delta") {
+      out.message += (event.data.chunk as { content: string }).content;
+    } else if (event.type === "thought.delta") {
+      out.thought += event.data.content as string;
+    } else out.events.push(event.type);
   }
   return out;
 }
 
-/** What the client should see for `steps`: each stretch of one stream's text redacted as a whole. */
-function expected(steps: Step[], secrets: string[]): string[] {
-  const out: string[] = [];
-  let stream: string | undefined;
-  let text = "";
-  let ended = false;
-  const close = () => {
-    if (!stream || !text) return;
-    const type = `${stream}.delta`;
-    const shown = redactSecrets(text, secrets);
-    const previous = out.at(-1);
-    if (previous?.startsWith(`${type}: `)) out[out.length - 1] += shown;
-    else out.push(`${type}: ${shown}`);
-    text = "";
+/**
+ * What the client should see for `steps`: each stream's text of a turn (up
+ * to a flush or the terminal event) redacted as a whole, whatever other
+ * events came between its chunks, and the other events in order.
+ */
+function expected(steps: Step[], secrets: string[]): Seen {
+  const out: Seen = { events: [], message: "", thought: "" };
+  const turn = { message: "", thought: "" };
+  const endTurn = () => {
+    out.message += redactSecrets(turn.message, secrets);
+    out.thought += redactSecrets(turn.thought, secrets);
+    turn.message = turn.thought = "";
   };
   for (const step of steps) {
-    if (ended) break;
     if (step.kind === "text") {
-      if (stream !== step.stream) close();
-      stream = step.stream;
-      text += step.text;
-      continue;
-    }
-    close();
-    stream = undefined;
-    if (step.kind === "event") {
-      out.push(step.type);
-      ended = step.type === "run.completed" || step.type === "run.failed";
+      turn[step.stream] += step.text;
+    } else if (step.kind === "flush") endTurn();
+    else {
+      out.events.push(step.type);
+      if (step.type === "run.completed" || step.type === "run.failed") break;
     }
   }
+  endTurn();
   return out;
 }
 
@@ -388,10 +383,10 @@ Deno.test("end to end through runner serve and the fixture agent: SSE and the st
                 assertWellFormed(content, `a delta in ${where}`);
               }
             }
-            const shown = seen(events).filter((entry) =>
-              /^(message|thought)\.delta: /.test(entry) ||
-              entry === "tool.call.started" || entry.startsWith("run.")
-            ).filter((entry) => entry !== "run.started");
+            const shown = seen(events);
+            shown.events = shown.events.filter((type) =>
+              type === "tool.call.started" || type.startsWith("run.")
+            ).filter((type) => type !== "run.started");
             assert.deepEqual(shown, want, where);
           }
         },
