@@ -178,31 +178,42 @@ export interface EndedRun {
   result: Awaited<ManagedRun["done"]>;
 }
 
-/** Starts a run on `manager`, records its events, and waits for its end. */
-export async function runToEnd(
+/**
+ * Starts a run on `manager`, records its events, lets `meanwhile` act on it
+ * while it runs, and waits for its end.
+ */
+async function runLogged(
   manager: RunManager,
   request: Parameters<RunManager["start"]>[0],
+  meanwhile: (run: ManagedRun, log: EventLog) => Promise<void> = () =>
+    Promise.resolve(),
 ): Promise<EndedRun> {
   const { run } = await manager.start(request);
   const log = new EventLog(run);
-  const result = await run.done;
-  return { run, log, result };
+  await meanwhile(run, log);
+  return { run, log, result: await run.done };
+}
+
+/** Starts a run on `manager`, records its events, and waits for its end. */
+export function runToEnd(
+  manager: RunManager,
+  request: Parameters<RunManager["start"]>[0],
+): Promise<EndedRun> {
+  return runLogged(manager, request);
 }
 
 /**
  * Starts a run on `manager`, records its events, cancels it once the agent's
  * first delta arrived (mid-turn) and waits for its end.
  */
-export async function cancelAfterFirstDelta(
+export function cancelAfterFirstDelta(
   manager: RunManager,
   request: Parameters<RunManager["start"]>[0],
 ): Promise<EndedRun> {
-  const { run } = await manager.start(request);
-  const log = new EventLog(run);
-  await log.waitFor((e) => e.type === "message.delta");
-  run.handle.cancel();
-  const result = await run.done;
-  return { run, log, result };
+  return runLogged(manager, request, async (run, log) => {
+    await log.waitFor((e) => e.type === "message.delta");
+    run.handle.cancel();
+  });
 }
 
 /**
