@@ -83,6 +83,32 @@ export function harness(options: HarnessOptions = {}): Harness {
   };
 }
 
+/**
+ * Runs `body` with a fresh {@linkcode harness} (made with `options`), closing
+ * it after, whether `body` passed or threw; returns what `body` returned.
+ */
+export async function withHarness<T>(
+  body: (h: Harness) => Promise<T>,
+): Promise<T>;
+export async function withHarness<T>(
+  options: HarnessOptions,
+  body: (h: Harness) => Promise<T>,
+): Promise<T>;
+export async function withHarness<T>(
+  first: HarnessOptions | ((h: Harness) => Promise<T>),
+  second?: (h: Harness) => Promise<T>,
+): Promise<T> {
+  const [options, body] = typeof first === "function"
+    ? [{}, first]
+    : [first, second!];
+  const h = harness(options);
+  try {
+    return await body(h);
+  } finally {
+    await h.close();
+  }
+}
+
 /** A run config for the fixture agent with the given flags. */
 export function fixtureConfig(
   flags: string[],

@@ -10,7 +10,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
-import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
+import {
+  cancelAfterFirstDelta,
+  grandchildConfig,
+  withHarness,
+} from "../engine_helpers.ts";
 import {
   assertAgentGone,
   conversationRunArgs,
@@ -340,24 +344,15 @@ Deno.test("an agent that dies during initialize fails the run with acp.process_e
 });
 
 Deno.test("a cancelled run leaves no defunct agent process behind: the runner has reaped its child when the run ends", async () => {
-  const h = harness();
-  try {
-    const pidFile = join(tempDir(), "pids.json");
-    const { run } = await h.manager.start({
+  await withHarness(async (h) => {
+    const { config, pidFile } = grandchildConfig([
+      ...["--text", "held"],
+      "--stall-prompt",
+    ]);
+    const { log } = await cancelAfterFirstDelta(h.manager, {
       input: { text: "hi" },
-      config: fixtureConfig([
-        "--text",
-        "held",
-        "--stall-prompt",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ]),
+      config,
     });
-    const log = new EventLog(run);
-    await log.waitFor((event) => event.type === "message.delta");
-    run.handle.cancel();
-    await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
     assertAgentGone(pidFile);
     const { agent_pid } = JSON.parse(Deno.readTextFileSync(pidFile));
@@ -367,7 +362,5 @@ Deno.test("a cancelled run leaves no defunct agent process behind: the runner ha
       false,
       `agent ${agent_pid} is still in the process table`,
     );
-  } finally {
-    await h.close();
-  }
+  });
 });

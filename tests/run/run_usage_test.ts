@@ -12,14 +12,13 @@ import {
   EventLog,
   fixtureConfig,
   type Harness,
-  harness,
   makeGate,
+  withHarness,
 } from "../engine_helpers.ts";
 import { fixtureTurnTokens } from "../usage_helpers.ts";
 
-async function runOnce(flags: string[]) {
-  const h = harness();
-  try {
+function runOnce(flags: string[]) {
+  return withHarness(async (h) => {
     const started = await h.manager.start({
       input: { text: "hi" },
       config: fixtureConfig(flags),
@@ -29,9 +28,7 @@ async function runOnce(flags: string[]) {
     await started.run.done;
     const stored = await h.store.getEvents(started.run.runId);
     return { log, stored };
-  } finally {
-    await h.close();
-  }
+  });
 }
 
 /**
@@ -93,8 +90,7 @@ Deno.test("an agent that reports no usage gives run.completed no usage key, neve
 });
 
 Deno.test("a steered run adds its turns' tokens; the window and cost are the last turn's", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const gate = await makeGate();
     const config = fixtureConfig([
       "--usage",
@@ -116,14 +112,11 @@ Deno.test("a steered run adds its turns' tokens; the window and cost are the las
       size: 200000,
       cost: { amount: 0.25, currency: "EUR" },
     });
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("run.failed carries what was counted before the failure", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const gate = await makeGate();
     const config = fixtureConfig([
       "--usage",
@@ -148,9 +141,7 @@ Deno.test("run.failed carries what was counted before the failure", async () => 
       size: 200000,
       cost: { amount: 0.25, currency: "USD" },
     });
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a run that fails before any turn answered has no usage on run.failed", async () => {
