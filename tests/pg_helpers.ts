@@ -188,3 +188,21 @@ export function openReplicaStore(
     },
   });
 }
+
+/**
+ * Opens the stores of replicas `ids` on the database `url`, runs `body` with
+ * them (in the order of `ids`), and closes them after, the last opened first.
+ */
+export async function withReplicaStores<T>(
+  url: string,
+  ids: string[],
+  body: (stores: RunStore[]) => Promise<T>,
+): Promise<T> {
+  const stores: RunStore[] = [];
+  try {
+    for (const id of ids) stores.push(await openReplicaStore(url, id));
+    return await body(stores);
+  } finally {
+    for (const store of stores.toReversed()) await store.close();
+  }
+}

@@ -5,7 +5,12 @@ import { POSTGRES_PRUNE_SQL } from "../../lib/store/postgres/retention.ts";
 import { POSTGRES_SCHEMA_VERSION } from "../../lib/store/postgres/schema.ts";
 import { listRunsQuery } from "../../lib/store/run_listing.ts";
 import type { ListRunsOptions, RunStore } from "../../lib/store/types.ts";
-import { clusterForThisFile, openReplicaStore, pgTest } from "../pg_helpers.ts";
+import {
+  clusterForThisFile,
+  openReplicaStore,
+  pgTest,
+  withReplicaStores,
+} from "../pg_helpers.ts";
 import { defineStoreSuite, event, localSessionKey } from "../store_suite.ts";
 
 const cluster = clusterForThisFile();
@@ -132,37 +137,44 @@ pgTest(
   },
 );
 
-pgTest(
-  "[postgres] a conversation has one owner until its lease lapses",
-  async () => {
+replicasTest("[postgres] a conversation has one owner until its lease lapses", [
+  "a",
+  "b",
+], async ([a, b]) => {
+  const claims = await Promise.all([
+    a.fleet!.claimConversation("conv"),
+    b.fleet!.claimConversation("conv"),
+  ]);
+  const owners = new Set(claims.map((claim) => claim.replicaId));
+  assert.equal(owners.size, 1);
+  const [owner] = owners;
+  const other = owner === "a" ? b : a;
+  const seen = await other.fleet!.claimConversation("conv");
+  assert.deepEqual([seen.replicaId, seen.self, seen.alive], [
+    owner,
+    false,
+    true,
+  ]);
+  const forced = await other.fleet!.claimConversation("conv", {
+    force: true,
+  });
+  assert.equal(forced.self, true);
+});
+
+/**
+ * A {@linkcode pgTest} on a fresh database with the stores of replicas `ids`
+ * open (see {@linkcode withReplicaStores}).
+ */
+function replicasTest(
+  name: string,
+  ids: string[],
+  body: (stores: RunStore[], url: string) => Promise<void>,
+): void {
+  pgTest(name, async () => {
     const url = await cluster().newDatabase();
-    const a = await openReplicaStore(url, "a");
-    const b = await openReplicaStore(url, "b");
-    try {
-      const claims = await Promise.all([
-        a.fleet!.claimConversation("conv"),
-        b.fleet!.claimConversation("conv"),
-      ]);
-      const owners = new Set(claims.map((claim) => claim.replicaId));
-      assert.equal(owners.size, 1);
-      const [owner] = owners;
-      const other = owner === "a" ? b : a;
-      const seen = await other.fleet!.claimConversation("conv");
-      assert.deepEqual([seen.replicaId, seen.self, seen.alive], [
-        owner,
-        false,
-        true,
-      ]);
-      const forced = await other.fleet!.claimConversation("conv", {
-        force: true,
-      });
-      assert.equal(forced.self, true);
-    } finally {
-      await a.close();
-      await b.close();
-    }
-  },
-);
+    await withReplicaStores(url, ids, (stores) => body(stores, url));
+  });
+}
 
 /** Runs SQL on the database at `url` with a connection of its own. */
 async function withSql(
@@ -194,28 +206,27 @@ pgTest(
   "[postgres] a lost replica's run whose terminal event was stored is finished with it, not failed again",
   async () => {
     const url = await cluster().newDatabase();
-    const lost = await openReplicaStore(url, "lost");
-    const sweeper = await openReplicaStore(url, "sweeper");
-    try {
-      await lost.createRun({ runId: "r1", config: {}, status: "active" });
-      lost.appendEvent("r1", event("message.delta", { text: "hi" }));
-      lost.appendEvent("r1", event("run.completed"));
-      await lost.flush();
-      // The replica dies here: the events are stored, finishRun never ran.
-      await loseReplica(url, lost);
-      assert.deepEqual(
-        await sweeper.markActiveRunsFailed("runner.replica_lost", "lost"),
-        ["r1"],
-      );
-      assert.equal((await sweeper.getRun("r1"))?.status, "completed");
-      assert.deepEqual((await sweeper.getEvents("r1")).map((e) => e.type), [
-        "message.delta",
-        "run.completed",
-      ]);
-    } finally {
-      await sweeper.close();
-      await lost.close();
-    }
+    await withReplicaStores(
+      url,
+      ["lost", "sweeper"],
+      async ([lost, sweeper]) => {
+        await lost.createRun({ runId: "r1", config: {}, status: "active" });
+        lost.appendEvent("r1", event("message.delta", { text: "hi" }));
+        lost.appendEvent("r1", event("run.completed"));
+        await lost.flush();
+        // The replica dies here: the events are stored, finishRun never ran.
+        await loseReplica(url, lost);
+        assert.deepEqual(
+          await sweeper.markActiveRunsFailed("runner.replica_lost", "lost"),
+          ["r1"],
+        );
+        assert.equal((await sweeper.getRun("r1"))?.status, "completed");
+        assert.deepEqual((await sweeper.getEvents("r1")).map((e) => e.type), [
+          "message.delta",
+          "run.completed",
+        ]);
+      },
+    );
   },
 );
 
@@ -223,48 +234,40 @@ pgTest(
   "[postgres] markActiveRunsFailed with a run id ends only that run of a lost replica",
   async () => {
     const url = await cluster().newDatabase();
-    const lost = await openReplicaStore(url, "lost");
-    const sweeper = await openReplicaStore(url, "sweeper");
-    try {
-      await lost.createRun({ runId: "asked", config: {}, status: "active" });
-      await lost.createRun({ runId: "other", config: {}, status: "active" });
-      await loseReplica(url, lost);
-      assert.deepEqual(
-        await sweeper.markActiveRunsFailed("runner.replica_lost", "lost", {
-          runId: "asked",
-        }),
-        ["asked"],
-      );
-      assert.equal(
-        (await sweeper.getRun("asked"))?.code,
-        "runner.replica_lost",
-      );
-      assert.equal((await sweeper.getRun("other"))?.status, "active");
-    } finally {
-      await sweeper.close();
-      await lost.close();
-    }
+    await withReplicaStores(
+      url,
+      ["lost", "sweeper"],
+      async ([lost, sweeper]) => {
+        await lost.createRun({ runId: "asked", config: {}, status: "active" });
+        await lost.createRun({ runId: "other", config: {}, status: "active" });
+        await loseReplica(url, lost);
+        assert.deepEqual(
+          await sweeper.markActiveRunsFailed("runner.replica_lost", "lost", {
+            runId: "asked",
+          }),
+          ["asked"],
+        );
+        assert.equal(
+          (await sweeper.getRun("asked"))?.code,
+          "runner.replica_lost",
+        );
+        assert.equal((await sweeper.getRun("other"))?.status, "active");
+      },
+    );
   },
 );
 
-pgTest(
+replicasTest(
   "[postgres] a conversation of a replica whose lease lapsed is taken at once, before the conversation's own lease ends",
-  async () => {
-    const url = await cluster().newDatabase();
-    const lost = await openReplicaStore(url, "lost");
-    const other = await openReplicaStore(url, "other");
-    try {
-      assert.equal((await lost.fleet!.claimConversation("conv")).self, true);
-      await loseReplica(url, lost);
-      // The conversation's lease is still current; its replica's is not.
-      const owner = await other.fleet!.conversationOwner("conv");
-      assert.deepEqual([owner?.replicaId, owner?.alive], ["lost", false]);
-      const claimed = await other.fleet!.claimConversation("conv");
-      assert.deepEqual([claimed.replicaId, claimed.self], ["other", true]);
-    } finally {
-      await other.close();
-      await lost.close();
-    }
+  ["lost", "other"],
+  async ([lost, other], url) => {
+    assert.equal((await lost.fleet!.claimConversation("conv")).self, true);
+    await loseReplica(url, lost);
+    // The conversation's lease is still current; its replica's is not.
+    const owner = await other.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["lost", false]);
+    const claimed = await other.fleet!.claimConversation("conv");
+    assert.deepEqual([claimed.replicaId, claimed.self], ["other", true]);
   },
 );
 
@@ -509,55 +512,48 @@ pgTest(
   },
 );
 
-pgTest(
+replicasTest(
   "[postgres] a conversation's lease is its id's alone: look-alike ids are other leases, the holder keeps it, and it frees when its own lease ends",
-  async () => {
-    const url = await cluster().newDatabase();
-    const a = await openReplicaStore(url, "a");
-    const b = await openReplicaStore(url, "b");
-    try {
-      assert.equal((await a.fleet!.claimConversation("conv")).self, true);
-      assert.equal(
-        (await a.fleet!.claimConversation("conv")).self,
-        true,
-        "held",
-      );
-      const held = await b.fleet!.claimConversation("conv");
-      assert.deepEqual([held.replicaId, held.self, held.alive], [
-        "a",
-        false,
-        true,
-      ]);
-      // (Ids are checked at the HTTP edge: these are all valid ones.)
-      for (const id of ["Conv", "conv-", "conv.", "con", "xconv", "conv:1"]) {
-        const claim = await b.fleet!.claimConversation(id);
-        assert.deepEqual(
-          [claim.replicaId, claim.self],
-          ["b", true],
-          `${JSON.stringify(id)} is another conversation`,
-        );
-      }
-      // Replica "a" is alive, but the conversation's own lease ran out.
-      await withSql(
-        url,
-        (sql) =>
-          sql`UPDATE conversation_leases SET expires_at = now() - interval '1 second'
-          WHERE conversation_id = 'conv'`.then(() => {}),
-      );
-      const owner = await b.fleet!.conversationOwner("conv");
-      assert.deepEqual([owner?.replicaId, owner?.alive], ["a", false]);
-      const taken = await b.fleet!.claimConversation("conv");
-      assert.deepEqual([taken.replicaId, taken.self], ["b", true]);
-      const back = await a.fleet!.claimConversation("conv");
+  ["a", "b"],
+  async ([a, b], url) => {
+    assert.equal((await a.fleet!.claimConversation("conv")).self, true);
+    assert.equal(
+      (await a.fleet!.claimConversation("conv")).self,
+      true,
+      "held",
+    );
+    const held = await b.fleet!.claimConversation("conv");
+    assert.deepEqual([held.replicaId, held.self, held.alive], [
+      "a",
+      false,
+      true,
+    ]);
+    // (Ids are checked at the HTTP edge: these are all valid ones.)
+    for (const id of ["Conv", "conv-", "conv.", "con", "xconv", "conv:1"]) {
+      const claim = await b.fleet!.claimConversation(id);
       assert.deepEqual(
-        [back.replicaId, back.self],
-        ["b", false],
-        "b holds it now",
+        [claim.replicaId, claim.self],
+        ["b", true],
+        `${JSON.stringify(id)} is another conversation`,
       );
-    } finally {
-      await a.close();
-      await b.close();
     }
+    // Replica "a" is alive, but the conversation's own lease ran out.
+    await withSql(
+      url,
+      (sql) =>
+        sql`UPDATE conversation_leases SET expires_at = now() - interval '1 second'
+        WHERE conversation_id = 'conv'`.then(() => {}),
+    );
+    const owner = await b.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["a", false]);
+    const taken = await b.fleet!.claimConversation("conv");
+    assert.deepEqual([taken.replicaId, taken.self], ["b", true]);
+    const back = await a.fleet!.claimConversation("conv");
+    assert.deepEqual(
+      [back.replicaId, back.self],
+      ["b", false],
+      "b holds it now",
+    );
   },
 );
 
