@@ -617,6 +617,24 @@ export async function dropAfterFirstDelta(
 }
 
 /**
+ * {@linkcode dropAfterFirstDelta} of a run with `text` of the fixture agent
+ * with `fixtureFlags` in `<dir>/ws`, waiting at the gate.
+ */
+export function dropFixtureRun(
+  serve: ServeProcess,
+  dir: string,
+  run: { text: string; fixtureFlags: string[] },
+): Promise<DroppedStream> {
+  return dropAfterFirstDelta(serve, dir, (gate) => ({
+    input: { text: run.text },
+    config: fixtureConfig(join(dir, "ws"), [
+      ...run.fixtureFlags,
+      ...["--gate-fifo", gate],
+    ]),
+  }));
+}
+
+/**
  * Reconnects to a {@linkcode DroppedStream}'s run with `Last-Event-ID` (the
  * path may carry a `query`), reads one event while the agent still waits,
  * then opens the gate once and reads the rest of the stream.
