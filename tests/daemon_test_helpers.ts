@@ -18,7 +18,11 @@ import { openStore } from "../lib/store/open.ts";
 import type { RunStore } from "../lib/store/types.ts";
 import type { Logger } from "../lib/log.ts";
 import { daemonCliArgs, spawnCli, tempDir } from "./helpers.ts";
-import { postJson, startServe } from "./serve_test_helpers.ts";
+import {
+  postJson,
+  type ServeProcess,
+  startServe,
+} from "./serve_test_helpers.ts";
 import { startRelayTap } from "./relay_tap.ts";
 
 /** The hub token the serve-plus-daemon tests share. */
@@ -124,10 +128,17 @@ export async function serveWithHub(options: ServeWithHubOptions = {}) {
     ],
     env: options.serveEnv,
   });
+  return { serve, hubUrl: await hubUrlOf(serve) };
+}
+
+/** The URL the daemon hub of `serve` listens on, once its log says so. */
+export async function hubUrlOf(
+  serve: Pick<ServeProcess, "waitForLog">,
+): Promise<string> {
   const hubLine = await serve.waitForLog((entry) =>
     entry.msg === "daemon hub listening"
   );
-  return { serve, hubUrl: String(hubLine.url) };
+  return String(hubLine.url);
 }
 
 /** `runner serve` with its hub enabled, and a `runner daemon` dialling in (token from a file). */

@@ -83,6 +83,32 @@ export function harness(options: HarnessOptions = {}): Harness {
   };
 }
 
+/**
+ * Runs `body` with a fresh {@linkcode harness} (made with `options`), closing
+ * it after, whether `body` passed or threw; returns what `body` returned.
+ */
+export async function withHarness<T>(
+  body: (h: Harness) => Promise<T>,
+): Promise<T>;
+export async function withHarness<T>(
+  options: HarnessOptions,
+  body: (h: Harness) => Promise<T>,
+): Promise<T>;
+export async function withHarness<T>(
+  first: HarnessOptions | ((h: Harness) => Promise<T>),
+  second?: (h: Harness) => Promise<T>,
+): Promise<T> {
+  const [options, body] = typeof first === "function"
+    ? [{}, first]
+    : [first, second!];
+  const h = harness(options);
+  try {
+    return await body(h);
+  } finally {
+    await h.close();
+  }
+}
+
 /** A run config for the fixture agent with the given flags. */
 export function fixtureConfig(
   flags: string[],
@@ -178,31 +204,42 @@ export interface EndedRun {
   result: Awaited<ManagedRun["done"]>;
 }
 
-/** Starts a run on `manager`, records its events, and waits for its end. */
-export async function runToEnd(
+/**
+ * Starts a run on `manager`, records its events, lets `meanwhile` act on it
+ * while it runs, and waits for its end.
+ */
+async function runLogged(
   manager: RunManager,
   request: Parameters<RunManager["start"]>[0],
+  meanwhile: (run: ManagedRun, log: EventLog) => Promise<void> = () =>
+    Promise.resolve(),
 ): Promise<EndedRun> {
   const { run } = await manager.start(request);
   const log = new EventLog(run);
-  const result = await run.done;
-  return { run, log, result };
+  await meanwhile(run, log);
+  return { run, log, result: await run.done };
+}
+
+/** Starts a run on `manager`, records its events, and waits for its end. */
+export function runToEnd(
+  manager: RunManager,
+  request: Parameters<RunManager["start"]>[0],
+): Promise<EndedRun> {
+  return runLogged(manager, request);
 }
 
 /**
  * Starts a run on `manager`, records its events, cancels it once the agent's
  * first delta arrived (mid-turn) and waits for its end.
  */
-export async function cancelAfterFirstDelta(
+export function cancelAfterFirstDelta(
   manager: RunManager,
   request: Parameters<RunManager["start"]>[0],
 ): Promise<EndedRun> {
-  const { run } = await manager.start(request);
-  const log = new EventLog(run);
-  await log.waitFor((e) => e.type === "message.delta");
-  run.handle.cancel();
-  const result = await run.done;
-  return { run, log, result };
+  return runLogged(manager, request, async (run, log) => {
+    await log.waitFor((e) => e.type === "message.delta");
+    run.handle.cancel();
+  });
 }
 
 /**

@@ -257,6 +257,18 @@ export function readRecord(path: string): Record<string, unknown>[] {
   }
 }
 
+/**
+ * The ACP calls (entries with a `method`) of the last agent process in the
+ * fixture's `--record` file: a shared record holds earlier processes too.
+ */
+export function recordedCalls(path: string): Record<string, unknown>[] {
+  const all = readRecord(path);
+  const start = all.findLastIndex((entry) => entry.event === "start");
+  return all.slice(start + 1).filter((entry) =>
+    typeof entry.method === "string"
+  );
+}
+
 /** Opens the embedded SQLite store in `dataDir` at once (for synchronous test harnesses). */
 export function openStoreNow(dataDir: string): RunStore {
   return asyncRunStore(
@@ -355,6 +367,8 @@ export interface ConversationRun {
   dataDir: string;
   /** The agent's workspace. */
   workspace: string;
+  /** Print the answer as text, the way a person reads it (no `--json`). */
+  plainText?: boolean;
 }
 
 /**
@@ -367,7 +381,8 @@ export function conversationRunArgs(
   extra: string[] = [],
 ): string[] {
   return customRunArgs(fixtureCommand(...where.fixtureFlags), where.workspace, [
-    ...["--data-dir", where.dataDir, "--conversation", "c1", "--json"],
+    ...["--data-dir", where.dataDir, "--conversation", "c1"],
+    ...where.plainText ? [] : ["--json"],
     ...extra,
     text,
   ]);

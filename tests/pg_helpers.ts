@@ -13,6 +13,8 @@
 
 import { join } from "node:path";
 import postgres from "postgres";
+import { openStore } from "../lib/store/open.ts";
+import type { RunStore } from "../lib/store/types.ts";
 import { tempDir } from "./helpers.ts";
 import { freePort } from "./helpers.ts";
 
@@ -159,4 +161,48 @@ export function clusterForThisFile(): () => PgCluster {
  */
 export function pgTest(name: string, fn: () => Promise<void>): void {
   Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+}
+
+/** Options of {@linkcode openReplicaStore}. */
+export interface ReplicaStoreOptions {
+  /** The replica's lease (default a minute). */
+  leaseMs?: number;
+  /** Hold a run's events until they are stored (the store's option). */
+  holdEvents?: boolean;
+}
+
+/** Opens the store of replica `replicaId` on the PostgreSQL database `url`. */
+export function openReplicaStore(
+  url: string,
+  replicaId: string,
+  options: ReplicaStoreOptions = {},
+): Promise<RunStore> {
+  return openStore({
+    dataDir: "/nonexistent",
+    shared: {
+      url,
+      replicaId,
+      advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
+      leaseMs: options.leaseMs ?? 60_000,
+      holdEvents: options.holdEvents,
+    },
+  });
+}
+
+/**
+ * Opens the stores of replicas `ids` on the database `url`, runs `body` with
+ * them (in the order of `ids`), and closes them after, the last opened first.
+ */
+export async function withReplicaStores<T>(
+  url: string,
+  ids: string[],
+  body: (stores: RunStore[]) => Promise<T>,
+): Promise<T> {
+  const stores: RunStore[] = [];
+  try {
+    for (const id of ids) stores.push(await openReplicaStore(url, id));
+    return await body(stores);
+  } finally {
+    for (const store of stores.toReversed()) await store.close();
+  }
 }

@@ -24,6 +24,7 @@ import {
   runCli,
   tempDir,
 } from "./helpers.ts";
+import { assertStreamShows } from "./redactor_helpers.ts";
 
 /** One name per fragment of the rule (`*KEY*`, `*TOKEN*`, …), any case. */
 const SECRET_NAMES = [
@@ -288,38 +289,36 @@ Deno.test("a stream never shows any piece of a secret, cut anywhere, also one a 
 
 Deno.test("secrets that repeat and overlap over one cut are redacted as in the whole text", () => {
   // The whole text: "x abcabc-keyabc-key abc-".
-  const stream = createStreamRedactor(["abcabc-key", "abc-"]);
-  assert.equal(stream.push("x abcabc-keyabc"), "x [REDACTED]");
-  assert.equal(stream.push("-key abc-"), "[REDACTED]key [REDACTED]");
-  assert.equal(stream.end(), "");
+  assertStreamShows(["abcabc-key", "abc-"], [
+    ["x abcabc-keyabc", "x [REDACTED]"],
+    ["-key abc-", "[REDACTED]key [REDACTED]"],
+  ]);
 });
 
 Deno.test("values shorter than 4 characters are neither redacted nor held back in a stream", () => {
-  const stream = createStreamRedactor(["abc", "abc"]);
-  assert.equal(stream.push("xab"), "xab");
-  assert.equal(stream.push("c abc"), "c abc");
-  assert.equal(stream.end(), "");
+  assertStreamShows(["abc", "abc"], [["xab", "xab"], ["c abc", "c abc"]]);
   assert.equal(redactSecrets("abc abcd", ["abc", "abcd"]), "abc [REDACTED]");
   assert.deepEqual(redactDeep({ a: "abc" }, ["abc"]), { a: "abc" });
 });
 
 Deno.test("a stream never cuts an emoji in half, secrets or not; a whole pair at the cut is not held", () => {
-  const stream = createStreamRedactor(["zzzz-secret"]);
-  assert.equal(stream.push("ab\ud83d"), "ab");
-  assert.equal(stream.push("\ude00"), "\ud83d\ude00");
-  // The first and the last high surrogates, U+10000 and U+10FFFF.
-  assert.equal(stream.push("\ud800"), "");
-  assert.equal(stream.push("\udc00\udbff"), "\ud800\udc00");
-  assert.equal(stream.push("\udfff"), "\udbff\udfff");
-  assert.equal(stream.push("z\ud83d\ude00"), "z\ud83d\ude00");
-  assert.equal(stream.push("zz"), "");
-  assert.equal(stream.push("\ud83d"), "zz");
-  assert.equal(stream.end(), "\ud83d", "a text that ends cut keeps its end");
-  const plain = createStreamRedactor([]);
-  assert.equal(plain.push("\ud800\udc00"), "\ud800\udc00");
-  assert.equal(plain.push("\udbff"), "");
-  assert.equal(plain.push("\udfff."), "\udbff\udfff.");
-  assert.equal(plain.end(), "");
+  // A text that ends cut keeps its end.
+  assertStreamShows(["zzzz-secret"], [
+    ["ab\ud83d", "ab"],
+    ["\ude00", "\ud83d\ude00"],
+    // The first and the last high surrogates, U+10000 and U+10FFFF.
+    ["\ud800", ""],
+    ["\udc00\udbff", "\ud800\udc00"],
+    ["\udfff", "\udbff\udfff"],
+    ["z\ud83d\ude00", "z\ud83d\ude00"],
+    ["zz", ""],
+    ["\ud83d", "zz"],
+  ], "\ud83d");
+  assertStreamShows([], [
+    ["\ud800\udc00", "\ud800\udc00"],
+    ["\udbff", ""],
+    ["\udfff.", "\udbff\udfff."],
+  ]);
 });
 
 Deno.test("redactDeep redacts every string in objects and arrays, and keeps other values as they are", () => {
@@ -366,28 +365,26 @@ Deno.test("an existing absolute path under a secret name is not a secret when HO
 });
 
 Deno.test("a stream holds back from the earliest possible start of any secret, not the latest", () => {
-  const stream = createStreamRedactor(["abcdefgh", "efgz"]);
-  assert.equal(stream.push("x abcdefg"), "x ");
-  assert.equal(stream.push("h y"), "[REDACTED] y");
-  assert.equal(stream.end(), "");
+  assertStreamShows(["abcdefgh", "efgz"], [
+    ["x abcdefg", "x "],
+    ["h y", "[REDACTED] y"],
+  ]);
 });
 
 Deno.test("a stream never cuts inside a whole secret where a later one may start", () => {
   // "3456" may start "3456zz", but it ends the whole "key-123456".
   for (const before of ["x ", ""]) {
-    const stream = createStreamRedactor(["key-123456", "3456zz"]);
-    assert.equal(stream.push(`${before}key-123456`), before);
-    assert.equal(stream.push(" y"), "[REDACTED] y");
-    assert.equal(stream.end(), "");
+    assertStreamShows(["key-123456", "3456zz"], [
+      [`${before}key-123456`, before],
+      [" y", "[REDACTED] y"],
+    ]);
   }
   // Moving the cut before one whole secret can put it inside another.
-  const chained = createStreamRedactor([
-    "QRSTUVWX-ke",
-    "key-123456",
-    "3456zz",
-  ]);
-  assert.equal(chained.push("_ QRSTUVWX-key-123456"), "_ ");
-  assert.equal(chained.end(), "[REDACTED]y-123456");
+  assertStreamShows(
+    ["QRSTUVWX-ke", "key-123456", "3456zz"],
+    [["_ QRSTUVWX-key-123456", "_ "]],
+    "[REDACTED]y-123456",
+  );
 });
 
 Deno.test("switch words are not secrets in any case: NULL too", () => {

@@ -492,6 +492,46 @@ export async function withServe(
   }
 }
 
+/** Options of {@linkcode withFixtureServe} and {@linkcode withGatedServe}. */
+export interface FixtureServeOptions {
+  /** Flags of the fixture agent. */
+  fixtureFlags?: string[];
+  /** More `runner serve` arguments. */
+  args?: string[];
+}
+
+/**
+ * {@linkcode withServe} on a server whose operator target (for requests that
+ * name no config) is the fixture agent with `fixtureFlags` in `<dir>/ws`.
+ */
+export async function withFixtureServe(
+  options: FixtureServeOptions,
+  body: (serve: ServeProcess, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await tempDir();
+  const defaults = fixtureServeDefaults(dir, options.fixtureFlags);
+  await withServe(
+    { args: [...defaults, ...options.args ?? []] },
+    (serve) => body(serve, dir),
+  );
+}
+
+/**
+ * {@linkcode withFixtureServe} with the fixture agent waiting at the fifo
+ * `gate` before each answer (see {@linkcode openGate}).
+ */
+export async function withGatedServe(
+  options: FixtureServeOptions,
+  body: (serve: ServeProcess, gate: string) => Promise<void>,
+): Promise<void> {
+  const gate = await gateIn(await tempDir());
+  const fixtureFlags = ["--gate-fifo", gate, ...options.fixtureFlags ?? []];
+  await withFixtureServe(
+    { fixtureFlags, args: options.args },
+    (serve) => body(serve, gate),
+  );
+}
+
 /** Reads SSE messages into `into` until one satisfies `predicate` (the stream stays open). */
 export async function readUntil(
   messages: AsyncGenerator<SseMessage>,
@@ -574,6 +614,24 @@ export async function dropAfterFirstDelta(
     first,
     seen: first.at(-1)!.sequence!,
   };
+}
+
+/**
+ * {@linkcode dropAfterFirstDelta} of a run with `text` of the fixture agent
+ * with `fixtureFlags` in `<dir>/ws`, waiting at the gate.
+ */
+export function dropFixtureRun(
+  serve: ServeProcess,
+  dir: string,
+  run: { text: string; fixtureFlags: string[] },
+): Promise<DroppedStream> {
+  return dropAfterFirstDelta(serve, dir, (gate) => ({
+    input: { text: run.text },
+    config: fixtureConfig(join(dir, "ws"), [
+      ...run.fixtureFlags,
+      ...["--gate-fifo", gate],
+    ]),
+  }));
 }
 
 /**

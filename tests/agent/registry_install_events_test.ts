@@ -20,7 +20,9 @@ import {
 } from "../serve_test_helpers.ts";
 import { fixtureAgentArchive } from "./registry_archives.ts";
 import {
+  type HeldAgentListing,
   listFixtureAgent,
+  listHeldFixtureAgent,
   serveRegistry,
   type TestRegistry,
 } from "./registry_server.ts";
@@ -49,6 +51,35 @@ async function withRegistryServe(
     });
   } finally {
     await registry.close();
+  }
+}
+
+/**
+ * {@linkcode withRegistryServe} on a fresh registry whose only agent is the
+ * held fixture agent `listing` (answering {@linkcode ANSWER}); its download
+ * is released after `test`, passed or not.
+ */
+async function withHeldAgentServe(
+  listing: Omit<HeldAgentListing, "args">,
+  test: (
+    serve: ServeProcess,
+    body: Record<string, unknown>,
+    held: { registry: TestRegistry; archive: Uint8Array; release: () => void },
+  ) => Promise<void>,
+): Promise<void> {
+  const registry = serveRegistry();
+  const held = await listHeldFixtureAgent(registry, {
+    ...listing,
+    args: ANSWER,
+  });
+  try {
+    await withRegistryServe(
+      registry,
+      listing.id,
+      (serve, body) => test(serve, body, { registry, ...held }),
+    );
+  } finally {
+    held.release();
   }
 }
 
@@ -86,54 +117,42 @@ function assertInstalledFirst(
 }
 
 Deno.test("runner serve: a run that downloads its agent streams agent.installing events while it waits, before the agent's output; the next run installs nothing", async () => {
-  const registry = serveRegistry();
-  const archive = await fixtureAgentArchive({ padding: 3 * 1024 * 1024 });
   // The download stops half-way until the caller has seen progress: the
   // events must reach it while the run waits, not after.
-  const seen = Promise.withResolvers<void>();
-  listFixtureAgent(registry, {
-    id: "big-agent",
-    file: "big.tar.gz",
-    archive,
-    args: ANSWER,
-    hold: { after: 1024 * 1024 + 4096, until: seen.promise },
-  });
-  try {
-    await withRegistryServe(registry, "big-agent", async (serve, body) => {
-      const response = await postJson(`${serve.url}/v1/runs`, body);
-      assert.equal(response.status, 200);
-      const events = await sseEvents(response, (event) => {
-        if (event.type === "agent.installing") seen.resolve();
-      });
-      const [last] = terminals(events);
-      assert.equal(last.type, "run.completed", JSON.stringify(last));
-      assert.match(deltaText(events), /answer of the installed agent/);
-      assertInstalledFirst(events, {
-        id: "big-agent",
-        version: "1.0.0",
-        size: archive.length,
-      });
-      // The stored events are the streamed ones.
-      const runId = events[0].run_id;
-      const stored = await (await apiFetch(
-        `${serve.url}/v1/runs/${runId}/events?stream=false`,
-      )).json();
-      assert.deepEqual(
-        (stored.events as RunEvent[]).map((event) => event.type),
-        events.map((event) => event.type),
-      );
-
-      const second = await sseEvents(
-        await postJson(`${serve.url}/v1/runs`, body),
-      );
-      assert.equal(terminals(second)[0].type, "run.completed");
-      assert.equal(second[0].type, "run.started");
-      assert.ok(!second.some((event) => event.type === "agent.installing"));
-      assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+  const listing = { id: "big-agent", file: "big.tar.gz", padding: 3 << 20 };
+  await withHeldAgentServe(listing, async (serve, body, held) => {
+    const { registry, archive, release: seen } = held;
+    const response = await postJson(`${serve.url}/v1/runs`, body);
+    assert.equal(response.status, 200);
+    const events = await sseEvents(response, (event) => {
+      if (event.type === "agent.installing") seen();
     });
-  } finally {
-    seen.resolve();
-  }
+    const [last] = terminals(events);
+    assert.equal(last.type, "run.completed", JSON.stringify(last));
+    assert.match(deltaText(events), /answer of the installed agent/);
+    assertInstalledFirst(events, {
+      id: "big-agent",
+      version: "1.0.0",
+      size: archive.length,
+    });
+    // The stored events are the streamed ones.
+    const runId = events[0].run_id;
+    const stored = await (await apiFetch(
+      `${serve.url}/v1/runs/${runId}/events?stream=false`,
+    )).json();
+    assert.deepEqual(
+      (stored.events as RunEvent[]).map((event) => event.type),
+      events.map((event) => event.type),
+    );
+
+    const second = await sseEvents(
+      await postJson(`${serve.url}/v1/runs`, body),
+    );
+    assert.equal(terminals(second)[0].type, "run.completed");
+    assert.equal(second[0].type, "run.started");
+    assert.ok(!second.some((event) => event.type === "agent.installing"));
+    assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+  });
 });
 
 Deno.test("runner run --json prints agent.installing events before the agent's output; the second run downloads nothing", async () => {
@@ -171,43 +190,32 @@ Deno.test("runner run --json prints agent.installing events before the agent's o
 });
 
 Deno.test("runner serve: a run cancelled while its agent downloads ends at once as cancelled; the install finishes and the next run uses it", async () => {
-  const registry = serveRegistry();
-  const released = Promise.withResolvers<void>();
-  listFixtureAgent(registry, {
-    id: "slow-agent",
-    file: "big.tar.gz",
-    archive: await fixtureAgentArchive({ padding: 2 * 1024 * 1024 }),
-    args: ANSWER,
-    hold: { after: 1024 * 1024 + 4096, until: released.promise },
-  });
-  try {
-    await withRegistryServe(registry, "slow-agent", async (serve, body) => {
-      const response = await postJson(`${serve.url}/v1/runs`, body);
-      const events = await sseEvents(response, async (event, seen) => {
-        if (event.type === "agent.installing" && seen.length === 1) {
-          const cancel = await postJson(
-            `${serve.url}/v1/runs/${event.run_id}/cancel`,
-            {},
-          );
-          assert.ok(cancel.ok, String(cancel.status));
-          await cancel.body?.cancel();
-        }
-      });
-      // The download is still held: the run ended without waiting for it.
-      const [last] = terminals(events);
-      assert.equal(last.type, "run.failed");
-      assert.equal(last.data.code, "run.cancelled");
-      assert.ok(!events.some((event) => event.type === "run.started"));
-      released.resolve();
-
-      const second = await sseEvents(
-        await postJson(`${serve.url}/v1/runs`, body),
-      );
-      assert.equal(terminals(second)[0].type, "run.completed");
-      assert.match(deltaText(second), /answer of the installed agent/);
-      assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+  const listing = { id: "slow-agent", file: "big.tar.gz", padding: 2 << 20 };
+  await withHeldAgentServe(listing, async (serve, body, held) => {
+    const { registry, release } = held;
+    const response = await postJson(`${serve.url}/v1/runs`, body);
+    const events = await sseEvents(response, async (event, seen) => {
+      if (event.type === "agent.installing" && seen.length === 1) {
+        const cancel = await postJson(
+          `${serve.url}/v1/runs/${event.run_id}/cancel`,
+          {},
+        );
+        assert.ok(cancel.ok, String(cancel.status));
+        await cancel.body?.cancel();
+      }
     });
-  } finally {
-    released.resolve();
-  }
+    // The download is still held: the run ended without waiting for it.
+    const [last] = terminals(events);
+    assert.equal(last.type, "run.failed");
+    assert.equal(last.data.code, "run.cancelled");
+    assert.ok(!events.some((event) => event.type === "run.started"));
+    release();
+
+    const second = await sseEvents(
+      await postJson(`${serve.url}/v1/runs`, body),
+    );
+    assert.equal(terminals(second)[0].type, "run.completed");
+    assert.match(deltaText(second), /answer of the installed agent/);
+    assert.equal(registry.hits.get("/files/big.tar.gz"), 1);
+  });
 });

@@ -6,6 +6,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { fixtureAgentArchive } from "./registry_archives.ts";
 
 /** A registry the test controls. */
 export interface TestRegistry {
@@ -150,4 +151,29 @@ export function listFixtureAgent(
     args: listing.args,
   }, listing.version)]);
   return served;
+}
+
+/** What {@linkcode listHeldFixtureAgent} lists: a listing but for its archive. */
+export interface HeldAgentListing
+  extends Omit<FixtureAgentListing, "archive" | "hold"> {
+  /** Bytes of padding in the archive (it must be larger than the hold). */
+  padding: number;
+}
+
+/**
+ * Lists a fixture agent (see {@linkcode listFixtureAgent}) whose padded
+ * archive's download stops after its first MiB until `release` is called.
+ */
+export async function listHeldFixtureAgent(
+  registry: TestRegistry,
+  listing: HeldAgentListing,
+): Promise<{ archive: Uint8Array; release: () => void }> {
+  const archive = await fixtureAgentArchive({ padding: listing.padding });
+  const released = Promise.withResolvers<void>();
+  listFixtureAgent(registry, {
+    ...listing,
+    archive,
+    hold: { after: 1024 * 1024 + 4096, until: released.promise },
+  });
+  return { archive, release: () => released.resolve() };
 }

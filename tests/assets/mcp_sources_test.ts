@@ -86,6 +86,22 @@ function startUpstream() {
   };
 }
 
+/**
+ * Asserts the tool call `called` failed with `assets.source_failed` and a
+ * message matching `reason`; returns that message.
+ */
+async function assertSourceFailed(
+  called: ReturnType<typeof callTool>,
+  reason: RegExp,
+): Promise<string> {
+  const result = await called;
+  assert.equal(result.isError, true);
+  const text = result.content[0].text;
+  assert.match(text, /^assets\.source_failed: /);
+  assert.match(text, reason);
+  return text;
+}
+
 Deno.test("upstream source: forwards granted calls with the upstream headers, never others", async () => {
   const upstream = startUpstream();
   const spec = sampleSpec("run-a", {
@@ -162,13 +178,9 @@ Deno.test("upstream source: forwards granted calls with the upstream headers, ne
     }
     assert.equal(upstream.calls.length, 2);
 
-    const refused = await callTool(bridge.url, "langbot_call_tool", {
-      tool_name: "fail",
-    }, auth);
-    assert.equal(refused.isError, true);
-    assert.match(
-      refused.content[0].text,
-      /^assets\.source_failed: .*tool exploded/,
+    await assertSourceFailed(
+      callTool(bridge.url, "langbot_call_tool", { tool_name: "fail" }, auth),
+      /tool exploded/,
     );
   } finally {
     await bridge.close();
@@ -215,15 +227,13 @@ Deno.test("upstream source: gateway strips run_token; an unreachable upstream is
     sampleSpec("run-c", { upstream: { url: deadUrl } }),
   );
   try {
-    const result = await callTool(bridge.url, "langbot_call_tool", {
-      tool_name: "weather",
-    }, bearer(bridge.token));
-    assert.equal(result.isError, true);
-    assert.match(
-      result.content[0].text,
-      /^assets\.source_failed: .*could not connect/,
+    const text = await assertSourceFailed(
+      callTool(bridge.url, "langbot_call_tool", {
+        tool_name: "weather",
+      }, bearer(bridge.token)),
+      /could not connect/,
     );
-    assert.ok(!result.content[0].text.includes(deadUrl));
+    assert.ok(!text.includes(deadUrl));
   } finally {
     await bridge.close();
   }
@@ -292,13 +302,11 @@ Deno.test("callback source: signed body, verified by the receiver; wrong secret 
     }, bearer(good.token));
     assert.deepEqual(detail.structuredContent, { result: "just text" });
 
-    const forged = await callTool(bad.url, "langbot_call_tool", {
-      tool_name: "weather",
-    }, bearer(bad.token));
-    assert.equal(forged.isError, true);
-    assert.match(
-      forged.content[0].text,
-      /^assets\.source_failed: .*HTTP 401.*bad signature/,
+    await assertSourceFailed(
+      callTool(bad.url, "langbot_call_tool", {
+        tool_name: "weather",
+      }, bearer(bad.token)),
+      /HTTP 401.*bad signature/,
     );
     assert.deepEqual(verdicts, [true, true, false]);
 

@@ -81,29 +81,31 @@ Deno.test("the prompt comes from stdin with -, from a pipe, or from --prompt-fil
 });
 
 Deno.test("a mistyped flag, provider or config key gets a did-you-mean; a missing provider the help line", async () => {
-  const flag = await runCli(["run", "custom", "--workspce", "/tmp", "hi"]);
-  assert.equal(flag.code, 2);
-  assert.equal(
-    flag.stderr,
-    "error [config.invalid]: --workspce: unknown option (did you mean --workspace?)\nsee runner run --help\n",
-  );
-  const provider = await runCli(["run", "codx", "hi"]);
-  assert.equal(provider.code, 2);
-  assert.match(
-    provider.stderr,
-    /error \[provider\.unknown\]: Unknown provider "codx" \(did you mean codex\?\)/,
-  );
-  const none = await runCli(["run"]);
-  assert.equal(none.code, 2);
-  assert.equal(
-    none.stderr,
-    'error [config.invalid]: Give a provider: runner run <provider> "prompt" (runner providers lists them).\nsee runner run --help\n',
-  );
-  const serve = await runCli(["serve", "--max-concurent-runs", "3"]);
-  assert.equal(serve.code, 2);
-  assert.match(serve.stderr, /\(did you mean --max-concurrent-runs\?\)/);
-  const probe = await runCli(["probe", "custom", "--acp-comand", "x"]);
-  assert.match(probe.stderr, /did you mean --acp-command\?/);
+  const cases: [argv: string[], stderr: string | RegExp][] = [
+    [
+      ["run", "custom", "--workspce", "/tmp", "hi"],
+      "error [config.invalid]: --workspce: unknown option (did you mean --workspace?)\nsee runner run --help\n",
+    ],
+    [
+      ["run", "codx", "hi"],
+      /error \[provider\.unknown\]: Unknown provider "codx" \(did you mean codex\?\)/,
+    ],
+    [
+      ["run"],
+      'error [config.invalid]: Give a provider: runner run <provider> "prompt" (runner providers lists them).\nsee runner run --help\n',
+    ],
+    [
+      ["serve", "--max-concurent-runs", "3"],
+      /\(did you mean --max-concurrent-runs\?\)/,
+    ],
+    [["probe", "custom", "--acp-comand", "x"], /did you mean --acp-command\?/],
+  ];
+  for (const [argv, stderr] of cases) {
+    const result = await runCli(argv);
+    assert.equal(result.code, 2, argv.join(" "));
+    if (typeof stderr === "string") assert.equal(result.stderr, stderr);
+    else assert.match(result.stderr, stderr);
+  }
   assert.throws(
     () => parseRunConfig({ provider: "custom", workspace: "/", timout: 5 }),
     /timout: unknown config key \(did you mean timeout\?\)/,

@@ -398,25 +398,11 @@ Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group r
   const dataDir = tempDir();
   const env = { RUNNER_DATA_DIR: dataDir, PATH: pathWithoutBwrap() };
   const child = spawnCli(
-    customRunArgs(
-      agentCommand([
-        ...terminalFlag({
-          command: "sh",
-          args: ["-c", "echo $$; sleep 1000"],
-          wait: false,
-        }),
-        "--stall-prompt",
-      ]),
-      tempDir(),
-      [
-        "--client-terminals",
-        "true",
-        "--langbot-assets-enabled",
-        "false",
-        "--json",
-        "hold",
-      ],
-    ),
+    heldTerminalRunArgs({
+      fixture: (...flags) => agentCommand(flags),
+      terminal: { command: "sh", args: ["-c", "echo $$; sleep 1000"] },
+      workspace: tempDir(),
+    }),
     { env },
   );
   let pid = 0;
@@ -462,6 +448,36 @@ Deno.test("without bubblewrap, kill -9 of runner run leaves a terminal's group r
     }
   }
 });
+
+/** What {@linkcode heldTerminalRunArgs} runs. */
+interface HeldTerminalRun {
+  /** The fixture agent's command with these flags. */
+  fixture: (...flags: string[]) => string;
+  /** The terminal call the agent makes (left running). */
+  terminal: Record<string, unknown>;
+  workspace: string;
+  /** More `runner run` flags. */
+  flags?: string[];
+}
+
+/**
+ * `runner run --json` arguments (client terminals on) whose agent starts
+ * `terminal`, leaves it running and holds its turn until cancelled.
+ */
+function heldTerminalRunArgs(run: HeldTerminalRun): string[] {
+  return customRunArgs(
+    run.fixture(
+      ...terminalFlag({ ...run.terminal, wait: false }),
+      "--stall-prompt",
+    ),
+    run.workspace,
+    [
+      ...run.flags ?? [],
+      ...["--client-terminals", "true", "--langbot-assets-enabled", "false"],
+      ...["--json", "hold"],
+    ],
+  );
+}
 
 /** The fixture's command for a confined run, each flag quoted. */
 function confinedFixtureCommand(...flags: string[]): string {
@@ -563,27 +579,16 @@ Deno.test("runner run, sandbox=confined: a terminal's env entries are set inside
   const world = sandboxWorld();
   const mark = `TERMINAL_MARK=${crypto.randomUUID()}`;
   const child = spawnCli(
-    customRunArgs(
-      confinedFixtureCommand(
-        ...terminalFlag({
-          command: "sh",
-          args: ["-c", "echo started; sleep 1000"],
-          env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
-          wait: false,
-        }),
-        "--stall-prompt",
-      ),
-      tempDir("sandbox-ws-"),
-      [
-        ...confinedFlags({ SANDBOX_TEST_MARK: world.marker }),
-        "--client-terminals",
-        "true",
-        "--langbot-assets-enabled",
-        "false",
-        "--json",
-        "hold",
-      ],
-    ),
+    heldTerminalRunArgs({
+      fixture: confinedFixtureCommand,
+      terminal: {
+        command: "sh",
+        args: ["-c", "echo started; sleep 1000"],
+        env: { TERMINAL_MARK: mark.slice("TERMINAL_MARK=".length) },
+      },
+      workspace: tempDir("sandbox-ws-"),
+      flags: confinedFlags({ SANDBOX_TEST_MARK: world.marker }),
+    }),
     { env: world.environment },
   );
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();

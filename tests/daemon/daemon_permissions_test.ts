@@ -10,6 +10,7 @@
 
 import assert from "node:assert/strict";
 import { runDaemonClient } from "../../lib/daemon/client.ts";
+import type { RunEvent } from "../../lib/events.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import {
   DAEMON_TOKEN,
@@ -22,6 +23,7 @@ import {
   deltaText,
   postJson,
   sseEvents,
+  type SseMessage,
   streamUntil,
 } from "../serve_test_helpers.ts";
 
@@ -37,63 +39,89 @@ function daemonRunConfig(daemonId: string, extra: Record<string, unknown>) {
   };
 }
 
-Deno.test("ask through runner daemon: the request streams from serve, the answer reaches the agent on the daemon", async () => {
-  const { serve, daemon } = await serveWithDaemon("approver");
+/** A daemon run waiting for a person's decision. */
+interface AskedRun {
+  /** The run's events up to its `permission.requested`. */
+  events: RunEvent[];
+  /** The rest of the run's stream. */
+  messages: AsyncGenerator<SseMessage>;
+  /** Where the answer to the request goes. */
+  answerUrl: string;
+}
+
+/**
+ * Starts `runner serve` with `runner daemon` `daemonId`, posts a run on it
+ * that asks for permission (with `extra` config), hands `fn` the run once the
+ * request streamed, and stops both after.
+ */
+async function withAskOnDaemon(
+  daemonId: string,
+  extra: Record<string, unknown>,
+  fn: (asked: AskedRun) => Promise<void>,
+): Promise<void> {
+  const { serve, daemon } = await serveWithDaemon(daemonId);
   try {
     await daemon.connected;
     const response = await postJson(`${serve.url}/v1/runs`, {
       input: { text: "write the file" },
-      config: daemonRunConfig("approver", {}),
+      config: daemonRunConfig(daemonId, extra),
     });
     const { events, messages } = await streamUntil(
       response,
       "permission.requested",
     );
     const requested = events.at(-1)!;
-    const url =
-      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`;
-    const notOffered = await postJson(url, { option_id: "sudo" });
-    await assertStatus(notOffered, 400);
-    const answered = await postJson(url, { decision: "reject_once" });
-    await assertStatus(answered, 200);
-    const again = await postJson(url, { decision: "allow_once" });
-    await assertStatus(again, 409);
-    for await (const message of messages) events.push(JSON.parse(message.data));
-    const decided = events.filter((e) => e.type === "permission.decided");
-    assert.deepEqual(
-      decided.map((e) => [e.data.decision, e.data.by]),
-      [["reject_once", "caller"]],
-    );
-    assert.equal(
-      deltaText(events),
-      "permission: reject_once\necho: write the file (turn 1)",
-    );
-    assert.equal(events.at(-1)?.type, "run.completed");
+    await fn({
+      events,
+      messages,
+      answerUrl:
+        `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
+    });
   } finally {
     await daemon.stop();
     await serve.stop("SIGTERM");
   }
+}
+
+Deno.test("ask through runner daemon: the request streams from serve, the answer reaches the agent on the daemon", async () => {
+  await withAskOnDaemon(
+    "approver",
+    {},
+    async ({ events, messages, answerUrl: url }) => {
+      const notOffered = await postJson(url, { option_id: "sudo" });
+      await assertStatus(notOffered, 400);
+      const answered = await postJson(url, { decision: "reject_once" });
+      await assertStatus(answered, 200);
+      const again = await postJson(url, { decision: "allow_once" });
+      await assertStatus(again, 409);
+      for await (const message of messages) {
+        events.push(
+          JSON.parse(message.data),
+        );
+      }
+      const decided = events.filter((e) => e.type === "permission.decided");
+      assert.deepEqual(
+        decided.map((e) => [e.data.decision, e.data.by]),
+        [["reject_once", "caller"]],
+      );
+      assert.equal(
+        deltaText(events),
+        "permission: reject_once\necho: write the file (turn 1)",
+      );
+      assert.equal(events.at(-1)?.type, "run.completed");
+    },
+  );
 });
 
 Deno.test("through runner daemon: a person's reject, then a turn without text, reaches serve as run.permission_rejected, not retryable", async () => {
-  const { serve, daemon } = await serveWithDaemon("refuser");
-  try {
-    await daemon.connected;
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      input: { text: "write the file" },
-      config: daemonRunConfig("refuser", {
-        "acp-command": fixtureCommand("--permission", "--silent-on-reject"),
-      }),
+  const silent = {
+    "acp-command": fixtureCommand("--permission", "--silent-on-reject"),
+  };
+  await withAskOnDaemon("refuser", silent, async (asked) => {
+    const { events, messages } = asked;
+    const answered = await postJson(asked.answerUrl, {
+      decision: "reject_once",
     });
-    const { events, messages } = await streamUntil(
-      response,
-      "permission.requested",
-    );
-    const requested = events.at(-1)!;
-    const answered = await postJson(
-      `${serve.url}/v1/runs/${requested.run_id}/permissions/${requested.data.request_id}`,
-      { decision: "reject_once" },
-    );
     await assertStatus(answered, 200);
     for await (const message of messages) events.push(JSON.parse(message.data));
     const failed = events.filter((e) => e.type === "run.failed");
@@ -105,10 +133,7 @@ Deno.test("through runner daemon: a person's reject, then a turn without text, r
       failed[0].data.error as string,
       /"Write file" was refused \(reject_once\)/,
     );
-  } finally {
-    await daemon.stop();
-    await serve.stop("SIGTERM");
-  }
+  });
 });
 
 Deno.test("ask with a daemon that lacks permission.ask: the hub sends the fallback and says so", async () => {

@@ -15,6 +15,7 @@ import { deltaText, sseEvents, terminals } from "../serve_test_helpers.ts";
 import { fixtureAgentArchive } from "../agent/registry_archives.ts";
 import {
   listFixtureAgent,
+  listHeldFixtureAgent,
   platformKey,
   serveRegistry,
   type TestRegistry,
@@ -56,15 +57,12 @@ async function registryFleet(options: {
 
 Deno.test("a daemon installs a hub's registry agent for its own platform, its download reaching the hub's caller as agent.installing events first; the next run installs nothing", async () => {
   const registry = serveRegistry();
-  const archive = await fixtureAgentArchive({ padding: 2 * 1024 * 1024 });
   // Half-way, the download waits for the hub's caller to see progress.
-  const seen = Promise.withResolvers<void>();
-  listFixtureAgent(registry, {
+  const { archive, release: seen } = await listHeldFixtureAgent(registry, {
     id: "daemon-agent",
     file: "fixture.tar.gz",
-    archive,
     args: ["--text", "installed on the daemon"],
-    hold: { after: 1024 * 1024 + 4096, until: seen.promise },
+    padding: 2 * 1024 * 1024,
   });
   const { daemon, daemonData, run, stop } = await registryFleet({
     daemonId: "registry-laptop",
@@ -77,7 +75,7 @@ Deno.test("a daemon installs a hub's registry agent for its own platform, its do
     const response = await run();
     assert.equal(response.status, 200);
     const events = await sseEvents(response, (event) => {
-      if (event.type === "agent.installing") seen.resolve();
+      if (event.type === "agent.installing") seen();
     });
     const [last] = terminals(events);
     assert.equal(last.type, "run.completed", JSON.stringify(last));
@@ -108,7 +106,7 @@ Deno.test("a daemon installs a hub's registry agent for its own platform, its do
     assert.ok(!again.some((event) => event.type === "agent.installing"));
     assert.equal(registry.hits.get("/files/fixture.tar.gz"), 1);
   } finally {
-    seen.resolve();
+    seen();
     await stop();
     await registry.close();
   }

@@ -38,6 +38,29 @@ const MAP_OPTIONS = {
   home: "/home/al",
 };
 
+/** What {@linkcode mapRunStart} returns, from the run.start payload. */
+type RunStartPlan = ReturnType<typeof mapRunStart>;
+
+/**
+ * Asserts each field `expected` names has that value in `plan` (and each of
+ * its `config` in `plan.config`); fields it does not name are not checked.
+ */
+function assertPlanHas(
+  plan: RunStartPlan,
+  expected:
+    & Partial<Omit<RunStartPlan, "config">>
+    & { config?: Partial<RunStartPlan["config"]> },
+): void {
+  const { config = {}, ...top } = expected;
+  for (const [key, value] of Object.entries(top)) {
+    assert.deepEqual(plan[key as keyof RunStartPlan], value, key);
+  }
+  for (const [key, value] of Object.entries(config)) {
+    const field = key as keyof RunStartPlan["config"];
+    assert.deepEqual(plan.config[field], value, `config.${key}`);
+  }
+}
+
 Deno.test("the golden transcript's payload maps onto a local run in its cwd, extra keys ignored", () => {
   const plan = mapRunStart({
     run_id: "run-ok-1",
@@ -53,16 +76,20 @@ Deno.test("the golden transcript's payload maps onto a local run in its cwd, ext
       provider: "codex",
     },
   }, MAP_OPTIONS);
-  assert.equal(plan.runId, "run-ok-1");
-  assert.equal(plan.config.location, "local");
-  assert.equal(plan.config.provider, "codex");
-  assert.equal(plan.config.workspace, "/workspace/project");
-  assert.equal(plan.sessionCwd, "/workspace/project");
-  assert.equal(plan.config.timeout, 600);
-  assert.deepEqual(plan.input, { text: "List the files", attachments: [] });
-  assert.deepEqual(plan.ignoredKeys, ["daemon-id", "permission-mode"]);
-  assert.equal(plan.assetsEnabled, true);
-  assert.equal(plan.mcpRequestTimeoutMs, 60_000);
+  assertPlanHas(plan, {
+    runId: "run-ok-1",
+    sessionCwd: "/workspace/project",
+    input: { text: "List the files", attachments: [] },
+    ignoredKeys: ["daemon-id", "permission-mode"],
+    assetsEnabled: true,
+    mcpRequestTimeoutMs: 60_000,
+    config: {
+      location: "local",
+      provider: "codex",
+      workspace: "/workspace/project",
+      timeout: 600,
+    },
+  });
 });
 
 Deno.test("the plugin's snake_case keys map onto the run config", () => {
@@ -88,19 +115,23 @@ Deno.test("the plugin's snake_case keys map onto the run config", () => {
       mcp_request_timeout: 2.5,
     },
   }, MAP_OPTIONS);
-  assert.equal(plan.runId, "job-1");
-  assert.equal(plan.config.provider, "custom");
-  assert.equal(plan.config.acpCommand, "'my agent' --acp");
-  assert.equal(plan.config.workspace, "/home/al/project");
-  assert.equal(plan.sessionCwd, "/elsewhere");
-  assert.deepEqual(plan.config.envJson, { API_KEY: "k-123456" });
-  assert.equal(plan.config.startupTimeout, 5);
-  assert.equal(plan.config.initializeTimeout, 6.5);
-  assert.equal(plan.config.reuseSession, false);
-  assert.equal(plan.config.createSessionIfMissing, false);
-  assert.equal(plan.config.streaming, false);
-  assert.equal(plan.config.permissionDecision, "reject_once");
-  assert.equal(plan.storedSessionId, "sess-9");
+  assertPlanHas(plan, {
+    runId: "job-1",
+    sessionCwd: "/elsewhere",
+    storedSessionId: "sess-9",
+    config: {
+      provider: "custom",
+      acpCommand: "'my agent' --acp",
+      workspace: "/home/al/project",
+      envJson: { API_KEY: "k-123456" },
+      startupTimeout: 5,
+      initializeTimeout: 6.5,
+      reuseSession: false,
+      createSessionIfMissing: false,
+      streaming: false,
+      permissionDecision: "reject_once",
+    },
+  });
   assert.deepEqual(plan.mcpServers.map((server) => server.name), ["extra"]);
   assert.equal(plan.assetsEnabled, false);
   assert.equal(plan.mcpRequestTimeoutMs, 2500);
@@ -246,14 +277,18 @@ Deno.test("our hub's payload has the plugin's shape and maps back to the same ru
   assert.equal(plan.runId, "r1");
   assert.deepEqual(plan.input.text, "do it");
   assert.equal(plan.input.attachments?.[0].url, "https://x/y.png");
-  assert.equal(plan.config.acpCommand, "agent --acp");
-  assert.equal(plan.config.workspace, "/Users/al/project");
-  assert.deepEqual(plan.config.envJson, { TOKEN_X: "secret-value" });
-  assert.equal(plan.config.reuseSession, true);
-  assert.equal(plan.config.fsRead, true);
-  assert.equal(plan.config.timeout, 90);
-  assert.equal(plan.storedSessionId, "s1");
-  assert.deepEqual(plan.ignoredKeys, []);
+  assertPlanHas(plan, {
+    storedSessionId: "s1",
+    ignoredKeys: [],
+    config: {
+      acpCommand: "agent --acp",
+      workspace: "/Users/al/project",
+      envJson: { TOKEN_X: "secret-value" },
+      reuseSession: true,
+      fsRead: true,
+      timeout: 90,
+    },
+  });
 });
 
 Deno.test("a preset run's run.start carries the preset's command, as LangBot's hub sends it", () => {
@@ -360,11 +395,11 @@ Deno.test("an empty prompt is refused before any agent or session work", async (
   assert.ok(!existsSync(record), "no agent was started");
 });
 
-/** Runs one job of the fixture agent (or `command`) and returns its events. */
-async function jobEvents(
-  config: JsonObject,
-  command = fixtureCommand(),
-): Promise<JsonObject[]> {
+/**
+ * A job runner and one job of the fixture agent (or `command`) with `config`,
+ * whose emitted events are collected in `events`.
+ */
+function fixtureJob(config: JsonObject, command = fixtureCommand()) {
   const runner = createDaemonJobRunner();
   const { job, events } = fakeJob({
     run_id: "r",
@@ -376,6 +411,15 @@ async function jobEvents(
       ...config,
     },
   });
+  return { runner, job, events };
+}
+
+/** Runs one job of the fixture agent (or `command`) and returns its events. */
+async function jobEvents(
+  config: JsonObject,
+  command = fixtureCommand(),
+): Promise<JsonObject[]> {
+  const { runner, job, events } = fixtureJob(config, command);
   assert.deepEqual(await runner.runJob(job), { cleanupConfirmed: true });
   return events;
 }
@@ -613,24 +657,11 @@ Deno.test("runner daemons unfence --yes removes the marker; list shows markers",
   const listed = await runCli(["daemons", "list", "--data-dir", dataDir]);
   assert.equal(listed.code, 0);
   assert.match(listed.stdout, /box-1\s+\?\s+yes/);
-  const done = await runCli([
-    "daemons",
-    "unfence",
-    "box-1",
-    "--yes",
-    "--data-dir",
-    dataDir,
-  ]);
+  const unfence = ["daemons", "unfence", "box-1", "--yes"];
+  const done = await runCli([...unfence, "--data-dir", dataDir]);
   assert.equal(done.code, 0, done.stderr);
   assert.ok(!existsSync(join(stateDir, markerFileName("box-1"))));
-  const again = await runCli([
-    "daemons",
-    "unfence",
-    "box-1",
-    "--yes",
-    "--data-dir",
-    dataDir,
-  ]);
+  const again = await runCli([...unfence, "--data-dir", dataDir]);
   assert.equal(again.code, 1);
   assert.match(again.stderr, /was not fenced/);
 });
@@ -653,17 +684,10 @@ Deno.test("ask on a daemon whose hub lacks permission.ask takes the fallback and
 });
 
 Deno.test("ask on a daemon whose hub confirmed permission.ask waits for the hub's run.permission answer", async () => {
-  const runner = createDaemonJobRunner();
-  const { job, events } = fakeJob({
-    run_id: "r",
-    prompt_text: "hi",
-    config: {
-      provider: "custom",
-      acp_command: fixtureCommand("--permission"),
-      cwd: tempDir(),
-      permission_decision: "ask",
-    },
-  });
+  const { runner, job, events } = fixtureJob(
+    { permission_decision: "ask" },
+    fixtureCommand("--permission"),
+  );
   let deliver: ((id: string, answer: JsonObject) => void) | undefined;
   const asked = Promise.withResolvers<string>();
   const emit = job.emit;

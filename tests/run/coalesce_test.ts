@@ -18,6 +18,7 @@ import {
   fixtureConfig,
   harness,
   makeGate,
+  withHarness,
 } from "../engine_helpers.ts";
 
 /** The runner's environment without anything that looks like a secret (so no text is held back). */
@@ -71,8 +72,7 @@ function assertGapFree(events: RunEvent[]) {
 }
 
 Deno.test("deltas around plans, tool calls, thoughts and permission requests keep the agent's text and order", async () => {
-  const h = harness({ environment: PLAIN_ENVIRONMENT });
-  try {
+  await withHarness({ environment: PLAIN_ENVIRONMENT }, async (h) => {
     const script = [
       ["text", "Hel"],
       ["text", "lo "],
@@ -121,14 +121,11 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
     assertGapFree(log.events);
     assert.deepEqual(log.messages(), ["Hello world! done"]);
     assert.deepEqual(await h.store.getEvents(run.runId), log.events);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("chunks within the window become one delta, flushed before the turn ends and the terminal event", async () => {
-  const h = harness({ environment: PLAIN_ENVIRONMENT });
-  try {
+  await withHarness({ environment: PLAIN_ENVIRONMENT }, async (h) => {
     const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig(
@@ -152,9 +149,7 @@ Deno.test("chunks within the window become one delta, flushed before the turn en
       (full.at(-2)!.data.message as { content: string }).content,
       "abcd",
     );
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a cancel in the middle of a pending batch loses no text and ends with one run.failed", async () => {
@@ -201,8 +196,7 @@ Deno.test("a cancel in the middle of a pending batch loses no text and ends with
 });
 
 Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
-  const h = harness({ environment: PLAIN_ENVIRONMENT });
-  try {
+  await withHarness({ environment: PLAIN_ENVIRONMENT }, async (h) => {
     const parts = ["one ", "two ", "three ", "four ", "five"];
     const { run } = await h.manager.start({
       input: { text: "go" },
@@ -215,9 +209,7 @@ Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
     assert.equal((await run.done).status, "completed");
     assert.deepEqual(deltaTexts(log.events), parts);
     assertGapFree(log.events);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("five slow chunks still show as five deltas with the default window", async () => {

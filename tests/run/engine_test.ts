@@ -9,8 +9,8 @@ import {
   fixtureConfig,
   grandchildConfig,
   type Harness,
-  harness,
   makeGate,
+  withHarness,
 } from "../engine_helpers.ts";
 import {
   agentPids,
@@ -72,8 +72,7 @@ Deno.test("follow-ups a failing run could not answer come back in run.failed", a
   // at the store append of the first delta, while the agent is surely alive.
   let sent: ReturnType<Harness["manager"]["start"]> | undefined;
   let onAppend: ((event: RunEvent) => void) | undefined;
-  const h = harness({ onAppend: (event) => onAppend?.(event) });
-  try {
+  await withHarness({ onAppend: (event) => onAppend?.(event) }, async (h) => {
     const gate = await makeGate();
     const config = fixtureConfig([
       "--gate-fifo",
@@ -101,14 +100,11 @@ Deno.test("follow-ups a failing run could not answer come back in run.failed", a
     const failed = log.events.at(-1)!;
     assert.equal(failed.type, "run.failed");
     assert.deepEqual(failed.data.unprocessed_inputs, [{ text: "two" }]);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("bad attachments are refused before any agent starts or any run is stored", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig(["--record", record], {
       "max-attachment-mb": "0.001",
@@ -141,9 +137,7 @@ Deno.test("bad attachments are refused before any agent starts or any run is sto
     );
     assert.equal((await h.store.listRuns({ limit: 10 })).length, 0);
     assert.throws(() => Deno.statSync(record));
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("the terminal event comes after teardown: no process of the agent's group is left when it is emitted", async (t) => {
@@ -153,8 +147,7 @@ Deno.test("the terminal event comes after teardown: no process of the agent's gr
   ];
   for (const [type, flags, status] of cases) {
     await t.step(type, async () => {
-      const h = harness();
-      try {
+      await withHarness(async (h) => {
         const { config, pidFile } = grandchildConfig(flags);
         const { run } = await h.manager.start({
           input: { text: "hi" },
@@ -173,9 +166,7 @@ Deno.test("the terminal event comes after teardown: no process of the agent's gr
           [],
           `agent processes alive when ${type} was emitted`,
         );
-      } finally {
-        await h.close();
-      }
+      });
     });
   }
 });

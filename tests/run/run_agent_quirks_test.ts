@@ -10,7 +10,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
-import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
+import {
+  cancelAfterFirstDelta,
+  grandchildConfig,
+  withHarness,
+} from "../engine_helpers.ts";
 import {
   assertAgentGone,
   conversationRunArgs,
@@ -155,14 +159,30 @@ function scripted(steps: string[][]): string[] {
   return ["--script", quoteCommand([JSON.stringify(steps)])];
 }
 
+/**
+ * `runner run --json` of a `--script` turn with `prompt`; asserts its exit
+ * `code` and returns its output and its `tool.call.completed` events' data.
+ */
+async function scriptedJsonRun(
+  steps: string[][],
+  prompt: string,
+  code: number,
+) {
+  const result = await runCli(
+    fixtureRunArgs(scripted(steps), "--json", prompt),
+  );
+  assert.equal(result.code, code, result.stderr);
+  const events = parseJsonLines(result.stdout);
+  return {
+    stdout: result.stdout,
+    toolsCompleted: dataOf(events, "tool.call.completed"),
+  };
+}
+
 Deno.test("a turn that ends without text after a failed tool is run.tool_failed naming the tool and its error, exit 1", async () => {
   const steps = [["tool-failed", "t1", "pytest: command not found"]];
-  const result = await runCli(
-    fixtureRunArgs(scripted(steps), "--json", "run tests"),
-  );
-  assert.equal(result.code, 1, result.stderr);
-  const events = parseJsonLines(result.stdout);
-  assert.deepEqual(dataOf(events, "tool.call.completed"), [{
+  const result = await scriptedJsonRun(steps, "run tests", 1);
+  assert.deepEqual(result.toolsCompleted, [{
     tool_call_id: "t1",
     tool_name: "Tool t1",
     error: "pytest: command not found",
@@ -191,12 +211,8 @@ Deno.test("a tool call's file edit (ACP diff content) reaches its event as diffs
     ["tool-diff", "notes.txt", "old line\n", "new line\n"],
     ["text", "edited"],
   ];
-  const result = await runCli(
-    fixtureRunArgs(scripted(steps), "--json", "edit"),
-  );
-  assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout);
-  assert.deepEqual(dataOf(events, "tool.call.completed"), [{
+  const result = await scriptedJsonRun(steps, "edit", 0);
+  assert.deepEqual(result.toolsCompleted, [{
     tool_call_id: "tool-diff",
     tool_name: "Edit notes.txt",
     diffs: [{
@@ -208,10 +224,7 @@ Deno.test("a tool call's file edit (ACP diff content) reaches its event as diffs
 });
 
 Deno.test("a turn without text, rejection or failed tool is still acp.empty_response (retryable)", async () => {
-  const result = await runCli(
-    fixtureRunArgs(scripted([["tool", "t1"]]), "--json", "hi"),
-  );
-  assert.equal(result.code, 1, result.stderr);
+  const result = await scriptedJsonRun([["tool", "t1"]], "hi", 1);
   const data = failureOf(result.stdout);
   assert.equal(data.code, "acp.empty_response");
   assert.equal(data.retryable, true);
@@ -331,24 +344,15 @@ Deno.test("an agent that dies during initialize fails the run with acp.process_e
 });
 
 Deno.test("a cancelled run leaves no defunct agent process behind: the runner has reaped its child when the run ends", async () => {
-  const h = harness();
-  try {
-    const pidFile = join(tempDir(), "pids.json");
-    const { run } = await h.manager.start({
+  await withHarness(async (h) => {
+    const { config, pidFile } = grandchildConfig([
+      ...["--text", "held"],
+      "--stall-prompt",
+    ]);
+    const { log } = await cancelAfterFirstDelta(h.manager, {
       input: { text: "hi" },
-      config: fixtureConfig([
-        "--text",
-        "held",
-        "--stall-prompt",
-        "--grandchild",
-        "--pid-file",
-        pidFile,
-      ]),
+      config,
     });
-    const log = new EventLog(run);
-    await log.waitFor((event) => event.type === "message.delta");
-    run.handle.cancel();
-    await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
     assertAgentGone(pidFile);
     const { agent_pid } = JSON.parse(Deno.readTextFileSync(pidFile));
@@ -358,7 +362,5 @@ Deno.test("a cancelled run leaves no defunct agent process behind: the runner ha
       false,
       `agent ${agent_pid} is still in the process table`,
     );
-  } finally {
-    await h.close();
-  }
+  });
 });

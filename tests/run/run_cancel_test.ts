@@ -13,6 +13,7 @@ import {
   EventLog,
   fixtureConfig,
   harness,
+  withHarness,
 } from "../engine_helpers.ts";
 import { assertAgentGone, readRecord, tempDir } from "../helpers.ts";
 
@@ -54,8 +55,7 @@ Deno.test("a cancel that lands after the agent answered, in the quiet window, st
 });
 
 Deno.test("a permission request sent while the run is being cancelled is answered cancelled", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig(
       ["--stall-prompt", "--permission-on-cancel", "--record", record],
@@ -83,7 +83,5 @@ Deno.test("a permission request sent while the run is being cancelled is answere
       outcome: "cancelled",
     }]);
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
-  } finally {
-    await h.close();
-  }
+  });
 });

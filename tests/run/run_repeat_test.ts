@@ -10,13 +10,12 @@ import { RunnerError } from "../../lib/errors.ts";
 import {
   EventLog,
   fixtureConfig,
-  harness,
   makeGate,
+  withHarness,
 } from "../engine_helpers.ts";
 
 Deno.test("a start naming the active run's own run_id is refused, not steered into it", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const gate = await makeGate();
     const config = fixtureConfig(["--gate-fifo", gate.path]);
     const started = await h.manager.start({
@@ -42,7 +41,5 @@ Deno.test("a start naming the active run's own run_id is refused, not steered in
     await gate.release();
     assert.equal((await started.run.done).status, "completed");
     assert.deepEqual(log.messages(), ["echo: once (turn 1)"]);
-  } finally {
-    await h.close();
-  }
+  });
 });

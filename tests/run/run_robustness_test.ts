@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseRunConfig } from "../../lib/config.ts";
-import { EventLog, harness } from "../engine_helpers.ts";
+import { EventLog, withHarness } from "../engine_helpers.ts";
 import { ROOT, tempDir } from "../helpers.ts";
 
 const STUCK = [
@@ -22,8 +22,7 @@ function stuckConfig(extra: Record<string, unknown>) {
 }
 
 Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const config = stuckConfig({
       "cancel-grace": 0.5,
     });
@@ -44,14 +43,11 @@ Deno.test("an agent that stops reading stdin cannot hold a cancelled run open", 
       0,
       "the agent's record is released only after its group is gone",
     );
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("the run timeout also ends a run whose agent stopped reading", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const config = stuckConfig({
       timeout: 1,
       "cancel-grace": 0.5,
@@ -63,9 +59,7 @@ Deno.test("the run timeout also ends a run whose agent stopped reading", async (
     const log = new EventLog(run);
     await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.timeout");
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("durations are bounded so a timer can hold them", () => {
@@ -95,8 +89,7 @@ Deno.test("~/ in a local workspace means the runner user's home", () => {
 });
 
 Deno.test("a location this runner cannot serve, or a workspace it cannot create, stores nothing", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const refused = [
       { location: "daemon", "daemon-id": "d1" },
       { workspace: "/proc/runner-test/ws" },
@@ -117,9 +110,7 @@ Deno.test("a location this runner cannot serve, or a workspace it cannot create,
       );
     }
     assert.equal((await h.store.listRuns({ limit: 10 })).length, 0);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("mcp-servers-json accepts JSON values as well as text", () => {

@@ -12,14 +12,13 @@ import {
   EventLog,
   fixtureConfig,
   type Harness,
-  harness,
   makeGate,
+  withHarness,
 } from "../engine_helpers.ts";
-import { fixtureTurnTokens } from "../usage_helpers.ts";
+import { fixtureTurnTokens, fixtureTurnUsage } from "../usage_helpers.ts";
 
-async function runOnce(flags: string[]) {
-  const h = harness();
-  try {
+function runOnce(flags: string[]) {
+  return withHarness(async (h) => {
     const started = await h.manager.start({
       input: { text: "hi" },
       config: fixtureConfig(flags),
@@ -29,24 +28,28 @@ async function runOnce(flags: string[]) {
     await started.run.done;
     const stored = await h.store.getEvents(started.run.runId);
     return { log, stored };
-  } finally {
-    await h.close();
-  }
+  });
 }
 
 /**
- * Starts a run of `conversationId` ("first"), and once its agent streams,
- * steers `follow` into it; the run and its events.
+ * Starts a run of `conversationId` ("first") of the fixture agent with
+ * `fixtureFlags`, waiting at a gate, and once its agent streams, steers
+ * `follow` into it; the run, its events and the gate.
  */
 async function startThenSteer(
   h: Harness,
   request: {
     conversationId: string;
-    config: ReturnType<typeof fixtureConfig>;
+    fixtureFlags: string[];
     follow: string;
   },
 ) {
-  const { conversationId, config } = request;
+  const { conversationId } = request;
+  const gate = await makeGate();
+  const config = fixtureConfig([
+    ...request.fixtureFlags,
+    ...["--gate-fifo", gate.path],
+  ]);
   const started = await h.manager.start({
     conversationId,
     input: { text: "first" },
@@ -61,18 +64,13 @@ async function startThenSteer(
     config,
   });
   assert.equal(steered.kind, "steered");
-  return { started, log };
+  return { started, log, gate };
 }
 
 Deno.test("run.completed carries the turn's tokens in LangBot's names beside the context window and cost", async () => {
   const { log, stored } = await runOnce(["--usage", "turn"]);
   const completed = log.ofType("run.completed")[0];
-  assert.deepEqual(completed.usage, {
-    ...fixtureTurnTokens(1),
-    used: 1000,
-    size: 200000,
-    cost: { amount: 0.25, currency: "USD" },
-  });
+  assert.deepEqual(completed.usage, fixtureTurnUsage(1));
   assert.deepEqual(stored.at(-1)?.usage, completed.usage, "stored as sent");
 });
 
@@ -93,64 +91,35 @@ Deno.test("an agent that reports no usage gives run.completed no usage key, neve
 });
 
 Deno.test("a steered run adds its turns' tokens; the window and cost are the last turn's", async () => {
-  const h = harness();
-  try {
-    const gate = await makeGate();
-    const config = fixtureConfig([
-      "--usage",
-      "currencies",
-      "--gate-fifo",
-      gate.path,
-    ]);
-    const { started, log } = await startThenSteer(h, {
+  await withHarness(async (h) => {
+    const { started, log, gate } = await startThenSteer(h, {
       conversationId: "steered",
-      config,
+      fixtureFlags: ["--usage", "currencies"],
       follow: "second",
     });
     await gate.release();
     await gate.release();
     assert.equal((await started.run.done).status, "completed");
     assert.deepEqual(log.ofType("run.completed")[0].usage, {
+      ...fixtureTurnUsage(2, "EUR"),
       ...fixtureTurnTokens(2),
-      used: 2000,
-      size: 200000,
-      cost: { amount: 0.25, currency: "EUR" },
     });
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("run.failed carries what was counted before the failure", async () => {
-  const h = harness();
-  try {
-    const gate = await makeGate();
-    const config = fixtureConfig([
-      "--usage",
-      "turn",
-      "--gate-fifo",
-      gate.path,
-      "--exit-on-prompt",
-      "crash",
-    ]);
-    const { started, log } = await startThenSteer(h, {
+  await withHarness(async (h) => {
+    const { started, log, gate } = await startThenSteer(h, {
       conversationId: "failing",
-      config,
+      fixtureFlags: ["--usage", "turn", "--exit-on-prompt", "crash"],
       follow: "crash now",
     });
     await gate.release();
     assert.equal((await started.run.done).status, "failed");
     const failed = log.ofType("run.failed")[0];
     assert.equal(failed.data.code, "acp.process_exited");
-    assert.deepEqual(failed.usage, {
-      ...fixtureTurnTokens(1),
-      used: 1000,
-      size: 200000,
-      cost: { amount: 0.25, currency: "USD" },
-    });
-  } finally {
-    await h.close();
-  }
+    assert.deepEqual(failed.usage, fixtureTurnUsage(1));
+  });
 });
 
 Deno.test("a run that fails before any turn answered has no usage on run.failed", async () => {

@@ -15,7 +15,7 @@ import {
   customRunArgs,
   fixtureCommand,
   parseJsonLines,
-  readRecord,
+  recordedCalls,
   runCli,
   tempDir,
 } from "../helpers.ts";
@@ -45,12 +45,7 @@ async function run(
       ],
     ),
   );
-  const all = readRecord(record);
-  // A shared record holds earlier runs too: this run's calls follow its start.
-  const start = all.findLastIndex((r) => r.event === "start");
-  const calls = all.slice(start + 1).filter((r) =>
-    typeof r.method === "string"
-  );
+  const calls = recordedCalls(record);
   return {
     code: result.code,
     events: parseJsonLines(result.stdout),

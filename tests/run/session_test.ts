@@ -5,13 +5,18 @@ import { prepareAgentCommand } from "../../lib/providers.ts";
 import { EventLog, fixtureConfig, harness } from "../engine_helpers.ts";
 import {
   conversationRunArgs,
-  customRunArgs,
-  fixtureCommand,
   parseJsonLines,
   readRecord,
   runCli,
   tempDir,
 } from "../helpers.ts";
+
+/** The ACP methods the fixture agent's processes received, in order. */
+function recordedMethods(record: string): string[] {
+  return readRecord(record).flatMap((entry) =>
+    typeof entry.method === "string" ? [entry.method] : []
+  );
+}
 
 function cliRun(
   flags: string[],
@@ -75,9 +80,8 @@ Deno.test("a second run of a conversation resumes the first's session in a new p
     !second.stdout.includes('"state.updated"'),
     "same session: no new state.updated",
   );
-  const sessionMethods = readRecord(record)
-    .map((line) => line.method)
-    .filter((method) => String(method).startsWith("session/"))
+  const sessionMethods = recordedMethods(record)
+    .filter((method) => method.startsWith("session/"))
     .filter((method) => method !== "session/prompt");
   assert.deepEqual(sessionMethods, ["session/new", "session/resume"]);
 });
@@ -93,10 +97,7 @@ Deno.test("with a load-only agent the replayed history never appears in the outp
     !second.stdout.includes("alpha"),
     "replayed history leaked into the output",
   );
-  const methods = parseJsonLines(Deno.readTextFileSync(record)).map((line) =>
-    line.method
-  );
-  assert.ok(methods.includes("session/load"));
+  assert.ok(recordedMethods(record).includes("session/load"));
 });
 
 Deno.test("a stored id the agent no longer knows gives a fresh session; with create-session-if-missing=false a clear failure", async () => {
@@ -148,9 +149,7 @@ Deno.test("create-session-if-missing=false without a stored session fails with a
   const data = events[1].data as { code: string; error: string };
   assert.equal(data.code, "acp.session_missing");
   assert.match(data.error, /no stored session to continue/);
-  const methods = parseJsonLines(Deno.readTextFileSync(record))
-    .flatMap((line) => line.method ? [line.method] : []);
-  assert.deepEqual(methods, ["initialize"]);
+  assert.deepEqual(recordedMethods(record), ["initialize"]);
 });
 
 Deno.test("reuse-session=false always starts fresh", async () => {
@@ -221,15 +220,10 @@ Deno.test("an agent that answers session/load mid-replay leaks nothing of the ol
     "replayed updates shown",
   );
   assert.ok(!second.stdout.includes("alpha"), "the old turn leaked");
-  const human = await runCli(
-    customRunArgs(fixtureCommand(...flags), workspace, [
-      "--data-dir",
-      dataDir,
-      "--conversation",
-      "c1",
-      "gamma",
-    ]),
-  );
+  const human = await runCli(conversationRunArgs(
+    { fixtureFlags: flags, dataDir, workspace, plainText: true },
+    "gamma",
+  ));
   assert.equal(human.code, 0, human.stderr);
   assert.equal(human.stdout, "echo: gamma (turn 3)\n");
 });

@@ -8,15 +8,14 @@ import {
   EventLog,
   fixtureConfig,
   type Harness,
-  harness,
   makeGate,
   stubbornAgentFlags,
+  withHarness,
 } from "../engine_helpers.ts";
 import { assertAgentGone, readRecord, tempDir } from "../helpers.ts";
 
 Deno.test("three follow-ups during a run become four turns on one session with one run.completed", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const gate = await makeGate();
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig([
@@ -61,16 +60,13 @@ Deno.test("three follow-ups during a run become four turns on one session with o
     );
     assert.equal(prompts.length, 4);
     assert.equal(sessions.size, 1);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("each follow-up turn begins with a stored turn.started: its text redacted, its attachments by name only, also with streaming=false", async (t) => {
   for (const streaming of ["true", "false"]) {
     await t.step(`streaming=${streaming}`, async () => {
-      const h = harness();
-      try {
+      await withHarness(async (h) => {
         const gate = await makeGate();
         const secret = "steer-secret-value-71Kq9";
         const config = fixtureConfig(["--gate-fifo", gate.path], {
@@ -146,9 +142,7 @@ Deno.test("each follow-up turn begins with a stored turn.started: its text redac
           "the secret reached the stored events",
         );
         assert.ok(!text.includes(btoa("file body never in an event")));
-      } finally {
-        await h.close();
-      }
+      });
     });
   }
 });
@@ -161,8 +155,7 @@ Deno.test("each follow-up turn begins with a stored turn.started: its text redac
 Deno.test("a follow-up that arrives as the last turn completes, before the queue closes, is answered in the same run", async () => {
   let sent: ReturnType<Harness["manager"]["start"]> | undefined;
   let onAppend: ((event: RunEvent) => void) | undefined;
-  const h = harness({ onAppend: (event) => onAppend?.(event) });
-  try {
+  await withHarness({ onAppend: (event) => onAppend?.(event) }, async (h) => {
     const config = fixtureConfig([]);
     onAppend = (event) => {
       // message.completed of turn 1 comes just before the engine's last look
@@ -191,14 +184,11 @@ Deno.test("a follow-up that arrives as the last turn completes, before the queue
       "echo: late (turn 2)",
     ]);
     assert.equal(log.ofType("run.completed").length, 1);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a follow-up that arrives after the queue closed, while the run is still active, starts a new run and is never lost", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const config = fixtureConfig(["--resume", "--state-dir", tempDir()]);
     const first = await h.manager.start({
       conversationId: "race",
@@ -232,14 +222,11 @@ Deno.test("a follow-up that arrives after the queue closed, while the run is sti
     // Same conversation, same agent session: the second turn of it.
     assert.deepEqual(lateLog?.messages(), ["echo: late (turn 2)"]);
     assert.equal(log.ofType("run.completed").length, 1);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a follow-up sent a few microtasks after the last turn completed is never lost", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const config = fixtureConfig([]);
     /** Resolves after exactly `depth` turns of the microtask queue. */
     const hops = (depth: number): Promise<void> => {
@@ -293,14 +280,11 @@ Deno.test("a follow-up sent a few microtasks after the last turn completed is ne
       }
     });
     await Promise.all(trials);
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("steering is refused past 100 queued follow-ups", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const gate = await makeGate();
     // "x." not "x": a lone "x" is held back while the agent waits at the
     // gate whenever the run token happens to begin with it.
@@ -342,14 +326,11 @@ Deno.test("steering is refused past 100 queued follow-ups", async () => {
     first.run.handle.cancel();
     await first.run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.cancelled");
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const pidFile = join(tempDir(), "pids.json");
     const config = fixtureConfig(
       stubbornAgentFlags(pidFile),
@@ -367,14 +348,11 @@ Deno.test("cancel mid-turn leaves no process and one run.failed run.cancelled", 
     assert.equal(terminal[0].data.code, "run.cancelled");
     assertAgentGone(pidFile);
     assert.equal((await h.store.getRun(run.runId))?.status, "cancelled");
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("a cooperative agent answers the cancel with stopReason cancelled", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const record = join(tempDir(), "record.jsonl");
     const config = fixtureConfig(["--stall-prompt", "--record", record]);
     const { log } = await cancelAfterFirstDelta(h.manager, {
@@ -385,14 +363,11 @@ Deno.test("a cooperative agent answers the cancel with stopReason cancelled", as
     assert.ok(
       readRecord(record).some((line) => line.method === "session/cancel"),
     );
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
-  const h = harness();
-  try {
+  await withHarness(async (h) => {
     const config = fixtureConfig(["--stall-prompt"], {
       timeout: "1",
       "cancel-grace": "0.5",
@@ -401,9 +376,7 @@ Deno.test("the run timeout ends a stalled run with run.timeout", async () => {
     const log = new EventLog(run);
     await run.done;
     assert.equal(log.events.at(-1)?.data.code, "run.timeout");
-  } finally {
-    await h.close();
-  }
+  });
 });
 
 Deno.test("permission-decision picks the wanted option, or the nearest of its family", async (t) => {
@@ -423,8 +396,7 @@ Deno.test("permission-decision picks the wanted option, or the nearest of its fa
   ];
   for (const [wanted, offered, expected] of cases) {
     await t.step(`${wanted} with ${offered}`, async () => {
-      const h = harness();
-      try {
+      await withHarness(async (h) => {
         const config = fixtureConfig([
           "--permission",
           "--permission-options",
@@ -445,9 +417,7 @@ Deno.test("permission-decision picks the wanted option, or the nearest of its fa
         const decided = log.ofType("permission.decided")[0];
         assert.equal(decided.data.option_id, expected);
         assert.equal(decided.data.exact, wanted === expected);
-      } finally {
-        await h.close();
-      }
+      });
     });
   }
 });

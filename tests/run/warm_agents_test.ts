@@ -14,6 +14,7 @@ import {
   apiFetch,
   assertStatus,
   fixtureConfig,
+  type ServeProcess,
   startServe,
   tempDir,
   withServe,
@@ -221,25 +222,25 @@ Deno.test("SIGTERM of the runner stops its warm agents; so does a restart after 
     fixtureConfig(join(dir, "ws"), ["--grandchild", "--pid-file", pidFile]);
   const pidsOf = (pidFile: string): number[] =>
     Object.values(JSON.parse(Deno.readTextFileSync(pidFile)));
+  // Starts a warm agent of `conversation`; returns its pid file.
+  const warmAgent = async (serve: ServeProcess, conversation: string) => {
+    const pidFile = join(dir, `${conversation}.json`);
+    await sendMessage(serve, {
+      conversation_id: conversation,
+      text: "hi",
+      config: configWith(pidFile),
+    });
+    return pidFile;
+  };
   try {
     const graceful = await startServe({ dataDir, args: SERVE, env });
-    const first = join(dir, "first.json");
-    await sendMessage(graceful, {
-      conversation_id: "a",
-      text: "hi",
-      config: configWith(first),
-    });
+    const first = await warmAgent(graceful, "a");
     assert.ok(pidsOf(first).every(isAlive), "the warm agent idles");
     assert.equal((await graceful.stop("SIGTERM")).code, 0);
     assertAgentGone(first);
 
     const crashed = await startServe({ dataDir, args: SERVE, env });
-    const second = join(dir, "second.json");
-    await sendMessage(crashed, {
-      conversation_id: "b",
-      text: "hi",
-      config: configWith(second),
-    });
+    const second = await warmAgent(crashed, "b");
     await crashed.stop("SIGKILL");
     assert.ok(
       pidsOf(second).some(isAlive),

@@ -19,6 +19,7 @@ import {
   postJson,
   readSse,
   readUntil,
+  type ServeProcess,
   startServe,
   tempDir,
   withServe,
@@ -107,12 +108,26 @@ Deno.test("a default runner serve on loopback answers 401 http.unauthorized to e
   });
 });
 
-Deno.test("the token runner serve makes is kept in the data dir with mode 0600, reused on the next start, and printed only in the console line", async () => {
+/**
+ * Starts `runner serve` once on a fresh data dir (which makes its token) and
+ * stops it, then runs `fn` with that data dir and the stopped server.
+ */
+async function afterFirstStart(
+  fn: (dataDir: string, first: ServeProcess) => Promise<void>,
+): Promise<void> {
   const dir = await tempDir();
   const dataDir = join(dir, "data");
   try {
     const first = await startServe({ dataDir });
     await first.stop();
+    await fn(dataDir, first);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("the token runner serve makes is kept in the data dir with mode 0600, reused on the next start, and printed only in the console line", async () => {
+  await afterFirstStart(async (dataDir, first) => {
     const path = join(dataDir, "api-token");
     const info = await Deno.stat(path);
     assert.equal(info.mode! & 0o777, 0o600);
@@ -145,17 +160,11 @@ Deno.test("the token runner serve makes is kept in the data dir with mode 0600, 
         /^console: http:\/\/127\.0\.0\.1:\d+\/#token=/,
       );
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("a token file other users may read is refused at start, and says how to fix it", async () => {
-  const dir = await tempDir();
-  const dataDir = join(dir, "data");
-  try {
-    const first = await startServe({ dataDir });
-    await first.stop();
+  await afterFirstStart(async (dataDir, first) => {
     await Deno.chmod(join(dataDir, "api-token"), 0o644);
     const refused = await startServe({ dataDir }).then(
       (serve) => serve.stop().then(() => "started"),
@@ -165,9 +174,7 @@ Deno.test("a token file other users may read is refused at start, and says how t
     assert.match(refused, /may be read by other users \(mode 644\)/);
     assert.match(refused, /chmod 600/);
     assert.doesNotMatch(refused, new RegExp(first.token!));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 /** The `attack-api <step>: <outcome>` lines of a reply. */

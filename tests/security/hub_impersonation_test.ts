@@ -119,6 +119,34 @@ async function victimRun(
 
 const HELLO = { type: "daemon.hello", protocol: "coding-relay-v1" };
 
+/**
+ * Connects the real daemon `victim-laptop` with no token given (its hub is on
+ * loopback, so it reads the one runner serve keeps in `dataDir`), asserts
+ * the victim's run completes on it with the victim's answer, stops it (exit
+ * 0) and returns its logs.
+ */
+async function victimEndsOnRealDaemon(
+  victim: { end(): Promise<RunEvent[]> },
+  hubUrl: string,
+  dataDir: string,
+): Promise<string> {
+  const daemon = daemonProcess(hubUrl, "victim-laptop", undefined, {
+    dataDir,
+  });
+  try {
+    await daemon.connected;
+    const events = await victim.end();
+    assert.equal(events.at(-1)?.type, "run.completed");
+    assert.match(
+      deltaText(events),
+      /^echo: the victim's secret prompt \(turn 1\)/,
+    );
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+  }
+  return daemon.logs();
+}
+
 /** A hello from a made-up daemon "anyone" with no metadata, and `token` if given. */
 function helloOfAnyone(token?: string): Record<string, unknown> {
   return { ...HELLO, daemon_id: "anyone", metadata: {}, token };
@@ -162,24 +190,9 @@ Deno.test("a local process that says hello on the default loopback hub as a daem
       "the log names the kept token's file",
     );
 
-    // The real daemon is given no token: its hub is on loopback, so it reads
-    // the one runner serve keeps in the data dir it shares.
-    const daemon = daemonProcess(hubUrl, "victim-laptop", undefined, {
-      dataDir,
-    });
-    try {
-      await daemon.connected;
-      const events = await victim.end();
-      assert.equal(events.at(-1)?.type, "run.completed");
-      assert.match(
-        deltaText(events),
-        /^echo: the victim's secret prompt \(turn 1\)/,
-      );
-    } finally {
-      assert.equal(await daemon.stop(), 0);
-    }
-    assert.ok(!daemon.logs().includes(daemonToken), "the daemon's log");
-    assert.match(daemon.logs(), /the one runner serve keeps in .*daemon-token/);
+    const daemonLogs = await victimEndsOnRealDaemon(victim, hubUrl, dataDir);
+    assert.ok(!daemonLogs.includes(daemonToken), "the daemon's log");
+    assert.match(daemonLogs, /the one runner serve keeps in .*daemon-token/);
   } finally {
     await serve.stop();
   }
@@ -226,17 +239,7 @@ Deno.test("an unconfined agent of another run that dials the hub as the daemon a
       "made-up-token": refused,
     });
 
-    const daemon = daemonProcess(hubUrl, "victim-laptop", undefined, {
-      dataDir,
-    });
-    try {
-      await daemon.connected;
-      const events = await victim.end();
-      assert.equal(events.at(-1)?.type, "run.completed");
-      assert.match(deltaText(events), /^echo: the victim's secret prompt/);
-    } finally {
-      assert.equal(await daemon.stop(), 0);
-    }
+    await victimEndsOnRealDaemon(victim, hubUrl, dataDir);
 
     const start = JSON.parse((await Deno.readTextFile(record)).split("\n")[0]);
     assert.equal(start.event, "start");

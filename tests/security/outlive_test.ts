@@ -155,6 +155,30 @@ function assertOnlyTheAgentsSleeper(marker: string): void {
   assert.equal(sleepers.length, 1, `sleepers: ${sleepers}`);
 }
 
+/**
+ * Runs a warm run (`run` returns its events), asserts it completed and left
+ * only {@linkcode assertOnlyTheAgentsSleeper}, then kills its host (`kill`,
+ * a `kill -9`) and asserts nothing marked is left; kills what is, always.
+ */
+async function warmLeftoversDieWithHost(
+  marker: string,
+  run: () => Promise<{ type: string }[]>,
+  kill: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    try {
+      const events = await run();
+      assert.equal(events.at(-1)?.type, "run.completed");
+      assertOnlyTheAgentsSleeper(marker);
+    } finally {
+      await kill();
+    }
+    assert.deepEqual(await markedGone(marker), []);
+  } finally {
+    killMarked(marker);
+  }
+}
+
 /** A caller's run config of the outliving attacker in `workspace`. */
 function outliveConfig(workspace: string): Record<string, unknown> {
   return {
@@ -210,20 +234,14 @@ for (const sandbox of ["off", "confined"]) {
 
   Deno.test(`runner serve, sandbox=${sandbox}: a conversation's warm agent keeps only itself and its own leftovers, and a kill -9 of runner serve takes them down`, async () => {
     const { world, workspace, serve } = await outliveServe(sandbox);
-    try {
-      try {
-        const events = await callerRun(serve, outliveConfig(workspace), {
+    await warmLeftoversDieWithHost(
+      world.marker,
+      () =>
+        callerRun(serve, outliveConfig(workspace), {
           conversation_id: `outlive-${world.marker}`,
-        });
-        assert.equal(events.at(-1)?.type, "run.completed");
-        assertOnlyTheAgentsSleeper(world.marker);
-      } finally {
-        await serve.stop("SIGKILL");
-      }
-      assert.deepEqual(await markedGone(world.marker), []);
-    } finally {
-      killMarked(world.marker);
-    }
+        }),
+      () => serve.stop("SIGKILL"),
+    );
   });
 
   Deno.test(`runner daemon, sandbox=${sandbox}: what a hub job's agent and its terminal command double-fork into sessions of their own is gone when the run's terminal event is out`, async () => {
@@ -244,17 +262,10 @@ for (const sandbox of ["off", "confined"]) {
 
   Deno.test(`runner daemon, sandbox=${sandbox}: a warm agent keeps only itself and its own leftovers, and a kill -9 of the daemon takes them down`, async () => {
     const { world, workspace, daemon } = await outliveDaemon(sandbox);
-    try {
-      try {
-        const events = await daemon.run(outliveConfig(workspace));
-        assert.equal(events.at(-1)?.type, "run.completed");
-        assertOnlyTheAgentsSleeper(world.marker);
-      } finally {
-        await daemon.stop("SIGKILL");
-      }
-      assert.deepEqual(await markedGone(world.marker), []);
-    } finally {
-      killMarked(world.marker);
-    }
+    await warmLeftoversDieWithHost(
+      world.marker,
+      () => daemon.run(outliveConfig(workspace)),
+      () => daemon.stop("SIGKILL"),
+    );
   });
 }

@@ -11,9 +11,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Page } from "puppeteer-core";
 import { agentPids, isAlive, tempDir } from "../helpers.ts";
-import { daemonProcess } from "../daemon_test_helpers.ts";
-import { clusterForThisFile } from "../pg_helpers.ts";
-import { startReplica } from "../fleet_helpers.ts";
+import {
+  DAEMON_TOKEN,
+  daemonProcess,
+  daemonTokenFile,
+  hubUrlOf,
+} from "../daemon_test_helpers.ts";
+import { clusterForThisFile, pgTest } from "../pg_helpers.ts";
+import { withTwoReplicas } from "../fleet_helpers.ts";
 import {
   assertQuiet,
   CONSOLE_ARGS,
@@ -23,7 +28,6 @@ import {
 } from "../console_helpers.ts";
 
 const cluster = clusterForThisFile();
-const DAEMON_TOKEN = "console-fleet-daemon-Lr6Wq1Zx8Tn3Vb5Pk2Hm";
 const ARGS = [
   ...CONSOLE_ARGS,
   "--daemon-enabled",
@@ -48,55 +52,51 @@ async function rowWith(
   return await handle.jsonValue() as string;
 }
 
-Deno.test({
-  name:
-    "console: the page replica B serves lists replica A's warm agent and daemon, and stops A's agent",
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
+pgTest(
+  "console: the page replica B serves lists replica A's warm agent and daemon, and stops A's agent",
+  async () => {
     const url = await cluster().newDatabase();
-    const a = await startReplica(url, "a", ARGS);
-    const b = await startReplica(url, "b", ARGS);
-    const hub = await a.waitForLog((e) => e.msg === "daemon hub listening");
-    const tokenFile = join(tempDir(), "token");
-    Deno.writeTextFileSync(tokenFile, DAEMON_TOKEN);
-    const daemon = daemonProcess(String(hub.url), "desk", tokenFile);
-    try {
-      await daemon.connected;
-      const pidFile = join(tempDir(), "pids.json");
-      await warmRun(a.url, "fleet-chat", pidFile);
-      await withBrowser(async (browser) => {
-        const { page, alarms } = await signIn(browser, b.url);
-        await page.waitForSelector("#app:not([hidden])");
-        const agent = await rowWith(
-          page,
-          "#agents li[data-agent-id]",
-          "fleet-chat",
-        );
-        assert.match(agent, /^customlocal · fleet-chat · replica a · idle/);
-        const desk = await rowWith(
-          page,
-          'li.daemon[data-daemon-id="desk"]',
-          "replica",
-        );
-        assert.match(desk, /^deskconnectedreplica a · no active job/);
-        const pids = agentPids(pidFile);
-        assert.ok(pids.every(isAlive), "A keeps the agent warm");
-        const stopped = page.waitForResponse((response) =>
-          response.request().method() === "DELETE" &&
-          response.url().includes("/v1/agents/")
-        );
-        await page.click("#agents li[data-agent-id] button");
-        const answer = await stopped;
-        assert.equal(answer.status(), 200);
-        assert.equal(answer.headers()["x-runner-replica"], "a");
-        assert.deepEqual(pids.filter(isAlive), [], "Stop from B ended it");
-        assertQuiet(alarms);
-      });
-    } finally {
-      await daemon.stop();
-      await b.stop();
-      await a.stop();
-    }
+    await withTwoReplicas(url, async (a, b) => {
+      const daemon = daemonProcess(
+        await hubUrlOf(a),
+        "desk",
+        daemonTokenFile(),
+      );
+      try {
+        await daemon.connected;
+        const pidFile = join(tempDir(), "pids.json");
+        await warmRun(a.url, "fleet-chat", pidFile);
+        await withBrowser(async (browser) => {
+          const { page, alarms } = await signIn(browser, b.url);
+          await page.waitForSelector("#app:not([hidden])");
+          const agent = await rowWith(
+            page,
+            "#agents li[data-agent-id]",
+            "fleet-chat",
+          );
+          assert.match(agent, /^customlocal · fleet-chat · replica a · idle/);
+          const desk = await rowWith(
+            page,
+            'li.daemon[data-daemon-id="desk"]',
+            "replica",
+          );
+          assert.match(desk, /^deskconnectedreplica a · no active job/);
+          const pids = agentPids(pidFile);
+          assert.ok(pids.every(isAlive), "A keeps the agent warm");
+          const stopped = page.waitForResponse((response) =>
+            response.request().method() === "DELETE" &&
+            response.url().includes("/v1/agents/")
+          );
+          await page.click("#agents li[data-agent-id] button");
+          const answer = await stopped;
+          assert.equal(answer.status(), 200);
+          assert.equal(answer.headers()["x-runner-replica"], "a");
+          assert.deepEqual(pids.filter(isAlive), [], "Stop from B ended it");
+          assertQuiet(alarms);
+        });
+      } finally {
+        await daemon.stop();
+      }
+    }, ARGS);
   },
-});
+);

@@ -10,26 +10,18 @@ import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
 import {
   apiFetch,
-  fixtureServeDefaults,
-  gateIn,
   jsonLines,
   openGate,
   postJson,
   type ServeProcess,
-  withServe,
+  withFixtureServe,
+  withGatedServe,
 } from "../serve_test_helpers.ts";
-import { tempDir } from "../helpers.ts";
 
 Deno.test("the n8n webhook streams item objects then end, in the n8n shape", async () => {
-  const dir = tempDir();
-  await withServe({
+  await withFixtureServe({
+    fixtureFlags: ["--chunks", "3", "--text", "one two three"],
     args: [
-      ...fixtureServeDefaults(dir, [
-        "--chunks",
-        "3",
-        "--text",
-        "one two three",
-      ]),
       "--delta-coalesce-ms",
       "0",
       "--n8n-merge-ms",
@@ -68,17 +60,12 @@ Deno.test("the n8n webhook streams item objects then end, in the n8n shape", asy
         .json();
     assert.equal(runs.runs.length, 1);
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("the n8n webhook reports a failed run as a readable item before end, or as an error object with ?errors=json", async () => {
-  const dir = tempDir();
-  await withServe({
-    args: [
-      ...fixtureServeDefaults(dir, ["--exit-mid-prompt"]),
-      "--n8n-output-key",
-      "output",
-    ],
+  await withFixtureServe({
+    fixtureFlags: ["--exit-mid-prompt"],
+    args: ["--n8n-output-key", "output"],
   }, async (serve) => {
     const items = await jsonLines(
       await postJson(`${serve.url}/v1/webhooks/n8n`, {
@@ -121,7 +108,6 @@ Deno.test("the n8n webhook reports a failed run as a readable item before end, o
     assert.equal(strict.status, 502);
     assert.equal((await strict.json()).error.code, "acp.process_exited");
   });
-  await Deno.remove(dir, { recursive: true });
 });
 
 /**
@@ -151,58 +137,44 @@ async function conversationRuns(
 }
 
 Deno.test("a webhook call for a busy conversation waits for its run, then runs its own", async () => {
-  const dir = tempDir();
-  const gate = await gateIn(dir);
-  await withServe(
-    { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
-    async (serve) => {
-      const { reader, text } = await firstItemArrived(serve, "busy");
-      let firstText = text;
-      const second = postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
-        chatInput: "second",
-        session_id: "busy",
-      });
-      await serve.waitForLog((entry) =>
-        entry.msg === "n8n webhook waits for the conversation" &&
-        entry.conversation_id === "busy"
-      );
-      await openGate(gate);
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        firstText += value;
-      }
-      assert.match(firstText, /echo: first/);
-      await openGate(gate);
-      const answer = await (await second).json();
-      assert.match(answer.response, /echo: second/);
-      const runs = await conversationRuns(serve, "busy");
-      assert.deepEqual(runs.map((run) => run.status), [
-        "completed",
-        "completed",
-      ]);
-      const [secondRun, firstRun] = runs;
-      assert.ok(
-        secondRun.created_at >= firstRun.finished_at,
-        "the second run started before the first ended",
-      );
-    },
-  );
-  await Deno.remove(dir, { recursive: true });
+  await withGatedServe({}, async (serve, gate) => {
+    const { reader, text } = await firstItemArrived(serve, "busy");
+    let firstText = text;
+    const second = postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
+      chatInput: "second",
+      session_id: "busy",
+    });
+    await serve.waitForLog((entry) =>
+      entry.msg === "n8n webhook waits for the conversation" &&
+      entry.conversation_id === "busy"
+    );
+    await openGate(gate);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      firstText += value;
+    }
+    assert.match(firstText, /echo: first/);
+    await openGate(gate);
+    const answer = await (await second).json();
+    assert.match(answer.response, /echo: second/);
+    const runs = await conversationRuns(serve, "busy");
+    assert.deepEqual(runs.map((run) => run.status), [
+      "completed",
+      "completed",
+    ]);
+    const [secondRun, firstRun] = runs;
+    assert.ok(
+      secondRun.created_at >= firstRun.finished_at,
+      "the second run started before the first ended",
+    );
+  });
 });
 
 Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds gets 409 http.conversation_busy", async () => {
-  const dir = tempDir();
-  const gate = await gateIn(dir);
-  await withServe(
-    {
-      args: [
-        ...fixtureServeDefaults(dir, ["--gate-fifo", gate]),
-        "--n8n-wait-seconds",
-        "0.2",
-      ],
-    },
-    async (serve) => {
+  await withGatedServe(
+    { args: ["--n8n-wait-seconds", "0.2"] },
+    async (serve, gate) => {
       const { reader } = await firstItemArrived(serve, "held");
       // A guard, not a measurement: a server that never gives up waiting
       // would hold this call (and the test) for as long as the first run.
@@ -230,79 +202,71 @@ Deno.test("a webhook call whose conversation stays busy past --n8n-wait-seconds 
 });
 
 Deno.test("webhook calls queued on one busy conversation run one at a time, each with its own answer", async () => {
-  const dir = tempDir();
-  const gate = await gateIn(dir);
-  await withServe(
-    { args: fixtureServeDefaults(dir, ["--gate-fifo", gate]) },
-    async (serve) => {
-      const seen = new Set<Record<string, unknown>>();
-      const nextLog = async (msg: string) => {
-        const entry = await serve.waitForLog((line) =>
-          line.msg === msg && !seen.has(line)
-        );
-        seen.add(entry);
-        return entry;
-      };
-      const activeRuns = async () =>
-        (await (await apiFetch(
-          `${serve.url}/v1/runs?conversation_id=queued&status=active`,
-        )).json()).runs.length;
-      const post = (text: string) =>
-        postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
-          chatInput: text,
-          session_id: "queued",
-        });
+  await withGatedServe({}, async (serve, gate) => {
+    const seen = new Set<Record<string, unknown>>();
+    const nextLog = async (msg: string) => {
+      const entry = await serve.waitForLog((line) =>
+        line.msg === msg && !seen.has(line)
+      );
+      seen.add(entry);
+      return entry;
+    };
+    const activeRuns = async () =>
+      (await (await apiFetch(
+        `${serve.url}/v1/runs?conversation_id=queued&status=active`,
+      )).json()).runs.length;
+    const post = (text: string) =>
+      postJson(`${serve.url}/v1/webhooks/n8n?stream=false`, {
+        chatInput: text,
+        session_id: "queued",
+      });
 
-      const first = post("first");
-      await nextLog("n8n webhook run");
-      const second = post("second");
-      const third = post("third");
-      await nextLog("n8n webhook waits for the conversation");
-      await nextLog("n8n webhook waits for the conversation");
-      for (let started = 1; started < 3; started++) {
-        await openGate(gate);
-        await nextLog("n8n webhook run");
-        assert.equal(await activeRuns(), 1);
-      }
+    const first = post("first");
+    await nextLog("n8n webhook run");
+    const second = post("second");
+    const third = post("third");
+    await nextLog("n8n webhook waits for the conversation");
+    await nextLog("n8n webhook waits for the conversation");
+    for (let started = 1; started < 3; started++) {
       await openGate(gate);
-      const answers = await Promise.all(
-        [first, second, third].map(async (response) => {
-          assert.equal((await response).status, 200);
-          return (await (await response).json()).response as string;
-        }),
-      );
-      assert.match(answers[0], /^echo: first /);
-      assert.match(answers[1], /^echo: second /);
-      assert.match(answers[2], /^echo: third /);
+      await nextLog("n8n webhook run");
+      assert.equal(await activeRuns(), 1);
+    }
+    await openGate(gate);
+    const answers = await Promise.all(
+      [first, second, third].map(async (response) => {
+        assert.equal((await response).status, 200);
+        return (await (await response).json()).response as string;
+      }),
+    );
+    assert.match(answers[0], /^echo: first /);
+    assert.match(answers[1], /^echo: second /);
+    assert.match(answers[2], /^echo: third /);
 
-      const { runs } = await (await apiFetch(
-        `${serve.url}/v1/runs?conversation_id=queued`,
-      )).json() as {
-        runs: { status: string; created_at: string; finished_at: string }[];
-      };
-      assert.deepEqual(runs.map((run) => run.status), [
-        "completed",
-        "completed",
-        "completed",
-      ]);
-      const ordered = runs.toSorted((a, b) =>
-        a.created_at.localeCompare(b.created_at)
+    const { runs } = await (await apiFetch(
+      `${serve.url}/v1/runs?conversation_id=queued`,
+    )).json() as {
+      runs: { status: string; created_at: string; finished_at: string }[];
+    };
+    assert.deepEqual(runs.map((run) => run.status), [
+      "completed",
+      "completed",
+      "completed",
+    ]);
+    const ordered = runs.toSorted((a, b) =>
+      a.created_at.localeCompare(b.created_at)
+    );
+    for (let i = 1; i < ordered.length; i++) {
+      assert.ok(
+        ordered[i].created_at >= ordered[i - 1].finished_at,
+        `run ${i + 1} started before run ${i} finished`,
       );
-      for (let i = 1; i < ordered.length; i++) {
-        assert.ok(
-          ordered[i].created_at >= ordered[i - 1].finished_at,
-          `run ${i + 1} started before run ${i} finished`,
-        );
-      }
-      assert.equal(await activeRuns(), 0);
-    },
-  );
-  await Deno.remove(dir, { recursive: true });
+    }
+    assert.equal(await activeRuns(), 0);
+  });
 });
 
 Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
-  const dir = tempDir();
-  const base = fixtureServeDefaults(dir);
   const body = { chatInput: "hi" };
   const modes: {
     args: string[];
@@ -344,9 +308,7 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
     },
   }];
   for (const mode of modes) {
-    await withServe({
-      args: [...base, ...mode.args],
-    }, async (serve) => {
+    await withFixtureServe({ args: mode.args }, async (serve) => {
       const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
       const none = await postJson(url, body);
       assert.equal(none.status, 401, mode.challenge);
@@ -360,5 +322,4 @@ Deno.test("the n8n webhook enforces basic, header and jwt auth", async () => {
       await right.body?.cancel();
     });
   }
-  await Deno.remove(dir, { recursive: true });
 });

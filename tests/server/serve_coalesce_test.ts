@@ -14,7 +14,7 @@ import { generatedChunk } from "../fixtures/agent_io.ts";
 import {
   apiFetch,
   deltaText,
-  dropAfterFirstDelta,
+  dropFixtureRun,
   fixtureConfig,
   jsonLines,
   postJson,
@@ -30,17 +30,10 @@ function generatedText(chunks: number, bytes: number): string {
 
 Deno.test("Last-Event-ID after coalescing resumes with exactly the stored events after that id", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const dropped = await dropAfterFirstDelta(serve, dir, (gate) => ({
-      input: { text: "big" },
-      config: fixtureConfig(join(dir, "ws"), [
-        "--chunks",
-        "3000",
-        "--chunk-bytes",
-        "32",
-        "--gate-fifo",
-        gate,
-      ]),
-    }));
+    const dropped = await dropFixtureRun(serve, dir, {
+      text: "big",
+      fixtureFlags: ["--chunks", "3000", "--chunk-bytes", "32"],
+    });
     const { runId, first, seen: lastId } = dropped;
     const second = await resumeThroughGate(serve, dropped);
 

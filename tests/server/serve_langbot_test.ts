@@ -10,15 +10,13 @@
 
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
-import { tempDir } from "../helpers.ts";
 import {
-  fixtureServeDefaults,
-  gateIn,
   jsonLines,
   openGate,
   postJson,
   type ServeProcess,
-  withServe,
+  withFixtureServe,
+  withGatedServe,
 } from "../serve_test_helpers.ts";
 import {
   postAbortable,
@@ -59,18 +57,14 @@ async function runStarted(
 }
 
 /** A gated fixture serve that writes keep-alives every 50 ms (how it notices a caller that left). */
-async function withKeepaliveServe(
+function withKeepaliveServe(
   fixtureFlags: string[],
   body: (serve: ServeProcess, gate: string) => Promise<void>,
 ): Promise<void> {
-  const dir = tempDir();
-  const gate = await gateIn(dir);
-  await withServe({
-    args: [
-      ...fixtureServeDefaults(dir, ["--gate-fifo", gate, ...fixtureFlags]),
-      ...["--keepalive-seconds", "0.05"],
-    ],
-  }, (serve) => body(serve, gate));
+  return withGatedServe({
+    fixtureFlags,
+    args: ["--keepalive-seconds", "0.05"],
+  }, body);
 }
 
 /** Where a LangBot call goes: the webhook `url`, its conversation, and the runs of it seen started. */
@@ -225,16 +219,9 @@ function base64url(value: unknown): string {
 }
 
 Deno.test("jwt auth accepts HS256, HS384 and HS512 and refuses none and RS256 with a reason", async () => {
-  const dir = tempDir();
   const secret = "jwt-secret-123456";
-  await withServe({
-    args: [
-      ...fixtureServeDefaults(dir),
-      "--n8n-auth",
-      "jwt",
-      "--n8n-jwt-secret",
-      secret,
-    ],
+  await withFixtureServe({
+    args: ["--n8n-auth", "jwt", "--n8n-jwt-secret", secret],
   }, async (serve) => {
     const url = `${serve.url}/v1/webhooks/n8n?stream=false`;
     const body = langbotBody("hi", "conv-jwt");

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { RunEvent } from "../../lib/events.ts";
 import {
   apiFetch,
-  dropAfterFirstDelta,
+  dropFixtureRun,
   fixtureConfig,
   gateIn,
   jsonLines,
@@ -36,19 +36,10 @@ import {
 
 Deno.test("Last-Event-ID beats ?after=0, and a finished run answers 204 once everything was delivered", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const dropped = await dropAfterFirstDelta(
-      serve,
-      dir,
-      (gate) => ({
-        input: { text: "reconnect" },
-        config: fixtureConfig(join(dir, "ws"), [
-          "--chunks",
-          "3",
-          "--gate-fifo",
-          gate,
-        ]),
-      }),
-    );
+    const dropped = await dropFixtureRun(serve, dir, {
+      text: "reconnect",
+      fixtureFlags: ["--chunks", "3"],
+    });
 
     const { runId, first, seen } = dropped;
     // An EventSource created with ?after=0 reconnects with Last-Event-ID.

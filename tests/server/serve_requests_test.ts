@@ -17,6 +17,7 @@ import {
   gateIn,
   openGate,
   postJson,
+  type ServeProcess,
   streamUntil,
   withServe,
 } from "../serve_test_helpers.ts";
@@ -70,22 +71,42 @@ Deno.test("malformed run requests get 400 http.bad_request and store nothing", a
   });
 });
 
+/** Where {@linkcode gatedRun} runs and how far it reads. */
+interface GatedRun {
+  conversation: string;
+  /** More fixture flags. */
+  fixtureFlags?: string[];
+  /** The event the stream is read up to. */
+  until: string;
+}
+
+/**
+ * POSTs a run of `conversation` whose fixture agent waits at a gate in `dir`
+ * and reads its stream up to `until`; returns the run's config, gate, id and
+ * open stream.
+ */
+async function gatedRun(serve: ServeProcess, dir: string, run: GatedRun) {
+  const gate = await gateIn(dir);
+  const config = fixtureConfig(join(dir, "ws"), [
+    ...["--gate-fifo", gate],
+    ...run.fixtureFlags ?? [],
+  ]);
+  const response = await postJson(`${serve.url}/v1/runs`, {
+    conversation_id: run.conversation,
+    input: { text: "first" },
+    config,
+  });
+  const runId = response.headers.get("x-run-id")!;
+  return { config, gate, runId, ...await streamUntil(response, run.until) };
+}
+
 Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more with 429 run.steering_queue_full`, async () => {
   await withServe({ args: CUSTOM }, async (serve, dir) => {
-    const gate = await gateIn(dir);
-    const config = fixtureConfig(join(dir, "ws"), [
-      "--gate-fifo",
-      gate,
-      "--text",
-      "held",
-    ]);
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      conversation_id: "full",
-      input: { text: "first" },
-      config,
+    const { config, runId, events, messages } = await gatedRun(serve, dir, {
+      conversation: "full",
+      fixtureFlags: ["--text", "held"],
+      until: "message.delta",
     });
-    const runId = response.headers.get("x-run-id")!;
-    const { events, messages } = await streamUntil(response, "message.delta");
     for (let i = 0; i < STEERING_QUEUE_LIMIT; i++) {
       const queued = await postJson(`${serve.url}/v1/runs/${runId}/input`, {
         text: `q${i}`,
@@ -125,15 +146,10 @@ Deno.test(`past ${STEERING_QUEUE_LIMIT} queued follow-ups a run refuses more wit
 
 Deno.test("DELETE /v1/conversations/{id} is 409 while a run is active, then forgets the sessions", async () => {
   await withServe({ args: CUSTOM }, async (serve, dir) => {
-    const gate = await gateIn(dir);
-    const config = fixtureConfig(join(dir, "ws"), ["--gate-fifo", gate]);
-    const response = await postJson(`${serve.url}/v1/runs`, {
-      conversation_id: "forget-me",
-      input: { text: "hi" },
-      config,
+    const { gate, runId, events, messages } = await gatedRun(serve, dir, {
+      conversation: "forget-me",
+      until: "state.updated",
     });
-    const runId = response.headers.get("x-run-id")!;
-    const { events, messages } = await streamUntil(response, "state.updated");
     const url = `${serve.url}/v1/conversations/forget-me`;
     const busy = await apiFetch(url, { method: "DELETE" });
     const body = await busy.json();

@@ -6,11 +6,9 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import {
   apiFetch,
-  dropAfterFirstDelta,
-  fixtureConfig,
+  dropFixtureRun,
   jsonLines,
   resumeThroughGate,
   sseEvents,
@@ -20,19 +18,10 @@ import {
 
 Deno.test("a dropped SSE client reconnects with Last-Event-ID and misses nothing", async () => {
   await withServe({ args: ["--allow-custom-commands"] }, async (serve, dir) => {
-    const dropped = await dropAfterFirstDelta(
-      serve,
-      dir,
-      (gate) => ({
-        input: { text: "resume me" },
-        config: fixtureConfig(join(dir, "ws"), [
-          "--chunks",
-          "4",
-          "--gate-fifo",
-          gate,
-        ]),
-      }),
-    );
+    const dropped = await dropFixtureRun(serve, dir, {
+      text: "resume me",
+      fixtureFlags: ["--chunks", "4"],
+    });
     const { runId, first } = dropped;
     const second = await resumeThroughGate(serve, dropped);
 

@@ -138,22 +138,32 @@ async function rememberedAcrossRestores(target: Target): Promise<void> {
   assert.deepEqual(await settingsOf(target), [null]);
 }
 
-Deno.test("[sqlite] runner serve: a restored session of a later run gets the conversation's remembered model and mode, a value asked for wins, forgetting the conversation forgets them", async () => {
-  const dataDir = tempDir();
-  const args = ["--allow-custom-commands", "--agent-idle-timeout", "0"];
-  let serve: ServeProcess = await startServe({ dataDir, args });
+/**
+ * {@linkcode rememberedAcrossRestores} on the server `start` starts, which
+ * is stopped and started again (on the same store) for each restart.
+ */
+async function rememberedAcrossRestarts(
+  start: () => Promise<ServeProcess>,
+): Promise<void> {
+  let serve = await start();
   try {
     await rememberedAcrossRestores({
       url: () => serve.url,
       config: {},
       async restart() {
         await serve.stop();
-        serve = await startServe({ dataDir, args });
+        serve = await start();
       },
     });
   } finally {
     await serve.stop();
   }
+}
+
+Deno.test("[sqlite] runner serve: a restored session of a later run gets the conversation's remembered model and mode, a value asked for wins, forgetting the conversation forgets them", async () => {
+  const dataDir = tempDir();
+  const args = ["--allow-custom-commands", "--agent-idle-timeout", "0"];
+  await rememberedAcrossRestarts(() => startServe({ dataDir, args }));
 });
 
 Deno.test({
@@ -165,19 +175,7 @@ Deno.test({
     const url = await cluster().newDatabase();
     const slot = await newSlot("a");
     const args = ["--agent-idle-timeout", "0"];
-    let replica: ServeProcess = await startReplicaAt(url, slot, args);
-    try {
-      await rememberedAcrossRestores({
-        url: () => replica.url,
-        config: {},
-        async restart() {
-          await replica.stop();
-          replica = await startReplicaAt(url, slot, args);
-        },
-      });
-    } finally {
-      await replica.stop();
-    }
+    await rememberedAcrossRestarts(() => startReplicaAt(url, slot, args));
   },
 });
 

@@ -66,19 +66,29 @@ function postTerminalRun(
   });
 }
 
-/** Fails unless a terminal run with the caller's `config` is refused with 400 and `message`. */
-async function assertRefused(
-  serveUrl: string,
-  refusal: {
-    workspace: string;
-    config: Record<string, unknown>;
-    message: RegExp;
-  },
+/**
+ * Starts a server that caps `key` at `cap`, asserts a terminal run asking
+ * for `over` is refused with 400 naming the cap, then runs `lower` (a run
+ * the cap allows) in its workspace.
+ */
+async function withCap(
+  cap: { key: string; cap: number; over: number },
+  lower: (serveUrl: string, workspace: string) => Promise<void>,
 ): Promise<void> {
-  const { workspace, config, message } = refusal;
-  const response = await postTerminalRun(serveUrl, workspace, { config });
-  assert.equal(response.status, 400);
-  assert.match((await response.json()).error.message, message);
+  await withServe({
+    args: [...ARGS, `--${cap.key}`, String(cap.cap)],
+  }, async (serve, dir) => {
+    const workspace = join(dir, "ws");
+    const response = await postTerminalRun(serve.url, workspace, {
+      config: { [cap.key]: cap.over },
+    });
+    assert.equal(response.status, 400);
+    assert.match(
+      (await response.json()).error.message,
+      new RegExp(`^${cap.key}: at most ${cap.cap} per request`),
+    );
+    await lower(serve.url, workspace);
+  });
 }
 
 function outputOf(events: RunEvent[]): string {
@@ -193,15 +203,9 @@ Deno.test("runner serve, permission-decision=ask: a person approves the command 
 });
 
 Deno.test("runner serve: a caller may not raise terminal-output-bytes past the server's", async () => {
-  await withServe({
-    args: [...ARGS, "--terminal-output-bytes", "1000"],
-  }, async (serve, dir) => {
-    await assertRefused(serve.url, {
-      workspace: join(dir, "ws"),
-      config: { "terminal-output-bytes": 2000 },
-      message: /^terminal-output-bytes: at most 1000 per request/,
-    });
-    const lower = await postTerminalRun(serve.url, join(dir, "ws"), {
+  const cap = { key: "terminal-output-bytes", cap: 1000, over: 2000 };
+  await withCap(cap, async (serveUrl, workspace) => {
+    const lower = await postTerminalRun(serveUrl, workspace, {
       config: { "terminal-output-bytes": 10 },
     });
     const events = await sseEvents(lower);
@@ -239,15 +243,9 @@ Deno.test("runner serve: a caller cannot turn on terminals the operator left off
     assert.equal(body.error.code, "http.forbidden");
     assert.match(body.error.message, /^client-terminals: the operator/);
   });
-  await withServe({
-    args: [...ARGS, "--terminal-timeout", "5"],
-  }, async (serve, dir) => {
-    await assertRefused(serve.url, {
-      workspace: join(dir, "ws"),
-      config: { "terminal-timeout": 86400 },
-      message: /^terminal-timeout: at most 5 per request/,
-    });
-    const shorter = await postTerminalRun(serve.url, join(dir, "ws"), {
+  const cap = { key: "terminal-timeout", cap: 5, over: 86400 };
+  await withCap(cap, async (serveUrl, workspace) => {
+    const shorter = await postTerminalRun(serveUrl, workspace, {
       flags: [
         "--terminal",
         JSON.stringify({ command: "sh", args: ["-c", "sleep 1000"] }),

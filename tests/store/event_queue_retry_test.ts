@@ -12,17 +12,8 @@
 
 import assert from "node:assert/strict";
 import { RunnerError } from "../../lib/errors.ts";
-import { EventQueue, type QueuedEvent } from "../../lib/store/event_queue.ts";
-
-function event(sequence: number): QueuedEvent {
-  return {
-    runId: "run",
-    sequence,
-    type: "message.delta",
-    json: `{"sequence":${sequence}}`,
-    timestamp: sequence,
-  };
-}
+import { EventQueue } from "../../lib/store/event_queue.ts";
+import { queuedEvent } from "../event_queue_helpers.ts";
 
 /** Resolves after every zero-delay timer set so far has run. */
 function nextTurn(): Promise<void> {
@@ -49,15 +40,15 @@ function failingStore(failures: number) {
 
 Deno.test("after a failed background write, neither the next events nor a full queue write before the retry", async () => {
   const { queue, attempts, written, reported } = failingStore(1);
-  queue.push(event(1));
+  queue.push(queuedEvent(1));
   await nextTurn();
   assert.deepEqual(attempts, [[1]]);
   assert.equal(reported.length, 1);
-  queue.push(event(2));
+  queue.push(queuedEvent(2));
   await nextTurn();
   assert.deepEqual(attempts, [[1]], "the next event waits for the retry");
   for (let sequence = 3; sequence <= 300; sequence++) {
-    queue.push(event(sequence));
+    queue.push(queuedEvent(sequence));
   }
   assert.deepEqual(attempts, [[1]], "a full queue waits for the retry too");
   const retried = await written;
@@ -68,7 +59,7 @@ Deno.test("after a failed background write, neither the next events nor a full q
 
 Deno.test("a failed flush is retried in the background after the delay, not at the next turn", async () => {
   const { queue, attempts, written } = failingStore(1);
-  queue.push(event(1));
+  queue.push(queuedEvent(1));
   assert.throws(() => queue.flush(), { code: "store.unavailable" });
   await nextTurn();
   assert.deepEqual(attempts, [[1]], "the turn's timer does not retry at once");
@@ -79,7 +70,7 @@ Deno.test("a failed flush is retried in the background after the delay, not at t
 Deno.test("a flush of an empty queue writes nothing", () => {
   const { queue, attempts } = failingStore(0);
   queue.flush();
-  queue.push(event(1));
+  queue.push(queuedEvent(1));
   queue.flush();
   queue.flush();
   assert.deepEqual(attempts, [[1]]);
@@ -88,12 +79,12 @@ Deno.test("a flush of an empty queue writes nothing", () => {
 
 Deno.test("after close nothing is written: not a timer set before, not the next events, not a full queue", async () => {
   const { queue, attempts } = failingStore(0);
-  queue.push(event(1));
+  queue.push(queuedEvent(1));
   queue.flush();
-  queue.push(event(2));
+  queue.push(queuedEvent(2));
   queue.close();
   for (let sequence = 3; sequence <= 300; sequence++) {
-    queue.push(event(sequence));
+    queue.push(queuedEvent(sequence));
   }
   await nextTurn();
   assert.deepEqual(attempts, [[1]]);
@@ -101,11 +92,11 @@ Deno.test("after close nothing is written: not a timer set before, not the next 
 
 Deno.test("a turn's events set one timer: none is left after a flush to write after close", async () => {
   const { queue, attempts } = failingStore(0);
-  queue.push(event(1));
-  queue.push(event(2));
+  queue.push(queuedEvent(1));
+  queue.push(queuedEvent(2));
   queue.flush();
   queue.close();
-  queue.push(event(3));
+  queue.push(queuedEvent(3));
   await nextTurn();
   assert.deepEqual(attempts, [[1, 2]]);
 });
@@ -113,7 +104,7 @@ Deno.test("a turn's events set one timer: none is left after a flush to write af
 Deno.test("after close a failed flush is not retried (no retry is left pending to write to a closed store)", () => {
   // A retry left pending would also fail this test as a leaked timer.
   const { queue, attempts } = failingStore(Infinity);
-  queue.push(event(1));
+  queue.push(queuedEvent(1));
   queue.close();
   assert.throws(() => queue.flush(), { code: "store.unavailable" });
   assert.deepEqual(attempts, [[1]]);
@@ -121,8 +112,8 @@ Deno.test("after close a failed flush is not retried (no retry is left pending t
 
 Deno.test("closing with events unwritten tells every waiter how many were lost and what to check", async () => {
   const { queue } = failingStore(Infinity);
-  queue.push(event(1));
-  queue.push(event(2));
+  queue.push(queuedEvent(1));
+  queue.push(queuedEvent(2));
   const durable = queue.durable();
   assert.throws(() => queue.flush(), { code: "store.unavailable" });
   queue.close();

@@ -2,16 +2,7 @@ import assert from "node:assert/strict";
 import { RunnerError } from "../../lib/errors.ts";
 import { BatchWriter } from "../../lib/store/postgres/batch_writer.ts";
 import { EventQueue, type QueuedEvent } from "../../lib/store/event_queue.ts";
-
-function event(sequence: number): QueuedEvent {
-  return {
-    runId: "run",
-    sequence,
-    type: "message.delta",
-    json: `{"sequence":${sequence}}`,
-    timestamp: sequence,
-  };
-}
+import { queuedEvent } from "../event_queue_helpers.ts";
 
 function sequences(batch: QueuedEvent[]): number[] {
   return batch.map((item) => item.sequence);
@@ -24,7 +15,7 @@ Deno.test("a full queue is written at once, in one batch", () => {
     onFlushError: () => assert.fail("no write fails"),
   });
   for (let sequence = 1; sequence <= 256; sequence++) {
-    queue.push(event(sequence));
+    queue.push(queuedEvent(sequence));
   }
   assert.equal(batches.length, 1);
   assert.deepEqual(batches[0], Array.from({ length: 256 }, (_, i) => i + 1));
@@ -41,10 +32,10 @@ Deno.test("a failed flush keeps the events queued, in order, for the next flush"
     },
     onFlushError: () => assert.fail("no background write runs"),
   });
-  queue.push(event(1));
-  queue.push(event(2));
+  queue.push(queuedEvent(1));
+  queue.push(queuedEvent(2));
   assert.throws(() => queue.flush(), { code: "store.unavailable" });
-  queue.push(event(3));
+  queue.push(queuedEvent(3));
   fail = false;
   queue.flush();
   assert.deepEqual(batches, [[1, 2, 3]]);
@@ -65,10 +56,10 @@ Deno.test("a failed background write is reported and retried with its events", a
     },
     onFlushError: (error) => reported.resolve(error),
   });
-  queue.push(event(1));
-  queue.push(event(2));
+  queue.push(queuedEvent(1));
+  queue.push(queuedEvent(2));
   assert.equal((await reported.promise).code, "store.unavailable");
-  queue.push(event(3));
+  queue.push(queuedEvent(3));
   assert.deepEqual(await written.promise, [1, 2, 3]);
   assert.equal(attempts, 2);
   queue.close();
@@ -80,14 +71,14 @@ Deno.test("the events of one turn are one commit; durable() resolves once they a
     write: (batch) => batches.push(sequences(batch)),
     onFlushError: () => assert.fail("no write fails"),
   });
-  queue.push(event(1));
-  queue.push(event(2));
+  queue.push(queuedEvent(1));
+  queue.push(queuedEvent(2));
   let committed = false;
   const durable = queue.durable().then(() => committed = true);
   assert.equal(committed, false);
   await durable;
   assert.deepEqual(batches, [[1, 2]]);
-  queue.push(event(3));
+  queue.push(queuedEvent(3));
   await queue.durable();
   assert.deepEqual(batches, [[1, 2], [3]]);
   await queue.durable(); // nothing queued: at once
@@ -101,7 +92,7 @@ Deno.test("durable() waits through a failed write and rejects when the queue clo
     },
     onFlushError: () => {},
   });
-  failing.push(event(1));
+  failing.push(queuedEvent(1));
   const durable = failing.durable();
   assert.throws(() => failing.flush(), { code: "store.unavailable" });
   failing.close();
@@ -125,12 +116,12 @@ Deno.test("a batch writer writes what queued during a write as the next batch, a
     wrote = Promise.withResolvers<void>();
     return writes.at(-1)!;
   };
-  writer.push(event(1));
+  writer.push(queuedEvent(1));
   const first = writer.durable();
   const one = await nextWrite();
   assert.deepEqual(one.batch, [1]);
-  writer.push(event(2));
-  writer.push(event(3));
+  writer.push(queuedEvent(2));
+  writer.push(queuedEvent(3));
   let committed = false;
   const second = writer.durable().then(() => committed = true);
   one.release();

@@ -11,24 +11,10 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { RunnerError } from "../../lib/errors.ts";
-import { openStore } from "../../lib/store/open.ts";
-import type { RunStore } from "../../lib/store/types.ts";
-import { clusterForThisFile } from "../pg_helpers.ts";
+import { clusterForThisFile, openReplicaStore } from "../pg_helpers.ts";
 import { localSessionKey } from "../store_suite.ts";
 
 const cluster = clusterForThisFile();
-
-function openReplica(url: string, replicaId: string): Promise<RunStore> {
-  return openStore({
-    dataDir: "/nonexistent",
-    shared: {
-      url,
-      replicaId,
-      advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
-      leaseMs: 60_000,
-    },
-  });
-}
 
 const KEY = localSessionKey("conv-lapsed", "/ws");
 
@@ -49,8 +35,8 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     const url = await cluster().newDatabase();
-    const stalled = await openReplica(url, "stalled");
-    const live = await openReplica(url, "live");
+    const stalled = await openReplicaStore(url, "stalled");
+    const live = await openReplicaStore(url, "live");
     const sql = postgres(url, { onnotice: () => {} });
     try {
       const runId = "run-lapsed-1";

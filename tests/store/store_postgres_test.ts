@@ -1,33 +1,19 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { RunnerError } from "../../lib/errors.ts";
-import { openStore } from "../../lib/store/open.ts";
 import { POSTGRES_PRUNE_SQL } from "../../lib/store/postgres/retention.ts";
 import { POSTGRES_SCHEMA_VERSION } from "../../lib/store/postgres/schema.ts";
 import { listRunsQuery } from "../../lib/store/run_listing.ts";
 import type { ListRunsOptions, RunStore } from "../../lib/store/types.ts";
-import { clusterForThisFile, pgTest } from "../pg_helpers.ts";
+import {
+  clusterForThisFile,
+  openReplicaStore,
+  pgTest,
+  withReplicaStores,
+} from "../pg_helpers.ts";
 import { defineStoreSuite, event, localSessionKey } from "../store_suite.ts";
 
 const cluster = clusterForThisFile();
-
-/** Opens a replica's store on `url`. */
-function openReplica(
-  url: string,
-  replicaId: string,
-  options: { leaseMs?: number; holdEvents?: boolean } = {},
-): Promise<RunStore> {
-  return openStore({
-    dataDir: "/nonexistent",
-    shared: {
-      url,
-      replicaId,
-      advertiseUrl: `http://127.0.0.1:1/${replicaId}`,
-      leaseMs: options.leaseMs ?? 60_000,
-      holdEvents: options.holdEvents,
-    },
-  });
-}
 
 defineStoreSuite({
   name: "postgres",
@@ -35,7 +21,7 @@ defineStoreSuite({
     const url = await cluster().newDatabase();
     let opened = 0;
     return {
-      open: (options) => openReplica(url, `replica-${++opened}`, options),
+      open: (options) => openReplicaStore(url, `replica-${++opened}`, options),
       async refuseWrites() {
         // As a full disk: inserts and updates of runs and events fail, reads go on.
         await withSql(
@@ -68,8 +54,8 @@ pgTest(
   "[postgres] a new database is migrated and the version is recorded once",
   async () => {
     const url = await cluster().newDatabase();
-    await (await openReplica(url, "a")).close();
-    await (await openReplica(url, "b")).close();
+    await (await openReplicaStore(url, "a")).close();
+    await (await openReplicaStore(url, "b")).close();
     const sql = postgres(url, { onnotice: () => {} });
     try {
       const rows = await sql`SELECT version FROM runner_schema_version`;
@@ -82,7 +68,7 @@ pgTest(
     } finally {
       await sql.end();
     }
-    await assert.rejects(() => openReplica(url, "c"), (error) => {
+    await assert.rejects(() => openReplicaStore(url, "c"), (error) => {
       assert.ok(error instanceof RunnerError);
       assert.equal(error.code, "store.schema_too_new");
       return true;
@@ -95,7 +81,7 @@ pgTest(
   async () => {
     const url = await cluster().newDatabase();
     const wrongPort = url.replace(`:${cluster().port}/`, ":1/");
-    await assert.rejects(() => openReplica(wrongPort, "a"), (error) => {
+    await assert.rejects(() => openReplicaStore(wrongPort, "a"), (error) => {
       assert.ok(error instanceof RunnerError);
       assert.equal(error.code, "store.unavailable");
       assert.equal(error.retryable, true);
@@ -108,7 +94,7 @@ pgTest(
   "[postgres] runs of a replica whose lease lapsed are failed exactly once",
   async () => {
     const url = await cluster().newDatabase();
-    const lost = await openReplica(url, "lost", { leaseMs: 300 });
+    const lost = await openReplicaStore(url, "lost", { leaseMs: 300 });
     await lost.createRun({ runId: "orphan", config: {}, status: "active" });
     lost.appendEvent("orphan", event("message.delta", { text: "hi" }));
     await lost.flush();
@@ -116,7 +102,7 @@ pgTest(
     await (lost.fleet as unknown as { stop(release: boolean): Promise<void> })
       .stop(false);
     const sweepers = await Promise.all(
-      ["a", "b", "c"].map((id) => openReplica(url, id)),
+      ["a", "b", "c"].map((id) => openReplicaStore(url, id)),
     );
     try {
       await sweepers[0].createRun({
@@ -151,37 +137,44 @@ pgTest(
   },
 );
 
-pgTest(
-  "[postgres] a conversation has one owner until its lease lapses",
-  async () => {
+replicasTest("[postgres] a conversation has one owner until its lease lapses", [
+  "a",
+  "b",
+], async ([a, b]) => {
+  const claims = await Promise.all([
+    a.fleet!.claimConversation("conv"),
+    b.fleet!.claimConversation("conv"),
+  ]);
+  const owners = new Set(claims.map((claim) => claim.replicaId));
+  assert.equal(owners.size, 1);
+  const [owner] = owners;
+  const other = owner === "a" ? b : a;
+  const seen = await other.fleet!.claimConversation("conv");
+  assert.deepEqual([seen.replicaId, seen.self, seen.alive], [
+    owner,
+    false,
+    true,
+  ]);
+  const forced = await other.fleet!.claimConversation("conv", {
+    force: true,
+  });
+  assert.equal(forced.self, true);
+});
+
+/**
+ * A {@linkcode pgTest} on a fresh database with the stores of replicas `ids`
+ * open (see {@linkcode withReplicaStores}).
+ */
+function replicasTest(
+  name: string,
+  ids: string[],
+  body: (stores: RunStore[], url: string) => Promise<void>,
+): void {
+  pgTest(name, async () => {
     const url = await cluster().newDatabase();
-    const a = await openReplica(url, "a");
-    const b = await openReplica(url, "b");
-    try {
-      const claims = await Promise.all([
-        a.fleet!.claimConversation("conv"),
-        b.fleet!.claimConversation("conv"),
-      ]);
-      const owners = new Set(claims.map((claim) => claim.replicaId));
-      assert.equal(owners.size, 1);
-      const [owner] = owners;
-      const other = owner === "a" ? b : a;
-      const seen = await other.fleet!.claimConversation("conv");
-      assert.deepEqual([seen.replicaId, seen.self, seen.alive], [
-        owner,
-        false,
-        true,
-      ]);
-      const forced = await other.fleet!.claimConversation("conv", {
-        force: true,
-      });
-      assert.equal(forced.self, true);
-    } finally {
-      await a.close();
-      await b.close();
-    }
-  },
-);
+    await withReplicaStores(url, ids, (stores) => body(stores, url));
+  });
+}
 
 /** Runs SQL on the database at `url` with a connection of its own. */
 async function withSql(
@@ -213,28 +206,27 @@ pgTest(
   "[postgres] a lost replica's run whose terminal event was stored is finished with it, not failed again",
   async () => {
     const url = await cluster().newDatabase();
-    const lost = await openReplica(url, "lost");
-    const sweeper = await openReplica(url, "sweeper");
-    try {
-      await lost.createRun({ runId: "r1", config: {}, status: "active" });
-      lost.appendEvent("r1", event("message.delta", { text: "hi" }));
-      lost.appendEvent("r1", event("run.completed"));
-      await lost.flush();
-      // The replica dies here: the events are stored, finishRun never ran.
-      await loseReplica(url, lost);
-      assert.deepEqual(
-        await sweeper.markActiveRunsFailed("runner.replica_lost", "lost"),
-        ["r1"],
-      );
-      assert.equal((await sweeper.getRun("r1"))?.status, "completed");
-      assert.deepEqual((await sweeper.getEvents("r1")).map((e) => e.type), [
-        "message.delta",
-        "run.completed",
-      ]);
-    } finally {
-      await sweeper.close();
-      await lost.close();
-    }
+    await withReplicaStores(
+      url,
+      ["lost", "sweeper"],
+      async ([lost, sweeper]) => {
+        await lost.createRun({ runId: "r1", config: {}, status: "active" });
+        lost.appendEvent("r1", event("message.delta", { text: "hi" }));
+        lost.appendEvent("r1", event("run.completed"));
+        await lost.flush();
+        // The replica dies here: the events are stored, finishRun never ran.
+        await loseReplica(url, lost);
+        assert.deepEqual(
+          await sweeper.markActiveRunsFailed("runner.replica_lost", "lost"),
+          ["r1"],
+        );
+        assert.equal((await sweeper.getRun("r1"))?.status, "completed");
+        assert.deepEqual((await sweeper.getEvents("r1")).map((e) => e.type), [
+          "message.delta",
+          "run.completed",
+        ]);
+      },
+    );
   },
 );
 
@@ -242,48 +234,40 @@ pgTest(
   "[postgres] markActiveRunsFailed with a run id ends only that run of a lost replica",
   async () => {
     const url = await cluster().newDatabase();
-    const lost = await openReplica(url, "lost");
-    const sweeper = await openReplica(url, "sweeper");
-    try {
-      await lost.createRun({ runId: "asked", config: {}, status: "active" });
-      await lost.createRun({ runId: "other", config: {}, status: "active" });
-      await loseReplica(url, lost);
-      assert.deepEqual(
-        await sweeper.markActiveRunsFailed("runner.replica_lost", "lost", {
-          runId: "asked",
-        }),
-        ["asked"],
-      );
-      assert.equal(
-        (await sweeper.getRun("asked"))?.code,
-        "runner.replica_lost",
-      );
-      assert.equal((await sweeper.getRun("other"))?.status, "active");
-    } finally {
-      await sweeper.close();
-      await lost.close();
-    }
+    await withReplicaStores(
+      url,
+      ["lost", "sweeper"],
+      async ([lost, sweeper]) => {
+        await lost.createRun({ runId: "asked", config: {}, status: "active" });
+        await lost.createRun({ runId: "other", config: {}, status: "active" });
+        await loseReplica(url, lost);
+        assert.deepEqual(
+          await sweeper.markActiveRunsFailed("runner.replica_lost", "lost", {
+            runId: "asked",
+          }),
+          ["asked"],
+        );
+        assert.equal(
+          (await sweeper.getRun("asked"))?.code,
+          "runner.replica_lost",
+        );
+        assert.equal((await sweeper.getRun("other"))?.status, "active");
+      },
+    );
   },
 );
 
-pgTest(
+replicasTest(
   "[postgres] a conversation of a replica whose lease lapsed is taken at once, before the conversation's own lease ends",
-  async () => {
-    const url = await cluster().newDatabase();
-    const lost = await openReplica(url, "lost");
-    const other = await openReplica(url, "other");
-    try {
-      assert.equal((await lost.fleet!.claimConversation("conv")).self, true);
-      await loseReplica(url, lost);
-      // The conversation's lease is still current; its replica's is not.
-      const owner = await other.fleet!.conversationOwner("conv");
-      assert.deepEqual([owner?.replicaId, owner?.alive], ["lost", false]);
-      const claimed = await other.fleet!.claimConversation("conv");
-      assert.deepEqual([claimed.replicaId, claimed.self], ["other", true]);
-    } finally {
-      await other.close();
-      await lost.close();
-    }
+  ["lost", "other"],
+  async ([lost, other], url) => {
+    assert.equal((await lost.fleet!.claimConversation("conv")).self, true);
+    await loseReplica(url, lost);
+    // The conversation's lease is still current; its replica's is not.
+    const owner = await other.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["lost", false]);
+    const claimed = await other.fleet!.claimConversation("conv");
+    assert.deepEqual([claimed.replicaId, claimed.self], ["other", true]);
   },
 );
 
@@ -291,7 +275,7 @@ pgTest(
   "[postgres] a schema-1 database is migrated in place: its runs and sessions are kept, new runs record their owning process and sessions remember values",
   async () => {
     const url = await cluster().newDatabase();
-    await (await openReplica(url, "a")).close();
+    await (await openReplicaStore(url, "a")).close();
     // Back to schema 1, with a run written by a runner of that schema.
     await withSql(url, async (sql) => {
       await sql`ALTER TABLE runs DROP COLUMN owner_pid`;
@@ -314,7 +298,7 @@ pgTest(
       owner_instance, created_at, updated_at, finished_at)
       VALUES ('old', 'completed', '{}', 'a', 'gone', 1, 2, 2)`;
     });
-    const store = await openReplica(url, "b");
+    const store = await openReplicaStore(url, "b");
     try {
       assert.equal((await store.getRun("old"))?.finishedAt, 2);
       const key = localSessionKey("c1");
@@ -348,7 +332,7 @@ pgTest(
   "[postgres] while event writes fail, reads show only the stored events, durable() waits and health says why; a write that lands clears it",
   async () => {
     const url = await cluster().newDatabase();
-    const store = await openReplica(url, "a", { holdEvents: true });
+    const store = await openReplicaStore(url, "a", { holdEvents: true });
     try {
       await store.createRun({ runId: "r1", config: {}, status: "active" });
       store.appendEvent("r1", event("message.delta", { text: "stored" }));
@@ -444,7 +428,7 @@ pgTest(
   "[postgres] every listing filter and the prune statements use an index on a 200 000-run database",
   async () => {
     const url = await cluster().newDatabase();
-    await (await openReplica(url, "a")).close();
+    await (await openReplicaStore(url, "a")).close();
     await withSql(url, async (sql) => {
       await sql.unsafe(`INSERT INTO runs (run_id, conversation_id, status,
         config_json, owner_replica, owner_instance, created_at, updated_at,
@@ -480,7 +464,7 @@ pgTest(
       await assertIndexedPlan(sql, POSTGRES_PRUNE_SQL.runs, [["bulk-0000001"]]);
     });
     // Retention on it: the 250 runs past the newest, less the active one, in batches.
-    const store = await openReplica(url, "b");
+    const store = await openReplicaStore(url, "b");
     try {
       const batch = { keepNewest: 200_000 - 250, limit: 100 };
       assert.deepEqual(await store.pruneRuns(batch), { runs: 100, events: 0 });
@@ -499,14 +483,14 @@ pgTest(
   "[postgres] a replica restarted under the same id fails its previous instance's runs, not its own",
   async () => {
     const url = await cluster().newDatabase();
-    const before = await openReplica(url, "r");
+    const before = await openReplicaStore(url, "r");
     await before.createRun({ runId: "old", config: {}, status: "active" });
     // It crashes (no release) and comes back at once as a new instance: the
     // replica id's lease is live again, but not for the old run's owner.
     await (before.fleet as unknown as { stop(release: boolean): Promise<void> })
       .stop(false);
-    const after = await openReplica(url, "r");
-    const other = await openReplica(url, "other");
+    const after = await openReplicaStore(url, "r");
+    const other = await openReplicaStore(url, "other");
     try {
       await after.createRun({ runId: "new", config: {}, status: "active" });
       assert.deepEqual(
@@ -528,55 +512,48 @@ pgTest(
   },
 );
 
-pgTest(
+replicasTest(
   "[postgres] a conversation's lease is its id's alone: look-alike ids are other leases, the holder keeps it, and it frees when its own lease ends",
-  async () => {
-    const url = await cluster().newDatabase();
-    const a = await openReplica(url, "a");
-    const b = await openReplica(url, "b");
-    try {
-      assert.equal((await a.fleet!.claimConversation("conv")).self, true);
-      assert.equal(
-        (await a.fleet!.claimConversation("conv")).self,
-        true,
-        "held",
-      );
-      const held = await b.fleet!.claimConversation("conv");
-      assert.deepEqual([held.replicaId, held.self, held.alive], [
-        "a",
-        false,
-        true,
-      ]);
-      // (Ids are checked at the HTTP edge: these are all valid ones.)
-      for (const id of ["Conv", "conv-", "conv.", "con", "xconv", "conv:1"]) {
-        const claim = await b.fleet!.claimConversation(id);
-        assert.deepEqual(
-          [claim.replicaId, claim.self],
-          ["b", true],
-          `${JSON.stringify(id)} is another conversation`,
-        );
-      }
-      // Replica "a" is alive, but the conversation's own lease ran out.
-      await withSql(
-        url,
-        (sql) =>
-          sql`UPDATE conversation_leases SET expires_at = now() - interval '1 second'
-          WHERE conversation_id = 'conv'`.then(() => {}),
-      );
-      const owner = await b.fleet!.conversationOwner("conv");
-      assert.deepEqual([owner?.replicaId, owner?.alive], ["a", false]);
-      const taken = await b.fleet!.claimConversation("conv");
-      assert.deepEqual([taken.replicaId, taken.self], ["b", true]);
-      const back = await a.fleet!.claimConversation("conv");
+  ["a", "b"],
+  async ([a, b], url) => {
+    assert.equal((await a.fleet!.claimConversation("conv")).self, true);
+    assert.equal(
+      (await a.fleet!.claimConversation("conv")).self,
+      true,
+      "held",
+    );
+    const held = await b.fleet!.claimConversation("conv");
+    assert.deepEqual([held.replicaId, held.self, held.alive], [
+      "a",
+      false,
+      true,
+    ]);
+    // (Ids are checked at the HTTP edge: these are all valid ones.)
+    for (const id of ["Conv", "conv-", "conv.", "con", "xconv", "conv:1"]) {
+      const claim = await b.fleet!.claimConversation(id);
       assert.deepEqual(
-        [back.replicaId, back.self],
-        ["b", false],
-        "b holds it now",
+        [claim.replicaId, claim.self],
+        ["b", true],
+        `${JSON.stringify(id)} is another conversation`,
       );
-    } finally {
-      await a.close();
-      await b.close();
     }
+    // Replica "a" is alive, but the conversation's own lease ran out.
+    await withSql(
+      url,
+      (sql) =>
+        sql`UPDATE conversation_leases SET expires_at = now() - interval '1 second'
+        WHERE conversation_id = 'conv'`.then(() => {}),
+    );
+    const owner = await b.fleet!.conversationOwner("conv");
+    assert.deepEqual([owner?.replicaId, owner?.alive], ["a", false]);
+    const taken = await b.fleet!.claimConversation("conv");
+    assert.deepEqual([taken.replicaId, taken.self], ["b", true]);
+    const back = await a.fleet!.claimConversation("conv");
+    assert.deepEqual(
+      [back.replicaId, back.self],
+      ["b", false],
+      "b holds it now",
+    );
   },
 );
 
@@ -584,8 +561,8 @@ pgTest(
   "[postgres] a replica whose lease lapsed writes no session id and no daemon row",
   async () => {
     const url = await cluster().newDatabase();
-    const lapsed = await openReplica(url, "lapsed");
-    const live = await openReplica(url, "live");
+    const lapsed = await openReplicaStore(url, "lapsed");
+    const live = await openReplicaStore(url, "live");
     const key = (conversationId: string) =>
       localSessionKey(conversationId, "/ws");
     const daemon = { daemonId: "d1", metadata: {}, activeJobs: [] };
