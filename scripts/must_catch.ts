@@ -141,14 +141,6 @@ export const MUST_CATCH: MustCatch[] = [
     filter: "after the queue closed",
   },
   {
-    name: "the queue closes after the step that finds it empty",
-    file: "lib/run/turn.ts",
-    find: "    if (!next) {\n      run.closed = true;\n      break;\n    }",
-    replace: "    if (!next) break;",
-    test: "tests/run/steering_test.ts",
-    filter: "microtasks",
-  },
-  {
     name: "events delivered before they are stored",
     file: "lib/run/recording.ts",
     find: "    store.durable().then(() => {",
@@ -681,8 +673,8 @@ export const MUST_CATCH: MustCatch[] = [
   {
     name: "a confined agent's terminal runs unconfined",
     file: "lib/run/terminals.ts",
-    find: "const argv = launch.sandbox\n",
-    replace: "const argv = false\n",
+    find: "sandboxArgv(requireSandbox(), launch.sandbox, entered, root)",
+    replace: "entered",
     test: "tests/cli/cli_terminals_test.ts",
     filter: "runs under the agent's sandbox",
   },
