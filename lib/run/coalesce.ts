@@ -63,20 +63,8 @@ export function createDeltaCoalescer(
   let lastDeltaAt = -Infinity;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  function emitDelta(kind: DeltaStream, content: string) {
-    if (!content) return;
-    if (kind === "thought") {
-      next.emit("thought.delta", { content });
-      return;
-    }
-    next.emit("message.delta", {
-      chunk: {
-        role: "assistant",
-        content,
-        msg_sequence: options.nextMessageSequence(),
-      },
-    });
-  }
+  const emitDelta = (kind: DeltaStream, content: string) =>
+    deltaEvent(options, kind, content);
 
   /**
    * Emits the pending text: `window` when the window closes (the stream
@@ -135,4 +123,24 @@ export function createDeltaCoalescer(
       return next.ended;
     },
   };
+}
+
+/** Emits `content` (when there is any) as `kind`'s delta event. */
+function deltaEvent(
+  options: DeltaCoalescerOptions,
+  kind: DeltaStream,
+  content: string,
+) {
+  if (!content) return;
+  if (kind === "thought") {
+    options.next.emit("thought.delta", { content });
+    return;
+  }
+  options.next.emit("message.delta", {
+    chunk: {
+      role: "assistant",
+      content,
+      msg_sequence: options.nextMessageSequence(),
+    },
+  });
 }
