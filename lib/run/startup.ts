@@ -212,9 +212,26 @@ export function connectTransport(
     onNoise: (line) =>
       run.log({
         msg: "agent stdout noise",
-        line: redactSecrets(line, run.secrets),
+        line: noiseShown(redactSecrets(line, run.secrets)),
       }),
   });
+}
+
+/** The characters of a noise line the log keeps. */
+const NOISE_LOGGED_CHARS = 200;
+
+/**
+ * A redacted noise line as the log shows it: its first
+ * {@linkcode NOISE_LOGGED_CHARS} characters. Cut only after redaction, so
+ * the cut cannot leave a secret's start that redaction would not know.
+ */
+function noiseShown(redacted: string): string {
+  if (redacted.length <= NOISE_LOGGED_CHARS) return redacted;
+  const before = redacted.charCodeAt(NOISE_LOGGED_CHARS - 1);
+  const end = before >= 0xd800 && before <= 0xdbff
+    ? NOISE_LOGGED_CHARS - 1
+    : NOISE_LOGGED_CHARS;
+  return `${redacted.slice(0, end)}…`;
 }
 
 interface OpenSessionOptions {
