@@ -205,9 +205,11 @@ async function startTerminal(
     { terminalId, budget: options.budget },
     output,
   );
+  // The events get the whole chunk: a chunk cut to the kept limit could
+  // begin inside a secret, past what the redactor can recognise.
   const take = (text: string) => {
-    const kept = output.push(text);
-    if (kept) show.push(kept);
+    output.push(text);
+    show.push(text);
   };
   const process = spawnCommand(run, {
     ...options,
