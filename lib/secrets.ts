@@ -123,7 +123,10 @@ function pairSafe(buffer: string, cut: number): number {
   return cut > 0 && before >= 0xd800 && before <= 0xdbff ? cut - 1 : cut;
 }
 
-/** Redacts secrets from every string inside a JSON-like value. */
+/**
+ * Redacts secrets from every string inside a JSON-like value, the names of
+ * its fields included.
+ */
 export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
   const list = [...secrets].filter((s) => s.length >= MIN_SECRET_LENGTH);
   if (!list.length) return value;
@@ -132,7 +135,9 @@ export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
     if (Array.isArray(item)) return item.map(walk);
     if (item && typeof item === "object") {
       return Object.fromEntries(
-        Object.entries(item).map(([key, inner]) => [key, walk(inner)]),
+        Object.entries(item).map((
+          [key, inner],
+        ) => [redactSecrets(key, list), walk(inner)]),
       );
     }
     return item;
