@@ -8,7 +8,7 @@
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import { addUsage } from "../events.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
@@ -126,8 +126,12 @@ export function handleUpdate(
     String(update.sessionUpdate).startsWith("tool_call")
   ) {
     const id = String(update.toolCallId ?? "");
-    run.failedTool = toolFailureOf(update, run.turn?.startedTools.get(id)) ??
-      run.failedTool;
+    const name = run.turn?.startedTools.get(id);
+    // Redacted before the failure's text is encoded and cut, not after.
+    run.failedTool = toolFailureOf(
+      redactDeep(update, run.secrets),
+      name === undefined ? undefined : redactSecrets(name, run.secrets),
+    ) ?? run.failedTool;
   }
 }
 
