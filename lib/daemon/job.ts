@@ -31,7 +31,7 @@ import { toRelayEvent } from "../relay/wire_events.ts";
 import { checkRunInput, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { createEventRestorer, isTerminalEvent } from "../events.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import { confirmGroupsGone } from "../agent/process_group.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";
@@ -354,8 +354,11 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
+      // Redacted here, whole: a hub other than runner serve's passes the
+      // events on as they come, and the engine redacts only the text it
+      // streams and the failures it words.
       const wire = toRelayEvent(withAllContent({
-        ...event,
+        ...redactDeep(event, setup.secrets),
         sequence: (event.sequence ?? 0) + sentBefore,
       }));
       job.emit(
