@@ -156,8 +156,15 @@ async function runJob(
     return { cleanupConfirmed: true };
   }
   const { plan } = planned;
+  // The daemon's own logger knows only its token; the job's secrets (its
+  // env-json) belong to the hub's caller, not to the daemon's operator.
   const jobLog = (entry: Record<string, unknown>) =>
-    runner.log({ job_id: job.jobId, run_id: plan.runId, ...entry });
+    runner.log(
+      redactDeep(
+        { job_id: job.jobId, run_id: plan.runId, ...entry },
+        planned.setup.secrets,
+      ),
+    );
   if (plan.ignoredKeys.length) {
     jobLog({ msg: "ignored run.start config keys", keys: plan.ignoredKeys });
   }
