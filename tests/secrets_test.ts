@@ -387,7 +387,8 @@ Deno.test("a stream never cuts inside a whole secret where a later one may start
     "3456zz",
   ]);
   assert.equal(chained.push("_ QRSTUVWX-key-123456"), "_ ");
-  assert.equal(chained.end(), "[REDACTED]y-123456");
+  // The two overlap: redacted as one, no piece of either shows.
+  assert.equal(chained.end(), "[REDACTED]");
 });
 
 Deno.test("switch words are not secrets in any case: NULL too", () => {
