@@ -7,18 +7,34 @@
 
 const MIN_SECRET_LENGTH = 4;
 
-/** Replaces every occurrence of each secret in `text` with `[REDACTED]`. */
+/**
+ * Replaces every occurrence of each secret in `text` with `[REDACTED]`.
+ * Occurrences that overlap (one secret's end is another's start) are
+ * replaced as one, so neither leaves a piece of the other.
+ */
 export function redactSecrets(text: string, secrets: Iterable<string>): string {
-  let result = text;
-  const sorted = [...secrets]
-    .filter((secret) => secret.length >= MIN_SECRET_LENGTH)
-    .sort((a, b) => b.length - a.length);
-  for (const secret of sorted) {
-    if (result.includes(secret)) {
-      result = result.split(secret).join("[REDACTED]");
+  const found: [number, number][] = [];
+  for (const secret of new Set(secrets)) {
+    if (secret.length < MIN_SECRET_LENGTH) continue;
+    for (let at = text.indexOf(secret); at >= 0;) {
+      found.push([at, at + secret.length]);
+      at = text.indexOf(secret, at + 1);
     }
   }
-  return result;
+  if (!found.length) return text;
+  found.sort((a, b) => a[0] - b[0]);
+  let result = "";
+  let shown = 0;
+  for (let i = 0; i < found.length;) {
+    const start = found[i][0];
+    let end = found[i][1];
+    for (i++; i < found.length && found[i][0] < end; i++) {
+      end = Math.max(end, found[i][1]);
+    }
+    result += text.slice(shown, start) + "[REDACTED]";
+    shown = end;
+  }
+  return result + text.slice(shown);
 }
 
 /**
@@ -123,7 +139,10 @@ function pairSafe(buffer: string, cut: number): number {
   return cut > 0 && before >= 0xd800 && before <= 0xdbff ? cut - 1 : cut;
 }
 
-/** Redacts secrets from every string inside a JSON-like value. */
+/**
+ * Redacts secrets from every string inside a JSON-like value, the names of
+ * its fields included.
+ */
 export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
   const list = [...secrets].filter((s) => s.length >= MIN_SECRET_LENGTH);
   if (!list.length) return value;
@@ -132,7 +151,9 @@ export function redactDeep<T>(value: T, secrets: Iterable<string>): T {
     if (Array.isArray(item)) return item.map(walk);
     if (item && typeof item === "object") {
       return Object.fromEntries(
-        Object.entries(item).map(([key, inner]) => [key, walk(inner)]),
+        Object.entries(item).map((
+          [key, inner],
+        ) => [redactSecrets(key, list), walk(inner)]),
       );
     }
     return item;

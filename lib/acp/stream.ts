@@ -24,7 +24,10 @@ export interface AcpStreamOptions {
    * true consumes it (it is not passed on to the SDK).
    */
   tap?: (message: AnyMessage) => boolean;
-  /** Called for each non-JSON line (already truncated for logging). */
+  /**
+   * Called for each non-JSON line, whole: the caller redacts it before it
+   * cuts it for logging, so no cut leaves part of a secret.
+   */
   onNoise?: (line: string) => void;
   /** Called once when the inbound side fails (e.g. a message over the cap). */
   onFatal?: (error: RunnerError) => void;
@@ -83,7 +86,7 @@ function parseLine(
       return value as AnyMessage;
     }
   } catch { /* noise */ }
-  onNoise?.(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+  onNoise?.(text);
   return undefined;
 }
 

@@ -249,12 +249,19 @@ function startNetwork(
   return options.exited.then(() => network.close(), () => network.close());
 }
 
-/** CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes. */
+/**
+ * CSI sequences (colours, cursor moves), OSC strings, two-byte escapes, and
+ * the control characters but tab and newline.
+ */
 const ANSI_ESCAPE =
   // deno-lint-ignore no-control-regex -- matching ESC is the point
-  /\x1b\[[0-?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
+  /\x1b\[[0-?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\x9b[0-?]*[ -\/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 
-/** Removes terminal escape sequences (agents colour their stderr). */
+/**
+ * Removes terminal escape sequences (agents colour their stderr) and control
+ * characters: what a reader does not see, so the redaction that follows sees
+ * the text as the reader does.
+ */
 export function stripAnsi(text: string): string {
   return text.replace(ANSI_ESCAPE, "");
 }

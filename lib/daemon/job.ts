@@ -31,7 +31,7 @@ import { toRelayEvent } from "../relay/wire_events.ts";
 import { checkRunInput, emptyInputError, isEmptyInput } from "../run/prompt.ts";
 import { RunnerError, toRunnerError } from "../errors.ts";
 import { createEventRestorer, isTerminalEvent } from "../events.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import { confirmGroupsGone } from "../agent/process_group.ts";
 import type { ReaperRegistry } from "../agent/reaper.ts";
 import type { JsonObject } from "../relay.ts";
@@ -156,8 +156,15 @@ async function runJob(
     return { cleanupConfirmed: true };
   }
   const { plan } = planned;
+  // The daemon's own logger knows only its token; the job's secrets (its
+  // env-json) belong to the hub's caller, not to the daemon's operator.
   const jobLog = (entry: Record<string, unknown>) =>
-    runner.log({ job_id: job.jobId, run_id: plan.runId, ...entry });
+    runner.log(
+      redactDeep(
+        { job_id: job.jobId, run_id: plan.runId, ...entry },
+        planned.setup.secrets,
+      ),
+    );
   if (plan.ignoredKeys.length) {
     jobLog({ msg: "ignored run.start config keys", keys: plan.ignoredKeys });
   }
@@ -354,8 +361,11 @@ function startJobRun(runner: JobRunnerState, start: JobStart): StartedJob {
     emit(event) {
       // After run.cancel the client sends its own daemon_cancelled failure.
       if (isTerminalEvent(event) && job.signal.aborted) return;
+      // Redacted here, whole: a hub other than runner serve's passes the
+      // events on as they come, and the engine redacts only the text it
+      // streams and the failures it words.
       const wire = toRelayEvent(withAllContent({
-        ...event,
+        ...redactDeep(event, setup.secrets),
         sequence: (event.sequence ?? 0) + sentBefore,
       }));
       job.emit(

@@ -135,6 +135,7 @@ export function createRunContext(options: RunEngineOptions): RunContext {
       emit: emitter.emit,
       timeoutSeconds: config.permissionTimeout,
       fallback: config.permissionFallback,
+      secrets: life.secrets,
     })
     : undefined;
   if (permissions) {

@@ -18,6 +18,7 @@ import {
   PERMISSION_KINDS,
 } from "../acp/permission_options.ts";
 import { RunnerError } from "../errors.ts";
+import { redactDeep } from "../secrets.ts";
 import type { EventEmitter } from "./events.ts";
 
 /** A person's answer: one offered option, or a decision kind. */
@@ -59,6 +60,8 @@ export interface PermissionDeskOptions {
   fallback: PermissionOptionKind;
   /** Called when a request opens (e.g. the CLI asks on its terminal). */
   onRequest?: (requestId: string) => void;
+  /** Values redacted from the tool call's input before it is summarised. */
+  secrets?: readonly string[];
 }
 
 interface OpenRequest {
@@ -113,7 +116,10 @@ export function createPermissionDesk(
           },
         });
         options.emit("permission.requested", {
-          ...requestedData(requestId, request, expiresAt),
+          ...requestedData(requestId, request, {
+            expiresAt,
+            secrets: options.secrets ?? [],
+          }),
           ...tag,
         });
         options.onRequest?.(requestId);
@@ -217,16 +223,28 @@ function optionFor(
 }
 
 /** Keeps a raw tool input short enough for an event and a button label. */
-function summarise(value: unknown, limit = 400): string | null {
+/**
+ * The tool call's input as one short line. Its strings are redacted before
+ * they are encoded (JSON escapes a secret's quotes and backslashes) and the
+ * line is cut after (a cut could leave a secret's start).
+ */
+function summarise(
+  value: unknown,
+  secrets: readonly string[],
+  limit = 400,
+): string | null {
   if (value === undefined || value === null) return null;
-  const text = typeof value === "string" ? value : JSON.stringify(value);
+  const redacted = redactDeep(value, secrets);
+  const text = typeof redacted === "string"
+    ? redacted
+    : JSON.stringify(redacted);
   return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
 }
 
 function requestedData(
   requestId: string,
   request: RequestPermissionRequest,
-  expiresAt: number,
+  { expiresAt, secrets }: { expiresAt: number; secrets: readonly string[] },
 ): Record<string, unknown> {
   const toolCall = request.toolCall;
   return {
@@ -239,7 +257,7 @@ function requestedData(
         path: location.path,
         line: location.line ?? null,
       })),
-      raw_input_summary: summarise(toolCall?.rawInput),
+      raw_input_summary: summarise(toolCall?.rawInput, secrets),
     },
     options: (request.options ?? []).map((option) => ({
       option_id: option.optionId,

@@ -19,7 +19,7 @@ import type { RunContext } from "./context.ts";
 import { matchRule } from "./permission_rules.ts";
 import { answerPermission } from "./permissions.ts";
 import { rejectionOf } from "./unanswered.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import type { CheckedCommand } from "./terminal_command.ts";
 
 interface Ruling {
@@ -70,7 +70,9 @@ async function decide(
       emit: run.emitter.emit,
       rule,
     });
-  run.rejectedPermission = rejectionOf(request, answer) ??
+  // The tool's title is redacted before the failure's text cuts it.
+  const toolCall = redactDeep(request.toolCall, run.secrets);
+  run.rejectedPermission = rejectionOf({ ...request, toolCall }, answer) ??
     run.rejectedPermission;
   return answer;
 }

@@ -8,7 +8,7 @@
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import type { AgentConnection, ConnectAgentOptions } from "../acp/client.ts";
 import { RunnerError } from "../errors.ts";
-import { redactSecrets } from "../secrets.ts";
+import { redactDeep, redactSecrets } from "../secrets.ts";
 import { addUsage } from "../events.ts";
 import { type RunContext, untilAborted } from "./context.ts";
 import { applyUpdate } from "./events.ts";
@@ -126,8 +126,12 @@ export function handleUpdate(
     String(update.sessionUpdate).startsWith("tool_call")
   ) {
     const id = String(update.toolCallId ?? "");
-    run.failedTool = toolFailureOf(update, run.turn?.startedTools.get(id)) ??
-      run.failedTool;
+    const name = run.turn?.startedTools.get(id);
+    // Redacted before the failure's text is encoded and cut, not after.
+    run.failedTool = toolFailureOf(
+      redactDeep(update, run.secrets),
+      name === undefined ? undefined : redactSecrets(name, run.secrets),
+    ) ?? run.failedTool;
   }
 }
 
@@ -212,9 +216,26 @@ export function connectTransport(
     onNoise: (line) =>
       run.log({
         msg: "agent stdout noise",
-        line: redactSecrets(line, run.secrets),
+        line: noiseShown(redactSecrets(line, run.secrets)),
       }),
   });
+}
+
+/** The characters of a noise line the log keeps. */
+const NOISE_LOGGED_CHARS = 200;
+
+/**
+ * A redacted noise line as the log shows it: its first
+ * {@linkcode NOISE_LOGGED_CHARS} characters. Cut only after redaction, so
+ * the cut cannot leave a secret's start that redaction would not know.
+ */
+function noiseShown(redacted: string): string {
+  if (redacted.length <= NOISE_LOGGED_CHARS) return redacted;
+  const before = redacted.charCodeAt(NOISE_LOGGED_CHARS - 1);
+  const end = before >= 0xd800 && before <= 0xdbff
+    ? NOISE_LOGGED_CHARS - 1
+    : NOISE_LOGGED_CHARS;
+  return `${redacted.slice(0, end)}…`;
 }
 
 interface OpenSessionOptions {

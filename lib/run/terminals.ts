@@ -32,6 +32,7 @@ import {
   withSandboxEnv,
 } from "../agent/sandbox.ts";
 import { createStreamRedactor, redactSecrets } from "../secrets.ts";
+import { createControlStripper } from "./terminal_controls.ts";
 import { settleWithin } from "../timing.ts";
 import type { RunContext, RunTerminals } from "./context.ts";
 import { mayRunCommand } from "./permission_policy.ts";
@@ -205,9 +206,11 @@ async function startTerminal(
     { terminalId, budget: options.budget },
     output,
   );
+  // The events get the whole chunk: a chunk cut to the kept limit could
+  // begin inside a secret, past what the redactor can recognise.
   const take = (text: string) => {
-    const kept = output.push(text);
-    if (kept) show.push(kept);
+    output.push(text);
+    show.push(text);
   };
   const process = spawnCommand(run, {
     ...options,
@@ -239,7 +242,8 @@ async function startTerminal(
 }
 
 /**
- * A terminal's `terminal.output` events: redacted, at most
+ * A terminal's `terminal.output` events: without escapes and control
+ * characters, redacted, at most
  * `terminal-output-bytes` of them for the terminal and at most
  * {@linkcode RUN_OUTPUT_FACTOR} times that for all the run's terminals
  * together (`budget`); the event that reaches either limit says `truncated`
@@ -252,6 +256,7 @@ function outputEvents(
   output: TerminalOutput,
 ): { push: (text: string) => void; end: () => void } {
   const { terminalId, budget } = ids;
+  const stripper = createControlStripper();
   const redactor = createStreamRedactor(run.secrets);
   const cap = run.config.terminalOutputBytes;
   let sent = 0;
@@ -284,7 +289,7 @@ function outputEvents(
   };
   return {
     push: (text) => {
-      if (!stopped) emit(redactor.push(text));
+      if (!stopped) emit(redactor.push(stripper.push(text)));
     },
     end: () => emit(redactor.end()),
   };
