@@ -85,10 +85,10 @@ Deno.test("acp http: a prompt on a daemon location streams the agent's own updat
     const kinds = editor.updates
       .filter((n) => n.sessionId === sessionId)
       .map((n) => n.update.sessionUpdate as string);
-    assert.equal(
-      kinds.filter((kind) => kind === "agent_message_chunk").length,
-      3,
-      "each chunk as the agent sent it",
+    const chunks = kinds.filter((kind) => kind === "agent_message_chunk");
+    assert.ok(
+      chunks.length >= 1 && chunks.length <= 3,
+      "the agent's chunks, joined where they waited together",
     );
     assert.equal(
       agentText(editor.updates, sessionId),
