@@ -32,10 +32,11 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/server/policy.ts",
     tests: [
+      "tests/server/policy_test.ts",
+      "tests/security/caller_floor_rules_test.ts",
+      "tests/security/caller_floor_test.ts",
       "tests/server/serve_auth_test.ts",
-      "tests/server/serve_terminals_test.ts",
-      "tests/agent/sandbox_daemon_test.ts",
-      "tests/secrets_test.ts",
+      "tests/server/serve_config_hardening_test.ts",
     ],
   },
   {
