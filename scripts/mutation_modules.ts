@@ -81,7 +81,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/permission_desk.ts",
-    tests: ["tests/run/permissions_test.ts", "tests/run/run_cancel_test.ts"],
+    tests: ["tests/server/permissions_test.ts", "tests/run/run_cancel_test.ts"],
   },
   // The terminal host: argv matching, env checks, limits, teardown.
   {
