@@ -74,9 +74,11 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/permission_policy.ts",
     tests: [
-      "tests/run/permissions_test.ts",
+      "tests/run/permission_policy_test.ts",
       "tests/run/permission_rules_test.ts",
       "tests/run/run_cancel_test.ts",
+      "tests/security/terminal_argv_test.ts",
+      "tests/run/run_fs_test.ts",
     ],
   },
   {
