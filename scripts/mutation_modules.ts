@@ -32,10 +32,11 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/server/policy.ts",
     tests: [
+      "tests/server/policy_test.ts",
+      "tests/security/caller_floor_rules_test.ts",
+      "tests/security/caller_floor_test.ts",
       "tests/server/serve_auth_test.ts",
-      "tests/server/serve_terminals_test.ts",
-      "tests/agent/sandbox_daemon_test.ts",
-      "tests/secrets_test.ts",
+      "tests/server/serve_config_hardening_test.ts",
     ],
   },
   {
@@ -73,14 +74,16 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/permission_policy.ts",
     tests: [
-      "tests/run/permissions_test.ts",
+      "tests/run/permission_policy_test.ts",
       "tests/run/permission_rules_test.ts",
       "tests/run/run_cancel_test.ts",
+      "tests/security/terminal_argv_test.ts",
+      "tests/run/run_fs_test.ts",
     ],
   },
   {
     module: "lib/run/permission_desk.ts",
-    tests: ["tests/run/permissions_test.ts", "tests/run/run_cancel_test.ts"],
+    tests: ["tests/server/permissions_test.ts", "tests/run/run_cancel_test.ts"],
   },
   // The terminal host: argv matching, env checks, limits, teardown.
   {

@@ -14,8 +14,11 @@ import type { PermissionRule } from "../../lib/config.ts";
 import {
   matchRule,
   ruleDecision,
+  type RuleMatch,
   type RuleSubject,
 } from "../../lib/run/permission_rules.ts";
+import { checkCommand } from "../../lib/run/terminal_command.ts";
+import { tempDir } from "../helpers.ts";
 
 const ROOT = "/work/project";
 
@@ -125,4 +128,58 @@ Deno.test("allow and reject mean their _once kinds; the exact kinds and ask stay
   ) {
     assert.equal(ruleDecision(decision), kind, decision);
   }
+});
+
+/** The rule deciding the client terminal command `command args…`, as a run checks it. */
+function decidedCommand(
+  rules: PermissionRule[],
+  command: string,
+  args: string[],
+): RuleMatch | undefined {
+  const cwd = tempDir("rules-cwd-");
+  const checked = checkCommand(
+    { sessionId: "s", command, args },
+    Deno.env.get("PATH"),
+    cwd,
+  );
+  return matchRule(rules, {
+    kind: "execute",
+    title: checked.title,
+    paths: [cwd],
+    command: checked.layers,
+    alias: checked.alias,
+  }, cwd);
+}
+
+Deno.test("a terminal title rule that names no program (assignments only, or blank) decides no command, allowing or not", () => {
+  for (const title of ["FOO=1", "PATH=* HOME=*", " "]) {
+    for (const decision of ["allow", "reject", "ask"]) {
+      assert.equal(
+        decidedCommand([{ title, decision }], "ls", ["-la"]),
+        undefined,
+        `${decision} ${JSON.stringify(title)}`,
+      );
+    }
+  }
+});
+
+Deno.test("a rejecting title rule meets a command by its words or its line, never by what the command lacks", () => {
+  // No alias (the program is named bare): nothing but the line is tested.
+  const rules: PermissionRule[] = [{ title: "un*", decision: "reject" }];
+  assert.equal(decidedCommand(rules, "ls", ["-la"]), undefined);
+  assert.deepEqual(decidedCommand(rules, "unzip", []), {
+    index: 0,
+    decision: "reject_once",
+  });
+  assert.deepEqual(
+    decidedCommand([{ title: "rm -rf *", decision: "reject" }], "rm", [
+      "-rf",
+      "build",
+    ]),
+    { index: 0, decision: "reject_once" },
+  );
+  assert.equal(
+    decidedCommand([{ title: "rm -rf *", decision: "reject" }], "ls", ["-la"]),
+    undefined,
+  );
 });

@@ -14,7 +14,7 @@ import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import { applyHubFloor, runnerPlaces } from "../../lib/run/caller_floor.ts";
 import { resolveCallerConfig } from "../../lib/server/policy.ts";
-import { tempDir } from "../helpers.ts";
+import { ROOT, tempDir } from "../helpers.ts";
 import { type CallerRefusal, callerRefusal } from "../caller_floor_helpers.ts";
 
 const WORKSPACE = tempDir("floor-rules-ws-");
@@ -248,5 +248,140 @@ Deno.test("without workspace-roots the operator's workspace is the root; with ne
   assert.equal(
     refusal({ workspace: undefined }, { workspace: outside }),
     undefined,
+  );
+});
+
+Deno.test("a workspace path that cannot be resolved (through a file) is refused, saying so and what to choose", () => {
+  const roots = tempDir("floor-unresolved-");
+  const file = join(roots, "notes.txt");
+  Deno.writeTextFileSync(file, "a file, not a directory\n");
+  const workspace = join(file, "sub");
+  assert.deepEqual(refusal({ "workspace-roots": roots }, { workspace }), {
+    code: "http.forbidden",
+    key: "workspace",
+    message:
+      `workspace: ${workspace} cannot be resolved on the runner's machine (NotADirectory); choose a directory under the operator's workspace-roots.`,
+  });
+});
+
+Deno.test("the operator's own workspace is the operator's choice: a caller who does not choose one is not held to the caller's bounds", () => {
+  const dataDir = tempDir("floor-own-data-");
+  // The operator runs agents in its data dir and the caller only sets a
+  // timeout: the data dir guard is for a caller's choice, not the operator's.
+  for (const caller of [{}, { timeout: 30 }]) {
+    assert.equal(
+      refusal({ workspace: dataDir }, caller, dataDir),
+      undefined,
+      JSON.stringify(caller),
+    );
+  }
+  const config = resolveCallerConfig({
+    allowCustomCommands: false,
+    allowEnvNames: [],
+    dataDir,
+    runDefaults: { provider: "codex", workspace: dataDir },
+  }, {});
+  assert.equal(config.workspace, dataDir);
+});
+
+Deno.test("the operator's session cwd stands: a caller who sends none runs there, a workspace that holds it keeps it, one that does not is refused", () => {
+  const roots = tempDir("floor-own-cwd-");
+  const project = join(roots, "project");
+  const workspace = join(project, "app");
+  const sessionCwd = join(workspace, "src");
+  Deno.mkdirSync(sessionCwd, { recursive: true });
+  const other = join(roots, "other");
+  Deno.mkdirSync(other);
+  const serve = {
+    allowCustomCommands: false,
+    allowEnvNames: [],
+    runDefaults: {
+      provider: "codex",
+      workspace,
+      "session-cwd": sessionCwd,
+      "workspace-roots": roots,
+    },
+  };
+  for (const caller of [{}, { timeout: 30 }]) {
+    const config = resolveCallerConfig(serve, caller);
+    assert.equal(config.workspace, workspace, JSON.stringify(caller));
+    assert.equal(config.sessionCwd, sessionCwd, JSON.stringify(caller));
+  }
+  const wider = resolveCallerConfig(serve, { workspace: project });
+  assert.equal(wider.workspace, project);
+  assert.equal(wider.sessionCwd, sessionCwd, "not moved to the workspace");
+  assert.deepEqual(
+    refusal(serve.runDefaults, { workspace: other }),
+    {
+      code: "http.forbidden",
+      key: "session-cwd",
+      message:
+        `session-cwd: ${sessionCwd} is outside the run's workspace ${other}; a request may only choose a directory inside it.`,
+    },
+  );
+});
+
+Deno.test("a caller's session options are judged on what it changes, never on the operator's own values it leaves", () => {
+  // The operator's default mode is one callers may not pick themselves.
+  const operator = {
+    "session-config-json": { mode: "yolo", effort: "low" },
+    "caller-session-config-keys": "mode,effort",
+    "caller-modes": "plan",
+  };
+  for (
+    const asked of [{}, { effort: "high" }, { mode: "plan" }, { mode: "yolo" }]
+  ) {
+    assert.equal(
+      refusal(operator, { "session-config-json": asked }),
+      undefined,
+      JSON.stringify(asked),
+    );
+  }
+  assert.deepEqual(
+    refusal(operator, { "session-config-json": { mode: "auto" } })?.key,
+    "session-config-json",
+  );
+});
+
+/** `runnerPlaces({}).own` as a runner whose main module is `main` sees it. */
+async function ownFilesOf(main: string, args: string[]): Promise<string[]> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-check", main, ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert.ok(output.success, stderr);
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+Deno.test("a runner's own files: its executable, and its source tree only when that is a real directory", async () => {
+  const module = new URL("../../lib/run/caller_floor.ts", import.meta.url).href;
+  const print =
+    "const { runnerPlaces } = await import(Deno.args[0]); console.log(JSON.stringify(runnerPlaces({}).own));";
+  // Run from source: the tree of its main module is protected too.
+  const tree = tempDir("floor-main-");
+  Deno.writeTextFileSync(join(tree, "main.ts"), print);
+  assert.deepEqual(await ownFilesOf(join(tree, "main.ts"), [module]), [
+    Deno.execPath(),
+    tree,
+  ]);
+  // A main module whose directory is gone (a compiled runner's is virtual).
+  const gone = tempDir("floor-main-gone-");
+  Deno.writeTextFileSync(
+    join(gone, "main.ts"),
+    `Deno.removeSync(new URL(".", import.meta.url), { recursive: true }); ${print}`,
+  );
+  assert.deepEqual(await ownFilesOf(join(gone, "main.ts"), [module]), [
+    Deno.execPath(),
+  ]);
+  // A main module that is no file at all.
+  assert.deepEqual(
+    await ownFilesOf(
+      `data:application/typescript,${encodeURIComponent(print)}`,
+      [module],
+    ),
+    [Deno.execPath()],
   );
 });
