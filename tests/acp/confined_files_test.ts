@@ -1,7 +1,11 @@
 /**
  * The file boundary's own answers (`lib/acp/confined_files.ts`), as the
- * agent gets them from `readInside` and `writeInside`: what a file the
- * system refuses to open says, and that nothing is changed then.
+ * agent gets them from `readInside` and `writeInside`: what is not a file or
+ * not there; a file the system never lets be opened (immutable, leased) is
+ * refused with what the system said and nothing changes; writes replace
+ * existing files whole and ask the permission check with the real path; and
+ * under a directory swapped with a link out in a tight loop (the attacker's
+ * race, in the test's own process) nothing outside is read or written.
  *
  * @module
  */
@@ -27,6 +31,19 @@ for (;;) {
   }
 }
 `;
+
+/** The first line `reader` gives (what a helper process says once it is ready). */
+async function firstLine(
+  reader: ReadableStreamDefaultReader<string>,
+): Promise<string> {
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  return text.split("\n")[0];
+}
 
 /** The error `promise` rejects with, as a `RequestError`. */
 async function refusal(promise: Promise<unknown>): Promise<acp.RequestError> {
@@ -86,6 +103,64 @@ Deno.test({
   },
 });
 
+/**
+ * Holds a write lease on `file` (python3's `fcntl`; root may lease any file)
+ * until the returned function is called: meanwhile every non-blocking open
+ * of it fails ("Resource temporarily unavailable").
+ */
+async function leased(file: string): Promise<() => Promise<void>> {
+  const holder = new Deno.Command("python3", {
+    args: ["-c", LEASE_HOLDER, file],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const said = holder.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  assert.equal(await firstLine(said), "leased");
+  return async () => {
+    await holder.stdin.close();
+    await said.cancel();
+    assert.ok((await holder.status).success);
+  };
+}
+
+/** Takes a write lease (`F_SETLEASE`, `F_WRLCK`) on `argv[1]`, says so, and keeps it until stdin closes. */
+const LEASE_HOLDER = `
+import fcntl, os, signal, sys
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)
+print("leased", flush=True)
+sys.stdin.read()
+`;
+
+Deno.test({
+  name:
+    "readInside: a file that never opens (another process holds a lease on it) is refused with what the system said",
+  ignore: Deno.uid() !== 0,
+  fn: async () => {
+    const root = Deno.realPathSync(tempDir());
+    Deno.writeTextFileSync(join(root, "held.txt"), "held");
+    const release = await leased(join(root, "held.txt"));
+    try {
+      const error = await refusal(
+        readInside(root, join(root, "held.txt"), "held.txt"),
+      );
+      assert.deepEqual([error.code, error.data, error.message], [
+        -32602,
+        { path: "held.txt" },
+        "Invalid params: the file kept changing while it was opened (failed to open './held.txt': Resource temporarily unavailable)",
+      ]);
+    } finally {
+      await release();
+    }
+    assert.equal(
+      await readInside(root, join(root, "held.txt"), "held.txt"),
+      "held",
+    );
+  },
+});
+
 Deno.test("readInside and writeInside: what is not a file, or not there, is refused as such; outside stays outside", async () => {
   const root = Deno.realPathSync(tempDir());
   const away = Deno.realPathSync(tempDir());
@@ -134,6 +209,9 @@ Deno.test("readInside and writeInside: what is not a file, or not there, is refu
     invalid("path is a symbolic link to a missing file"),
   );
   assert.deepEqual((await read("dir")).data, { path: "dir" });
+  assert.deepEqual((await read("link-out/missing.txt")).data, {
+    path: "link-out/missing.txt",
+  });
   assert.deepEqual([...Deno.readDirSync(away)], []);
   assert.throws(() => Deno.lstatSync(join(root, "nothing.txt")));
 });
@@ -201,7 +279,7 @@ Deno.test("readInside and writeInside under a link race: a directory swapped wit
     stderr: "null",
   }).spawn();
   const said = swapper.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  assert.equal((await said.read()).value, "swapping\n");
+  assert.equal(await firstLine(said), "swapping");
   const outcomes = { read: 0, written: 0, refused: 0 };
   try {
     const attempt = async (index: number) => {
