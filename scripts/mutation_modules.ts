@@ -108,10 +108,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/acp/terminal_output.ts",
-    tests: [
-      "tests/acp/terminal_output_test.ts",
-      "tests/security/terminal_flood_test.ts",
-    ],
+    tests: ["tests/acp/terminal_output_test.ts"],
   },
   // fs/* confinement.
   {
