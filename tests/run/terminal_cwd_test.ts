@@ -3,7 +3,8 @@
  * (`lib/run/terminal_cwd.ts`), as the agent sees the command run: it runs
  * with exactly its arguments in that directory (whatever the directory is
  * called), and where the name now leads elsewhere (a link swapped in, the
- * directory gone) nothing runs: exit 126 and why, on stderr.
+ * directory gone) nothing runs: exit 126 and why, on stderr. The shell's
+ * own complaints name it `runner-cwd`.
  *
  * @module
  */
@@ -70,4 +71,14 @@ Deno.test("inDecidedCwd: a cwd whose name now leads elsewhere, or nowhere, runs 
     }, cwd);
   }
   assert.throws(() => Deno.statSync(marker), "nothing ran");
+});
+
+Deno.test("inDecidedCwd: a program that is gone by the time it runs exits 127, the complaint naming the trampoline as runner-cwd", () => {
+  const dir = Deno.realPathSync(tempDir());
+  const result = run(inDecidedCwd(dir, [join(dir, "gone")]));
+  assert.equal(result.code, 127);
+  assert.equal(result.stdout, "");
+  // dash: `runner-cwd: 1: exec: …: not found`; bash: `runner-cwd: line 1: …`.
+  assert.match(result.stderr, /^runner-cwd: /);
+  assert.ok(result.stderr.includes(join(dir, "gone")), result.stderr);
 });
