@@ -5,7 +5,8 @@
  * inside that leads elsewhere inside is followed, one out is refused as
  * outside, a file or a missing name is no cwd. `fs/read_text_file`'s `line`
  * and `limit` give those lines; each of `fs-read` and `fs-write` serves its
- * own method only.
+ * own method only; the workspace is the real directory it was when the run
+ * started, whatever its name leads to later.
  *
  * @module
  */
@@ -159,4 +160,44 @@ Deno.test("fs: with only fs-write the agent cannot read, with only fs-read it ca
   assert.match(readOnly, /^fs-read \S+inside\.txt: inside text$/m);
   assert.match(readOnly, /^fs-write \S+new\.txt: error /m);
   assert.throws(() => Deno.statSync(join(workspace, "new.txt")));
+});
+
+Deno.test("fs: the workspace is where it was when the run started: its name swapped for a link out afterwards moves nothing", async () => {
+  const base = Deno.realPathSync(tempDir());
+  const inside = join(base, "inside");
+  const away = join(base, "away");
+  Deno.mkdirSync(inside);
+  Deno.mkdirSync(away);
+  Deno.writeTextFileSync(join(away, "secret.txt"), "outside secret");
+  const workspace = join(base, "ws");
+  Deno.symlinkSync(inside, workspace);
+  // The attacker swaps the workspace's name once the run has started (its
+  // real path taken), before the agent calls fs.
+  let swapped = false;
+  const { manager, close } = harness({
+    onAppend: (event) => {
+      if (event.type !== "run.started" || swapped) return;
+      Deno.removeSync(workspace);
+      Deno.symlinkSync(away, workspace);
+      swapped = true;
+    },
+  });
+  try {
+    const { run } = await manager.start({
+      input: { text: "use the files" },
+      config: fixtureConfig([
+        ...["--fs-read", join(away, "secret.txt")],
+        ...["--fs-read", join(workspace, "secret.txt")],
+      ], { workspace, "fs-read": true }),
+    });
+    const log = new EventLog(run);
+    await run.done;
+    assert.ok(swapped);
+    const reply = log.messages().join("\n");
+    assert.ok(!reply.includes("outside secret"), reply);
+    assert.match(reply, /^fs-read \S+away\/secret\.txt: error .*outside/m);
+    assert.match(reply, /^fs-read \S+ws\/secret\.txt: error .*outside/m);
+  } finally {
+    await close();
+  }
 });
