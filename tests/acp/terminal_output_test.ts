@@ -76,11 +76,15 @@ Deno.test("utf8Bytes, utf8Tail and utf8Head agree with UTF-8 at every size bound
     "\udc00",
     "\udfff",
   ];
-  for (const edge of edges) {
-    const text = `a${edge}b`;
+  // Each edge between one-byte characters; a whole character also doubled
+  // and before a two-byte one (lone surrogates never come out of a decoder).
+  const texts = edges.flatMap((edge) => [
+    `a${edge}b`,
+    ...(edge.isWellFormed() ? [`${edge}${edge}`, `${edge}\u00e9`] : []),
+  ]);
+  for (const text of texts) {
     const label = JSON.stringify(text);
     assert.equal(utf8Bytes(text), bytes(text), label);
-    assert.equal(utf8Bytes(edge), bytes(edge), label);
     for (let limit = 0; limit <= bytes(text); limit++) {
       const tail = utf8Tail(text, limit);
       const head = utf8Head(text, limit);
@@ -108,6 +112,7 @@ Deno.test("utf8Bytes, utf8Tail and utf8Head agree with UTF-8 at every size bound
   }
   assert.equal(utf8Bytes("a\ud83d"), 4, "a lone high surrogate at the end");
   assert.equal(utf8Tail("abc", 3), "abc");
+  assert.equal(utf8Tail("abc", 10), "abc", "room to spare");
   assert.equal(utf8Tail("a\u0080", 3), "a\u0080");
   assert.equal(utf8Head("\u0800b", 3), "\u0800");
 });
