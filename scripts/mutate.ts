@@ -67,7 +67,13 @@ function strykerConfig(
     // sandbox copy and Deno's cache, so a `node_modules` linking out of the
     // sandbox would be missing in there.
     symlinkNodeModules: false,
-    buildCommand: `cp -a ${join(ROOT, "node_modules")} node_modules`,
+    // `chmod`: tests that start the runner as `nobody` need to pass through
+    // the sandbox copy, which Stryker makes private (`mkdtemp`). Stryker
+    // splits the command at spaces (no shell): the script's are escaped.
+    buildCommand: `sh -c ${
+      `cp -a '${join(ROOT, "node_modules")}' node_modules && chmod o+x . ..`
+        .replaceAll(" ", "\\ ")
+    }`,
   };
 }
 

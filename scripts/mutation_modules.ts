@@ -107,7 +107,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/acp/terminals.ts",
-    tests: ["tests/acp/terminals_test.ts", "tests/cli/cli_terminals_test.ts"],
+    tests: ["tests/acp/terminals_test.ts"],
   },
   {
     module: "lib/acp/terminal_output.ts",
@@ -116,11 +116,7 @@ export const GUARD_MODULES: MutationModule[] = [
   // fs/* confinement.
   {
     module: "lib/acp/fs.ts",
-    tests: [
-      "tests/run/run_fs_test.ts",
-      "tests/contracts/guards_test.ts",
-      "tests/cli/cli_terminals_test.ts",
-    ],
+    tests: ["tests/acp/fs_test.ts", "tests/run/run_fs_test.ts"],
   },
   // Redaction and the secrets list.
   {
@@ -214,11 +210,15 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/acp/confined_files.ts",
-    tests: ["tests/security/fs_link_race_test.ts", "tests/run/run_fs_test.ts"],
+    tests: [
+      "tests/acp/confined_files_test.ts",
+      "tests/run/run_fs_test.ts",
+      "tests/security/fs_names_test.ts",
+    ],
   },
   {
     module: "lib/run/terminal_cwd.ts",
-    tests: ["tests/security/fs_link_race_test.ts"],
+    tests: ["tests/run/terminal_cwd_test.ts", "tests/acp/terminals_test.ts"],
   },
   {
     module: "lib/run/command_rules.ts",

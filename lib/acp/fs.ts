@@ -38,12 +38,12 @@ export interface FsAccess {
   mayWrite?: (path: string) => boolean;
 }
 
+/** `path`'s real path; undefined when it cannot be looked up (missing, a file on its way, a link loop, a name too long). */
 async function realPath(path: string): Promise<string | undefined> {
   try {
     return await Deno.realPath(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
+  } catch {
+    return undefined;
   }
 }
 

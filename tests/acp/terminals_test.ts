@@ -2,7 +2,8 @@
  * The `terminal/*` methods the runner answers, each by what the agent gets
  * back: after `terminal/kill` the terminal still exists, so the agent reads
  * how the command ended and what it printed, as it does for a terminal it
- * releases afterwards.
+ * releases afterwards; a released terminal is gone (`terminal/output` on
+ * it: resource not found).
  *
  * @module
  */
@@ -33,6 +34,8 @@ Deno.test("runner run: a killed terminal's exit and output stay readable after t
     { command: "sh", args: ["-c", "echo ready; exec sleep 1000"], kill: true },
     // Released at the end: the run's events show it ran and exited.
     { command: "echo", args: ["released"], release: true },
+    // Released, then asked for again: it is gone.
+    { command: "true", release: true, outputAfterRelease: true },
   ];
   const result = await runCli(clientTerminalRunArgs(
     agentCommand(
@@ -46,7 +49,7 @@ Deno.test("runner run: a killed terminal's exit and output stay readable after t
     data: Record<string, unknown>;
   }[];
   const completed = events.find((e) => e.type === "message.completed")!;
-  const [killed, released] = terminalReports(
+  const [killed, released, gone] = terminalReports(
     String((completed.data.message as { content: string }).content),
   );
   assert.equal(killed.error, undefined, JSON.stringify(killed));
@@ -57,7 +60,8 @@ Deno.test("runner run: a killed terminal's exit and output stay readable after t
   assert.deepEqual(killed.status, { exitCode: null, signal });
   assert.equal(released.error, undefined, JSON.stringify(released));
   assert.equal(released.output, "released\n");
+  assert.equal(gone.afterRelease, `Resource not found: ${gone.id}`);
   const exited = events.filter((e) => e.type === "terminal.exited");
-  assert.equal(exited.length, 2);
+  assert.equal(exited.length, 3);
   assert.equal(exited[0].data.terminal_id, killed.id);
 });

@@ -10,7 +10,9 @@
  * `runner run` runs), `runner run` itself as `nobody`, a caller's run on
  * `runner serve --sandbox confined` (as root and as `nobody`) and a hub's job
  * on `runner daemon --sandbox confined`. Everything fails, and the host files
- * stay unread and untouched. Needs bwrap and python3; fails (never skips)
+ * stay unread and untouched. With `sandbox-network none` (no network helper
+ * whose own user namespace would hide a missing one) a root runner's agent is
+ * still in a user namespace of its own. Needs bwrap and python3; fails (never skips)
  * without them.
  */
 
@@ -95,6 +97,15 @@ Deno.test("a root runner's confined agent finds no capability, and umount, remou
   assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
   await engineAttack({
     flags: (spec) => ["--attack-escape", JSON.stringify(spec)],
+    lines: attackLines,
+  });
+});
+
+Deno.test("a root runner's confined agent with sandbox-network none (no network helper's namespace around it) is in a user namespace of its own, and every escape call fails", async () => {
+  assert.equal(Deno.uid(), 0, "this attack is on a runner started as root");
+  await engineAttack({
+    flags: (spec) => ["--attack-escape", JSON.stringify(spec)],
+    extra: { "sandbox-network": "none" },
     lines: attackLines,
   });
 });
