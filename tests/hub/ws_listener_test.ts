@@ -50,15 +50,18 @@ async function withListener(
       listener: WebSocketListener;
       url: string;
       sockets: ServerWebSocket[];
+      logs: Record<string, unknown>[];
     },
   ) => Promise<void>,
   limits: Partial<WebSocketListenerLimits> = {},
   onMessage?: (data: unknown) => void,
 ): Promise<void> {
   const sockets: ServerWebSocket[] = [];
+  const logs: Record<string, unknown>[] = [];
   const listener = listenForWebSockets({
     hostname: "127.0.0.1",
     port: 0,
+    log: (entry) => logs.push(entry),
     limits: {
       maxConnections: 16,
       headerTimeoutMs: 60_000,
@@ -79,6 +82,7 @@ async function withListener(
       listener,
       url: `http://127.0.0.1:${listener.port}`,
       sockets,
+      logs,
     });
   } finally {
     for (const socket of sockets) socket.close();
@@ -210,7 +214,7 @@ Deno.test("a head not finished within the header timeout gets 408", async () => 
 });
 
 Deno.test("at the cap the oldest unfinished upgrade gets 503 to make room; past upgraded sockets a new one gets 503", async () => {
-  await withListener(async ({ url, listener }) => {
+  await withListener(async ({ url, listener, logs }) => {
     const [oldest, newer] = await halfSent(url, 2);
     const third = await connectTo(url);
     await writeAll(third, head(UPGRADE_LINES));
@@ -225,6 +229,11 @@ Deno.test("at the cap the oldest unfinished upgrade gets 503 to make room; past 
     const refused = await answerTo(url, head(UPGRADE_LINES));
     assert.equal(refused.status, 503);
     assert.ok(listener.stats().refused >= 1);
+    // The log names the hub's listener.
+    const noted = logs.find((entry) =>
+      entry.msg === "connections refused at the cap"
+    );
+    assert.equal(noted?.listener, "hub");
     closeAll([third, newer]);
   }, { maxConnections: 2 });
 });
@@ -250,4 +259,48 @@ Deno.test("close() drops the sockets still sending their upgrade request", async
   await listener.close();
   assert.equal((await readToEnd(pending)).length, 0, "closed without a word");
   assert.equal(sockets.length, 0);
+});
+
+Deno.test("frames cut right after the upgrade head are read whole, under the listener's message limit and idle timeout", async () => {
+  const message = Promise.withResolvers<unknown>();
+  await withListener(
+    async ({ url }) => {
+      const conn = await connectTo(url);
+      // The head and the first two bytes of a frame in one write: the rest
+      // follows once the upgrade is answered.
+      const frame = clientFrame(0x81, new TextEncoder().encode("hello"));
+      const bytes = new TextEncoder().encode(head(UPGRADE_LINES));
+      const first = new Uint8Array(bytes.length + 2);
+      first.set(bytes);
+      first.set(frame.subarray(0, 2), bytes.length);
+      await writeAll(conn, first);
+      assert.match(await firstRead(conn), /^HTTP\/1.1 101 /);
+      await writeAll(conn, frame.subarray(2));
+      assert.equal(await message.promise, "hello");
+      // Past `maxMessageBytes`: closed with 1009 and the listener's reason.
+      await writeAll(conn, clientFrame(0x81, new Uint8Array(65)));
+      const close = new Uint8Array(256);
+      const read = await conn.read(close);
+      assert.equal(close[0], 0x88, "a close frame");
+      assert.equal((close[2] << 8) | close[3], 1009);
+      assert.equal(
+        new TextDecoder().decode(close.subarray(4, read!)),
+        "too big for this hub",
+      );
+      conn.close();
+    },
+    { maxMessageBytes: 64, tooBigReason: "too big for this hub" },
+    message.resolve,
+  );
+});
+
+Deno.test("an upgraded socket that stays silent past the idle timeout is pinged, then closed", async () => {
+  await withListener(async ({ url }) => {
+    const conn = await connectTo(url);
+    await writeAll(conn, head(UPGRADE_LINES));
+    assert.match(await firstRead(conn), /^HTTP\/1.1 101 /);
+    const rest = await readToEnd(conn);
+    // A ping, and the connection ends (readToEnd fails if it stays open).
+    assert.equal(rest[0], 0x89, "a ping first");
+  }, { idleTimeoutMs: 100 });
 });
