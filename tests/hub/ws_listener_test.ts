@@ -304,3 +304,18 @@ Deno.test("an upgraded socket that stays silent past the idle timeout is pinged,
     assert.equal(rest[0], 0x89, "a ping first");
   }, { idleTimeoutMs: 100 });
 });
+
+Deno.test("an upgraded socket that closes frees its place under the cap", async () => {
+  await withListener(async ({ url, listener }) => {
+    for (let round = 0; round < 2; round++) {
+      const conn = await connectTo(url);
+      await writeAll(conn, head(UPGRADE_LINES));
+      assert.match(await firstRead(conn), /^HTTP\/1.1 101 /, `round ${round}`);
+      conn.close();
+      // The server has no event for a peer gone; its count is what it holds.
+      while (listener.connections() > 0) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+  }, { maxConnections: 1 });
+});
