@@ -192,7 +192,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/hub/ws_listener.ts",
-    tests: ["tests/hub/hub_hostile_test.ts"],
+    tests: ["tests/hub/ws_listener_test.ts"],
   },
   {
     module: "lib/net/tcp_listener.ts",
