@@ -11,8 +11,8 @@ import { isAbort, isUnauthorized, messageOf } from "./api.js";
 import { $ } from "./dom.js";
 import { refreshRuns } from "./lists.js";
 import { endBlocks, state } from "./state.js";
-import { terminalsEnded } from "./terminals.js";
-import { clearPending } from "./transcript.js";
+import { paintTerminalsNow, terminalsEnded } from "./terminals.js";
+import { clearPending, paintAnswersNow } from "./transcript.js";
 import { showConversationUsage } from "./conversation_usage.js";
 
 /**
@@ -23,6 +23,11 @@ import { showConversationUsage } from "./conversation_usage.js";
  * @param {boolean} [settled]
  */
 export function setStatus(status, settled = false) {
+  if (settled) {
+    // "Whole" is what the page shows, not what waits for the next frame.
+    paintAnswersNow();
+    paintTerminalsNow();
+  }
   const badge = $("run-status");
   badge.textContent = status;
   badge.className = "badge " + status;

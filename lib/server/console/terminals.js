@@ -206,12 +206,18 @@ export function terminalOutput(data) {
   }
 }
 
+/** Paints now the terminal output that waits for the next frame. */
+export function paintTerminalsNow() {
+  for (const term of state.terminals.values()) paintTerminal(term);
+}
+
 /**
  * Appends what came since the last frame as text and drops the oldest text past the cap.
  *
  * @param {Terminal} term
  */
 function paintTerminal(term) {
+  if (!term.painting) return; // painted already, at the run's end
   term.painting = false;
   let text = term.queued.join("");
   term.queued = [];

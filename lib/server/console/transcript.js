@@ -113,10 +113,20 @@ function answerBlock() {
   return state.answer;
 }
 
+/** Answers with text not painted yet (a frame is asked for each). */
+const unpainted = new Set();
+
 /** @param {import("./state.js").Answer} answer */
 function paintAnswer(answer) {
+  if (!answer.pending) return;
   answer.pending = false;
+  unpainted.delete(answer);
   part(answer.node, ".markdown").replaceChildren(renderMarkdown(answer.text));
+}
+
+/** Paints now what waits for the next frame: the transcript is about to be called whole. */
+export function paintAnswersNow() {
+  for (const answer of [...unpainted]) paintAnswer(answer);
 }
 
 /**
@@ -131,6 +141,7 @@ function appendAnswer(text, whole) {
   answer.text = whole === undefined ? answer.text + text : whole;
   if (!answer.pending) {
     answer.pending = true;
+    unpainted.add(answer);
     requestAnimationFrame(() => paintAnswer(answer));
   }
 }
