@@ -17,8 +17,8 @@ import {
   type RuleMatch,
   type RuleSubject,
 } from "../../lib/run/permission_rules.ts";
-import { checkCommand } from "../../lib/run/terminal_command.ts";
 import { tempDir } from "../helpers.ts";
+import { ruleDeciding } from "../security/argv_checks.ts";
 
 const ROOT = "/work/project";
 
@@ -136,19 +136,9 @@ function decidedCommand(
   command: string,
   args: string[],
 ): RuleMatch | undefined {
-  const cwd = tempDir("rules-cwd-");
-  const checked = checkCommand(
-    { sessionId: "s", command, args },
-    Deno.env.get("PATH"),
-    cwd,
-  );
-  return matchRule(rules, {
-    kind: "execute",
-    title: checked.title,
-    paths: [cwd],
-    command: checked.layers,
-    alias: checked.alias,
-  }, cwd);
+  return ruleDeciding(rules, { command, args }, {
+    cwd: tempDir("rules-cwd-"),
+  });
 }
 
 Deno.test("a terminal title rule that names no program (assignments only, or blank) decides no command, allowing or not", () => {

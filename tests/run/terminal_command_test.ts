@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import { matchRule } from "../../lib/run/permission_rules.ts";
+import type { PermissionRule } from "../../lib/config.ts";
 import { checkCommand } from "../../lib/run/terminal_command.ts";
 import {
   agentCommand,
@@ -23,6 +23,7 @@ import {
   runCli,
   tempDir,
 } from "../helpers.ts";
+import { ruleDeciding } from "../security/argv_checks.ts";
 
 const AGENT_PATH = Deno.env.get("PATH") ?? "/usr/local/bin:/usr/bin:/bin";
 
@@ -180,20 +181,9 @@ Deno.test("a program named by its path meets its bare name's reject rules; a cop
     command: string,
     rules: { title: string; decision: string }[],
     args = ["x"],
-  ) => {
-    const checked = checkCommand(
-      { sessionId: "s", command, args },
-      AGENT_PATH,
-      cwd,
-    );
-    return matchRule(rules, {
-      kind: "execute",
-      title: checked.title,
-      paths: [cwd],
-      command: checked.layers,
-      alias: checked.alias,
-    }, cwd)?.decision;
-  };
+  ) =>
+    ruleDeciding(rules as PermissionRule[], { command, args }, { cwd })
+      ?.decision;
   const reject = [{ title: "touch *", decision: "reject" }];
   assert.equal(decide("touch", reject), "reject_once");
   assert.equal(decide(path, reject), "reject_once", "by its path");

@@ -18,11 +18,8 @@ import {
 } from "../acp_client_helpers.ts";
 import { serveWithDaemon } from "../daemon_test_helpers.ts";
 import { agentCommand } from "../helpers.ts";
-import {
-  fixtureTargetArgs,
-  tempDir,
-  withServe,
-} from "../serve_test_helpers.ts";
+import { fixtureTargetArgs, tempDir } from "../serve_test_helpers.ts";
+import { acpPrompt, withSecretServe } from "./secret_runs.ts";
 
 const SECRET = "sk-split-SECRET-0123456789";
 const SPLITS: Record<string, string[]> = {
@@ -33,46 +30,21 @@ const SPLITS: Record<string, string[]> = {
 
 for (const profile of PROFILES) {
   Deno.test(`acp ${profile}: a secret split over chunks reaches the client redacted`, async () => {
-    await withServe({
-      args: [
-        ...["--allow-custom-commands", "--provider", "custom"],
-        ...["--workspace", await tempDir()],
-        ...["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-      ],
-    }, async (serve) => {
+    await withSecretServe({ API_TOKEN: SECRET }, async (serve) => {
       for (const [name, parts] of Object.entries(SPLITS)) {
-        const editor = openAcpClient({
-          url: serve.url,
-          token: serve.token,
+        const { updates, sessionId } = await acpPrompt(serve, {
+          acpCommand: agentCommand(["--text-parts", JSON.stringify(parts)]),
           profile,
-          query: {
-            "acp-command": agentCommand([
-              "--text-parts",
-              JSON.stringify(parts),
-            ]),
-          },
         });
-        try {
-          await initialize(editor);
-          const sessionId = await newSession(editor);
-          const answer = await promptText(editor, sessionId, "hi");
-          assert.equal(answer.stopReason, "end_turn");
-          const seen = JSON.stringify(editor.updates);
-          assert.ok(!seen.includes(SECRET), `the secret (${name})`);
-          for (const piece of parts.slice(0, -1)) {
-            const tail = piece.replace(/^say /, "");
-            if (tail.length > 3) {
-              assert.ok(!seen.includes(tail), `"${tail}" (${name})`);
-            }
+        const seen = JSON.stringify(updates);
+        assert.ok(!seen.includes(SECRET), `the secret (${name})`);
+        for (const piece of parts.slice(0, -1)) {
+          const tail = piece.replace(/^say /, "");
+          if (tail.length > 3) {
+            assert.ok(!seen.includes(tail), `"${tail}" (${name})`);
           }
-          assert.equal(
-            agentText(editor.updates, sessionId),
-            "say [REDACTED] now",
-            name,
-          );
-        } finally {
-          editor.close();
         }
+        assert.equal(agentText(updates, sessionId), "say [REDACTED] now", name);
       }
     });
   });

@@ -12,7 +12,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { PermissionRule } from "../../lib/config.ts";
+import type { CreateTerminalRequest } from "@agentclientprotocol/sdk";
 import type { RunEvent } from "../../lib/events.ts";
+import { matchRule, type RuleMatch } from "../../lib/run/permission_rules.ts";
+import { checkCommand } from "../../lib/run/terminal_command.ts";
 import { ROOT, tempDir } from "../helpers.ts";
 import { replyOf, terminalReports } from "./entrances.ts";
 
@@ -154,4 +157,25 @@ export function smugglingOperatorFlags(
     ...["--permission-decision", "reject_once"],
     ...["--permission-rules-json", JSON.stringify(attack.rules)],
   ];
+}
+
+/**
+ * The rule of `rules` deciding the client terminal `request` in `cwd`, as a
+ * run checks it (the command's layers, title and alias matched; undefined:
+ * none, `permission-decision` decides).
+ */
+export function ruleDeciding(
+  rules: readonly PermissionRule[],
+  request: Omit<CreateTerminalRequest, "sessionId">,
+  options: { cwd: string; agentPath?: string },
+): RuleMatch | undefined {
+  const { cwd, agentPath = AGENT_PATH } = options;
+  const checked = checkCommand({ sessionId: "s", ...request }, agentPath, cwd);
+  return matchRule(rules, {
+    kind: "execute",
+    title: checked.title,
+    paths: [cwd],
+    command: checked.layers,
+    alias: checked.alias,
+  }, cwd);
 }

@@ -10,24 +10,14 @@
 import assert from "node:assert/strict";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { fixtureArgv } from "../helpers.ts";
-import {
-  postJson,
-  sseEvents,
-  tempDir,
-  withServe,
-} from "../serve_test_helpers.ts";
+import { postJson, sseEvents } from "../serve_test_helpers.ts";
+import { withSecretServe } from "./secret_runs.ts";
 
 const SECRET = "sk-noise-SECRET-0123456789abcdef";
 const LOGGED_CHARS = 200;
 
 Deno.test("a stdout noise line cut inside a secret does not show the secret's start in the log", async () => {
-  await withServe({
-    args: [
-      ...["--allow-custom-commands", "--provider", "custom"],
-      ...["--workspace", await tempDir()],
-      ...["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-    ],
-  }, async (serve) => {
+  await withSecretServe({ API_TOKEN: SECRET }, async (serve) => {
     for (const shown of [4, 12, SECRET.length - 1]) {
       const padding = "x".repeat(LOGGED_CHARS - shown);
       const script = `printf '%s%s\\n' '${padding}' "$API_TOKEN"; exec ${

@@ -7,28 +7,21 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import { redactSecrets } from "../../lib/secrets.ts";
-import { agentCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import { agentCommand } from "../helpers.ts";
 import { deltaText } from "../serve_test_helpers.ts";
+import { runWithSecrets } from "./secret_runs.ts";
 
 const FIRST = "sk-first-AAAA-1111";
 const SECOND = "1111-BBBB-second-2222";
 const OVERLAPPED = "sk-first-AAAA-1111-BBBB-second-2222";
 
 Deno.test("runner run: two secrets written overlapped show no piece of either", async () => {
-  const result = await runCli([
-    "run",
-    "custom",
-    ...["--acp-command", agentCommand(["--text", `say ${OVERLAPPED} now`])],
-    ...["--workspace", join(await tempDir(), "ws")],
-    ...["--env-json", JSON.stringify({ A_TOKEN: FIRST, B_TOKEN: SECOND })],
-    "--json",
-    "hi",
-  ]);
+  const { result, events } = await runWithSecrets(
+    { A_TOKEN: FIRST, B_TOKEN: SECOND },
+    agentCommand(["--text", `say ${OVERLAPPED} now`]),
+  );
   assert.equal(result.code, 0, result.stderr);
-  const events = parseJsonLines(result.stdout) as unknown as RunEvent[];
   assert.equal(deltaText(events), "say [REDACTED] now");
   for (const piece of ["sk-first", "AAAA", "BBBB", "second"]) {
     assert.ok(!result.stdout.includes(piece), `${piece} was shown`);

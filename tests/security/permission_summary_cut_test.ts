@@ -14,9 +14,8 @@ import {
   apiFetch,
   postJson,
   streamUntil,
-  tempDir,
-  withServe,
 } from "../serve_test_helpers.ts";
+import { withSecretServe } from "./secret_runs.ts";
 
 const SECRET = "sk-perm-SECRET-0123456789abcdef";
 const QUOTED_SECRET = 'pass"word\\with-quotes-42';
@@ -56,13 +55,7 @@ async function requestedSummary(
 }
 
 Deno.test("a permission request's input summary cut inside a secret does not show the secret's start", async () => {
-  await withServe({
-    args: [
-      ...["--allow-custom-commands", "--provider", "custom"],
-      ...["--workspace", await tempDir()],
-      ...["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-    ],
-  }, async (serve) => {
+  await withSecretServe({ API_TOKEN: SECRET }, async (serve) => {
     for (const shown of [4, 12, SECRET.length - 1]) {
       const padding = "x".repeat(SUMMARY_CHARS - BEFORE_PADDING - shown);
       const seen = await requestedSummary(serve.url, {
@@ -79,13 +72,7 @@ Deno.test("a permission request's input summary cut inside a secret does not sho
 });
 
 Deno.test("a permission request's input summary does not show a secret JSON escaped", async () => {
-  await withServe({
-    args: [
-      ...["--allow-custom-commands", "--provider", "custom"],
-      ...["--workspace", await tempDir()],
-      ...["--env-json", JSON.stringify({ API_TOKEN: QUOTED_SECRET })],
-    ],
-  }, async (serve) => {
+  await withSecretServe({ API_TOKEN: QUOTED_SECRET }, async (serve) => {
     const seen = await requestedSummary(serve.url, {
       content: `say ${QUOTED_SECRET} now`,
     });

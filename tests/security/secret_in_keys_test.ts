@@ -8,25 +8,13 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import {
-  agentText,
-  initialize,
-  newSession,
-  openAcpClient,
-  promptText,
-} from "../acp_client_helpers.ts";
-import { agentCommand, runCli } from "../helpers.ts";
-import {
-  apiFetch,
-  postJson,
-  sseEvents,
-  tempDir,
-  withServe,
-} from "../serve_test_helpers.ts";
+import { agentText } from "../acp_client_helpers.ts";
+import { agentCommand } from "../helpers.ts";
+import { apiFetch, postJson, sseEvents } from "../serve_test_helpers.ts";
+import { acpPrompt, runWithSecrets, withSecretServe } from "./secret_runs.ts";
 
 const SECRET = "sk-keys-SECRET-0123456789abcdef";
-const ENV_JSON = JSON.stringify({ API_TOKEN: SECRET });
+const ENV = { API_TOKEN: SECRET };
 const UPDATES = [
   {
     sessionUpdate: "tool_call",
@@ -58,27 +46,13 @@ function assertHidden(text: string, where: string) {
 }
 
 Deno.test("runner run --json: a secret as a field name is redacted", async () => {
-  const result = await runCli([
-    "run",
-    "custom",
-    ...["--acp-command", COMMAND],
-    ...["--workspace", join(await tempDir(), "ws")],
-    ...["--env-json", ENV_JSON],
-    "--json",
-    "hi",
-  ]);
+  const { result } = await runWithSecrets(ENV, COMMAND);
   assert.equal(result.code, 0, result.stderr);
   assertHidden(result.stdout, "runner run --json");
 });
 
 Deno.test("runner serve: a secret as a field name is redacted in SSE, stored events and /acp", async () => {
-  await withServe({
-    args: [
-      ...["--allow-custom-commands", "--provider", "custom"],
-      ...["--workspace", await tempDir()],
-      ...["--env-json", ENV_JSON],
-    ],
-  }, async (serve) => {
+  await withSecretServe(ENV, async (serve) => {
     const sse = await sseEvents(
       await postJson(`${serve.url}/v1/runs`, {
         input: { text: "hi" },
@@ -91,20 +65,10 @@ Deno.test("runner serve: a secret as a field name is redacted in SSE, stored eve
     );
     assertHidden(await stored.text(), "the stored events");
 
-    const editor = openAcpClient({
-      url: serve.url,
-      token: serve.token,
-      profile: "http",
-      query: { "acp-command": COMMAND },
+    const { updates, sessionId } = await acpPrompt(serve, {
+      acpCommand: COMMAND,
     });
-    try {
-      await initialize(editor);
-      const sessionId = await newSession(editor);
-      await promptText(editor, sessionId, "hi");
-      assert.equal(agentText(editor.updates, sessionId), "done");
-      assertHidden(JSON.stringify(editor.updates), "/acp");
-    } finally {
-      editor.close();
-    }
+    assert.equal(agentText(updates, sessionId), "done");
+    assertHidden(JSON.stringify(updates), "/acp");
   });
 });

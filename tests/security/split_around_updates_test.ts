@@ -10,25 +10,18 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
-import {
-  agentText,
-  initialize,
-  newSession,
-  openAcpClient,
-  promptText,
-} from "../acp_client_helpers.ts";
-import { agentCommand, parseJsonLines, runCli } from "../helpers.ts";
+import { agentText } from "../acp_client_helpers.ts";
+import { agentCommand, runCli } from "../helpers.ts";
 import {
   deltaText,
   postJson,
   sseEvents,
   tempDir,
-  withServe,
 } from "../serve_test_helpers.ts";
+import { acpPrompt, runWithSecrets, withSecretServe } from "./secret_runs.ts";
 
 const SECRET = "sk-split-SECRET-0123456789";
-const ENV_JSON = JSON.stringify({ API_TOKEN: SECRET });
+const ENV = { API_TOKEN: SECRET };
 const BETWEEN: Record<string, string[]> = {
   "a tool call": ["tool", "t1"],
   "a thought": ["thought", "hm"],
@@ -52,33 +45,24 @@ function assertNoPiece(text: string, where: string) {
 
 for (const [name, between] of Object.entries(BETWEEN)) {
   Deno.test(`runner run: a secret cut around ${name} is redacted on stdout and in --json`, async () => {
-    const args = [
-      "run",
-      "custom",
-      ...["--acp-command", agentCommand(["--script", script(between)])],
+    const command = agentCommand(["--script", script(between)]);
+    const human = await runCli([
+      ...["run", "custom", "--acp-command", command],
       ...["--workspace", join(await tempDir(), "ws")],
-      ...["--env-json", ENV_JSON],
-    ];
-    const human = await runCli([...args, "hi"]);
+      ...["--env-json", JSON.stringify(ENV), "hi"],
+    ]);
     assert.equal(human.code, 0, human.stderr);
     assertNoPiece(human.stdout, "stdout");
     assert.equal(human.stdout, SHOWN + "\n");
-    const json = await runCli([...args, "--json", "hi"]);
-    assert.equal(json.code, 0, json.stderr);
-    const events = parseJsonLines(json.stdout) as unknown as RunEvent[];
+    const { result, events } = await runWithSecrets(ENV, command);
+    assert.equal(result.code, 0, result.stderr);
     assert.equal(deltaText(events), SHOWN);
     assertNoPiece(deltaText(events), "the joined deltas");
   });
 }
 
 Deno.test("runner serve: a secret cut around other updates is redacted in the SSE deltas and on /acp", async () => {
-  await withServe({
-    args: [
-      ...["--allow-custom-commands", "--provider", "custom"],
-      ...["--workspace", await tempDir()],
-      ...["--env-json", ENV_JSON],
-    ],
-  }, async (serve) => {
+  await withSecretServe(ENV, async (serve) => {
     for (const [name, between] of Object.entries(BETWEEN)) {
       const command = agentCommand(["--script", script(between)]);
       const sse = await sseEvents(
@@ -89,21 +73,11 @@ Deno.test("runner serve: a secret cut around other updates is redacted in the SS
       );
       assert.equal(deltaText(sse), SHOWN, `SSE (${name})`);
 
-      const editor = openAcpClient({
-        url: serve.url,
-        token: serve.token,
-        profile: "http",
-        query: { "acp-command": command },
+      const { updates, sessionId } = await acpPrompt(serve, {
+        acpCommand: command,
       });
-      try {
-        await initialize(editor);
-        const sessionId = await newSession(editor);
-        await promptText(editor, sessionId, "hi");
-        assert.equal(agentText(editor.updates, sessionId), SHOWN, name);
-        assertNoPiece(JSON.stringify(editor.updates), `/acp (${name})`);
-      } finally {
-        editor.close();
-      }
+      assert.equal(agentText(updates, sessionId), SHOWN, name);
+      assertNoPiece(JSON.stringify(updates), `/acp (${name})`);
     }
   });
 });

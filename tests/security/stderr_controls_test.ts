@@ -9,10 +9,8 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
-import { parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import { failedEvent, runWithSecrets } from "./secret_runs.ts";
 
 const SECRET = "sk-stderr-SECRET-0123456789abcdef";
 /** What a reader does not see: escapes and control characters but tab and newline. */
@@ -24,20 +22,12 @@ for (const [name, insert] of [["SOH", "\\001"], ["DEL", "\\177"]]) {
   Deno.test(`a secret written to stderr with ${name} in its middle does not show in the failure`, async () => {
     const script =
       `printf "said %s${insert}%s\\n" "\${API_TOKEN%%CRET*}" "\${API_TOKEN#*SE}" >&2; exit 3`;
-    const result = await runCli([
-      "run",
-      "custom",
-      ...["--acp-command", quoteCommand(["sh", "-c", script])],
-      ...["--workspace", join(await tempDir(), "ws")],
-      ...["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-      "--json",
-      "hi",
-    ]);
-    assert.notEqual(result.code, 0);
-    const events = parseJsonLines(result.stdout) as unknown as RunEvent[];
-    const failed = events.find((event) => event.type === "run.failed");
-    assert.ok(failed, result.stdout.slice(0, 500));
-    const seen = [failed.data.error, failed.data.stderr_tail, result.stderr]
+    const run = await runWithSecrets(
+      { API_TOKEN: SECRET },
+      quoteCommand(["sh", "-c", script]),
+    );
+    const failed = failedEvent(run);
+    const seen = [failed.data.error, failed.data.stderr_tail, run.result.stderr]
       .join("\n").replace(UNSEEN, "");
     assert.ok(seen.includes("said "), `the stderr tail is shown: ${seen}`);
     assert.ok(!seen.includes(SECRET), `the secret was shown: ${seen}`);

@@ -8,13 +8,11 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
 import fc from "fast-check";
 import { quoteCommand } from "../../lib/agent/shell_words.ts";
 import { redactTail } from "../../lib/secrets.ts";
 import { secretsAndText } from "../stream_arbitraries.ts";
-import { parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import { failedEvent, runWithSecrets } from "./secret_runs.ts";
 
 const SECRET = "sk-tail-SECRET-0123456789abcdef";
 const TAIL_BYTES = 64 * 1024;
@@ -26,20 +24,11 @@ for (const shown of [4, 12, SECRET.length - 1]) {
     const padding = TAIL_BYTES - shown;
     const script =
       `printf '%s' "$API_TOKEN" >&2; head -c ${padding} /dev/zero | tr '\\0' x >&2; exit 3`;
-    const result = await runCli([
-      "run",
-      "custom",
-      ...["--acp-command", quoteCommand(["sh", "-c", script])],
-      ...["--workspace", join(await tempDir(), "ws")],
-      ...["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-      "--json",
-      "hi",
-    ]);
-    assert.notEqual(result.code, 0);
-    const events = parseJsonLines(result.stdout) as unknown as RunEvent[];
-    const failed = events.find((event) => event.type === "run.failed");
-    assert.ok(failed, result.stdout.slice(0, 500));
-    const seen = JSON.stringify(failed.data) + result.stderr;
+    const run = await runWithSecrets(
+      { API_TOKEN: SECRET },
+      quoteCommand(["sh", "-c", script]),
+    );
+    const seen = JSON.stringify(failedEvent(run).data) + run.result.stderr;
     assert.ok(
       seen.includes("x".repeat(100)),
       "the stderr tail is shown (the test reaches the guard)",

@@ -17,7 +17,6 @@ import { splitCommand } from "../../lib/agent/shell_words.ts";
 import { parseRunConfig, type PermissionRule } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import { matchRule } from "../../lib/run/permission_rules.ts";
-import { checkCommand } from "../../lib/run/terminal_command.ts";
 import type { RunEvent } from "../../lib/events.ts";
 import {
   agentCommand,
@@ -30,6 +29,7 @@ import {
   AGENT_PATH,
   assertSmugglingHeld,
   docsExamples,
+  ruleDeciding,
   smugglingAttack,
   smugglingFlags,
   smugglingOperatorFlags,
@@ -57,15 +57,7 @@ function decidingRule(
   cwd: string,
   agentPath = AGENT_PATH,
 ): number {
-  const checked = checkCommand(request(line), agentPath, cwd);
-  const match = matchRule(rules, {
-    kind: "execute",
-    title: checked.title,
-    paths: [cwd],
-    command: checked.layers,
-    alias: checked.alias,
-  }, cwd);
-  return match?.index ?? -1;
+  return ruleDeciding(rules, request(line), { cwd, agentPath })?.index ?? -1;
 }
 
 /** Fails unless each `[line, rule index]` case is decided by that rule of `rules`. */

@@ -10,14 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import {
-  agentCommand,
-  clientTerminalRunArgs,
-  parseJsonLines,
-  runCli,
-  tempDir,
-} from "../helpers.ts";
+import { terminalOutputWithSecret } from "./secret_runs.ts";
 
 const SECRET = "sk-ctrl-SECRET-0123456789abcdef";
 /** What the console strips (`lib/server/console/terminals.js`). */
@@ -36,20 +29,7 @@ for (const [name, insert] of Object.entries(INSERTS)) {
     const script =
       `printf "%s${insert}%s done" "\${API_TOKEN%%CRET*}" "\${API_TOKEN#*SE}"`;
     const terminal = { command: "sh", args: ["-c", script] };
-    const result = await runCli(clientTerminalRunArgs(
-      agentCommand(["--terminal", JSON.stringify(terminal)]),
-      join(await tempDir(), "ws"),
-      ["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-    ));
-    assert.equal(result.code, 0, result.stderr);
-    const events = parseJsonLines(result.stdout) as {
-      type: string;
-      data: Record<string, unknown>;
-    }[];
-    const shown = events
-      .filter((event) => event.type === "terminal.output")
-      .map((event) => String(event.data.output))
-      .join("")
+    const shown = (await terminalOutputWithSecret(SECRET, terminal))
       .replace(CONSOLE_STRIPS, "");
     assert.ok(shown.includes(" done"), `the output is shown: ${shown}`);
     assert.ok(!shown.includes(SECRET), `the secret was shown: ${shown}`);

@@ -8,14 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import {
-  agentCommand,
-  clientTerminalRunArgs,
-  parseJsonLines,
-  runCli,
-  tempDir,
-} from "../helpers.ts";
+import { terminalOutputWithSecret } from "./secret_runs.ts";
 
 const SECRET = "sk-term-SECRET-0123456789abcdef";
 
@@ -26,20 +19,7 @@ for (const shown of [4, 12, SECRET.length - 1]) {
       args: ["-c", 'printf "%s done" "$API_TOKEN"'],
       outputByteLimit: shown + " done".length,
     };
-    const result = await runCli(clientTerminalRunArgs(
-      agentCommand(["--terminal", JSON.stringify(terminal)]),
-      join(await tempDir(), "ws"),
-      ["--env-json", JSON.stringify({ API_TOKEN: SECRET })],
-    ));
-    assert.equal(result.code, 0, result.stderr);
-    const events = parseJsonLines(result.stdout) as {
-      type: string;
-      data: Record<string, unknown>;
-    }[];
-    const output = events
-      .filter((event) => event.type === "terminal.output")
-      .map((event) => String(event.data.output))
-      .join("");
+    const output = await terminalOutputWithSecret(SECRET, terminal);
     assert.ok(output.includes(" done"), `the output is shown: ${output}`);
     const end = SECRET.slice(-shown);
     assert.ok(

@@ -10,9 +10,7 @@
 
 import assert from "node:assert/strict";
 import type { PermissionRule } from "../../lib/config.ts";
-import { matchRule } from "../../lib/run/permission_rules.ts";
-import { checkCommand } from "../../lib/run/terminal_command.ts";
-import { AGENT_PATH, workspace } from "./argv_checks.ts";
+import { ruleDeciding, workspace } from "./argv_checks.ts";
 
 /** The index of the rule deciding `command args…` (-1: none). */
 function decidingRule(
@@ -20,20 +18,8 @@ function decidingRule(
   command: string,
   args: string[],
 ): number {
-  const cwd = workspace();
-  const checked = checkCommand(
-    { sessionId: "s", command, args },
-    AGENT_PATH,
-    cwd,
-  );
-  const match = matchRule(rules, {
-    kind: "execute",
-    title: checked.title,
-    paths: [cwd],
-    command: checked.layers,
-    alias: checked.alias,
-  }, cwd);
-  return match?.index ?? -1;
+  return ruleDeciding(rules, { command, args }, { cwd: workspace() })?.index ??
+    -1;
 }
 
 Deno.test("an allowing title rule allows that command only, not with more arguments", () => {

@@ -9,9 +9,8 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import type { RunEvent } from "../../lib/events.ts";
-import { agentCommand, parseJsonLines, runCli, tempDir } from "../helpers.ts";
+import { agentCommand } from "../helpers.ts";
+import { failedEvent, runWithSecrets } from "./secret_runs.ts";
 
 const SECRET = "sk-fail-SECRET-0123456789abcdef";
 const QUOTED_SECRET = 'pass"word\\with-quotes-42';
@@ -22,21 +21,11 @@ async function failure(
   secret: string,
   flags: string[],
 ): Promise<{ code: string; seen: string }> {
-  const result = await runCli([
-    "run",
-    "custom",
-    ...["--acp-command", agentCommand(flags)],
-    ...["--workspace", join(await tempDir(), "ws")],
-    ...["--env-json", JSON.stringify({ API_TOKEN: secret })],
-    "--json",
-    "hi",
-  ]);
-  const events = parseJsonLines(result.stdout) as unknown as RunEvent[];
-  const failed = events.find((event) => event.type === "run.failed");
-  assert.ok(failed, result.stdout.slice(-500));
+  const run = await runWithSecrets({ API_TOKEN: secret }, agentCommand(flags));
+  const failed = failedEvent(run);
   return {
     code: String(failed.data.code),
-    seen: `${failed.data.error}\n${result.stderr}`,
+    seen: `${failed.data.error}\n${run.result.stderr}`,
   };
 }
 
