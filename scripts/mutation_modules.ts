@@ -162,6 +162,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/relay/event_fit.ts",
     tests: [
+      "tests/relay/event_fit_test.ts",
       "tests/contracts/contracts_test.ts",
       "tests/relay/relay_transcripts_test.ts",
     ],
