@@ -20,7 +20,7 @@ import {
 import assert from "node:assert/strict";
 import { type RunStore } from "../lib/store/types.ts";
 import { openStoreNow } from "./helpers.ts";
-import { agentCommand, tempDir } from "./helpers.ts";
+import { agentCommand, plainEnvironment, tempDir } from "./helpers.ts";
 
 /** A manager over a fresh data directory. */
 export interface Harness {
@@ -64,7 +64,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     assets,
     store: appending,
     registry: createReaperRegistry(join(dataDir, "agents")),
-    environment: options.environment,
+    environment: options.environment ?? plainEnvironment(),
     log: options.log,
   });
   return {

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { quoteCommand } from "../lib/agent/shell_words.ts";
+import { isSecretName } from "../lib/secrets.ts";
 import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
 import { STORE_FILE_NAME } from "../lib/store/open.ts";
 import { openSqliteStore } from "../lib/store/sqlite/store.ts";
@@ -17,6 +18,20 @@ import type { RunStore } from "../lib/store/types.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/**
+ * The test process's environment without `RUNNER_*` settings and without
+ * variables whose names mark a secret: a runner started with it redacts
+ * nothing the machine happens to hold (a CI token would hold back text that
+ * starts like it), and the machine's credentials stay out of the runs.
+ */
+export function plainEnvironment(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(Deno.env.toObject()).filter(([name]) =>
+      !name.startsWith("RUNNER_") && !isSecretName(name)
+    ),
+  );
+}
 
 /** The fixture agent's argv: Deno with `denoFlags`, the agent with `flags`. */
 export function fixtureArgv(
@@ -135,7 +150,9 @@ function cliCommand(
 ): Deno.Command {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...DENO_RUN_FLAGS, `${ROOT}main.ts`, ...args],
+    clearEnv: true,
     env: {
+      ...plainEnvironment(),
       NO_COLOR: "1",
       RUNNER_DATA_DIR: tempDir(),
       RUNNER_REGISTRY_URL: emptyRegistryUrl(),

@@ -11,7 +11,11 @@ import { assertHttpEvent, assertN8nObject } from "./contracts.ts";
 import { join } from "node:path";
 import { DENO_RUN_FLAGS } from "../lib/runtime_permissions.ts";
 import type { RunEvent } from "../lib/events.ts";
-import { agentCommand, tempDir as makeTempDir } from "./helpers.ts";
+import {
+  agentCommand,
+  plainEnvironment,
+  tempDir as makeTempDir,
+} from "./helpers.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const MAIN = join(ROOT, "main.ts");
@@ -131,12 +135,7 @@ export interface StartServeOptions {
 }
 
 function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env = Object.fromEntries(
-    Object.entries(Deno.env.toObject()).filter(([name]) =>
-      !name.startsWith("RUNNER_")
-    ),
-  );
-  return { ...env, ...extra };
+  return { ...plainEnvironment(), ...extra };
 }
 
 /** Spawns `runner serve` without waiting for it (for start-up failures). */

@@ -21,14 +21,6 @@ import {
   withHarness,
 } from "../engine_helpers.ts";
 
-/** The runner's environment without anything that looks like a secret (so no text is held back). */
-const PLAIN_ENVIRONMENT = Object.fromEntries(
-  Object.entries(Deno.env.toObject()).filter(([name]) =>
-    !/(TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)/i
-      .test(name)
-  ),
-);
-
 /** Run config extras: no assets (their run token would be a secret). */
 const NO_SECRETS = { "langbot-assets-enabled": false };
 
@@ -72,7 +64,7 @@ function assertGapFree(events: RunEvent[]) {
 }
 
 Deno.test("deltas around plans, tool calls, thoughts and permission requests keep the agent's text and order", async () => {
-  await withHarness({ environment: PLAIN_ENVIRONMENT }, async (h) => {
+  await withHarness({}, async (h) => {
     const script = [
       ["text", "Hel"],
       ["text", "lo "],
@@ -125,7 +117,7 @@ Deno.test("deltas around plans, tool calls, thoughts and permission requests kee
 });
 
 Deno.test("chunks within the window become one delta, flushed before the turn ends and the terminal event", async () => {
-  await withHarness({ environment: PLAIN_ENVIRONMENT }, async (h) => {
+  await withHarness({}, async (h) => {
     const { run } = await h.manager.start({
       input: { text: "go" },
       config: fixtureConfig(
@@ -153,7 +145,7 @@ Deno.test("chunks within the window become one delta, flushed before the turn en
 });
 
 Deno.test("a cancel in the middle of a pending batch loses no text and ends with one run.failed", async () => {
-  const h = harness({ environment: PLAIN_ENVIRONMENT });
+  const h = harness();
   const gate = await makeGate();
   try {
     const { run } = await h.manager.start({
@@ -196,7 +188,7 @@ Deno.test("a cancel in the middle of a pending batch loses no text and ends with
 });
 
 Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
-  await withHarness({ environment: PLAIN_ENVIRONMENT }, async (h) => {
+  await withHarness({}, async (h) => {
     const parts = ["one ", "two ", "three ", "four ", "five"];
     const { run } = await h.manager.start({
       input: { text: "go" },
@@ -213,7 +205,7 @@ Deno.test("delta-coalesce-ms=0 gives one delta per chunk", async () => {
 });
 
 Deno.test("five slow chunks still show as five deltas with the default window", async () => {
-  const h = harness({ environment: PLAIN_ENVIRONMENT });
+  const h = harness();
   const gate = await makeGate();
   try {
     const parts = ["1", "2", "3", "4", "5"];
