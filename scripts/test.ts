@@ -5,10 +5,14 @@
  * directory of its own, then a check that the suite left nothing in that
  * directory. Every test, fixture agent, spawned runner and sshd inherits that
  * `TMPDIR`, so anything they forget to remove shows up here, whatever else
- * runs on the machine. Usage: `deno task test [deno test flags and paths]`.
+ * runs on the machine. The suite sees the machine's environment without the
+ * variables whose names mark a secret: a CI's token would otherwise be
+ * redacted from the runs' text and hold back what the tests read. Usage: `deno task test [deno test flags and paths]`.
  *
  * @module
  */
+
+import { isSecretName } from "../lib/secrets.ts";
 
 /** The line this script prints when the suite left something behind. */
 export const LEFTOVER_MARKER = "temp dir check: FAILED";
@@ -30,7 +34,16 @@ if (import.meta.main) {
   const status = await new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--parallel", ...args],
     cwd: root,
-    env: { TMPDIR: tmp, DENO_JOBS: Deno.env.get("DENO_JOBS") ?? "4" },
+    clearEnv: true,
+    env: {
+      ...Object.fromEntries(
+        Object.entries(Deno.env.toObject()).filter(([name]) =>
+          !isSecretName(name)
+        ),
+      ),
+      TMPDIR: tmp,
+      DENO_JOBS: Deno.env.get("DENO_JOBS") ?? "4",
+    },
     stdin: "null",
     stdout: "inherit",
     stderr: "inherit",
