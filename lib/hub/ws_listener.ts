@@ -132,9 +132,11 @@ function parseHead(bytes: Uint8Array, rest: Uint8Array): RequestHead {
   const headers = new Map<string, string>();
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(":");
+    // RFC 9112: no whitespace between a field's name and its colon; such a
+    // line names no field we read.
     if (colon > 0) {
       headers.set(
-        line.slice(0, colon).trim().toLowerCase(),
+        line.slice(0, colon).toLowerCase(),
         line.slice(colon + 1).trim(),
       );
     }

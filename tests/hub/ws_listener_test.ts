@@ -319,3 +319,97 @@ Deno.test("an upgraded socket that closes frees its place under the cap", async 
     }
   }, { maxConnections: 1 });
 });
+
+/** Sends `text` and returns the status line's code of the first answer. */
+async function statusOf(url: string, text: string): Promise<number> {
+  const conn = await connectTo(url);
+  try {
+    await writeAll(conn, text);
+    return Number(/^HTTP\/1.1 (\d{3}) /.exec(await firstRead(conn))?.[1]);
+  } finally {
+    conn.close();
+  }
+}
+
+Deno.test("a head ends at its first empty line only: stray CRs and LFs inside it, lines without a colon and bytes after it are not read as its fields", async () => {
+  const [request, ...fields] = UPGRADE_LINES;
+  const upgradeWith = (...odd: string[]) => head([request, ...odd, ...fields]);
+  await withListener(async ({ url }) => {
+    const still: Record<string, string> = {
+      "a line that starts with a CR": upgradeWith("\rX"),
+      "a CR and a byte before a line's end": upgradeWith("X-A: a\rb"),
+      "a line that ends with a bare LF": upgradeWith("X-A: a\n"),
+      "a one-byte line cut by a bare LF": upgradeWith("Z\nX-B: b"),
+      // After the real `Upgrade` field: a line without a colon is no field.
+      "a line without a colon": head([...UPGRADE_LINES, "upgradeX"]),
+      // The same write goes on past the head: those bytes are the socket's.
+      "bytes after the head": head(UPGRADE_LINES) +
+        "Sec-WebSocket-Version: 12\r\n",
+    };
+    for (const [name, text] of Object.entries(still)) {
+      assert.equal(await statusOf(url, text), 101, name);
+    }
+  });
+});
+
+Deno.test("an empty head is refused at once; a head of exactly 16 KiB is still waited for", async () => {
+  await withListener(async ({ url }) => {
+    assert.equal(
+      (await answerTo(url, "\r\n\r\n")).status,
+      426,
+      "not held until the header timeout (408)",
+    );
+    // 16 KiB without its end: under the limit, so the listener waits for
+    // the rest, and the header timeout answers.
+    const start = "GET / HTTP/1.1\r\nX-Pad: ";
+    const exact = start + "a".repeat(16 * 1024 - start.length);
+    assert.equal((await answerTo(url, exact)).status, 408);
+  }, { headerTimeoutMs: 1000 });
+});
+
+Deno.test("a field name with whitespace before its colon names no field (RFC 9112)", async () => {
+  await withListener(async ({ url, sockets }) => {
+    for (
+      const [name, line] of [
+        ["Upgrade", "Upgrade : websocket"],
+        ["Sec-WebSocket-Version", " Sec-WebSocket-Version: 13"],
+      ]
+    ) {
+      const lines = [
+        ...UPGRADE_LINES.filter((field) => !field.startsWith(name)),
+        line,
+      ];
+      assert.equal((await answerTo(url, head(lines))).status, 426, line);
+    }
+    assert.equal(sockets.length, 0);
+  });
+});
+
+Deno.test("close() leaves upgraded sockets to their owner: the hub can still talk on them and close them itself", async () => {
+  const sockets: ServerWebSocket[] = [];
+  const listener = listenForWebSockets({
+    hostname: "127.0.0.1",
+    port: 0,
+    limits: {
+      maxConnections: 4,
+      headerTimeoutMs: 60_000,
+      maxMessageBytes: 1024,
+      idleTimeoutMs: 60_000,
+    },
+    onSocket: (socket) => sockets.push(socket),
+  });
+  const conn = await connectTo(`http://127.0.0.1:${listener.port}`);
+  await writeAll(conn, head(UPGRADE_LINES));
+  assert.match(await firstRead(conn), /^HTTP\/1.1 101 /);
+  await listener.close();
+  sockets[0].send("still here");
+  const frame = new Uint8Array(64);
+  const read = await conn.read(frame);
+  assert.equal(frame[0], 0x81, "a text frame, not a closed connection");
+  assert.equal(
+    new TextDecoder().decode(frame.subarray(2, read!)),
+    "still here",
+  );
+  sockets[0].close();
+  await readToEnd(conn);
+});
