@@ -58,7 +58,6 @@ export const GUARD_MODULES: MutationModule[] = [
     module: "lib/relay/payload.ts",
     tests: [
       "tests/relay/payload_test.ts",
-      "tests/daemon/job_test.ts",
     ],
   },
   // Permission rules and the permission desk.

@@ -1,15 +1,19 @@
 /**
- * The relay codec's floors on a daemon's own settings: a hub's `run.start`
- * may lower its client terminals and sandbox, never raise them — each key,
- * the hub asking more, the same, less, or nothing — and only the daemon
- * names sandbox paths.
+ * The `run.start` payload in both directions — our hub's, LangBot's and
+ * other hubs' shapes mapped onto a local run — and the floors a daemon's own
+ * settings put on it: a hub may lower its client terminals and sandbox, never
+ * raise them (each key, the hub asking more, the same, less, or nothing), and
+ * only the daemon names sandbox paths.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
-import { mapRunStart } from "../../lib/relay/payload.ts";
+import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
+import type { JsonObject } from "../../lib/relay.ts";
+import { buildRunStartPayload, mapRunStart } from "../../lib/relay/payload.ts";
+import { hubRunStartConfig } from "../daemon_test_helpers.ts";
 
 const MAP_OPTIONS = {
   jobId: "job-1",
@@ -194,4 +198,280 @@ Deno.test("sandbox paths come from the daemon alone: the hub's are ignored, with
   const none = sandboxed(hubPaths);
   assert.deepEqual(none.sandboxReadPaths, []);
   assert.deepEqual(none.sandboxWritePaths, []);
+});
+
+/** What {@linkcode mapRunStart} returns, from the run.start payload. */
+type RunStartPlan = ReturnType<typeof mapRunStart>;
+
+/**
+ * Asserts each field `expected` names has that value in `plan` (and each of
+ * its `config` in `plan.config`); fields it does not name are not checked.
+ */
+function assertPlanHas(
+  plan: RunStartPlan,
+  expected:
+    & Partial<Omit<RunStartPlan, "config">>
+    & { config?: Partial<RunStartPlan["config"]> },
+): void {
+  const { config = {}, ...top } = expected;
+  for (const [key, value] of Object.entries(top)) {
+    assert.deepEqual(plan[key as keyof RunStartPlan], value, key);
+  }
+  for (const [key, value] of Object.entries(config)) {
+    const field = key as keyof RunStartPlan["config"];
+    assert.deepEqual(plan.config[field], value, `config.${key}`);
+  }
+}
+
+Deno.test("the golden transcript's payload maps onto a local run in its cwd, extra keys ignored", () => {
+  const plan = mapRunStart({
+    run_id: "run-ok-1",
+    prompt_text: "List the files",
+    input: { text: "List the files", attachments: [] },
+    input_text: "List the files",
+    config: {
+      "daemon-id": "golden-daemon",
+      cwd: "/workspace/project",
+      model: "",
+      "permission-mode": "default",
+      timeout: 600,
+      provider: "codex",
+    },
+  }, MAP_OPTIONS);
+  assertPlanHas(plan, {
+    runId: "run-ok-1",
+    sessionCwd: "/workspace/project",
+    input: { text: "List the files", attachments: [] },
+    ignoredKeys: ["daemon-id", "permission-mode"],
+    assetsEnabled: true,
+    mcpRequestTimeoutMs: 60_000,
+    config: {
+      location: "local",
+      provider: "codex",
+      workspace: "/workspace/project",
+      timeout: 600,
+    },
+  });
+});
+
+Deno.test("the plugin's snake_case keys map onto the run config", () => {
+  const plan = mapRunStart({
+    input: {
+      text: "look",
+      attachments: [{ type: "image", mime_type: "image/png", content: "AAAA" }],
+    },
+    config: {
+      acp_command: ["my agent", "--acp"],
+      workspace: "~/project",
+      session_cwd: "/elsewhere",
+      env: { API_KEY: "k-123456", EMPTY: null },
+      startup_timeout: 5,
+      initialize_timeout: 6.5,
+      reuse_session: false,
+      create_session_if_missing: "false",
+      streaming: false,
+      permission_decision: "reject_once",
+      stored_session_id: "sess-9",
+      mcp_servers: [{ name: "extra", command: "x", args: [], env: [] }],
+      langbot_assets_enabled: false,
+      mcp_request_timeout: 2.5,
+    },
+  }, MAP_OPTIONS);
+  assertPlanHas(plan, {
+    runId: "job-1",
+    sessionCwd: "/elsewhere",
+    storedSessionId: "sess-9",
+    config: {
+      provider: "custom",
+      acpCommand: "'my agent' --acp",
+      workspace: "/home/al/project",
+      envJson: { API_KEY: "k-123456" },
+      startupTimeout: 5,
+      initializeTimeout: 6.5,
+      reuseSession: false,
+      createSessionIfMissing: false,
+      streaming: false,
+      permissionDecision: "reject_once",
+    },
+  });
+  assert.deepEqual(plan.mcpServers.map((server) => server.name), ["extra"]);
+  assert.equal(plan.assetsEnabled, false);
+  assert.equal(plan.mcpRequestTimeoutMs, 2500);
+  assert.deepEqual(plan.input.attachments, [{
+    type: "image",
+    mime_type: "image/png",
+    name: undefined,
+    url: undefined,
+    content: "AAAA",
+  }]);
+});
+
+Deno.test("input.contents become attachments when there are none, as daemon.py maps them", () => {
+  const png = "data:image/png;base64,iVBORw0KGgo=";
+  const plan = mapRunStart({
+    prompt_text: "look",
+    input: {
+      text: "look",
+      contents: [
+        { type: "text", text: "look" },
+        { type: "image_base64", image_base64: png },
+        { type: "image_url", image_url: { url: "https://x.test/cat.jpg" } },
+        { type: "file_base64", file_base64: "aGk=", file_name: "a.txt" },
+        { type: "file_url", file_url: "https://x.test/b", file_name: "b.pdf" },
+      ],
+    },
+    config: { provider: "codex" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(plan.input.attachments, [
+    { type: "image", name: "image", content: png },
+    {
+      type: "image",
+      name: "image",
+      url: "https://x.test/cat.jpg",
+      mime_type: "image/jpeg",
+    },
+    { type: "file", name: "a.txt", content: "aGk=" },
+    {
+      type: "file",
+      name: "b.pdf",
+      url: "https://x.test/b",
+      mime_type: "application/pdf",
+    },
+  ]);
+  const listed = mapRunStart({
+    prompt_text: "look",
+    input: {
+      attachments: [{
+        type: "file",
+        file_name: "notes.md",
+        content_type: "text/markdown",
+        path: "/home/al/notes.md",
+        size_bytes: 12,
+      }],
+      contents: [{ type: "image_base64", image_base64: png }],
+    },
+    config: { provider: "codex" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(listed.input.attachments, [{
+    type: "file",
+    mime_type: "text/markdown",
+    name: "notes.md",
+    url: undefined,
+    content: undefined,
+    path: "/home/al/notes.md",
+    size: 12,
+  }], "attachments win over contents; path and size kept");
+});
+
+Deno.test("kebab-case keys are accepted too; no directory falls back to the daemon's", () => {
+  const plan = mapRunStart({
+    input_text: "hi",
+    config: { "acp-command": "agent --acp", "reuse-session": "false" },
+  }, MAP_OPTIONS);
+  assert.equal(plan.config.acpCommand, "agent --acp");
+  assert.equal(plan.config.reuseSession, false);
+  assert.equal(plan.config.workspace, "/srv/daemon");
+  assert.equal(plan.input.text, "hi");
+});
+
+Deno.test("payloads that cannot work are refused with config.invalid", () => {
+  const refused = (config: JsonObject) =>
+    assert.throws(
+      () => mapRunStart({ prompt_text: "x", config }, MAP_OPTIONS),
+      (error: unknown) =>
+        error instanceof RunnerError && error.code === "config.invalid",
+    );
+  refused({ cwd: "/w" }); // neither provider nor acp_command
+  refused({ provider: "codex", cwd: "relative/dir" });
+  refused({ provider: "codex", timeout: "soon" });
+  refused({ provider: "codex", acp_command: [1, 2] });
+  refused({ provider: "codex", mcp_servers: [{ command: "no name" }] });
+  refused({ provider: "codex", mcp_request_timeout: 0 });
+});
+
+Deno.test("our hub's payload has the plugin's shape and maps back to the same run", () => {
+  const config = parseRunConfig({
+    provider: "custom",
+    "acp-command": "agent --acp",
+    location: "daemon",
+    "daemon-id": "laptop",
+    workspace: "/Users/al/project",
+    "env-json": { TOKEN_X: "secret-value" },
+    "reuse-session": "false",
+    "fs-read": "true",
+    timeout: 90,
+  });
+  const payload = buildRunStartPayload({
+    runId: "r1",
+    input: { text: "do it", attachments: [{ url: "https://x/y.png" }] },
+    config,
+    storedSessionId: "s1",
+    reuseSession: true,
+  });
+  assert.deepEqual(Object.keys(payload), [
+    "run_id",
+    "prompt_text",
+    "input",
+    "input_text",
+    "config",
+  ]);
+  assert.deepEqual(Object.keys(payload.config as JsonObject), [
+    "provider",
+    "acp_command",
+    "workspace",
+    "cwd",
+    "session_cwd",
+    "env",
+    "timeout",
+    "startup_timeout",
+    "initialize_timeout",
+    "reuse_session",
+    "create_session_if_missing",
+    "streaming",
+    "permission_decision",
+    "stored_session_id",
+    "mcp_servers",
+    "langbot_assets_enabled",
+    "mcp_request_timeout",
+    "fs_read",
+  ]);
+  const plan = mapRunStart(JSON.parse(JSON.stringify(payload)), MAP_OPTIONS);
+  assert.equal(plan.runId, "r1");
+  assert.deepEqual(plan.input.text, "do it");
+  assert.equal(plan.input.attachments?.[0].url, "https://x/y.png");
+  assertPlanHas(plan, {
+    storedSessionId: "s1",
+    ignoredKeys: [],
+    config: {
+      acpCommand: "agent --acp",
+      workspace: "/Users/al/project",
+      envJson: { TOKEN_X: "secret-value" },
+      reuseSession: true,
+      fsRead: true,
+      timeout: 90,
+    },
+  });
+});
+
+Deno.test("a preset run's run.start carries the preset's command, as LangBot's hub sends it", () => {
+  assert.equal(
+    hubRunStartConfig({}).acp_command,
+    "npx -y @zed-industries/codex-acp@0.16.0",
+  );
+  assert.equal(
+    hubRunStartConfig({ "acp-command": "codex-acp --fast" }).acp_command,
+    "codex-acp --fast",
+  );
+});
+
+Deno.test("a preset's default command from any hub leaves the choice to this daemon's PATH", () => {
+  const plan = (command: string) =>
+    mapRunStart({
+      prompt_text: "hi",
+      config: { provider: "codex", acp_command: command, cwd: "/w" },
+    }, { jobId: "j", fallbackCwd: "/w" }).config.acpCommand;
+  assert.equal(plan("npx -y @zed-industries/codex-acp@0.16.0"), undefined);
+  assert.equal(plan("npx -y @zed-industries/codex-acp"), undefined);
+  assert.equal(plan("codex-acp"), undefined);
+  assert.equal(plan("codex-acp --fast"), "codex-acp --fast");
 });
