@@ -475,3 +475,221 @@ Deno.test("a preset's default command from any hub leaves the choice to this dae
   assert.equal(plan("codex-acp"), undefined);
   assert.equal(plan("codex-acp --fast"), "codex-acp --fast");
 });
+
+/** The `config` of the `run.start` our hub sends for `keys`. */
+function hubSends(
+  keys: Record<string, unknown>,
+  spec: Partial<Parameters<typeof buildRunStartPayload>[0]> = {},
+): JsonObject {
+  return buildRunStartPayload({
+    runId: "r1",
+    input: { text: "hi" },
+    config: parseRunConfig({ workspace: "/w", ...keys }),
+    ...spec,
+  }).config as JsonObject;
+}
+
+Deno.test("our hub's run.start names a registry agent (and its version) without a command; a custom command is sent as given", () => {
+  const registry = hubSends({
+    provider: "npx-agent",
+    "provider-version": "1.2.3",
+  });
+  assert.equal(registry.provider, "npx-agent");
+  assert.equal(registry.provider_version, "1.2.3");
+  assert.equal("acp_command" in registry, false);
+  const custom = hubSends({ provider: "custom", "acp-command": "agent --acp" });
+  assert.equal(custom.acp_command, "agent --acp");
+  assert.equal("provider_version" in custom, false);
+});
+
+Deno.test("our hub's run.start: ask goes to a daemon that confirmed permission.ask, the fallback to one that did not", () => {
+  const keys = {
+    provider: "codex",
+    "permission-decision": "ask",
+    "permission-fallback": "allow_always",
+  };
+  assert.equal(hubSends(keys).permission_decision, "allow_always");
+  assert.equal(
+    hubSends(keys, { askAllowed: true }).permission_decision,
+    "ask",
+  );
+  assert.equal(
+    hubSends({ provider: "codex", "permission-decision": "reject_always" })
+      .permission_decision,
+    "reject_always",
+  );
+});
+
+Deno.test("our hub's run.start carries its session, memory, MCP and update settings only when the hub has them", () => {
+  const bare = hubSends({ provider: "codex" });
+  assert.equal(bare.stored_session_id, null);
+  assert.equal("stored_session_config" in bare, false);
+  assert.deepEqual(bare.mcp_servers, []);
+  assert.equal(bare.mcp_request_timeout, 60);
+  assert.equal("session_updates" in bare, false);
+  assert.equal(bare.session_cwd, "/w");
+  const full = hubSends({ provider: "codex", "session-cwd": "/w/sub" }, {
+    storedSessionId: "s1",
+    sessionMemory: {},
+    mcpServers: [{ name: "x", command: "x", args: [], env: [] }],
+    mcpRequestTimeout: 5,
+    sessionUpdates: true,
+  });
+  assert.equal(full.stored_session_id, "s1");
+  assert.deepEqual(full.stored_session_config, {});
+  assert.deepEqual(full.mcp_servers, [{
+    name: "x",
+    command: "x",
+    args: [],
+    env: [],
+  }]);
+  assert.equal(full.mcp_request_timeout, 5);
+  assert.equal(full.session_updates, true);
+  assert.equal(full.session_cwd, "/w/sub");
+  assert.equal(
+    hubSends({ provider: "codex" }, { sessionUpdates: false }).session_updates,
+    undefined,
+  );
+});
+
+Deno.test("our hub's run.start sends the engine's own keys only when they differ from their defaults", () => {
+  const bare = hubSends({ provider: "codex" });
+  for (
+    const key of [
+      "terminal_timeout",
+      "client_terminals",
+      "sandbox",
+      "session_config_json",
+      "permission_rules_json",
+      "secret_env_names",
+    ]
+  ) {
+    assert.equal(key in bare, false, key);
+  }
+  const set = hubSends({
+    provider: "codex",
+    "client-terminals": "true",
+    "terminal-timeout": 30,
+    sandbox: "confined",
+    "session-config-json": { model: "fast" },
+    "permission-rules-json": [{ kind: "read", decision: "allow" }],
+  });
+  assert.equal(set.client_terminals, true);
+  assert.equal(set.terminal_timeout, 30);
+  assert.equal(set.sandbox, "confined");
+  assert.deepEqual(set.session_config_json, { model: "fast" });
+  assert.deepEqual(set.permission_rules_json, [{
+    kind: "read",
+    decision: "allow",
+  }]);
+});
+
+Deno.test("our hub's run.start: the run-scope note goes before the prompt, the input as typed, attachments a list", () => {
+  const payload = buildRunStartPayload({
+    runId: "r1",
+    input: { text: "do it" },
+    config: parseRunConfig({ provider: "codex", workspace: "/w" }),
+    promptPrefix: "Scope: this repo",
+  });
+  assert.equal(payload.prompt_text, "Scope: this repo\n\ndo it");
+  assert.equal(payload.input_text, "do it");
+  assert.deepEqual(payload.input, { text: "do it", attachments: [] });
+  const plain = buildRunStartPayload({
+    runId: "r1",
+    input: {},
+    config: parseRunConfig({ provider: "codex", workspace: "/w" }),
+  });
+  assert.equal(plain.prompt_text, "");
+  assert.equal(plain.input_text, "");
+});
+
+/** Whether mapping `config` throws `config.invalid` naming `key`. */
+function refusedFor(config: JsonObject, key: string): void {
+  assert.throws(
+    () => mapRunStart({ prompt_text: "x", config }, MAP_OPTIONS),
+    (error: unknown) =>
+      error instanceof RunnerError && error.code === "config.invalid" &&
+      error.message.includes(key),
+    JSON.stringify(config),
+  );
+}
+
+Deno.test("run.start values a daemon cannot use are refused with config.invalid naming the key", () => {
+  refusedFor(
+    { provider: "codex", mcp_request_timeout: "soon" },
+    "mcp_request_timeout",
+  );
+  refusedFor(
+    { provider: "codex", mcp_request_timeout: -1 },
+    "mcp_request_timeout",
+  );
+  refusedFor({ provider: "codex", cwd: 5 }, "cwd");
+  refusedFor({ provider: "codex", session_cwd: ["/w"] }, "session_cwd");
+  refusedFor({ provider: "codex", acp_command: 7 }, "acp_command");
+  refusedFor({ provider: "codex", mcp_servers: "[not json" }, "mcp_servers");
+  refusedFor({ provider: "codex", mcp_servers: { name: "x" } }, "mcp_servers");
+  refusedFor({ provider: "codex", mcp_servers: [null] }, "mcp_servers");
+  refusedFor({ provider: "codex", mcp_servers: ["x"] }, "mcp_servers");
+  refusedFor(
+    { provider: "codex", stored_session_config: ["x"] },
+    "stored_session_config",
+  );
+});
+
+Deno.test("run.start values a daemon reads itself: MCP servers as JSON text, env as text, blank and null values as not given", () => {
+  const plan = mapRunStart({
+    prompt_text: "x",
+    config: {
+      provider: "codex",
+      cwd: "~",
+      mcp_servers: JSON.stringify([{ name: "j", command: "j" }]),
+      env: JSON.stringify({ A_KEY: "1" }),
+      stored_session_id: "   ",
+      session_updates: true,
+      daemon_id: null,
+      model: "",
+      timeout: null,
+    },
+  }, MAP_OPTIONS);
+  assert.equal(plan.config.workspace, "/home/al");
+  assert.deepEqual(plan.mcpServers.map((server) => server.name), ["j"]);
+  assert.deepEqual(plan.config.envJson, { A_KEY: "1" });
+  assert.equal(plan.storedSessionId, undefined);
+  assert.equal(plan.sessionUpdates, true);
+  assert.deepEqual(plan.ignoredKeys, []);
+  assert.equal(
+    plan.config.timeout,
+    parseRunConfig({ provider: "codex", workspace: "/w" }).timeout,
+  );
+  const blank = mapRunStart({
+    prompt_text: "x",
+    config: {
+      provider: "codex",
+      cwd: "/w",
+      mcp_servers: "  ",
+      acp_command: [],
+      stored_session_id: 42,
+      session_updates: "true",
+      env: ["A=1"],
+      "env-json": { B_KEY: "2" },
+    },
+  }, MAP_OPTIONS);
+  assert.deepEqual(blank.mcpServers, []);
+  assert.equal(blank.config.acpCommand, undefined);
+  assert.equal(blank.storedSessionId, undefined);
+  assert.equal(blank.sessionUpdates, false);
+  assert.deepEqual(blank.config.envJson, { B_KEY: "2" });
+  assert.equal(blank.sessionMemory, undefined);
+});
+
+Deno.test("`~` in a run.start path is the daemon user's home, and only at its start", () => {
+  const at = (cwd: string, home?: string) =>
+    mapRunStart({ prompt_text: "x", config: { provider: "codex", cwd } }, {
+      jobId: "j",
+      fallbackCwd: "/srv",
+      home,
+    }).config.workspace;
+  assert.equal(at("~/p", "/home/al"), "/home/al/p");
+  assert.equal(at("/w/~/p", "/home/al"), "/w/~/p");
+  assert.throws(() => at("~al/p", "/home/al"), /absolute/);
+});
