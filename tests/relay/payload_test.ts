@@ -474,6 +474,7 @@ Deno.test("a preset's default command from any hub leaves the choice to this dae
   assert.equal(plan("npx -y @zed-industries/codex-acp"), undefined);
   assert.equal(plan("codex-acp"), undefined);
   assert.equal(plan("codex-acp --fast"), "codex-acp --fast");
+  assert.equal(plan("  npx  -y\t@zed-industries/codex-acp@0.16.0 "), undefined);
 });
 
 /** The `config` of the `run.start` our hub sends for `keys`. */
@@ -566,6 +567,21 @@ Deno.test("our hub's run.start sends the engine's own keys only when they differ
   ) {
     assert.equal(key in bare, false, key);
   }
+  const emptied = hubSends({
+    provider: "codex",
+    "session-config-json": {},
+    "permission-rules-json": [],
+    "secret-env-names": "",
+  });
+  for (
+    const key of [
+      "session_config_json",
+      "permission_rules_json",
+      "secret_env_names",
+    ]
+  ) {
+    assert.equal(key in emptied, false, `${key} given empty`);
+  }
   const set = hubSends({
     provider: "codex",
     "client-terminals": "true",
@@ -603,36 +619,83 @@ Deno.test("our hub's run.start: the run-scope note goes before the prompt, the i
   assert.equal(plain.input_text, "");
 });
 
-/** Whether mapping `config` throws `config.invalid` naming `key`. */
-function refusedFor(config: JsonObject, key: string): void {
+/** Asserts mapping `config` throws `config.invalid` saying `message` of `key`. */
+function refusedFor(config: JsonObject, key: string, message: string): void {
   assert.throws(
     () => mapRunStart({ prompt_text: "x", config }, MAP_OPTIONS),
-    (error: unknown) =>
-      error instanceof RunnerError && error.code === "config.invalid" &&
-      error.message.includes(key),
+    (error: unknown) => {
+      assert.ok(error instanceof RunnerError);
+      assert.equal(error.code, "config.invalid");
+      assert.equal(error.message, `run.start config ${key}: ${message}`);
+      assert.deepEqual(error.detail, { key });
+      return true;
+    },
     JSON.stringify(config),
   );
 }
 
-Deno.test("run.start values a daemon cannot use are refused with config.invalid naming the key", () => {
+Deno.test("run.start values a daemon cannot use are refused with config.invalid naming the key and what it must be", () => {
+  const codex = { provider: "codex" };
+  const seconds = "must be a number of seconds > 0";
   refusedFor(
-    { provider: "codex", mcp_request_timeout: "soon" },
+    { ...codex, mcp_request_timeout: "soon" },
     "mcp_request_timeout",
+    seconds,
   );
   refusedFor(
-    { provider: "codex", mcp_request_timeout: -1 },
+    { ...codex, mcp_request_timeout: -1 },
     "mcp_request_timeout",
+    seconds,
   );
-  refusedFor({ provider: "codex", cwd: 5 }, "cwd");
-  refusedFor({ provider: "codex", session_cwd: ["/w"] }, "session_cwd");
-  refusedFor({ provider: "codex", acp_command: 7 }, "acp_command");
-  refusedFor({ provider: "codex", mcp_servers: "[not json" }, "mcp_servers");
-  refusedFor({ provider: "codex", mcp_servers: { name: "x" } }, "mcp_servers");
-  refusedFor({ provider: "codex", mcp_servers: [null] }, "mcp_servers");
-  refusedFor({ provider: "codex", mcp_servers: ["x"] }, "mcp_servers");
   refusedFor(
-    { provider: "codex", stored_session_config: ["x"] },
+    { ...codex, mcp_request_timeout: 0 },
+    "mcp_request_timeout",
+    seconds,
+  );
+  refusedFor({ ...codex, cwd: 5 }, "cwd", "must be a path string");
+  refusedFor(
+    { ...codex, "session-cwd": ["/w"] },
+    "session_cwd",
+    "must be a path string",
+  );
+  refusedFor(
+    { ...codex, acp_command: 7 },
+    "acp_command",
+    "must be a string or a list of strings",
+  );
+  refusedFor(
+    { ...codex, acp_command: ["agent", 1] },
+    "acp_command",
+    "a list must hold only strings",
+  );
+  refusedFor(
+    { ...codex, mcp_servers: "[not json" },
+    "mcp_servers",
+    "is not valid JSON",
+  );
+  refusedFor(
+    { ...codex, mcp_servers: { name: "x" } },
+    "mcp_servers",
+    "must be a list",
+  );
+  refusedFor(
+    { ...codex, mcp_servers: '{"name":"x"}' },
+    "mcp_servers",
+    "must be a list",
+  );
+  const entries = "every entry must be an object with a name";
+  refusedFor({ ...codex, mcp_servers: [null] }, "mcp_servers", entries);
+  refusedFor({ ...codex, mcp_servers: ["x"] }, "mcp_servers", entries);
+  refusedFor({ ...codex, mcp_servers: [{ name: 3 }] }, "mcp_servers", entries);
+  refusedFor(
+    { ...codex, stored_session_config: ["x"] },
     "stored_session_config",
+    "must be an object",
+  );
+  refusedFor(
+    { ...codex, stored_session_config: "plan" },
+    "stored_session_config",
+    "must be an object",
   );
 });
 
@@ -647,6 +710,7 @@ Deno.test("run.start values a daemon reads itself: MCP servers as JSON text, env
       stored_session_id: "   ",
       session_updates: true,
       daemon_id: null,
+      daemon_name: "",
       model: "",
       timeout: null,
     },
@@ -680,6 +744,34 @@ Deno.test("run.start values a daemon reads itself: MCP servers as JSON text, env
   assert.equal(blank.sessionUpdates, false);
   assert.deepEqual(blank.config.envJson, { B_KEY: "2" });
   assert.equal(blank.sessionMemory, undefined);
+  const none = mapRunStart({
+    prompt_text: "x",
+    config: { provider: "codex", cwd: "/w" },
+  }, MAP_OPTIONS);
+  assert.deepEqual(none.mcpServers, []);
+  assert.equal(none.sessionUpdates, false);
+});
+
+Deno.test("what our hub sends a daemon maps back: registry version, remembered values, MCP settings, live updates", () => {
+  const payload = buildRunStartPayload({
+    runId: "r1",
+    input: { text: "hi" },
+    config: parseRunConfig({
+      provider: "npx-agent",
+      "provider-version": "1.2.3",
+      workspace: "/w",
+    }),
+    sessionMemory: { model: "fast" },
+    mcpRequestTimeout: 7,
+    sessionUpdates: true,
+  });
+  const plan = mapRunStart(JSON.parse(JSON.stringify(payload)), MAP_OPTIONS);
+  assert.equal(plan.config.provider, "npx-agent");
+  assert.equal(plan.config.providerVersion, "1.2.3");
+  assert.deepEqual(plan.sessionMemory, { model: "fast" });
+  assert.equal(plan.mcpRequestTimeoutMs, 7000);
+  assert.equal(plan.sessionUpdates, true);
+  assert.deepEqual(plan.ignoredKeys, []);
 });
 
 Deno.test("`~` in a run.start path is the daemon user's home, and only at its start", () => {
