@@ -58,9 +58,6 @@ export const GUARD_MODULES: MutationModule[] = [
     module: "lib/relay/payload.ts",
     tests: [
       "tests/relay/payload_test.ts",
-      "tests/daemon/job_test.ts",
-      "tests/daemon/daemon_terminals_test.ts",
-      "tests/agent/sandbox_daemon_test.ts",
     ],
   },
   // Permission rules and the permission desk.

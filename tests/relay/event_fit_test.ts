@@ -154,3 +154,159 @@ Deno.test("event fit: a delta whose other fields alone do not fit is cut like an
   assert.ok(String(chunk.note).length < 5000);
   assert.deepEqual(frames[0].runner, { data: { truncated: true } });
 });
+
+/** All frames of `event` under `limit`, parsed; frames over it are kept too. */
+function anyFramesOf(event: JsonObject, limit: number, runner?: JsonObject) {
+  return encodeEventFrames("job-1", event, limit, runner).map((frame) => ({
+    bytes: new TextEncoder().encode(frame).length,
+    frame: JSON.parse(frame) as Frame,
+  }));
+}
+
+/** The bytes of `event`'s frame as it is. */
+function frameBytes(event: JsonObject, runner?: JsonObject): number {
+  return new TextEncoder().encode(
+    encodeEventFrames("job-1", event, 1 << 30, runner)[0],
+  ).length;
+}
+
+Deno.test("event fit: an event of exactly the limit, or under it, is one frame as it was, whatever its all_content or flags", () => {
+  const event = delta("hello", { all_content: "not ending with it" });
+  const flagged = {
+    type: "tool.call.completed",
+    data: { tool_call_id: "t1", output: "ok", truncated: true },
+  };
+  for (const item of [event, flagged]) {
+    for (const limit of [frameBytes(item), frameBytes(item) + 100]) {
+      const frames = framesOf(item, undefined, limit);
+      assert.equal(frames.length, 1);
+      assert.deepEqual(frames[0].event, item);
+      assert.equal("runner" in frames[0], false);
+    }
+  }
+});
+
+Deno.test("event fit: an oversized event with nothing to cut comes back whole, not lost and not flagged as cut", () => {
+  const numbers: JsonObject = {};
+  for (let index = 0; index < 200; index++) numbers[`n${index}`] = index;
+  for (
+    const event of [
+      { type: "run.heartbeat", padding: "p".repeat(2000) },
+      { type: "usage.updated", data: numbers },
+    ] as JsonObject[]
+  ) {
+    const frames = anyFramesOf(event, LIMIT);
+    assert.equal(frames.length, 1, String(event.type));
+    assert.ok(frames[0].bytes > LIMIT);
+    assert.deepEqual(frames[0].frame.event, event);
+    assert.equal("runner" in frames[0].frame, false);
+  }
+});
+
+Deno.test("event fit: runner details too large for a frame are cut as well, their own data flagged; the caller's objects are not touched", () => {
+  const runner = { seq: 4, data: { note: "r".repeat(3000) } };
+  const event = {
+    type: "tool.call.completed",
+    data: { tool_call_id: "t1", output: "o".repeat(3000) },
+  };
+  const [frame] = framesOf(event, runner);
+  const details = frame.runner as { seq: number; data: JsonObject };
+  assert.equal(details.seq, 4);
+  assert.ok(String(details.data.note).length < 3000);
+  assert.equal(details.data.truncated, true);
+  assert.equal(runner.data.note.length, 3000, "the caller's details");
+  assert.equal(event.data.output.length, 3000, "the caller's event");
+  const small = { seq: 5, data: { kept: "yes" } };
+  const [cut] = framesOf(event, small);
+  assert.deepEqual(cut.runner, {
+    seq: 5,
+    data: { kept: "yes", truncated: true },
+  });
+  assert.deepEqual(small, { seq: 5, data: { kept: "yes" } });
+});
+
+Deno.test("event fit: a cut event whose message is null keeps it null", () => {
+  const event = {
+    type: "message.completed",
+    data: { message: null, note: "n".repeat(3000) },
+  };
+  const [frame] = framesOf(event);
+  assert.equal(frame.event.data.message, null);
+  assert.deepEqual(frame.runner, { data: { truncated: true } });
+});
+
+Deno.test("event fit: only a message.delta with text is split; any other event with a chunk, or a delta with empty or no text, is cut to one frame", () => {
+  const chunked = [
+    {
+      type: "tool.call.updated",
+      data: { chunk: { content: "c".repeat(3000) } },
+    },
+    delta("", { note: "n".repeat(3000) }),
+    {
+      type: "message.delta",
+      data: { chunk: { content: 5, note: "n".repeat(3000) } },
+    },
+    {
+      type: "message.delta",
+      data: { chunk: "c".repeat(3000) },
+    },
+  ];
+  for (const event of chunked) {
+    const frames = framesOf(event as JsonObject);
+    assert.equal(frames.length, 1, JSON.stringify(event).slice(0, 60));
+    assert.deepEqual(frames[0].runner, { data: { truncated: true } });
+    assert.equal(frames[0].event.type, event.type);
+  }
+});
+
+Deno.test("event fit: a delta's all_content that is no text is left out of its pieces", () => {
+  const text = "q".repeat(1500);
+  const pieces = chunks(framesOf(delta(text, { all_content: 5 })));
+  assert.ok(pieces.length > 1);
+  assert.equal(pieces.map((piece) => piece.content).join(""), text);
+  assert.ok(pieces.every((piece) => !("all_content" in piece)));
+});
+
+Deno.test("event fit: each piece fills its frame to the limit, no more frames than needed", () => {
+  const empty = frameBytes(delta(""));
+  for (const room of [16, 17, 40]) {
+    const text = "a".repeat(room * 3);
+    const frames = anyFramesOf(delta(text), empty + room);
+    assert.equal(frames.length, 3, `room ${room}`);
+    for (const { bytes } of frames) assert.equal(bytes, empty + room);
+    assert.equal(
+      chunks(frames.map(({ frame }) => frame)).map((piece) => piece.content)
+        .join(""),
+      text,
+    );
+  }
+});
+
+Deno.test("event fit: all_content rides on the first piece while 16 bytes of text still fit beside it", () => {
+  const before = "b".repeat(30);
+  const text = "y".repeat(100);
+  const limit = frameBytes(delta("", { all_content: before })) + 16;
+  const pieces = chunks(
+    framesOf(delta(text, { all_content: before + text }), undefined, limit),
+  );
+  assert.equal(pieces[0].all_content, before + pieces[0].content);
+  assert.equal(pieces.map((piece) => piece.content).join(""), text);
+});
+
+Deno.test("event fit: no piece ends inside a surrogate pair, at any limit; a lone one at the end still arrives", () => {
+  for (const pair of ["\u{10000}", "\u{10FFFF}", "\u{1F600}"]) {
+    const text = pair.repeat(400);
+    for (let limit = LIMIT; limit < LIMIT + 4; limit++) {
+      const pieces = chunks(framesOf(delta(text), undefined, limit));
+      assert.equal(pieces.map((piece) => piece.content).join(""), text);
+      for (const piece of pieces) {
+        const content = piece.content as string;
+        const last = content.charCodeAt(content.length - 1);
+        assert.ok(last < 0xd800 || last > 0xdbff, `${pair} at ${limit}`);
+      }
+    }
+  }
+  const lone = "l".repeat(1500) + "\ud83d";
+  const pieces = chunks(framesOf(delta(lone)));
+  assert.equal(pieces.map((piece) => piece.content).join(""), lone);
+});
