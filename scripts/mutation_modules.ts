@@ -25,7 +25,6 @@ export const GUARD_MODULES: MutationModule[] = [
       "tests/agent/sandbox_test.ts",
       "tests/agent/sandbox_host_files_test.ts",
       "tests/agent/sandbox_cli_test.ts",
-      "tests/agent/sandbox_daemon_test.ts",
     ],
   },
   // The caller policy and the operator floors (serve, n8n, daemon).
