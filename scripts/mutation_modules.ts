@@ -229,7 +229,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/agent/sandbox_hardening.ts",
-    tests: ["tests/security/sandbox_escape_test.ts"],
+    tests: [
+      "tests/agent/sandbox_hardening_test.ts",
+      "tests/security/sandbox_escape_test.ts",
+    ],
   },
   {
     module: "lib/agent/sandbox_network.ts",
