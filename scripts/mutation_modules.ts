@@ -22,7 +22,7 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/agent/sandbox.ts",
     tests: [
-      "tests/agent/sandbox_test.ts",
+      "tests/agent/sandbox_plan_test.ts",
       "tests/agent/sandbox_host_files_test.ts",
       "tests/agent/sandbox_cli_test.ts",
     ],
