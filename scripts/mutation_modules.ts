@@ -236,7 +236,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/agent/sandbox_network.ts",
-    tests: ["tests/security/sandbox_network_test.ts"],
+    tests: [
+      "tests/agent/sandbox_network_test.ts",
+      "tests/security/sandbox_network_test.ts",
+    ],
   },
   {
     module: "lib/server/api_auth.ts",

@@ -11,10 +11,8 @@
  */
 
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import assert from "node:assert/strict";
-import { ROOT, runCli, tempDir } from "../helpers.ts";
-import { findOnPath } from "../../lib/agent/find_executable.ts";
+import { ROOT, tempDir } from "../helpers.ts";
 import { sampleAssets, sampleSpec } from "../assets_test_helpers.ts";
 import { startEphemeralBridge } from "../../lib/assets/bridge.ts";
 import { harness, runCompleted } from "../engine_helpers.ts";
@@ -24,15 +22,11 @@ import {
 } from "../fixtures/attack_network.ts";
 import { mapRunStart } from "../../lib/relay/payload.ts";
 import {
-  loopbackPorts,
   SANDBOX_DNS_ADDRESS,
   type SandboxNetwork,
-  sandboxNetworkAvailability,
-  widerNetwork,
 } from "../../lib/agent/sandbox_network.ts";
 import {
   DENO_DIR,
-  keysAsFlags,
   reachLines,
   sandboxConfig,
   sandboxKeys,
@@ -404,84 +398,6 @@ Deno.test({
       await remote.close();
     }
   },
-});
-
-Deno.test("network: of the run's endpoints only loopback ones are forwarded (every spelling of loopback, default ports), never the port of another host's URL", () => {
-  assert.deepEqual(
-    loopbackPorts([
-      "http://127.0.0.1:8080/mcp",
-      "http://localhost:8081/",
-      "http://[::1]:8082/",
-      "http://127.0.0.10:8083/",
-      "http://127.1.2.3/",
-      "https://localhost/",
-      "http://10.0.0.5:5432/",
-      "https://example.com:6379/",
-      "http://127.0.0.1.example.com:7000/",
-      "http://[::2]:7001/",
-      "not a url",
-    ]),
-    [8080, 8081, 8082, 8083, 80, 443],
-  );
-});
-
-Deno.test("network: a wider network is one further from none (none < full < host); the same one is not wider", () => {
-  const order: SandboxNetwork[] = ["none", "full", "host"];
-  for (const [i, wanted] of order.entries()) {
-    for (const [j, limit] of order.entries()) {
-      assert.equal(widerNetwork(wanted, limit), i > j, `${wanted} ${limit}`);
-    }
-  }
-});
-
-/** The names in `dir`. */
-function leftIn(dir: string): string[] {
-  return [...Deno.readDirSync(dir)].map((entry) => entry.name);
-}
-
-/** A PATH directory holding links to the host's `names` (and nothing else). */
-function pathWith(names: string[]): string {
-  const dir = tempDir("path-");
-  for (const name of names) {
-    Deno.symlinkSync(
-      findOnPath(name, "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")!,
-      join(dir, name),
-    );
-  }
-  return dir;
-}
-
-Deno.test("network: sandbox-network=full is unavailable without pasta or unshare on the runner's PATH, and a confined run then fails with sandbox.unavailable before its agent starts", async () => {
-  assert.deepEqual(sandboxNetworkAvailability(pathWith(["pasta", "unshare"])), {
-    available: true,
-  });
-  for (const missing of ["pasta", "unshare"]) {
-    const path = pathWith(["pasta", "unshare"].filter((n) => n !== missing));
-    const availability = sandboxNetworkAvailability(path);
-    assert.equal(availability.available, false, missing);
-    assert.match(
-      availability.reason!,
-      /^sandbox-network=full needs pasta \(apt-get install passt/,
-    );
-  }
-  const world = sandboxWorld();
-  const record = join(tempDir(), "record.jsonl");
-  const keys = sandboxKeys(world, ["--record", record]);
-  const tmp = tempDir("runner-tmp-");
-  const result = await runCli(["run", ...keysAsFlags(keys), "hi"], {
-    env: {
-      ...world.environment,
-      PATH: pathWith(["bwrap", "ps", "unshare"]),
-      TMPDIR: tmp,
-    },
-  });
-  assert.equal(result.code, 1, result.stderr);
-  assert.match(
-    result.stderr,
-    /error \[sandbox\.unavailable\]: sandbox-network=full needs pasta/,
-  );
-  assert.throws(() => Deno.statSync(record), "the agent never started");
-  assert.deepEqual(leftIn(tmp), [], "nothing left behind");
 });
 
 Deno.test("network: under sandbox-network=full the agent's resolver is pasta's DNS forwarder, not the host's", async () => {
