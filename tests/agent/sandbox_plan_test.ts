@@ -16,6 +16,7 @@ import {
   requireSandbox,
   sandboxArgv,
   type SandboxPlan,
+  startsWithNpx,
   withSandboxEnv,
 } from "../../lib/agent/sandbox.ts";
 import { RunnerError } from "../../lib/errors.ts";
@@ -68,6 +69,7 @@ Deno.test("sandbox=confined refuses a workspace that would show the whole of $HO
         }),
       (error: unknown) =>
         error instanceof RunnerError && error.code === "config.invalid" &&
+        error.detail?.key === "workspace" &&
         /would show the whole of \$HOME/.test(error.message),
       workspace,
     );
@@ -169,15 +171,22 @@ Deno.test("sandbox=confined: an env entry is set inside the sandbox, the plan's 
   ]);
 });
 
-Deno.test("sandbox plan without $HOME: / and relative PATH entries are not brought in; a sandbox path that is relative or ~/ is refused", () => {
+Deno.test("sandbox plan without $HOME: / and relative PATH entries are not brought in, nor ~ state directories; the agent still runs; a sandbox path that is relative or ~/ is refused", () => {
   const workspace = tempDir("nohome-ws-");
   const plan = planSandbox({
     network: "none",
     workspace,
     env: { PATH: "/:bin:./tools:/usr/bin" },
+    // A state directory under a $HOME there is not: none.
+    stateDirs: ["~/.codex"],
   });
   assert.deepEqual(plan.readPaths, ["/usr/bin"]);
   assert.deepEqual(plan.writePaths, [workspace]);
+  assert.equal(plan.home, undefined);
+  assert.equal(
+    confinedShell(plan, "echo confined; pwd"),
+    `confined\n${workspace}\n`,
+  );
   for (
     const [key, path] of [
       ["readPaths", "shared"],
@@ -230,4 +239,87 @@ Deno.test("sandbox plan: state directories are made (nested ones too), a state f
     workspace,
   ]);
   assert.equal(plan.home, home);
+});
+
+Deno.test("sandbox plan: a program named by its path brings in nothing above it; one linked to a directory without a package brings that directory", () => {
+  const home = tempDir("program-home-");
+  const workspace = tempDir("program-ws-");
+  const pkg = join(home, "agent-pkg");
+  Deno.mkdirSync(join(pkg, "dist"), { recursive: true });
+  Deno.writeTextFileSync(join(pkg, "package.json"), "{}");
+  const cli = join(pkg, "dist", "cli.js");
+  Deno.writeTextFileSync(cli, "#!/bin/sh\n");
+  Deno.chmodSync(cli, 0o755);
+  const env = { HOME: home, PATH: "/usr/bin" };
+  const named = planSandbox({ network: "none", workspace, env, program: cli });
+  assert.deepEqual(named.readPaths, ["/usr/bin"]);
+  // A link to a program in a directory with no package.json above it.
+  const tools = tempDir("program-tools-");
+  Deno.writeTextFileSync(join(tools, "agent"), "#!/bin/sh\n");
+  Deno.chmodSync(join(tools, "agent"), 0o755);
+  const bin = join(home, "bin");
+  Deno.mkdirSync(bin);
+  Deno.symlinkSync(join(tools, "agent"), join(bin, "agent"));
+  const linked = planSandbox({
+    network: "none",
+    workspace,
+    env: { HOME: home, PATH: `${bin}:/usr/bin` },
+    program: "agent",
+  });
+  assert.deepEqual(linked.readPaths, [bin, "/usr/bin", tools]);
+});
+
+Deno.test("sandbox plan: a directory whose name only begins like $HOME's is neither refused as the workspace nor dropped from PATH", () => {
+  const parent = tempDir("prefix-");
+  const home = join(parent, "homedir");
+  const sibling = join(parent, "home");
+  Deno.mkdirSync(home);
+  Deno.mkdirSync(sibling);
+  const plan = planSandbox({
+    network: "none",
+    workspace: sibling,
+    env: { HOME: home, PATH: `${sibling}:/usr/bin` },
+  });
+  assert.deepEqual(plan.readPaths, [sibling, "/usr/bin"]);
+  assert.deepEqual(plan.writePaths, [sibling]);
+});
+
+Deno.test("sandbox=confined: a $HOME that is a system directory or inside one (HOME=/usr, /usr/lib) is not covered by an empty one, so the system's files stay; sandbox-network=host shares the host's network", () => {
+  for (const home of ["/usr", "/usr/lib"]) {
+    const plan = planSandbox({
+      network: "host",
+      workspace: tempDir("sys-home-ws-"),
+      env: { HOME: home, PATH: "/usr/bin:/bin" },
+    });
+    assert.equal(plan.home, home);
+    const seen = confinedShell(
+      plan,
+      "readlink /proc/self/ns/net; ls /usr/lib/os-release",
+    );
+    assert.equal(
+      seen,
+      `${Deno.readLinkSync("/proc/self/ns/net")}\n/usr/lib/os-release\n`,
+      home,
+    );
+  }
+});
+
+Deno.test("startsWithNpx: npx, npx.cmd and npm exec start an agent with npx; npm alone, another program or nothing do not", () => {
+  for (
+    const argv of [["npx", "agent"], ["/usr/bin/npx"], ["npx.cmd"], [
+      "npm",
+      "exec",
+      "agent",
+    ], ["/opt/node/bin/npm", "exec"]]
+  ) {
+    assert.equal(startsWithNpx(argv), true, argv.join(" "));
+  }
+  for (
+    const argv of [["npm"], ["npm", "install"], ["node", "exec"], ["npxx"], [
+      "exec",
+      "exec",
+    ], []]
+  ) {
+    assert.equal(startsWithNpx(argv), false, argv.join(" "));
+  }
 });
