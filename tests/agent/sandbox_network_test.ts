@@ -33,6 +33,7 @@ Deno.test("network: of the run's endpoints only loopback ones are forwarded (eve
       "http://[::1]:8082/",
       "http://127.0.0.10:8083/",
       "http://127.1.2.3/",
+      "http://127.10.20.30:8084/",
       "https://localhost/",
       "http://10.0.0.5:5432/",
       "https://example.com:6379/",
@@ -40,7 +41,7 @@ Deno.test("network: of the run's endpoints only loopback ones are forwarded (eve
       "http://[::2]:7001/",
       "not a url",
     ]),
-    [8080, 8081, 8082, 8083, 80, 443],
+    [8080, 8081, 8082, 8083, 80, 8084, 443],
   );
 });
 
@@ -101,6 +102,19 @@ Deno.test("network: sandbox-network=full is unavailable without pasta or unshare
   );
   assert.throws(() => Deno.statSync(record), "the agent never started");
   assert.deepEqual(leftIn(tmp), [], "nothing left behind");
+});
+
+Deno.test("network: a runner whose PATH has no sh (a service's bare PATH) still gives a confined agent its network", async () => {
+  const world = sandboxWorld();
+  const workspace = tempDir("no-sh-ws-");
+  const record = join(workspace, "record.jsonl");
+  const keys = sandboxKeys(world, ["--record", record], { workspace });
+  const path = pathWith(["bwrap", "ps", "unshare", "pasta", "mkfifo"]);
+  const result = await runCli(["run", ...keysAsFlags(keys), "hi"], {
+    env: { ...world.environment, PATH: path },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(Deno.statSync(record).isFile, "the agent ran");
 });
 
 /** The live children of `parent` whose command line holds `word`: their pids. */
