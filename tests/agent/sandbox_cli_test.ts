@@ -79,6 +79,13 @@ Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sand
   assert.equal(report.error.code, "sandbox.unavailable");
   assert.equal(report.sandbox.available, false);
   assert.equal(report.sandbox.mode, "confined");
+  // Nor with no network (no pasta asked for): bubblewrap alone is missing.
+  const none = await runCli([
+    "probe",
+    ...keysAsFlags({ ...keys, "sandbox-network": "none" }),
+    "--json",
+  ], { env });
+  assert.equal(JSON.parse(none.stdout).sandbox.available, false);
 });
 
 /** A PATH directory holding `ps` and a `bwrap` that is `script`. */
@@ -98,6 +105,15 @@ Deno.test("a bubblewrap that cannot make namespaces here, or cannot be started a
         "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n",
       said:
         /error \[sandbox\.unavailable\]: sandbox=confined: bubblewrap \(\S+\/bwrap\) cannot create namespaces here \(bwrap: No permissions to create new namespace\)\. Allow user namespaces/,
+    },
+    {
+      // What bwrap said is quoted, cut at 300 characters.
+      script: `#!/bin/sh\necho 'bwrap: ${"x".repeat(400)}' >&2\nexit 1\n`,
+      said: new RegExp(
+        `cannot create namespaces here \\(bwrap: ${
+          "x".repeat(293)
+        }\\)\\. Allow`,
+      ),
     },
     {
       script: "#!/nonexistent/interpreter\n",
