@@ -134,12 +134,13 @@ function childrenWith(parent: number, word: string): number[] {
   return found;
 }
 
-Deno.test("network: pasta, which runs on the host, gets none of the runner's environment (its secrets least)", async () => {
+Deno.test("network: pasta, which runs on the host, gets none of the runner's environment (its secrets least); a runner killed -9 leaves nothing of the network in TMPDIR", async () => {
   const world = sandboxWorld();
   const secret = `sk-pasta-${crypto.randomUUID()}`;
   const keys = sandboxKeys(world, ["--stall-prompt"]);
+  const tmp = tempDir("runner-tmp-");
   const child = spawnCli(["run", ...keysAsFlags(keys), "--json", "hi"], {
-    env: { ...world.environment, RUNNER_TEST_SECRET: secret },
+    env: { ...world.environment, RUNNER_TEST_SECRET: secret, TMPDIR: tmp },
   });
   await assertKilledRunnerLeavesNothing(child, {
     marker: world.marker,
@@ -152,4 +153,62 @@ Deno.test("network: pasta, which runs on the host, gets none of the runner's env
       assert.equal(environment, "");
     },
   });
+  assert.deepEqual(leftIn(tmp), []);
+});
+
+/** A PATH directory with the tools of sandbox-network=full, `name` among them a script. */
+function pathWithFake(name: string, script: string): string {
+  const tools = ["bwrap", "ps", "unshare", "pasta", "ip", "setpriv", "mkfifo"];
+  const dir = pathWith(tools.filter((tool) => tool !== name));
+  Deno.writeTextFileSync(join(dir, name), script);
+  Deno.chmodSync(join(dir, name), 0o755);
+  return dir;
+}
+
+Deno.test("network: where pasta fails, the host's addresses cannot be listed or the FIFOs cannot be made, a confined run fails with sandbox.unavailable saying what failed, before its agent starts, and leaves nothing in TMPDIR", async () => {
+  const cases = [
+    {
+      name: "pasta",
+      script:
+        "#!/bin/sh\necho 'pasta: syslog unavailable' >&2\necho 'No routable interface for IPv4' >&2\nexit 1\n",
+      said:
+        /error \[sandbox\.unavailable\]: sandbox-network=full: pasta could not give the agent its network \(No routable interface for IPv4\)\. Check that user namespaces are allowed/,
+    },
+    {
+      name: "pasta",
+      script: "#!/bin/sh\nexit 1\n",
+      said:
+        /error \[sandbox\.unavailable\]: sandbox-network=full: pasta could not give the agent its network \(it exited\)\./,
+    },
+    {
+      name: "ip",
+      script: "#!/bin/sh\necho 'Cannot open netlink socket' >&2\nexit 2\n",
+      said:
+        /error \[sandbox\.unavailable\]: sandbox-network=full: could not list the host's addresses with \S+\/ip \(Cannot open netlink socket\)\./,
+    },
+    {
+      name: "mkfifo",
+      script: "#!/bin/sh\necho 'mkfifo: Permission denied' >&2\nexit 1\n",
+      said:
+        /error \[sandbox\.unavailable\]: sandbox-network=full: could not make the network's FIFOs \(mkfifo: Permission denied\); check that TMPDIR is writable\./,
+    },
+  ];
+  for (const { name, script, said } of cases) {
+    const world = sandboxWorld();
+    const workspace = tempDir("failing-net-ws-");
+    const record = join(workspace, "record.jsonl");
+    const keys = sandboxKeys(world, ["--record", record], { workspace });
+    const tmp = tempDir("runner-tmp-");
+    const result = await runCli(["run", ...keysAsFlags(keys), "hi"], {
+      env: {
+        ...world.environment,
+        PATH: pathWithFake(name, script),
+        TMPDIR: tmp,
+      },
+    });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, said, name);
+    assert.throws(() => Deno.statSync(record), `${name}: the agent ran`);
+    assert.deepEqual(leftIn(tmp), [], name);
+  }
 });
