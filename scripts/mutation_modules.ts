@@ -22,10 +22,9 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/agent/sandbox.ts",
     tests: [
-      "tests/agent/sandbox_test.ts",
+      "tests/agent/sandbox_plan_test.ts",
       "tests/agent/sandbox_host_files_test.ts",
       "tests/agent/sandbox_cli_test.ts",
-      "tests/agent/sandbox_daemon_test.ts",
     ],
   },
   // The caller policy and the operator floors (serve, n8n, daemon).
@@ -227,11 +226,17 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/agent/sandbox_hardening.ts",
-    tests: ["tests/security/sandbox_escape_test.ts"],
+    tests: [
+      "tests/agent/sandbox_hardening_test.ts",
+      "tests/security/sandbox_escape_test.ts",
+    ],
   },
   {
     module: "lib/agent/sandbox_network.ts",
-    tests: ["tests/security/sandbox_network_test.ts"],
+    tests: [
+      "tests/agent/sandbox_network_test.ts",
+      "tests/security/sandbox_network_test.ts",
+    ],
   },
   {
     module: "lib/server/api_auth.ts",

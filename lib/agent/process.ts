@@ -167,9 +167,16 @@ function startLaunch(
   options: SpawnAgentOptions,
 ): { child: Deno.ChildProcess; network?: AttachableNetwork } {
   const launch = launchOf(options);
-  const network = options.sandbox?.network === "full"
-    ? prepareSandboxNetwork({ argv: launch.argv, registry: options.registry })
-    : undefined;
+  let network: AttachableNetwork | undefined;
+  try {
+    network = options.sandbox?.network === "full"
+      ? prepareSandboxNetwork({ argv: launch.argv, registry: options.registry })
+      : undefined;
+  } catch (error) {
+    // No network (no pasta, no FIFOs): the filter file is not left behind.
+    launch.release();
+    throw error;
+  }
   let child: Deno.ChildProcess;
   try {
     child = spawnDetached(network?.argv ?? launch.argv, {

@@ -90,6 +90,8 @@ interface NetworkTools {
   ip: string;
   /** Drops the capabilities the shell kept for `ip` before bubblewrap starts. */
   setpriv: string;
+  /** coreutils' `mkfifo`: the FIFOs the shell waits on. */
+  mkfifo: string;
 }
 
 /** Whether this machine can give a confined agent a `full` network, and why not. */
@@ -124,8 +126,9 @@ function findTools(pathValue?: string): NetworkTools | undefined {
   const sh = findOnPath("sh", pathValue) ?? "/bin/sh";
   const ip = find("ip");
   const setpriv = find("setpriv");
-  if (!pasta || !unshare || !ip || !setpriv) return undefined;
-  return { pasta, unshare, sh, ip, setpriv };
+  const mkfifo = find("mkfifo");
+  if (!pasta || !unshare || !ip || !setpriv || !mkfifo) return undefined;
+  return { pasta, unshare, sh, ip, setpriv, mkfifo };
 }
 
 /** Throws `sandbox.unavailable` unless a `full` network can be made here. */
@@ -194,7 +197,7 @@ export function prepareSandboxNetwork(
   const go = join(dir, "go");
   const ready = join(dir, "ready");
   try {
-    makeFifos([go, ready]);
+    makeFifos(tools.mkfifo, [go, ready]);
   } catch (error) {
     Deno.removeSync(dir, { recursive: true });
     throw error;
@@ -337,8 +340,8 @@ function sandboxResolvConf(): string {
   return [`nameserver ${SANDBOX_DNS_ADDRESS}`, ...kept].join("\n");
 }
 
-function makeFifos(paths: string[]): void {
-  const made = new Deno.Command("mkfifo", {
+function makeFifos(mkfifo: string, paths: string[]): void {
+  const made = new Deno.Command(mkfifo, {
     args: ["-m", "600", ...paths],
     stdout: "null",
     stderr: "piped",

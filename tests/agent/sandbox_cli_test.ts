@@ -79,6 +79,57 @@ Deno.test("without bubblewrap, a run asking for sandbox=confined fails with sand
   assert.equal(report.error.code, "sandbox.unavailable");
   assert.equal(report.sandbox.available, false);
   assert.equal(report.sandbox.mode, "confined");
+  // Nor with no network (no pasta asked for): bubblewrap alone is missing.
+  const none = await runCli([
+    "probe",
+    ...keysAsFlags({ ...keys, "sandbox-network": "none" }),
+    "--json",
+  ], { env });
+  assert.equal(JSON.parse(none.stdout).sandbox.available, false);
+});
+
+/** A PATH directory holding `ps` and a `bwrap` that is `script`. */
+function pathWithBwrap(script: string): string {
+  const path = tempDir("path-with-bwrap-");
+  Deno.symlinkSync(findOnPath("ps", Deno.env.get("PATH"))!, join(path, "ps"));
+  Deno.writeTextFileSync(join(path, "bwrap"), script);
+  Deno.chmodSync(join(path, "bwrap"), 0o755);
+  return path;
+}
+
+Deno.test("a bubblewrap that cannot make namespaces here, or cannot be started at all: a confined run fails with sandbox.unavailable saying so, before its agent starts", async () => {
+  const world = sandboxWorld();
+  const cases = [
+    {
+      script:
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n",
+      said:
+        /error \[sandbox\.unavailable\]: sandbox=confined: bubblewrap \(\S+\/bwrap\) cannot create namespaces here \(bwrap: No permissions to create new namespace\)\. Allow user namespaces/,
+    },
+    {
+      // What bwrap said is quoted, cut at 300 characters.
+      script: `#!/bin/sh\necho 'bwrap: ${"x".repeat(400)}' >&2\nexit 1\n`,
+      said: new RegExp(
+        `cannot create namespaces here \\(bwrap: ${
+          "x".repeat(293)
+        }\\)\\. Allow`,
+      ),
+    },
+    {
+      script: "#!/nonexistent/interpreter\n",
+      said:
+        /error \[sandbox\.unavailable\]: sandbox=confined: bubblewrap \(\S+\/bwrap\) could not be started \(.+\)\./,
+    },
+  ];
+  for (const { script, said } of cases) {
+    const record = join(tempDir(), "record.jsonl");
+    const env = { ...world.environment, PATH: pathWithBwrap(script) };
+    const keys = sandboxKeys(world, ["--record", record]);
+    const result = await runCli(["run", ...keysAsFlags(keys), "hi"], { env });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, said);
+    assert.throws(() => Deno.statSync(record), "the agent never started");
+  }
 });
 
 Deno.test("kill -9 of runner run takes its confined agent, the agent's stubborn grandchild included, down with it", async () => {

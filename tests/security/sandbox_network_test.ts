@@ -27,6 +27,7 @@ import {
 } from "../../lib/agent/sandbox_network.ts";
 import {
   DENO_DIR,
+  reachLines,
   sandboxConfig,
   sandboxKeys,
   sandboxWorld,
@@ -382,19 +383,50 @@ async function remoteServer(): Promise<
 
 Deno.test({
   name:
-    "network: under the default sandbox-network a confined agent reaches a server that is not on the host (a namespace the test made, standing in for its model API)",
+    "network: under the default sandbox-network a confined agent reaches a server that is not on the host (a namespace the test made, standing in for its model API), but not the host's own address on that link",
   ignore: Deno.build.os !== "linux" || Deno.uid() !== 0,
   async fn() {
     const remote = await remoteServer();
+    // The host's own side of that link: an address pasta does not copy in.
+    const hostSide = remote.address.replace(/\.2$/, ".1");
+    const any4 = countingListener("0.0.0.0");
     try {
       const target = { host: remote.address, port: remote.port };
-      const reply = await attackFromSandbox([target]);
+      const own = { host: hostSide, port: any4.port };
+      const reply = await attackFromSandbox([target, own]);
+      const lines = attackLines(reply);
       assert.equal(
-        attackLines(reply)[`attack-connect ${remote.address}:${remote.port}`],
+        lines[`attack-connect ${remote.address}:${remote.port}`],
         "ok",
       );
+      assert.match(lines[`attack-connect ${hostSide}:${any4.port}`], /^error /);
+      assert.equal(any4.accepted(), 0, "the host's second address reached");
     } finally {
+      any4.close();
       await remote.close();
     }
   },
+});
+
+Deno.test("network: under sandbox-network=full the agent's resolver is pasta's DNS forwarder, not the host's", async () => {
+  const world = sandboxWorld();
+  const h = harness({ environment: world.environment });
+  try {
+    const config = sandboxConfig(world, ["--try-read", "/etc/resolv.conf"], {
+      "langbot-assets-enabled": false,
+    });
+    const log = await runCompleted(h.manager, {
+      input: { text: "hi" },
+      config,
+    });
+    const seen = reachLines(log.messages()[0])["try-read /etc/resolv.conf"];
+    assert.match(seen, new RegExp(`^ok nameserver ${SANDBOX_DNS_ADDRESS}\\b`));
+    // The whole reply: the file's later lines follow the first.
+    const reply = log.messages()[0];
+    for (const line of Deno.readTextFileSync("/etc/resolv.conf").split("\n")) {
+      if (/^\s*nameserver\s/.test(line)) assert.ok(!reply.includes(line));
+    }
+  } finally {
+    await h.close();
+  }
 });
