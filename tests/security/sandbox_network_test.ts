@@ -389,20 +389,21 @@ Deno.test({
     const remote = await remoteServer();
     // The host's own side of that link: an address pasta does not copy in.
     const hostSide = remote.address.replace(/\.2$/, ".1");
-    const any4 = countingListener("0.0.0.0");
+    // Bound on that link only (the test made it), not on every address.
+    const own = countingListener(hostSide);
     try {
       const target = { host: remote.address, port: remote.port };
-      const own = { host: hostSide, port: any4.port };
-      const reply = await attackFromSandbox([target, own]);
+      const ownTarget = { host: hostSide, port: own.port };
+      const reply = await attackFromSandbox([target, ownTarget]);
       const lines = attackLines(reply);
       assert.equal(
         lines[`attack-connect ${remote.address}:${remote.port}`],
         "ok",
       );
-      assert.match(lines[`attack-connect ${hostSide}:${any4.port}`], /^error /);
-      assert.equal(any4.accepted(), 0, "the host's second address reached");
+      assert.match(lines[`attack-connect ${hostSide}:${own.port}`], /^error /);
+      assert.equal(own.accepted(), 0, "the host's second address reached");
     } finally {
-      any4.close();
+      own.close();
       await remote.close();
     }
   },
