@@ -9,8 +9,14 @@
 import { processGroupMembers } from "./process_table.ts";
 import { delay, settleWithin } from "../timing.ts";
 
-/** Signals a whole process group, ignoring groups that are already gone. */
+/**
+ * Signals a whole process group, ignoring groups that are already gone. A
+ * `pgid` that names no agent's group (not a whole number above 1) signals
+ * nothing: `kill(0)` would reach the runner's own group, `kill(-1)` every
+ * process it may signal, and a negative one a single process.
+ */
 export function signalGroup(pgid: number, signal: Deno.Signal): void {
+  if (!Number.isSafeInteger(pgid) || pgid <= 1) return;
   try {
     Deno.kill(-pgid, signal);
   } catch {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { confirmGroupsGone } from "../../lib/agent/process_group.ts";
 import { processGroupMembers } from "../../lib/agent/process_table.ts";
-import { spawnSleeper } from "../helpers.ts";
+import { ROOT, spawnSleeper } from "../helpers.ts";
 
 Deno.test("confirmGroupsGone kills a group that outlived its teardown, then confirms it gone", async () => {
   const straggler = spawnSleeper({ ownGroup: true });
@@ -35,4 +35,23 @@ Deno.test("confirmGroupsGone kills a group that outlived its teardown, then conf
     } catch { /* already gone */ }
     await straggler.status;
   }
+});
+
+Deno.test("signalGroup signals nothing for a pgid that names no agent's group: 0 (its own group), NaN, or its own pid negated", async () => {
+  // In a group of its own (setsid), so a signal that went out would end it
+  // and nothing else.
+  const script = [
+    `import { signalGroup } from "${ROOT}lib/agent/process_group.ts";`,
+    'for (const pgid of [0, Number.NaN, -Deno.pid, 1.5]) signalGroup(pgid, "SIGTERM");',
+    'console.log("still alive");',
+  ].join("\n");
+  const { code, signal, stdout } = await new Deno.Command("setsid", {
+    args: [Deno.execPath(), "eval", script],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  assert.deepEqual(
+    { code, signal, out: new TextDecoder().decode(stdout).trim() },
+    { code: 0, signal: null, out: "still alive" },
+  );
 });
