@@ -251,6 +251,22 @@ export function postDaemonRun(
 }
 
 /**
+ * The `run.start` payload our hub sends for a run of the config `keys` (in
+ * the workspace `/w` unless they name one), with `spec` over the defaults.
+ */
+export function hubRunStart(
+  keys: Record<string, unknown>,
+  spec: Partial<Parameters<typeof buildRunStartPayload>[0]> = {},
+): JsonObject {
+  return buildRunStartPayload({
+    runId: "r1",
+    input: { text: "hi" },
+    config: parseRunConfig({ workspace: "/w", ...keys }),
+    ...spec,
+  });
+}
+
+/**
  * The `config` of the `run.start` the hub sends for a `codex` run on the
  * daemon "laptop" with the run config `extra`.
  */

@@ -11,13 +11,6 @@ import { existsSync } from "node:fs";
 import { prepareAgentCommand } from "../../lib/providers.ts";
 import { spawnAgent } from "../../lib/agent/process.ts";
 import {
-  planSandbox,
-  requireSandbox,
-  sandboxArgv,
-  type SandboxPlan,
-  withSandboxEnv,
-} from "../../lib/agent/sandbox.ts";
-import {
   createReaperRegistry,
   reapLeftoverGroups,
 } from "../../lib/agent/reaper.ts";

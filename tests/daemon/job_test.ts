@@ -8,11 +8,11 @@ import { assertRelayFrame } from "../contracts.ts";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { parseRunConfig } from "../../lib/config.ts";
 import type { DaemonJob } from "../../lib/daemon/client.ts";
 import { createDaemonJobRunner } from "../../lib/daemon/job.ts";
 import { hubMcpHandlerFor } from "../../lib/locations/daemon.ts";
-import { buildRunStartPayload, mapRunStart } from "../../lib/relay/payload.ts";
+import { mapRunStart } from "../../lib/relay/payload.ts";
+import { hubRunStart } from "../daemon_test_helpers.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import { FenceStore } from "../../lib/hub/fences.ts";
 import type { JsonObject } from "../../lib/relay.ts";
@@ -442,16 +442,10 @@ Deno.test("ask on a daemon whose hub confirmed permission.ask waits for the hub'
 });
 
 Deno.test("run.start's stored_session_config (our hub's) is the conversation's remembered values: applied where the job asks none, changed ones reported; LangBot's hub sends none and nothing is remembered", async () => {
-  const payload = buildRunStartPayload({
-    runId: "r1",
-    input: { text: "hi" },
-    config: parseRunConfig({
-      provider: "custom",
-      "acp-command": "agent",
-      workspace: "/w",
-    }),
-    sessionMemory: { model: "fast", mode: "plan" },
-  });
+  const payload = hubRunStart(
+    { provider: "custom", "acp-command": "agent" },
+    { sessionMemory: { model: "fast", mode: "plan" } },
+  );
   const sent = payload.config as JsonObject;
   assert.deepEqual(sent.stored_session_config, { model: "fast", mode: "plan" });
   assert.deepEqual(

@@ -90,6 +90,26 @@ async function withListener(
   }
 }
 
+/** A listener the test closes itself, collecting upgraded sockets. */
+function bareListener(): {
+  listener: WebSocketListener;
+  sockets: ServerWebSocket[];
+} {
+  const sockets: ServerWebSocket[] = [];
+  const listener = listenForWebSockets({
+    hostname: "127.0.0.1",
+    port: 0,
+    limits: {
+      maxConnections: 4,
+      headerTimeoutMs: 60_000,
+      maxMessageBytes: 1024,
+      idleTimeoutMs: 60_000,
+    },
+    onSocket: (socket) => sockets.push(socket),
+  });
+  return { listener, sockets };
+}
+
 /** Sends `text` on a new connection and reads the answer to its end. */
 async function answerTo(url: string, text: string) {
   const conn = await connectTo(url);
@@ -239,18 +259,7 @@ Deno.test("at the cap the oldest unfinished upgrade gets 503 to make room; past 
 });
 
 Deno.test("close() drops the sockets still sending their upgrade request", async () => {
-  const sockets: ServerWebSocket[] = [];
-  const listener = listenForWebSockets({
-    hostname: "127.0.0.1",
-    port: 0,
-    limits: {
-      maxConnections: 4,
-      headerTimeoutMs: 60_000,
-      maxMessageBytes: 1024,
-      idleTimeoutMs: 60_000,
-    },
-    onSocket: (socket) => sockets.push(socket),
-  });
+  const { listener, sockets } = bareListener();
   const [pending] = await halfSent(`http://127.0.0.1:${listener.port}`, 1);
   // The server has the connection once it counts it.
   while (listener.connections() === 0) {
@@ -386,18 +395,7 @@ Deno.test("a field name with whitespace before its colon names no field (RFC 911
 });
 
 Deno.test("close() leaves upgraded sockets to their owner: the hub can still talk on them and close them itself", async () => {
-  const sockets: ServerWebSocket[] = [];
-  const listener = listenForWebSockets({
-    hostname: "127.0.0.1",
-    port: 0,
-    limits: {
-      maxConnections: 4,
-      headerTimeoutMs: 60_000,
-      maxMessageBytes: 1024,
-      idleTimeoutMs: 60_000,
-    },
-    onSocket: (socket) => sockets.push(socket),
-  });
+  const { listener, sockets } = bareListener();
   const conn = await connectTo(`http://127.0.0.1:${listener.port}`);
   await writeAll(conn, head(UPGRADE_LINES));
   assert.match(await firstRead(conn), /^HTTP\/1.1 101 /);

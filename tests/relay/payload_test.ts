@@ -13,7 +13,7 @@ import { parseRunConfig } from "../../lib/config.ts";
 import { RunnerError } from "../../lib/errors.ts";
 import type { JsonObject } from "../../lib/relay.ts";
 import { buildRunStartPayload, mapRunStart } from "../../lib/relay/payload.ts";
-import { hubRunStartConfig } from "../daemon_test_helpers.ts";
+import { hubRunStart, hubRunStartConfig } from "../daemon_test_helpers.ts";
 
 const MAP_OPTIONS = {
   jobId: "job-1",
@@ -482,12 +482,7 @@ function hubSends(
   keys: Record<string, unknown>,
   spec: Partial<Parameters<typeof buildRunStartPayload>[0]> = {},
 ): JsonObject {
-  return buildRunStartPayload({
-    runId: "r1",
-    input: { text: "hi" },
-    config: parseRunConfig({ workspace: "/w", ...keys }),
-    ...spec,
-  }).config as JsonObject;
+  return hubRunStart(keys, spec).config as JsonObject;
 }
 
 Deno.test("our hub's run.start names a registry agent (and its version) without a command; a custom command is sent as given", () => {
@@ -601,20 +596,14 @@ Deno.test("our hub's run.start sends the engine's own keys only when they differ
 });
 
 Deno.test("our hub's run.start: the run-scope note goes before the prompt, the input as typed, attachments a list", () => {
-  const payload = buildRunStartPayload({
-    runId: "r1",
+  const payload = hubRunStart({ provider: "codex" }, {
     input: { text: "do it" },
-    config: parseRunConfig({ provider: "codex", workspace: "/w" }),
     promptPrefix: "Scope: this repo",
   });
   assert.equal(payload.prompt_text, "Scope: this repo\n\ndo it");
   assert.equal(payload.input_text, "do it");
   assert.deepEqual(payload.input, { text: "do it", attachments: [] });
-  const plain = buildRunStartPayload({
-    runId: "r1",
-    input: {},
-    config: parseRunConfig({ provider: "codex", workspace: "/w" }),
-  });
+  const plain = hubRunStart({ provider: "codex" }, { input: {} });
   assert.equal(plain.prompt_text, "");
   assert.equal(plain.input_text, "");
 });
@@ -753,18 +742,14 @@ Deno.test("run.start values a daemon reads itself: MCP servers as JSON text, env
 });
 
 Deno.test("what our hub sends a daemon maps back: registry version, remembered values, MCP settings, live updates", () => {
-  const payload = buildRunStartPayload({
-    runId: "r1",
-    input: { text: "hi" },
-    config: parseRunConfig({
-      provider: "npx-agent",
-      "provider-version": "1.2.3",
-      workspace: "/w",
-    }),
-    sessionMemory: { model: "fast" },
-    mcpRequestTimeout: 7,
-    sessionUpdates: true,
-  });
+  const payload = hubRunStart(
+    { provider: "npx-agent", "provider-version": "1.2.3" },
+    {
+      sessionMemory: { model: "fast" },
+      mcpRequestTimeout: 7,
+      sessionUpdates: true,
+    },
+  );
   const plan = mapRunStart(JSON.parse(JSON.stringify(payload)), MAP_OPTIONS);
   assert.equal(plan.config.provider, "npx-agent");
   assert.equal(plan.config.providerVersion, "1.2.3");
