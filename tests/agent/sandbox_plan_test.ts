@@ -187,14 +187,14 @@ Deno.test("sandbox plan without $HOME: / and relative PATH entries are not broug
     confinedShell(plan, "echo confined; pwd"),
     `confined\n${workspace}\n`,
   );
-  for (
-    const [key, path] of [
-      ["readPaths", "shared"],
-      ["writePaths", "../up"],
-      ["readPaths", "~/notes"],
-      ["writePaths", "~"],
-    ]
-  ) {
+  // Each refused path, and the list it was given in.
+  const refusedIn: Record<string, string> = {
+    shared: "readPaths",
+    "../up": "writePaths",
+    "~/notes": "readPaths",
+    "~": "writePaths",
+  };
+  for (const [path, key] of Object.entries(refusedIn)) {
     assert.throws(
       () =>
         planSandbox({
