@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { createRunRecorder } from "../../lib/run/recording.ts";
 import { SESSION_SETTINGS_KEY } from "../../lib/run/session_memory.ts";
 import { openStore } from "../../lib/store/open.ts";
+import type { RunEvent } from "../../lib/events.ts";
 import type { SessionKey } from "../../lib/store/types.ts";
 import { tempDir } from "../helpers.ts";
 
@@ -56,6 +57,240 @@ Deno.test("a session id and its remembered values emitted back to back are both 
     assert.equal(sessions.length, 1);
     assert.equal(sessions[0].sessionId, "session-abc");
     assert.deepEqual(sessions[0].settings, { model: "fast", mode: "plan" });
+  } finally {
+    await store.close();
+  }
+});
+
+/** A store with one active run, and a recorder of it whose log is kept. */
+async function recorded(
+  options: {
+    runId?: string;
+    secrets?: string[];
+    sessionCost?: {
+      sessionId: string;
+      cost?: { amount: number; currency: string };
+    };
+    busyTimeoutMs?: number;
+    dataDir?: string;
+  } = {},
+) {
+  const dataDir = options.dataDir ?? tempDir();
+  const store = await openStore({
+    dataDir,
+    ...(options.busyTimeoutMs ? { busyTimeoutMs: options.busyTimeoutMs } : {}),
+  });
+  const runId = options.runId ?? "run-1";
+  await store.createRun({
+    runId,
+    conversationId: KEY.conversationId,
+    config: {},
+    status: "active",
+  });
+  const logs: Record<string, unknown>[] = [];
+  const logged = new Set<(entry: Record<string, unknown>) => void>();
+  const recorder = createRunRecorder({
+    store,
+    runId,
+    sessionKey: KEY,
+    secrets: options.secrets ?? [],
+    ...(options.sessionCost ? { sessionCost: options.sessionCost } : {}),
+    log: (entry) => {
+      logs.push(entry);
+      for (const watcher of logged) watcher(entry);
+    },
+    finishRetryMs: 20,
+  });
+  /** Resolves with the first log entry (so far or later) `match` accepts. */
+  const waitForLog = (match: (entry: Record<string, unknown>) => boolean) => {
+    const seen = logs.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise<Record<string, unknown>>((resolve) => {
+      const watcher = (entry: Record<string, unknown>) => {
+        if (!match(entry)) return;
+        logged.delete(watcher);
+        resolve(entry);
+      };
+      logged.add(watcher);
+    });
+  };
+  return { dataDir, store, runId, recorder, logs, waitForLog };
+}
+
+function runEvent(
+  runId: string,
+  sequence: number,
+  type: string,
+  data: Record<string, unknown> = {},
+  extra: Partial<RunEvent> = {},
+): RunEvent {
+  return {
+    run_id: runId,
+    type,
+    sequence,
+    timestamp: Date.now(),
+    data,
+    ...extra,
+  };
+}
+
+Deno.test("what listeners see is what is stored, redacted, in order; the outcome is stored; nothing follows the terminal event", async () => {
+  const secret = "sk-recorder-secret-1234";
+  const { store, runId, recorder, logs } = await recorded({
+    secrets: [secret],
+  });
+  try {
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.stopReplay();
+    recorder.emit(runEvent(runId, 1, "run.started"));
+    recorder.emit(
+      runEvent(runId, 2, "message.delta", { text: `the key is ${secret}!` }),
+    );
+    recorder.emit(
+      runEvent(runId, 3, "run.completed", { text: `done with ${secret}` }, {
+        usage: { prompt_tokens: 7 },
+      }),
+    );
+    recorder.emit(runEvent(runId, 4, "message.delta", { text: "late" }));
+    await recorder.settled();
+    const stored = await store.getEvents(runId);
+    assert.deepEqual(seen, stored);
+    assert.deepEqual(seen.map((event) => event.type), [
+      "run.started",
+      "message.delta",
+      "run.completed",
+    ]);
+    assert.ok(!JSON.stringify(stored).includes(secret));
+    assert.equal(seen[1].data.text, "the key is [REDACTED]!");
+    const run = await store.getRun(runId);
+    assert.equal(run?.status, "completed");
+    assert.deepEqual(run?.usage, { prompt_tokens: 7 });
+    const dropped = logs.find((entry) =>
+      entry.msg === "event after the terminal event dropped"
+    );
+    assert.equal(dropped?.level, "error");
+    assert.equal(dropped?.run_id, runId);
+    assert.equal(dropped?.type, "message.delta");
+  } finally {
+    await store.close();
+  }
+});
+
+for (
+  const [code, status] of [
+    ["run.cancelled", "cancelled"],
+    ["agent.exited", "failed"],
+  ] as const
+) {
+  Deno.test(`a run.failed with ${code} is stored as ${status}, with its code and message`, async () => {
+    const { store, runId, recorder } = await recorded();
+    try {
+      recorder.emit(
+        runEvent(runId, 1, "run.failed", { code, error: "it ended" }),
+      );
+      await recorder.settled();
+      const run = await store.getRun(runId);
+      assert.equal(run?.status, status);
+      assert.equal(run?.code, code);
+      assert.equal(run?.error, "it ended");
+    } finally {
+      await store.close();
+    }
+  });
+}
+
+Deno.test("a late subscriber gets the events before it until the replay stops; one that leaves gets no more; a listener that throws is logged and the others still get the event", async () => {
+  const { store, runId, recorder, logs } = await recorded();
+  try {
+    recorder.emit(runEvent(runId, 1, "run.started"));
+    await recorder.settled();
+    const early: RunEvent[] = [];
+    recorder.subscribe((event) => early.push(event));
+    assert.deepEqual(early.map((event) => event.sequence), [1]);
+    const leaving: RunEvent[] = [];
+    const leave = recorder.subscribe((event) => leaving.push(event));
+    // (A replayed event is handed over by `subscribe` itself, to its caller.)
+    recorder.subscribe((event) => {
+      if (event.sequence! > 1) throw new Error("listener broke");
+    });
+    recorder.emit(runEvent(runId, 2, "message.delta", { text: "a" }));
+    await recorder.settled();
+    leave();
+    recorder.stopReplay();
+    const late: RunEvent[] = [];
+    recorder.subscribe((event) => late.push(event));
+    recorder.emit(runEvent(runId, 3, "message.delta", { text: "b" }));
+    await recorder.settled();
+    assert.deepEqual(early.map((event) => event.sequence), [1, 2, 3]);
+    assert.deepEqual(leaving.map((event) => event.sequence), [1, 2]);
+    assert.deepEqual(late.map((event) => event.sequence), [3]);
+    const failed = logs.filter((entry) =>
+      entry.msg === "event listener failed"
+    );
+    assert.equal(failed.length, 2);
+    assert.equal(failed[0].run_id, runId);
+    assert.match(String(failed[0].error), /listener broke/);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("the run's cost is what it added to its session's running cost, and the running cost is remembered with the session", async () => {
+  const { store, runId, recorder } = await recorded({
+    sessionCost: {
+      sessionId: "session-cost",
+      cost: { amount: 1.25, currency: "USD" },
+    },
+  });
+  try {
+    await store.putSession(KEY, "session-cost");
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.emit(
+      runEvent(runId, 1, "run.completed", {}, {
+        usage: { cost: { amount: 2, currency: "USD" }, prompt_tokens: 3 },
+      }),
+    );
+    await recorder.settled();
+    assert.deepEqual(seen[0].usage, {
+      cost: { amount: 0.75, currency: "USD" },
+      prompt_tokens: 3,
+    });
+    assert.deepEqual((await store.getRun(runId))?.usage, seen[0].usage);
+    const session = await store.getSession(KEY);
+    assert.deepEqual(session?.cost, { amount: 2, currency: "USD" });
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a run that starts a new agent session counts the whole running cost of it, and remembers it with the new session", async () => {
+  const { store, runId, recorder } = await recorded({
+    sessionCost: {
+      sessionId: "session-old",
+      cost: { amount: 1.25, currency: "USD" },
+    },
+  });
+  try {
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.emit(
+      runEvent(runId, 1, "state.updated", {
+        key: "external.acp_session_id",
+        value: "session-new",
+      }),
+    );
+    recorder.emit(
+      runEvent(runId, 2, "run.completed", {}, {
+        usage: { cost: { amount: 2, currency: "USD" } },
+      }),
+    );
+    await recorder.settled();
+    assert.deepEqual(seen[1].usage, { cost: { amount: 2, currency: "USD" } });
+    const session = await store.getSession(KEY);
+    assert.equal(session?.sessionId, "session-new");
+    assert.deepEqual(session?.cost, { amount: 2, currency: "USD" });
   } finally {
     await store.close();
   }
