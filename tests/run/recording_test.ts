@@ -8,6 +8,8 @@
  */
 
 import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { createRunRecorder } from "../../lib/run/recording.ts";
 import { SESSION_SETTINGS_KEY } from "../../lib/run/session_memory.ts";
 import { openStore } from "../../lib/store/open.ts";
@@ -292,6 +294,41 @@ Deno.test("a run that starts a new agent session counts the whole running cost o
     assert.equal(session?.sessionId, "session-new");
     assert.deepEqual(session?.cost, { amount: 2, currency: "USD" });
   } finally {
+    await store.close();
+  }
+});
+
+Deno.test("while the store cannot write, listeners see nothing; once it can, they get every event and the terminal one, whose outcome the retried final write stored", async () => {
+  const { dataDir, store, runId, recorder, waitForLog } = await recorded({
+    busyTimeoutMs: 20,
+  });
+  // Another process's write lock: every write of the store fails meanwhile.
+  const lock = new DatabaseSync(join(dataDir, "runner.db"));
+  try {
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.stopReplay();
+    lock.exec("BEGIN EXCLUSIVE");
+    recorder.emit(runEvent(runId, 1, "message.delta", { text: "a" }));
+    recorder.emit(runEvent(runId, 2, "run.completed"));
+    const failed = await waitForLog((entry) =>
+      entry.msg === "storing the run outcome failed"
+    );
+    assert.equal(failed.level, "error");
+    assert.equal(failed.code, "store.unavailable");
+    assert.equal(failed.retry, true);
+    await assert.rejects(store.flush());
+    assert.equal(seen.length, 0);
+    lock.exec("ROLLBACK");
+    await waitForLog((entry) =>
+      entry.msg === "run outcome stored after retrying"
+    );
+    await recorder.settled();
+    assert.deepEqual(seen.map((event) => event.sequence), [1, 2]);
+    assert.deepEqual(seen, await store.getEvents(runId));
+    assert.equal((await store.getRun(runId))?.status, "completed");
+  } finally {
+    lock.close();
     await store.close();
   }
 });
