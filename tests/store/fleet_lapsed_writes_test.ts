@@ -131,6 +131,50 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "[postgres] a replica whose id another process took writes nothing more: its run's end fails as runner.replica_lost, its events are not stored",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const url = await cluster().newDatabase();
+    const stalled = await openReplicaStore(url, "same", { leaseMs: 3_000 });
+    const sql = postgres(url, { onnotice: () => {} });
+    let successor: Awaited<ReturnType<typeof openReplicaStore>> | undefined;
+    try {
+      const runId = "run-identity-taken";
+      await stalled.createRun({
+        runId,
+        conversationId: KEY.conversationId,
+        config: {},
+        status: "active",
+      });
+      const gone = new Promise<void>((resolve) =>
+        stalled.fleet!.onIdentityLost(resolve)
+      );
+      // Its lease lapses and another process takes the id: the stalled one
+      // cannot join again, so it holds no lease to write under at all.
+      await sql`UPDATE replicas SET expires_at = clock_timestamp() - interval '1 second'
+        WHERE replica_id = 'same'`;
+      successor = await openReplicaStore(url, "same");
+      await gone;
+      stalled.appendEvent(runId, delta(runId, 1, "after the id was taken"));
+      await stalled.flush().catch(() => {});
+      await assert.rejects(
+        () => stalled.finishRun(runId, { status: "completed" }),
+        (error) =>
+          error instanceof RunnerError && error.code === "runner.replica_lost",
+      );
+      assert.deepEqual(await successor.getEvents(runId), []);
+      assert.equal((await successor.getRun(runId))?.status, "active");
+    } finally {
+      await sql.end();
+      await successor?.close();
+      await stalled.close();
+    }
+  },
+});
+
 /** Resolves once a statement of another connection waits for a row lock. */
 async function waitForBlockedWrite(sql: postgres.Sql): Promise<void> {
   const deadline = Date.now() + 60_000;
