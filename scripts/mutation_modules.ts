@@ -168,6 +168,7 @@ export const GUARD_MODULES: MutationModule[] = [
     module: "lib/run/recording.ts",
     tests: [
       "tests/run/recording_test.ts",
+      "tests/run/recording_fleet_test.ts",
       "tests/store/store_failures_test.ts",
     ],
   },
