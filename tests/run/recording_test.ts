@@ -332,3 +332,90 @@ Deno.test("while the store cannot write, listeners see nothing; once it can, the
     await store.close();
   }
 });
+
+Deno.test("an event queued when the store closes unable to write is never shown, and the log says so; so is a write refused by the closed store", async () => {
+  const { dataDir, store, runId, recorder, logs, waitForLog } = await recorded({
+    busyTimeoutMs: 20,
+  });
+  const lock = new DatabaseSync(join(dataDir, "runner.db"));
+  try {
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.stopReplay();
+    lock.exec("BEGIN EXCLUSIVE");
+    recorder.emit(runEvent(runId, 1, "message.delta", { text: "a" }));
+    await store.close().catch(() => {});
+    await recorder.settled();
+    const never = logs.filter((entry) =>
+      entry.msg === "run events were never stored, so never shown"
+    );
+    assert.equal(never.length, 1);
+    assert.deepEqual(
+      [never[0].level, never[0].run_id, never[0].events, never[0].code],
+      ["error", runId, 1, "store.unavailable"],
+    );
+    assert.ok(String(never[0].error).length > 0);
+    recorder.emit(runEvent(runId, 2, "message.delta", { text: "c" }));
+    const failed = await waitForLog((entry) =>
+      entry.msg === "storing a run event failed"
+    );
+    assert.deepEqual(
+      [failed.level, failed.run_id, failed.type, typeof failed.code],
+      ["error", runId, "message.delta", "string"],
+    );
+    assert.ok(String(failed.error).length > 0);
+    assert.deepEqual(seen.filter((event) => event.sequence === 1), []);
+  } finally {
+    lock.exec("ROLLBACK");
+    lock.close();
+  }
+});
+
+Deno.test("while the store cannot write, a failed session id or cost write is logged as an error with its code", async () => {
+  const { dataDir, store, runId, recorder, waitForLog } = await recorded({
+    busyTimeoutMs: 20,
+    sessionCost: {
+      sessionId: "session-x",
+      cost: { amount: 1, currency: "USD" },
+    },
+  });
+  const lock = new DatabaseSync(join(dataDir, "runner.db"));
+  try {
+    lock.exec("BEGIN EXCLUSIVE");
+    recorder.emit(
+      runEvent(runId, 1, "state.updated", {
+        key: "external.acp_session_id",
+        value: "session-x",
+      }),
+    );
+    recorder.emit(
+      runEvent(runId, 2, "run.completed", {}, {
+        usage: { cost: { amount: 3, currency: "USD" } },
+      }),
+    );
+    const session = await waitForLog((entry) =>
+      entry.msg === "storing a run event failed" &&
+      entry.type === "state.updated"
+    );
+    assert.deepEqual(
+      [session.level, session.run_id, session.code],
+      ["error", runId, "store.unavailable"],
+    );
+    assert.match(String(session.error), /database is locked/);
+    const cost = await waitForLog((entry) =>
+      entry.msg === "storing the session's cost failed"
+    );
+    assert.deepEqual(
+      [cost.level, cost.run_id, cost.code],
+      ["error", runId, "store.unavailable"],
+    );
+    lock.exec("ROLLBACK");
+    await waitForLog((entry) =>
+      entry.msg === "run outcome stored after retrying"
+    );
+    await recorder.settled();
+  } finally {
+    lock.close();
+    await store.close();
+  }
+});
