@@ -166,11 +166,7 @@ export const GUARD_MODULES: MutationModule[] = [
   // Event numbering and durability.
   {
     module: "lib/run/recording.ts",
-    tests: [
-      "tests/run/recording_test.ts",
-      "tests/run/recording_fleet_test.ts",
-      "tests/store/store_failures_test.ts",
-    ],
+    tests: ["tests/run/recording_test.ts", "tests/run/recording_fleet_test.ts"],
   },
   {
     module: "lib/store/event_queue.ts",
