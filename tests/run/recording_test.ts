@@ -419,3 +419,105 @@ Deno.test("while the store cannot write, a failed session id or cost write is lo
     await store.close();
   }
 });
+
+Deno.test("the remembered session values stay as set when other events and state updates follow them", async () => {
+  const { store, runId, recorder, logs } = await recorded({
+    sessionCost: {
+      sessionId: "session-kept",
+      cost: { amount: 1.25, currency: "USD" },
+    },
+  });
+  try {
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.emit(
+      runEvent(runId, 1, "state.updated", {
+        key: "external.acp_session_id",
+        value: "session-kept",
+      }),
+    );
+    recorder.emit(
+      runEvent(runId, 2, "state.updated", {
+        key: SESSION_SETTINGS_KEY,
+        value: { model: "fast" },
+      }),
+    );
+    recorder.emit(runEvent(runId, 3, "state.updated", {
+      key: "external.other",
+      value: { model: "slow" },
+    }));
+    recorder.emit(runEvent(runId, 4, "message.delta", { text: "a" }));
+    recorder.emit(
+      runEvent(runId, 5, "run.completed", {}, {
+        usage: { cost: { amount: 2, currency: "USD" } },
+      }),
+    );
+    await recorder.settled();
+    const session = await store.getSession(KEY);
+    assert.equal(session?.sessionId, "session-kept");
+    assert.deepEqual(session?.settings, { model: "fast" });
+    assert.deepEqual(session?.cost, { amount: 2, currency: "USD" });
+    assert.deepEqual(seen.at(-1)?.usage, {
+      cost: { amount: 0.75, currency: "USD" },
+    });
+    assert.deepEqual(logs, []);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a run with no stored session counts its whole cost and stores none; one without a conversation writes no session", async () => {
+  for (const sessionKey of [KEY, undefined]) {
+    const store = await openStore({ dataDir: tempDir() });
+    try {
+      const runId = "run-cost-alone";
+      await store.createRun({ runId, config: {}, status: "active" });
+      const logs: Record<string, unknown>[] = [];
+      const recorder = createRunRecorder({
+        store,
+        runId,
+        ...(sessionKey ? { sessionKey } : {}),
+        secrets: [],
+        log: (entry) => logs.push(entry),
+      });
+      const seen: RunEvent[] = [];
+      recorder.subscribe((event) => seen.push(event));
+      // Without a conversation the agent's session id is shown, not stored.
+      if (!sessionKey) {
+        recorder.emit(runEvent(runId, 0, "state.updated", {
+          key: "external.acp_session_id",
+          value: "session-alone",
+        }));
+      }
+      recorder.emit(
+        runEvent(runId, 1, "run.completed", {}, {
+          usage: { cost: { amount: 2, currency: "USD" } },
+        }),
+      );
+      await recorder.settled();
+      assert.deepEqual(seen.at(-1)?.usage, {
+        cost: { amount: 2, currency: "USD" },
+      });
+      assert.deepEqual(logs, []);
+      assert.deepEqual(await store.listSessions(KEY.conversationId), []);
+    } finally {
+      await store.close();
+    }
+  }
+});
+
+Deno.test("a run with no events settles at once; settled() asked for while events wait covers the ones emitted after it", async () => {
+  const { store, runId, recorder } = await recorded();
+  try {
+    await recorder.settled();
+    const seen: RunEvent[] = [];
+    recorder.subscribe((event) => seen.push(event));
+    recorder.emit(runEvent(runId, 1, "message.delta", { text: "a" }));
+    const first = recorder.settled();
+    recorder.emit(runEvent(runId, 2, "message.delta", { text: "b" }));
+    await first;
+    assert.deepEqual(seen.map((event) => event.sequence), [1, 2]);
+  } finally {
+    await store.close();
+  }
+});
