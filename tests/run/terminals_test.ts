@@ -20,6 +20,7 @@ import {
   runCli,
   tempDir,
 } from "../helpers.ts";
+import { pathWithoutBwrap } from "../sandbox_helpers.ts";
 import { terminalReports } from "../security/entrances.ts";
 
 type Event = Record<string, unknown> & {
@@ -38,14 +39,18 @@ async function runTerminals(
   calls: Record<string, unknown>[],
   keys: Record<string, string> = {},
   workspace = tempDir(),
+  env?: Record<string, string>,
 ): Promise<TerminalRun> {
-  const result = await runCli(clientTerminalRunArgs(
-    agentCommand(
-      calls.flatMap((call) => ["--terminal", JSON.stringify(call)]),
+  const result = await runCli(
+    clientTerminalRunArgs(
+      agentCommand(
+        calls.flatMap((call) => ["--terminal", JSON.stringify(call)]),
+      ),
+      workspace,
+      Object.entries(keys).flatMap(([key, value]) => [`--${key}`, value]),
     ),
-    workspace,
-    Object.entries(keys).flatMap(([key, value]) => [`--${key}`, value]),
-  ));
+    env ? { env } : {},
+  );
   assert.equal(result.code, 0, result.stderr);
   const events = parseJsonLines(result.stdout) as Event[];
   const completed = events.find((e) => e.type === "message.completed");
@@ -236,10 +241,27 @@ Deno.test("runner run: terminals' output, env, cwd, exits, kills and releases as
   assert.equal(types.filter((type) => type === "terminal.exited").length, 16);
 });
 
-Deno.test("runner run: terminal-timeout kills the command (timed_out, SIGTERM); streaming=false sends no output events, the agent still reads it", async () => {
+Deno.test("runner run: terminal-timeout kills the command (timed_out, SIGTERM); output held back as a possible secret's start shows at the end; streaming=false sends no output events, the agent still reads it", async () => {
   const timed = await runTerminals([
     { command: "sh", args: ["-c", "echo go; exec sleep 1000"] },
-  ], { "terminal-timeout": "1" });
+    // Output that ends in what may begin a secret is held back until the
+    // command ends, then shown.
+    {
+      command: "sh",
+      args: [
+        "-c",
+        'printf "tail %s" "$(printf %s "$RUN_API_TOKEN" | head -c 4)"',
+      ],
+    },
+  ], {
+    "terminal-timeout": "1",
+    "env-json": JSON.stringify({ RUN_API_TOKEN: SECRET }),
+  });
+  assert.equal(
+    eventsOf(timed, "terminal.output", timed.reports[1].id)
+      .map((event) => event.output).join(""),
+    `tail ${SECRET.slice(0, 4)}`,
+  );
   assert.deepEqual(timed.reports[0].exit, { code: null, signal: "SIGTERM" });
   const [exited] = eventsOf(timed, "terminal.exited", timed.reports[0].id);
   assert.deepEqual([exited.timed_out, exited.signal], [true, "SIGTERM"]);
@@ -277,4 +299,20 @@ Deno.test("runner run: a command the rules reject never starts, and the agent is
   assert.ok(run.reports[1].error, JSON.stringify(run.reports[1]));
   assert.deepEqual(run.events.filter((e) => e.type === "terminal.started"), []);
   assert.deepEqual([...Deno.readDirSync(workspace)], []);
+});
+
+Deno.test("runner run without bubblewrap (no PID namespace of its own): what a command left running in its group is killed when it exits", async () => {
+  const run = await runTerminals(
+    [{
+      command: "sh",
+      args: ["-c", "sleep 1000 >/dev/null 2>&1 & echo $!"],
+      alive: true,
+    }],
+    {},
+    tempDir(),
+    { PATH: pathWithoutBwrap() },
+  );
+  assert.deepEqual(run.reports[0].exit, { code: 0, signal: null });
+  assert.equal(String(run.reports[0].output).trim().length > 0, true);
+  assert.deepEqual(run.reports[0].alive, []);
 });
