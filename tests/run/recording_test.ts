@@ -521,3 +521,30 @@ Deno.test("a run with no events settles at once; settled() asked for while event
     await store.close();
   }
 });
+
+Deno.test("the final write is retried while the store is unavailable, and given up (retry: false) once it fails otherwise, as when the store closed", async () => {
+  const { dataDir, store, runId, recorder, waitForLog } = await recorded({
+    busyTimeoutMs: 20,
+  });
+  const lock = new DatabaseSync(join(dataDir, "runner.db"));
+  try {
+    lock.exec("BEGIN EXCLUSIVE");
+    recorder.emit(runEvent(runId, 1, "run.completed"));
+    const retried = await waitForLog((entry) =>
+      entry.msg === "storing the run outcome failed"
+    );
+    assert.deepEqual([retried.retry, retried.code], [
+      true,
+      "store.unavailable",
+    ]);
+    await store.close().catch(() => {});
+    const given = await waitForLog((entry) =>
+      entry.msg === "storing the run outcome failed" && entry.retry === false
+    );
+    assert.notEqual(given.code, "store.unavailable");
+    await recorder.settled();
+  } finally {
+    lock.exec("ROLLBACK");
+    lock.close();
+  }
+});
