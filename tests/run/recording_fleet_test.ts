@@ -160,3 +160,51 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "[postgres] a lost lease ends the run for its listeners at once, also while its events cannot be written",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const url = await cluster().newDatabase();
+    const store = await openReplicaStore(url, "blocked", { leaseMs: 3_000 });
+    const sql = postgres(url, { onnotice: () => {} });
+    const blocker = await sql.reserve();
+    try {
+      const runId = "run-fleet-blocked";
+      const { recorder, seen, failed } = await recordedRun(store, runId);
+      recorder.emit(runEvent(runId, 1, "message.delta", { delta: "a" }));
+      await recorder.settled();
+      // Another transaction holds the events table: the next write waits.
+      await blocker`BEGIN`;
+      await blocker`LOCK TABLE events IN EXCLUSIVE MODE`;
+      recorder.emit(runEvent(runId, 2, "message.delta", { delta: "b" }));
+      await waitForBlockedWrite(sql);
+      await sql`UPDATE replicas SET expires_at = clock_timestamp() - interval '1 second'
+        WHERE replica_id = 'blocked'`;
+      await failed;
+      assert.equal(seen.length, 2, JSON.stringify(seen));
+      assertLost(seen[1], 2);
+      await blocker`ROLLBACK`;
+      await recorder.settled();
+      assert.equal(seen.length, 2, JSON.stringify(seen));
+    } finally {
+      blocker.release();
+      await sql.end();
+      await store.close();
+    }
+  },
+});
+
+/** Resolves once a statement of another connection waits for a lock. */
+async function waitForBlockedWrite(sql: postgres.Sql): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const [row] = await sql`SELECT count(*)::int AS waiting FROM pg_locks
+      WHERE NOT granted`;
+    if (row.waiting > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error("no write waited for the lock within a minute");
+}
