@@ -96,9 +96,8 @@ export const GUARD_MODULES: MutationModule[] = [
   {
     module: "lib/run/terminals.ts",
     tests: [
-      "tests/cli/cli_terminals_test.ts",
+      "tests/run/terminals_test.ts",
       "tests/daemon/daemon_terminal_redaction_test.ts",
-      "tests/server/serve_terminals_test.ts",
     ],
   },
   {
@@ -142,10 +141,7 @@ export const GUARD_MODULES: MutationModule[] = [
   // The fleet's lease and fencing writes.
   {
     module: "lib/store/postgres/fencing.ts",
-    tests: [
-      "tests/store/fleet_lapsed_writes_test.ts",
-      "tests/store/fleet_fencing_test.ts",
-    ],
+    tests: ["tests/store/fleet_lapsed_writes_test.ts"],
   },
   {
     module: "lib/store/postgres/fleet.ts",
@@ -166,10 +162,7 @@ export const GUARD_MODULES: MutationModule[] = [
   // Event numbering and durability.
   {
     module: "lib/run/recording.ts",
-    tests: [
-      "tests/run/recording_test.ts",
-      "tests/store/store_failures_test.ts",
-    ],
+    tests: ["tests/run/recording_test.ts", "tests/run/recording_fleet_test.ts"],
   },
   {
     module: "lib/store/event_queue.ts",
