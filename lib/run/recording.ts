@@ -110,7 +110,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
       }
       const event = runCost(redactDeep(raw, options.secrets));
       if (isTerminalEvent(event)) terminal = event;
-      const stored = storeTracked(options, event, {
+      const { stored, taken } = storeTracked(options, event, {
         terminal: terminal === event,
         fence,
         sessionWrites,
@@ -121,7 +121,8 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
         writes = writes.then(() => fence.settled);
         return;
       }
-      publisher.publish(event);
+      // Never stored, so never shown: a client sees only what survives.
+      if (taken) publisher.publish(event);
     },
     subscribe(listener) {
       for (const event of early ?? []) listener(event);
@@ -139,7 +140,8 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
 /**
  * Starts storing `event` (and a terminal event's outcome); a failure is
  * logged, and for the terminal event retried, or ends the run as lost when
- * the store fenced it. Resolves once the writes settled.
+ * the store fenced it. `stored` resolves once the writes settled; `taken`
+ * says whether the store took the event at all (a closed store refuses it).
  */
 function storeTracked(
   options: RunRecorderOptions,
@@ -149,7 +151,7 @@ function storeTracked(
     fence: FencedTerminal;
     sessionWrites: SessionWrites;
   },
-): Promise<void> {
+): { stored: Promise<void>; taken: boolean } {
   const logFailure = (error: unknown) => {
     options.log({
       msg: "storing a run event failed",
@@ -165,15 +167,16 @@ function storeTracked(
     } else retryFinish(options, event, () => fence.release(event));
   };
   try {
-    return Promise.all(storeEvent(options, event, sessionWrites)).then(
+    const stored = Promise.all(storeEvent(options, event, sessionWrites)).then(
       () => {
         if (terminal) fence.release(event);
       },
       logFailure,
     );
+    return { stored, taken: true };
   } catch (error) {
     logFailure(error);
-    return Promise.resolve();
+    return { stored: Promise.resolve(), taken: false };
   }
 }
 
