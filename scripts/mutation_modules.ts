@@ -78,12 +78,14 @@ export const GUARD_MODULES: MutationModule[] = [
       "tests/run/permission_rules_test.ts",
       "tests/run/run_cancel_test.ts",
       "tests/security/terminal_argv_test.ts",
-      "tests/run/run_fs_test.ts",
     ],
   },
   {
     module: "lib/run/permission_desk.ts",
-    tests: ["tests/server/permissions_test.ts", "tests/run/run_cancel_test.ts"],
+    tests: [
+      "tests/run/permission_desk_test.ts",
+      "tests/server/permissions_test.ts",
+    ],
   },
   // The terminal host: argv matching, env checks, limits, teardown.
   {
