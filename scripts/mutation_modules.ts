@@ -82,10 +82,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/permission_desk.ts",
-    tests: [
-      "tests/run/permission_desk_test.ts",
-      "tests/server/permissions_test.ts",
-    ],
+    tests: ["tests/run/permission_desk_test.ts"],
   },
   // The terminal host: argv matching, env checks, limits, teardown.
   {
