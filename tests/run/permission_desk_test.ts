@@ -337,3 +337,56 @@ Deno.test("cancelling the run answers every open request cancelled, by cancel", 
     "already_answered",
   );
 });
+
+Deno.test("a desk made without onRequest or secrets (as runner serve's) asks and takes answers; a null input shows as null", async () => {
+  const events: Recorded[] = [];
+  const made = createPermissionDesk({
+    emit: (type, data) => events.push({ type, data }),
+    timeoutSeconds: 600,
+    fallback: "reject_once",
+  });
+  const asked = made.ask(request(ALL_OPTIONS, { rawInput: null }));
+  const [shown] = events.map((e) => e.data);
+  assert.equal(
+    (shown.tool_call as Record<string, unknown>).raw_input_summary,
+    null,
+  );
+  assert.equal(
+    made.answer(String(shown.request_id), { option_id: "no" }),
+    "answered",
+  );
+  assert.deepEqual(await asked, {
+    outcome: { outcome: "selected", optionId: "no" },
+  });
+});
+
+Deno.test("an option id that was not offered is echoed back cut to 80 characters", async () => {
+  const { desk: made, requested } = desk();
+  const asked = made.ask(request(ALLOW_ONLY));
+  const requestId = String(requested()[0].request_id);
+  const long = "z".repeat(200);
+  assert.throws(
+    () => made.answer(requestId, { option_id: long }),
+    (error: unknown) =>
+      badRequest(error) &&
+      (error as Error).message ===
+        `The agent did not offer option_id "${
+          "z".repeat(80)
+        }". Use one of: yes, always.`,
+  );
+  made.cancelAll();
+  await asked;
+});
+
+Deno.test("permission-timeout is in seconds: a request with the longer timeout is still open when the shorter one has run out", async () => {
+  const waiting = desk({ timeoutSeconds: 30 });
+  const asked = waiting.desk.ask(request());
+  const hurried = desk({ timeoutSeconds: 0.05, fallback: "allow_once" });
+  assert.deepEqual(await hurried.desk.ask(request()), {
+    outcome: { outcome: "selected", optionId: "yes" },
+  });
+  assert.equal(waiting.desk.pending().length, 1);
+  assert.deepEqual(waiting.decided(), []);
+  waiting.desk.cancelAll();
+  await asked;
+});
