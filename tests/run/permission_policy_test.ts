@@ -12,7 +12,13 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { agentCommand, tempDir } from "../helpers.ts";
+import { existsSync } from "node:fs";
+import {
+  agentCommand,
+  fixtureCommand,
+  runJsonEvents,
+  tempDir,
+} from "../helpers.ts";
 import { postDaemonRun, serveWithDaemon } from "../daemon_test_helpers.ts";
 import {
   fixtureConfig,
@@ -62,6 +68,14 @@ Deno.test("an approval request for a terminal command shows no secret in its tit
     const requested = events.at(-1)!;
     await messages.return(undefined);
     const toolCall = requested.data.tool_call as Record<string, unknown>;
+    // A person is offered to run it or not, for this terminal's call.
+    assert.match(String(toolCall.tool_call_id), /^terminal-term-[0-9a-f-]{36}$/);
+    assert.equal(toolCall.kind, "execute");
+    assert.deepEqual(toolCall.locations, []);
+    assert.deepEqual(requested.data.options, [
+      { option_id: "run", name: "Run", kind: "allow_once" },
+      { option_id: "dont-run", name: "Don't run", kind: "reject_once" },
+    ]);
     assert.equal(
       toolCall.title,
       `PASSED=[REDACTED] ${shown} -c echo [REDACTED]`,
@@ -150,4 +164,62 @@ Deno.test("runner daemon: an approval request for a terminal command leaves the 
     await daemon.stop();
     await serve.stop();
   }
+});
+
+Deno.test("runner run: each fs/write_text_file is decided by the rules on its title and path, ask takes permission-fallback, and the event says so", async () => {
+  const workspace = join(tempDir(), "ws");
+  for (const folder of ["notes", "secrets", "drafts"]) {
+    Deno.mkdirSync(join(workspace, folder), { recursive: true });
+  }
+  const writes = ["notes/a.md", "secrets/k.pem", "drafts/d.txt", "other.txt"];
+  const events = await runJsonEvents([
+    ...["run", "custom", "--workspace", workspace, "--data-dir", tempDir()],
+    "--acp-command",
+    fixtureCommand(...writes.flatMap((path) => ["--fs-write", path])),
+    ...["--fs-write", "true", "--langbot-assets-enabled", "false"],
+    ...["--permission-decision", "reject_once"],
+    ...["--permission-fallback", "allow_always"],
+    "--permission-rules-json",
+    JSON.stringify([
+      {
+        kind: "edit",
+        title: "fs/write_text_file notes/*.md",
+        decision: "allow",
+      },
+      { path: "secrets/**", decision: "reject_always" },
+      { kind: "edit", path: "drafts/**", decision: "ask" },
+    ]),
+    ...["--json", "go"],
+  ]);
+  const decided = events.filter((e) => e.type === "permission.decided")
+    .map((e) => e.data as Record<string, unknown>);
+  for (const data of decided) {
+    assert.match(String(data.request_id), /^[0-9a-f-]{36}$/);
+  }
+  const shown = (
+    path: string,
+    rule: number | "default",
+    decision: string,
+  ) => ({
+    tool_call_id: null,
+    title: `fs/write_text_file ${path}`,
+    outcome: decision.startsWith("allow") ? "allowed" : "rejected",
+    decision,
+    by: "policy",
+    rule,
+    path,
+  });
+  assert.deepEqual(
+    decided.map(({ request_id: _, ...data }) => data),
+    [
+      shown("notes/a.md", 0, "allow_once"),
+      shown("secrets/k.pem", 1, "reject_always"),
+      shown("drafts/d.txt", 2, "allow_always"),
+      shown("other.txt", "default", "reject_once"),
+    ],
+  );
+  assert.deepEqual(
+    writes.map((path) => existsSync(join(workspace, path))),
+    [true, false, true, false],
+  );
 });
