@@ -94,10 +94,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/command_layers.ts",
-    tests: [
-      "tests/run/command_layers_test.ts",
-      "tests/security/terminal_argv_test.ts",
-    ],
+    tests: ["tests/run/command_layers_test.ts"],
   },
   {
     module: "lib/run/terminals.ts",
