@@ -28,6 +28,11 @@ const PROGRAMS = [
   "sh",
   "bash",
   "dash",
+  "zsh",
+  "ksh",
+  "mksh",
+  "ash",
+  "rbash",
   "node",
   "nodejs",
   "perl",
@@ -37,6 +42,9 @@ const PROGRAMS = [
   "python3.11",
   "git",
   "cat",
+  // Some systems have these as files too; a wrapper starts them as files.
+  "command",
+  "time",
 ];
 
 /** A workspace with a `bin` of fake programs, the agent's whole `PATH`. */
@@ -182,6 +190,14 @@ Deno.test("nice with each form of its adjustment; another option ends the layers
     [["nice", "git"], "nice git | git"],
     [["nice"], "nice"],
     [["nice", "-n", "5", "git"], "nice -n 5 git | git"],
+    [["nice", "-n", "10", "git"], "nice -n 10 git | git"],
+    [["nice", "-n10", "git"], "nice -n10 git | git"],
+    [["nice", "--adjustment=10", "git"], "nice --adjustment=10 git | git"],
+    [["nice", "-10", "git"], "nice -10 git | git"],
+    // What runs is the first word that is no option, whatever follows it.
+    [["nice", "git", "5", "x"], "nice git 5 x | git 5 x"],
+    [["nice", "x-n5", "git"], "nice x-n5 git | ?x-n5 git | ?"],
+    [["nice", "x-5", "git"], "nice x-5 git | ?x-5 git | ?"],
     [["nice", "-n", "-5", "git"], "nice -n -5 git | git"],
     [["nice", "-n", "+5", "git"], "nice -n +5 git | git"],
     [["nice", "--adjustment", "5", "git"], "nice --adjustment 5 git | git"],
@@ -235,7 +251,12 @@ Deno.test("nohup, and exec and command inside a script, take no options; with on
     ],
     // Outside a script they are programs, looked up like any other.
     [["nice", "exec", "git"], "nice exec git | ?exec git | ?"],
-    [["nice", "command", "git"], "nice command git | ?command git | ?"],
+    [["nice", "command", "git"], "nice command git | command git"],
+    // A file named command is a program, not the shell's builtin.
+    [["command", "git"], "command git"],
+    [["command", "-v", "git"], "command -v git"],
+    // Nor is a shell's own word looked up as a program behind a wrapper.
+    [["nice", "time", "git"], "nice time git | ?time git | ?"],
     [
       ["sh", "-c", "nice exec git"],
       "sh -c nice exec git | nice exec git | ?exec git | ?",
@@ -247,6 +268,8 @@ Deno.test("timeout with each option it has and a duration; anything else ends th
   assertLayers([
     [["timeout", "5", "git"], "timeout 5 git | git"],
     [["timeout", "1.5m", "git"], "timeout 1.5m git | git"],
+    [["timeout", "10", "git"], "timeout 10 git | git"],
+    [["timeout", "1.25", "git"], "timeout 1.25 git | git"],
     [["timeout", "2d", "git"], "timeout 2d git | git"],
     [["timeout", "-s", "KILL", "5", "git"], "timeout -s KILL 5 git | git"],
     [
@@ -342,6 +365,14 @@ Deno.test("a shell's -c script of one plain command is read, with its variables;
     [["sh", "-o", "errexit", "-c", "git"], "sh -o errexit -c git"],
     [["sh", "-oc", "git"], "sh -oc git | ?"],
     [["sh", "+x", "-c", "git"], "sh +x -c git | ?"],
+    [["sh", "+-x", "-c", "git"], "sh +-x -c git | ?"],
+    // A login shell reads its profile first: unknown.
+    [["bash", "-lc", "git"], "bash -lc git | ?"],
+    [["zsh", "-c", "git"], "zsh -c git | git"],
+    [["ksh", "-c", "git"], "ksh -c git | git"],
+    [["mksh", "-c", "git"], "mksh -c git | git"],
+    [["ash", "-c", "git"], "ash -c git | git"],
+    [["rbash", "-c", "git"], "rbash -c git | git"],
     [["sh", "-c", "+x", "git"], "sh -c +x git | ?"],
     [["sh", "--norc", "-c", "git"], "sh --norc -c git | ?"],
     [["sh", "--", "-c", "git"], "sh -- -c git"],
@@ -384,12 +415,15 @@ Deno.test("an interpreter given inline code is unknown, in any argument; running
     [["nodejs", "--eval", "x"], "nodejs --eval x | ?"],
     [["nodejs", "--require=x", "app.js"], "nodejs --require=x app.js | ?"],
     [["nodejs", "app.js"], "nodejs app.js"],
+    [["nodejs", "-ie", "x"], "nodejs -ie x | ?"],
+    [["nodejs", "app.js", "x-e"], "nodejs app.js x-e"],
     [["perl", "-e", "x"], "perl -e x | ?"],
     [["perl", "-wE", "x"], "perl -wE x | ?"],
     [["perl", "-MPOSIX", "x.pl"], "perl -MPOSIX x.pl | ?"],
     [["perl", "-mPOSIX", "x.pl"], "perl -mPOSIX x.pl | ?"],
     [["perl", "-x", "x.pl"], "perl -x x.pl | ?"],
     [["perl", "-w", "x.pl"], "perl -w x.pl"],
+    [["perl", "x.pl", "a-e"], "perl x.pl a-e"],
     [["perl", "--", "x.pl", "-e"], "perl -- x.pl -e | ?"],
     [["ruby", "-e", "x"], "ruby -e x | ?"],
     [["ruby", "-we", "x"], "ruby -we x | ?"],
@@ -401,6 +435,8 @@ Deno.test("an interpreter given inline code is unknown, in any argument; running
     [["php", "-E", "x"], "php -E x | ?"],
     [["php", "-d", "x=1", "a.php"], "php -d x=1 a.php | ?"],
     [["php", "a.php"], "php a.php"],
+    [["php", "-nr", "x"], "php -nr x | ?"],
+    [["php", "a.php", "x-r"], "php a.php x-r"],
     [["python3", "-c", "x"], "python3 -c x | ?"],
     [["python3", "-Ic", "x"], "python3 -Ic x | ?"],
     [["python3.11", "-c", "x"], "python3.11 -c x | ?"],
@@ -448,6 +484,8 @@ Deno.test("a wrapper is read only when it is the file its name finds on the agen
   assert.equal(isProgramNamed(join(BIN, "git"), "cat", BIN), false);
   assert.equal(isProgramNamed(join(link, "env"), "env", BIN), true);
   assert.equal(isProgramNamed(fake, "env", BIN), false);
+  // A multi-call binary acts on the name it is called by.
+  assert.equal(isProgramNamed(join(link, "other"), "env", BIN), false);
 });
 
 Deno.test("the request's variables, env's and a script's all reach every later layer, in order", () => {
