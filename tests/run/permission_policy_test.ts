@@ -255,6 +255,7 @@ Deno.test("runner run: without rules permission-decision answers and no rule is 
   const calls = JSON.stringify([
     { kind: "execute", title: "Run make" },
     { kind: "edit", title: "Edit b", path: "b.txt" },
+    { kind: "execute", title: "Run lint", noLocations: true },
   ]);
   const plain = await runPolicy(["--permission-calls", calls], [
     ...["--permission-decision", "reject_always"],
@@ -268,6 +269,7 @@ Deno.test("runner run: without rules permission-decision answers and no rule is 
     [
       { title: "Run make", decision: "reject_always", rule: undefined },
       { title: "Edit b", decision: "reject_always", rule: undefined },
+      { title: "Run lint", decision: "reject_always", rule: undefined },
     ],
   );
   for (const data of decidedOf(plain)) assert.ok(!("rule" in data));
@@ -286,7 +288,11 @@ Deno.test("runner run: without rules permission-decision answers and no rule is 
       decision,
       rule,
     ]),
-    [["Run make", "reject_once", "default"], ["Edit b", "reject_always", 0]],
+    [
+      ["Run make", "reject_once", "default"],
+      ["Edit b", "reject_always", 0],
+      ["Run lint", "reject_once", "default"],
+    ],
   );
 });
 
