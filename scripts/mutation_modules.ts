@@ -77,7 +77,6 @@ export const GUARD_MODULES: MutationModule[] = [
       "tests/run/permission_policy_test.ts",
       "tests/run/permission_rules_test.ts",
       "tests/run/run_cancel_test.ts",
-      "tests/security/terminal_argv_test.ts",
     ],
   },
   {
