@@ -368,6 +368,7 @@ Deno.test("a shell's -c script of one plain command is read, with its variables;
     [["sh", "+-x", "-c", "git"], "sh +-x -c git | ?"],
     // A login shell reads its profile first: unknown.
     [["bash", "-lc", "git"], "bash -lc git | ?"],
+    [["bash", "-cl", "git"], "bash -cl git | ?"],
     [["zsh", "-c", "git"], "zsh -c git | git"],
     [["ksh", "-c", "git"], "ksh -c git | git"],
     [["mksh", "-c", "git"], "mksh -c git | git"],
