@@ -73,13 +73,11 @@ export const GUARD_MODULES: MutationModule[] = [
       "tests/run/permission_policy_test.ts",
       "tests/run/permission_rules_test.ts",
       "tests/run/run_cancel_test.ts",
-      "tests/security/terminal_argv_test.ts",
-      "tests/run/run_fs_test.ts",
     ],
   },
   {
     module: "lib/run/permission_desk.ts",
-    tests: ["tests/server/permissions_test.ts", "tests/run/run_cancel_test.ts"],
+    tests: ["tests/run/permission_desk_test.ts"],
   },
   // The terminal host: argv matching, env checks, limits, teardown.
   {
@@ -91,7 +89,7 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/run/command_layers.ts",
-    tests: ["tests/security/terminal_argv_test.ts"],
+    tests: ["tests/run/command_layers_test.ts"],
   },
   {
     module: "lib/run/terminals.ts",
