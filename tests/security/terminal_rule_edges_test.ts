@@ -48,3 +48,13 @@ Deno.test("a title of assignments only names no program: it matches no command",
   const rules: PermissionRule[] = [{ title: "FOO=1", decision: "reject" }];
   assert.equal(decidingRule(rules, "ls", []), -1);
 });
+
+Deno.test("a title word with an assignment inside it (x-FOO=1) is the program, not an assignment: it allows no other command", () => {
+  const rules: PermissionRule[] = [{ title: "x-FOO=1 ls", decision: "allow" }];
+  const decided = ruleDeciding(rules, {
+    command: "ls",
+    args: [],
+    env: [{ name: "FOO", value: "1" }],
+  }, { cwd: workspace() });
+  assert.equal(decided, undefined);
+});
