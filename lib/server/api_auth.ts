@@ -57,7 +57,8 @@ export function requireApiToken(app: Hono, ctx: ServerContext): void {
       throw unauthorized();
     }
     const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+    // A header value reaches us trimmed and on one line (fetch's Headers).
+    const match = /^Bearer\s+(.+)/i.exec(header);
     if (!match || !safeEqual(match[1], token)) throw unauthorized();
     await next();
   });

@@ -24,7 +24,8 @@ export async function checkN8nAuth(
     case "none":
       return;
     case "basic": {
-      const match = /^Basic\s+(.+)$/i.exec(header("authorization").trim());
+      // A header value reaches us trimmed and on one line (fetch's Headers).
+      const match = /^Basic\s+(.+)/i.exec(header("authorization"));
       let decoded = "";
       try {
         decoded = match ? atob(match[1]) : "";
@@ -40,7 +41,7 @@ export async function checkN8nAuth(
       }
       return;
     case "jwt": {
-      const match = /^Bearer\s+(.+)$/i.exec(header("authorization").trim());
+      const match = /^Bearer\s+(.+)/i.exec(header("authorization"));
       if (!match) throw unauthorized();
       await verifyHmacJwt(match[1], settings.jwtSecret!);
       return;
