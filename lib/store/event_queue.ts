@@ -47,6 +47,8 @@ export class EventQueue {
   /** A write failed: the next one waits for the retry, not for the next event. */
   #retrying = false;
   #closed = false;
+  /** Set when the queue closed with events unwritten: every later wait fails with it. */
+  #lost: RunnerError | undefined;
 
   /** Makes an empty queue that writes through `options.write`. */
   constructor(options: EventQueueOptions) {
@@ -86,6 +88,7 @@ export class EventQueue {
    * only when the queue closes with them unwritten.
    */
   durable(): Promise<void> {
+    if (this.#lost) return Promise.reject(this.#lost);
     return this.#commits.wait();
   }
 
@@ -95,12 +98,11 @@ export class EventQueue {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#queue.length) {
-      this.#commits.fail(
-        new RunnerError(
-          "store.unavailable",
-          `The store closed with ${this.#queue.length} run events unwritten; nobody saw them and they are lost. Check that the store can be written (disk space, locks, the database) before the next start.`,
-        ),
+      this.#lost = new RunnerError(
+        "store.unavailable",
+        `The store closed with ${this.#queue.length} run events unwritten; nobody saw them and they are lost. Check that the store can be written (disk space, locks, the database) before the next start.`,
       );
+      this.#commits.fail(this.#lost);
     }
   }
 

@@ -110,16 +110,19 @@ Deno.test("after close a failed flush is not retried (no retry is left pending t
   assert.deepEqual(attempts, [[1]]);
 });
 
-Deno.test("closing with events unwritten tells every waiter how many were lost and what to check", async () => {
+Deno.test("closing with events unwritten tells every waiter, then and later, how many were lost and what to check", async () => {
   const { queue } = failingStore(Infinity);
   queue.push(queuedEvent(1));
   queue.push(queuedEvent(2));
   const durable = queue.durable();
   assert.throws(() => queue.flush(), { code: "store.unavailable" });
   queue.close();
-  await assert.rejects(durable, {
+  const lost = {
     code: "store.unavailable",
     message:
       "The store closed with 2 run events unwritten; nobody saw them and they are lost. Check that the store can be written (disk space, locks, the database) before the next start.",
-  });
+  };
+  await assert.rejects(durable, lost);
+  // A wait asked for after the close fails the same way; it does not hang.
+  await assert.rejects(queue.durable(), lost);
 });
