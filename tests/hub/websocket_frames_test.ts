@@ -71,6 +71,10 @@ async function pair(
       if (!await fill(4)) return undefined;
       length = (pending[2] << 8) | pending[3];
       offset = 4;
+    } else if (length === 127) {
+      if (!await fill(10)) return undefined;
+      length = Number(new DataView(pending.buffer, 2, 8).getBigUint64(0));
+      offset = 10;
     }
     if (!await fill(offset + length)) return undefined;
     const frame = {
@@ -279,4 +283,139 @@ Deno.test("a silent peer is pinged, a pong keeps it, and one that stays silent a
     code: 1001,
     reason: "no pong",
   });
+});
+
+/** A masked client frame with a 64-bit length field of `high`:`low` and `payload`. */
+function longFrame(
+  first: number,
+  high: number,
+  low: number,
+  payload: Uint8Array,
+): Uint8Array {
+  const frame = new Uint8Array(14 + payload.length);
+  frame[0] = first;
+  frame[1] = 0x80 | 127;
+  const view = new DataView(frame.buffer);
+  view.setUint32(2, high);
+  view.setUint32(6, low);
+  frame.set([1, 2, 3, 4], 10);
+  payload.forEach((byte, i) => frame[14 + i] = byte ^ [1, 2, 3, 4][i & 3]);
+  return frame;
+}
+
+Deno.test("a 64-bit length is read whole: a small message so sent is read, one past the limit or past 4 GiB is refused with 1009", async () => {
+  const small = await pair();
+  await writeAll(small.peer, longFrame(0x81, 0, 5, bytes(5)));
+  await finish(small);
+  assert.deepEqual(small.messages, ["aaaaa"]);
+
+  for (const [high, low] of [[0, LIMIT + 1], [1, 0], [0x80000000, 5]]) {
+    const p = await pair();
+    await writeAll(p.peer, longFrame(0x82, high, low, bytes(5)));
+    assert.deepEqual(closeCode(await p.nextFrame()), {
+      opcode: 8,
+      code: 1009,
+      reason: "message too big",
+    }, `length ${high}:${low}`);
+    p.peer.close();
+    await p.closed;
+    assert.deepEqual(p.messages, []);
+  }
+});
+
+Deno.test("reserved bits, an unmasked frame or an unknown opcode fail the connection with 1002", async () => {
+  const cases: [Uint8Array, string][] = [
+    [clientFrame(0xc1, bytes(2)), "protocol error"],
+    [clientFrame(0x91, bytes(2)), "protocol error"],
+    [new Uint8Array([0x81, 0x02, 0x61, 0x61]), "protocol error"],
+    [clientFrame(0x83, bytes(2)), "unknown opcode"],
+    [clientFrame(0x8b, bytes(2)), "unknown opcode"],
+  ];
+  for (const [frame, reason] of cases) {
+    const p = await pair();
+    await writeAll(p.peer, frame);
+    assert.deepEqual(closeCode(await p.nextFrame()), {
+      opcode: 8,
+      code: 1002,
+      reason,
+    }, `first byte ${frame[0].toString(16)}`);
+    assert.equal((await finish(p)).code, 1002);
+    assert.deepEqual(p.messages, []);
+  }
+});
+
+Deno.test("the peer's close is echoed with its code (1000 when it gave none) and reported with its reason", async () => {
+  const bare = await pair();
+  await writeAll(bare.peer, clientFrame(0x88, new Uint8Array()));
+  assert.deepEqual(closeCode(await bare.nextFrame()), {
+    opcode: 8,
+    code: 1000,
+    reason: "",
+  });
+  const bareEvent = await bare.closed;
+  bare.peer.close();
+  assert.deepEqual(
+    { code: bareEvent.code, wasClean: bareEvent.wasClean },
+    { code: 1005, wasClean: true },
+  );
+
+  const coded = await pair();
+  await writeAll(
+    coded.peer,
+    clientFrame(0x88, new Uint8Array([0x0f, 0xa2, 0x68, 0x69])),
+  );
+  assert.deepEqual(closeCode(await coded.nextFrame()), {
+    opcode: 8,
+    code: 4002,
+    reason: "",
+  });
+  const event = await coded.closed;
+  assert.equal(await coded.nextFrame(), undefined, "then the connection ends");
+  coded.peer.close();
+  assert.deepEqual({ code: event.code, reason: event.reason }, {
+    code: 4002,
+    reason: "hi",
+  });
+  assert.equal(coded.socket.readyState, WebSocket.CLOSED);
+});
+
+Deno.test("a peer that drops the connection is reported closed with 1006, not clean", async () => {
+  const p = await pair();
+  p.peer.close();
+  const event = await p.closed;
+  assert.deepEqual(
+    { code: event.code, wasClean: event.wasClean },
+    { code: 1006, wasClean: false },
+  );
+});
+
+Deno.test("close() sends one close frame with its reason cut to 123 bytes; send() after it throws", async () => {
+  const p = await pair();
+  p.socket.close(4003, "r".repeat(200));
+  p.socket.close(4004, "again");
+  assert.equal(p.socket.readyState, WebSocket.CLOSING);
+  assert.throws(() => p.socket.send("late"), { name: "InvalidStateError" });
+  assert.deepEqual(closeCode(await p.nextFrame()), {
+    opcode: 8,
+    code: 4003,
+    reason: "r".repeat(123),
+  });
+  const event = await finish(p);
+  assert.equal(await p.nextFrame(), undefined, "no second close frame");
+  assert.equal(event.code, 4003);
+});
+
+Deno.test("messages sent are framed with the right length at each length encoding's edges", async () => {
+  const p = await pair();
+  const sizes = [0, 125, 126, 65535, 65536, 70000];
+  for (const size of sizes) p.socket.send("m".repeat(size));
+  for (const size of sizes) {
+    const frame = await p.nextFrame();
+    assert.deepEqual(
+      { fin: frame?.fin, opcode: frame?.opcode, length: frame?.payload.length },
+      { fin: true, opcode: 1, length: size },
+    );
+    assert.ok(frame!.payload.every((byte) => byte === 0x6d));
+  }
+  await finish(p);
 });
