@@ -17,6 +17,8 @@ const LIMIT = 300;
 interface ServerFrame {
   fin: boolean;
   opcode: number;
+  /** The 7-bit length field: the length, or 126 / 127 for a longer one. */
+  marker: number;
   payload: Uint8Array;
 }
 
@@ -31,7 +33,7 @@ interface Pair {
 }
 
 async function pair(
-  options: { tooBigReason?: string } = {},
+  options: { tooBigReason?: string; maxMessageBytes?: number } = {},
 ): Promise<Pair> {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const peer = await connectTo(`http://127.0.0.1:${listener.addr.port}`);
@@ -80,6 +82,7 @@ async function pair(
     const frame = {
       fin: (pending[0] & 0x80) !== 0,
       opcode: pending[0] & 0x0f,
+      marker: pending[1] & 0x7f,
       payload: pending.slice(offset, offset + length),
     };
     pending = pending.slice(offset + length);
@@ -405,17 +408,35 @@ Deno.test("close() sends one close frame with its reason cut to 123 bytes; send(
   assert.equal(event.code, 4003);
 });
 
-Deno.test("messages sent are framed with the right length at each length encoding's edges", async () => {
+Deno.test("messages sent are framed with the shortest length field at each length encoding's edges", async () => {
   const p = await pair();
   const sizes = [0, 125, 126, 65535, 65536, 70000];
   for (const size of sizes) p.socket.send("m".repeat(size));
   for (const size of sizes) {
     const frame = await p.nextFrame();
     assert.deepEqual(
-      { fin: frame?.fin, opcode: frame?.opcode, length: frame?.payload.length },
-      { fin: true, opcode: 1, length: size },
+      {
+        fin: frame?.fin,
+        opcode: frame?.opcode,
+        length: frame?.payload.length,
+        marker: frame?.marker,
+      },
+      {
+        fin: true,
+        opcode: 1,
+        length: size,
+        marker: size < 126 ? size : size < 65536 ? 126 : 127,
+      },
     );
     assert.ok(frame!.payload.every((byte) => byte === 0x6d));
   }
   await finish(p);
+});
+
+Deno.test("a frame larger than one read is waited for and read whole", async () => {
+  const p = await pair({ maxMessageBytes: 100_000 });
+  const payload = new Uint8Array(50_000).map((_, i) => 0x61 + (i % 26));
+  await writeAll(p.peer, longFrame(0x81, 0, payload.length, payload));
+  await finish(p);
+  assert.deepEqual(p.messages, [new TextDecoder().decode(payload)]);
 });
