@@ -211,7 +211,9 @@ Deno.test("a control frame over 125 bytes or fragmented fails the connection wit
     { opcode: pong?.opcode, payload: pong?.payload },
     { opcode: 10, payload: bytes(125, 0x70) },
   );
+  await writeAll(ok.peer, clientFrame(0x81, bytes(2, 0x7a)));
   await finish(ok);
+  assert.deepEqual(ok.messages, ["zz"], "a message after the ping is read");
 
   for (
     const frame of [clientFrame(0x89, bytes(126)), clientFrame(0x09, bytes(1))]
@@ -237,7 +239,11 @@ Deno.test("data sent after the server started closing is skipped unread, even pa
   });
   await writeAll(p.peer, clientFrame(0x81, bytes(10)));
   await writeAll(p.peer, clientFrame(0x82, bytes(LIMIT * 3)));
-  const event = await finish(p);
+  await writeAll(p.peer, clientFrame(0x89, bytes(1)));
+  await writeAll(p.peer, clientFrame(0x88, new Uint8Array([0x03, 0xe8])));
+  const event = await p.closed;
+  assert.equal(await p.nextFrame(), undefined, "no pong while closing");
+  p.peer.close();
   assert.deepEqual(p.messages, []);
   assert.deepEqual({ code: event.code, reason: event.reason }, {
     code: 4000,
@@ -403,8 +409,10 @@ Deno.test("close() sends one close frame with its reason cut to 123 bytes; send(
     code: 4003,
     reason: "r".repeat(123),
   });
-  const event = await finish(p);
+  await writeAll(p.peer, clientFrame(0x88, new Uint8Array([0x03, 0xe8])));
+  const event = await p.closed;
   assert.equal(await p.nextFrame(), undefined, "no second close frame");
+  p.peer.close();
   assert.equal(event.code, 4003);
 });
 
