@@ -176,7 +176,10 @@ export const GUARD_MODULES: MutationModule[] = [
   },
   {
     module: "lib/hub/websocket.ts",
-    tests: ["tests/hub/websocket_test.ts", "tests/hub/hub_hostile_test.ts"],
+    tests: [
+      "tests/hub/websocket_test.ts",
+      "tests/hub/websocket_frames_test.ts",
+    ],
   },
   {
     module: "lib/hub/ws_listener.ts",
